@@ -1,0 +1,123 @@
+// Interleaved A/B timing: counterbalanced blocks in randomized order, dropped-block bookkeeping,
+// and staged extension with the speed gate's decision at each look.
+#include "bench/interleave.hpp"
+
+#include <cmath>
+#include <sstream>
+
+#include "core/error.hpp"
+
+namespace kgate::bench {
+namespace {
+
+void validate(const InterleaveOptions& options) {
+  std::ostringstream problem;
+  if (options.launches_per_arm < 1) problem << "launches_per_arm must be >= 1; ";
+  if (options.blocks_per_stage < 1) problem << "blocks_per_stage must be >= 1; ";
+  if (options.max_stages < 1) problem << "max_stages must be >= 1; ";
+  if (!(options.alpha > 0 && options.alpha < 0.5)) problem << "alpha must be in (0, 0.5); ";
+  if (!(options.delta > -1) || !std::isfinite(options.delta)) problem << "delta must be > -1; ";
+  if (!(options.time_budget_s >= 0)) problem << "time_budget_s must be >= 0; ";
+  if (!(options.max_dropped_fraction >= 0 && options.max_dropped_fraction <= 1)) {
+    problem << "max_dropped_fraction must be in [0, 1]; ";
+  }
+  const std::string text = problem.str();
+  if (!text.empty()) throw_usage("interleaved timing options: " + text.substr(0, text.size() - 2));
+}
+
+/// Why a half-block's samples cannot be used, or an empty string when they can.
+std::string sample_problem(const std::vector<double>& samples, int arm, int expected) {
+  const char* name = arm == 0 ? "baseline" : "candidate";
+  std::ostringstream why;
+  if (static_cast<int>(samples.size()) != expected) {
+    why << name << " returned " << samples.size() << " samples, expected " << expected;
+    return why.str();
+  }
+  for (double x : samples) {
+    if (!std::isfinite(x)) {
+      why << name << " sample is not finite (" << x << ")";
+      return why.str();
+    }
+    if (x <= 0) {
+      why << name << " sample is not positive (" << x << " ns)";
+      return why.str();
+    }
+  }
+  return {};
+}
+
+void append(std::vector<double>& to, const std::vector<double>& from) {
+  to.insert(to.end(), from.begin(), from.end());
+}
+
+/// Times one block: A B B A or B A A B (a fair coin), each letter `launches` launches.
+Block run_block(ArmTimer& timer, int launches, Rng& rng) {
+  Block block;
+  block.baseline_first = rng.coin();
+  const int first = block.baseline_first ? 0 : 1;
+  const int order[4] = {first, 1 - first, 1 - first, first};
+  std::string problem;
+  for (int arm : order) {
+    const std::vector<double> samples = timer.measure(arm, launches);
+    if (problem.empty()) problem = sample_problem(samples, arm, launches);
+    append(arm == 0 ? block.a : block.b, samples);
+  }
+  if (problem.empty()) {
+    block.log_ratio = std::log(speed::median(block.b) / speed::median(block.a));
+  } else {
+    block.dropped = problem;
+  }
+  // Always asked, so that the timer sees one call per block even when the block is already dropped.
+  std::optional<std::string> disturbance = timer.block_disturbance();
+  if (disturbance && !block.dropped) block.dropped = *disturbance;
+  return block;
+}
+
+}  // namespace
+
+InterleaveResult run_interleaved(ArmTimer& timer, const InterleaveOptions& options, Rng& rng) {
+  validate(options);
+  InterleaveResult result;
+  const double start = timer.seconds_used();
+  auto budget_spent = [&] { return timer.seconds_used() - start >= options.time_budget_s; };
+
+  for (int stage = 0; stage < options.max_stages; ++stage) {
+    bool out_of_time = false;
+    for (int i = 0; i < options.blocks_per_stage && !out_of_time; ++i) {
+      result.blocks.push_back(run_block(timer, options.launches_per_arm, rng));
+      out_of_time = budget_spent();
+    }
+
+    std::vector<double> kept;
+    for (const Block& block : result.blocks) {
+      if (!block.dropped) kept.push_back(block.log_ratio);
+    }
+    result.stages = stage + 1;
+    result.alpha_last_stage = speed::stage_alpha(options.alpha, stage, options.max_stages);
+    result.decision = speed::decide(kept, options.delta, result.alpha_last_stage);
+
+    const size_t total = result.blocks.size();
+    const size_t dropped = total - kept.size();
+    if (static_cast<double>(dropped) > options.max_dropped_fraction * static_cast<double>(total)) {
+      std::ostringstream reason;
+      reason << dropped << " of " << total << " blocks dropped (limit "
+             << options.max_dropped_fraction * 100 << "%)";
+      for (const Block& block : result.blocks) {
+        if (block.dropped) {
+          reason << "; first reason: " << *block.dropped;
+          break;
+        }
+      }
+      result.invalid = true;
+      result.invalid_reason = reason.str();
+      // An unusable measurement never passes (nor regresses); its statistics stay for the report.
+      result.decision.decision = speed::Decision::inconclusive;
+      break;
+    }
+    if (result.decision.decision != speed::Decision::inconclusive || out_of_time) break;
+  }
+  result.seconds = timer.seconds_used() - start;
+  return result;
+}
+
+}  // namespace kgate::bench

@@ -1,0 +1,72 @@
+// Interleaved A/B timing: counterbalanced blocks (A B B A or B A A B, order randomized per block),
+// staged extension until the speed gate decides or the budget runs out.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/rng.hpp"
+#include "gates/speed/decision.hpp"
+
+namespace kgate::bench {
+
+/// Something that can time the baseline (arm 0) and the candidate (arm 1).
+class ArmTimer {
+ public:
+  virtual ~ArmTimer() = default;
+  /// Runs `launches` launches of `arm` and returns each one's time in nanoseconds.
+  virtual std::vector<double> measure(int arm, int launches) = 0;
+  /// Called after each block: a reason to drop the block (e.g. "thermal throttle"), or nullopt.
+  virtual std::optional<std::string> block_disturbance() { return std::nullopt; }
+  /// Seconds of device (or wall) time consumed so far, for the budget.
+  virtual double seconds_used() const = 0;
+};
+
+struct InterleaveOptions {
+  double delta = 0.02;           ///< minimum effect that counts as a regression (2%)
+  double alpha = 0.05;           ///< false-positive rate of one comparison, across all stages
+  int launches_per_arm = 5;      ///< launches per arm per half-block (A B B A = 4 half-blocks)
+  int blocks_per_stage = 30;     ///< blocks added per stage
+  int max_stages = 4;            ///< at most this many looks; alpha is split across them
+  double time_budget_s = 3.0;    ///< stop extending after this much timer time
+  double max_dropped_fraction = 0.2;  ///< above this, the comparison is INVALID
+};
+
+/// One block: the samples of each arm and the block statistic.
+struct Block {
+  std::vector<double> a;  ///< baseline samples (ns)
+  std::vector<double> b;  ///< candidate samples (ns)
+  double log_ratio = 0;   ///< ln(median(b) / median(a))
+  bool baseline_first = true;
+  std::optional<std::string> dropped;  ///< why the block was dropped
+};
+
+struct InterleaveResult {
+  speed::DecisionResult decision;  ///< of the last stage (inconclusive when invalid)
+  bool invalid = false;            ///< too many dropped blocks
+  std::string invalid_reason;
+  int stages = 0;
+  double alpha_last_stage = 0;
+  std::vector<Block> blocks;       ///< all blocks, dropped ones included
+  double seconds = 0;
+};
+
+/// Runs interleaved blocks and decides; deterministic given the rng seed and the timer.
+/// Each block is A B B A or B A A B (a fair coin from `rng`), each letter `launches_per_arm`
+/// launches; block.a / block.b are an arm's two halves in time order. A block is dropped (kept in
+/// `blocks`, left out of decisions) when a half returns the wrong number of samples or a
+/// non-finite or non-positive one, or when timer.block_disturbance() gives a reason (it is asked
+/// after every block).
+/// After each `blocks_per_stage` blocks the kept log ratios are decided at
+/// stage_alpha(alpha, stage, max_stages); the run stops at the first pass / regression, after
+/// `max_stages` looks, or once timer.seconds_used() has grown by `time_budget_s` since the call
+/// (checked after every block: an exhausted budget takes the look early, on the blocks so far).
+/// More than `max_dropped_fraction` of the blocks dropped at a look makes the result invalid (the
+/// run stops; the reason names the counts) and its decision inconclusive, never pass.
+/// Throws a usage Error for unusable options.
+InterleaveResult run_interleaved(ArmTimer& timer, const InterleaveOptions& options, Rng& rng);
+
+}  // namespace kgate::bench

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Configures and builds kgate into ${KGATE_BUILD_DIR:-build} (after ci/setup.sh).
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${KGATE_BUILD_DIR:-$here/build}
+prefix=""
+[ -f "$here/.deps-prefix" ] && prefix=$(cat "$here/.deps-prefix")
+torch_prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>/dev/null | tail -1) \
+  || { echo "ci/build.sh: torch is not importable: run ci/setup.sh" >&2; exit 1; }
+export PATH=${CUDA_HOME:-/usr/local/cuda}/bin:$PATH
+jobs=${KGATE_JOBS:-$(nproc)}
+echo "==> ci/build.sh: configuring $build"
+cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=${KGATE_BUILD_TYPE:-RelWithDebInfo} \
+  -DCMAKE_CUDA_ARCHITECTURES=${KGATE_CUDA_ARCHS:-90} \
+  -DCMAKE_PREFIX_PATH="$torch_prefix${prefix:+;$prefix}" > "$build.configure.log" 2>&1 \
+  || { cat "$build.configure.log"; echo "ci/build.sh: configure failed" >&2; exit 1; }
+echo "==> ci/build.sh: building with $jobs jobs"
+cmake --build "$build" -j "$jobs"

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Downloads the Debian packages kgate builds against as .deb files into DIR (default .deps-bundle/),
+# for runners without a registry: copy DIR there and run KGATE_OFFLINE_BUNDLE=DIR ci/setup.sh.
+# LibTorch is not bundled: such runners use the torch wheel already installed there.
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+dir=${1:-$here/.deps-bundle}
+mkdir -p "$dir"
+cd "$dir"
+apt-get download libgtest-dev googletest libbenchmark-dev libbenchmark1debian nlohmann-json3-dev libcli11-dev \
+  || { echo "ci/offline-bundle.sh: apt-get download failed (run apt-get update first?)" >&2; exit 1; }
+echo "offline bundle: $(ls "$dir"/*.deb | wc -l) packages in $dir"

@@ -1,0 +1,52 @@
+// The kgate verbs. Each returns the process exit code; main() maps exceptions to exit codes.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/pipeline.hpp"
+
+namespace kgate::cli {
+
+struct ListArgs {
+  bool ops = false;
+  bool all = false;  ///< include mutants
+};
+int run_list(const ListArgs& args);
+
+struct CheckArgs {
+  std::vector<std::string> kernels;  ///< empty: every non-mutant kernel of the backend
+  std::string backend;               ///< empty: cuda when a GPU is present, else cpu
+  std::string out_dir = "reports";
+  std::optional<int> no_device_exit_code;
+  bool inconclusive_fails = false;
+  bool quiet = false;
+  std::string command_line;
+  CheckOptions options;
+};
+int run_check(const CheckArgs& args);
+
+struct ReplayArgs {
+  std::string kernel;
+  std::string case_ref;  ///< a case id, or a JSON file holding a case (or a report's minimal case)
+  std::string rule = "allclose";
+  std::optional<double> atol, rtol;
+};
+int run_replay(const ReplayArgs& args);
+
+struct ValidateArgs {
+  std::string package_dir;
+  bool compile = true;
+  std::string arch = "sm_90";
+};
+int run_validate(const ValidateArgs& args);
+
+struct CompareArgs {
+  std::string old_report;
+  std::string new_report;
+};
+int run_compare(const CompareArgs& args);
+
+}  // namespace kgate::cli

@@ -1,0 +1,117 @@
+// kgate: regression tester for optimized GPU kernels. Argument parsing (CLI11) and the mapping of
+// errors to exit codes; the verbs live in commands.cpp.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "core/error.hpp"
+
+namespace {
+
+int exit_for(const kgate::Error& e) {
+  switch (e.kind()) {
+    case kgate::ErrorKind::usage:
+    case kgate::ErrorKind::package: return static_cast<int>(kgate::ExitCode::usage);
+    case kgate::ErrorKind::device: return static_cast<int>(kgate::ExitCode::usage);
+    case kgate::ErrorKind::internal: return static_cast<int>(kgate::ExitCode::internal);
+  }
+  return static_cast<int>(kgate::ExitCode::internal);
+}
+
+std::string joined(int argc, char** argv) {
+  std::string s;
+  for (int i = 0; i < argc; ++i) s += (i ? " " : "") + std::string(argv[i]);
+  return s;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"kgate " KGATE_VERSION " - regression tester for optimized GPU kernels.\n"
+               "Exit codes: 0 pass, 1 correctness failure, 2 speed regression, 3 inconclusive (with\n"
+               "--inconclusive-fails), 4 usage/config/package error, 5 internal error."};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", KGATE_VERSION);
+
+  kgate::cli::ListArgs list_args;
+  auto* list = app.add_subcommand("list", "List the kernels under test (or the op catalogue with --ops)");
+  list->add_flag("--ops", list_args.ops, "List the op catalogue, one op per line");
+  list->add_flag("--all", list_args.all, "Include the mutants (deliberately broken kernels)");
+
+  kgate::cli::CheckArgs check_args;
+  auto& opt = check_args.options;
+  auto* check = app.add_subcommand("check", "Check kernels: correctness, then speed against the eager reference");
+  check->add_option("--kernel", check_args.kernels, "Kernel to check (repeatable; default: all but mutants)");
+  check->add_option("--backend", check_args.backend, "cuda or cpu (default: cuda when a GPU is present)")
+      ->check(CLI::IsMember({"cuda", "cpu"}));
+  check->add_option("--seed", opt.seed, "Master seed: every case derives from it")->capture_default_str();
+  check->add_option("--cases", opt.cases, "Correctness cases per kernel")->capture_default_str()->check(CLI::PositiveNumber);
+  check->add_option("--family", opt.families, "Case families (random, ragged, extreme, special, layout)");
+  check->add_option("--rule", opt.rule, "Correctness rule: allclose, ulp or ref_ratio")->capture_default_str()
+      ->check(CLI::IsMember({"allclose", "ulp", "ref_ratio"}));
+  check->add_option("--atol", opt.atol, "Absolute tolerance (overrides the op's default)");
+  check->add_option("--rtol", opt.rtol, "Relative tolerance (overrides the op's default)");
+  check->add_flag("!--no-shrink", opt.shrink, "Do not shrink failing cases");
+  check->add_flag("!--no-speed", opt.speed, "Skip the speed gate");
+  check->add_option("--speed-cases", opt.speed_cases, "Shapes timed per kernel")->capture_default_str();
+  check->add_option("--delta", opt.timing.interleave.delta, "Minimum slowdown that counts as a regression")
+      ->capture_default_str();
+  check->add_option("--alpha", opt.timing.interleave.alpha, "False-positive rate per comparison")->capture_default_str();
+  check->add_option("--time-budget", opt.timing.interleave.time_budget_s, "Seconds of timing per comparison")
+      ->capture_default_str();
+  bool warm = false;
+  check->add_flag("--warm", warm, "Time with a warm L2 (default: flushed between launches)");
+  check->add_option("--out", check_args.out_dir, "Directory for report.json, junit.xml and summary.md")
+      ->capture_default_str();
+  check->add_flag("--inconclusive-fails", check_args.inconclusive_fails, "Exit 3 when a speed decision is inconclusive");
+  check->add_option("--no-device-exit-code", check_args.no_device_exit_code,
+                    "Exit with this code (e.g. 77 = SKIPPED for CTest) when --backend cuda finds no GPU");
+  check->add_flag("-q,--quiet", check_args.quiet, "No progress lines");
+
+  kgate::cli::ReplayArgs replay_args;
+  auto* replay = app.add_subcommand("replay", "Re-run exactly one case (an id or a JSON file) on one kernel");
+  replay->add_option("--kernel", replay_args.kernel, "Kernel to run")->required();
+  replay->add_option("case", replay_args.case_ref, "Case id (op:dtype:dims:layout:values:seed) or JSON file")->required();
+  replay->add_option("--rule", replay_args.rule, "Correctness rule")->check(CLI::IsMember({"allclose", "ulp", "ref_ratio"}));
+  replay->add_option("--atol", replay_args.atol, "Absolute tolerance");
+  replay->add_option("--rtol", replay_args.rtol, "Relative tolerance");
+
+  kgate::cli::ValidateArgs validate_args;
+  auto* validate = app.add_subcommand("validate", "Validate a kernel package: manifest, paths, NVRTC compile (no GPU needed)");
+  validate->add_option("package", validate_args.package_dir, "Package directory (holding kgate.json)")->required();
+  validate->add_flag("!--no-compile", validate_args.compile, "Check the manifest only");
+  validate->add_option("--arch", validate_args.arch, "GPU architecture to compile for")->capture_default_str();
+
+  kgate::cli::CompareArgs compare_args;
+  auto* compare = app.add_subcommand("compare", "Compare two kgate reports (old.json new.json)");
+  compare->add_option("old", compare_args.old_report, "Earlier report")->required()->check(CLI::ExistingFile);
+  compare->add_option("new", compare_args.new_report, "Later report")->required()->check(CLI::ExistingFile);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : static_cast<int>(kgate::ExitCode::usage);
+  }
+
+  try {
+    if (*list) return kgate::cli::run_list(list_args);
+    if (*check) {
+      opt.timing.flush_l2 = !warm;
+      check_args.command_line = joined(argc, argv);
+      return kgate::cli::run_check(check_args);
+    }
+    if (*replay) return kgate::cli::run_replay(replay_args);
+    if (*validate) return kgate::cli::run_validate(validate_args);
+    if (*compare) return kgate::cli::run_compare(compare_args);
+  } catch (const kgate::Error& e) {
+    std::fprintf(stderr, "kgate: error: %s\n", e.what());
+    return exit_for(e);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kgate: internal error: %s\n", e.what());
+    return static_cast<int>(kgate::ExitCode::internal);
+  }
+  return static_cast<int>(kgate::ExitCode::usage);
+}

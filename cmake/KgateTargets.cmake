@@ -1,0 +1,78 @@
+# One CMake function per kind of target:
+#   kgate_add_library(NAME SOURCES ... [LIBS ...])          a host library of the project
+#   kgate_add_test(NAME SOURCES ... [LIBS ...] [LABELS ...]) a GoogleTest executable kgate.test.NAME
+#   kgate_add_kernel(NAME OP BACKEND [MUTANT] SOURCES ...)   a kernel under test: registers it with the
+#       kgate command and makes it a test target (GoogleTest + Google Benchmark + CTest speed gate);
+#       MUTANT: a deliberately broken kernel, linked into kgate but with no test targets of its own.
+include(GoogleTest)
+
+set(KGATE_SKIP_RETURN_CODE 77 CACHE INTERNAL "exit code a test uses to report SKIPPED to CTest")
+
+function(kgate_add_test NAME)
+  cmake_parse_arguments(ARG "" "" "SOURCES;LIBS;LABELS" ${ARGN})
+  set(target kgate.test.${NAME})
+  add_executable(${target} ${ARG_SOURCES})
+  target_link_libraries(${target} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gtest_main)
+  target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR})
+  # A list value must reach the generated test file with its separators escaped.
+  string(REPLACE ";" "\\;" labels "unit;${ARG_LABELS}")
+  gtest_discover_tests(${target}
+    TEST_PREFIX "${NAME}."
+    DISCOVERY_MODE PRE_TEST
+    PROPERTIES LABELS "${labels}")
+endfunction()
+
+# kgate_add_kernel(NAME softmax_block OP softmax BACKEND cuda SOURCES softmax_block.cu)
+# The sources register the kernel with KGATE_REGISTER_KERNEL; the object library is linked whole into
+# the kgate command and into this kernel's test and benchmark executables.
+function(kgate_add_kernel NAME)
+  cmake_parse_arguments(ARG "MUTANT" "OP;BACKEND" "SOURCES" ${ARGN})
+  if(NOT ARG_OP OR NOT ARG_BACKEND OR NOT ARG_SOURCES)
+    message(FATAL_ERROR "kgate_add_kernel(${NAME}): OP, BACKEND (cuda|cpu) and SOURCES are required")
+  endif()
+  if(NOT ARG_BACKEND MATCHES "^(cuda|cpu)$")
+    message(FATAL_ERROR "kgate_add_kernel(${NAME}): BACKEND must be cuda or cpu, not '${ARG_BACKEND}'")
+  endif()
+  set(lib kgate.kernel.${NAME})
+  add_library(${lib} OBJECT ${ARG_SOURCES})
+  target_link_libraries(${lib} PUBLIC kgate_kernel_api)
+  target_include_directories(${lib} PRIVATE ${PROJECT_SOURCE_DIR})
+  set_property(GLOBAL APPEND PROPERTY KGATE_KERNEL_LIBRARIES ${lib})
+  if(ARG_MUTANT)
+    return()  # mutants get no test targets of their own: the mutant suite asserts they are rejected
+  endif()
+
+  if(KGATE_BUILD_TESTS)
+    set(test kgate.kernel.${NAME}.test)
+    add_executable(${test} ${PROJECT_SOURCE_DIR}/tests/kernel_test.cpp)
+    target_compile_definitions(${test} PRIVATE KGATE_KERNEL_NAME="${NAME}")
+    target_link_libraries(${test} PRIVATE ${lib} kgate_runner GTest::gtest GTest::gtest_main)
+    target_include_directories(${test} PRIVATE ${PROJECT_SOURCE_DIR})
+    if(ARG_BACKEND STREQUAL "cuda")
+      set(labels "gpu\\;correctness")
+      set(props RESOURCE_GROUPS "gpus:1")
+    else()
+      set(labels "cpu\\;correctness")
+      set(props "")
+    endif()
+    gtest_discover_tests(${test}
+      TEST_PREFIX "kernel.${NAME}."
+      DISCOVERY_MODE PRE_TEST
+      PROPERTIES LABELS "${labels}" ${props} SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\]")
+    # The speed gate of this kernel alone, through the kgate command (SKIPPED without a GPU).
+    add_test(NAME kernel.${NAME}.speed_gate
+      COMMAND kgate check --kernel ${NAME} --backend ${ARG_BACKEND} --cases 8
+              --out ${CMAKE_CURRENT_BINARY_DIR}/reports/${NAME}
+              --no-device-exit-code ${KGATE_SKIP_RETURN_CODE})
+    set_tests_properties(kernel.${NAME}.speed_gate PROPERTIES
+      LABELS "${ARG_BACKEND};speed" SKIP_RETURN_CODE ${KGATE_SKIP_RETURN_CODE} ${props})
+  endif()
+
+  if(KGATE_BUILD_BENCHMARKS)
+    set(bench kgate.kernel.${NAME}.bench)
+    add_executable(${bench} ${PROJECT_SOURCE_DIR}/bench/kernel_bench.cpp)
+    target_compile_definitions(${bench} PRIVATE KGATE_KERNEL_NAME="${NAME}")
+    target_link_libraries(${bench} PRIVATE ${lib} kgate_runner benchmark::benchmark)
+    target_include_directories(${bench} PRIVATE ${PROJECT_SOURCE_DIR})
+  endif()
+endfunction()

@@ -1,0 +1,21 @@
+// The outcome taxonomy of every verdict kgate gives.
+#pragma once
+
+#include <string>
+
+namespace kgate {
+
+enum class Outcome {
+  passed,
+  failed,        ///< incorrect output, or the kernel faulted / hung
+  regressed,     ///< statistically significant slowdown beyond the minimum effect
+  inconclusive,  ///< the measurement could not decide within its budget
+  invalid,       ///< the measurement is unusable (e.g. too many throttled blocks)
+  skipped,       ///< not run here (e.g. no GPU): never counted as a pass
+  fragile,       ///< passes, but uses more of its error budget than the fragility threshold
+};
+
+const char* outcome_name(Outcome outcome);
+Outcome parse_outcome(const std::string& name);
+
+}  // namespace kgate

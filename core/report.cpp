@@ -1,0 +1,380 @@
+// Report writers: JSON ("kgate-report/1"), JUnit XML, Markdown summary, GitHub annotations.
+#include "core/report.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+namespace kgate {
+namespace {
+
+using nlohmann::json;
+
+// JSON has no Inf/NaN: write them as strings so nothing is lost.
+json number(double v) {
+  if (std::isfinite(v)) return v;
+  if (std::isnan(v)) return "nan";
+  return v > 0 ? "inf" : "-inf";
+}
+
+double read_number(const json& j, const char* key, double fallback = 0) {
+  if (!j.contains(key)) return fallback;
+  const auto& v = j.at(key);
+  if (v.is_number()) return v.get<double>();
+  if (v.is_string()) {
+    const auto s = v.get<std::string>();
+    if (s == "nan") return std::nan("");
+    if (s == "inf") return INFINITY;
+    if (s == "-inf") return -INFINITY;
+  }
+  return fallback;
+}
+
+json stats_json(const ErrorStats& s) {
+  return {{"max_abs", number(s.max_abs)},         {"max_rel", number(s.max_rel)},
+          {"mismatches", s.mismatches},            {"elements", s.elements},
+          {"nan_mismatches", s.nan_mismatches},    {"unwritten", s.unwritten}};
+}
+
+ErrorStats stats_from(const json& j) {
+  ErrorStats s;
+  s.max_abs = read_number(j, "max_abs");
+  s.max_rel = read_number(j, "max_rel");
+  s.mismatches = j.value("mismatches", int64_t{0});
+  s.elements = j.value("elements", int64_t{0});
+  s.nan_mismatches = j.value("nan_mismatches", int64_t{0});
+  s.unwritten = j.value("unwritten", int64_t{0});
+  return s;
+}
+
+json case_result_json(const CaseResult& r) {
+  return {{"case", r.kcase},
+          {"outcome", outcome_name(r.outcome)},
+          {"rule", r.rule},
+          {"observed", number(r.observed)},
+          {"allowed", number(r.allowed)},
+          {"margin", number(r.margin)},
+          {"message", r.message},
+          {"vs_reference", stats_json(r.vs_reference)},
+          {"vs_oracle", stats_json(r.vs_oracle)},
+          {"reference_vs_oracle_max_abs", number(r.reference_vs_oracle_max_abs)},
+          {"repro", r.repro}};
+}
+
+CaseResult case_result_from(const json& j) {
+  CaseResult r;
+  r.kcase = j.at("case").get<Case>();
+  r.outcome = parse_outcome(j.at("outcome").get<std::string>());
+  r.rule = j.value("rule", std::string());
+  r.observed = read_number(j, "observed");
+  r.allowed = read_number(j, "allowed");
+  r.margin = read_number(j, "margin");
+  r.message = j.value("message", std::string());
+  if (j.contains("vs_reference")) r.vs_reference = stats_from(j.at("vs_reference"));
+  if (j.contains("vs_oracle")) r.vs_oracle = stats_from(j.at("vs_oracle"));
+  r.reference_vs_oracle_max_abs = read_number(j, "reference_vs_oracle_max_abs");
+  r.repro = j.value("repro", std::string());
+  return r;
+}
+
+json samples_json(const std::vector<double>& v) {
+  json a = json::array();
+  for (double x : v) a.push_back(number(x));
+  return a;
+}
+
+std::vector<double> samples_from(const json& j) {
+  std::vector<double> v;
+  for (const auto& x : j) v.push_back(x.is_number() ? x.get<double>() : std::nan(""));
+  return v;
+}
+
+json speed_json(const SpeedComparison& s) {
+  return {{"baseline", s.baseline},
+          {"case", s.kcase},
+          {"decision", outcome_name(s.decision)},
+          {"timer", s.timer},
+          {"ratio", number(s.ratio)},
+          {"ratio_lower", number(s.ratio_lower)},
+          {"ratio_upper", number(s.ratio_upper)},
+          {"p_value", number(s.p_value)},
+          {"p_adjusted", number(s.p_adjusted)},
+          {"delta", s.delta},
+          {"alpha", s.alpha},
+          {"blocks", s.blocks},
+          {"dropped_blocks", s.dropped_blocks},
+          {"baseline_median_ns", number(s.baseline_median_ns)},
+          {"candidate_median_ns", number(s.candidate_median_ns)},
+          {"baseline_ns", samples_json(s.baseline_ns)},
+          {"candidate_ns", samples_json(s.candidate_ns)},
+          {"note", s.note}};
+}
+
+SpeedComparison speed_from(const json& j) {
+  SpeedComparison s;
+  s.baseline = j.value("baseline", std::string());
+  s.kcase = j.at("case").get<Case>();
+  s.decision = parse_outcome(j.at("decision").get<std::string>());
+  s.timer = j.value("timer", std::string());
+  s.ratio = read_number(j, "ratio", 1);
+  s.ratio_lower = read_number(j, "ratio_lower");
+  s.ratio_upper = read_number(j, "ratio_upper");
+  s.p_value = read_number(j, "p_value", 1);
+  s.p_adjusted = read_number(j, "p_adjusted", 1);
+  s.delta = read_number(j, "delta", 0.02);
+  s.alpha = read_number(j, "alpha", 0.05);
+  s.blocks = j.value("blocks", int64_t{0});
+  s.dropped_blocks = j.value("dropped_blocks", int64_t{0});
+  s.baseline_median_ns = read_number(j, "baseline_median_ns");
+  s.candidate_median_ns = read_number(j, "candidate_median_ns");
+  if (j.contains("baseline_ns")) s.baseline_ns = samples_from(j.at("baseline_ns"));
+  if (j.contains("candidate_ns")) s.candidate_ns = samples_from(j.at("candidate_ns"));
+  s.note = j.value("note", std::string());
+  return s;
+}
+
+std::string xml_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') out += ' ';
+        else out += c;
+    }
+  }
+  return out;
+}
+
+// GitHub workflow commands: %, CR and LF must be escaped in the message.
+std::string annotation_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '%') out += "%25";
+    else if (c == '\r') out += "%0D";
+    else if (c == '\n') out += "%0A";
+    else out += c;
+  }
+  return out;
+}
+
+std::string fmt(double v, const char* spec = "%.3g") {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, spec, v);
+  return buf;
+}
+
+std::string speed_summary(const SpeedComparison& s) {
+  return "x" + fmt(s.ratio, "%.3f") + " vs " + s.baseline + " [" + fmt(s.ratio_lower, "%.3f") + ", " +
+         fmt(s.ratio_upper, "%.3f") + "], " + std::to_string(s.blocks) + " blocks, " + outcome_name(s.decision);
+}
+
+bool is_failure(Outcome o) { return o == Outcome::failed || o == Outcome::regressed || o == Outcome::invalid; }
+
+}  // namespace
+
+ExitCode RunReport::exit_code(bool inconclusive_fails) const {
+  bool failed = false, regressed = false, inconclusive = false;
+  for (const auto& k : kernels) {
+    if (k.outcome == Outcome::failed || k.correctness.failed > 0) failed = true;
+    for (const auto& s : k.speed) {
+      if (s.decision == Outcome::regressed) regressed = true;
+      if (s.decision == Outcome::inconclusive || s.decision == Outcome::invalid) inconclusive = true;
+    }
+    if (k.outcome == Outcome::regressed) regressed = true;
+    if (k.outcome == Outcome::invalid) inconclusive = true;
+  }
+  if (failed) return ExitCode::correctness;
+  if (regressed) return ExitCode::regression;
+  if (inconclusive && inconclusive_fails) return ExitCode::inconclusive;
+  return ExitCode::ok;
+}
+
+nlohmann::json to_json(const RunReport& report) {
+  const auto& m = report.meta;
+  json meta = {{"kgate_version", m.kgate_version}, {"git_sha", m.git_sha},   {"command", m.command},
+               {"backend", m.backend},             {"device", m.device},     {"driver", m.driver},
+               {"cuda", m.cuda},                   {"torch", m.torch},       {"started_at", m.started_at},
+               {"seconds", m.seconds},             {"seed", m.seed},         {"config", m.config},
+               {"clocks", m.clocks}};
+  json kernels = json::array();
+  for (const auto& k : report.kernels) {
+    json failures = json::array();
+    for (const auto& f : k.correctness.failures) failures.push_back(case_result_json(f));
+    json correctness = {{"cases", k.correctness.cases},
+                        {"passed", k.correctness.passed},
+                        {"failed", k.correctness.failed},
+                        {"worst_margin", number(k.correctness.worst_margin)},
+                        {"failures", failures},
+                        {"warnings", k.correctness.warnings}};
+    if (k.correctness.minimal) correctness["minimal"] = case_result_json(*k.correctness.minimal);
+    json speed = json::array();
+    for (const auto& s : k.speed) speed.push_back(speed_json(s));
+    kernels.push_back({{"name", k.name},
+                       {"op", k.op},
+                       {"backend", k.backend},
+                       {"source", k.source},
+                       {"outcome", outcome_name(k.outcome)},
+                       {"message", k.message},
+                       {"seconds", k.seconds},
+                       {"correctness", correctness},
+                       {"speed", speed}});
+  }
+  return {{"schema", kReportSchema},
+          {"meta", meta},
+          {"exit_code", static_cast<int>(report.exit_code(false))},
+          {"kernels", kernels}};
+}
+
+RunReport report_from_json(const nlohmann::json& j) {
+  const auto schema = j.value("schema", std::string());
+  if (schema.rfind("kgate-report/1", 0) != 0)
+    throw_usage("not a kgate report: \"schema\" is '" + schema + "', expected 'kgate-report/1'");
+  RunReport r;
+  const auto& m = j.at("meta");
+  r.meta.kgate_version = m.value("kgate_version", std::string());
+  r.meta.git_sha = m.value("git_sha", std::string());
+  r.meta.command = m.value("command", std::string());
+  r.meta.backend = m.value("backend", std::string());
+  r.meta.device = m.value("device", std::string());
+  r.meta.driver = m.value("driver", std::string());
+  r.meta.cuda = m.value("cuda", std::string());
+  r.meta.torch = m.value("torch", std::string());
+  r.meta.started_at = m.value("started_at", std::string());
+  r.meta.seconds = m.value("seconds", 0.0);
+  r.meta.seed = m.value("seed", uint64_t{0});
+  r.meta.config = m.value("config", json::object());
+  r.meta.clocks = m.value("clocks", json::object());
+  for (const auto& kj : j.at("kernels")) {
+    KernelReport k;
+    k.name = kj.at("name").get<std::string>();
+    k.op = kj.value("op", std::string());
+    k.backend = kj.value("backend", std::string());
+    k.source = kj.value("source", std::string());
+    k.outcome = parse_outcome(kj.at("outcome").get<std::string>());
+    k.message = kj.value("message", std::string());
+    k.seconds = kj.value("seconds", 0.0);
+    const auto& c = kj.at("correctness");
+    k.correctness.cases = c.value("cases", int64_t{0});
+    k.correctness.passed = c.value("passed", int64_t{0});
+    k.correctness.failed = c.value("failed", int64_t{0});
+    k.correctness.worst_margin = read_number(c, "worst_margin");
+    for (const auto& f : c.value("failures", json::array())) k.correctness.failures.push_back(case_result_from(f));
+    if (c.contains("minimal")) k.correctness.minimal = case_result_from(c.at("minimal"));
+    k.correctness.warnings = c.value("warnings", std::vector<std::string>{});
+    for (const auto& s : kj.value("speed", json::array())) k.speed.push_back(speed_from(s));
+    r.kernels.push_back(std::move(k));
+  }
+  return r;
+}
+
+void write_junit(std::ostream& os, const RunReport& report) {
+  // One testcase per kernel x gate (correctness, speed vs each baseline).
+  int tests = 0, failures = 0, skipped = 0;
+  std::ostringstream body;
+  for (const auto& k : report.kernels) {
+    const std::string cls = "kgate." + k.backend + "." + k.name;
+    ++tests;
+    body << "    <testcase classname=\"" << xml_escape(cls) << "\" name=\"correctness\" time=\""
+         << fmt(k.seconds, "%.3f") << "\">\n";
+    if (k.outcome == Outcome::skipped) {
+      ++skipped;
+      body << "      <skipped message=\"" << xml_escape(k.message) << "\"/>\n";
+    } else if (k.outcome == Outcome::failed || k.correctness.failed > 0) {
+      ++failures;
+      const CaseResult* shown = k.correctness.minimal ? &*k.correctness.minimal
+                                : k.correctness.failures.empty() ? nullptr : &k.correctness.failures.front();
+      std::string msg = k.message;
+      if (shown) msg = shown->message;
+      body << "      <failure message=\"" << xml_escape(msg) << "\">";
+      body << xml_escape(std::to_string(k.correctness.failed) + " of " + std::to_string(k.correctness.cases) +
+                         " cases failed");
+      if (shown) body << xml_escape("\nminimal case: " + shown->kcase.id() + "\nrepro: " + shown->repro);
+      body << "</failure>\n";
+    }
+    body << "    </testcase>\n";
+    for (const auto& s : k.speed) {
+      ++tests;
+      body << "    <testcase classname=\"" << xml_escape(cls) << "\" name=\"speed vs " << xml_escape(s.baseline)
+           << " " << xml_escape(s.kcase.id()) << "\">\n";
+      if (s.decision == Outcome::regressed || s.decision == Outcome::invalid) {
+        ++failures;
+        body << "      <failure message=\"" << xml_escape(speed_summary(s)) << "\"/>\n";
+      } else if (s.decision == Outcome::skipped) {
+        ++skipped;
+        body << "      <skipped message=\"" << xml_escape(s.note) << "\"/>\n";
+      }
+      body << "      <system-out>" << xml_escape(speed_summary(s)) << "</system-out>\n";
+      body << "    </testcase>\n";
+    }
+  }
+  os << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  os << "<testsuites name=\"kgate\" tests=\"" << tests << "\" failures=\"" << failures << "\" skipped=\""
+     << skipped << "\">\n";
+  os << "  <testsuite name=\"kgate\" tests=\"" << tests << "\" failures=\"" << failures << "\" skipped=\""
+     << skipped << "\" time=\"" << fmt(report.meta.seconds, "%.3f") << "\">\n";
+  os << body.str();
+  os << "  </testsuite>\n</testsuites>\n";
+}
+
+void write_markdown(std::ostream& os, const RunReport& report) {
+  const auto code = report.exit_code(false);
+  os << "## kgate: " << (code == ExitCode::ok ? "all gates passed" : "gate failed (exit " +
+                                                                         std::to_string(static_cast<int>(code)) + ")")
+     << "\n\n";
+  os << "Device `" << report.meta.device << "`, backend `" << report.meta.backend << "`, seed `"
+     << report.meta.seed << "`";
+  if (!report.meta.git_sha.empty()) os << ", commit `" << report.meta.git_sha.substr(0, 12) << "`";
+  os << ".\n\n";
+  os << "| kernel | op | correctness | worst margin | speed vs eager | decision |\n";
+  os << "|---|---|---|---|---|---|\n";
+  for (const auto& k : report.kernels) {
+    std::string speed = "-", decision = "-";
+    if (!k.speed.empty()) {
+      // The slowest comparison is the one that matters.
+      const SpeedComparison* worst = &k.speed.front();
+      for (const auto& s : k.speed)
+        if (s.ratio > worst->ratio) worst = &s;
+      speed = "x" + fmt(worst->ratio, "%.3f") + " (" + worst->kcase.id() + ")";
+      decision = outcome_name(worst->decision);
+    }
+    os << "| `" << k.name << "` | " << k.op << " | " << outcome_name(k.outcome) << " " << k.correctness.passed
+       << "/" << k.correctness.cases << " | " << fmt(k.correctness.worst_margin, "%.2f") << " | " << speed
+       << " | " << decision << " |\n";
+  }
+  for (const auto& k : report.kernels) {
+    if (!k.message.empty() && k.outcome != Outcome::passed) os << "\n**" << k.name << "**: " << k.message << "\n";
+    if (k.correctness.minimal) {
+      const auto& m = *k.correctness.minimal;
+      os << "\n**" << k.name << "** failed: " << m.message << "\n\n- minimal case: `" << m.kcase.id()
+         << "`\n- repro: `" << m.repro << "`\n";
+    }
+    for (const auto& w : k.correctness.warnings) os << "\n> warning (" << k.name << "): " << w << "\n";
+  }
+}
+
+void write_github_annotations(std::ostream& os, const RunReport& report) {
+  for (const auto& k : report.kernels) {
+    if (k.outcome == Outcome::failed || k.correctness.failed > 0) {
+      std::string msg = k.name + ": " + (k.message.empty() ? "incorrect output" : k.message);
+      if (k.correctness.minimal)
+        msg = k.name + ": " + k.correctness.minimal->message + " — minimal case " +
+              k.correctness.minimal->kcase.id() + " — repro: " + k.correctness.minimal->repro;
+      os << "::error title=kgate correctness::" << annotation_escape(msg) << "\n";
+    }
+    for (const auto& s : k.speed) {
+      if (is_failure(s.decision))
+        os << "::error title=kgate speed::" << annotation_escape(k.name + " " + s.kcase.id() + ": " + speed_summary(s))
+           << "\n";
+      else if (s.decision == Outcome::inconclusive)
+        os << "::warning title=kgate speed::"
+           << annotation_escape(k.name + " " + s.kcase.id() + ": " + speed_summary(s)) << "\n";
+    }
+  }
+}
+
+}  // namespace kgate

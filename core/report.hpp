@@ -1,0 +1,121 @@
+// The report model of one kgate run ("kgate-report/1") and its writers: JSON, JUnit XML, Markdown
+// (for $GITHUB_STEP_SUMMARY) and GitHub annotations.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/case.hpp"
+#include "core/error.hpp"
+#include "core/outcome.hpp"
+
+namespace kgate {
+
+inline constexpr const char* kReportSchema = "kgate-report/1";
+
+/// Error statistics of one output against one comparison target.
+struct ErrorStats {
+  double max_abs = 0;       ///< max |out - target| over finite pairs
+  double max_rel = 0;       ///< max |out - target| / |target| over finite, nonzero targets
+  int64_t mismatches = 0;   ///< elements outside the tolerance
+  int64_t elements = 0;
+  int64_t nan_mismatches = 0;  ///< elements whose NaN/Inf pattern differs from the target's
+  int64_t unwritten = 0;       ///< elements still holding the poison value after the launch
+};
+
+/// One correctness verdict on one case.
+struct CaseResult {
+  Case kcase;
+  Outcome outcome = Outcome::passed;
+  std::string rule;       ///< allclose, ulp, ref_ratio, memory, fault, ...
+  double observed = 0;    ///< the observed error under that rule
+  double allowed = 0;     ///< the allowed error under that rule
+  double margin = 0;      ///< observed / allowed (<= 1 passes)
+  std::string message;    ///< why it failed, in words
+  ErrorStats vs_reference;
+  ErrorStats vs_oracle;
+  double reference_vs_oracle_max_abs = 0;  ///< the eager reference's own error
+  std::string repro;      ///< one-line command that replays this case
+};
+
+struct CorrectnessReport {
+  int64_t cases = 0;
+  int64_t passed = 0;
+  int64_t failed = 0;
+  double worst_margin = 0;
+  std::vector<CaseResult> failures;     ///< as found (capped)
+  std::optional<CaseResult> minimal;    ///< the shrunk failing case
+  std::vector<std::string> warnings;    ///< e.g. weak case families
+};
+
+/// One timed comparison of a candidate against a baseline.
+struct SpeedComparison {
+  std::string baseline;   ///< "eager" or the baseline package / kernel name
+  Case kcase;
+  Outcome decision = Outcome::inconclusive;
+  std::string timer;      ///< cupti, events or chrono
+  double ratio = 1;       ///< Hodges-Lehmann estimate of time(candidate) / time(baseline)
+  double ratio_lower = 0; ///< confidence bound on the ratio (lower)
+  double ratio_upper = 0; ///< confidence bound on the ratio (upper)
+  double p_value = 1;     ///< one-sided, against a slowdown of more than delta
+  double p_adjusted = 1;  ///< after the multiple-comparison correction
+  double delta = 0.02;
+  double alpha = 0.05;
+  int64_t blocks = 0;
+  int64_t dropped_blocks = 0;
+  double baseline_median_ns = 0;
+  double candidate_median_ns = 0;
+  std::vector<double> baseline_ns;   ///< raw per-launch samples
+  std::vector<double> candidate_ns;
+  std::string note;
+};
+
+struct KernelReport {
+  std::string name;
+  std::string op;
+  std::string backend;
+  std::string source;       ///< in-tree kernel or package path
+  Outcome outcome = Outcome::passed;
+  std::string message;      ///< a fault, a hang, a skip reason
+  CorrectnessReport correctness;
+  std::vector<SpeedComparison> speed;
+  double seconds = 0;
+};
+
+struct RunMeta {
+  std::string kgate_version;
+  std::string git_sha;
+  std::string command;
+  std::string backend;
+  std::string device;       ///< GPU name or "cpu"
+  std::string driver;
+  std::string cuda;
+  std::string torch;
+  std::string started_at;   ///< ISO 8601 UTC
+  double seconds = 0;
+  uint64_t seed = 0;
+  nlohmann::json config = nlohmann::json::object();
+  nlohmann::json clocks = nlohmann::json::object();
+};
+
+struct RunReport {
+  RunMeta meta;
+  std::vector<KernelReport> kernels;
+
+  /// Overall outcome and exit code under the policy (inconclusive_fails: exit 3 on inconclusive).
+  ExitCode exit_code(bool inconclusive_fails) const;
+};
+
+nlohmann::json to_json(const RunReport& report);
+RunReport report_from_json(const nlohmann::json& j);
+void write_junit(std::ostream& os, const RunReport& report);
+void write_markdown(std::ostream& os, const RunReport& report);
+/// GitHub workflow commands (::error::...) for every failure, one per line.
+void write_github_annotations(std::ostream& os, const RunReport& report);
+
+}  // namespace kgate

@@ -1,0 +1,100 @@
+// Correctness rule evaluation.
+#include "gates/correctness/rules.hpp"
+
+#include <cmath>
+#include <cstdio>
+
+#include "core/error.hpp"
+
+namespace kgate::correctness {
+namespace {
+std::string g(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", v);
+  return buf;
+}
+}  // namespace
+
+const char* rule_name(RuleKind kind) {
+  switch (kind) {
+    case RuleKind::allclose: return "allclose";
+    case RuleKind::ulp: return "ulp";
+    case RuleKind::ref_ratio: return "ref_ratio";
+  }
+  return "?";
+}
+
+RuleKind parse_rule(const std::string& name) {
+  for (RuleKind k : {RuleKind::allclose, RuleKind::ulp, RuleKind::ref_ratio})
+    if (name == rule_name(k)) return k;
+  throw_usage("unknown correctness rule '" + name + "': expected allclose, ulp or ref_ratio");
+}
+
+Verdict evaluate(const RuleConfig& rule, const Measurement& m, DType dtype) {
+  Verdict v;
+  const auto& r = m.vs_reference;
+  // Memory and behaviour checks fail the case whatever the numeric rule.
+  if (r.unwritten > 0) {
+    v = {Outcome::failed, "memory", static_cast<double>(r.unwritten), 0, INFINITY,
+         std::to_string(r.unwritten) + " of " + std::to_string(r.elements) +
+             " output elements were never written (still hold the NaN poison)"};
+    return v;
+  }
+  if (!m.guard_bands_intact) {
+    v = {Outcome::failed, "memory", 1, 0, INFINITY, "the kernel wrote outside its output (guard band changed)"};
+    return v;
+  }
+  if (m.inputs_modified) {
+    v = {Outcome::failed, "memory", 1, 0, INFINITY, "the kernel modified its input (checksum changed)"};
+    return v;
+  }
+  if (r.nan_mismatches > 0) {
+    v = {Outcome::failed, "nan_contract", static_cast<double>(r.nan_mismatches), 0, INFINITY,
+         std::to_string(r.nan_mismatches) + " elements differ from the reference in their NaN/Inf pattern"};
+    return v;
+  }
+  switch (rule.kind) {
+    case RuleKind::allclose: {
+      v.rule = "allclose";
+      v.observed = m.allclose_worst;
+      v.allowed = 1;
+      v.margin = m.allclose_worst;
+      if (r.mismatches > 0 || m.allclose_worst > 1) {
+        v.outcome = Outcome::failed;
+        v.message = std::to_string(r.mismatches) + " of " + std::to_string(r.elements) +
+                    " elements outside atol=" + g(rule.tolerance.atol) + " rtol=" + g(rule.tolerance.rtol) +
+                    " (max abs err " + g(r.max_abs) + ", max rel err " + g(r.max_rel) + ")" +
+                    (m.worst_element.empty() ? "" : "; worst " + m.worst_element);
+      }
+      break;
+    }
+    case RuleKind::ulp: {
+      v.rule = "ulp";
+      v.observed = m.max_ulp;
+      v.allowed = rule.max_ulp;
+      v.margin = rule.max_ulp > 0 ? m.max_ulp / rule.max_ulp : (m.max_ulp > 0 ? INFINITY : 0);
+      if (m.max_ulp > rule.max_ulp) {
+        v.outcome = Outcome::failed;
+        v.message = "max ULP distance " + g(m.max_ulp) + " exceeds " + g(rule.max_ulp) +
+                    (m.worst_element.empty() ? "" : "; worst " + m.worst_element);
+      }
+      break;
+    }
+    case RuleKind::ref_ratio: {
+      v.rule = "ref_ratio";
+      const double floor = rule.ratio_floor > 0 ? rule.ratio_floor : 2 * dtype_eps(dtype);
+      v.observed = m.vs_oracle.max_abs;
+      v.allowed = rule.ratio_k * m.reference_vs_oracle_max_abs + floor;
+      v.margin = v.allowed > 0 ? v.observed / v.allowed : INFINITY;
+      if (!(v.observed <= v.allowed)) {
+        v.outcome = Outcome::failed;
+        v.message = "error vs the fp64 oracle " + g(v.observed) + " exceeds " + g(rule.ratio_k) +
+                    " x the eager reference's own error " + g(m.reference_vs_oracle_max_abs) + " + " + g(floor);
+      }
+      break;
+    }
+  }
+  return v;
+}
+
+}  // namespace kgate::correctness

@@ -1,0 +1,174 @@
+// softmax_block: row softmax over x:[B,N] for f32, f16 and bf16, any N.
+//   N <= 1024:   one warp per row, the row held in registers (one read, one write);
+//   N <= 16384:  one 1024-thread block per row, the row held in registers;
+//   larger N:    one block per row, online max/sum pass then a write pass (two reads).
+// Accumulation is in float. Rows may start anywhere (no alignment assumption); the last dim must be
+// contiguous.
+#include <cuda_runtime.h>
+
+#include "core/error.hpp"
+#include "kernels/common/softmax_math.cuh"
+#include "runtime/cuda/check.hpp"
+#include "runtime/kernel.hpp"
+
+namespace kgate::kernels {
+namespace {
+
+constexpr int kWarpRowsPerBlock = 4;
+constexpr int kBigBlock = 1024;
+
+template <typename T, int kElems>
+__global__ void softmax_warp_rows(const T* __restrict__ x, T* __restrict__ y, int64_t rows, int n,
+                                  int64_t x_row_stride, int64_t y_row_stride) {
+  const int lane = threadIdx.x & 31;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarpRowsPerBlock + (threadIdx.x >> 5);
+  if (row >= rows) return;
+  const T* xr = x + row * x_row_stride;
+  T* yr = y + row * y_row_stride;
+  float v[kElems];
+  float m = -INFINITY;
+#pragma unroll
+  for (int i = 0; i < kElems; ++i) {
+    const int c = i * 32 + lane;
+    v[i] = c < n ? to_float(xr[c]) : -INFINITY;
+    m = fmaxf(m, v[i]);
+  }
+  m = warp_max(m);
+  float s = 0.f;
+#pragma unroll
+  for (int i = 0; i < kElems; ++i) {
+    const int c = i * 32 + lane;
+    v[i] = c < n ? expf(v[i] - m) : 0.f;
+    s += v[i];
+  }
+  s = warp_sum(s);
+  const float inv = 1.f / s;
+#pragma unroll
+  for (int i = 0; i < kElems; ++i) {
+    const int c = i * 32 + lane;
+    if (c < n) yr[c] = from_float<T>(v[i] * inv);
+  }
+}
+
+template <typename T, int kElems>
+__global__ void softmax_block_rows(const T* __restrict__ x, T* __restrict__ y, int n, int64_t x_row_stride,
+                                   int64_t y_row_stride) {
+  __shared__ float scratch[32];
+  const T* xr = x + static_cast<int64_t>(blockIdx.x) * x_row_stride;
+  T* yr = y + static_cast<int64_t>(blockIdx.x) * y_row_stride;
+  float v[kElems];
+  float m = -INFINITY;
+#pragma unroll
+  for (int i = 0; i < kElems; ++i) {
+    const int c = i * kBigBlock + threadIdx.x;
+    v[i] = c < n ? to_float(xr[c]) : -INFINITY;
+    m = fmaxf(m, v[i]);
+  }
+  m = block_reduce<true>(m, scratch);
+  float s = 0.f;
+#pragma unroll
+  for (int i = 0; i < kElems; ++i) {
+    const int c = i * kBigBlock + threadIdx.x;
+    v[i] = c < n ? expf(v[i] - m) : 0.f;
+    s += v[i];
+  }
+  s = block_reduce<false>(s, scratch);
+  const float inv = 1.f / s;
+#pragma unroll
+  for (int i = 0; i < kElems; ++i) {
+    const int c = i * kBigBlock + threadIdx.x;
+    if (c < n) yr[c] = from_float<T>(v[i] * inv);
+  }
+}
+
+// Online (max, sum) pass, then the write pass: for rows too long for registers.
+template <typename T>
+__global__ void softmax_long_rows(const T* __restrict__ x, T* __restrict__ y, int64_t n, int64_t x_row_stride,
+                                  int64_t y_row_stride) {
+  __shared__ float scratch[32];
+  const T* xr = x + static_cast<int64_t>(blockIdx.x) * x_row_stride;
+  T* yr = y + static_cast<int64_t>(blockIdx.x) * y_row_stride;
+  float m = -INFINITY, s = 0.f;
+  for (int64_t c = threadIdx.x; c < n; c += blockDim.x) {
+    const float v = to_float(xr[c]);
+    if (v == -INFINITY) continue;  // contributes exp(-inf) = 0
+    if (v > m) {
+      s = s * expf(m - v) + 1.f;
+      m = v;
+    } else {
+      s += expf(v - m);  // NaN v lands here and makes s NaN, as the reference does
+    }
+  }
+  const float row_max = block_reduce<true>(m, scratch);
+  if (m != -INFINITY) s *= expf(m - row_max);  // else s is 0, or NaN from a NaN element: keep it
+  if (row_max == INFINITY || row_max == -INFINITY) s = NAN;  // inf - inf, as the reference
+  const float total = block_reduce<false>(s, scratch);
+  const float inv = 1.f / total;
+  for (int64_t c = threadIdx.x; c < n; c += blockDim.x) yr[c] = from_float<T>(expf(to_float(xr[c]) - row_max) * inv);
+}
+
+template <typename T, int kElems>
+void launch_warp(const T* x, T* y, int64_t rows, int n, int64_t xs, int64_t ys, cudaStream_t stream) {
+  const auto blocks = static_cast<unsigned>((rows + kWarpRowsPerBlock - 1) / kWarpRowsPerBlock);
+  softmax_warp_rows<T, kElems><<<blocks, 32 * kWarpRowsPerBlock, 0, stream>>>(x, y, rows, n, xs, ys);
+}
+
+template <typename T, int kElems>
+void launch_block(const T* x, T* y, int64_t rows, int n, int64_t xs, int64_t ys, cudaStream_t stream) {
+  softmax_block_rows<T, kElems><<<static_cast<unsigned>(rows), kBigBlock, 0, stream>>>(x, y, n, xs, ys);
+}
+
+template <typename T>
+void run(const KernelCall& call) {
+  const TensorView& xv = call.inputs.at(0);
+  const TensorView& yv = call.outputs.at(0);
+  if (xv.dim() != 2 || yv.dim() != 2)
+    throw Error(ErrorKind::usage, "softmax_block: expects x:[B,N] and y:[B,N] (rank 2)");
+  const int64_t rows = xv.sizes[0], n = xv.sizes[1];
+  if (rows == 0 || n == 0) return;
+  if ((n > 1 && (xv.strides[1] != 1 || yv.strides[1] != 1)))
+    throw Error(ErrorKind::usage, "softmax_block: the last dim of x and y must be contiguous (stride 1)");
+  if (rows > 2147483647LL) throw Error(ErrorKind::usage, "softmax_block: more than 2^31-1 rows");
+  const T* x = xv.as<const T>();
+  T* y = yv.as<T>();
+  const int64_t xs = xv.strides[0], ys = yv.strides[0];
+  auto stream = static_cast<cudaStream_t>(call.stream);
+  if (n <= 32) launch_warp<T, 1>(x, y, rows, static_cast<int>(n), xs, ys, stream);
+  else if (n <= 64) launch_warp<T, 2>(x, y, rows, static_cast<int>(n), xs, ys, stream);
+  else if (n <= 128) launch_warp<T, 4>(x, y, rows, static_cast<int>(n), xs, ys, stream);
+  else if (n <= 256) launch_warp<T, 8>(x, y, rows, static_cast<int>(n), xs, ys, stream);
+  else if (n <= 512) launch_warp<T, 16>(x, y, rows, static_cast<int>(n), xs, ys, stream);
+  else if (n <= 1024) launch_warp<T, 32>(x, y, rows, static_cast<int>(n), xs, ys, stream);
+  else if (n <= 2048) launch_block<T, 2>(x, y, rows, static_cast<int>(n), xs, ys, stream);
+  else if (n <= 4096) launch_block<T, 4>(x, y, rows, static_cast<int>(n), xs, ys, stream);
+  else if (n <= 8192) launch_block<T, 8>(x, y, rows, static_cast<int>(n), xs, ys, stream);
+  else if (n <= 16384) launch_block<T, 16>(x, y, rows, static_cast<int>(n), xs, ys, stream);
+  else softmax_long_rows<T><<<static_cast<unsigned>(rows), kBigBlock, 0, stream>>>(x, y, n, xs, ys);
+  KGATE_CUDA_CALL(cudaGetLastError());
+}
+
+void launch(const KernelCall& call) {
+  switch (call.inputs.at(0).dtype) {
+    case DType::f32: return run<float>(call);
+    case DType::f16: return run<__half>(call);
+    case DType::bf16: return run<__nv_bfloat16>(call);
+    default: throw Error(ErrorKind::usage, "softmax_block: unsupported dtype");
+  }
+}
+
+KGATE_REGISTER_KERNEL(([] {
+  KernelInfo k;
+  k.name = "softmax_block";
+  k.op = "softmax";
+  k.backend = Backend::cuda;
+  k.dtypes = {DType::f32, DType::f16, DType::bf16};
+  k.tile_sizes = {32, 1024};
+  k.accepts_strided = false;
+  k.accepts_unaligned = true;
+  k.source = "kernels/softmax/softmax_block.cu";
+  k.launch = launch;
+  return k;
+})());
+
+}  // namespace
+}  // namespace kgate::kernels

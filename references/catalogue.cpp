@@ -1,0 +1,173 @@
+// The op catalogue: registration of every op, and the value/layout helpers shared by ops.
+// Adding an op: one file references/<op>.cpp with <op>_signature() and <op>_reference(), plus one
+// line in kOps below.
+#include "references/catalogue.hpp"
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "core/error.hpp"
+#include "references/op_reference.hpp"
+
+namespace kgate {
+
+OpSignature softmax_signature();
+OpReference softmax_reference();
+
+namespace {
+
+struct OpEntry {
+  OpSignature (*signature)();
+  OpReference (*reference)();
+};
+
+const OpEntry kOps[] = {
+    {softmax_signature, softmax_reference},
+};
+
+struct Catalogue {
+  std::vector<OpSignature> signatures;
+  std::vector<OpReference> references;
+};
+
+const Catalogue& catalogue() {
+  static const Catalogue c = [] {
+    Catalogue cat;
+    std::vector<std::pair<OpSignature, OpReference>> ops;
+    for (const auto& e : kOps) ops.emplace_back(e.signature(), e.reference());
+    std::sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) { return a.first.name < b.first.name; });
+    for (auto& [s, r] : ops) {
+      cat.signatures.push_back(std::move(s));
+      cat.references.push_back(std::move(r));
+    }
+    return cat;
+  }();
+  return c;
+}
+
+size_t index_of(const std::string& name) {
+  const auto& sigs = catalogue().signatures;
+  for (size_t i = 0; i < sigs.size(); ++i)
+    if (sigs[i].name == name) return i;
+  std::string known;
+  for (const auto& s : sigs) known += (known.empty() ? "" : ", ") + s.name;
+  throw_usage("unknown op '" + name + "'; known ops: " + known + " (`kgate list --ops` shows them)");
+}
+
+double smallest_normal(DType d) {
+  switch (d) {
+    case DType::f16: return 6.103515625e-05;
+    case DType::bf16:
+    case DType::f32: return 1.1754943508222875e-38;
+    default: return 2.2250738585072014e-308;
+  }
+}
+
+}  // namespace
+
+const std::vector<OpSignature>& op_catalogue() { return catalogue().signatures; }
+const OpSignature& find_op(const std::string& name) { return catalogue().signatures[index_of(name)]; }
+const OpReference& op_reference(const std::string& name) { return catalogue().references[index_of(name)]; }
+
+at::ScalarType to_scalar_type(DType dtype) {
+  switch (dtype) {
+    case DType::f16: return at::kHalf;
+    case DType::bf16: return at::kBFloat16;
+    case DType::f32: return at::kFloat;
+    case DType::f64: return at::kDouble;
+    case DType::i32: return at::kInt;
+    case DType::i64: return at::kLong;
+  }
+  return at::kFloat;
+}
+
+DType from_scalar_type(at::ScalarType type) {
+  switch (type) {
+    case at::kHalf: return DType::f16;
+    case at::kBFloat16: return DType::bf16;
+    case at::kFloat: return DType::f32;
+    case at::kDouble: return DType::f64;
+    case at::kInt: return DType::i32;
+    case at::kLong: return DType::i64;
+    default: throw Error(ErrorKind::internal, std::string("unsupported tensor dtype ") + c10::toString(type));
+  }
+}
+
+std::vector<int64_t> concrete_shape(const std::vector<std::string>& shape, const Case& c) {
+  std::vector<int64_t> out;
+  for (const auto& s : shape) out.push_back(c.dim(s));
+  return out;
+}
+
+at::Tensor make_values(Values family, at::IntArrayRef sizes, DType dtype, uint64_t seed, double extreme_magnitude) {
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  const auto f64 = at::TensorOptions().dtype(at::kDouble);
+  const double eps = dtype_eps(dtype);
+  at::Tensor x;
+  switch (family) {
+    case Values::normal: x = at::randn(sizes, gen, f64); break;
+    case Values::uniform: x = at::rand(sizes, gen, f64) * 18.0 - 9.0; break;
+    case Values::extreme: x = (at::rand(sizes, gen, f64) * 2.0 - 1.0) * extreme_magnitude; break;
+    case Values::tiny: x = at::randn(sizes, gen, f64) * smallest_normal(dtype); break;
+    case Values::large_mean: x = 1000.0 + at::randn(sizes, gen, f64) * std::max(1e-3, 8 * eps * 1000.0); break;
+    case Values::all_equal: x = at::full(sizes, at::randn({1}, gen, f64).item<double>(), f64); break;
+    case Values::clustered_max: {
+      x = at::randn(sizes, gen, f64);
+      if (x.numel() > 0 && x.dim() > 0) {
+        const auto row_max = std::get<0>(x.max(-1, true));
+        x = at::where(at::rand(sizes, gen, f64) < 0.5, row_max.expand_as(x), x);
+      }
+      break;
+    }
+    case Values::pm_pairs: {
+      x = at::randn(sizes, gen, f64);
+      if (x.dim() > 0 && x.size(-1) >= 2) {
+        const int64_t n = x.size(-1) / 2 * 2;
+        x.narrow(-1, 1, n - 1).slice(-1, 0, std::numeric_limits<int64_t>::max(), 2)
+            .copy_(-x.narrow(-1, 0, n - 1).slice(-1, 0, std::numeric_limits<int64_t>::max(), 2));
+      }
+      break;
+    }
+    case Values::special: {
+      x = at::randn(sizes, gen, f64);
+      if (x.numel() > 0) {
+        const auto pick = at::rand(sizes, gen, f64);
+        const double inf = std::numeric_limits<double>::infinity();
+        x = at::where(pick < 0.004, at::full_like(x, inf), x);
+        x = at::where((pick >= 0.004) & (pick < 0.008), at::full_like(x, -inf), x);
+        x = at::where((pick >= 0.008) & (pick < 0.012), at::full_like(x, std::nan("")), x);
+        x = at::where((pick >= 0.012) & (pick < 0.016), at::zeros_like(x), x);
+        x = at::where((pick >= 0.016) & (pick < 0.020), at::full_like(x, -0.0), x);
+      }
+      break;
+    }
+  }
+  return x.to(to_scalar_type(dtype));
+}
+
+at::Tensor apply_layout(const at::Tensor& t, Layout layout, at::Device device) {
+  const auto opts = t.options().device(device);
+  switch (layout) {
+    case Layout::contiguous: return t.to(device).contiguous();
+    case Layout::strided: {
+      if (t.dim() == 0) return t.to(device);
+      auto wide_sizes = t.sizes().vec();
+      wide_sizes.back() *= 2;
+      auto buffer = at::zeros(wide_sizes, opts);
+      auto view = buffer.slice(-1, 0, std::numeric_limits<int64_t>::max(), 2);
+      view.copy_(t);
+      return view;
+    }
+    case Layout::offset: {
+      auto flat = at::zeros({t.numel() + 1}, opts);
+      auto view = flat.narrow(0, 1, t.numel()).view(t.sizes());
+      view.copy_(t);
+      return view;
+    }
+  }
+  return t.to(device);
+}
+
+}  // namespace kgate

@@ -1,0 +1,48 @@
+// Device-side timing of launches. CUPTI activity records give each launch's device time as the sum
+// of the kernel records it produced (matched through an external correlation id pushed around the
+// launch); CUDA events are the fallback. An optional L2 flush runs between launches, unmeasured.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kgate::cuda {
+
+class LaunchTimer {
+ public:
+  virtual ~LaunchTimer() = default;
+  /// Runs `launch` `count` times on `stream` (each launch may start several kernels) and returns
+  /// each launch's device time in nanoseconds. `between` runs before each launch, unmeasured.
+  virtual std::vector<double> time(const std::function<void()>& launch, int count,
+                                   const std::function<void()>& between) = 0;
+  /// "cupti" or "events".
+  virtual const char* name() const = 0;
+};
+
+/// CUPTI activity timer; throws a device Error if CUPTI cannot be enabled.
+std::unique_ptr<LaunchTimer> make_cupti_timer(void* stream);
+/// CUDA events around each launch (overstates very short kernels).
+std::unique_ptr<LaunchTimer> make_event_timer(void* stream);
+/// CUPTI if it can be enabled, else events (`note` says why).
+std::unique_ptr<LaunchTimer> make_best_timer(void* stream, std::string* note);
+
+/// A device buffer twice the L2 size; flush() overwrites it on `stream` so the next launch starts cold.
+class L2Flusher {
+ public:
+  explicit L2Flusher(void* stream);
+  ~L2Flusher();
+  L2Flusher(const L2Flusher&) = delete;
+  L2Flusher& operator=(const L2Flusher&) = delete;
+  void flush();
+
+ private:
+  void* stream_;
+  void* buffer_ = nullptr;
+  size_t bytes_ = 0;
+  int value_ = 0;
+};
+
+}  // namespace kgate::cuda

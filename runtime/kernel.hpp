@@ -1,0 +1,55 @@
+// The kernel registry: how a kernel under test declares itself to kgate. Torch-free, so kernel
+// sources (.cu) stay cheap to compile.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/dtype.hpp"
+#include "core/tensor_view.hpp"
+
+namespace kgate {
+
+enum class Backend { cuda, cpu };
+const char* backend_name(Backend backend);
+Backend parse_backend(const std::string& name);
+
+/// Everything a launch needs: the op's tensors in signature order, attributes, and the stream.
+struct KernelCall {
+  std::vector<TensorView> inputs;
+  std::vector<TensorView> outputs;
+  std::map<std::string, double> attributes;
+  void* stream = nullptr;  ///< cudaStream_t for cuda kernels; unused on cpu
+};
+
+struct KernelInfo {
+  std::string name;
+  std::string op;
+  Backend backend = Backend::cuda;
+  std::vector<DType> dtypes;      ///< dtypes it supports (cases of other dtypes are not generated)
+  std::vector<int64_t> tile_sizes;///< block/tile sizes: ragged cases put these +-1 on the reduced dim
+  bool accepts_strided = false;   ///< takes non-contiguous views (else only contiguous inputs)
+  bool accepts_unaligned = true;  ///< takes base pointers that are not 16-byte aligned
+  std::string source;             ///< where it comes from (file or package)
+  bool mutant = false;            ///< a deliberately broken kernel (tests/mutants): must be rejected;
+                                  ///< left out of `kgate check` unless named with --kernel
+  std::string expected_catch;     ///< for mutants: the case family meant to catch it
+  std::function<void(const KernelCall&)> launch;
+};
+
+/// Adds a kernel; throws an internal Error on a duplicate name.
+bool register_kernel(KernelInfo info);
+const std::vector<KernelInfo>& registered_kernels();
+/// Finds a kernel by name; throws a usage Error listing the known names.
+const KernelInfo& find_kernel(const std::string& name);
+
+}  // namespace kgate
+
+#define KGATE_CONCAT_INNER(a, b) a##b
+#define KGATE_CONCAT(a, b) KGATE_CONCAT_INNER(a, b)
+/// Registers a kernel at static-initialization time:
+///   KGATE_REGISTER_KERNEL(([] { kgate::KernelInfo k; ...; return k; })());
+#define KGATE_REGISTER_KERNEL(info_expr) \
+  static const bool KGATE_CONCAT(kgate_registered_, __LINE__) = ::kgate::register_kernel(info_expr)

@@ -1,0 +1,46 @@
+// The process-wide list of kernels under test.
+#include <algorithm>
+
+#include "core/error.hpp"
+#include "runtime/kernel.hpp"
+
+namespace kgate {
+namespace {
+std::vector<KernelInfo>& registry() {
+  static std::vector<KernelInfo> kernels;
+  return kernels;
+}
+}  // namespace
+
+const char* backend_name(Backend backend) { return backend == Backend::cuda ? "cuda" : "cpu"; }
+
+Backend parse_backend(const std::string& name) {
+  if (name == "cuda") return Backend::cuda;
+  if (name == "cpu") return Backend::cpu;
+  throw_usage("unknown backend '" + name + "': expected cuda or cpu");
+}
+
+bool register_kernel(KernelInfo info) {
+  auto& kernels = registry();
+  for (const auto& k : kernels)
+    if (k.name == info.name)
+      throw Error(ErrorKind::internal, "kernel '" + info.name + "' is registered twice (" + k.source +
+                                           " and " + info.source + "): kernel names must be unique");
+  kernels.push_back(std::move(info));
+  std::sort(kernels.begin(), kernels.end(),
+            [](const KernelInfo& a, const KernelInfo& b) { return a.name < b.name; });
+  return true;
+}
+
+const std::vector<KernelInfo>& registered_kernels() { return registry(); }
+
+const KernelInfo& find_kernel(const std::string& name) {
+  for (const auto& k : registry())
+    if (k.name == name) return k;
+  std::string known;
+  for (const auto& k : registry()) known += (known.empty() ? "" : ", ") + k.name;
+  throw_usage("unknown kernel '" + name + "'; known kernels: " + (known.empty() ? "(none)" : known) +
+              " (`kgate list` shows them)");
+}
+
+}  // namespace kgate

@@ -1,0 +1,67 @@
+// Integer expressions of package manifests: grid, block, shared memory and workspace sizes written
+// over shape symbols and attributes, e.g. "ceil_div(N, 256)" or "B * round_up(N, 32) * 4".
+// Parsed once into a tree (so a manifest can be checked before any shape is known), evaluated many
+// times with 64-bit overflow checks. Every error is a kgate::Error of ErrorKind::package whose
+// message quotes the expression and names the 1-based column.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace kgate::package {
+
+/// Values of the symbols an expression may name (shape symbols and integer attributes).
+using SymbolValues = std::map<std::string, int64_t, std::less<>>;
+
+/// The functions expressions may call, each with two arguments.
+const std::vector<std::string>& expr_function_names();
+
+/// A parsed integer expression.
+///
+/// Grammar (usual precedence, left-associative binary operators):
+///   expr    := term (('+' | '-') term)*
+///   term    := unary (('*' | '/' | '%') unary)*
+///   unary   := '-' unary | primary
+///   primary := INTEGER | SYMBOL | FUNCTION '(' expr ',' expr ')' | '(' expr ')'
+/// FUNCTION is one of ceil_div, min, max, round_up. '/' and '%' truncate toward zero as in C.
+class Expr {
+ public:
+  struct Node;
+
+  /// The expression "0".
+  Expr();
+
+  /// Parses `text`; throws Error(package) "in \"TEXT\" at column C: what was expected".
+  static Expr parse(const std::string& text);
+
+  /// The text the expression was parsed from.
+  const std::string& text() const { return text_; }
+
+  /// The distinct symbols the expression names, in order of first appearance.
+  std::vector<std::string> symbols() const;
+
+  /// Throws Error(package) at the first symbol not in `known`, listing the known ones.
+  void check_symbols(const std::set<std::string, std::less<>>& known) const;
+
+  /// Evaluates with the given symbol values. Throws Error(package) on a symbol without a value,
+  /// division or modulo by zero, and on any int64 overflow.
+  int64_t evaluate(const SymbolValues& values) const;
+
+  /// True when the expression names no symbol (its value is known without shapes).
+  bool is_constant() const { return symbols().empty(); }
+
+ private:
+  Expr(std::string text, std::shared_ptr<const Node> root);
+
+  std::string text_;
+  std::shared_ptr<const Node> root_;
+};
+
+/// Evaluates `text` once (parse + evaluate); convenience for tests and one-off values.
+int64_t evaluate_expr(const std::string& text, const SymbolValues& values);
+
+}  // namespace kgate::package

@@ -1,0 +1,1207 @@
+// Reading and checking kgate.json (format "kgate-package/1"). The checker walks the whole document
+// and records every problem instead of stopping at the first, so that one `kgate validate` run
+// shows everything a package author has to fix.
+#include "runtime/package/manifest.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <system_error>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
+#include "runtime/package/package_files.hpp"
+
+namespace kgate::package {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const char* scalar_type_name(ScalarType type) {
+  switch (type) {
+    case ScalarType::i32: return "i32";
+    case ScalarType::i64: return "i64";
+    case ScalarType::u32: return "u32";
+    case ScalarType::u64: return "u64";
+    case ScalarType::f32: return "f32";
+    case ScalarType::f64: return "f64";
+  }
+  return "?";
+}
+
+std::size_t scalar_type_size(ScalarType type) {
+  return type == ScalarType::i32 || type == ScalarType::u32 || type == ScalarType::f32 ? 4 : 8;
+}
+
+bool is_integer(ScalarType type) { return type != ScalarType::f32 && type != ScalarType::f64; }
+
+const char* layout_name(Layout layout) {
+  switch (layout) {
+    case Layout::contiguous: return "contiguous";
+    case Layout::strided: return "strided";
+    case Layout::offset: return "offset";
+  }
+  return "?";
+}
+
+std::string Launch::kernel_name(DType dtype) const {
+  if (!kernel.empty()) return kernel;
+  auto it = kernel_for_dtype.find(dtype);
+  return it == kernel_for_dtype.end() ? std::string() : it->second;
+}
+
+std::vector<std::string> PackageManifest::name_expressions() const {
+  std::set<std::string> names;
+  for (const auto& l : launches) {
+    if (!l.kernel.empty()) names.insert(l.kernel);
+    for (const auto& [dtype, name] : l.kernel_for_dtype) names.insert(name);
+  }
+  return {names.begin(), names.end()};
+}
+
+const Attribute* PackageManifest::attribute(const std::string& name) const {
+  for (const auto& a : attributes)
+    if (a.name == name) return &a;
+  return nullptr;
+}
+
+std::string format_problem(const ManifestProblem& problem) {
+  return problem.file + ": " + problem.field + ": " + problem.message;
+}
+
+std::string format_problems(const std::vector<ManifestProblem>& problems) {
+  std::string out;
+  for (const auto& p : problems) out += format_problem(p) + "\n";
+  return out;
+}
+
+namespace {
+
+const std::vector<std::string> kTopKeys = {
+    "format",       "name",    "version", "op",        "description", "attributes", "sources",
+    "include_dirs", "nvrtc_options", "symbols", "workspace", "launches", "guard"};
+const std::vector<std::string> kLaunchKeys = {"kernel", "grid", "block", "shared_mem", "args"};
+const std::vector<std::string> kArgKinds = {"tensor", "workspace", "shape", "attribute", "scalar"};
+const std::vector<std::string> kWorkspaceKeys = {"name", "dtype", "shape", "zero"};
+const std::vector<std::string> kGuardKeys = {"dtypes", "ranks", "shapes", "layouts", "variants"};
+const std::vector<std::string> kRangeKeys = {"min", "max", "multiple_of"};
+const std::vector<std::string> kVariantKeys = {"dims", "dtype", "calls"};
+constexpr std::size_t kMaxLaunches = 16;
+constexpr std::size_t kMaxOptions = 64;
+constexpr int kMaxRank = 8;
+
+std::string join(const std::vector<std::string>& items, const char* sep = ", ") {
+  std::string out;
+  for (const auto& s : items) out += (out.empty() ? "" : sep) + s;
+  return out;
+}
+
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diag = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+/// The known name closest to `word`, when it is close enough to be a likely typo.
+std::string closest(const std::string& word, const std::vector<std::string>& known) {
+  std::string best;
+  std::size_t best_d = std::numeric_limits<std::size_t>::max();
+  for (const auto& k : known) {
+    const std::size_t d = edit_distance(word, k);
+    if (d < best_d) best_d = d, best = k;
+  }
+  const std::size_t limit = std::max<std::size_t>(2, word.size() / 3);
+  return best_d <= limit ? best : std::string();
+}
+
+std::string json_quote(const std::string& s) { return json(s).dump(); }
+
+/// How a JSON value looks in a message: found "abc", found 3, found an object...
+std::string describe(const json& v) {
+  switch (v.type()) {
+    case json::value_t::object: return "an object";
+    case json::value_t::array: return "an array";
+    case json::value_t::null: return "null";
+    case json::value_t::boolean: return v.get<bool>() ? "true" : "false";
+    default: break;
+  }
+  std::string s = v.dump();
+  if (s.size() > 60) s = s.substr(0, 57) + "...";
+  return s;
+}
+
+bool is_identifier(const std::string& s) {
+  if (s.empty() || s.size() > 64) return false;
+  if (!(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  for (char c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
+  return true;
+}
+
+std::optional<ScalarType> parse_scalar_type(const std::string& s) {
+  if (s == "i32") return ScalarType::i32;
+  if (s == "i64") return ScalarType::i64;
+  if (s == "u32") return ScalarType::u32;
+  if (s == "u64") return ScalarType::u64;
+  if (s == "f32") return ScalarType::f32;
+  if (s == "f64") return ScalarType::f64;
+  return std::nullopt;
+}
+
+std::optional<Layout> parse_layout(const std::string& s) {
+  if (s == "contiguous") return Layout::contiguous;
+  if (s == "strided") return Layout::strided;
+  if (s == "offset") return Layout::offset;
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string nvrtc_option_problem(const std::string& o) {
+  static const std::set<std::string> exact = {
+      "-use_fast_math", "--use_fast_math", "-lineinfo", "--generate-line-info",
+      "-extra-device-vectorization", "--extra-device-vectorization", "-default-device",
+      "--device-as-default-execution-space"};
+  static const std::regex std_re("--?std=c\\+\\+(11|14|17|20)");
+  static const std::regex bool_re("--?(fmad|ftz|prec-div|prec-sqrt)=(true|false)");
+  static const std::regex reg_re("--?maxrregcount=([0-9]{1,3})");
+  static const std::regex define_re("-D[A-Za-z_][A-Za-z0-9_]{0,63}(=[A-Za-z0-9_.+-]{0,64})?");
+  if (exact.count(o) || std::regex_match(o, std_re) || std::regex_match(o, bool_re)) return {};
+  std::smatch m;
+  if (std::regex_match(o, m, reg_re)) {
+    const int n = std::stoi(m[1].str());
+    if (n >= 16 && n <= 255) return {};
+    return json_quote(o) + " is out of range; expected -maxrregcount=N with 16 <= N <= 255";
+  }
+  if (std::regex_match(o, define_re)) return {};
+  if (o.rfind("-D", 0) == 0 || o.rfind("--define-macro", 0) == 0)
+    return json_quote(o) +
+           " is not an allowed macro definition; expected -DNAME or -DNAME=VALUE (NAME an "
+           "identifier, VALUE of letters, digits and _ . + -)";
+  if (o.rfind("-arch", 0) == 0 || o.rfind("--gpu-architecture", 0) == 0 || o.rfind("-gpu", 0) == 0)
+    return json_quote(o) +
+           " is not allowed: kgate sets the GPU architecture for the device (or `kgate validate "
+           "--arch`); remove it";
+  if (o.rfind("-I", 0) == 0 || o.rfind("--include-path", 0) == 0 || o.rfind("-include", 0) == 0 ||
+      o.rfind("--pre-include", 0) == 0)
+    return json_quote(o) + " is not allowed: list include directories in \"include_dirs\" instead";
+  return json_quote(o) +
+         " is not an allowed NVRTC option; expected one of -std=c++11|14|17|20, --use_fast_math, "
+         "-DNAME[=VALUE], -lineinfo, --fmad=true|false, --ftz=true|false, "
+         "--prec-div=true|false, --prec-sqrt=true|false, -maxrregcount=N, "
+         "--extra-device-vectorization, -default-device";
+}
+
+namespace {
+
+/// Allowed characters of a kernel name expression: a C++ (template) name, nothing that ends the
+/// expression NVRTC builds from it.
+bool is_name_expression(const std::string& s) {
+  static const std::regex re("[A-Za-z_:&(][A-Za-z0-9_:<>,.*&() -]{0,511}");
+  return std::regex_match(s, re);
+}
+
+class Checker {
+ public:
+  Checker(const fs::path& package_dir, const CheckOptions& options, PackageManifest& m)
+      : options_(options), m_(m) {
+    m_.manifest_path = package_dir / kManifestFileName;
+    file_ = m_.manifest_path.string();
+    package_dir_ = package_dir;
+  }
+
+  std::vector<ManifestProblem> run() {
+    std::error_code ec;
+    if (!fs::is_directory(package_dir_, ec)) {
+      problem("(package)", "the package directory " + json_quote(package_dir_.string()) +
+                               " does not exist or is not a directory");
+      return std::move(problems_);
+    }
+    m_.dir = fs::canonical(package_dir_, ec);
+    if (ec) {
+      problem("(package)", "cannot resolve the package directory: " + ec.message());
+      return std::move(problems_);
+    }
+    json doc;
+    if (!read_document(doc)) return std::move(problems_);
+    if (!doc.is_object()) {
+      problem("(document)", "expected a JSON object at the top level, found " + describe(doc));
+      return std::move(problems_);
+    }
+    unknown_keys(doc, "", kTopKeys);
+    check_format(doc);
+    check_name_version(doc);
+    check_op(doc);
+    if (auto it = doc.find("description"); it != doc.end()) {
+      if (it->is_string()) m_.description = it->get<std::string>();
+      else problem("description", "expected a string, found " + describe(*it));
+    }
+    check_attributes(doc);
+    check_sources(doc);
+    check_include_dirs(doc);
+    check_nvrtc_options(doc);
+    check_guard_dtypes(doc);
+    check_symbols(doc);
+    check_workspace(doc);
+    check_launches(doc);
+    check_guard(doc);
+    check_outputs_bound();
+    return std::move(problems_);
+  }
+
+ private:
+  void problem(const std::string& field, const std::string& message) {
+    problems_.push_back({file_, field, message});
+  }
+
+  static std::string sub(const std::string& field, const std::string& key) {
+    return field.empty() ? key : field + "." + key;
+  }
+  static std::string at(const std::string& field, std::size_t i) {
+    return field + "[" + std::to_string(i) + "]";
+  }
+
+  bool read_document(json& doc) {
+    std::error_code ec;
+    const fs::path& p = m_.manifest_path;
+    const auto status = fs::symlink_status(p, ec);
+    if (ec || !fs::exists(status)) {
+      problem("(document)", "not found; a package directory must contain kgate.json");
+      return false;
+    }
+    if (fs::is_symlink(status)) {
+      problem("(document)", "kgate.json must be a regular file, not a symbolic link");
+      return false;
+    }
+    if (!fs::is_regular_file(status)) {
+      problem("(document)", "kgate.json must be a regular file");
+      return false;
+    }
+    const auto size = fs::file_size(p, ec);
+    if (!ec && size > kMaxManifestBytes) {
+      problem("(document)", "the manifest has " + std::to_string(size) +
+                                " bytes; expected at most " + std::to_string(kMaxManifestBytes));
+      return false;
+    }
+    std::ifstream in(p, std::ios::binary);
+    if (!in) {
+      problem("(document)", "cannot be read");
+      return false;
+    }
+    std::stringstream ss;
+    ss << in.rdbuf();
+    try {
+      doc = json::parse(ss.str());
+    } catch (const json::parse_error& e) {
+      std::string what = e.what();
+      // "[json.exception.parse_error.101] parse error at line 3, column 5: ..." -> "parse error ..."
+      if (auto pos = what.find("] "); pos != std::string::npos) what = what.substr(pos + 2);
+      problem("(document)", "not valid JSON: " + what);
+      return false;
+    }
+    return true;
+  }
+
+  void unknown_keys(const json& obj, const std::string& field,
+                    const std::vector<std::string>& known) {
+    for (const auto& item : obj.items()) {
+      const std::string& key = item.key();
+      if (std::find(known.begin(), known.end(), key) != known.end()) continue;
+      std::string msg = "unknown key " + json_quote(key) + ";";
+      const std::string guess = closest(key, known);
+      if (!guess.empty()) msg += " did you mean " + json_quote(guess) + "?";
+      msg += " expected one of: " + join(known);
+      problem(sub(field, key), msg);
+    }
+  }
+
+  /// The string at `key`, or nullopt with a problem when it is missing or not a string.
+  std::optional<std::string> required_string(const json& obj, const std::string& field,
+                                             const std::string& key, const std::string& expected) {
+    auto it = obj.find(key);
+    if (it == obj.end()) {
+      problem(sub(field, key), "missing; expected " + expected);
+      return std::nullopt;
+    }
+    if (!it->is_string()) {
+      problem(sub(field, key), "expected " + expected + ", found " + describe(*it));
+      return std::nullopt;
+    }
+    return it->get<std::string>();
+  }
+
+  void check_format(const json& doc) {
+    const std::string expected = json_quote(kPackageFormat);
+    auto v = required_string(doc, "", "format", expected);
+    if (!v) return;
+    m_.format = *v;
+    if (*v != kPackageFormat)
+      problem("format", "expected " + expected + " (the format this kgate reads), found " +
+                            json_quote(*v));
+  }
+
+  void check_name_version(const json& doc) {
+    static const std::regex name_re("[A-Za-z0-9][A-Za-z0-9_.-]{0,63}");
+    const std::string name_expected =
+        "a package name of letters, digits and _ . - (at most 64, such as \"softmax_rows\")";
+    if (auto v = required_string(doc, "", "name", name_expected)) {
+      m_.name = *v;
+      if (!std::regex_match(*v, name_re))
+        problem("name", "expected " + name_expected + ", found " + json_quote(*v));
+    }
+    static const std::regex semver_re(
+        "(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?(\\+[0-9A-Za-z.-]+)?");
+    const std::string version_expected = "a semantic version MAJOR.MINOR.PATCH such as \"1.2.0\"";
+    if (auto v = required_string(doc, "", "version", version_expected)) {
+      m_.version = *v;
+      if (!std::regex_match(*v, semver_re))
+        problem("version", "expected " + version_expected + ", found " + json_quote(*v));
+    }
+  }
+
+  void check_op(const json& doc) {
+    const std::string expected = "the name of the op the package implements, such as \"softmax\"";
+    auto v = required_string(doc, "", "op", expected);
+    if (!v) return;
+    m_.op = *v;
+    if (!is_identifier(*v)) {
+      problem("op", "expected " + expected + " (an identifier), found " + json_quote(*v));
+      return;
+    }
+    if (!options_.find_op) return;
+    op_ = options_.find_op(*v);
+    if (op_) return;
+    std::string msg = "unknown op " + json_quote(*v) + ";";
+    const std::string guess = closest(*v, options_.known_ops);
+    if (!guess.empty()) msg += " did you mean " + json_quote(guess) + "?";
+    msg += options_.known_ops.empty() ? " it is not in kgate's op catalogue"
+                                      : " known ops: " + join(options_.known_ops);
+    problem("op", msg);
+  }
+
+  std::vector<std::string> op_tensor_names() const {
+    std::vector<std::string> out;
+    if (!op_) return out;
+    for (const auto& t : op_->inputs) out.push_back(t.name);
+    for (const auto& t : op_->outputs) out.push_back(t.name);
+    return out;
+  }
+
+  /// Checks a tensor name against the op; returns false (with a problem) when it is not one.
+  bool check_tensor_name(const std::string& field, const json& v) {
+    if (!v.is_string() || !is_identifier(v.get<std::string>())) {
+      problem(field, "expected the name of one of the op's tensors, found " + describe(v));
+      return false;
+    }
+    const std::string name = v.get<std::string>();
+    if (!op_) return true;
+    const auto names = op_tensor_names();
+    if (std::find(names.begin(), names.end(), name) != names.end()) return true;
+    std::string msg = "op " + json_quote(m_.op) + " has no tensor " + json_quote(name) + ";";
+    const std::string guess = closest(name, names);
+    if (!guess.empty()) msg += " did you mean " + json_quote(guess) + "?";
+    problem(field, msg + " expected one of: " + join(names));
+    return false;
+  }
+
+  void check_attributes(const json& doc) {
+    auto it = doc.find("attributes");
+    if (it == doc.end()) return;
+    if (!it->is_object()) {
+      problem("attributes", "expected an object of attribute values such as {\"dim\": -1}, found " +
+                                describe(*it));
+      return;
+    }
+    for (const auto& item : it->items()) {
+      const std::string field = sub("attributes", item.key());
+      if (!is_identifier(item.key())) {
+        problem(field, "expected an attribute name (an identifier), found " + json_quote(item.key()));
+        continue;
+      }
+      const json& v = item.value();
+      if (!v.is_number()) {
+        problem(field, "expected a number, found " + describe(v));
+        continue;
+      }
+      if (op_ && !op_->attributes.count(item.key())) {
+        std::vector<std::string> names;
+        for (const auto& [n, d] : op_->attributes) names.push_back(n);
+        problem(field, "op " + json_quote(m_.op) + " has no attribute " + json_quote(item.key()) +
+                           "; expected one of: " + (names.empty() ? "(none)" : join(names)));
+        continue;
+      }
+      Attribute a;
+      a.name = item.key();
+      a.value = v.get<double>();
+      a.is_integer = v.is_number_integer();
+      m_.attributes.push_back(a);
+    }
+  }
+
+  /// Checks a list of package-relative paths; `directory` selects include dirs over sources.
+  std::vector<std::string> check_paths(const json& doc, const std::string& key, bool directory,
+                                       bool required) {
+    std::vector<std::string> out;
+    auto it = doc.find(key);
+    const std::string expected = directory
+                                     ? "an array of directories relative to the package"
+                                     : "a non-empty array of source files relative to the package";
+    if (it == doc.end()) {
+      if (required) problem(key, "missing; expected " + expected + ", such as [\"kernel.cu\"]");
+      return out;
+    }
+    if (!it->is_array() || (required && it->empty())) {
+      problem(key, "expected " + expected + ", found " + describe(*it));
+      return out;
+    }
+    std::set<std::string> seen;
+    for (std::size_t i = 0; i < it->size(); ++i) {
+      const json& v = (*it)[i];
+      const std::string field = at(key, i);
+      if (!v.is_string()) {
+        problem(field, "expected a path string, found " + describe(v));
+        continue;
+      }
+      const std::string rel = v.get<std::string>();
+      if (!seen.insert(rel).second) {
+        problem(field, json_quote(rel) + " is listed twice");
+        continue;
+      }
+      fs::path resolved;
+      const std::string err = package_path_problem(
+          m_.dir, rel, directory ? PathKind::directory : PathKind::source, &resolved);
+      if (!err.empty()) {
+        problem(field, err);
+        continue;
+      }
+      out.push_back(rel);
+    }
+    return out;
+  }
+
+  void check_sources(const json& doc) { m_.sources = check_paths(doc, "sources", false, true); }
+
+  void check_include_dirs(const json& doc) {
+    m_.include_dirs = check_paths(doc, "include_dirs", true, false);
+    std::size_t files = 0;
+    std::uintmax_t bytes = 0;
+    for (std::size_t i = 0; i < m_.include_dirs.size(); ++i) {
+      std::vector<PackageFile> headers;
+      const std::string err =
+          scan_include_dir(m_.dir, m_.include_dirs[i], headers, files, bytes);
+      if (!err.empty()) problem(at("include_dirs", i), err);
+    }
+  }
+
+  void check_nvrtc_options(const json& doc) {
+    auto it = doc.find("nvrtc_options");
+    if (it == doc.end()) return;
+    if (!it->is_array()) {
+      problem("nvrtc_options", "expected an array of option strings such as [\"-std=c++17\"], "
+                               "found " + describe(*it));
+      return;
+    }
+    if (it->size() > kMaxOptions) {
+      problem("nvrtc_options", "expected at most " + std::to_string(kMaxOptions) +
+                                   " options, found " + std::to_string(it->size()));
+      return;
+    }
+    for (std::size_t i = 0; i < it->size(); ++i) {
+      const json& v = (*it)[i];
+      if (!v.is_string()) {
+        problem(at("nvrtc_options", i), "expected an option string, found " + describe(v));
+        continue;
+      }
+      const std::string err = nvrtc_option_problem(v.get<std::string>());
+      if (!err.empty()) problem(at("nvrtc_options", i), err);
+      else m_.nvrtc_options.push_back(v.get<std::string>());
+    }
+  }
+
+  /// Reads a dtype name; nullopt (and a problem) when it is not one of `allowed`.
+  std::optional<DType> dtype_at(const std::string& field, const json& v, bool floating_only) {
+    const std::string expected = floating_only ? "one of f16, bf16, f32, f64"
+                                               : "one of f16, bf16, f32, f64, i32, i64";
+    if (!v.is_string()) {
+      problem(field, "expected a dtype, " + expected + ", found " + describe(v));
+      return std::nullopt;
+    }
+    DType d;
+    try {
+      d = parse_dtype(v.get<std::string>());
+    } catch (const Error&) {
+      problem(field, "unknown dtype " + json_quote(v.get<std::string>()) + "; expected " + expected);
+      return std::nullopt;
+    }
+    if (floating_only && !is_floating(d)) {
+      problem(field, "dtype " + json_quote(v.get<std::string>()) + " is not supported here; expected " +
+                         expected);
+      return std::nullopt;
+    }
+    return d;
+  }
+
+  void check_guard_dtypes(const json& doc) {
+    auto g = doc.find("guard");
+    if (g == doc.end() || !g->is_object()) return;  // reported by check_guard
+    auto it = g->find("dtypes");
+    if (it == g->end()) {
+      problem("guard.dtypes", "missing; expected a non-empty array of dtypes such as [\"f32\"]");
+      return;
+    }
+    if (!it->is_array() || it->empty()) {
+      problem("guard.dtypes",
+              "expected a non-empty array of dtypes such as [\"f32\"], found " + describe(*it));
+      return;
+    }
+    for (std::size_t i = 0; i < it->size(); ++i) {
+      auto d = dtype_at(at("guard.dtypes", i), (*it)[i], true);
+      if (!d) continue;
+      if (std::find(m_.guard.dtypes.begin(), m_.guard.dtypes.end(), *d) != m_.guard.dtypes.end())
+        problem(at("guard.dtypes", i), json_quote(dtype_name(*d)) + " is listed twice");
+      else m_.guard.dtypes.push_back(*d);
+    }
+    // Ranks are read here too: the symbol bindings are checked against them.
+    auto r = g->find("ranks");
+    if (r == g->end()) return;
+    if (!r->is_array() || r->empty()) {
+      problem("guard.ranks", "expected a non-empty array of tensor ranks such as [2], found " +
+                                 describe(*r));
+      return;
+    }
+    for (std::size_t i = 0; i < r->size(); ++i) {
+      const json& v = (*r)[i];
+      if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > kMaxRank) {
+        problem(at("guard.ranks", i), "expected a rank from 1 to " + std::to_string(kMaxRank) +
+                                          ", found " + describe(v));
+        continue;
+      }
+      m_.guard.ranks.push_back(static_cast<int>(v.get<int64_t>()));
+    }
+  }
+
+  void check_symbols(const json& doc) {
+    auto it = doc.find("symbols");
+    if (it == doc.end()) return;
+    const std::string expected =
+        "an object binding shape symbols to tensor dimensions, such as {\"N\": [\"x\", -1]}";
+    if (!it->is_object()) {
+      problem("symbols", "expected " + expected + ", found " + describe(*it));
+      return;
+    }
+    for (const auto& item : it->items()) {
+      const std::string field = sub("symbols", item.key());
+      const std::string& name = item.key();
+      if (!is_identifier(name)) {
+        problem(field, "expected a symbol name (an identifier), found " + json_quote(name));
+        continue;
+      }
+      const auto& fns = expr_function_names();
+      if (std::find(fns.begin(), fns.end(), name) != fns.end()) {
+        problem(field, json_quote(name) + " is an expression function; choose another symbol name");
+        continue;
+      }
+      if (m_.attribute(name)) {
+        problem(field, json_quote(name) + " is also an attribute; a symbol needs its own name");
+        continue;
+      }
+      // Declared, even if its binding below is wrong: expressions naming it are not at fault.
+      known_symbols_.insert(name);
+      declared_symbols_.push_back(name);
+      const json& v = item.value();
+      if (!v.is_array() || v.size() != 2 || !v[1].is_number_integer()) {
+        problem(field, "expected [TENSOR, DIM] such as [\"x\", 0], found " + describe(v));
+        continue;
+      }
+      if (!check_tensor_name(at(field, 0), v[0])) continue;
+      const int64_t dim = v[1].get<int64_t>();
+      if (dim < -kMaxRank || dim >= kMaxRank) {
+        problem(at(field, 1), "expected a dimension from -8 to 7, found " + describe(v[1]));
+        continue;
+      }
+      bool ok = true;
+      for (int rank : m_.guard.ranks) {
+        if (dim < -rank || dim >= rank) {
+          problem(at(field, 1), "dimension " + std::to_string(dim) + " does not exist in a rank-" +
+                                    std::to_string(rank) + " tensor (guard.ranks); expected " +
+                                    std::to_string(-rank) + " to " + std::to_string(rank - 1));
+          ok = false;
+          break;
+        }
+      }
+      if (!ok) continue;
+      m_.symbols.push_back({name, v[0].get<std::string>(), static_cast<int>(dim)});
+    }
+    for (const auto& a : m_.attributes)
+      if (a.is_integer) known_symbols_.insert(a.name);
+  }
+
+  /// Parses an expression (a string or a JSON integer) and checks its symbols.
+  std::optional<Expr> expr_at(const std::string& field, const json& v) {
+    std::string text;
+    if (v.is_number_integer()) text = std::to_string(v.get<int64_t>());
+    else if (v.is_string()) text = v.get<std::string>();
+    else {
+      problem(field, "expected an integer expression such as \"ceil_div(N, 256)\", found " +
+                         describe(v));
+      return std::nullopt;
+    }
+    try {
+      Expr e = Expr::parse(text);
+      e.check_symbols(known_symbols_);
+      return e;
+    } catch (const Error& e) {
+      problem(field, e.what());
+      return std::nullopt;
+    }
+  }
+
+  /// A list of 1..`max` expressions, such as grid, block or a workspace shape.
+  std::vector<Expr> expr_list(const json& obj, const std::string& field, const std::string& key,
+                              std::size_t max, const std::string& example) {
+    std::vector<Expr> out;
+    auto it = obj.find(key);
+    const std::string expected = "an array of 1 to " + std::to_string(max) +
+                                 " integer expressions such as " + example;
+    if (it == obj.end()) {
+      problem(sub(field, key), "missing; expected " + expected);
+      return out;
+    }
+    if (!it->is_array() || it->empty() || it->size() > max) {
+      problem(sub(field, key), "expected " + expected + ", found " + describe(*it));
+      return out;
+    }
+    for (std::size_t i = 0; i < it->size(); ++i)
+      if (auto e = expr_at(at(sub(field, key), i), (*it)[i])) out.push_back(*e);
+    return out;
+  }
+
+  void check_workspace(const json& doc) {
+    auto it = doc.find("workspace");
+    if (it == doc.end()) return;
+    if (!it->is_array()) {
+      problem("workspace", "expected an array of workspace tensors such as [{\"name\": \"partial\", "
+                           "\"dtype\": \"f32\", \"shape\": [\"B\"]}], found " + describe(*it));
+      return;
+    }
+    const auto tensors = op_tensor_names();
+    for (std::size_t i = 0; i < it->size(); ++i) {
+      const json& w = (*it)[i];
+      const std::string field = at("workspace", i);
+      if (!w.is_object()) {
+        problem(field, "expected an object with name, dtype and shape, found " + describe(w));
+        continue;
+      }
+      unknown_keys(w, field, kWorkspaceKeys);
+      Workspace ws;
+      bool ok = true;
+      if (auto name = required_string(w, field, "name", "a workspace name (an identifier)")) {
+        if (!is_identifier(*name)) {
+          problem(sub(field, "name"),
+                  "expected a workspace name (an identifier), found " + json_quote(*name));
+          ok = false;
+        } else if (std::find(tensors.begin(), tensors.end(), *name) != tensors.end()) {
+          problem(sub(field, "name"), json_quote(*name) + " is a tensor of op " + json_quote(m_.op) +
+                                          "; a workspace needs its own name");
+          ok = false;
+        } else if (workspace_names_.count(*name)) {
+          problem(sub(field, "name"), "workspace " + json_quote(*name) + " is declared twice");
+          ok = false;
+        }
+        ws.name = *name;
+      } else {
+        ok = false;
+      }
+      if (auto d = w.find("dtype"); d == w.end()) {
+        problem(sub(field, "dtype"), "missing; expected one of f16, bf16, f32, f64, i32, i64");
+        ok = false;
+      } else if (auto dt = dtype_at(sub(field, "dtype"), *d, false)) {
+        ws.dtype = *dt;
+      } else {
+        ok = false;
+      }
+      const std::size_t before = problems_.size();
+      ws.shape = expr_list(w, field, "shape", kMaxRank, "[\"B\", \"ceil_div(N, 1024)\"]");
+      if (problems_.size() != before) ok = false;
+      if (auto z = w.find("zero"); z != w.end()) {
+        if (z->is_boolean()) ws.zero = z->get<bool>();
+        else {
+          problem(sub(field, "zero"), "expected true or false, found " + describe(*z));
+          ok = false;
+        }
+      }
+      if (!ws.name.empty()) workspace_names_.insert(ws.name);
+      if (ok) m_.workspace.push_back(std::move(ws));
+    }
+  }
+
+  void check_kernel(const json& l, const std::string& field, Launch& launch) {
+    const std::string expected =
+        "a kernel name expression such as \"softmax_rows<float>\", or an object of them per dtype "
+        "such as {\"f32\": \"k<float>\"}";
+    auto it = l.find("kernel");
+    if (it == l.end()) {
+      problem(sub(field, "kernel"), "missing; expected " + expected);
+      return;
+    }
+    const std::string name_expected =
+        "a C++ kernel name (templates allowed: letters, digits, spaces and _ : < > , . * & ( ) -)";
+    if (it->is_string()) {
+      const std::string name = it->get<std::string>();
+      if (!is_name_expression(name))
+        problem(sub(field, "kernel"), "expected " + name_expected + ", found " + describe(*it));
+      else launch.kernel = name;
+      return;
+    }
+    if (!it->is_object() || it->empty()) {
+      problem(sub(field, "kernel"), "expected " + expected + ", found " + describe(*it));
+      return;
+    }
+    const std::string kfield = sub(field, "kernel");
+    for (const auto& item : it->items()) {
+      const std::string f = sub(kfield, item.key());
+      auto d = dtype_at(f, json(item.key()), true);
+      if (!d) continue;
+      if (std::find(m_.guard.dtypes.begin(), m_.guard.dtypes.end(), *d) == m_.guard.dtypes.end()) {
+        problem(f, "dtype " + json_quote(item.key()) + " is not in guard.dtypes");
+        continue;
+      }
+      if (!item.value().is_string() || !is_name_expression(item.value().get<std::string>())) {
+        problem(f, "expected " + name_expected + ", found " + describe(item.value()));
+        continue;
+      }
+      launch.kernel_for_dtype[*d] = item.value().get<std::string>();
+    }
+    for (DType d : m_.guard.dtypes)
+      if (!launch.kernel_for_dtype.count(d) && it->find(dtype_name(d)) == it->end())
+        problem(kfield, "no kernel for dtype " + json_quote(dtype_name(d)) +
+                            " of guard.dtypes; expected a name expression for every guard dtype");
+  }
+
+  std::optional<ScalarType> arg_type(const json& a, const std::string& field, bool integer_only) {
+    const std::string expected = integer_only ? "one of i32, i64, u32, u64"
+                                              : "one of i32, i64, u32, u64, f32, f64";
+    auto it = a.find("type");
+    if (it == a.end()) {
+      problem(sub(field, "type"), "missing; expected the parameter's C type, " + expected);
+      return std::nullopt;
+    }
+    auto t = it->is_string() ? parse_scalar_type(it->get<std::string>()) : std::nullopt;
+    if (!t || (integer_only && !is_integer(*t))) {
+      problem(sub(field, "type"), "expected " + expected + ", found " + describe(*it));
+      return std::nullopt;
+    }
+    return t;
+  }
+
+  void check_arg(const json& a, const std::string& field, Launch& launch) {
+    if (!a.is_object()) {
+      problem(field, "expected an argument object such as {\"tensor\": \"x\"}, found " +
+                         describe(a));
+      return;
+    }
+    std::vector<std::string> kinds;
+    for (const auto& k : kArgKinds)
+      if (a.contains(k)) kinds.push_back(k);
+    std::vector<std::string> known = kArgKinds;
+    known.push_back("type");
+    unknown_keys(a, field, known);
+    if (kinds.size() != 1) {
+      problem(field, "expected exactly one of tensor, workspace, shape, attribute, scalar, found " +
+                         (kinds.empty() ? std::string("none") : join(kinds, " and ")));
+      return;
+    }
+    KernelArg arg;
+    const std::string& kind = kinds[0];
+    const json& v = a[kind];
+    const std::string vfield = sub(field, kind);
+    if (kind == "tensor" || kind == "workspace") {
+      if (a.contains("type")) {
+        problem(sub(field, "type"), "a " + kind + " argument is passed as a pointer; remove \"type\"");
+        return;
+      }
+      if (kind == "tensor") {
+        if (!check_tensor_name(vfield, v)) return;
+        arg.kind = KernelArg::Kind::tensor;
+      } else {
+        if (!v.is_string() || !workspace_names_.count(v.get<std::string>())) {
+          std::vector<std::string> names(workspace_names_.begin(), workspace_names_.end());
+          problem(vfield, "expected the name of a tensor declared in \"workspace\" (" +
+                              (names.empty() ? std::string("none declared") : join(names)) +
+                              "), found " + describe(v));
+          return;
+        }
+        arg.kind = KernelArg::Kind::workspace;
+      }
+      arg.name = v.get<std::string>();
+      launch.args.push_back(arg);
+      return;
+    }
+    if (kind == "shape") {
+      auto e = expr_at(vfield, v);
+      auto t = arg_type(a, field, true);
+      if (!e || !t) return;
+      arg.kind = KernelArg::Kind::shape;
+      arg.value = *e;
+      arg.type = *t;
+    } else if (kind == "attribute") {
+      auto t = arg_type(a, field, false);
+      const Attribute* attr = v.is_string() ? m_.attribute(v.get<std::string>()) : nullptr;
+      if (!attr) {
+        std::vector<std::string> names;
+        for (const auto& x : m_.attributes) names.push_back(x.name);
+        problem(vfield, "expected the name of an attribute declared in \"attributes\" (" +
+                            (names.empty() ? std::string("none declared") : join(names)) +
+                            "), found " + describe(v));
+        return;
+      }
+      if (!t) return;
+      if (is_integer(*t) && !attr->is_integer) {
+        problem(sub(field, "type"), "attribute " + json_quote(attr->name) +
+                                        " is not an integer; expected f32 or f64");
+        return;
+      }
+      arg.kind = KernelArg::Kind::attribute;
+      arg.name = attr->name;
+      arg.type = *t;
+    } else {
+      auto t = arg_type(a, field, false);
+      if (!v.is_number()) {
+        problem(vfield, "expected a number, found " + describe(v));
+        return;
+      }
+      if (!t) return;
+      arg.kind = KernelArg::Kind::scalar;
+      arg.type = *t;
+      if (!scalar_fits(vfield, v, *t, arg)) return;
+    }
+    launch.args.push_back(arg);
+  }
+
+  bool scalar_fits(const std::string& field, const json& v, ScalarType t, KernelArg& arg) {
+    if (!is_integer(t)) {
+      arg.float_value = v.get<double>();
+      if (t == ScalarType::f32 && std::abs(arg.float_value) > std::numeric_limits<float>::max()) {
+        problem(field, describe(v) + " does not fit in f32");
+        return false;
+      }
+      return true;
+    }
+    int64_t lo = std::numeric_limits<int64_t>::min(), hi = std::numeric_limits<int64_t>::max();
+    if (t == ScalarType::i32) lo = std::numeric_limits<int32_t>::min(), hi = std::numeric_limits<int32_t>::max();
+    if (t == ScalarType::u32) lo = 0, hi = std::numeric_limits<uint32_t>::max();
+    if (t == ScalarType::u64) lo = 0;
+    const std::string range = "an integer from " + std::to_string(lo) + " to " + std::to_string(hi);
+    if (!v.is_number_integer() ||
+        (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(hi))) {
+      problem(field, "expected " + range + " for type " + scalar_type_name(t) + ", found " +
+                         describe(v));
+      return false;
+    }
+    const int64_t x = v.get<int64_t>();
+    if (x < lo || x > hi) {
+      problem(field, "expected " + range + " for type " + scalar_type_name(t) + ", found " +
+                         describe(v));
+      return false;
+    }
+    arg.int_value = x;
+    return true;
+  }
+
+  void check_launches(const json& doc) {
+    auto it = doc.find("launches");
+    const std::string expected = "a non-empty array of kernel launches (at most " +
+                                 std::to_string(kMaxLaunches) + ")";
+    if (it == doc.end()) {
+      problem("launches", "missing; expected " + expected);
+      return;
+    }
+    if (!it->is_array() || it->empty() || it->size() > kMaxLaunches) {
+      problem("launches", "expected " + expected + ", found " + describe(*it));
+      return;
+    }
+    for (std::size_t i = 0; i < it->size(); ++i) {
+      const json& l = (*it)[i];
+      const std::string field = at("launches", i);
+      if (!l.is_object()) {
+        problem(field, "expected a launch object with kernel, grid, block and args, found " +
+                           describe(l));
+        continue;
+      }
+      unknown_keys(l, field, kLaunchKeys);
+      Launch launch;
+      check_kernel(l, field, launch);
+      launch.grid = expr_list(l, field, "grid", 3, "[\"B\", 1, 1]");
+      launch.block = expr_list(l, field, "block", 3, "[256]");
+      if (launch.block.size() == l.value("block", json()).size()) check_block_size(launch, field);
+      if (auto s = l.find("shared_mem"); s != l.end())
+        if (auto e = expr_at(sub(field, "shared_mem"), *s)) launch.shared_mem = *e;
+      auto args = l.find("args");
+      if (args == l.end()) {
+        problem(sub(field, "args"), "missing; expected an array of kernel arguments in parameter "
+                                    "order, such as [{\"tensor\": \"x\"}]");
+      } else if (!args->is_array()) {
+        problem(sub(field, "args"), "expected an array of kernel arguments, found " +
+                                        describe(*args));
+      } else {
+        for (std::size_t j = 0; j < args->size(); ++j)
+          check_arg((*args)[j], at(sub(field, "args"), j), launch);
+      }
+      m_.launches.push_back(std::move(launch));
+    }
+  }
+
+  void check_block_size(const Launch& launch, const std::string& field) {
+    int64_t threads = 1;
+    for (const auto& e : launch.block) {
+      if (!e.is_constant()) return;
+      try {
+        threads *= e.evaluate({});
+      } catch (const Error&) {
+        return;
+      }
+      if (threads < 1 || threads > 1024) {
+        problem(sub(field, "block"), "a block has 1 to 1024 threads; found " +
+                                         std::to_string(threads));
+        return;
+      }
+    }
+  }
+
+  void check_guard(const json& doc) {
+    auto g = doc.find("guard");
+    if (g == doc.end()) {
+      problem("guard", "missing; expected an object with at least \"dtypes\", such as "
+                       "{\"dtypes\": [\"f32\"]}");
+      return;
+    }
+    if (!g->is_object()) {
+      problem("guard", "expected an object with dtypes, ranks, shapes, layouts and variants, "
+                       "found " + describe(*g));
+      return;
+    }
+    unknown_keys(*g, "guard", kGuardKeys);
+    check_shapes(*g);
+    if (auto it = g->find("layouts"); it != g->end()) {
+      m_.guard.layouts.clear();
+      if (!it->is_array() || it->empty()) {
+        problem("guard.layouts", "expected a non-empty array of contiguous, strided, offset; found " +
+                                     describe(*it));
+      } else {
+        for (std::size_t i = 0; i < it->size(); ++i) {
+          const json& v = (*it)[i];
+          auto l = v.is_string() ? parse_layout(v.get<std::string>()) : std::nullopt;
+          if (!l) problem(at("guard.layouts", i),
+                          "expected one of contiguous, strided, offset; found " + describe(v));
+          else m_.guard.layouts.push_back(*l);
+        }
+      }
+    }
+    check_variants(*g);
+  }
+
+  std::optional<int64_t> int_at(const json& obj, const std::string& field, const std::string& key,
+                                int64_t min, bool required) {
+    auto it = obj.find(key);
+    if (it == obj.end()) {
+      if (required)
+        problem(sub(field, key), "missing; expected an integer >= " + std::to_string(min));
+      return std::nullopt;
+    }
+    if (!it->is_number_integer() || it->get<int64_t>() < min ||
+        (it->is_number_unsigned() &&
+         it->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))) {
+      problem(sub(field, key), "expected an integer >= " + std::to_string(min) + ", found " +
+                                   describe(*it));
+      return std::nullopt;
+    }
+    return it->get<int64_t>();
+  }
+
+  void check_shapes(const json& g) {
+    auto it = g.find("shapes");
+    if (it == g.end()) return;
+    if (!it->is_object()) {
+      problem("guard.shapes", "expected an object of ranges per symbol such as "
+                              "{\"N\": {\"min\": 1, \"max\": 4096}}, found " + describe(*it));
+      return;
+    }
+    for (const auto& item : it->items()) {
+      const std::string field = sub("guard.shapes", item.key());
+      if (!is_symbol(item.key())) {
+        problem(field, "unknown symbol " + json_quote(item.key()) + "; expected one of \"symbols\": " +
+                           symbol_list());
+        continue;
+      }
+      const json& r = item.value();
+      if (!r.is_object()) {
+        problem(field, "expected {\"min\": MIN, \"max\": MAX}, found " + describe(r));
+        continue;
+      }
+      unknown_keys(r, field, kRangeKeys);
+      auto lo = int_at(r, field, "min", 0, true);
+      auto hi = int_at(r, field, "max", 0, true);
+      auto mult = int_at(r, field, "multiple_of", 1, false);
+      if (!lo || !hi) continue;
+      if (*lo > *hi) {
+        problem(field, "min " + std::to_string(*lo) + " is greater than max " +
+                           std::to_string(*hi) + "; expected min <= max");
+        continue;
+      }
+      m_.guard.shapes[item.key()] = {*lo, *hi, mult.value_or(1)};
+    }
+  }
+
+  void check_variants(const json& g) {
+    auto it = g.find("variants");
+    if (it == g.end()) return;
+    if (!it->is_array()) {
+      problem("guard.variants", "expected an array of captured variants such as "
+                                "[{\"dims\": {\"N\": 4096}, \"dtype\": \"f32\", \"calls\": 100}], "
+                                "found " + describe(*it));
+      return;
+    }
+    for (std::size_t i = 0; i < it->size(); ++i) {
+      const json& v = (*it)[i];
+      const std::string field = at("guard.variants", i);
+      if (!v.is_object()) {
+        problem(field, "expected an object with dims, dtype and calls, found " + describe(v));
+        continue;
+      }
+      unknown_keys(v, field, kVariantKeys);
+      Variant var;
+      bool ok = true;
+      auto dims = v.find("dims");
+      if (dims == v.end() || !dims->is_object()) {
+        problem(sub(field, "dims"), dims == v.end()
+                                        ? "missing; expected an object of symbol values"
+                                        : "expected an object of symbol values, found " +
+                                              describe(*dims));
+        ok = false;
+      } else {
+        for (const auto& d : dims->items()) {
+          const std::string f = sub(sub(field, "dims"), d.key());
+          if (!is_symbol(d.key())) {
+            problem(f, "unknown symbol " + json_quote(d.key()) + "; expected one of \"symbols\": " +
+                           symbol_list());
+            ok = false;
+            continue;
+          }
+          if (!d.value().is_number_integer() || d.value().get<int64_t>() < 0) {
+            problem(f, "expected an integer >= 0, found " + describe(d.value()));
+            ok = false;
+            continue;
+          }
+          const int64_t x = d.value().get<int64_t>();
+          auto r = m_.guard.shapes.find(d.key());
+          if (r != m_.guard.shapes.end() && (x < r->second.min || x > r->second.max)) {
+            problem(f, std::to_string(x) + " is outside guard.shapes." + d.key() + " [" +
+                           std::to_string(r->second.min) + ", " + std::to_string(r->second.max) +
+                           "]");
+            ok = false;
+            continue;
+          }
+          var.dims[d.key()] = x;
+        }
+      }
+      if (auto d = v.find("dtype"); d == v.end()) {
+        problem(sub(field, "dtype"), "missing; expected one of guard.dtypes");
+        ok = false;
+      } else if (auto dt = dtype_at(sub(field, "dtype"), *d, true)) {
+        if (std::find(m_.guard.dtypes.begin(), m_.guard.dtypes.end(), *dt) ==
+            m_.guard.dtypes.end()) {
+          problem(sub(field, "dtype"), "dtype " + json_quote(dtype_name(*dt)) +
+                                           " is not in guard.dtypes");
+          ok = false;
+        }
+        var.dtype = *dt;
+      } else {
+        ok = false;
+      }
+      if (auto c = int_at(v, field, "calls", 1, true)) var.calls = *c;
+      else ok = false;
+      if (ok) m_.guard.variants.push_back(std::move(var));
+    }
+  }
+
+  void check_outputs_bound() {
+    if (!op_) return;
+    std::set<std::string> passed;
+    for (const auto& l : m_.launches)
+      for (const auto& a : l.args)
+        if (a.kind == KernelArg::Kind::tensor) passed.insert(a.name);
+    for (const auto& t : op_->outputs)
+      if (!passed.count(t.name))
+        problem("launches", "output " + json_quote(t.name) + " of op " + json_quote(m_.op) +
+                                " is never passed to a kernel; expected {\"tensor\": " +
+                                json_quote(t.name) + "} in some launch's args");
+  }
+
+  bool is_symbol(const std::string& name) const {
+    return std::find(declared_symbols_.begin(), declared_symbols_.end(), name) !=
+           declared_symbols_.end();
+  }
+
+  std::string symbol_list() const {
+    return declared_symbols_.empty() ? "(none declared)" : join(declared_symbols_);
+  }
+
+  const CheckOptions& options_;
+  PackageManifest& m_;
+  fs::path package_dir_;
+  std::string file_;
+  const OpSignature* op_ = nullptr;
+  std::set<std::string, std::less<>> known_symbols_;  ///< symbols and integer attributes
+  std::vector<std::string> declared_symbols_;
+  std::set<std::string> workspace_names_;
+  std::vector<ManifestProblem> problems_;
+};
+
+}  // namespace
+
+std::vector<ManifestProblem> check_manifest(const fs::path& package_dir,
+                                            const CheckOptions& options, PackageManifest* out) {
+  PackageManifest local;
+  PackageManifest& m = out ? *out : local;
+  m = PackageManifest{};
+  return Checker(package_dir, options, m).run();
+}
+
+PackageManifest load_manifest(const fs::path& package_dir, const CheckOptions& options) {
+  PackageManifest m;
+  const auto problems = check_manifest(package_dir, options, &m);
+  if (!problems.empty()) {
+    std::string text = format_problems(problems);
+    text.pop_back();
+    throw Error(ErrorKind::package, text);
+  }
+  return m;
+}
+
+fs::path resolve_in_package(const fs::path& dir, const std::string& relative) {
+  std::error_code ec;
+  const fs::path root = fs::canonical(dir, ec);
+  if (ec)
+    throw Error(ErrorKind::package,
+                "package directory " + json_quote(dir.string()) + ": " + ec.message());
+  fs::path resolved;
+  const std::string err = package_path_problem(root, relative, PathKind::any, &resolved);
+  if (!err.empty()) throw Error(ErrorKind::package, (dir / kManifestFileName).string() + ": " + err);
+  return resolved;
+}
+
+}  // namespace kgate::package

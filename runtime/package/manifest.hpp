@@ -1,0 +1,191 @@
+// The manifest of an exported kernel package, `kgate.json`, format "kgate-package/1": what the
+// package implements (op, attributes), how it is built (sources, include_dirs, nvrtc_options), how
+// it is launched (symbols bound to tensor dimensions, workspace tensors, a sequence of launches with
+// grid / block / shared memory expressions and argument bindings) and the guard (dtypes, ranks,
+// shape ranges, layouts, captured variants) outside which kgate falls back to the reference.
+// Checking collects every problem, each naming the file, the field and what was expected; the JSON
+// Schema runtime/package/kgate-package.schema.json describes the same format.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/dtype.hpp"
+#include "core/op_signature.hpp"
+#include "runtime/package/expr.hpp"
+
+namespace kgate::package {
+
+/// The value of "format" this code reads.
+inline constexpr const char* kPackageFormat = "kgate-package/1";
+/// The manifest's file name inside a package directory.
+inline constexpr const char* kManifestFileName = "kgate.json";
+/// Largest accepted source or header file (bytes).
+inline constexpr std::uintmax_t kMaxSourceBytes = 1u << 20;
+/// Largest accepted manifest (bytes).
+inline constexpr std::uintmax_t kMaxManifestBytes = 1u << 20;
+/// Most files kgate reads from a package's include_dirs, and their largest total size (bytes).
+inline constexpr std::size_t kMaxHeaderFiles = 512;
+inline constexpr std::uintmax_t kMaxHeaderBytes = 16u << 20;
+
+/// The C type of a scalar kernel argument.
+enum class ScalarType { i32, i64, u32, u64, f32, f64 };
+const char* scalar_type_name(ScalarType type);
+std::size_t scalar_type_size(ScalarType type);
+bool is_integer(ScalarType type);
+
+/// The memory layouts a package accepts: dense row-major, any strides, non-zero storage offset
+/// (a base pointer that need not be aligned).
+enum class Layout { contiguous, strided, offset };
+const char* layout_name(Layout layout);
+
+/// An op attribute the package was built for. A call whose attribute differs is outside the guard.
+struct Attribute {
+  std::string name;
+  double value = 0;
+  bool is_integer = false;  ///< written as a JSON integer: usable as an expression symbol
+};
+
+/// A shape symbol bound to one dimension of an op tensor: "N": ["x", -1] is x's last dimension.
+struct SymbolBinding {
+  std::string name;
+  std::string tensor;
+  int dim = 0;  ///< negative counts from the end, as in PyTorch
+};
+
+/// A scratch tensor kgate allocates for the launches (and zeroes first when `zero` is set).
+struct Workspace {
+  std::string name;
+  DType dtype = DType::f32;
+  std::vector<Expr> shape;  ///< 1 to 8 dimension expressions
+  bool zero = false;
+};
+
+/// One kernel parameter, in order.
+struct KernelArg {
+  enum class Kind {
+    tensor,     ///< {"tensor": "x"}: the op tensor's data pointer
+    workspace,  ///< {"workspace": "partial"}: a workspace tensor's data pointer
+    shape,      ///< {"shape": "N * 2", "type": "i64"}: an expression value
+    attribute,  ///< {"attribute": "dim", "type": "i32"}: an attribute of the call
+    scalar      ///< {"scalar": 1.0, "type": "f32"}: a constant
+  };
+  Kind kind = Kind::tensor;
+  std::string name;          ///< tensor, workspace or attribute name
+  Expr value;                ///< shape
+  ScalarType type = ScalarType::i64;  ///< shape, attribute, scalar
+  int64_t int_value = 0;     ///< integer scalar
+  double float_value = 0;    ///< floating scalar
+};
+
+/// One kernel launch of the package's sequence.
+struct Launch {
+  /// The kernel's C++ name expression for every dtype ("softmax_rows<float>", or an extern "C" name);
+  /// empty when `kernel_for_dtype` is used instead.
+  std::string kernel;
+  /// Per-dtype name expressions: {"f32": "k<float>", "bf16": "k<__nv_bfloat16>"}.
+  std::map<DType, std::string> kernel_for_dtype;
+  std::vector<Expr> grid;   ///< 1 to 3 expressions (x, y, z); missing ones are 1
+  std::vector<Expr> block;  ///< 1 to 3 expressions
+  Expr shared_mem;          ///< dynamic shared memory bytes
+  std::vector<KernelArg> args;
+
+  /// The name expression launched for `dtype` (empty when none).
+  std::string kernel_name(DType dtype) const;
+};
+
+/// A shape range of the guard: min <= value <= max and value % multiple_of == 0.
+struct ShapeRange {
+  int64_t min = 0;
+  int64_t max = 0;
+  int64_t multiple_of = 1;
+};
+
+/// A call the package was optimized for (captured in production), with how often it was seen.
+struct Variant {
+  std::map<std::string, int64_t> dims;
+  DType dtype = DType::f32;
+  int64_t calls = 0;
+};
+
+/// Where the package may be used; outside it kgate dispatches to the reference.
+struct Guard {
+  std::vector<DType> dtypes;
+  std::vector<int> ranks;                     ///< empty: any rank
+  std::map<std::string, ShapeRange> shapes;   ///< per shape symbol
+  std::vector<Layout> layouts{Layout::contiguous};
+  std::vector<Variant> variants;
+};
+
+/// A parsed and checked kgate.json.
+struct PackageManifest {
+  std::filesystem::path dir;            ///< the package directory (canonical)
+  std::filesystem::path manifest_path;  ///< dir / "kgate.json", as given by the caller
+  std::string format;
+  std::string name;
+  std::string version;
+  std::string op;
+  std::string description;
+  std::vector<Attribute> attributes;
+  std::vector<std::string> sources;       ///< package-relative paths, as written
+  std::vector<std::string> include_dirs;  ///< package-relative paths, as written
+  std::vector<std::string> nvrtc_options;
+  std::vector<SymbolBinding> symbols;
+  std::vector<Workspace> workspace;
+  std::vector<Launch> launches;
+  Guard guard;
+
+  /// Every distinct kernel name expression of the launches, sorted.
+  std::vector<std::string> name_expressions() const;
+  const Attribute* attribute(const std::string& name) const;
+};
+
+/// One problem found in a package: `<file>: <field>: <message>`.
+struct ManifestProblem {
+  std::string file;     ///< the manifest (or source) path
+  std::string field;    ///< JSON-pointer-like path: "launches[0].grid[1]", "guard.shapes.N.min"
+  std::string message;  ///< what was expected and what was found
+};
+
+/// What check_manifest can verify beyond the manifest itself.
+struct CheckOptions {
+  /// Looks an op up in the catalogue (nullptr: unknown op). When unset, the op's name, tensors and
+  /// attributes are only checked for syntax.
+  std::function<const OpSignature*(const std::string&)> find_op;
+  /// Names of the known ops, listed in the message for an unknown op.
+  std::vector<std::string> known_ops;
+};
+
+/// Reads and checks `package_dir/kgate.json` and the files it names; returns every problem found
+/// (empty: the package is well formed). When `out` is given it receives the manifest as far as it
+/// could be read. Never throws for a bad package.
+std::vector<ManifestProblem> check_manifest(const std::filesystem::path& package_dir,
+                                            const CheckOptions& options = {},
+                                            PackageManifest* out = nullptr);
+
+/// Reads and checks a package; throws Error(package) listing every problem, one per line.
+PackageManifest load_manifest(const std::filesystem::path& package_dir,
+                              const CheckOptions& options = {});
+
+/// "<file>: <field>: <message>".
+std::string format_problem(const ManifestProblem& problem);
+/// One problem per line, each ending in '\n'.
+std::string format_problems(const std::vector<ManifestProblem>& problems);
+
+/// Why an NVRTC option from a manifest is refused (allow-list: -std=c++11|14|17|20, --use_fast_math,
+/// -DNAME[=VALUE], -lineinfo, --fmad/--ftz/--prec-div/--prec-sqrt=true|false, -maxrregcount=N,
+/// --extra-device-vectorization, -default-device); empty when it is allowed.
+std::string nvrtc_option_problem(const std::string& option);
+
+/// Resolves `relative` (as written in the manifest) inside the package directory `dir`; throws
+/// Error(package) when it is absolute, contains "..", does not exist or escapes `dir` through a
+/// symbolic link. Returns the canonical path.
+std::filesystem::path resolve_in_package(const std::filesystem::path& dir,
+                                         const std::string& relative);
+
+}  // namespace kgate::package

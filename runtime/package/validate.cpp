@@ -1,0 +1,41 @@
+// validate_package: manifest check, then NVRTC compile, problems collected.
+#include "runtime/package/validate.hpp"
+
+#include <cstdio>
+
+namespace kgate::package {
+
+ValidationReport validate_package(const std::filesystem::path& dir, const ValidateOptions& options) {
+  ValidationReport report;
+  report.problems = check_manifest(dir, options.check, &report.manifest);
+  report.manifest_path = report.manifest.manifest_path;
+  if (!report.problems.empty() || !options.compile) return report;
+  CompileResult result;
+  ManifestProblem problem;
+  if (try_compile_package(report.manifest, options.compile_options, result, problem))
+    report.compiled = std::move(result);
+  else
+    report.problems.push_back(std::move(problem));
+  return report;
+}
+
+std::string format_summary(const ValidationReport& report) {
+  const PackageManifest& m = report.manifest;
+  const std::size_t launches = m.launches.size();
+  const std::size_t kernels = m.name_expressions().size();
+  std::string out = m.name + " " + m.version + " (op " + m.op + "): " + std::to_string(launches) +
+                    (launches == 1 ? " launch, " : " launches, ") + std::to_string(kernels) +
+                    (kernels == 1 ? " kernel" : " kernels");
+  if (report.compiled) {
+    const CompileResult& c = *report.compiled;
+    const std::string arch = c.options.empty() ? "" : c.options.front().substr(
+                                                          std::string("--gpu-architecture=").size());
+    char seconds[32];
+    std::snprintf(seconds, sizeof seconds, "%.2f", c.cache_hit ? c.total_seconds : c.compile_seconds);
+    out += c.cache_hit ? "; cached CUBIN for " + arch + " (" + seconds + " s)"
+                       : "; compiled for " + arch + " in " + seconds + " s";
+  }
+  return out;
+}
+
+}  // namespace kgate::package

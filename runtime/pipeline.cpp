@@ -1,0 +1,160 @@
+// The check pipeline.
+#include "runtime/pipeline.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "core/rng.hpp"
+#include "gates/props/shrink.hpp"
+#include "references/catalogue.hpp"
+
+namespace kgate {
+
+props::KernelTraits traits_of(const KernelInfo& kernel) {
+  props::KernelTraits t;
+  t.dtypes = kernel.dtypes;
+  t.tile_sizes = kernel.tile_sizes;
+  t.accepts_strided = kernel.accepts_strided;
+  t.accepts_unaligned = kernel.accepts_unaligned;
+  return t;
+}
+
+correctness::RuleConfig rule_for(const OpSignature& op, DType dtype, const CheckOptions& options) {
+  correctness::RuleConfig rule;
+  rule.kind = correctness::parse_rule(options.rule);
+  rule.tolerance = op.tolerance_for(dtype);
+  if (options.atol) rule.tolerance.atol = *options.atol;
+  if (options.rtol) rule.tolerance.rtol = *options.rtol;
+  return rule;
+}
+
+std::vector<Case> speed_cases(const OpSignature& op, const KernelInfo& kernel, uint64_t seed, int64_t count) {
+  // Row lengths from short to long; the other symbols fill about 4M elements.
+  const int64_t rows[] = {1024, 4096, 32768, 256, 16384};
+  std::vector<DType> dtypes;
+  for (DType d : op.dtypes)
+    if (kernel.dtypes.empty() || std::find(kernel.dtypes.begin(), kernel.dtypes.end(), d) != kernel.dtypes.end())
+      dtypes.push_back(d);
+  std::vector<Case> out;
+  for (int64_t i = 0; i < count && !dtypes.empty(); ++i) {
+    Case c;
+    c.op = op.name;
+    c.dtype = dtypes[static_cast<size_t>(i) % dtypes.size()];
+    c.seed = derive_seed(seed, "speed/" + op.name, static_cast<uint64_t>(i));
+    c.family = "speed";
+    const int64_t n = rows[i % 5];
+    int64_t others = 1;
+    for (const auto& s : op.symbols)
+      if (s.name != op.reduced_symbol) ++others;
+    for (const auto& s : op.symbols) {
+      int64_t v;
+      if (s.name == op.reduced_symbol) {
+        v = std::clamp<int64_t>(n, s.min, s.max);
+      } else {
+        const double target = std::pow(4.0 * 1024 * 1024 / static_cast<double>(n), 1.0 / static_cast<double>(others - 1));
+        v = std::clamp<int64_t>(static_cast<int64_t>(target), std::max<int64_t>(s.min, 1), s.max);
+      }
+      c.dims.emplace_back(s.name, v);
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  KernelReport report;
+  report.name = kernel.name;
+  report.op = kernel.op;
+  report.backend = backend_name(kernel.backend);
+  report.source = kernel.source;
+  const OpSignature& op = find_op(kernel.op);
+  auto say = [&](const std::string& line) {
+    if (options.progress) options.progress(line);
+  };
+
+  props::GeneratorOptions gen;
+  gen.seed = options.seed;
+  gen.cases = options.cases;
+  gen.families = options.families;
+  const auto traits = traits_of(kernel);
+  const auto cases = props::generate_cases(op, traits, gen);
+  report.correctness.cases = static_cast<int64_t>(cases.size());
+  const int64_t step = std::max<int64_t>(1, static_cast<int64_t>(cases.size()) / 8);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const auto& c = cases[i];
+    auto r = runner.check_case(kernel, c, rule_for(op, c.dtype, options));
+    if (r.outcome == Outcome::failed) {
+      ++report.correctness.failed;
+      if (report.correctness.failures.size() < options.max_failures_kept) report.correctness.failures.push_back(r);
+    } else {
+      ++report.correctness.passed;
+      if (std::isfinite(r.margin)) report.correctness.worst_margin = std::max(report.correctness.worst_margin, r.margin);
+    }
+    if ((static_cast<int64_t>(i) + 1) % step == 0 || i + 1 == cases.size())
+      say(kernel.name + ": correctness " + std::to_string(i + 1) + "/" + std::to_string(cases.size()) + " cases, " +
+          std::to_string(report.correctness.failed) + " failed");
+  }
+
+  if (report.correctness.failed > 0) {
+    report.outcome = Outcome::failed;
+    // Shrink the smallest failing case we kept (fewer steps to a minimal one).
+    const auto& failures = report.correctness.failures;
+    const CaseResult* first = &failures.front();
+    for (const auto& f : failures)
+      if (f.kcase.numel_hint() < first->kcase.numel_hint()) first = &f;
+    if (options.shrink && first->rule != "fault" && !runner.context_lost()) {
+      say(kernel.name + ": shrinking the failing case " + first->kcase.id());
+      const auto shrunk = props::shrink(first->kcase, op, kernel.tile_sizes, [&](const Case& c) {
+        return runner.check_case(kernel, c, rule_for(op, c.dtype, options)).outcome == Outcome::failed;
+      });
+      auto minimal = runner.check_case(kernel, shrunk.minimal, rule_for(op, shrunk.minimal.dtype, options));
+      minimal.kcase.family = first->kcase.family;
+      report.correctness.minimal = minimal;
+      say(kernel.name + ": minimal failing case " + minimal.kcase.id() + " (" + std::to_string(shrunk.steps) +
+          " reductions, " + std::to_string(shrunk.attempts) + " attempts)");
+    } else {
+      report.correctness.minimal = *first;
+    }
+  } else if (options.speed) {
+    const auto timed = speed_cases(op, kernel, options.seed, options.speed_cases);
+    for (size_t i = 0; i < timed.size(); ++i) {
+      say(kernel.name + ": timing " + std::to_string(i + 1) + "/" + std::to_string(timed.size()) + " " + timed[i].id());
+      report.speed.push_back(runner.time_case(kernel, nullptr, timed[i], options.timing, options.seed));
+    }
+    for (const auto& s : report.speed) {
+      if (s.decision == Outcome::regressed) report.outcome = Outcome::regressed;
+      else if (s.decision == Outcome::invalid && report.outcome == Outcome::passed) report.outcome = Outcome::invalid;
+    }
+  }
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return report;
+}
+
+void adjust_speed_decisions(std::vector<KernelReport>& kernels) {
+  std::vector<double> p;
+  std::vector<SpeedComparison*> refs;
+  for (auto& k : kernels)
+    for (auto& s : k.speed)
+      if (s.decision != Outcome::skipped && s.decision != Outcome::invalid) {
+        p.push_back(s.p_value);
+        refs.push_back(&s);
+      }
+  const auto adjusted = speed::holm_adjust(p);
+  for (size_t i = 0; i < refs.size(); ++i) {
+    refs[i]->p_adjusted = adjusted[i];
+    if (refs[i]->decision == Outcome::regressed && adjusted[i] > refs[i]->alpha) {
+      refs[i]->decision = Outcome::inconclusive;
+      refs[i]->note += (refs[i]->note.empty() ? "" : "; ") + std::string("regression not significant after Holm correction");
+    }
+  }
+  for (auto& k : kernels) {
+    if (k.outcome != Outcome::regressed) continue;
+    bool any = false;
+    for (const auto& s : k.speed) any |= s.decision == Outcome::regressed;
+    if (!any) k.outcome = Outcome::inconclusive;
+  }
+}
+
+}  // namespace kgate

@@ -1,0 +1,468 @@
+// The runner (the one place, with references/, that includes torch headers).
+#include "runtime/runner.hpp"
+
+#include <ATen/ATen.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <torch/headeronly/version.h>
+#include <cuda_runtime.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+#include "core/error.hpp"
+#include "core/rng.hpp"
+#include "references/catalogue.hpp"
+#include "references/op_reference.hpp"
+#include "runtime/cuda/check.hpp"
+#include "runtime/cuda/device.hpp"
+#include "runtime/cuda/timer.hpp"
+
+namespace kgate {
+namespace {
+
+constexpr int64_t kGuardElements = 64;       // canary elements on each side of every output
+constexpr uint8_t kGuardByte = 0xA5;
+
+// Poison NaNs with a payload no arithmetic produces, so "never written" differs from "wrote NaN".
+at::Tensor poison_bits(DType dtype, at::Device device) {
+  switch (dtype) {
+    case DType::f16: return at::full({1}, static_cast<int16_t>(0x7E5B), at::TensorOptions().dtype(at::kShort).device(device));
+    case DType::bf16: return at::full({1}, static_cast<int16_t>(0x7FA5), at::TensorOptions().dtype(at::kShort).device(device));
+    case DType::f32: return at::full({1}, static_cast<int32_t>(0x7FC0DEAD), at::TensorOptions().dtype(at::kInt).device(device));
+    case DType::f64: return at::full({1}, static_cast<int64_t>(0x7FF8DEADBEEF0001LL), at::TensorOptions().dtype(at::kLong).device(device));
+    default: throw Error(ErrorKind::internal, "outputs of integer dtypes are not supported yet");
+  }
+}
+
+at::ScalarType bits_type(DType dtype) {
+  switch (dtype_size(dtype)) {
+    case 2: return at::kShort;
+    case 4: return at::kInt;
+    default: return at::kLong;
+  }
+}
+
+TensorView view_of(const at::Tensor& t) {
+  TensorView v;
+  v.data = t.data_ptr();
+  v.dtype = from_scalar_type(t.scalar_type());
+  v.sizes = t.sizes().vec();
+  v.strides = t.strides().vec();
+  return v;
+}
+
+// An output with guard bands: [guard | output | guard] in one allocation.
+struct GuardedOutput {
+  at::Tensor buffer;  // whole allocation
+  at::Tensor output;  // the view handed to the kernel
+  int64_t numel = 0;
+};
+
+GuardedOutput make_output(const std::vector<int64_t>& shape, DType dtype, at::Device device) {
+  GuardedOutput g;
+  g.numel = 1;
+  for (int64_t s : shape) g.numel *= s;
+  g.buffer = at::empty({g.numel + 2 * kGuardElements}, at::TensorOptions().dtype(to_scalar_type(dtype)).device(device));
+  g.buffer.view(at::kByte).fill_(kGuardByte);
+  g.output = g.buffer.narrow(0, kGuardElements, g.numel).view(shape);
+  g.output.view(bits_type(dtype)).copy_(poison_bits(dtype, device).expand({g.numel}).view(shape));
+  return g;
+}
+
+bool guards_intact(const GuardedOutput& g) {
+  const int64_t elem = static_cast<int64_t>(g.buffer.element_size());
+  auto bytes = g.buffer.view(at::kByte);
+  auto head = bytes.narrow(0, 0, kGuardElements * elem);
+  auto tail = bytes.narrow(0, (kGuardElements + g.numel) * elem, kGuardElements * elem);
+  return head.eq(kGuardByte).all().item<bool>() && tail.eq(kGuardByte).all().item<bool>();
+}
+
+// Bitwise snapshot of an input (NaN-safe comparison later).
+at::Tensor bits_snapshot(const at::Tensor& t) {
+  return t.contiguous().view(bits_type(from_scalar_type(t.scalar_type()))).clone();
+}
+
+std::string g(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+// Ordered integer image of float bits, so ULP distance is a difference.
+at::Tensor ordered_bits(const at::Tensor& t, DType dtype) {
+  auto b = t.contiguous().view(bits_type(dtype)).to(at::kLong);
+  const int64_t mask = dtype_size(dtype) == 2 ? 0x7FFF : dtype_size(dtype) == 4 ? 0x7FFFFFFFLL : 0x7FFFFFFFFFFFFFFFLL;
+  return at::where(b < 0, -(b.bitwise_and(mask)), b);
+}
+
+// Error statistics and the allclose ratio of `out` against `target` (both float64).
+ErrorStats compare(const at::Tensor& out, const at::Tensor& target, const Tolerance& tol, double* allclose_worst,
+                   std::string* worst) {
+  ErrorStats s;
+  s.elements = out.numel();
+  if (s.elements == 0) return s;
+  const auto finite = at::isfinite(out) & at::isfinite(target);
+  const auto both_nan = at::isnan(out) & at::isnan(target);
+  const auto nonfinite_mismatch = (~finite) & (~both_nan) & out.ne(target);
+  s.nan_mismatches = nonfinite_mismatch.sum().item<int64_t>();
+  const auto diff = at::where(finite, (out - target).abs(), at::zeros_like(out));
+  const auto mag = target.abs();
+  s.max_abs = diff.max().item<double>();
+  const auto rel = at::where(finite & mag.gt(0), diff / mag, at::zeros_like(out));
+  s.max_rel = rel.max().item<double>();
+  if (allclose_worst) {
+    const auto allowed = tol.atol + tol.rtol * at::where(finite, mag, at::zeros_like(mag));
+    const auto ratio = at::where(finite, diff / allowed, at::zeros_like(out));
+    s.mismatches = ratio.gt(1.0).sum().item<int64_t>();
+    const auto flat = ratio.reshape({-1});
+    const int64_t idx = flat.argmax().item<int64_t>();
+    *allclose_worst = flat[idx].item<double>();
+    if (worst) {
+      *worst = "element " + std::to_string(idx) + ": got " + g(out.reshape({-1})[idx].item<double>()) +
+               ", expected " + g(target.reshape({-1})[idx].item<double>());
+    }
+  }
+  return s;
+}
+
+class ChronoTimer final : public cuda::LaunchTimer {
+ public:
+  std::vector<double> time(const std::function<void()>& launch, int count,
+                           const std::function<void()>& between) override {
+    std::vector<double> ns;
+    for (int i = 0; i < count; ++i) {
+      if (between) between();
+      const auto t0 = std::chrono::steady_clock::now();
+      launch();
+      ns.push_back(std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count());
+    }
+    return ns;
+  }
+  const char* name() const override { return "chrono"; }
+};
+
+}  // namespace
+
+struct Runner::Impl {
+  Backend backend;
+  at::Device device{at::kCPU};
+  bool context_lost = false;
+  std::string lost_reason;
+  std::unique_ptr<cuda::LaunchTimer> timer;
+  std::string timer_note;
+  std::unique_ptr<cuda::L2Flusher> flusher;
+  std::unique_ptr<cuda::Nvml> nvml;
+
+  void* stream() const {
+    return backend == Backend::cuda ? static_cast<void*>(at::cuda::getCurrentCUDAStream().stream()) : nullptr;
+  }
+
+  void sync() {
+    if (backend != Backend::cuda) return;
+    KGATE_CUDA_CALL(cudaGetLastError());
+    KGATE_CUDA_CALL(cudaStreamSynchronize(static_cast<cudaStream_t>(stream())));
+  }
+
+  void launch(const KernelInfo& kernel, const Tensors& inputs, const Tensors& outputs, const Attributes& attrs) {
+    KernelCall call;
+    for (const auto& t : inputs) call.inputs.push_back(view_of(t));
+    for (const auto& t : outputs) call.outputs.push_back(view_of(t));
+    call.attributes = attrs;
+    call.stream = stream();
+    kernel.launch(call);
+  }
+
+  cuda::LaunchTimer& launch_timer() {
+    if (!timer) {
+      if (backend == Backend::cuda) {
+        timer = cuda::make_best_timer(stream(), &timer_note);
+        flusher = std::make_unique<cuda::L2Flusher>(stream());
+        nvml = std::make_unique<cuda::Nvml>();
+      } else {
+        timer = std::make_unique<ChronoTimer>();
+      }
+    }
+    return *timer;
+  }
+};
+
+Runner::Runner(Backend backend) : impl_(std::make_unique<Impl>()) {
+  impl_->backend = backend;
+  if (backend == Backend::cuda) {
+    std::string why;
+    if (!cuda::device_available(&why)) throw Error(ErrorKind::device, why);
+    impl_->device = at::Device(at::kCUDA, 0);
+  }
+}
+
+Runner::~Runner() = default;
+
+Backend Runner::backend() const { return impl_->backend; }
+bool Runner::context_lost() const { return impl_->context_lost; }
+
+RunnerEnvironment Runner::environment() const {
+  RunnerEnvironment env;
+  env.torch = std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) + "." +
+              std::to_string(TORCH_VERSION_PATCH);
+  if (impl_->backend == Backend::cuda) {
+    const auto info = cuda::device_info();
+    env.device = info.name + " (sm_" + std::to_string(info.sm_major) + std::to_string(info.sm_minor) + ", " +
+                 std::to_string(info.multiprocessors) + " SMs)";
+    env.driver = info.driver;
+    env.cuda = info.runtime;
+  } else {
+    env.device = "cpu";
+  }
+  return env;
+}
+
+std::string repro_command(const std::string& kernel, const Case& c) {
+  return "kgate replay --kernel " + kernel + " '" + c.id() + "'";
+}
+
+CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c, const correctness::RuleConfig& rule) {
+  CaseResult result;
+  result.kcase = c;
+  result.repro = repro_command(kernel.name, c);
+  if (impl_->context_lost) {
+    result.outcome = Outcome::failed;
+    result.rule = "fault";
+    result.message = "not run: " + impl_->lost_reason;
+    return result;
+  }
+  const OpSignature& op = find_op(c.op);
+  const OpReference& ref = op_reference(c.op);
+  Attributes attrs = op.attributes;
+  try {
+    const Tensors inputs = ref.make_inputs(c, op, impl_->device);
+    std::vector<at::Tensor> snapshots;
+    for (const auto& t : inputs) snapshots.push_back(bits_snapshot(t));
+    std::vector<GuardedOutput> guarded;
+    Tensors outputs;
+    for (const auto& o : op.outputs) {
+      guarded.push_back(make_output(concrete_shape(o.shape, c), c.dtype, impl_->device));
+      outputs.push_back(guarded.back().output);
+    }
+    impl_->sync();
+    try {
+      impl_->launch(kernel, inputs, outputs, attrs);
+      impl_->sync();
+    } catch (const Error& e) {
+      // A device fault (illegal address, trap) leaves the context unusable: say so for the rest.
+      const std::string what = e.what();
+      if (impl_->backend == Backend::cuda && cudaDeviceSynchronize() != cudaSuccess) {
+        cudaGetLastError();
+        impl_->context_lost = true;
+        impl_->lost_reason = "the CUDA context was lost after kernel '" + kernel.name + "' faulted on case " + c.id();
+      }
+      result.outcome = Outcome::failed;
+      result.rule = "fault";
+      result.message = "kernel '" + kernel.name + "' failed to run: " + what;
+      return result;
+    }
+
+    correctness::Measurement m;
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (!bits_snapshot(inputs[i]).equal(snapshots[i])) m.inputs_modified = true;
+    for (const auto& go : guarded)
+      if (!guards_intact(go)) m.guard_bands_intact = false;
+
+    const Tensors expected = ref.eager(inputs, attrs);
+    Tensors upcast;
+    for (const auto& t : inputs) upcast.push_back(t.to(at::kDouble));
+    const Tensors oracle = ref.oracle(upcast, attrs);
+
+    // Judge the first output with the rule; every output gets the memory checks.
+    const auto tol = rule.tolerance;
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      const auto out64 = outputs[i].to(at::kDouble);
+      const auto ref64 = expected[i].to(at::kDouble);
+      const auto unwritten =
+          outputs[i].contiguous().view(bits_type(c.dtype)).eq(poison_bits(c.dtype, impl_->device)).sum().item<int64_t>();
+      if (i == 0) {
+        m.vs_reference = compare(out64, ref64, tol, &m.allclose_worst, &m.worst_element);
+        m.vs_reference.unwritten = unwritten;
+        m.vs_oracle = compare(out64, oracle[i], tol, nullptr, nullptr);
+        m.reference_vs_oracle_max_abs = compare(ref64, oracle[i], tol, nullptr, nullptr).max_abs;
+        if (out64.numel() > 0) {
+          const auto finite = at::isfinite(out64) & at::isfinite(ref64);
+          const auto ulp = (ordered_bits(outputs[i], c.dtype) - ordered_bits(expected[i].contiguous(), c.dtype)).abs();
+          m.max_ulp = at::where(finite, ulp, at::zeros_like(ulp)).max().item<int64_t>();
+        }
+      } else {
+        m.vs_reference.unwritten += unwritten;
+      }
+    }
+    const auto verdict = correctness::evaluate(rule, m, c.dtype);
+    result.outcome = verdict.outcome;
+    result.rule = verdict.rule;
+    result.observed = verdict.observed;
+    result.allowed = verdict.allowed;
+    result.margin = verdict.margin;
+    result.message = verdict.message;
+    result.vs_reference = m.vs_reference;
+    result.vs_oracle = m.vs_oracle;
+    result.reference_vs_oracle_max_abs = m.reference_vs_oracle_max_abs;
+    return result;
+  } catch (const Error& e) {
+    result.outcome = Outcome::failed;
+    result.rule = "error";
+    result.message = e.what();
+    return result;
+  } catch (const std::exception& e) {
+    result.outcome = Outcome::failed;
+    result.rule = "error";
+    result.message = std::string("case could not be run: ") + e.what();
+    return result;
+  }
+}
+
+namespace {
+
+// Times two arms (baseline, candidate) through the shared launch timer, for bench::run_interleaved.
+class ArmPair final : public bench::ArmTimer {
+ public:
+  ArmPair(cuda::LaunchTimer& timer, std::function<void()> a, std::function<void()> b, std::function<void()> between,
+          cuda::Nvml* nvml)
+      : timer_(timer), arms_{std::move(a), std::move(b)}, between_(std::move(between)), nvml_(nvml),
+        start_(std::chrono::steady_clock::now()) {}
+
+  std::vector<double> measure(int arm, int launches) override {
+    auto ns = timer_.time(arms_[arm], launches, between_);
+    if (nvml_) {
+      if (auto s = nvml_->sample()) {
+        if (s->throttled()) disturbance_ = s->describe();
+        clocks_.push_back(s->sm_clock_mhz);
+      }
+    }
+    return ns;
+  }
+  std::optional<std::string> block_disturbance() override {
+    auto d = disturbance_;
+    disturbance_.reset();
+    return d;
+  }
+  double seconds_used() const override {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+  const std::vector<unsigned>& clocks() const { return clocks_; }
+
+ private:
+  cuda::LaunchTimer& timer_;
+  std::function<void()> arms_[2];
+  std::function<void()> between_;
+  cuda::Nvml* nvml_;
+  std::chrono::steady_clock::time_point start_;
+  std::optional<std::string> disturbance_;
+  std::vector<unsigned> clocks_;
+};
+
+double median_of(std::vector<double> v) { return speed::median(std::move(v)); }
+
+}  // namespace
+
+std::vector<double> Runner::time_launches(const KernelInfo& kernel, const Case& c, int count, bool flush_l2) {
+  const OpSignature& op = find_op(c.op);
+  const OpReference& ref = op_reference(c.op);
+  const Attributes attrs = op.attributes;
+  const Tensors inputs = ref.make_inputs(c, op, impl_->device);
+  Tensors outputs;
+  for (const auto& o : op.outputs) outputs.push_back(at::empty(concrete_shape(o.shape, c), inputs[0].options()));
+  auto& timer = impl_->launch_timer();
+  std::function<void()> between;
+  if (flush_l2 && impl_->flusher) between = [this] { impl_->flusher->flush(); };
+  auto ns = timer.time([&] { impl_->launch(kernel, inputs, outputs, attrs); }, count, between);
+  impl_->sync();
+  return ns;
+}
+
+SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* baseline, const Case& c,
+                                  const TimingOptions& options, uint64_t seed) {
+  SpeedComparison cmp;
+  cmp.kcase = c;
+  cmp.baseline = baseline ? baseline->name : "eager";
+  cmp.delta = options.interleave.delta;
+  cmp.alpha = options.interleave.alpha;
+  if (impl_->context_lost) {
+    cmp.decision = Outcome::skipped;
+    cmp.note = "not run: " + impl_->lost_reason;
+    return cmp;
+  }
+  const OpSignature& op = find_op(c.op);
+  const OpReference& ref = op_reference(c.op);
+  const Attributes attrs = op.attributes;
+  try {
+    const Tensors inputs = ref.make_inputs(c, op, impl_->device);
+    Tensors out_candidate, out_baseline;
+    for (const auto& o : op.outputs) {
+      const auto shape = concrete_shape(o.shape, c);
+      out_candidate.push_back(at::empty(shape, inputs[0].options().memory_format(at::MemoryFormat::Contiguous)));
+      out_baseline.push_back(at::empty(shape, inputs[0].options().memory_format(at::MemoryFormat::Contiguous)));
+    }
+    auto& timer = impl_->launch_timer();
+    cmp.timer = timer.name();
+    if (!impl_->timer_note.empty()) cmp.note = impl_->timer_note;
+    std::function<void()> arm_a = baseline ? std::function<void()>([&] { impl_->launch(*baseline, inputs, out_baseline, attrs); })
+                                           : std::function<void()>([&] { ref.eager(inputs, attrs); });
+    std::function<void()> arm_b = [&] { impl_->launch(kernel, inputs, out_candidate, attrs); };
+    std::function<void()> between;
+    if (options.flush_l2 && impl_->flusher) between = [this] { impl_->flusher->flush(); };
+
+    // Warm-up until the median of a batch is stable (within 2% of the previous batch), both arms.
+    double prev_a = 0, prev_b = 0;
+    for (int batch = 0; batch < options.max_warmup_batches; ++batch) {
+      const double ma = median_of(timer.time(arm_a, 10, between));
+      const double mb = median_of(timer.time(arm_b, 10, between));
+      const bool stable = batch > 0 && std::abs(ma - prev_a) <= 0.02 * prev_a && std::abs(mb - prev_b) <= 0.02 * prev_b;
+      prev_a = ma;
+      prev_b = mb;
+      if (stable) break;
+    }
+
+    ArmPair arms(timer, arm_a, arm_b, between, impl_->nvml.get());
+    Rng rng(derive_seed(seed, "interleave/" + kernel.name + "/" + c.id(), 0));
+    const auto r = bench::run_interleaved(arms, options.interleave, rng);
+    impl_->sync();
+    cmp.blocks = static_cast<int64_t>(r.blocks.size());
+    for (const auto& b : r.blocks) {
+      if (b.dropped) {
+        ++cmp.dropped_blocks;
+        continue;
+      }
+      cmp.baseline_ns.insert(cmp.baseline_ns.end(), b.a.begin(), b.a.end());
+      cmp.candidate_ns.insert(cmp.candidate_ns.end(), b.b.begin(), b.b.end());
+    }
+    cmp.baseline_median_ns = median_of(cmp.baseline_ns);
+    cmp.candidate_median_ns = median_of(cmp.candidate_ns);
+    cmp.ratio = std::exp(r.decision.hodges_lehmann);
+    cmp.ratio_lower = std::exp(r.decision.lower);
+    cmp.ratio_upper = std::exp(r.decision.upper);
+    cmp.p_value = r.decision.p_regression;
+    cmp.p_adjusted = cmp.p_value;
+    if (r.invalid) {
+      cmp.decision = Outcome::invalid;
+      cmp.note += (cmp.note.empty() ? "" : "; ") + r.invalid_reason;
+    } else {
+      switch (r.decision.decision) {
+        case speed::Decision::pass: cmp.decision = Outcome::passed; break;
+        case speed::Decision::regression: cmp.decision = Outcome::regressed; break;
+        case speed::Decision::inconclusive: cmp.decision = Outcome::inconclusive; break;
+      }
+    }
+    if (impl_->nvml && !impl_->nvml->available() && cmp.note.find("NVML") == std::string::npos)
+      cmp.note += (cmp.note.empty() ? "" : "; ") + impl_->nvml->unavailable_reason();
+  } catch (const Error& e) {
+    cmp.decision = Outcome::invalid;
+    cmp.note = std::string("timing failed: ") + e.what();
+    if (impl_->backend == Backend::cuda && cudaDeviceSynchronize() != cudaSuccess) {
+      cudaGetLastError();
+      impl_->context_lost = true;
+      impl_->lost_reason = "the CUDA context was lost while timing kernel '" + kernel.name + "'";
+    }
+  }
+  return cmp;
+}
+
+}  // namespace kgate

@@ -1,0 +1,63 @@
+// The runner: feeds a kernel LibTorch tensors for a case, checks the output against the eager
+// reference and the fp64 oracle, and times the kernel against a baseline. Torch stays inside
+// runner.cpp; this header is torch-free.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "bench/interleave.hpp"
+#include "core/report.hpp"
+#include "gates/correctness/rules.hpp"
+#include "runtime/kernel.hpp"
+
+namespace kgate {
+
+/// Environment facts for the report.
+struct RunnerEnvironment {
+  std::string device;
+  std::string driver;
+  std::string cuda;
+  std::string torch;
+};
+
+struct TimingOptions {
+  bench::InterleaveOptions interleave;
+  bool flush_l2 = true;   ///< cold-cache timing (default); false: warm
+  int max_warmup_batches = 20;
+};
+
+class Runner {
+ public:
+  /// Throws Error(device) for the cuda backend when no device is usable.
+  explicit Runner(Backend backend);
+  ~Runner();
+  Runner(const Runner&) = delete;
+  Runner& operator=(const Runner&) = delete;
+
+  Backend backend() const;
+  RunnerEnvironment environment() const;
+
+  /// Runs `kernel` on case `c` and judges it under `rule`. Faults become failed results; after a
+  /// device fault the context is lost and later calls return failed results saying so.
+  CaseResult check_case(const KernelInfo& kernel, const Case& c, const correctness::RuleConfig& rule);
+
+  /// Times `kernel` against `baseline` (nullptr: the eager reference), interleaved.
+  SpeedComparison time_case(const KernelInfo& kernel, const KernelInfo* baseline, const Case& c,
+                            const TimingOptions& options, uint64_t seed);
+
+  /// Times `count` launches of `kernel` alone on case `c` (device ns each), for Google Benchmark.
+  std::vector<double> time_launches(const KernelInfo& kernel, const Case& c, int count, bool flush_l2);
+
+  /// True once a device fault has made the CUDA context unusable.
+  bool context_lost() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// The one-line command that replays case `c` on `kernel`.
+std::string repro_command(const std::string& kernel, const Case& c);
+
+}  // namespace kgate

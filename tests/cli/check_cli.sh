@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# End-to-end checks of the kgate command on the cpu backend (no GPU needed):
+#   kgate check --backend cpu --out DIR  -> exit 0, report.json with the schema, junit.xml
+#   a mutant                             -> exit 1 with the failing case and repro printed
+#   kgate list --ops                     -> one op per line
+#   bad usage                            -> exit 4
+set -u
+kgate=$1
+out=$2
+rm -rf "$out"
+fail() { echo "FAIL: $*"; exit 1; }
+
+"$kgate" check --backend cpu --cases 16 --speed-cases 1 --time-budget 1 --out "$out/ok" -q > "$out.ok.log" 2>&1
+rc=$?
+[ $rc -eq 0 ] || { cat "$out.ok.log"; fail "kgate check --backend cpu exited $rc, expected 0"; }
+grep -q '"schema": "kgate-report/1"' "$out/ok/report.json" || fail "report.json lacks the schema"
+grep -q '<testsuites name="kgate"' "$out/ok/junit.xml" || fail "junit.xml missing"
+grep -q 'softmax_cpu' "$out/ok/summary.md" || fail "summary.md does not name the kernel"
+
+"$kgate" check --backend cpu --kernel mutant_softmax_cpu_tail_dropped --cases 16 --out "$out/bad" -q > "$out.bad.log" 2>&1
+rc=$?
+[ $rc -eq 1 ] || { cat "$out.bad.log"; fail "a broken kernel exited $rc, expected 1"; }
+grep -q "minimal case: softmax:f32:B=1,N=1:contiguous:normal:" "$out.bad.log" || { cat "$out.bad.log"; fail "minimal case not printed"; }
+grep -q "repro: kgate replay --kernel mutant_softmax_cpu_tail_dropped" "$out.bad.log" || fail "repro not printed"
+
+id=$(sed -n 's/.*minimal case: \(softmax:[^ ]*\).*/\1/p' "$out.bad.log" | head -1)
+"$kgate" replay --kernel mutant_softmax_cpu_tail_dropped "$id" > "$out.replay.log" 2>&1
+rc=$?
+[ $rc -eq 1 ] || { cat "$out.replay.log"; fail "replay of the minimal case exited $rc, expected 1"; }
+"$kgate" replay --kernel mutant_softmax_cpu_tail_dropped "$out/bad/report.json" > /dev/null 2>&1
+[ $? -eq 1 ] || fail "replay from report.json did not reproduce the failure"
+
+[ "$("$kgate" list --ops | grep -c '^softmax$')" -eq 1 ] || fail "kgate list --ops does not list softmax on its own line"
+"$kgate" list | grep -q softmax_cpu || fail "kgate list does not list softmax_cpu"
+
+"$kgate" check --backend cpu --kernel no_such_kernel > "$out.usage.log" 2>&1
+rc=$?
+[ $rc -eq 4 ] || fail "an unknown kernel exited $rc, expected 4"
+grep -q "unknown kernel 'no_such_kernel'" "$out.usage.log" || fail "unknown kernel message missing"
+"$kgate" check --cases 0 > /dev/null 2>&1
+[ $? -eq 4 ] || fail "--cases 0 should be a usage error (exit 4)"
+echo "check_cli: all passed"

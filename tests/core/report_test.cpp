@@ -1,0 +1,122 @@
+// Report writers on fixed, synthetic results: JSON round trip, JUnit, Markdown, annotations and the
+// exit-code contract. Checks are on content, not formatting details.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <regex>
+#include <sstream>
+
+#include "core/report.hpp"
+
+namespace kgate {
+namespace {
+
+RunReport sample_report() {
+  RunReport r;
+  r.meta.kgate_version = "0.1.0";
+  r.meta.backend = "cuda";
+  r.meta.device = "NVIDIA H200";
+  r.meta.seed = 7;
+  r.meta.git_sha = "0123456789abcdef0123";
+  KernelReport good;
+  good.name = "softmax_block";
+  good.op = "softmax";
+  good.backend = "cuda";
+  good.correctness.cases = 64;
+  good.correctness.passed = 64;
+  good.correctness.worst_margin = 0.31;
+  SpeedComparison s;
+  s.baseline = "eager";
+  s.kcase = Case::from_id("softmax:f32:B=4096,N=1024:contiguous:normal:1");
+  s.decision = Outcome::passed;
+  s.ratio = 0.91;
+  s.ratio_lower = 0.90;
+  s.ratio_upper = 0.92;
+  s.baseline_ns = {10.0, 11.0};
+  s.candidate_ns = {9.0, 10.0};
+  s.blocks = 30;
+  s.timer = "cupti";
+  good.speed.push_back(s);
+  KernelReport bad;
+  bad.name = "softmax_tail";
+  bad.op = "softmax";
+  bad.backend = "cuda";
+  bad.outcome = Outcome::failed;
+  bad.correctness.cases = 64;
+  bad.correctness.passed = 40;
+  bad.correctness.failed = 24;
+  CaseResult f;
+  f.kcase = Case::from_id("softmax:f32:B=1,N=33:contiguous:normal:2");
+  f.outcome = Outcome::failed;
+  f.rule = "memory";
+  f.margin = INFINITY;
+  f.message = "1 of 33 output elements were never written\nsecond line";
+  f.repro = "kgate replay --kernel softmax_tail 'softmax:f32:B=1,N=33:contiguous:normal:0000000000000002'";
+  bad.correctness.failures.push_back(f);
+  bad.correctness.minimal = f;
+  r.kernels = {good, bad};
+  return r;
+}
+
+TEST(Report, JsonHasSchemaAndRoundTrips) {
+  const auto r = sample_report();
+  const auto j = to_json(r);
+  EXPECT_EQ(j.at("schema"), "kgate-report/1");
+  EXPECT_EQ(j.at("exit_code"), 1);
+  EXPECT_EQ(j.at("kernels")[1].at("correctness").at("minimal").at("margin"), "inf");
+  const auto back = report_from_json(nlohmann::json::parse(j.dump()));
+  ASSERT_EQ(back.kernels.size(), 2u);
+  EXPECT_EQ(back.kernels[0].speed[0].baseline_ns, r.kernels[0].speed[0].baseline_ns);
+  EXPECT_EQ(back.kernels[1].correctness.minimal->kcase, r.kernels[1].correctness.minimal->kcase);
+  EXPECT_TRUE(std::isinf(back.kernels[1].correctness.minimal->margin));
+  EXPECT_EQ(to_json(back), j);
+}
+
+TEST(Report, RejectsOtherSchemas) {
+  EXPECT_THROW(report_from_json({{"schema", "other/1"}}), Error);
+}
+
+TEST(Report, ExitCodesFollowTheContract) {
+  auto r = sample_report();
+  EXPECT_EQ(r.exit_code(false), ExitCode::correctness);
+  r.kernels.pop_back();
+  EXPECT_EQ(r.exit_code(false), ExitCode::ok);
+  r.kernels[0].speed[0].decision = Outcome::inconclusive;
+  EXPECT_EQ(r.exit_code(false), ExitCode::ok);
+  EXPECT_EQ(r.exit_code(true), ExitCode::inconclusive);
+  r.kernels[0].speed[0].decision = Outcome::regressed;
+  EXPECT_EQ(r.exit_code(false), ExitCode::regression);
+  r.kernels[0].speed[0].decision = Outcome::invalid;
+  EXPECT_EQ(r.exit_code(true), ExitCode::inconclusive);
+}
+
+TEST(Report, JunitHasOneTestcasePerKernelAndGate) {
+  std::ostringstream os;
+  write_junit(os, sample_report());
+  const auto xml = os.str();
+  EXPECT_NE(xml.find("<testsuites name=\"kgate\" tests=\"3\" failures=\"1\" skipped=\"0\">"), std::string::npos);
+  EXPECT_TRUE(std::regex_search(xml, std::regex("classname=\"kgate.cuda.softmax_tail\" name=\"correctness\"")));
+  EXPECT_NE(xml.find("<failure message=\"1 of 33 output elements were never written\nsecond line\">"), std::string::npos);
+  EXPECT_NE(xml.find("repro: kgate replay --kernel softmax_tail &apos;softmax:f32"), std::string::npos);
+}
+
+TEST(Report, MarkdownNamesTheFailureAndRepro) {
+  std::ostringstream os;
+  write_markdown(os, sample_report());
+  const auto md = os.str();
+  EXPECT_NE(md.find("gate failed (exit 1)"), std::string::npos);
+  EXPECT_TRUE(std::regex_search(md, std::regex(R"(\| `softmax_block` \| softmax \| passed 64/64 \| 0\.31 \| x0\.910)")));
+  EXPECT_NE(md.find("- repro: `kgate replay --kernel softmax_tail"), std::string::npos);
+}
+
+TEST(Report, AnnotationsEscapeNewlines) {
+  std::ostringstream os;
+  write_github_annotations(os, sample_report());
+  const auto text = os.str();
+  EXPECT_EQ(text.find("::error title=kgate correctness::softmax_tail: 1 of 33"), 0u);
+  EXPECT_NE(text.find("written%0Asecond line"), std::string::npos);
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1);
+}
+
+}  // namespace
+}  // namespace kgate

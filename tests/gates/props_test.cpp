@@ -1,0 +1,139 @@
+// Case generators and shrinking, on synthetic op signatures (no torch).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+#include "core/error.hpp"
+#include "gates/props/generators.hpp"
+#include "gates/props/shrink.hpp"
+
+namespace kgate::props {
+namespace {
+
+OpSignature rows_op() {
+  OpSignature op;
+  op.name = "rows";
+  op.inputs = {{"x", {"B", "N"}}};
+  op.outputs = {{"y", {"B", "N"}}};
+  op.symbols = {{"B", 1, 4096, 256}, {"N", 1, 100000, 8192}};
+  op.reduced_symbol = "N";
+  op.dtypes = {DType::f32, DType::bf16};
+  op.nan_contract = NanContract::propagate;
+  return op;
+}
+
+TEST(Generators, AreDeterministicFromTheSeed) {
+  KernelTraits t;
+  GeneratorOptions o;
+  o.seed = 42;
+  o.cases = 50;
+  const auto a = generate_cases(rows_op(), t, o);
+  const auto b = generate_cases(rows_op(), t, o);
+  ASSERT_EQ(a.size(), 50u);
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].id(), b[i].id());
+  o.seed = 43;
+  const auto c = generate_cases(rows_op(), t, o);
+  int same = 0;
+  for (size_t i = 0; i < a.size(); ++i) same += a[i].id() == c[i].id();
+  EXPECT_LT(same, 5);
+}
+
+TEST(Generators, StayInTheDomainAndSizeLimit) {
+  KernelTraits t;
+  GeneratorOptions o;
+  o.cases = 200;
+  o.max_elements = 1 << 16;
+  for (const auto& c : generate_cases(rows_op(), t, o)) {
+    EXPECT_GE(c.dim("B"), 1);
+    EXPECT_LE(c.dim("B"), 4096);
+    EXPECT_GE(c.dim("N"), 1);
+    EXPECT_LE(c.dim("N"), 100000);
+    EXPECT_LE(c.numel_hint(), int64_t{1} << 16) << c.id();
+  }
+}
+
+TEST(Generators, RaggedCoversTileEdges) {
+  KernelTraits t;
+  t.tile_sizes = {32, 1024};
+  const auto cases = generate_family(rows_op(), t, "ragged", 200, 1);
+  std::set<int64_t> n;
+  for (const auto& c : cases) n.insert(c.dim("N"));
+  for (int64_t v : {1, 2, 31, 33, 1023, 1025, 2047, 2049}) EXPECT_TRUE(n.count(v)) << "missing N=" << v;
+}
+
+TEST(Generators, RaggedSizesRespectZeroOnlyWhenAllowed) {
+  SymbolDomain with_zero{"N", 0, 100, 0};
+  SymbolDomain without{"N", 1, 100, 0};
+  const auto a = ragged_sizes(with_zero, {});
+  const auto b = ragged_sizes(without, {});
+  EXPECT_EQ(a.front(), 0);
+  EXPECT_EQ(b.front(), 1);
+  EXPECT_EQ(a.back(), 100);
+}
+
+TEST(Generators, FamiliesFollowKernelTraits) {
+  KernelTraits t;
+  t.accepts_unaligned = false;
+  auto f = applicable_families(rows_op(), t);
+  EXPECT_EQ(std::count(f.begin(), f.end(), "layout"), 0);
+  t.accepts_strided = true;
+  f = applicable_families(rows_op(), t);
+  EXPECT_EQ(std::count(f.begin(), f.end(), "layout"), 1);
+  const auto layouts = generate_family(rows_op(), t, "layout", 10, 3);
+  for (const auto& c : layouts) EXPECT_EQ(c.layout, Layout::strided);
+  auto op = rows_op();
+  op.nan_contract = NanContract::ignore;
+  f = applicable_families(op, t);
+  EXPECT_EQ(std::count(f.begin(), f.end(), "special"), 0);
+}
+
+TEST(Generators, DtypesFollowTheKernel) {
+  KernelTraits t;
+  t.dtypes = {DType::bf16};
+  for (const auto& c : generate_family(rows_op(), t, "random", 20, 5)) EXPECT_EQ(c.dtype, DType::bf16);
+  t.dtypes = {DType::f64};  // the op has no f64: nothing to generate
+  EXPECT_TRUE(generate_family(rows_op(), t, "random", 20, 5).empty());
+}
+
+TEST(Generators, UnknownFamilyIsAUsageError) {
+  EXPECT_THROW(generate_family(rows_op(), KernelTraits{}, "fuzzy", 1, 1), Error);
+}
+
+TEST(Shrink, FindsTheSmallestTailBug) {
+  // A "kernel" that is wrong whenever N is not a multiple of 32 (a dropped ragged tail).
+  Case start = Case::from_id("rows:f32:B=300,N=5000:strided:extreme:1");
+  start.values = Values::extreme;
+  int64_t calls = 0;
+  const auto r = shrink(start, rows_op(), {32}, [&](const Case& c) {
+    ++calls;
+    return c.dim("N") % 32 != 0;
+  });
+  EXPECT_EQ(r.minimal.dim("B"), 1);
+  EXPECT_EQ(r.minimal.dim("N"), 1);
+  EXPECT_EQ(r.minimal.layout, Layout::contiguous);
+  EXPECT_EQ(r.minimal.values, Values::normal);
+  EXPECT_EQ(r.attempts, calls);
+}
+
+TEST(Shrink, StopsAtTheTileBoundaryThatMatters) {
+  // Wrong only for rows longer than one 1024-wide tile with a remainder.
+  Case start = Case::from_id("rows:f32:B=7,N=70001:contiguous:normal:1");
+  const auto r = shrink(start, rows_op(), {1024}, [](const Case& c) {
+    return c.dim("N") > 1024 && c.dim("N") % 1024 != 0;
+  });
+  EXPECT_EQ(r.minimal.dim("N"), 1025);
+  EXPECT_EQ(r.minimal.dim("B"), 1);
+}
+
+TEST(Shrink, RespectsTheAttemptBudget) {
+  Case start = Case::from_id("rows:f32:B=7,N=70001:contiguous:normal:1");
+  // B shrinks to 1 (attempt 1); N=1 and N=2 pass (attempts 2, 3); the budget stops it there.
+  const auto r = shrink(start, rows_op(), {1024}, [](const Case& c) { return c.dim("N") > 1000; }, 3);
+  EXPECT_EQ(r.attempts, 3);
+  EXPECT_EQ(r.minimal.dim("B"), 1);
+  EXPECT_EQ(r.minimal.dim("N"), 70001);
+}
+
+}  // namespace
+}  // namespace kgate::props

@@ -1,0 +1,88 @@
+// Correctness rules: each rule passes inside its bound, fails outside, and reports the margin.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/error.hpp"
+#include "gates/correctness/rules.hpp"
+
+namespace kgate::correctness {
+namespace {
+
+Measurement clean() {
+  Measurement m;
+  m.vs_reference.elements = 100;
+  m.allclose_worst = 0.5;
+  m.max_ulp = 2;
+  m.vs_oracle.max_abs = 1e-6;
+  m.reference_vs_oracle_max_abs = 1e-6;
+  return m;
+}
+
+TEST(Rules, AllcloseUsesTheWorstRatio) {
+  RuleConfig rule;
+  rule.tolerance = {1e-5, 1.3e-6};
+  auto v = evaluate(rule, clean(), DType::f32);
+  EXPECT_EQ(v.outcome, Outcome::passed);
+  EXPECT_DOUBLE_EQ(v.margin, 0.5);
+  auto m = clean();
+  m.allclose_worst = 3;
+  m.vs_reference.mismatches = 2;
+  v = evaluate(rule, m, DType::f32);
+  EXPECT_EQ(v.outcome, Outcome::failed);
+  EXPECT_EQ(v.rule, "allclose");
+  EXPECT_NE(v.message.find("2 of 100 elements outside atol=1e-05 rtol=1.3e-06"), std::string::npos);
+}
+
+TEST(Rules, Ulp) {
+  RuleConfig rule;
+  rule.kind = RuleKind::ulp;
+  rule.max_ulp = 4;
+  EXPECT_EQ(evaluate(rule, clean(), DType::f32).outcome, Outcome::passed);
+  auto m = clean();
+  m.max_ulp = 5;
+  const auto v = evaluate(rule, m, DType::f32);
+  EXPECT_EQ(v.outcome, Outcome::failed);
+  EXPECT_DOUBLE_EQ(v.margin, 1.25);
+}
+
+TEST(Rules, RefRatioScalesWithTheReferencesOwnError) {
+  RuleConfig rule;
+  rule.kind = RuleKind::ref_ratio;
+  rule.ratio_k = 2;
+  rule.ratio_floor = 1e-9;
+  auto m = clean();
+  m.vs_oracle.max_abs = 2e-6;  // exactly 2x the reference's error: inside with the floor
+  EXPECT_EQ(evaluate(rule, m, DType::f32).outcome, Outcome::passed);
+  m.vs_oracle.max_abs = 3e-6;
+  const auto v = evaluate(rule, m, DType::f32);
+  EXPECT_EQ(v.outcome, Outcome::failed);
+  EXPECT_NEAR(v.allowed, 2e-6 + 1e-9, 1e-15);
+}
+
+TEST(Rules, MemoryChecksFailUnderAnyRule) {
+  for (RuleKind kind : {RuleKind::allclose, RuleKind::ulp, RuleKind::ref_ratio}) {
+    RuleConfig rule;
+    rule.kind = kind;
+    auto m = clean();
+    m.vs_reference.unwritten = 3;
+    EXPECT_EQ(evaluate(rule, m, DType::f32).rule, "memory");
+    m = clean();
+    m.guard_bands_intact = false;
+    EXPECT_EQ(evaluate(rule, m, DType::f32).outcome, Outcome::failed);
+    m = clean();
+    m.inputs_modified = true;
+    EXPECT_NE(evaluate(rule, m, DType::f32).message.find("modified its input"), std::string::npos);
+    m = clean();
+    m.vs_reference.nan_mismatches = 1;
+    EXPECT_EQ(evaluate(rule, m, DType::f32).rule, "nan_contract");
+  }
+}
+
+TEST(Rules, Names) {
+  EXPECT_EQ(parse_rule("ref_ratio"), RuleKind::ref_ratio);
+  EXPECT_THROW(parse_rule("close_enough"), Error);
+}
+
+}  // namespace
+}  // namespace kgate::correctness

@@ -1,0 +1,710 @@
+// Tests of kgate.json checking: a valid manifest, then malformed ones written into a temporary
+// package, each asserting the exact `<file>: <field>: <message>` line(s) the checker reports.
+#include "runtime/package/manifest.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
+#include "package_test_util.hpp"
+
+namespace kgate::package {
+namespace {
+
+using nlohmann::json;
+using testing::TempDir;
+
+constexpr const char* kKernel = R"J(
+template <class T>
+__global__ void k(const T* x, T* y, long long n) {
+  const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i < n) y[i] = x[i];
+}
+)J";
+
+const char* const kTopKeyList =
+    "format, name, version, op, description, attributes, sources, include_dirs, nvrtc_options, "
+    "symbols, workspace, launches, guard";
+
+/// A minimal valid manifest for softmax; each test breaks one thing.
+json base_manifest() {
+  return json::parse(R"J({
+    "format": "kgate-package/1",
+    "name": "test_pkg",
+    "version": "1.0.0",
+    "op": "softmax",
+    "attributes": {"dim": -1},
+    "sources": ["k.cu"],
+    "symbols": {"B": ["x", 0], "N": ["x", 1]},
+    "launches": [{
+      "kernel": "k<float>",
+      "grid": ["B"],
+      "block": [256],
+      "args": [{"tensor": "x"}, {"tensor": "y"}, {"shape": "N", "type": "i64"}]
+    }],
+    "guard": {"dtypes": ["f32"], "ranks": [2]}
+  })J");
+}
+
+class ManifestTest : public ::testing::Test {
+ protected:
+  void SetUp() override { pkg.write("k.cu", kKernel); }
+
+  std::string file() const { return (pkg.path() / "kgate.json").string(); }
+  std::string line(const std::string& field, const std::string& message) const {
+    return file() + ": " + field + ": " + message;
+  }
+
+  /// Writes `m` as kgate.json and returns every problem, formatted.
+  std::vector<std::string> problems(const json& m, PackageManifest* out = nullptr) {
+    pkg.write_json("kgate.json", m);
+    return lines(check_manifest(pkg.path(), testing::catalogue_options(), out));
+  }
+  static std::vector<std::string> lines(const std::vector<ManifestProblem>& ps) {
+    std::vector<std::string> out;
+    for (const auto& p : ps) {
+      EXPECT_EQ(format_problem(p), p.file + ": " + p.field + ": " + p.message);
+      out.push_back(format_problem(p));
+    }
+    return out;
+  }
+  /// The one problem of `m` (fails the test when there are more or none).
+  std::string only_problem(const json& m) {
+    const auto ps = problems(m);
+    EXPECT_EQ(ps.size(), 1u) << ::testing::PrintToString(ps);
+    return ps.empty() ? std::string() : ps.front();
+  }
+
+  TempDir pkg;
+};
+
+TEST_F(ManifestTest, BaseManifestIsValid) {
+  PackageManifest m;
+  EXPECT_TRUE(problems(base_manifest(), &m).empty());
+  EXPECT_EQ(m.name, "test_pkg");
+  EXPECT_EQ(m.op, "softmax");
+  EXPECT_EQ(m.dir, pkg.path());
+  ASSERT_EQ(m.symbols.size(), 2u);
+  EXPECT_EQ(m.symbols[1].name, "N");
+  EXPECT_EQ(m.symbols[1].tensor, "x");
+  EXPECT_EQ(m.symbols[1].dim, 1);
+  ASSERT_EQ(m.launches.size(), 1u);
+  EXPECT_EQ(m.launches[0].kernel_name(DType::f32), "k<float>");
+  EXPECT_EQ(m.launches[0].grid[0].evaluate({{"B", 7}, {"N", 3}}), 7);
+  ASSERT_EQ(m.launches[0].args.size(), 3u);
+  EXPECT_EQ(m.launches[0].args[2].kind, KernelArg::Kind::shape);
+  EXPECT_EQ(m.launches[0].args[2].type, ScalarType::i64);
+  EXPECT_EQ(m.guard.layouts, std::vector<Layout>{Layout::contiguous});
+  EXPECT_EQ(m.name_expressions(), std::vector<std::string>{"k<float>"});
+}
+
+TEST_F(ManifestTest, FullFeaturedManifestIsValid) {
+  pkg.write("include/util.cuh", "#pragma once\n");
+  json m = base_manifest();
+  m["description"] = "two launches with a workspace";
+  m["include_dirs"] = {"include"};
+  m["nvrtc_options"] = {"-std=c++17", "--use_fast_math", "-DTILE=1024", "-lineinfo", "--fmad=false",
+                        "-maxrregcount=64", "--extra-device-vectorization", "-default-device",
+                        "--ftz=true", "--prec-div=false", "--prec-sqrt=true", "-DFAST"};
+  m["workspace"] = json::parse(
+      R"J([{"name": "partial", "dtype": "f32", "shape": ["B", "ceil_div(N, 1024)"], "zero": true}])J");
+  m["launches"] = json::parse(R"J([
+    {"kernel": {"f32": "k<float>", "bf16": "k<__nv_bfloat16>"}, "grid": ["B", "ceil_div(N, 1024)", 1],
+     "block": [256, 1, 1], "shared_mem": "256 * 4",
+     "args": [{"tensor": "x"}, {"workspace": "partial"}, {"shape": "N", "type": "i64"},
+              {"attribute": "dim", "type": "i32"}, {"scalar": 1.5, "type": "f32"},
+              {"scalar": 4000000000, "type": "u32"}]},
+    {"kernel": "finish", "grid": ["B"], "block": [128],
+     "args": [{"workspace": "partial"}, {"tensor": "y"}, {"shape": "ceil_div(N, 1024) + dim", "type": "i32"}]}
+  ])J");
+  m["guard"] = json::parse(R"J({
+    "dtypes": ["f32", "bf16"], "ranks": [2],
+    "shapes": {"N": {"min": 1, "max": 65536, "multiple_of": 4}},
+    "layouts": ["contiguous", "offset"],
+    "variants": [{"dims": {"B": 4096, "N": 4096}, "dtype": "bf16", "calls": 1200}]
+  })J");
+  PackageManifest out;
+  EXPECT_TRUE(problems(m, &out).empty()) << ::testing::PrintToString(problems(m));
+  ASSERT_EQ(out.workspace.size(), 1u);
+  EXPECT_TRUE(out.workspace[0].zero);
+  EXPECT_EQ(out.workspace[0].shape[1].evaluate({{"B", 2}, {"N", 4097}}), 5);
+  ASSERT_EQ(out.launches.size(), 2u);
+  EXPECT_EQ(out.launches[0].kernel_name(DType::bf16), "k<__nv_bfloat16>");
+  EXPECT_EQ(out.launches[0].kernel_name(DType::f16), "");
+  EXPECT_EQ(out.launches[1].kernel_name(DType::bf16), "finish");
+  EXPECT_EQ(out.launches[0].shared_mem.evaluate({}), 1024);
+  EXPECT_EQ(out.launches[0].args[4].kind, KernelArg::Kind::scalar);
+  EXPECT_DOUBLE_EQ(out.launches[0].args[4].float_value, 1.5);
+  EXPECT_EQ(out.launches[0].args[5].int_value, 4000000000);
+  EXPECT_EQ(out.launches[1].args[2].value.evaluate({{"N", 2048}, {"dim", -1}}), 1);
+  EXPECT_EQ(out.guard.shapes.at("N").multiple_of, 4);
+  EXPECT_EQ(out.guard.variants.at(0).calls, 1200);
+  EXPECT_EQ(out.guard.variants.at(0).dtype, DType::bf16);
+  EXPECT_EQ(out.name_expressions(),
+            (std::vector<std::string>{"finish", "k<__nv_bfloat16>", "k<float>"}));
+  EXPECT_EQ(out.nvrtc_options.size(), 12u);
+}
+
+// --- document-level problems -------------------------------------------------------------------
+
+TEST_F(ManifestTest, MissingManifest) {
+  EXPECT_EQ(lines(check_manifest(pkg.path())),
+            std::vector<std::string>{line("(document)", "not found; a package directory must "
+                                                        "contain kgate.json")});
+}
+
+TEST_F(ManifestTest, InvalidJsonNamesLineAndColumn) {
+  pkg.write("kgate.json", "{\n  \"format\": \"kgate-package/1\",\n  \"name\": \n}\n");
+  const auto ps = lines(check_manifest(pkg.path()));
+  ASSERT_EQ(ps.size(), 1u);
+  EXPECT_EQ(ps[0].rfind(line("(document)", "not valid JSON: parse error at line 4, column 1"), 0),
+            0u)
+      << ps[0];
+}
+
+TEST_F(ManifestTest, TopLevelMustBeAnObject) {
+  EXPECT_EQ(only_problem(json::array({1, 2})),
+            line("(document)", "expected a JSON object at the top level, found an array"));
+}
+
+// --- identity ----------------------------------------------------------------------------------
+
+TEST_F(ManifestTest, WrongFormat) {
+  json m = base_manifest();
+  m["format"] = "kgate-package/2";
+  EXPECT_EQ(only_problem(m), line("format", "expected \"kgate-package/1\" (the format this kgate "
+                                            "reads), found \"kgate-package/2\""));
+}
+
+TEST_F(ManifestTest, MissingFormat) {
+  json m = base_manifest();
+  m.erase("format");
+  EXPECT_EQ(only_problem(m), line("format", "missing; expected \"kgate-package/1\""));
+}
+
+TEST_F(ManifestTest, EmptyName) {
+  json m = base_manifest();
+  m["name"] = "";
+  EXPECT_EQ(only_problem(m),
+            line("name", "expected a package name of letters, digits and _ . - (at most 64, such "
+                         "as \"softmax_rows\"), found \"\""));
+}
+
+TEST_F(ManifestTest, MissingVersion) {
+  json m = base_manifest();
+  m.erase("version");
+  EXPECT_EQ(only_problem(m),
+            line("version", "missing; expected a semantic version MAJOR.MINOR.PATCH such as "
+                            "\"1.2.0\""));
+}
+
+TEST_F(ManifestTest, VersionNotSemver) {
+  json m = base_manifest();
+  m["version"] = "1.0";
+  EXPECT_EQ(only_problem(m), line("version", "expected a semantic version MAJOR.MINOR.PATCH such "
+                                             "as \"1.2.0\", found \"1.0\""));
+  m["version"] = 1;
+  EXPECT_EQ(only_problem(m), line("version", "expected a semantic version MAJOR.MINOR.PATCH such "
+                                             "as \"1.2.0\", found 1"));
+  m["version"] = "2.1.0-rc.1+build.5";
+  EXPECT_TRUE(problems(m).empty());
+}
+
+TEST_F(ManifestTest, UnknownOpSuggestsClosest) {
+  json m = base_manifest();
+  m["op"] = "softmx";
+  EXPECT_EQ(only_problem(m), line("op", "unknown op \"softmx\"; did you mean \"softmax\"? known "
+                                        "ops: layer_norm, softmax"));
+}
+
+TEST_F(ManifestTest, OpMustBeAnIdentifier) {
+  json m = base_manifest();
+  m["op"] = "soft max";
+  EXPECT_EQ(only_problem(m), line("op", "expected the name of the op the package implements, such "
+                                        "as \"softmax\" (an identifier), found \"soft max\""));
+}
+
+TEST_F(ManifestTest, UnknownTopLevelKeySuggestsClosest) {
+  json m = base_manifest();
+  m["include_dir"] = json::array({"include"});
+  EXPECT_EQ(only_problem(m),
+            line("include_dir", std::string("unknown key \"include_dir\"; did you mean "
+                                            "\"include_dirs\"? expected one of: ") +
+                                    kTopKeyList));
+  m.erase("include_dir");
+  m["zzz"] = 1;
+  EXPECT_EQ(only_problem(m),
+            line("zzz", std::string("unknown key \"zzz\"; expected one of: ") + kTopKeyList));
+}
+
+TEST_F(ManifestTest, KernelTypoInLaunch) {
+  json m = base_manifest();
+  m["launches"][0]["kernal"] = "k<float>";
+  m["launches"][0].erase("kernel");
+  EXPECT_EQ(problems(m),
+            (std::vector<std::string>{
+                line("launches[0].kernal", "unknown key \"kernal\"; did you mean \"kernel\"? "
+                                           "expected one of: kernel, grid, block, shared_mem, "
+                                           "args"),
+                line("launches[0].kernel",
+                     "missing; expected a kernel name expression such as "
+                     "\"softmax_rows<float>\", or an object of them per dtype such as "
+                     "{\"f32\": \"k<float>\"}")}));
+}
+
+// --- paths -------------------------------------------------------------------------------------
+
+TEST_F(ManifestTest, ParentDirectoryInSource) {
+  json m = base_manifest();
+  m["sources"] = {"../k.cu"};
+  EXPECT_EQ(only_problem(m), line("sources[0]", "\"../k.cu\" contains \"..\"; expected a path "
+                                                "inside the package directory"));
+  m["sources"] = {"sub/../k.cu"};
+  EXPECT_EQ(only_problem(m), line("sources[0]", "\"sub/../k.cu\" contains \"..\"; expected a path "
+                                                "inside the package directory"));
+}
+
+TEST_F(ManifestTest, AbsoluteSourcePath) {
+  json m = base_manifest();
+  m["sources"] = {"/etc/hosts"};
+  EXPECT_EQ(only_problem(m), line("sources[0]", "\"/etc/hosts\" is an absolute path; expected a "
+                                                "path relative to the package directory"));
+}
+
+TEST_F(ManifestTest, SymlinkEscapingThePackage) {
+  TempDir outside;
+  outside.write("evil.cu", kKernel);
+  std::filesystem::create_symlink(outside.path() / "evil.cu", pkg.path() / "link.cu");
+  std::filesystem::create_directory_symlink(outside.path(), pkg.path() / "sub");
+  json m = base_manifest();
+  m["sources"] = {"link.cu", "sub/evil.cu"};
+  const std::string target = (outside.path() / "evil.cu").string();
+  EXPECT_EQ(problems(m),
+            (std::vector<std::string>{
+                line("sources[0]", "\"link.cu\" resolves to \"" + target +
+                                       "\", outside the package directory (through a symbolic "
+                                       "link); expected a path inside it"),
+                line("sources[1]", "\"sub/evil.cu\" resolves to \"" + target +
+                                       "\", outside the package directory (through a symbolic "
+                                       "link); expected a path inside it")}));
+}
+
+TEST_F(ManifestTest, SymlinkInsideThePackageIsFine) {
+  std::filesystem::create_symlink("k.cu", pkg.path() / "alias.cu");
+  json m = base_manifest();
+  m["sources"] = {"alias.cu"};
+  EXPECT_TRUE(problems(m).empty());
+}
+
+TEST_F(ManifestTest, MissingSource) {
+  json m = base_manifest();
+  m["sources"] = {"nope.cu"};
+  EXPECT_EQ(only_problem(m),
+            line("sources[0]", "\"nope.cu\" does not exist in the package directory"));
+}
+
+TEST_F(ManifestTest, SourceIsADirectory) {
+  pkg.write("src/a.cu", kKernel);
+  json m = base_manifest();
+  m["sources"] = {"src"};
+  EXPECT_EQ(only_problem(m), line("sources[0]", "\"src\" is not a regular file; expected a CUDA "
+                                                "source file"));
+}
+
+TEST_F(ManifestTest, OversizedSource) {
+  pkg.write("big.cu", std::string(kMaxSourceBytes + 1, ' '));
+  pkg.write("fits.cu", std::string(kMaxSourceBytes, ' '));
+  json m = base_manifest();
+  m["sources"] = {"big.cu", "fits.cu"};
+  EXPECT_EQ(only_problem(m), line("sources[0]", "\"big.cu\" has 1048577 bytes; expected at most "
+                                                "1048576 (1 MiB)"));
+}
+
+TEST_F(ManifestTest, SourcesMustBeANonEmptyArray) {
+  json m = base_manifest();
+  m["sources"] = json::array();
+  EXPECT_EQ(only_problem(m), line("sources", "expected a non-empty array of source files relative "
+                                             "to the package, found an array"));
+  m["sources"] = {"k.cu", "k.cu"};
+  EXPECT_EQ(only_problem(m), line("sources[1]", "\"k.cu\" is listed twice"));
+}
+
+TEST_F(ManifestTest, IncludeDirHeaderEscapingThePackage) {
+  TempDir outside;
+  outside.write("secret.h", "#define SECRET 1\n");
+  pkg.write("include/ok.cuh", "#pragma once\n");
+  std::filesystem::create_symlink(outside.path() / "secret.h", pkg.path() / "include" / "link.h");
+  json m = base_manifest();
+  m["include_dirs"] = {"include"};
+  EXPECT_EQ(only_problem(m),
+            line("include_dirs[0]", "\"include/link.h\" resolves to \"" +
+                                        (outside.path() / "secret.h").string() +
+                                        "\", outside the package directory (through a symbolic "
+                                        "link); expected a path inside it"));
+}
+
+TEST_F(ManifestTest, IncludeDirMustBeADirectory) {
+  json m = base_manifest();
+  m["include_dirs"] = {"k.cu", "/usr/include", "missing"};
+  EXPECT_EQ(problems(m),
+            (std::vector<std::string>{
+                line("include_dirs[0]", "\"k.cu\" is not a directory; expected a directory of "
+                                        "headers"),
+                line("include_dirs[1]", "\"/usr/include\" is an absolute path; expected a path "
+                                        "relative to the package directory"),
+                line("include_dirs[2]", "\"missing\" does not exist in the package directory")}));
+}
+
+// --- NVRTC options -----------------------------------------------------------------------------
+
+TEST_F(ManifestTest, ArchitectureOptionRefused) {
+  json m = base_manifest();
+  m["nvrtc_options"] = {"-std=c++17", "-arch=sm_80"};
+  EXPECT_EQ(only_problem(m),
+            line("nvrtc_options[1]", "\"-arch=sm_80\" is not allowed: kgate sets the GPU "
+                                     "architecture for the device (or `kgate validate --arch`); "
+                                     "remove it"));
+}
+
+TEST_F(ManifestTest, IncludePathOptionRefused) {
+  json m = base_manifest();
+  m["nvrtc_options"] = {"-I/usr/include"};
+  EXPECT_EQ(only_problem(m), line("nvrtc_options[0]", "\"-I/usr/include\" is not allowed: list "
+                                                      "include directories in \"include_dirs\" "
+                                                      "instead"));
+}
+
+TEST_F(ManifestTest, UnknownOptionRefused) {
+  json m = base_manifest();
+  m["nvrtc_options"] = {"-G"};
+  EXPECT_EQ(only_problem(m),
+            line("nvrtc_options[0]",
+                 "\"-G\" is not an allowed NVRTC option; expected one of -std=c++11|14|17|20, "
+                 "--use_fast_math, -DNAME[=VALUE], -lineinfo, --fmad=true|false, "
+                 "--ftz=true|false, --prec-div=true|false, --prec-sqrt=true|false, "
+                 "-maxrregcount=N, --extra-device-vectorization, -default-device"));
+}
+
+TEST_F(ManifestTest, MacroWithShellCharactersRefused) {
+  json m = base_manifest();
+  m["nvrtc_options"] = {"-DX=$(id)"};
+  EXPECT_EQ(only_problem(m),
+            line("nvrtc_options[0]", "\"-DX=$(id)\" is not an allowed macro definition; expected "
+                                     "-DNAME or -DNAME=VALUE (NAME an identifier, VALUE of "
+                                     "letters, digits and _ . + -)"));
+}
+
+TEST_F(ManifestTest, RegisterCountOutOfRange) {
+  json m = base_manifest();
+  m["nvrtc_options"] = {"-maxrregcount=4"};
+  EXPECT_EQ(only_problem(m), line("nvrtc_options[0]", "\"-maxrregcount=4\" is out of range; "
+                                                      "expected -maxrregcount=N with 16 <= N <= "
+                                                      "255"));
+}
+
+// --- expressions and symbols -------------------------------------------------------------------
+
+TEST_F(ManifestTest, BadGridExpressionNamesTheColumn) {
+  json m = base_manifest();
+  m["launches"][0]["grid"] = {"ceil_div(N, 256"};
+  EXPECT_EQ(only_problem(m), line("launches[0].grid[0]",
+                                  "in \"ceil_div(N, 256\" at column 16: expected ',' or ')' in "
+                                  "the call of ceil_div, found end of expression"));
+}
+
+TEST_F(ManifestTest, UnknownSymbolInBlock) {
+  json m = base_manifest();
+  m["launches"][0]["block"] = {"M * 2"};
+  EXPECT_EQ(only_problem(m), line("launches[0].block[0]", "in \"M * 2\" at column 1: unknown "
+                                                          "symbol 'M'; known symbols: B, N, dim"));
+}
+
+TEST_F(ManifestTest, GridNeedsOneToThreeExpressions) {
+  json m = base_manifest();
+  m["launches"][0]["grid"] = {1, 1, 1, 1};
+  EXPECT_EQ(only_problem(m), line("launches[0].grid", "expected an array of 1 to 3 integer "
+                                                      "expressions such as [\"B\", 1, 1], found "
+                                                      "an array"));
+  m["launches"][0]["grid"] = {true};
+  EXPECT_EQ(only_problem(m), line("launches[0].grid[0]", "expected an integer expression such as "
+                                                         "\"ceil_div(N, 256)\", found true"));
+}
+
+TEST_F(ManifestTest, BlockTooLarge) {
+  json m = base_manifest();
+  m["launches"][0]["block"] = {64, 32};
+  EXPECT_EQ(only_problem(m), line("launches[0].block", "a block has 1 to 1024 threads; found 2048"));
+}
+
+TEST_F(ManifestTest, SymbolDimensionOutsideTheRank) {
+  json m = base_manifest();
+  m["symbols"]["N"] = {"x", 2};
+  EXPECT_EQ(only_problem(m), line("symbols.N[1]", "dimension 2 does not exist in a rank-2 tensor "
+                                                  "(guard.ranks); expected -2 to 1"));
+  m["symbols"]["N"] = {"x", -1};
+  EXPECT_TRUE(problems(m).empty());
+}
+
+TEST_F(ManifestTest, SymbolBindingSyntax) {
+  json m = base_manifest();
+  m["symbols"]["N"] = "x.size(1)";
+  EXPECT_EQ(only_problem(m), line("symbols.N", "expected [TENSOR, DIM] such as [\"x\", 0], found "
+                                               "\"x.size(1)\""));
+}
+
+// --- arguments ---------------------------------------------------------------------------------
+
+TEST_F(ManifestTest, UnknownTensorSuggestsClosest) {
+  json m = base_manifest();
+  m["launches"][0]["args"][0] = {{"tensor", "xx"}};
+  EXPECT_EQ(only_problem(m), line("launches[0].args[0].tensor", "op \"softmax\" has no tensor "
+                                                                "\"xx\"; did you mean \"x\"? "
+                                                                "expected one of: x, y"));
+}
+
+TEST_F(ManifestTest, OutputNeverPassed) {
+  json m = base_manifest();
+  m["launches"][0]["args"].erase(1);
+  EXPECT_EQ(only_problem(m), line("launches", "output \"y\" of op \"softmax\" is never passed to a "
+                                              "kernel; expected {\"tensor\": \"y\"} in some "
+                                              "launch's args"));
+}
+
+TEST_F(ManifestTest, BadScalarType) {
+  json m = base_manifest();
+  m["launches"][0]["args"][2]["type"] = "i16";
+  EXPECT_EQ(only_problem(m), line("launches[0].args[2].type", "expected one of i32, i64, u32, u64, "
+                                                              "found \"i16\""));
+  m["launches"][0]["args"][2].erase("type");
+  EXPECT_EQ(only_problem(m), line("launches[0].args[2].type", "missing; expected the parameter's C "
+                                                              "type, one of i32, i64, u32, u64"));
+}
+
+TEST_F(ManifestTest, ArgumentWithTwoKinds) {
+  json m = base_manifest();
+  m["launches"][0]["args"][0] = {{"tensor", "x"}, {"shape", "N"}};
+  EXPECT_EQ(only_problem(m), line("launches[0].args[0]", "expected exactly one of tensor, "
+                                                         "workspace, shape, attribute, scalar, "
+                                                         "found tensor and shape"));
+}
+
+TEST_F(ManifestTest, UndeclaredWorkspace) {
+  json m = base_manifest();
+  m["launches"][0]["args"].push_back({{"workspace", "partial"}});
+  EXPECT_EQ(only_problem(m), line("launches[0].args[3].workspace",
+                                  "expected the name of a tensor declared in \"workspace\" (none "
+                                  "declared), found \"partial\""));
+}
+
+TEST_F(ManifestTest, WorkspaceNamedLikeATensor) {
+  json m = base_manifest();
+  m["workspace"] = json::parse(R"J([{"name": "y", "dtype": "f32", "shape": ["B"]}])J");
+  EXPECT_EQ(only_problem(m), line("workspace[0].name", "\"y\" is a tensor of op \"softmax\"; a "
+                                                       "workspace needs its own name"));
+}
+
+TEST_F(ManifestTest, NonIntegerAttributeAsIntegerArgument) {
+  json m = base_manifest();
+  m["attributes"]["dim"] = -1.5;
+  m["launches"][0]["args"].push_back({{"attribute", "dim"}, {"type", "i32"}});
+  EXPECT_EQ(only_problem(m), line("launches[0].args[3].type", "attribute \"dim\" is not an "
+                                                              "integer; expected f32 or f64"));
+}
+
+TEST_F(ManifestTest, UnknownAttribute) {
+  json m = base_manifest();
+  m["attributes"]["eps"] = 1e-5;
+  EXPECT_EQ(only_problem(m), line("attributes.eps", "op \"softmax\" has no attribute \"eps\"; "
+                                                    "expected one of: dim"));
+}
+
+TEST_F(ManifestTest, ScalarOutOfRangeForItsType) {
+  json m = base_manifest();
+  m["launches"][0]["args"].push_back({{"scalar", 3000000000LL}, {"type", "i32"}});
+  EXPECT_EQ(only_problem(m), line("launches[0].args[3].scalar",
+                                  "expected an integer from -2147483648 to 2147483647 for type "
+                                  "i32, found 3000000000"));
+  m["launches"][0]["args"][3] = {{"scalar", 0.5}, {"type", "u64"}};
+  EXPECT_EQ(only_problem(m), line("launches[0].args[3].scalar",
+                                  "expected an integer from 0 to 9223372036854775807 for type "
+                                  "u64, found 0.5"));
+}
+
+TEST_F(ManifestTest, KernelNameWithStatementRefused) {
+  json m = base_manifest();
+  m["launches"][0]["kernel"] = "k<float>; int x";
+  EXPECT_EQ(only_problem(m),
+            line("launches[0].kernel", "expected a C++ kernel name (templates allowed: letters, "
+                                       "digits, spaces and _ : < > , . * & ( ) -), found "
+                                       "\"k<float>; int x\""));
+}
+
+TEST_F(ManifestTest, PerDtypeKernelsMustCoverTheGuard) {
+  json m = base_manifest();
+  m["guard"]["dtypes"] = {"f32", "bf16"};
+  m["launches"][0]["kernel"] = {{"f32", "k<float>"}};
+  EXPECT_EQ(only_problem(m), line("launches[0].kernel", "no kernel for dtype \"bf16\" of "
+                                                        "guard.dtypes; expected a name expression "
+                                                        "for every guard dtype"));
+  m["launches"][0]["kernel"] = {{"f32", "k<float>"}, {"bf16", "k<__nv_bfloat16>"},
+                                {"f16", "k<__half>"}};
+  EXPECT_EQ(only_problem(m), line("launches[0].kernel.f16", "dtype \"f16\" is not in "
+                                                            "guard.dtypes"));
+}
+
+// --- guard -------------------------------------------------------------------------------------
+
+TEST_F(ManifestTest, UnknownGuardDtype) {
+  json m = base_manifest();
+  m["guard"]["dtypes"] = {"f8"};
+  EXPECT_EQ(only_problem(m), line("guard.dtypes[0]", "unknown dtype \"f8\"; expected one of f16, "
+                                                     "bf16, f32, f64"));
+  m["guard"]["dtypes"] = {"i32"};
+  EXPECT_EQ(only_problem(m), line("guard.dtypes[0]", "dtype \"i32\" is not supported here; "
+                                                     "expected one of f16, bf16, f32, f64"));
+}
+
+TEST_F(ManifestTest, MissingGuard) {
+  json m = base_manifest();
+  m.erase("guard");
+  EXPECT_EQ(only_problem(m), line("guard", "missing; expected an object with at least \"dtypes\", "
+                                           "such as {\"dtypes\": [\"f32\"]}"));
+}
+
+TEST_F(ManifestTest, ShapeRangeMinAboveMax) {
+  json m = base_manifest();
+  m["guard"]["shapes"] = {{"N", {{"min", 10}, {"max", 5}}}};
+  EXPECT_EQ(only_problem(m), line("guard.shapes.N", "min 10 is greater than max 5; expected min "
+                                                    "<= max"));
+}
+
+TEST_F(ManifestTest, ShapeRangeOfUnknownSymbol) {
+  json m = base_manifest();
+  m["guard"]["shapes"] = {{"K", {{"min", 1}, {"max", 5}}}};
+  EXPECT_EQ(only_problem(m), line("guard.shapes.K", "unknown symbol \"K\"; expected one of "
+                                                    "\"symbols\": B, N"));
+}
+
+TEST_F(ManifestTest, UnknownLayout) {
+  json m = base_manifest();
+  m["guard"]["layouts"] = {"contiguous", "rowmajor"};
+  EXPECT_EQ(only_problem(m), line("guard.layouts[1]", "expected one of contiguous, strided, "
+                                                      "offset; found \"rowmajor\""));
+}
+
+TEST_F(ManifestTest, VariantWithoutCalls) {
+  json m = base_manifest();
+  m["guard"]["variants"] = json::parse(R"J([{"dims": {"B": 1, "N": 2}, "dtype": "f32", "calls": 0}])J");
+  EXPECT_EQ(only_problem(m), line("guard.variants[0].calls", "expected an integer >= 1, found 0"));
+}
+
+TEST_F(ManifestTest, VariantOutsideTheGuard) {
+  json m = base_manifest();
+  m["guard"]["shapes"] = {{"N", {{"min", 1}, {"max", 1024}}}};
+  m["guard"]["variants"] =
+      json::parse(R"J([{"dims": {"B": 1, "N": 4096}, "dtype": "bf16", "calls": 3}])J");
+  EXPECT_EQ(problems(m),
+            (std::vector<std::string>{
+                line("guard.variants[0].dims.N", "4096 is outside guard.shapes.N [1, 1024]"),
+                line("guard.variants[0].dtype", "dtype \"bf16\" is not in guard.dtypes")}));
+}
+
+// --- every problem at once, and load_manifest ---------------------------------------------------
+
+TEST_F(ManifestTest, CollectsEveryProblem) {
+  json m = base_manifest();
+  m["format"] = "kgate-package/0";
+  m["version"] = "one";
+  m["sources"] = {"../k.cu"};
+  m["nvrtc_options"] = {"-arch=sm_80"};
+  m["launches"][0]["grid"] = {"B +"};
+  m["guard"]["layouts"] = {"rowmajor"};
+  const auto ps = problems(m);
+  ASSERT_EQ(ps.size(), 6u) << ::testing::PrintToString(ps);
+  EXPECT_EQ(ps[0].rfind(line("format", ""), 0), 0u);
+  EXPECT_EQ(ps[1].rfind(line("version", ""), 0), 0u);
+  EXPECT_EQ(ps[2].rfind(line("sources[0]", ""), 0), 0u);
+  EXPECT_EQ(ps[3].rfind(line("nvrtc_options[0]", ""), 0), 0u);
+  EXPECT_EQ(ps[4].rfind(line("launches[0].grid[0]", ""), 0), 0u);
+  EXPECT_EQ(ps[5].rfind(line("guard.layouts[0]", ""), 0), 0u);
+}
+
+TEST_F(ManifestTest, LoadManifestThrowsEveryProblem) {
+  json m = base_manifest();
+  m["version"] = "one";
+  m["guard"]["layouts"] = {"rowmajor"};
+  pkg.write_json("kgate.json", m);
+  try {
+    load_manifest(pkg.path(), testing::catalogue_options());
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::package);
+    EXPECT_EQ(std::string(e.what()),
+              line("version", "expected a semantic version MAJOR.MINOR.PATCH such as \"1.2.0\", "
+                              "found \"one\"") +
+                  "\n" +
+                  line("guard.layouts[0]",
+                       "expected one of contiguous, strided, offset; found \"rowmajor\""));
+  }
+  m["version"] = "1.0.0";
+  m["guard"].erase("layouts");
+  pkg.write_json("kgate.json", m);
+  EXPECT_EQ(load_manifest(pkg.path()).version, "1.0.0");
+}
+
+TEST(ManifestPaths, ResolveInPackage) {
+  TempDir pkg;
+  pkg.write("a/b.cu", "x");
+  EXPECT_EQ(resolve_in_package(pkg.path(), "a/b.cu"), pkg.path() / "a" / "b.cu");
+  EXPECT_EQ(resolve_in_package(pkg.path(), "./a/b.cu"), pkg.path() / "a" / "b.cu");
+  try {
+    resolve_in_package(pkg.path(), "../b.cu");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::package);
+    EXPECT_EQ(std::string(e.what()), (pkg.path() / "kgate.json").string() +
+                                         ": \"../b.cu\" contains \"..\"; expected a path inside "
+                                         "the package directory");
+  }
+}
+
+// --- the example package and the schema --------------------------------------------------------
+
+TEST(ManifestExample, SoftmaxRowsIsValid) {
+  const std::filesystem::path dir =
+      std::filesystem::path(KGATE_PACKAGE_SOURCE_DIR) / "examples" / "softmax_rows";
+  PackageManifest m;
+  const auto ps = check_manifest(dir, testing::catalogue_options(), &m);
+  EXPECT_TRUE(ps.empty()) << format_problems(ps);
+  EXPECT_EQ(m.name, "softmax_rows");
+  EXPECT_EQ(m.guard.dtypes.size(), 3u);
+  ASSERT_EQ(m.launches.size(), 1u);
+  EXPECT_EQ(m.launches[0].kernel_for_dtype.size(), 3u);
+  EXPECT_EQ(m.launches[0].grid[0].evaluate({{"B", 4096}, {"N", 4096}}), 4096);
+  EXPECT_EQ(m.guard.variants.size(), 2u);
+}
+
+TEST(ManifestSchema, DescribesTheSameTopLevelKeys) {
+  std::ifstream in(std::filesystem::path(KGATE_PACKAGE_SOURCE_DIR) / "kgate-package.schema.json");
+  ASSERT_TRUE(in);
+  const json schema = json::parse(in);
+  EXPECT_EQ(schema.at("$schema"), "https://json-schema.org/draft/2020-12/schema");
+  EXPECT_EQ(schema.at("properties").at("format").at("const"), kPackageFormat);
+  EXPECT_EQ(schema.at("additionalProperties"), false);
+  std::vector<std::string> keys;
+  for (const auto& item : schema.at("properties").items()) keys.push_back(item.key());
+  std::sort(keys.begin(), keys.end());
+  EXPECT_EQ(keys, (std::vector<std::string>{"attributes", "description", "format", "guard",
+                                            "include_dirs", "launches", "name", "nvrtc_options",
+                                            "op", "sources", "symbols", "version", "workspace"}));
+  EXPECT_EQ(schema.at("required"), json::parse(R"J(["format", "name", "version", "op", "sources",
+                                                   "launches", "guard"])J"));
+}
+
+}  // namespace
+}  // namespace kgate::package

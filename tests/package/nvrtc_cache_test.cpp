@@ -1,0 +1,303 @@
+// Tests of the NVRTC compile cache and validate_package: a cold compile is a miss, the second a hit
+// that does not call NVRTC, changed inputs miss, a compile error carries NVRTC's log, template
+// name expressions lower to mangled names. NVRTC runs without a GPU, so these run on CI machines.
+#include "runtime/package/nvrtc_cache.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
+#include "package_test_util.hpp"
+#include "runtime/package/sha256.hpp"
+#include "runtime/package/validate.hpp"
+
+namespace kgate::package {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using testing::TempDir;
+
+const fs::path kExample = fs::path(KGATE_PACKAGE_SOURCE_DIR) / "examples" / "softmax_rows";
+
+json tiny_manifest(const std::string& source = "tiny.cu") {
+  json m = json::parse(R"J({
+    "format": "kgate-package/1", "name": "tiny", "version": "0.1.0", "op": "softmax",
+    "symbols": {"N": ["x", -1]},
+    "launches": [{"kernel": "scale<float>", "grid": ["ceil_div(N, 128)"], "block": [128],
+                  "args": [{"tensor": "x"}, {"tensor": "y"}, {"shape": "N", "type": "i64"}]}],
+    "guard": {"dtypes": ["f32"]}
+  })J");
+  m["sources"] = {source};
+  return m;
+}
+
+constexpr const char* kTinySource = R"J(
+template <class T>
+__global__ void scale(const T* x, T* y, long long n) {
+  const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i < n) y[i] = x[i] * T(2);
+}
+)J";
+
+bool is_elf(const std::string& image) { return image.size() > 4 && image.compare(0, 4, "\x7f" "ELF") == 0; }
+
+CompileOptions options_in(const TempDir& cache) {
+  CompileOptions o;
+  o.cache_dir = cache.path();
+  return o;
+}
+
+TEST(Sha256, KnownVectors) {
+  EXPECT_EQ(sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  Sha256 h;
+  const std::string chunk(1000, 'a');
+  for (int i = 0; i < 1000; ++i) h.update(chunk);
+  EXPECT_EQ(h.hex(), "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+  EXPECT_NE(Sha256().field("ab").field("c").hex(), Sha256().field("a").field("bc").hex());
+}
+
+TEST(NvrtcCache, TinyKernelMissThenHit) {
+  TempDir pkg, cache;
+  pkg.write("tiny.cu", kTinySource);
+  pkg.write_json("kgate.json", tiny_manifest());
+  const PackageManifest m = load_manifest(pkg.path());
+
+  const uint64_t before = nvrtc_compile_count();
+  const CompileResult cold = compile_package(m, options_in(cache));
+  EXPECT_FALSE(cold.cache_hit);
+  EXPECT_EQ(nvrtc_compile_count(), before + 1);
+  EXPECT_GT(cold.compile_seconds, 0.0);
+  EXPECT_TRUE(is_elf(cold.cubin));
+  EXPECT_EQ(cold.key.size(), 64u);
+  EXPECT_TRUE(fs::exists(cold.cache_entry));
+  EXPECT_EQ(cold.cache_entry.parent_path().parent_path(), cache.path() / "nvrtc");
+  ASSERT_EQ(cold.lowered_names.count("scale<float>"), 1u);
+  EXPECT_EQ(cold.lowered_names.at("scale<float>"), "_Z5scaleIfEvPKT_PS0_x");
+  EXPECT_EQ(cold.options.front(), "--gpu-architecture=sm_90");
+
+  const CompileResult warm = compile_package(m, options_in(cache));
+  EXPECT_TRUE(warm.cache_hit);
+  EXPECT_EQ(nvrtc_compile_count(), before + 1) << "a cache hit must not call NVRTC";
+  EXPECT_EQ(warm.compile_seconds, 0.0);
+  EXPECT_EQ(warm.key, cold.key);
+  EXPECT_EQ(warm.cubin, cold.cubin);
+  EXPECT_EQ(warm.lowered_names, cold.lowered_names);
+}
+
+TEST(NvrtcCache, ChangedInputsMiss) {
+  TempDir pkg, cache;
+  pkg.write("tiny.cu", kTinySource);
+  pkg.write_json("kgate.json", tiny_manifest());
+  PackageManifest m = load_manifest(pkg.path());
+  const CompileResult first = compile_package(m, options_in(cache));
+
+  // Another architecture.
+  CompileOptions other_arch = options_in(cache);
+  other_arch.arch = "sm_80";
+  const CompileResult a = compile_package(m, other_arch);
+  EXPECT_FALSE(a.cache_hit);
+  EXPECT_NE(a.key, first.key);
+
+  // Another option.
+  m.nvrtc_options.push_back("-DSCALE=3");
+  const CompileResult b = compile_package(m, options_in(cache));
+  EXPECT_FALSE(b.cache_hit);
+  EXPECT_NE(b.key, first.key);
+  m.nvrtc_options.clear();
+
+  // Another source text (a comment is enough: the key is the content).
+  pkg.write("tiny.cu", std::string(kTinySource) + "// edited\n");
+  const CompileResult c = compile_package(m, options_in(cache));
+  EXPECT_FALSE(c.cache_hit);
+  EXPECT_NE(c.key, first.key);
+
+  // Back to the first content: a hit again.
+  pkg.write("tiny.cu", kTinySource);
+  EXPECT_TRUE(compile_package(m, options_in(cache)).cache_hit);
+}
+
+TEST(NvrtcCache, CorruptEntryIsRecompiled) {
+  TempDir pkg, cache;
+  pkg.write("tiny.cu", kTinySource);
+  pkg.write_json("kgate.json", tiny_manifest());
+  const PackageManifest m = load_manifest(pkg.path());
+  const CompileResult first = compile_package(m, options_in(cache));
+  std::ofstream(first.cache_entry, std::ios::binary | std::ios::trunc) << "not a cubin";
+  const uint64_t before = nvrtc_compile_count();
+  const CompileResult again = compile_package(m, options_in(cache));
+  EXPECT_FALSE(again.cache_hit);
+  EXPECT_EQ(nvrtc_compile_count(), before + 1);
+  EXPECT_EQ(again.cubin, first.cubin);
+  EXPECT_TRUE(compile_package(m, options_in(cache)).cache_hit);
+}
+
+TEST(NvrtcCache, WithoutCacheNothingIsWritten) {
+  TempDir pkg, cache;
+  pkg.write("tiny.cu", kTinySource);
+  pkg.write_json("kgate.json", tiny_manifest());
+  CompileOptions o = options_in(cache);
+  o.use_cache = false;
+  const CompileResult r = compile_package(load_manifest(pkg.path()), o);
+  EXPECT_FALSE(r.cache_hit);
+  EXPECT_TRUE(r.cache_entry.empty());
+  EXPECT_TRUE(fs::is_empty(cache.path()));
+}
+
+TEST(NvrtcCache, SyntaxErrorShowsTheCompilerLog) {
+  TempDir pkg, cache;
+  pkg.write("broken.cu", "template <class T>\n__global__ void scale(T* x) { x[0] = T(1) }\n");
+  pkg.write_json("kgate.json", tiny_manifest("broken.cu"));
+  const PackageManifest m = load_manifest(pkg.path());
+  try {
+    compile_package(m, options_in(cache));
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(e.kind(), ErrorKind::package);
+    EXPECT_EQ(what.rfind((pkg.path() / "kgate.json").string() + ": sources: NVRTC could not compile "
+                         "package \"tiny\" (broken.cu) for sm_90: NVRTC_ERROR_COMPILATION\n", 0),
+              0u)
+        << what;
+    EXPECT_NE(what.find("broken.cu(2): error: expected a \";\""), std::string::npos) << what;
+    EXPECT_NE(what.find("1 error detected in the compilation of \"broken.cu\""), std::string::npos)
+        << what;
+  }
+  // validate_package reports the same as a problem instead of throwing.
+  ValidateOptions vo;
+  vo.compile_options = options_in(cache);
+  const ValidationReport report = validate_package(pkg.path(), vo);
+  ASSERT_EQ(report.problems.size(), 1u);
+  EXPECT_EQ(report.problems[0].field, "sources");
+  EXPECT_NE(report.problems[0].message.find("broken.cu(2): error"), std::string::npos);
+  EXPECT_FALSE(report.compiled);
+  EXPECT_FALSE(report.ok());
+}
+
+TEST(NvrtcCache, MissingKernelNameIsAProblem) {
+  TempDir pkg, cache;
+  pkg.write("tiny.cu", kTinySource);
+  json manifest = tiny_manifest();
+  manifest["launches"][0]["kernel"] = "scale<doubel>";
+  pkg.write_json("kgate.json", manifest);
+  ValidateOptions vo;
+  vo.compile_options = options_in(cache);
+  const ValidationReport report = validate_package(pkg.path(), vo);
+  ASSERT_EQ(report.problems.size(), 1u);
+  EXPECT_NE(report.problems[0].message.find("identifier \"doubel\" is undefined"),
+            std::string::npos)
+      << report.problems[0].message;
+}
+
+TEST(NvrtcCache, HeadersComeFromIncludeDirsOnly) {
+  TempDir pkg, cache;
+  pkg.write("src/a.cu", "#include \"common/defs.cuh\"\n"
+                        "extern \"C\" __global__ void first(float* x) { x[0] = FACTOR; }\n");
+  pkg.write("src/b.cu", "template <int K> __global__ void second(float* x) { x[0] = K * FACTOR; }\n");
+  pkg.write("inc/common/defs.cuh", "#pragma once\n#define FACTOR 3.0f\n");
+  json manifest = tiny_manifest();
+  manifest["sources"] = {"src/a.cu", "src/b.cu"};
+  manifest["include_dirs"] = {"inc"};
+  manifest["launches"] = json::parse(R"J([
+    {"kernel": "first", "grid": [1], "block": [32], "args": [{"tensor": "x"}]},
+    {"kernel": "second<4>", "grid": [1], "block": [32], "args": [{"tensor": "y"}]}
+  ])J");
+  pkg.write_json("kgate.json", manifest);
+  ValidateOptions vo;
+  vo.compile_options = options_in(cache);
+  const ValidationReport report = validate_package(pkg.path(), vo);
+  ASSERT_TRUE(report.ok()) << format_problems(report.problems);
+  ASSERT_TRUE(report.compiled);
+  EXPECT_EQ(report.compiled->lowered_names.at("first"), "first");
+  EXPECT_EQ(report.compiled->lowered_names.at("second<4>"), "_Z6secondILi4EEvPf");
+
+  // A header outside include_dirs is not visible, even next to the source.
+  pkg.write("src/local.cuh", "#define LOCAL 1\n");
+  pkg.write("src/a.cu", "#include \"local.cuh\"\n__global__ void first(float* x) {}\n");
+  const ValidationReport hidden = validate_package(pkg.path(), vo);
+  ASSERT_EQ(hidden.problems.size(), 1u);
+  EXPECT_NE(hidden.problems[0].message.find("cannot open source file \"local.cuh\""),
+            std::string::npos)
+      << hidden.problems[0].message;
+}
+
+TEST(NvrtcCache, BadArchitectureIsAUsageError) {
+  TempDir pkg, cache;
+  pkg.write("tiny.cu", kTinySource);
+  pkg.write_json("kgate.json", tiny_manifest());
+  CompileOptions o = options_in(cache);
+  o.arch = "compute_90";
+  try {
+    compile_package(load_manifest(pkg.path()), o);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::usage);
+    EXPECT_STREQ(e.what(), "GPU architecture \"compute_90\" is not valid; expected a real "
+                           "architecture such as \"sm_90\" (a CUBIN is built, so compute_XY is "
+                           "refused)");
+  }
+}
+
+TEST(NvrtcCache, DefaultCacheDirFollowsTheEnvironment) {
+  const char* saved = std::getenv("KGATE_CACHE_DIR");
+  const std::string saved_value = saved ? saved : "";
+  ::setenv("KGATE_CACHE_DIR", "/tmp/kgate-cache-test-dir", 1);
+  EXPECT_EQ(default_cache_dir(), fs::path("/tmp/kgate-cache-test-dir"));
+  ::unsetenv("KGATE_CACHE_DIR");
+  EXPECT_NE(default_cache_dir().string().find("kgate"), std::string::npos);
+  if (saved) ::setenv("KGATE_CACHE_DIR", saved_value.c_str(), 1);
+}
+
+TEST(NvrtcCache, ExamplePackageValidatesAndCompiles) {
+  TempDir cache;
+  ValidateOptions vo;
+  vo.check = testing::catalogue_options();
+  vo.compile_options = options_in(cache);
+
+  const ValidationReport cold = validate_package(kExample, vo);
+  ASSERT_TRUE(cold.ok()) << format_problems(cold.problems);
+  ASSERT_TRUE(cold.compiled);
+  EXPECT_FALSE(cold.compiled->cache_hit);
+  EXPECT_TRUE(is_elf(cold.compiled->cubin));
+  for (const auto& [name, lowered] : cold.compiled->lowered_names)
+    EXPECT_EQ(lowered.rfind("_Z12softmax_rowsI", 0), 0u) << name << " -> " << lowered;
+  EXPECT_EQ(cold.compiled->lowered_names.size(), 3u);
+
+  const uint64_t before = nvrtc_compile_count();
+  const ValidationReport warm = validate_package(kExample, vo);
+  ASSERT_TRUE(warm.ok());
+  EXPECT_TRUE(warm.compiled->cache_hit);
+  EXPECT_EQ(nvrtc_compile_count(), before);
+  EXPECT_EQ(warm.compiled->cubin, cold.compiled->cubin);
+
+  std::printf("[ timing   ] softmax_rows example: cold compile %.3f s (NVRTC %.3f s), cache hit "
+              "%.4f s\n",
+              cold.compiled->total_seconds, cold.compiled->compile_seconds,
+              warm.compiled->total_seconds);
+  EXPECT_EQ(format_summary(warm).rfind("softmax_rows 1.0.0 (op softmax): 1 launch, 3 kernels; "
+                                       "cached CUBIN for sm_90 (", 0),
+            0u)
+      << format_summary(warm);
+}
+
+TEST(NvrtcCache, ValidateWithoutCompile) {
+  ValidateOptions vo;
+  vo.compile = false;
+  const uint64_t before = nvrtc_compile_count();
+  const ValidationReport r = validate_package(kExample, vo);
+  EXPECT_TRUE(r.ok());
+  EXPECT_FALSE(r.compiled);
+  EXPECT_EQ(nvrtc_compile_count(), before);
+  EXPECT_EQ(format_summary(r), "softmax_rows 1.0.0 (op softmax): 1 launch, 3 kernels");
+}
+
+}  // namespace
+}  // namespace kgate::package
