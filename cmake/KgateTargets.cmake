@@ -8,18 +8,29 @@ include(GoogleTest)
 
 set(KGATE_SKIP_RETURN_CODE 77 CACHE INTERNAL "exit code a test uses to report SKIPPED to CTest")
 
+# Sets LABELS (a list) and more properties on the tests gtest_discover_tests() finds at test time.
+# Passing a list through gtest_discover_tests(PROPERTIES) escapes differently across CMake versions,
+# so the properties go into a test include file that runs after discovery.
+function(kgate_set_discovered_properties target labels extra)
+  list(REMOVE_ITEM labels "")
+  list(JOIN extra " " extra)
+  set(file "${CMAKE_CURRENT_BINARY_DIR}/${target}_properties.cmake")
+  file(WRITE "${file}"
+    "if(DEFINED ${target}_TESTS)\n"
+    "  set_tests_properties(\${${target}_TESTS} PROPERTIES LABELS \"${labels}\"\n"
+    "    SKIP_REGULAR_EXPRESSION [==[\\[  SKIPPED \\]]==] ${extra})\n"
+    "endif()\n")
+  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES "${file}")
+endfunction()
+
 function(kgate_add_test NAME)
   cmake_parse_arguments(ARG "" "" "SOURCES;LIBS;LABELS" ${ARGN})
   set(target kgate.test.${NAME})
   add_executable(${target} ${ARG_SOURCES})
   target_link_libraries(${target} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gtest_main)
   target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR})
-  # A list value must reach the generated test file with its separators escaped.
-  string(REPLACE ";" "\\;" labels "unit;${ARG_LABELS}")
-  gtest_discover_tests(${target}
-    TEST_PREFIX "${NAME}."
-    DISCOVERY_MODE PRE_TEST
-    PROPERTIES LABELS "${labels}")
+  gtest_discover_tests(${target} TEST_PREFIX "${NAME}." DISCOVERY_MODE PRE_TEST TEST_LIST ${target}_TESTS)
+  kgate_set_discovered_properties(${target} "unit;${ARG_LABELS}" "")
 endfunction()
 
 # kgate_add_kernel(NAME softmax_block OP softmax BACKEND cuda SOURCES softmax_block.cu)
@@ -49,16 +60,14 @@ function(kgate_add_kernel NAME)
     target_link_libraries(${test} PRIVATE ${lib} kgate_runner GTest::gtest GTest::gtest_main)
     target_include_directories(${test} PRIVATE ${PROJECT_SOURCE_DIR})
     if(ARG_BACKEND STREQUAL "cuda")
-      set(labels "gpu\\;correctness")
+      set(labels "gpu;correctness")
       set(props RESOURCE_GROUPS "gpus:1")
     else()
-      set(labels "cpu\\;correctness")
+      set(labels "cpu;correctness")
       set(props "")
     endif()
-    gtest_discover_tests(${test}
-      TEST_PREFIX "kernel.${NAME}."
-      DISCOVERY_MODE PRE_TEST
-      PROPERTIES LABELS "${labels}" ${props} SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\]")
+    gtest_discover_tests(${test} TEST_PREFIX "kernel.${NAME}." DISCOVERY_MODE PRE_TEST TEST_LIST ${test}_TESTS)
+    kgate_set_discovered_properties(${test} "${labels}" "${props}")
     # The speed gate of this kernel alone, through the kgate command (SKIPPED without a GPU).
     add_test(NAME kernel.${NAME}.speed_gate
       COMMAND kgate check --kernel ${NAME} --backend ${ARG_BACKEND} --cases 8

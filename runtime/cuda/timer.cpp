@@ -66,11 +66,16 @@ class CuptiTimer final : public LaunchTimer {
     std::call_once(registered, [] { KGATE_CUPTI_CALL(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed)); });
     KGATE_CUPTI_CALL(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
     KGATE_CUPTI_CALL(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION));
+    // External correlation records are attached to API records: without API activity there are none.
+    KGATE_CUPTI_CALL(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME));
+    KGATE_CUPTI_CALL(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER));
   }
   ~CuptiTimer() override {
     cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
     cuptiActivityDisable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
+    cuptiActivityDisable(CUPTI_ACTIVITY_KIND_RUNTIME);
+    cuptiActivityDisable(CUPTI_ACTIVITY_KIND_DRIVER);
   }
 
   std::vector<double> time(const std::function<void()>& launch, int count,

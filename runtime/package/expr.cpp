@@ -20,8 +20,8 @@ enum class Op { literal, symbol, neg, add, sub, mul, div, mod, ceil_div, min, ma
 
 struct Expr::Node {
   Op op = Op::literal;
-  int64_t value = 0;     // literal
-  std::string name;      // symbol or function name
+  int64_t value = 0;       // literal
+  std::string name;        // symbol or function name
   std::size_t column = 1;  // 1-based column of the literal, symbol, operator or function name
   std::shared_ptr<const Node> lhs;
   std::shared_ptr<const Node> rhs;
@@ -61,10 +61,14 @@ class Parser {
  private:
   std::string found() const {
     switch (tok_.kind) {
-      case Token::end: return "end of expression";
-      case Token::integer: return "number " + tok_.text;
-      case Token::ident: return "name '" + tok_.text + "'";
-      case Token::punct: return "'" + tok_.text + "'";
+      case Token::end:
+        return "end of expression";
+      case Token::integer:
+        return "number " + tok_.text;
+      case Token::ident:
+        return "name '" + tok_.text + "'";
+      case Token::punct:
+        return "'" + tok_.text + "'";
     }
     return "?";
   }
@@ -168,7 +172,8 @@ class Parser {
       for (char c : t.text) {
         const int d = c - '0';
         if (v > (std::numeric_limits<int64_t>::max() - d) / 10)
-          fail(text_, t.column, "the number " + t.text + " does not fit in a signed 64-bit integer");
+          fail(text_, t.column,
+               "the number " + t.text + " does not fit in a signed 64-bit integer");
         v = v * 10 + d;
       }
       n->value = v;
@@ -184,10 +189,14 @@ class Parser {
         return n;
       }
       Op op;
-      if (t.text == "ceil_div") op = Op::ceil_div;
-      else if (t.text == "min") op = Op::min;
-      else if (t.text == "max") op = Op::max;
-      else if (t.text == "round_up") op = Op::round_up;
+      if (t.text == "ceil_div")
+        op = Op::ceil_div;
+      else if (t.text == "min")
+        op = Op::min;
+      else if (t.text == "max")
+        op = Op::max;
+      else if (t.text == "round_up")
+        op = Op::round_up;
       else
         fail(text_, t.column,
              "unknown function '" + t.text + "'; expected one of " + join(expr_function_names()));
@@ -205,8 +214,7 @@ class Parser {
              "expected ',' or ')' in the call of " + t.text + ", found " + found());
       advance();
       if (args.size() != 2)
-        fail(text_, t.column,
-             t.text + " takes 2 arguments, found " + std::to_string(args.size()));
+        fail(text_, t.column, t.text + " takes 2 arguments, found " + std::to_string(args.size()));
       return binary(op, t.column, args[0], args[1]);
     }
     if (is("(")) {
@@ -254,7 +262,8 @@ class Evaluator {
 
   int64_t eval(const Expr::Node& n) const {
     switch (n.op) {
-      case Op::literal: return n.value;
+      case Op::literal:
+        return n.value;
       case Op::symbol: {
         auto it = values_.find(n.name);
         if (it == values_.end()) fail(text_, n.column, "no value for symbol '" + n.name + "'");
@@ -265,7 +274,8 @@ class Evaluator {
         if (v == std::numeric_limits<int64_t>::min()) overflow(n, "-(" + std::to_string(v) + ")");
         return -v;
       }
-      default: break;
+      default:
+        break;
     }
     const int64_t a = eval(*n.lhs);
     const int64_t b = eval(*n.rhs);
@@ -288,16 +298,20 @@ class Evaluator {
         if (b == 0) by_zero(n, "modulo", *n.rhs);
         if (b == -1) return 0;
         return a % b;
-      case Op::min: return a < b ? a : b;
-      case Op::max: return a > b ? a : b;
-      case Op::ceil_div: return ceil_div(n, a, b, "ceil_div");
+      case Op::min:
+        return a < b ? a : b;
+      case Op::max:
+        return a > b ? a : b;
+      case Op::ceil_div:
+        return ceil_div(n, a, b, "ceil_div");
       case Op::round_up: {
         const int64_t q = ceil_div(n, a, b, "round_up");
         if (__builtin_mul_overflow(q, b, &r))
           overflow(n, "round_up(" + std::to_string(a) + ", " + std::to_string(b) + ")");
         return r;
       }
-      default: break;
+      default:
+        break;
     }
     fail(text_, n.column, "internal error: unknown operation");
   }
@@ -311,7 +325,8 @@ class Evaluator {
     fail(text_, n.column, "64-bit integer overflow in " + what);
   }
 
-  [[noreturn]] void by_zero(const Expr::Node& n, const char* what, const Expr::Node& divisor) const {
+  [[noreturn]] void by_zero(const Expr::Node& n, const char* what,
+                            const Expr::Node& divisor) const {
     std::string detail;
     if (divisor.op == Op::symbol) detail = " (" + divisor.name + " is 0)";
     fail(text_, n.column, std::string(what) + " by zero" + detail);
@@ -345,8 +360,9 @@ Expr::Expr(std::string text, std::shared_ptr<const Node> root)
 
 Expr Expr::parse(const std::string& text) {
   if (text.size() > kMaxExprLength)
-    fail(text, 1, "an expression may have at most " + std::to_string(kMaxExprLength) +
-                      " characters, found " + std::to_string(text.size()));
+    fail(text, 1,
+         "an expression may have at most " + std::to_string(kMaxExprLength) +
+             " characters, found " + std::to_string(text.size()));
   Parser parser(text);
   NodePtr root = parser.parse();
   return Expr(text, std::move(root));
@@ -361,8 +377,8 @@ std::vector<std::string> Expr::symbols() const {
 void Expr::check_symbols(const std::set<std::string, std::less<>>& known) const {
   if (const Node* u = first_unknown(*root_, known))
     fail(text_, u->column,
-         "unknown symbol '" + u->name + "'; known symbols: " +
-             join(std::vector<std::string>(known.begin(), known.end())));
+         "unknown symbol '" + u->name +
+             "'; known symbols: " + join(std::vector<std::string>(known.begin(), known.end())));
 }
 
 int64_t Expr::evaluate(const SymbolValues& values) const {

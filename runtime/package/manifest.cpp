@@ -24,12 +24,18 @@ using nlohmann::json;
 
 const char* scalar_type_name(ScalarType type) {
   switch (type) {
-    case ScalarType::i32: return "i32";
-    case ScalarType::i64: return "i64";
-    case ScalarType::u32: return "u32";
-    case ScalarType::u64: return "u64";
-    case ScalarType::f32: return "f32";
-    case ScalarType::f64: return "f64";
+    case ScalarType::i32:
+      return "i32";
+    case ScalarType::i64:
+      return "i64";
+    case ScalarType::u32:
+      return "u32";
+    case ScalarType::u64:
+      return "u64";
+    case ScalarType::f32:
+      return "f32";
+    case ScalarType::f64:
+      return "f64";
   }
   return "?";
 }
@@ -42,9 +48,12 @@ bool is_integer(ScalarType type) { return type != ScalarType::f32 && type != Sca
 
 const char* layout_name(Layout layout) {
   switch (layout) {
-    case Layout::contiguous: return "contiguous";
-    case Layout::strided: return "strided";
-    case Layout::offset: return "offset";
+    case Layout::contiguous:
+      return "contiguous";
+    case Layout::strided:
+      return "strided";
+    case Layout::offset:
+      return "offset";
   }
   return "?";
 }
@@ -59,14 +68,14 @@ std::vector<std::string> PackageManifest::name_expressions() const {
   std::set<std::string> names;
   for (const auto& l : launches) {
     if (!l.kernel.empty()) names.insert(l.kernel);
-    for (const auto& [dtype, name] : l.kernel_for_dtype) names.insert(name);
+    for (const auto& entry : l.kernel_for_dtype) names.insert(entry.second);
   }
   return {names.begin(), names.end()};
 }
 
-const Attribute* PackageManifest::attribute(const std::string& name) const {
+const Attribute* PackageManifest::attribute(const std::string& attribute_name) const {
   for (const auto& a : attributes)
-    if (a.name == name) return &a;
+    if (a.name == attribute_name) return &a;
   return nullptr;
 }
 
@@ -83,8 +92,8 @@ std::string format_problems(const std::vector<ManifestProblem>& problems) {
 namespace {
 
 const std::vector<std::string> kTopKeys = {
-    "format",       "name",    "version", "op",        "description", "attributes", "sources",
-    "include_dirs", "nvrtc_options", "symbols", "workspace", "launches", "guard"};
+    "format",       "name",          "version", "op",        "description", "attributes", "sources",
+    "include_dirs", "nvrtc_options", "symbols", "workspace", "launches",    "guard"};
 const std::vector<std::string> kLaunchKeys = {"kernel", "grid", "block", "shared_mem", "args"};
 const std::vector<std::string> kArgKinds = {"tensor", "workspace", "shape", "attribute", "scalar"};
 const std::vector<std::string> kWorkspaceKeys = {"name", "dtype", "shape", "zero"};
@@ -133,11 +142,16 @@ std::string json_quote(const std::string& s) { return json(s).dump(); }
 /// How a JSON value looks in a message: found "abc", found 3, found an object...
 std::string describe(const json& v) {
   switch (v.type()) {
-    case json::value_t::object: return "an object";
-    case json::value_t::array: return "an array";
-    case json::value_t::null: return "null";
-    case json::value_t::boolean: return v.get<bool>() ? "true" : "false";
-    default: break;
+    case json::value_t::object:
+      return "an object";
+    case json::value_t::array:
+      return "an array";
+    case json::value_t::null:
+      return "null";
+    case json::value_t::boolean:
+      return v.get<bool>() ? "true" : "false";
+    default:
+      break;
   }
   std::string s = v.dump();
   if (s.size() > 60) s = s.substr(0, 57) + "...";
@@ -172,10 +186,14 @@ std::optional<Layout> parse_layout(const std::string& s) {
 }  // namespace
 
 std::string nvrtc_option_problem(const std::string& o) {
-  static const std::set<std::string> exact = {
-      "-use_fast_math", "--use_fast_math", "-lineinfo", "--generate-line-info",
-      "-extra-device-vectorization", "--extra-device-vectorization", "-default-device",
-      "--device-as-default-execution-space"};
+  static const std::set<std::string> exact = {"-use_fast_math",
+                                              "--use_fast_math",
+                                              "-lineinfo",
+                                              "--generate-line-info",
+                                              "-extra-device-vectorization",
+                                              "--extra-device-vectorization",
+                                              "-default-device",
+                                              "--device-as-default-execution-space"};
   static const std::regex std_re("--?std=c\\+\\+(11|14|17|20)");
   static const std::regex bool_re("--?(fmad|ftz|prec-div|prec-sqrt)=(true|false)");
   static const std::regex reg_re("--?maxrregcount=([0-9]{1,3})");
@@ -247,8 +265,10 @@ class Checker {
     check_name_version(doc);
     check_op(doc);
     if (auto it = doc.find("description"); it != doc.end()) {
-      if (it->is_string()) m_.description = it->get<std::string>();
-      else problem("description", "expected a string, found " + describe(*it));
+      if (it->is_string())
+        m_.description = it->get<std::string>();
+      else
+        problem("description", "expected a string, found " + describe(*it));
     }
     check_attributes(doc);
     check_sources(doc);
@@ -308,7 +328,8 @@ class Checker {
       doc = json::parse(ss.str());
     } catch (const json::parse_error& e) {
       std::string what = e.what();
-      // "[json.exception.parse_error.101] parse error at line 3, column 5: ..." -> "parse error ..."
+      // "[json.exception.parse_error.101] parse error at line 3, column 5: ..." -> "parse error
+      // ..."
       if (auto pos = what.find("] "); pos != std::string::npos) what = what.substr(pos + 2);
       problem("(document)", "not valid JSON: " + what);
       return false;
@@ -322,7 +343,15 @@ class Checker {
       const std::string& key = item.key();
       if (std::find(known.begin(), known.end(), key) != known.end()) continue;
       std::string msg = "unknown key " + json_quote(key) + ";";
-      const std::string guess = closest(key, known);
+      std::string guess = closest(key, known);
+      // Names other tools use for the same thing.
+      static const std::map<std::string, std::string> synonyms = {
+          {"kernels", "launches"},      {"options", "nvrtc_options"}, {"flags", "nvrtc_options"},
+          {"includes", "include_dirs"}, {"threads", "block"},         {"smem", "shared_mem"}};
+      if (auto it = synonyms.find(key);
+          guess.empty() && it != synonyms.end() &&
+          std::find(known.begin(), known.end(), it->second) != known.end())
+        guess = it->second;
       if (!guess.empty()) msg += " did you mean " + json_quote(guess) + "?";
       msg += " expected one of: " + join(known);
       problem(sub(field, key), msg);
@@ -350,8 +379,8 @@ class Checker {
     if (!v) return;
     m_.format = *v;
     if (*v != kPackageFormat)
-      problem("format", "expected " + expected + " (the format this kgate reads), found " +
-                            json_quote(*v));
+      problem("format",
+              "expected " + expected + " (the format this kgate reads), found " + json_quote(*v));
   }
 
   void check_name_version(const json& doc) {
@@ -364,7 +393,8 @@ class Checker {
         problem("name", "expected " + name_expected + ", found " + json_quote(*v));
     }
     static const std::regex semver_re(
-        "(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?(\\+[0-9A-Za-z.-]+)?");
+        "(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?(\\+[0-9A-Za-z.-]+)"
+        "?");
     const std::string version_expected = "a semantic version MAJOR.MINOR.PATCH such as \"1.2.0\"";
     if (auto v = required_string(doc, "", "version", version_expected)) {
       m_.version = *v;
@@ -429,7 +459,8 @@ class Checker {
     for (const auto& item : it->items()) {
       const std::string field = sub("attributes", item.key());
       if (!is_identifier(item.key())) {
-        problem(field, "expected an attribute name (an identifier), found " + json_quote(item.key()));
+        problem(field,
+                "expected an attribute name (an identifier), found " + json_quote(item.key()));
         continue;
       }
       const json& v = item.value();
@@ -501,8 +532,7 @@ class Checker {
     std::uintmax_t bytes = 0;
     for (std::size_t i = 0; i < m_.include_dirs.size(); ++i) {
       std::vector<PackageFile> headers;
-      const std::string err =
-          scan_include_dir(m_.dir, m_.include_dirs[i], headers, files, bytes);
+      const std::string err = scan_include_dir(m_.dir, m_.include_dirs[i], headers, files, bytes);
       if (!err.empty()) problem(at("include_dirs", i), err);
     }
   }
@@ -511,8 +541,10 @@ class Checker {
     auto it = doc.find("nvrtc_options");
     if (it == doc.end()) return;
     if (!it->is_array()) {
-      problem("nvrtc_options", "expected an array of option strings such as [\"-std=c++17\"], "
-                               "found " + describe(*it));
+      problem("nvrtc_options",
+              "expected an array of option strings such as [\"-std=c++17\"], "
+              "found " +
+                  describe(*it));
       return;
     }
     if (it->size() > kMaxOptions) {
@@ -527,15 +559,17 @@ class Checker {
         continue;
       }
       const std::string err = nvrtc_option_problem(v.get<std::string>());
-      if (!err.empty()) problem(at("nvrtc_options", i), err);
-      else m_.nvrtc_options.push_back(v.get<std::string>());
+      if (!err.empty())
+        problem(at("nvrtc_options", i), err);
+      else
+        m_.nvrtc_options.push_back(v.get<std::string>());
     }
   }
 
   /// Reads a dtype name; nullopt (and a problem) when it is not one of `allowed`.
   std::optional<DType> dtype_at(const std::string& field, const json& v, bool floating_only) {
-    const std::string expected = floating_only ? "one of f16, bf16, f32, f64"
-                                               : "one of f16, bf16, f32, f64, i32, i64";
+    const std::string expected =
+        floating_only ? "one of f16, bf16, f32, f64" : "one of f16, bf16, f32, f64, i32, i64";
     if (!v.is_string()) {
       problem(field, "expected a dtype, " + expected + ", found " + describe(v));
       return std::nullopt;
@@ -544,12 +578,13 @@ class Checker {
     try {
       d = parse_dtype(v.get<std::string>());
     } catch (const Error&) {
-      problem(field, "unknown dtype " + json_quote(v.get<std::string>()) + "; expected " + expected);
+      problem(field,
+              "unknown dtype " + json_quote(v.get<std::string>()) + "; expected " + expected);
       return std::nullopt;
     }
     if (floating_only && !is_floating(d)) {
-      problem(field, "dtype " + json_quote(v.get<std::string>()) + " is not supported here; expected " +
-                         expected);
+      problem(field, "dtype " + json_quote(v.get<std::string>()) +
+                         " is not supported here; expected " + expected);
       return std::nullopt;
     }
     return d;
@@ -573,21 +608,22 @@ class Checker {
       if (!d) continue;
       if (std::find(m_.guard.dtypes.begin(), m_.guard.dtypes.end(), *d) != m_.guard.dtypes.end())
         problem(at("guard.dtypes", i), json_quote(dtype_name(*d)) + " is listed twice");
-      else m_.guard.dtypes.push_back(*d);
+      else
+        m_.guard.dtypes.push_back(*d);
     }
     // Ranks are read here too: the symbol bindings are checked against them.
     auto r = g->find("ranks");
     if (r == g->end()) return;
     if (!r->is_array() || r->empty()) {
-      problem("guard.ranks", "expected a non-empty array of tensor ranks such as [2], found " +
-                                 describe(*r));
+      problem("guard.ranks",
+              "expected a non-empty array of tensor ranks such as [2], found " + describe(*r));
       return;
     }
     for (std::size_t i = 0; i < r->size(); ++i) {
       const json& v = (*r)[i];
       if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > kMaxRank) {
-        problem(at("guard.ranks", i), "expected a rank from 1 to " + std::to_string(kMaxRank) +
-                                          ", found " + describe(v));
+        problem(at("guard.ranks", i),
+                "expected a rank from 1 to " + std::to_string(kMaxRank) + ", found " + describe(v));
         continue;
       }
       m_.guard.ranks.push_back(static_cast<int>(v.get<int64_t>()));
@@ -653,11 +689,13 @@ class Checker {
   /// Parses an expression (a string or a JSON integer) and checks its symbols.
   std::optional<Expr> expr_at(const std::string& field, const json& v) {
     std::string text;
-    if (v.is_number_integer()) text = std::to_string(v.get<int64_t>());
-    else if (v.is_string()) text = v.get<std::string>();
+    if (v.is_number_integer())
+      text = std::to_string(v.get<int64_t>());
+    else if (v.is_string())
+      text = v.get<std::string>();
     else {
-      problem(field, "expected an integer expression such as \"ceil_div(N, 256)\", found " +
-                         describe(v));
+      problem(field,
+              "expected an integer expression such as \"ceil_div(N, 256)\", found " + describe(v));
       return std::nullopt;
     }
     try {
@@ -675,8 +713,8 @@ class Checker {
                               std::size_t max, const std::string& example) {
     std::vector<Expr> out;
     auto it = obj.find(key);
-    const std::string expected = "an array of 1 to " + std::to_string(max) +
-                                 " integer expressions such as " + example;
+    const std::string expected =
+        "an array of 1 to " + std::to_string(max) + " integer expressions such as " + example;
     if (it == obj.end()) {
       problem(sub(field, key), "missing; expected " + expected);
       return out;
@@ -694,8 +732,10 @@ class Checker {
     auto it = doc.find("workspace");
     if (it == doc.end()) return;
     if (!it->is_array()) {
-      problem("workspace", "expected an array of workspace tensors such as [{\"name\": \"partial\", "
-                           "\"dtype\": \"f32\", \"shape\": [\"B\"]}], found " + describe(*it));
+      problem("workspace",
+              "expected an array of workspace tensors such as [{\"name\": \"partial\", "
+              "\"dtype\": \"f32\", \"shape\": [\"B\"]}], found " +
+                  describe(*it));
       return;
     }
     const auto tensors = op_tensor_names();
@@ -715,8 +755,8 @@ class Checker {
                   "expected a workspace name (an identifier), found " + json_quote(*name));
           ok = false;
         } else if (std::find(tensors.begin(), tensors.end(), *name) != tensors.end()) {
-          problem(sub(field, "name"), json_quote(*name) + " is a tensor of op " + json_quote(m_.op) +
-                                          "; a workspace needs its own name");
+          problem(sub(field, "name"), json_quote(*name) + " is a tensor of op " +
+                                          json_quote(m_.op) + "; a workspace needs its own name");
           ok = false;
         } else if (workspace_names_.count(*name)) {
           problem(sub(field, "name"), "workspace " + json_quote(*name) + " is declared twice");
@@ -738,7 +778,8 @@ class Checker {
       ws.shape = expr_list(w, field, "shape", kMaxRank, "[\"B\", \"ceil_div(N, 1024)\"]");
       if (problems_.size() != before) ok = false;
       if (auto z = w.find("zero"); z != w.end()) {
-        if (z->is_boolean()) ws.zero = z->get<bool>();
+        if (z->is_boolean())
+          ws.zero = z->get<bool>();
         else {
           problem(sub(field, "zero"), "expected true or false, found " + describe(*z));
           ok = false;
@@ -764,7 +805,8 @@ class Checker {
       const std::string name = it->get<std::string>();
       if (!is_name_expression(name))
         problem(sub(field, "kernel"), "expected " + name_expected + ", found " + describe(*it));
-      else launch.kernel = name;
+      else
+        launch.kernel = name;
       return;
     }
     if (!it->is_object() || it->empty()) {
@@ -793,8 +835,8 @@ class Checker {
   }
 
   std::optional<ScalarType> arg_type(const json& a, const std::string& field, bool integer_only) {
-    const std::string expected = integer_only ? "one of i32, i64, u32, u64"
-                                              : "one of i32, i64, u32, u64, f32, f64";
+    const std::string expected =
+        integer_only ? "one of i32, i64, u32, u64" : "one of i32, i64, u32, u64, f32, f64";
     auto it = a.find("type");
     if (it == a.end()) {
       problem(sub(field, "type"), "missing; expected the parameter's C type, " + expected);
@@ -810,8 +852,8 @@ class Checker {
 
   void check_arg(const json& a, const std::string& field, Launch& launch) {
     if (!a.is_object()) {
-      problem(field, "expected an argument object such as {\"tensor\": \"x\"}, found " +
-                         describe(a));
+      problem(field,
+              "expected an argument object such as {\"tensor\": \"x\"}, found " + describe(a));
       return;
     }
     std::vector<std::string> kinds;
@@ -831,7 +873,8 @@ class Checker {
     const std::string vfield = sub(field, kind);
     if (kind == "tensor" || kind == "workspace") {
       if (a.contains("type")) {
-        problem(sub(field, "type"), "a " + kind + " argument is passed as a pointer; remove \"type\"");
+        problem(sub(field, "type"),
+                "a " + kind + " argument is passed as a pointer; remove \"type\"");
         return;
       }
       if (kind == "tensor") {
@@ -871,8 +914,8 @@ class Checker {
       }
       if (!t) return;
       if (is_integer(*t) && !attr->is_integer) {
-        problem(sub(field, "type"), "attribute " + json_quote(attr->name) +
-                                        " is not an integer; expected f32 or f64");
+        problem(sub(field, "type"),
+                "attribute " + json_quote(attr->name) + " is not an integer; expected f32 or f64");
         return;
       }
       arg.kind = KernelArg::Kind::attribute;
@@ -902,20 +945,21 @@ class Checker {
       return true;
     }
     int64_t lo = std::numeric_limits<int64_t>::min(), hi = std::numeric_limits<int64_t>::max();
-    if (t == ScalarType::i32) lo = std::numeric_limits<int32_t>::min(), hi = std::numeric_limits<int32_t>::max();
+    if (t == ScalarType::i32)
+      lo = std::numeric_limits<int32_t>::min(), hi = std::numeric_limits<int32_t>::max();
     if (t == ScalarType::u32) lo = 0, hi = std::numeric_limits<uint32_t>::max();
     if (t == ScalarType::u64) lo = 0;
     const std::string range = "an integer from " + std::to_string(lo) + " to " + std::to_string(hi);
     if (!v.is_number_integer() ||
         (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(hi))) {
-      problem(field, "expected " + range + " for type " + scalar_type_name(t) + ", found " +
-                         describe(v));
+      problem(field,
+              "expected " + range + " for type " + scalar_type_name(t) + ", found " + describe(v));
       return false;
     }
     const int64_t x = v.get<int64_t>();
     if (x < lo || x > hi) {
-      problem(field, "expected " + range + " for type " + scalar_type_name(t) + ", found " +
-                         describe(v));
+      problem(field,
+              "expected " + range + " for type " + scalar_type_name(t) + ", found " + describe(v));
       return false;
     }
     arg.int_value = x;
@@ -924,8 +968,8 @@ class Checker {
 
   void check_launches(const json& doc) {
     auto it = doc.find("launches");
-    const std::string expected = "a non-empty array of kernel launches (at most " +
-                                 std::to_string(kMaxLaunches) + ")";
+    const std::string expected =
+        "a non-empty array of kernel launches (at most " + std::to_string(kMaxLaunches) + ")";
     if (it == doc.end()) {
       problem("launches", "missing; expected " + expected);
       return;
@@ -938,8 +982,8 @@ class Checker {
       const json& l = (*it)[i];
       const std::string field = at("launches", i);
       if (!l.is_object()) {
-        problem(field, "expected a launch object with kernel, grid, block and args, found " +
-                           describe(l));
+        problem(field,
+                "expected a launch object with kernel, grid, block and args, found " + describe(l));
         continue;
       }
       unknown_keys(l, field, kLaunchKeys);
@@ -952,11 +996,12 @@ class Checker {
         if (auto e = expr_at(sub(field, "shared_mem"), *s)) launch.shared_mem = *e;
       auto args = l.find("args");
       if (args == l.end()) {
-        problem(sub(field, "args"), "missing; expected an array of kernel arguments in parameter "
-                                    "order, such as [{\"tensor\": \"x\"}]");
+        problem(sub(field, "args"),
+                "missing; expected an array of kernel arguments in parameter "
+                "order, such as [{\"tensor\": \"x\"}]");
       } else if (!args->is_array()) {
-        problem(sub(field, "args"), "expected an array of kernel arguments, found " +
-                                        describe(*args));
+        problem(sub(field, "args"),
+                "expected an array of kernel arguments, found " + describe(*args));
       } else {
         for (std::size_t j = 0; j < args->size(); ++j)
           check_arg((*args)[j], at(sub(field, "args"), j), launch);
@@ -975,8 +1020,8 @@ class Checker {
         return;
       }
       if (threads < 1 || threads > 1024) {
-        problem(sub(field, "block"), "a block has 1 to 1024 threads; found " +
-                                         std::to_string(threads));
+        problem(sub(field, "block"),
+                "a block has 1 to 1024 threads; found " + std::to_string(threads));
         return;
       }
     }
@@ -985,13 +1030,16 @@ class Checker {
   void check_guard(const json& doc) {
     auto g = doc.find("guard");
     if (g == doc.end()) {
-      problem("guard", "missing; expected an object with at least \"dtypes\", such as "
-                       "{\"dtypes\": [\"f32\"]}");
+      problem("guard",
+              "missing; expected an object with at least \"dtypes\", such as "
+              "{\"dtypes\": [\"f32\"]}");
       return;
     }
     if (!g->is_object()) {
-      problem("guard", "expected an object with dtypes, ranks, shapes, layouts and variants, "
-                       "found " + describe(*g));
+      problem("guard",
+              "expected an object with dtypes, ranks, shapes, layouts and variants, "
+              "found " +
+                  describe(*g));
       return;
     }
     unknown_keys(*g, "guard", kGuardKeys);
@@ -999,15 +1047,18 @@ class Checker {
     if (auto it = g->find("layouts"); it != g->end()) {
       m_.guard.layouts.clear();
       if (!it->is_array() || it->empty()) {
-        problem("guard.layouts", "expected a non-empty array of contiguous, strided, offset; found " +
-                                     describe(*it));
+        problem(
+            "guard.layouts",
+            "expected a non-empty array of contiguous, strided, offset; found " + describe(*it));
       } else {
         for (std::size_t i = 0; i < it->size(); ++i) {
           const json& v = (*it)[i];
           auto l = v.is_string() ? parse_layout(v.get<std::string>()) : std::nullopt;
-          if (!l) problem(at("guard.layouts", i),
-                          "expected one of contiguous, strided, offset; found " + describe(v));
-          else m_.guard.layouts.push_back(*l);
+          if (!l)
+            problem(at("guard.layouts", i),
+                    "expected one of contiguous, strided, offset; found " + describe(v));
+          else
+            m_.guard.layouts.push_back(*l);
         }
       }
     }
@@ -1025,8 +1076,8 @@ class Checker {
     if (!it->is_number_integer() || it->get<int64_t>() < min ||
         (it->is_number_unsigned() &&
          it->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))) {
-      problem(sub(field, key), "expected an integer >= " + std::to_string(min) + ", found " +
-                                   describe(*it));
+      problem(sub(field, key),
+              "expected an integer >= " + std::to_string(min) + ", found " + describe(*it));
       return std::nullopt;
     }
     return it->get<int64_t>();
@@ -1036,15 +1087,17 @@ class Checker {
     auto it = g.find("shapes");
     if (it == g.end()) return;
     if (!it->is_object()) {
-      problem("guard.shapes", "expected an object of ranges per symbol such as "
-                              "{\"N\": {\"min\": 1, \"max\": 4096}}, found " + describe(*it));
+      problem("guard.shapes",
+              "expected an object of ranges per symbol such as "
+              "{\"N\": {\"min\": 1, \"max\": 4096}}, found " +
+                  describe(*it));
       return;
     }
     for (const auto& item : it->items()) {
       const std::string field = sub("guard.shapes", item.key());
       if (!is_symbol(item.key())) {
-        problem(field, "unknown symbol " + json_quote(item.key()) + "; expected one of \"symbols\": " +
-                           symbol_list());
+        problem(field, "unknown symbol " + json_quote(item.key()) +
+                           "; expected one of \"symbols\": " + symbol_list());
         continue;
       }
       const json& r = item.value();
@@ -1070,9 +1123,11 @@ class Checker {
     auto it = g.find("variants");
     if (it == g.end()) return;
     if (!it->is_array()) {
-      problem("guard.variants", "expected an array of captured variants such as "
-                                "[{\"dims\": {\"N\": 4096}, \"dtype\": \"f32\", \"calls\": 100}], "
-                                "found " + describe(*it));
+      problem("guard.variants",
+              "expected an array of captured variants such as "
+              "[{\"dims\": {\"N\": 4096}, \"dtype\": \"f32\", \"calls\": 100}], "
+              "found " +
+                  describe(*it));
       return;
     }
     for (std::size_t i = 0; i < it->size(); ++i) {
@@ -1087,17 +1142,16 @@ class Checker {
       bool ok = true;
       auto dims = v.find("dims");
       if (dims == v.end() || !dims->is_object()) {
-        problem(sub(field, "dims"), dims == v.end()
-                                        ? "missing; expected an object of symbol values"
-                                        : "expected an object of symbol values, found " +
-                                              describe(*dims));
+        problem(sub(field, "dims"),
+                dims == v.end() ? "missing; expected an object of symbol values"
+                                : "expected an object of symbol values, found " + describe(*dims));
         ok = false;
       } else {
         for (const auto& d : dims->items()) {
           const std::string f = sub(sub(field, "dims"), d.key());
           if (!is_symbol(d.key())) {
-            problem(f, "unknown symbol " + json_quote(d.key()) + "; expected one of \"symbols\": " +
-                           symbol_list());
+            problem(f, "unknown symbol " + json_quote(d.key()) +
+                           "; expected one of \"symbols\": " + symbol_list());
             ok = false;
             continue;
           }
@@ -1115,7 +1169,23 @@ class Checker {
             ok = false;
             continue;
           }
+          if (r != m_.guard.shapes.end() && x % r->second.multiple_of != 0) {
+            problem(f, std::to_string(x) + " is not a multiple of " +
+                           std::to_string(r->second.multiple_of) + " (guard.shapes." + d.key() +
+                           ".multiple_of)");
+            ok = false;
+            continue;
+          }
           var.dims[d.key()] = x;
+        }
+        // A captured call has a value for every symbol.
+        std::vector<std::string> missing;
+        for (const auto& name : declared_symbols_)
+          if (!dims->contains(name)) missing.push_back(name);
+        if (!missing.empty()) {
+          problem(sub(field, "dims"), "no value for " + join(missing) +
+                                          "; expected a value for every symbol: " + symbol_list());
+          ok = false;
         }
       }
       if (auto d = v.find("dtype"); d == v.end()) {
@@ -1124,16 +1194,18 @@ class Checker {
       } else if (auto dt = dtype_at(sub(field, "dtype"), *d, true)) {
         if (std::find(m_.guard.dtypes.begin(), m_.guard.dtypes.end(), *dt) ==
             m_.guard.dtypes.end()) {
-          problem(sub(field, "dtype"), "dtype " + json_quote(dtype_name(*dt)) +
-                                           " is not in guard.dtypes");
+          problem(sub(field, "dtype"),
+                  "dtype " + json_quote(dtype_name(*dt)) + " is not in guard.dtypes");
           ok = false;
         }
         var.dtype = *dt;
       } else {
         ok = false;
       }
-      if (auto c = int_at(v, field, "calls", 1, true)) var.calls = *c;
-      else ok = false;
+      if (auto c = int_at(v, field, "calls", 1, true))
+        var.calls = *c;
+      else
+        ok = false;
       if (ok) m_.guard.variants.push_back(std::move(var));
     }
   }
@@ -1200,7 +1272,8 @@ fs::path resolve_in_package(const fs::path& dir, const std::string& relative) {
                 "package directory " + json_quote(dir.string()) + ": " + ec.message());
   fs::path resolved;
   const std::string err = package_path_problem(root, relative, PathKind::any, &resolved);
-  if (!err.empty()) throw Error(ErrorKind::package, (dir / kManifestFileName).string() + ": " + err);
+  if (!err.empty())
+    throw Error(ErrorKind::package, (dir / kManifestFileName).string() + ": " + err);
   return resolved;
 }
 

@@ -1,8 +1,8 @@
 // The manifest of an exported kernel package, `kgate.json`, format "kgate-package/1": what the
 // package implements (op, attributes), how it is built (sources, include_dirs, nvrtc_options), how
-// it is launched (symbols bound to tensor dimensions, workspace tensors, a sequence of launches with
-// grid / block / shared memory expressions and argument bindings) and the guard (dtypes, ranks,
-// shape ranges, layouts, captured variants) outside which kgate falls back to the reference.
+// it is launched (symbols bound to tensor dimensions, workspace tensors, a sequence of launches
+// with grid / block / shared memory expressions and argument bindings) and the guard (dtypes,
+// ranks, shape ranges, layouts, captured variants) outside which kgate falls back to the reference.
 // Checking collects every problem, each naming the file, the field and what was expected; the JSON
 // Schema runtime/package/kgate-package.schema.json describes the same format.
 #pragma once
@@ -35,13 +35,17 @@ inline constexpr std::uintmax_t kMaxHeaderBytes = 16u << 20;
 
 /// The C type of a scalar kernel argument.
 enum class ScalarType { i32, i64, u32, u64, f32, f64 };
+/// "i32", "i64", "u32", "u64", "f32", "f64", as written in manifests.
 const char* scalar_type_name(ScalarType type);
+/// Bytes of the parameter (4 or 8).
 std::size_t scalar_type_size(ScalarType type);
+/// True for i32, i64, u32, u64.
 bool is_integer(ScalarType type);
 
 /// The memory layouts a package accepts: dense row-major, any strides, non-zero storage offset
 /// (a base pointer that need not be aligned).
 enum class Layout { contiguous, strided, offset };
+/// "contiguous", "strided" or "offset", as written in manifests.
 const char* layout_name(Layout layout);
 
 /// An op attribute the package was built for. A call whose attribute differs is outside the guard.
@@ -76,17 +80,17 @@ struct KernelArg {
     scalar      ///< {"scalar": 1.0, "type": "f32"}: a constant
   };
   Kind kind = Kind::tensor;
-  std::string name;          ///< tensor, workspace or attribute name
-  Expr value;                ///< shape
+  std::string name;                   ///< tensor, workspace or attribute name
+  Expr value;                         ///< shape
   ScalarType type = ScalarType::i64;  ///< shape, attribute, scalar
-  int64_t int_value = 0;     ///< integer scalar
-  double float_value = 0;    ///< floating scalar
+  int64_t int_value = 0;              ///< integer scalar
+  double float_value = 0;             ///< floating scalar
 };
 
 /// One kernel launch of the package's sequence.
 struct Launch {
-  /// The kernel's C++ name expression for every dtype ("softmax_rows<float>", or an extern "C" name);
-  /// empty when `kernel_for_dtype` is used instead.
+  /// The kernel's C++ name expression for every dtype ("softmax_rows<float>", or an extern "C"
+  /// name); empty when `kernel_for_dtype` is used instead.
   std::string kernel;
   /// Per-dtype name expressions: {"f32": "k<float>", "bf16": "k<__nv_bfloat16>"}.
   std::map<DType, std::string> kernel_for_dtype;
@@ -116,8 +120,8 @@ struct Variant {
 /// Where the package may be used; outside it kgate dispatches to the reference.
 struct Guard {
   std::vector<DType> dtypes;
-  std::vector<int> ranks;                     ///< empty: any rank
-  std::map<std::string, ShapeRange> shapes;   ///< per shape symbol
+  std::vector<int> ranks;                    ///< empty: any rank
+  std::map<std::string, ShapeRange> shapes;  ///< per shape symbol
   std::vector<Layout> layouts{Layout::contiguous};
   std::vector<Variant> variants;
 };
@@ -142,7 +146,8 @@ struct PackageManifest {
 
   /// Every distinct kernel name expression of the launches, sorted.
   std::vector<std::string> name_expressions() const;
-  const Attribute* attribute(const std::string& name) const;
+  /// The declared attribute of that name, or nullptr.
+  const Attribute* attribute(const std::string& attribute_name) const;
 };
 
 /// One problem found in a package: `<file>: <field>: <message>`.
@@ -177,8 +182,9 @@ std::string format_problem(const ManifestProblem& problem);
 /// One problem per line, each ending in '\n'.
 std::string format_problems(const std::vector<ManifestProblem>& problems);
 
-/// Why an NVRTC option from a manifest is refused (allow-list: -std=c++11|14|17|20, --use_fast_math,
-/// -DNAME[=VALUE], -lineinfo, --fmad/--ftz/--prec-div/--prec-sqrt=true|false, -maxrregcount=N,
+/// Why an NVRTC option from a manifest is refused (allow-list: -std=c++11|14|17|20,
+/// --use_fast_math, -DNAME[=VALUE], -lineinfo, --fmad/--ftz/--prec-div/--prec-sqrt=true|false,
+/// -maxrregcount=N,
 /// --extra-device-vectorization, -default-device); empty when it is allowed.
 std::string nvrtc_option_problem(const std::string& option);
 

@@ -164,8 +164,8 @@ bool read_binary(const fs::path& p, std::string& out) {
 /// Writes `bytes` to `p` through a temporary file and a rename; false on any failure.
 bool write_atomic(const fs::path& p, const std::string& bytes) {
   static std::atomic<uint64_t> serial{0};
-  const fs::path tmp = p.string() + ".tmp." + std::to_string(::getpid()) + "." +
-                       std::to_string(serial.fetch_add(1));
+  const fs::path tmp =
+      p.string() + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(serial.fetch_add(1));
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
     if (!f) return false;
@@ -207,8 +207,8 @@ bool compile(const PackageManifest& m, const CompileOptions& opt, const Inputs& 
 
   ProgramGuard guard;
   KGATE_NVRTC_CALL(nvrtcCreateProgram(&guard.program, in.main_source.c_str(), in.main_name.c_str(),
-                                      static_cast<int>(header_names.size()),
-                                      header_sources.data(), header_names.data()),
+                                      static_cast<int>(header_names.size()), header_sources.data(),
+                                      header_names.data()),
                    std::string());
   for (const auto& n : in.name_expressions)
     KGATE_NVRTC_CALL(nvrtcAddNameExpression(guard.program, n.c_str()), std::string());
@@ -232,8 +232,9 @@ bool compile(const PackageManifest& m, const CompileOptions& opt, const Inputs& 
     const char* lowered = nullptr;
     if (nvrtcGetLoweredName(guard.program, n.c_str(), &lowered) != NVRTC_SUCCESS || !lowered) {
       problem = {m.manifest_path.string(), "launches",
-                 "kernel name expression " + json_quote(n) + " was not found in the compiled sources; "
-                 "expected a __global__ function (or template instance) of that name"};
+                 "kernel name expression " + json_quote(n) +
+                     " was not found in the compiled sources; "
+                     "expected a __global__ function (or template instance) of that name"};
       return false;
     }
     r.lowered_names[n] = lowered;

@@ -37,9 +37,9 @@ struct CompileResult {
   std::string key;                                   ///< cache key (SHA-256, hex)
   std::filesystem::path cache_entry;                 ///< CUBIN path in the cache (empty: none)
   bool cache_hit = false;
-  double compile_seconds = 0;  ///< time spent in NVRTC (0 on a cache hit)
-  double total_seconds = 0;    ///< hashing + cache look-up + compile + cache write
-  std::string log;             ///< NVRTC's log (warnings), empty on a cache hit
+  double compile_seconds = 0;        ///< time spent in NVRTC (0 on a cache hit)
+  double total_seconds = 0;          ///< hashing + cache look-up + compile + cache write
+  std::string log;                   ///< NVRTC's log (warnings), empty on a cache hit
   std::vector<std::string> options;  ///< the options NVRTC received (or would have)
 };
 

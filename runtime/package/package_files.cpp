@@ -43,7 +43,8 @@ std::string package_path_problem(const fs::path& root, const std::string& relati
            " is an absolute path; expected a path relative to the package directory";
   for (const auto& part : rel)
     if (part == "..")
-      return json_quote(relative) + " contains \"..\"; expected a path inside the package directory";
+      return json_quote(relative) +
+             " contains \"..\"; expected a path inside the package directory";
   std::error_code ec;
   const fs::path joined = root / rel;
   if (!fs::exists(fs::symlink_status(joined, ec)) || !fs::exists(joined, ec))
@@ -71,8 +72,8 @@ std::string package_path_problem(const fs::path& root, const std::string& relati
 std::string scan_include_dir(const fs::path& root, const std::string& include_dir,
                              std::vector<PackageFile>& out, std::size_t& files,
                              std::uintmax_t& bytes) {
-  static const std::vector<std::string> kHeaderExtensions = {
-      ".h", ".hh", ".hpp", ".hxx", ".cuh", ".inl", ".inc", ".ipp", ".tcc"};
+  static const std::vector<std::string> kHeaderExtensions = {".h",   ".hh",  ".hpp", ".hxx", ".cuh",
+                                                             ".inl", ".inc", ".ipp", ".tcc"};
   fs::path dir;
   std::string err = package_path_problem(root, include_dir, PathKind::directory, &dir);
   if (!err.empty()) return err;
@@ -87,8 +88,7 @@ std::string scan_include_dir(const fs::path& root, const std::string& include_di
     const fs::path rel_to_root = p.lexically_relative(root);
     if (it->is_directory(ec)) continue;
     const fs::path canon = fs::canonical(p, ec);
-    if (ec)
-      return json_quote(rel_to_root.string()) + " cannot be resolved: " + ec.message();
+    if (ec) return json_quote(rel_to_root.string()) + " cannot be resolved: " + ec.message();
     if (!is_inside(root, canon))
       return json_quote(rel_to_root.string()) + " resolves to " + json_quote(canon.string()) +
              ", outside the package directory (through a symbolic link); expected a path inside it";

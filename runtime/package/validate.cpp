@@ -5,7 +5,8 @@
 
 namespace kgate::package {
 
-ValidationReport validate_package(const std::filesystem::path& dir, const ValidateOptions& options) {
+ValidationReport validate_package(const std::filesystem::path& dir,
+                                  const ValidateOptions& options) {
   ValidationReport report;
   report.problems = check_manifest(dir, options.check, &report.manifest);
   report.manifest_path = report.manifest.manifest_path;
@@ -28,10 +29,12 @@ std::string format_summary(const ValidationReport& report) {
                     (kernels == 1 ? " kernel" : " kernels");
   if (report.compiled) {
     const CompileResult& c = *report.compiled;
-    const std::string arch = c.options.empty() ? "" : c.options.front().substr(
-                                                          std::string("--gpu-architecture=").size());
+    const std::string arch =
+        c.options.empty() ? ""
+                          : c.options.front().substr(std::string("--gpu-architecture=").size());
     char seconds[32];
-    std::snprintf(seconds, sizeof seconds, "%.2f", c.cache_hit ? c.total_seconds : c.compile_seconds);
+    std::snprintf(seconds, sizeof seconds, "%.2f",
+                  c.cache_hit ? c.total_seconds : c.compile_seconds);
     out += c.cache_hit ? "; cached CUBIN for " + arch + " (" + seconds + " s)"
                        : "; compiled for " + arch + " in " + seconds + " s";
   }

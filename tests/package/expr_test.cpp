@@ -51,9 +51,9 @@ TEST(Expr, Precedence) {
   EXPECT_EQ(eval("2 + 3 * 4"), 14);
   EXPECT_EQ(eval("(2 + 3) * 4"), 20);
   EXPECT_EQ(eval("2 * 3 + 4 * 5"), 26);
-  EXPECT_EQ(eval("10 - 4 - 3"), 3);     // left-associative
-  EXPECT_EQ(eval("100 / 10 / 5"), 2);   // left-associative
-  EXPECT_EQ(eval("17 % 5 * 2"), 4);     // same level as *
+  EXPECT_EQ(eval("10 - 4 - 3"), 3);    // left-associative
+  EXPECT_EQ(eval("100 / 10 / 5"), 2);  // left-associative
+  EXPECT_EQ(eval("17 % 5 * 2"), 4);    // same level as *
   EXPECT_EQ(eval("1 + 17 % 5"), 3);
   EXPECT_EQ(eval("-3 * -2"), 6);
   EXPECT_EQ(eval("- -3"), 3);

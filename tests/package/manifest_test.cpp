@@ -108,19 +108,30 @@ TEST_F(ManifestTest, FullFeaturedManifestIsValid) {
   json m = base_manifest();
   m["description"] = "two launches with a workspace";
   m["include_dirs"] = {"include"};
-  m["nvrtc_options"] = {"-std=c++17", "--use_fast_math", "-DTILE=1024", "-lineinfo", "--fmad=false",
-                        "-maxrregcount=64", "--extra-device-vectorization", "-default-device",
-                        "--ftz=true", "--prec-div=false", "--prec-sqrt=true", "-DFAST"};
-  m["workspace"] = json::parse(
-      R"J([{"name": "partial", "dtype": "f32", "shape": ["B", "ceil_div(N, 1024)"], "zero": true}])J");
+  m["nvrtc_options"] = {"-std=c++17",
+                        "--use_fast_math",
+                        "-DTILE=1024",
+                        "-lineinfo",
+                        "--fmad=false",
+                        "-maxrregcount=64",
+                        "--extra-device-vectorization",
+                        "-default-device",
+                        "--ftz=true",
+                        "--prec-div=false",
+                        "--prec-sqrt=true",
+                        "-DFAST"};
+  m["workspace"] = json::parse(R"J([
+    {"name": "partial", "dtype": "f32", "shape": ["B", "ceil_div(N, 1024)"], "zero": true}
+  ])J");
   m["launches"] = json::parse(R"J([
-    {"kernel": {"f32": "k<float>", "bf16": "k<__nv_bfloat16>"}, "grid": ["B", "ceil_div(N, 1024)", 1],
-     "block": [256, 1, 1], "shared_mem": "256 * 4",
+    {"kernel": {"f32": "k<float>", "bf16": "k<__nv_bfloat16>"},
+     "grid": ["B", "ceil_div(N, 1024)", 1], "block": [256, 1, 1], "shared_mem": "256 * 4",
      "args": [{"tensor": "x"}, {"workspace": "partial"}, {"shape": "N", "type": "i64"},
               {"attribute": "dim", "type": "i32"}, {"scalar": 1.5, "type": "f32"},
               {"scalar": 4000000000, "type": "u32"}]},
     {"kernel": "finish", "grid": ["B"], "block": [128],
-     "args": [{"workspace": "partial"}, {"tensor": "y"}, {"shape": "ceil_div(N, 1024) + dim", "type": "i32"}]}
+     "args": [{"workspace": "partial"}, {"tensor": "y"},
+              {"shape": "ceil_div(N, 1024) + dim", "type": "i32"}]}
   ])J");
   m["guard"] = json::parse(R"J({
     "dtypes": ["f32", "bf16"], "ranks": [2],
@@ -154,8 +165,9 @@ TEST_F(ManifestTest, FullFeaturedManifestIsValid) {
 
 TEST_F(ManifestTest, MissingManifest) {
   EXPECT_EQ(lines(check_manifest(pkg.path())),
-            std::vector<std::string>{line("(document)", "not found; a package directory must "
-                                                        "contain kgate.json")});
+            std::vector<std::string>{line("(document)",
+                                          "not found; a package directory must "
+                                          "contain kgate.json")});
 }
 
 TEST_F(ManifestTest, InvalidJsonNamesLineAndColumn) {
@@ -177,8 +189,9 @@ TEST_F(ManifestTest, TopLevelMustBeAnObject) {
 TEST_F(ManifestTest, WrongFormat) {
   json m = base_manifest();
   m["format"] = "kgate-package/2";
-  EXPECT_EQ(only_problem(m), line("format", "expected \"kgate-package/1\" (the format this kgate "
-                                            "reads), found \"kgate-package/2\""));
+  EXPECT_EQ(only_problem(m), line("format",
+                                  "expected \"kgate-package/1\" (the format this kgate "
+                                  "reads), found \"kgate-package/2\""));
 }
 
 TEST_F(ManifestTest, MissingFormat) {
@@ -191,26 +204,29 @@ TEST_F(ManifestTest, EmptyName) {
   json m = base_manifest();
   m["name"] = "";
   EXPECT_EQ(only_problem(m),
-            line("name", "expected a package name of letters, digits and _ . - (at most 64, such "
-                         "as \"softmax_rows\"), found \"\""));
+            line("name",
+                 "expected a package name of letters, digits and _ . - (at most 64, such "
+                 "as \"softmax_rows\"), found \"\""));
 }
 
 TEST_F(ManifestTest, MissingVersion) {
   json m = base_manifest();
   m.erase("version");
-  EXPECT_EQ(only_problem(m),
-            line("version", "missing; expected a semantic version MAJOR.MINOR.PATCH such as "
-                            "\"1.2.0\""));
+  EXPECT_EQ(only_problem(m), line("version",
+                                  "missing; expected a semantic version MAJOR.MINOR.PATCH such as "
+                                  "\"1.2.0\""));
 }
 
 TEST_F(ManifestTest, VersionNotSemver) {
   json m = base_manifest();
   m["version"] = "1.0";
-  EXPECT_EQ(only_problem(m), line("version", "expected a semantic version MAJOR.MINOR.PATCH such "
-                                             "as \"1.2.0\", found \"1.0\""));
+  EXPECT_EQ(only_problem(m), line("version",
+                                  "expected a semantic version MAJOR.MINOR.PATCH such "
+                                  "as \"1.2.0\", found \"1.0\""));
   m["version"] = 1;
-  EXPECT_EQ(only_problem(m), line("version", "expected a semantic version MAJOR.MINOR.PATCH such "
-                                             "as \"1.2.0\", found 1"));
+  EXPECT_EQ(only_problem(m), line("version",
+                                  "expected a semantic version MAJOR.MINOR.PATCH such "
+                                  "as \"1.2.0\", found 1"));
   m["version"] = "2.1.0-rc.1+build.5";
   EXPECT_TRUE(problems(m).empty());
 }
@@ -218,15 +234,17 @@ TEST_F(ManifestTest, VersionNotSemver) {
 TEST_F(ManifestTest, UnknownOpSuggestsClosest) {
   json m = base_manifest();
   m["op"] = "softmx";
-  EXPECT_EQ(only_problem(m), line("op", "unknown op \"softmx\"; did you mean \"softmax\"? known "
-                                        "ops: layer_norm, softmax"));
+  EXPECT_EQ(only_problem(m), line("op",
+                                  "unknown op \"softmx\"; did you mean \"softmax\"? known "
+                                  "ops: layer_norm, softmax"));
 }
 
 TEST_F(ManifestTest, OpMustBeAnIdentifier) {
   json m = base_manifest();
   m["op"] = "soft max";
-  EXPECT_EQ(only_problem(m), line("op", "expected the name of the op the package implements, such "
-                                        "as \"softmax\" (an identifier), found \"soft max\""));
+  EXPECT_EQ(only_problem(m), line("op",
+                                  "expected the name of the op the package implements, such "
+                                  "as \"softmax\" (an identifier), found \"soft max\""));
 }
 
 TEST_F(ManifestTest, UnknownTopLevelKeySuggestsClosest) {
@@ -242,19 +260,28 @@ TEST_F(ManifestTest, UnknownTopLevelKeySuggestsClosest) {
             line("zzz", std::string("unknown key \"zzz\"; expected one of: ") + kTopKeyList));
 }
 
+TEST_F(ManifestTest, UnknownKeyWithAKnownSynonym) {
+  json m = base_manifest();
+  m["kernels"] = m["launches"];
+  EXPECT_EQ(only_problem(m),
+            line("kernels", std::string("unknown key \"kernels\"; did you mean \"launches\"? "
+                                        "expected one of: ") +
+                                kTopKeyList));
+}
+
 TEST_F(ManifestTest, KernelTypoInLaunch) {
   json m = base_manifest();
   m["launches"][0]["kernal"] = "k<float>";
   m["launches"][0].erase("kernel");
-  EXPECT_EQ(problems(m),
-            (std::vector<std::string>{
-                line("launches[0].kernal", "unknown key \"kernal\"; did you mean \"kernel\"? "
-                                           "expected one of: kernel, grid, block, shared_mem, "
-                                           "args"),
-                line("launches[0].kernel",
-                     "missing; expected a kernel name expression such as "
-                     "\"softmax_rows<float>\", or an object of them per dtype such as "
-                     "{\"f32\": \"k<float>\"}")}));
+  EXPECT_EQ(problems(m), (std::vector<std::string>{
+                             line("launches[0].kernal",
+                                  "unknown key \"kernal\"; did you mean \"kernel\"? "
+                                  "expected one of: kernel, grid, block, shared_mem, "
+                                  "args"),
+                             line("launches[0].kernel",
+                                  "missing; expected a kernel name expression such as "
+                                  "\"softmax_rows<float>\", or an object of them per dtype such as "
+                                  "{\"f32\": \"k<float>\"}")}));
 }
 
 // --- paths -------------------------------------------------------------------------------------
@@ -262,18 +289,21 @@ TEST_F(ManifestTest, KernelTypoInLaunch) {
 TEST_F(ManifestTest, ParentDirectoryInSource) {
   json m = base_manifest();
   m["sources"] = {"../k.cu"};
-  EXPECT_EQ(only_problem(m), line("sources[0]", "\"../k.cu\" contains \"..\"; expected a path "
-                                                "inside the package directory"));
+  EXPECT_EQ(only_problem(m), line("sources[0]",
+                                  "\"../k.cu\" contains \"..\"; expected a path "
+                                  "inside the package directory"));
   m["sources"] = {"sub/../k.cu"};
-  EXPECT_EQ(only_problem(m), line("sources[0]", "\"sub/../k.cu\" contains \"..\"; expected a path "
-                                                "inside the package directory"));
+  EXPECT_EQ(only_problem(m), line("sources[0]",
+                                  "\"sub/../k.cu\" contains \"..\"; expected a path "
+                                  "inside the package directory"));
 }
 
 TEST_F(ManifestTest, AbsoluteSourcePath) {
   json m = base_manifest();
   m["sources"] = {"/etc/hosts"};
-  EXPECT_EQ(only_problem(m), line("sources[0]", "\"/etc/hosts\" is an absolute path; expected a "
-                                                "path relative to the package directory"));
+  EXPECT_EQ(only_problem(m), line("sources[0]",
+                                  "\"/etc/hosts\" is an absolute path; expected a "
+                                  "path relative to the package directory"));
 }
 
 TEST_F(ManifestTest, SymlinkEscapingThePackage) {
@@ -312,8 +342,9 @@ TEST_F(ManifestTest, SourceIsADirectory) {
   pkg.write("src/a.cu", kKernel);
   json m = base_manifest();
   m["sources"] = {"src"};
-  EXPECT_EQ(only_problem(m), line("sources[0]", "\"src\" is not a regular file; expected a CUDA "
-                                                "source file"));
+  EXPECT_EQ(only_problem(m), line("sources[0]",
+                                  "\"src\" is not a regular file; expected a CUDA "
+                                  "source file"));
 }
 
 TEST_F(ManifestTest, OversizedSource) {
@@ -321,15 +352,17 @@ TEST_F(ManifestTest, OversizedSource) {
   pkg.write("fits.cu", std::string(kMaxSourceBytes, ' '));
   json m = base_manifest();
   m["sources"] = {"big.cu", "fits.cu"};
-  EXPECT_EQ(only_problem(m), line("sources[0]", "\"big.cu\" has 1048577 bytes; expected at most "
-                                                "1048576 (1 MiB)"));
+  EXPECT_EQ(only_problem(m), line("sources[0]",
+                                  "\"big.cu\" has 1048577 bytes; expected at most "
+                                  "1048576 (1 MiB)"));
 }
 
 TEST_F(ManifestTest, SourcesMustBeANonEmptyArray) {
   json m = base_manifest();
   m["sources"] = json::array();
-  EXPECT_EQ(only_problem(m), line("sources", "expected a non-empty array of source files relative "
-                                             "to the package, found an array"));
+  EXPECT_EQ(only_problem(m), line("sources",
+                                  "expected a non-empty array of source files relative "
+                                  "to the package, found an array"));
   m["sources"] = {"k.cu", "k.cu"};
   EXPECT_EQ(only_problem(m), line("sources[1]", "\"k.cu\" is listed twice"));
 }
@@ -353,10 +386,12 @@ TEST_F(ManifestTest, IncludeDirMustBeADirectory) {
   m["include_dirs"] = {"k.cu", "/usr/include", "missing"};
   EXPECT_EQ(problems(m),
             (std::vector<std::string>{
-                line("include_dirs[0]", "\"k.cu\" is not a directory; expected a directory of "
-                                        "headers"),
-                line("include_dirs[1]", "\"/usr/include\" is an absolute path; expected a path "
-                                        "relative to the package directory"),
+                line("include_dirs[0]",
+                     "\"k.cu\" is not a directory; expected a directory of "
+                     "headers"),
+                line("include_dirs[1]",
+                     "\"/usr/include\" is an absolute path; expected a path "
+                     "relative to the package directory"),
                 line("include_dirs[2]", "\"missing\" does not exist in the package directory")}));
 }
 
@@ -365,18 +400,19 @@ TEST_F(ManifestTest, IncludeDirMustBeADirectory) {
 TEST_F(ManifestTest, ArchitectureOptionRefused) {
   json m = base_manifest();
   m["nvrtc_options"] = {"-std=c++17", "-arch=sm_80"};
-  EXPECT_EQ(only_problem(m),
-            line("nvrtc_options[1]", "\"-arch=sm_80\" is not allowed: kgate sets the GPU "
-                                     "architecture for the device (or `kgate validate --arch`); "
-                                     "remove it"));
+  EXPECT_EQ(only_problem(m), line("nvrtc_options[1]",
+                                  "\"-arch=sm_80\" is not allowed: kgate sets the GPU "
+                                  "architecture for the device (or `kgate validate --arch`); "
+                                  "remove it"));
 }
 
 TEST_F(ManifestTest, IncludePathOptionRefused) {
   json m = base_manifest();
   m["nvrtc_options"] = {"-I/usr/include"};
-  EXPECT_EQ(only_problem(m), line("nvrtc_options[0]", "\"-I/usr/include\" is not allowed: list "
-                                                      "include directories in \"include_dirs\" "
-                                                      "instead"));
+  EXPECT_EQ(only_problem(m), line("nvrtc_options[0]",
+                                  "\"-I/usr/include\" is not allowed: list "
+                                  "include directories in \"include_dirs\" "
+                                  "instead"));
 }
 
 TEST_F(ManifestTest, UnknownOptionRefused) {
@@ -393,18 +429,19 @@ TEST_F(ManifestTest, UnknownOptionRefused) {
 TEST_F(ManifestTest, MacroWithShellCharactersRefused) {
   json m = base_manifest();
   m["nvrtc_options"] = {"-DX=$(id)"};
-  EXPECT_EQ(only_problem(m),
-            line("nvrtc_options[0]", "\"-DX=$(id)\" is not an allowed macro definition; expected "
-                                     "-DNAME or -DNAME=VALUE (NAME an identifier, VALUE of "
-                                     "letters, digits and _ . + -)"));
+  EXPECT_EQ(only_problem(m), line("nvrtc_options[0]",
+                                  "\"-DX=$(id)\" is not an allowed macro definition; expected "
+                                  "-DNAME or -DNAME=VALUE (NAME an identifier, VALUE of "
+                                  "letters, digits and _ . + -)"));
 }
 
 TEST_F(ManifestTest, RegisterCountOutOfRange) {
   json m = base_manifest();
   m["nvrtc_options"] = {"-maxrregcount=4"};
-  EXPECT_EQ(only_problem(m), line("nvrtc_options[0]", "\"-maxrregcount=4\" is out of range; "
-                                                      "expected -maxrregcount=N with 16 <= N <= "
-                                                      "255"));
+  EXPECT_EQ(only_problem(m), line("nvrtc_options[0]",
+                                  "\"-maxrregcount=4\" is out of range; "
+                                  "expected -maxrregcount=N with 16 <= N <= "
+                                  "255"));
 }
 
 // --- expressions and symbols -------------------------------------------------------------------
@@ -420,32 +457,37 @@ TEST_F(ManifestTest, BadGridExpressionNamesTheColumn) {
 TEST_F(ManifestTest, UnknownSymbolInBlock) {
   json m = base_manifest();
   m["launches"][0]["block"] = {"M * 2"};
-  EXPECT_EQ(only_problem(m), line("launches[0].block[0]", "in \"M * 2\" at column 1: unknown "
-                                                          "symbol 'M'; known symbols: B, N, dim"));
+  EXPECT_EQ(only_problem(m), line("launches[0].block[0]",
+                                  "in \"M * 2\" at column 1: unknown "
+                                  "symbol 'M'; known symbols: B, N, dim"));
 }
 
 TEST_F(ManifestTest, GridNeedsOneToThreeExpressions) {
   json m = base_manifest();
   m["launches"][0]["grid"] = {1, 1, 1, 1};
-  EXPECT_EQ(only_problem(m), line("launches[0].grid", "expected an array of 1 to 3 integer "
-                                                      "expressions such as [\"B\", 1, 1], found "
-                                                      "an array"));
+  EXPECT_EQ(only_problem(m), line("launches[0].grid",
+                                  "expected an array of 1 to 3 integer "
+                                  "expressions such as [\"B\", 1, 1], found "
+                                  "an array"));
   m["launches"][0]["grid"] = {true};
-  EXPECT_EQ(only_problem(m), line("launches[0].grid[0]", "expected an integer expression such as "
-                                                         "\"ceil_div(N, 256)\", found true"));
+  EXPECT_EQ(only_problem(m), line("launches[0].grid[0]",
+                                  "expected an integer expression such as "
+                                  "\"ceil_div(N, 256)\", found true"));
 }
 
 TEST_F(ManifestTest, BlockTooLarge) {
   json m = base_manifest();
   m["launches"][0]["block"] = {64, 32};
-  EXPECT_EQ(only_problem(m), line("launches[0].block", "a block has 1 to 1024 threads; found 2048"));
+  EXPECT_EQ(only_problem(m),
+            line("launches[0].block", "a block has 1 to 1024 threads; found 2048"));
 }
 
 TEST_F(ManifestTest, SymbolDimensionOutsideTheRank) {
   json m = base_manifest();
   m["symbols"]["N"] = {"x", 2};
-  EXPECT_EQ(only_problem(m), line("symbols.N[1]", "dimension 2 does not exist in a rank-2 tensor "
-                                                  "(guard.ranks); expected -2 to 1"));
+  EXPECT_EQ(only_problem(m), line("symbols.N[1]",
+                                  "dimension 2 does not exist in a rank-2 tensor "
+                                  "(guard.ranks); expected -2 to 1"));
   m["symbols"]["N"] = {"x", -1};
   EXPECT_TRUE(problems(m).empty());
 }
@@ -453,8 +495,9 @@ TEST_F(ManifestTest, SymbolDimensionOutsideTheRank) {
 TEST_F(ManifestTest, SymbolBindingSyntax) {
   json m = base_manifest();
   m["symbols"]["N"] = "x.size(1)";
-  EXPECT_EQ(only_problem(m), line("symbols.N", "expected [TENSOR, DIM] such as [\"x\", 0], found "
-                                               "\"x.size(1)\""));
+  EXPECT_EQ(only_problem(m), line("symbols.N",
+                                  "expected [TENSOR, DIM] such as [\"x\", 0], found "
+                                  "\"x.size(1)\""));
 }
 
 // --- arguments ---------------------------------------------------------------------------------
@@ -462,35 +505,40 @@ TEST_F(ManifestTest, SymbolBindingSyntax) {
 TEST_F(ManifestTest, UnknownTensorSuggestsClosest) {
   json m = base_manifest();
   m["launches"][0]["args"][0] = {{"tensor", "xx"}};
-  EXPECT_EQ(only_problem(m), line("launches[0].args[0].tensor", "op \"softmax\" has no tensor "
-                                                                "\"xx\"; did you mean \"x\"? "
-                                                                "expected one of: x, y"));
+  EXPECT_EQ(only_problem(m), line("launches[0].args[0].tensor",
+                                  "op \"softmax\" has no tensor "
+                                  "\"xx\"; did you mean \"x\"? "
+                                  "expected one of: x, y"));
 }
 
 TEST_F(ManifestTest, OutputNeverPassed) {
   json m = base_manifest();
   m["launches"][0]["args"].erase(1);
-  EXPECT_EQ(only_problem(m), line("launches", "output \"y\" of op \"softmax\" is never passed to a "
-                                              "kernel; expected {\"tensor\": \"y\"} in some "
-                                              "launch's args"));
+  EXPECT_EQ(only_problem(m), line("launches",
+                                  "output \"y\" of op \"softmax\" is never passed to a "
+                                  "kernel; expected {\"tensor\": \"y\"} in some "
+                                  "launch's args"));
 }
 
 TEST_F(ManifestTest, BadScalarType) {
   json m = base_manifest();
   m["launches"][0]["args"][2]["type"] = "i16";
-  EXPECT_EQ(only_problem(m), line("launches[0].args[2].type", "expected one of i32, i64, u32, u64, "
-                                                              "found \"i16\""));
+  EXPECT_EQ(only_problem(m), line("launches[0].args[2].type",
+                                  "expected one of i32, i64, u32, u64, "
+                                  "found \"i16\""));
   m["launches"][0]["args"][2].erase("type");
-  EXPECT_EQ(only_problem(m), line("launches[0].args[2].type", "missing; expected the parameter's C "
-                                                              "type, one of i32, i64, u32, u64"));
+  EXPECT_EQ(only_problem(m), line("launches[0].args[2].type",
+                                  "missing; expected the parameter's C "
+                                  "type, one of i32, i64, u32, u64"));
 }
 
 TEST_F(ManifestTest, ArgumentWithTwoKinds) {
   json m = base_manifest();
   m["launches"][0]["args"][0] = {{"tensor", "x"}, {"shape", "N"}};
-  EXPECT_EQ(only_problem(m), line("launches[0].args[0]", "expected exactly one of tensor, "
-                                                         "workspace, shape, attribute, scalar, "
-                                                         "found tensor and shape"));
+  EXPECT_EQ(only_problem(m), line("launches[0].args[0]",
+                                  "expected exactly one of tensor, "
+                                  "workspace, shape, attribute, scalar, "
+                                  "found tensor and shape"));
 }
 
 TEST_F(ManifestTest, UndeclaredWorkspace) {
@@ -504,23 +552,26 @@ TEST_F(ManifestTest, UndeclaredWorkspace) {
 TEST_F(ManifestTest, WorkspaceNamedLikeATensor) {
   json m = base_manifest();
   m["workspace"] = json::parse(R"J([{"name": "y", "dtype": "f32", "shape": ["B"]}])J");
-  EXPECT_EQ(only_problem(m), line("workspace[0].name", "\"y\" is a tensor of op \"softmax\"; a "
-                                                       "workspace needs its own name"));
+  EXPECT_EQ(only_problem(m), line("workspace[0].name",
+                                  "\"y\" is a tensor of op \"softmax\"; a "
+                                  "workspace needs its own name"));
 }
 
 TEST_F(ManifestTest, NonIntegerAttributeAsIntegerArgument) {
   json m = base_manifest();
   m["attributes"]["dim"] = -1.5;
   m["launches"][0]["args"].push_back({{"attribute", "dim"}, {"type", "i32"}});
-  EXPECT_EQ(only_problem(m), line("launches[0].args[3].type", "attribute \"dim\" is not an "
-                                                              "integer; expected f32 or f64"));
+  EXPECT_EQ(only_problem(m), line("launches[0].args[3].type",
+                                  "attribute \"dim\" is not an "
+                                  "integer; expected f32 or f64"));
 }
 
 TEST_F(ManifestTest, UnknownAttribute) {
   json m = base_manifest();
   m["attributes"]["eps"] = 1e-5;
-  EXPECT_EQ(only_problem(m), line("attributes.eps", "op \"softmax\" has no attribute \"eps\"; "
-                                                    "expected one of: dim"));
+  EXPECT_EQ(only_problem(m), line("attributes.eps",
+                                  "op \"softmax\" has no attribute \"eps\"; "
+                                  "expected one of: dim"));
 }
 
 TEST_F(ManifestTest, ScalarOutOfRangeForItsType) {
@@ -538,23 +589,25 @@ TEST_F(ManifestTest, ScalarOutOfRangeForItsType) {
 TEST_F(ManifestTest, KernelNameWithStatementRefused) {
   json m = base_manifest();
   m["launches"][0]["kernel"] = "k<float>; int x";
-  EXPECT_EQ(only_problem(m),
-            line("launches[0].kernel", "expected a C++ kernel name (templates allowed: letters, "
-                                       "digits, spaces and _ : < > , . * & ( ) -), found "
-                                       "\"k<float>; int x\""));
+  EXPECT_EQ(only_problem(m), line("launches[0].kernel",
+                                  "expected a C++ kernel name (templates allowed: letters, "
+                                  "digits, spaces and _ : < > , . * & ( ) -), found "
+                                  "\"k<float>; int x\""));
 }
 
 TEST_F(ManifestTest, PerDtypeKernelsMustCoverTheGuard) {
   json m = base_manifest();
   m["guard"]["dtypes"] = {"f32", "bf16"};
   m["launches"][0]["kernel"] = {{"f32", "k<float>"}};
-  EXPECT_EQ(only_problem(m), line("launches[0].kernel", "no kernel for dtype \"bf16\" of "
-                                                        "guard.dtypes; expected a name expression "
-                                                        "for every guard dtype"));
-  m["launches"][0]["kernel"] = {{"f32", "k<float>"}, {"bf16", "k<__nv_bfloat16>"},
-                                {"f16", "k<__half>"}};
-  EXPECT_EQ(only_problem(m), line("launches[0].kernel.f16", "dtype \"f16\" is not in "
-                                                            "guard.dtypes"));
+  EXPECT_EQ(only_problem(m), line("launches[0].kernel",
+                                  "no kernel for dtype \"bf16\" of "
+                                  "guard.dtypes; expected a name expression "
+                                  "for every guard dtype"));
+  m["launches"][0]["kernel"] = {
+      {"f32", "k<float>"}, {"bf16", "k<__nv_bfloat16>"}, {"f16", "k<__half>"}};
+  EXPECT_EQ(only_problem(m), line("launches[0].kernel.f16",
+                                  "dtype \"f16\" is not in "
+                                  "guard.dtypes"));
 }
 
 // --- guard -------------------------------------------------------------------------------------
@@ -562,44 +615,51 @@ TEST_F(ManifestTest, PerDtypeKernelsMustCoverTheGuard) {
 TEST_F(ManifestTest, UnknownGuardDtype) {
   json m = base_manifest();
   m["guard"]["dtypes"] = {"f8"};
-  EXPECT_EQ(only_problem(m), line("guard.dtypes[0]", "unknown dtype \"f8\"; expected one of f16, "
-                                                     "bf16, f32, f64"));
+  EXPECT_EQ(only_problem(m), line("guard.dtypes[0]",
+                                  "unknown dtype \"f8\"; expected one of f16, "
+                                  "bf16, f32, f64"));
   m["guard"]["dtypes"] = {"i32"};
-  EXPECT_EQ(only_problem(m), line("guard.dtypes[0]", "dtype \"i32\" is not supported here; "
-                                                     "expected one of f16, bf16, f32, f64"));
+  EXPECT_EQ(only_problem(m), line("guard.dtypes[0]",
+                                  "dtype \"i32\" is not supported here; "
+                                  "expected one of f16, bf16, f32, f64"));
 }
 
 TEST_F(ManifestTest, MissingGuard) {
   json m = base_manifest();
   m.erase("guard");
-  EXPECT_EQ(only_problem(m), line("guard", "missing; expected an object with at least \"dtypes\", "
-                                           "such as {\"dtypes\": [\"f32\"]}"));
+  EXPECT_EQ(only_problem(m), line("guard",
+                                  "missing; expected an object with at least \"dtypes\", "
+                                  "such as {\"dtypes\": [\"f32\"]}"));
 }
 
 TEST_F(ManifestTest, ShapeRangeMinAboveMax) {
   json m = base_manifest();
   m["guard"]["shapes"] = {{"N", {{"min", 10}, {"max", 5}}}};
-  EXPECT_EQ(only_problem(m), line("guard.shapes.N", "min 10 is greater than max 5; expected min "
-                                                    "<= max"));
+  EXPECT_EQ(only_problem(m), line("guard.shapes.N",
+                                  "min 10 is greater than max 5; expected min "
+                                  "<= max"));
 }
 
 TEST_F(ManifestTest, ShapeRangeOfUnknownSymbol) {
   json m = base_manifest();
   m["guard"]["shapes"] = {{"K", {{"min", 1}, {"max", 5}}}};
-  EXPECT_EQ(only_problem(m), line("guard.shapes.K", "unknown symbol \"K\"; expected one of "
-                                                    "\"symbols\": B, N"));
+  EXPECT_EQ(only_problem(m), line("guard.shapes.K",
+                                  "unknown symbol \"K\"; expected one of "
+                                  "\"symbols\": B, N"));
 }
 
 TEST_F(ManifestTest, UnknownLayout) {
   json m = base_manifest();
   m["guard"]["layouts"] = {"contiguous", "rowmajor"};
-  EXPECT_EQ(only_problem(m), line("guard.layouts[1]", "expected one of contiguous, strided, "
-                                                      "offset; found \"rowmajor\""));
+  EXPECT_EQ(only_problem(m), line("guard.layouts[1]",
+                                  "expected one of contiguous, strided, "
+                                  "offset; found \"rowmajor\""));
 }
 
 TEST_F(ManifestTest, VariantWithoutCalls) {
   json m = base_manifest();
-  m["guard"]["variants"] = json::parse(R"J([{"dims": {"B": 1, "N": 2}, "dtype": "f32", "calls": 0}])J");
+  m["guard"]["variants"] =
+      json::parse(R"J([{"dims": {"B": 1, "N": 2}, "dtype": "f32", "calls": 0}])J");
   EXPECT_EQ(only_problem(m), line("guard.variants[0].calls", "expected an integer >= 1, found 0"));
 }
 
@@ -612,6 +672,24 @@ TEST_F(ManifestTest, VariantOutsideTheGuard) {
             (std::vector<std::string>{
                 line("guard.variants[0].dims.N", "4096 is outside guard.shapes.N [1, 1024]"),
                 line("guard.variants[0].dtype", "dtype \"bf16\" is not in guard.dtypes")}));
+}
+
+TEST_F(ManifestTest, VariantMustGiveEverySymbol) {
+  json m = base_manifest();
+  m["guard"]["variants"] = json::parse(R"J([{"dims": {"N": 4096}, "dtype": "f32", "calls": 7}])J");
+  EXPECT_EQ(only_problem(m), line("guard.variants[0].dims",
+                                  "no value for B; expected a value for "
+                                  "every symbol: B, N"));
+}
+
+TEST_F(ManifestTest, VariantNotAMultipleOfTheGuard) {
+  json m = base_manifest();
+  m["guard"]["shapes"] = {{"N", {{"min", 1}, {"max", 8192}, {"multiple_of", 8}}}};
+  m["guard"]["variants"] =
+      json::parse(R"J([{"dims": {"B": 2, "N": 4100}, "dtype": "f32", "calls": 7}])J");
+  EXPECT_EQ(only_problem(m), line("guard.variants[0].dims.N",
+                                  "4100 is not a multiple of 8 "
+                                  "(guard.shapes.N.multiple_of)"));
 }
 
 // --- every problem at once, and load_manifest ---------------------------------------------------
@@ -645,8 +723,9 @@ TEST_F(ManifestTest, LoadManifestThrowsEveryProblem) {
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::package);
     EXPECT_EQ(std::string(e.what()),
-              line("version", "expected a semantic version MAJOR.MINOR.PATCH such as \"1.2.0\", "
-                              "found \"one\"") +
+              line("version",
+                   "expected a semantic version MAJOR.MINOR.PATCH such as \"1.2.0\", "
+                   "found \"one\"") +
                   "\n" +
                   line("guard.layouts[0]",
                        "expected one of contiguous, strided, offset; found \"rowmajor\""));

@@ -45,7 +45,11 @@ __global__ void scale(const T* x, T* y, long long n) {
 }
 )J";
 
-bool is_elf(const std::string& image) { return image.size() > 4 && image.compare(0, 4, "\x7f" "ELF") == 0; }
+bool is_elf(const std::string& image) {
+  return image.size() > 4 && image.compare(0, 4,
+                                           "\x7f"
+                                           "ELF") == 0;
+}
 
 CompileOptions options_in(const TempDir& cache) {
   CompileOptions o;
@@ -163,8 +167,10 @@ TEST(NvrtcCache, SyntaxErrorShowsTheCompilerLog) {
   } catch (const Error& e) {
     const std::string what = e.what();
     EXPECT_EQ(e.kind(), ErrorKind::package);
-    EXPECT_EQ(what.rfind((pkg.path() / "kgate.json").string() + ": sources: NVRTC could not compile "
-                         "package \"tiny\" (broken.cu) for sm_90: NVRTC_ERROR_COMPILATION\n", 0),
+    EXPECT_EQ(what.rfind((pkg.path() / "kgate.json").string() +
+                             ": sources: NVRTC could not compile "
+                             "package \"tiny\" (broken.cu) for sm_90: NVRTC_ERROR_COMPILATION\n",
+                         0),
               0u)
         << what;
     EXPECT_NE(what.find("broken.cu(2): error: expected a \";\""), std::string::npos) << what;
@@ -199,9 +205,11 @@ TEST(NvrtcCache, MissingKernelNameIsAProblem) {
 
 TEST(NvrtcCache, HeadersComeFromIncludeDirsOnly) {
   TempDir pkg, cache;
-  pkg.write("src/a.cu", "#include \"common/defs.cuh\"\n"
-                        "extern \"C\" __global__ void first(float* x) { x[0] = FACTOR; }\n");
-  pkg.write("src/b.cu", "template <int K> __global__ void second(float* x) { x[0] = K * FACTOR; }\n");
+  pkg.write("src/a.cu",
+            "#include \"common/defs.cuh\"\n"
+            "extern \"C\" __global__ void first(float* x) { x[0] = FACTOR; }\n");
+  pkg.write("src/b.cu",
+            "template <int K> __global__ void second(float* x) { x[0] = K * FACTOR; }\n");
   pkg.write("inc/common/defs.cuh", "#pragma once\n#define FACTOR 3.0f\n");
   json manifest = tiny_manifest();
   manifest["sources"] = {"src/a.cu", "src/b.cu"};
@@ -240,9 +248,10 @@ TEST(NvrtcCache, BadArchitectureIsAUsageError) {
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::usage);
-    EXPECT_STREQ(e.what(), "GPU architecture \"compute_90\" is not valid; expected a real "
-                           "architecture such as \"sm_90\" (a CUBIN is built, so compute_XY is "
-                           "refused)");
+    EXPECT_STREQ(e.what(),
+                 "GPU architecture \"compute_90\" is not valid; expected a real "
+                 "architecture such as \"sm_90\" (a CUBIN is built, so compute_XY is "
+                 "refused)");
   }
 }
 
@@ -278,12 +287,13 @@ TEST(NvrtcCache, ExamplePackageValidatesAndCompiles) {
   EXPECT_EQ(nvrtc_compile_count(), before);
   EXPECT_EQ(warm.compiled->cubin, cold.compiled->cubin);
 
-  std::printf("[ timing   ] softmax_rows example: cold compile %.3f s (NVRTC %.3f s), cache hit "
-              "%.4f s\n",
-              cold.compiled->total_seconds, cold.compiled->compile_seconds,
-              warm.compiled->total_seconds);
+  std::printf(
+      "[ timing   ] softmax_rows example: cold compile %.3f s (NVRTC %.3f s), cache hit "
+      "%.4f s\n",
+      cold.compiled->total_seconds, cold.compiled->compile_seconds, warm.compiled->total_seconds);
   EXPECT_EQ(format_summary(warm).rfind("softmax_rows 1.0.0 (op softmax): 1 launch, 3 kernels; "
-                                       "cached CUBIN for sm_90 (", 0),
+                                       "cached CUBIN for sm_90 (",
+                                       0),
             0u)
       << format_summary(warm);
 }
