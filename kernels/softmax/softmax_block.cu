@@ -1,10 +1,14 @@
 // softmax_block: row softmax over x:[B,N] for f32, f16 and bf16, any N.
 //   N <= 1024:   one warp per row, the row held in registers (one read, one write);
 //   N <= 16384:  one 1024-thread block per row, the row held in registers;
+//   N <= 48K:    one 1024-thread block per row, the row staged in shared memory (one read, one
+//                write; 16-byte vector accesses when rows are 16-byte aligned);
 //   larger N:    one block per row, online max/sum pass then a write pass (two reads).
 // Accumulation is in float. Rows may start anywhere (no alignment assumption); the last dim must be
 // contiguous.
 #include <cuda_runtime.h>
+
+#include <cstdint>
 
 #include "core/error.hpp"
 #include "kernels/common/softmax_math.cuh"
@@ -16,6 +20,7 @@ namespace {
 
 constexpr int kWarpRowsPerBlock = 4;
 constexpr int kBigBlock = 1024;
+constexpr int kSmemRowMax = 48 * 1024;  // floats of dynamic shared memory per row (192 KiB)
 
 template <typename T, int kElems>
 __global__ void softmax_warp_rows(const T* __restrict__ x, T* __restrict__ y, int64_t rows, int n,
@@ -81,7 +86,59 @@ __global__ void softmax_block_rows(const T* __restrict__ x, T* __restrict__ y, i
   }
 }
 
-// Online (max, sum) pass, then the write pass: for rows too long for registers.
+// Rows staged in shared memory as float. Each thread touches only its own positions, so the
+// passes need no barrier beyond the ones inside the reductions. kVec: 16-byte loads and stores;
+// element j of vector i sits at row[j * chunks + i], so a warp's shared accesses hit distinct banks.
+template <typename T, bool kVec>
+__global__ void softmax_smem_rows(const T* __restrict__ x, T* __restrict__ y, int n, int64_t x_row_stride,
+                                  int64_t y_row_stride) {
+  extern __shared__ float row[];
+  __shared__ float scratch[32];
+  constexpr int kV = kVec ? 16 / sizeof(T) : 1;
+  const T* xr = x + static_cast<int64_t>(blockIdx.x) * x_row_stride;
+  T* yr = y + static_cast<int64_t>(blockIdx.x) * y_row_stride;
+  const int chunks = n / kV;
+  float m = -INFINITY;
+#pragma unroll 4
+  for (int i = threadIdx.x; i < chunks; i += blockDim.x) {
+    T v[kV];
+    if constexpr (kVec) {
+      *reinterpret_cast<uint4*>(v) = reinterpret_cast<const uint4*>(xr)[i];
+    } else {
+      v[0] = xr[i];
+    }
+#pragma unroll
+    for (int j = 0; j < kV; ++j) {
+      const float f = to_float(v[j]);
+      row[j * chunks + i] = f;
+      m = fmaxf(m, f);
+    }
+  }
+  m = block_reduce<true>(m, scratch);
+  float s = 0.f;
+  for (int i = threadIdx.x; i < chunks; i += blockDim.x) {
+#pragma unroll
+    for (int j = 0; j < kV; ++j) {
+      const float e = expf(row[j * chunks + i] - m);
+      row[j * chunks + i] = e;
+      s += e;
+    }
+  }
+  s = block_reduce<false>(s, scratch);
+  const float inv = 1.f / s;
+  for (int i = threadIdx.x; i < chunks; i += blockDim.x) {
+    T v[kV];
+#pragma unroll
+    for (int j = 0; j < kV; ++j) v[j] = from_float<T>(row[j * chunks + i] * inv);
+    if constexpr (kVec) {
+      reinterpret_cast<uint4*>(yr)[i] = *reinterpret_cast<const uint4*>(v);
+    } else {
+      yr[i] = v[0];
+    }
+  }
+}
+
+// Online (max, sum) pass, then the write pass: for rows too long for shared memory.
 template <typename T>
 __global__ void softmax_long_rows(const T* __restrict__ x, T* __restrict__ y, int64_t n, int64_t x_row_stride,
                                   int64_t y_row_stride) {
@@ -118,6 +175,22 @@ void launch_block(const T* x, T* y, int64_t rows, int n, int64_t xs, int64_t ys,
   softmax_block_rows<T, kElems><<<static_cast<unsigned>(rows), kBigBlock, 0, stream>>>(x, y, n, xs, ys);
 }
 
+template <typename T, bool kVec>
+void launch_smem(const T* x, T* y, int64_t rows, int n, int64_t xs, int64_t ys, cudaStream_t stream) {
+  const size_t bytes = static_cast<size_t>(n) * sizeof(float);
+  KGATE_CUDA_CALL(cudaFuncSetAttribute(softmax_smem_rows<T, kVec>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       static_cast<int>(bytes)));
+  softmax_smem_rows<T, kVec><<<static_cast<unsigned>(rows), kBigBlock, bytes, stream>>>(x, y, n, xs, ys);
+}
+
+// 16-byte vector access is possible when both rows start 16-byte aligned and N fills whole vectors.
+template <typename T>
+bool vector_ok(const void* x, const void* y, int64_t n, int64_t xs, int64_t ys) {
+  constexpr int64_t v = 16 / sizeof(T);
+  return reinterpret_cast<uintptr_t>(x) % 16 == 0 && reinterpret_cast<uintptr_t>(y) % 16 == 0 && n % v == 0 &&
+         xs % v == 0 && ys % v == 0;
+}
+
 template <typename T>
 void run(const KernelCall& call) {
   const TensorView& xv = call.inputs.at(0);
@@ -143,6 +216,8 @@ void run(const KernelCall& call) {
   else if (n <= 4096) launch_block<T, 4>(x, y, rows, static_cast<int>(n), xs, ys, stream);
   else if (n <= 8192) launch_block<T, 8>(x, y, rows, static_cast<int>(n), xs, ys, stream);
   else if (n <= 16384) launch_block<T, 16>(x, y, rows, static_cast<int>(n), xs, ys, stream);
+  else if (n <= kSmemRowMax && vector_ok<T>(x, y, n, xs, ys)) launch_smem<T, true>(x, y, rows, static_cast<int>(n), xs, ys, stream);
+  else if (n <= kSmemRowMax) launch_smem<T, false>(x, y, rows, static_cast<int>(n), xs, ys, stream);
   else softmax_long_rows<T><<<static_cast<unsigned>(rows), kBigBlock, 0, stream>>>(x, y, n, xs, ys);
   KGATE_CUDA_CALL(cudaGetLastError());
 }
@@ -162,7 +237,7 @@ KGATE_REGISTER_KERNEL(([] {
   k.op = "softmax";
   k.backend = Backend::cuda;
   k.dtypes = {DType::f32, DType::f16, DType::bf16};
-  k.tile_sizes = {32, 1024};
+  k.tile_sizes = {32, 1024, 16384, kSmemRowMax};
   k.accepts_strided = false;
   k.accepts_unaligned = true;
   k.source = "kernels/softmax/softmax_block.cu";
