@@ -1,0 +1,166 @@
+// Configuration file parsing and precedence.
+#include "core/config.hpp"
+
+#include <algorithm>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
+
+namespace kgate {
+namespace {
+
+using nlohmann::json;
+
+struct Ctx {
+  const std::string& path;
+  [[noreturn]] void fail(const std::string& field, const std::string& what) const {
+    throw_usage(path + ": " + field + ": " + what);
+  }
+};
+
+double number(const Ctx& c, const json& v, const std::string& field, double lo, double hi) {
+  if (!v.is_number()) c.fail(field, "expected a number, found " + v.dump());
+  const double d = v.get<double>();
+  if (!(d >= lo && d <= hi)) c.fail(field, "expected a number in [" + json(lo).dump() + ", " + json(hi).dump() + "], found " + v.dump());
+  return d;
+}
+
+void check_keys(const Ctx& c, const json& obj, const std::string& field, const std::vector<std::string>& keys) {
+  if (!obj.is_object()) c.fail(field.empty() ? "(top level)" : field, "expected an object, found " + obj.dump());
+  for (auto it = obj.begin(); it != obj.end(); ++it)
+    if (std::find(keys.begin(), keys.end(), it.key()) == keys.end()) {
+      std::string known;
+      for (const auto& k : keys) known += (known.empty() ? "" : ", ") + k;
+      c.fail(field.empty() ? it.key() : field + "." + it.key(), "unknown key; expected one of " + known);
+    }
+}
+
+GateSettings parse_settings(const Ctx& c, const json& j, const std::string& field) {
+  static const std::vector<std::string> keys = {"cases", "families", "rule", "atol", "rtol", "tolerance", "max_ulp",
+                                                "ref_ratio_k", "ref_ratio_floor", "delta", "alpha", "time_budget_s",
+                                                "fragile_margin"};
+  check_keys(c, j, field, keys);
+  GateSettings s;
+  const auto f = [&](const char* k) { return field + "." + k; };
+  if (j.contains("cases")) {
+    if (!j["cases"].is_number_integer() || j["cases"].get<int64_t>() < 1) c.fail(f("cases"), "expected a positive integer, found " + j["cases"].dump());
+    s.cases = j["cases"].get<int64_t>();
+  }
+  if (j.contains("families")) {
+    static const std::vector<std::string> known = {"random", "ragged", "extreme", "special", "layout"};
+    if (!j["families"].is_array()) c.fail(f("families"), "expected an array of family names");
+    for (const auto& v : j["families"]) {
+      if (!v.is_string() || std::find(known.begin(), known.end(), v.get<std::string>()) == known.end())
+        c.fail(f("families"), "unknown family " + v.dump() + "; expected random, ragged, extreme, special or layout");
+      s.families.push_back(v.get<std::string>());
+    }
+  }
+  if (j.contains("rule")) {
+    const auto& r = j["rule"];
+    if (!r.is_string() || (r != "allclose" && r != "ulp" && r != "ref_ratio"))
+      c.fail(f("rule"), "expected \"allclose\", \"ulp\" or \"ref_ratio\", found " + r.dump());
+    s.rule = r.get<std::string>();
+  }
+  if (j.contains("atol")) s.atol = number(c, j["atol"], f("atol"), 0, 1e30);
+  if (j.contains("rtol")) s.rtol = number(c, j["rtol"], f("rtol"), 0, 1e30);
+  if (j.contains("tolerance")) {
+    const auto& t = j["tolerance"];
+    if (!t.is_object()) c.fail(f("tolerance"), "expected an object keyed by dtype, e.g. {\"bf16\": {\"rtol\": 0.02}}");
+    for (auto it = t.begin(); it != t.end(); ++it) {
+      const std::string tf = f("tolerance") + "." + it.key();
+      DType d;
+      try {
+        d = parse_dtype(it.key());
+      } catch (const Error&) {
+        c.fail(tf, "unknown dtype; expected f16, bf16, f32 or f64");
+      }
+      check_keys(c, it.value(), tf, {"atol", "rtol"});
+      auto& entry = s.tolerance[d];
+      if (it.value().contains("atol")) entry.first = number(c, it.value()["atol"], tf + ".atol", 0, 1e30);
+      if (it.value().contains("rtol")) entry.second = number(c, it.value()["rtol"], tf + ".rtol", 0, 1e30);
+    }
+  }
+  if (j.contains("max_ulp")) s.max_ulp = number(c, j["max_ulp"], f("max_ulp"), 0, 1e18);
+  if (j.contains("ref_ratio_k")) s.ref_ratio_k = number(c, j["ref_ratio_k"], f("ref_ratio_k"), 1, 1e6);
+  if (j.contains("ref_ratio_floor")) s.ref_ratio_floor = number(c, j["ref_ratio_floor"], f("ref_ratio_floor"), 0, 1e30);
+  if (j.contains("delta")) s.delta = number(c, j["delta"], f("delta"), 0, 10);
+  if (j.contains("alpha")) s.alpha = number(c, j["alpha"], f("alpha"), 1e-9, 0.5);
+  if (j.contains("time_budget_s")) s.time_budget_s = number(c, j["time_budget_s"], f("time_budget_s"), 0, 86400);
+  if (j.contains("fragile_margin")) s.fragile_margin = number(c, j["fragile_margin"], f("fragile_margin"), 0, 1);
+  return s;
+}
+
+template <typename T>
+void take(std::optional<T>& into, const std::optional<T>& from) {
+  if (from) into = from;
+}
+
+}  // namespace
+
+void GateSettings::overlay(const GateSettings& o) {
+  take(cases, o.cases);
+  if (!o.families.empty()) families = o.families;
+  take(rule, o.rule);
+  // A level that sets a blanket atol/rtol overrides per-dtype values from the levels below it.
+  if (o.atol) {
+    atol = o.atol;
+    for (auto& [d, t] : tolerance) t.first.reset();
+  }
+  if (o.rtol) {
+    rtol = o.rtol;
+    for (auto& [d, t] : tolerance) t.second.reset();
+  }
+  for (const auto& [d, t] : o.tolerance) {
+    take(tolerance[d].first, t.first);
+    take(tolerance[d].second, t.second);
+  }
+  take(max_ulp, o.max_ulp);
+  take(ref_ratio_k, o.ref_ratio_k);
+  take(ref_ratio_floor, o.ref_ratio_floor);
+  take(delta, o.delta);
+  take(alpha, o.alpha);
+  take(time_budget_s, o.time_budget_s);
+  take(fragile_margin, o.fragile_margin);
+}
+
+GateSettings Config::resolve(const std::string& op, const std::string& kernel, const GateSettings& cli) const {
+  GateSettings s = global;
+  if (auto it = ops.find(op); it != ops.end()) s.overlay(it->second);
+  if (auto it = kernels.find(kernel); it != kernels.end()) s.overlay(it->second);
+  s.overlay(cli);
+  return s;
+}
+
+Config parse_config(const json& j, const std::string& path) {
+  const Ctx c{path};
+  check_keys(c, j, "", {"format", "global", "ops", "kernels"});
+  if (!j.contains("format") || j["format"] != "kgate-config/1")
+    c.fail("format", "expected \"kgate-config/1\", found " + (j.contains("format") ? j["format"].dump() : std::string("nothing")));
+  Config cfg;
+  cfg.path = path;
+  if (j.contains("global")) cfg.global = parse_settings(c, j["global"], "global");
+  for (const char* level : {"ops", "kernels"}) {
+    if (!j.contains(level)) continue;
+    if (!j[level].is_object()) c.fail(level, "expected an object keyed by name");
+    auto& into = std::string(level) == "ops" ? cfg.ops : cfg.kernels;
+    for (auto it = j[level].begin(); it != j[level].end(); ++it)
+      into[it.key()] = parse_settings(c, it.value(), std::string(level) + "." + it.key());
+  }
+  return cfg;
+}
+
+Config load_config(const std::filesystem::path& path) {
+  std::ifstream f(path);
+  if (!f) throw_usage(path.string() + ": cannot open the config file (check --config)");
+  json j;
+  try {
+    f >> j;
+  } catch (const std::exception& e) {
+    throw_usage(path.string() + ": not valid JSON: " + e.what());
+  }
+  return parse_config(j, path.string());
+}
+
+}  // namespace kgate

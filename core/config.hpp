@@ -1,0 +1,59 @@
+// The configuration file (--config FILE, "format": "kgate-config/1"): gate settings with the
+// precedence global < op < kernel < command line. Every field is optional at every level.
+//
+//   {
+//     "format": "kgate-config/1",
+//     "global":  {"cases": 64, "rule": "allclose", "delta": 0.02, "alpha": 0.05},
+//     "ops":     {"softmax": {"tolerance": {"bf16": {"atol": 1e-5, "rtol": 0.02}}}},
+//     "kernels": {"softmax_block": {"rule": "ref_ratio", "ref_ratio_k": 4, "cases": 128}}
+//   }
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/dtype.hpp"
+
+namespace kgate {
+
+/// One level of settings; unset fields inherit from the level below.
+struct GateSettings {
+  std::optional<int64_t> cases;
+  std::vector<std::string> families;  ///< empty: inherit
+  std::optional<std::string> rule;    ///< allclose, ulp, ref_ratio
+  std::optional<double> atol;         ///< for every dtype (a per-dtype tolerance wins)
+  std::optional<double> rtol;
+  std::map<DType, std::pair<std::optional<double>, std::optional<double>>> tolerance;  ///< per dtype
+  std::optional<double> max_ulp;
+  std::optional<double> ref_ratio_k;
+  std::optional<double> ref_ratio_floor;
+  std::optional<double> delta;
+  std::optional<double> alpha;
+  std::optional<double> time_budget_s;
+  std::optional<double> fragile_margin;
+
+  /// Overlays `over` on this (fields set in `over` win).
+  void overlay(const GateSettings& over);
+};
+
+struct Config {
+  std::string path;  ///< the file it came from (for messages); empty: built-in defaults
+  GateSettings global;
+  std::map<std::string, GateSettings> ops;
+  std::map<std::string, GateSettings> kernels;
+
+  /// global < op < kernel < cli.
+  GateSettings resolve(const std::string& op, const std::string& kernel, const GateSettings& cli) const;
+};
+
+/// Parses a config; throws a usage Error naming the file, the field (e.g. "ops.softmax.tolerance.bf16.rtol")
+/// and what was expected. Unknown keys are errors.
+Config parse_config(const nlohmann::json& j, const std::string& path);
+Config load_config(const std::filesystem::path& path);
+
+}  // namespace kgate

@@ -1,0 +1,75 @@
+// The config file: precedence global < op < kernel < command line, and exact error messages.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/config.hpp"
+#include "core/error.hpp"
+
+namespace kgate {
+namespace {
+
+const char* kConfig = R"({
+  "format": "kgate-config/1",
+  "global": {"cases": 64, "rule": "allclose", "rtol": 1e-3, "delta": 0.02},
+  "ops": {"softmax": {"tolerance": {"bf16": {"rtol": 0.02}}, "cases": 100}},
+  "kernels": {"softmax_block": {"cases": 128, "delta": 0.03, "tolerance": {"bf16": {"atol": 1e-4}}}}
+})";
+
+TEST(Config, PrecedenceGlobalOpKernelCli) {
+  const auto cfg = parse_config(nlohmann::json::parse(kConfig), "kgate.config.json");
+  auto s = cfg.resolve("softmax", "softmax_block", {});
+  EXPECT_EQ(*s.cases, 128);          // kernel beats op beats global
+  EXPECT_EQ(*s.rule, "allclose");    // global
+  EXPECT_DOUBLE_EQ(*s.delta, 0.03);  // kernel
+  EXPECT_DOUBLE_EQ(*s.tolerance.at(DType::bf16).second, 0.02);  // op
+  EXPECT_DOUBLE_EQ(*s.tolerance.at(DType::bf16).first, 1e-4);   // kernel
+  GateSettings cli;
+  cli.cases = 5;
+  cli.rtol = 0.5;
+  s = cfg.resolve("softmax", "softmax_block", cli);
+  EXPECT_EQ(*s.cases, 5);
+  EXPECT_DOUBLE_EQ(*s.rtol, 0.5);
+  EXPECT_FALSE(s.tolerance.at(DType::bf16).second.has_value());  // a blanket CLI rtol wins over per-dtype
+  s = cfg.resolve("layer_norm", "other", {});
+  EXPECT_EQ(*s.cases, 64);
+  EXPECT_DOUBLE_EQ(*s.rtol, 1e-3);
+}
+
+std::string error_of(const std::string& text) {
+  try {
+    parse_config(nlohmann::json::parse(text), "cfg.json");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(Config, ErrorsNameFileFieldAndExpectation) {
+  EXPECT_EQ(error_of(R"({"global": {}})"), "cfg.json: format: expected \"kgate-config/1\", found nothing");
+  EXPECT_EQ(error_of(R"({"format": "kgate-config/1", "globals": {}})"),
+            "cfg.json: globals: unknown key; expected one of format, global, ops, kernels");
+  EXPECT_EQ(error_of(R"({"format": "kgate-config/1", "ops": {"softmax": {"tolerance": {"f8": {}}}}})"),
+            "cfg.json: ops.softmax.tolerance.f8: unknown dtype; expected f16, bf16, f32 or f64");
+  EXPECT_EQ(error_of(R"({"format": "kgate-config/1", "kernels": {"k": {"alpha": 0.9}}})"),
+            "cfg.json: kernels.k.alpha: expected a number in [1e-09, 0.5], found 0.9");
+  EXPECT_EQ(error_of(R"({"format": "kgate-config/1", "global": {"rule": "close"}})"),
+            "cfg.json: global.rule: expected \"allclose\", \"ulp\" or \"ref_ratio\", found \"close\"");
+  EXPECT_EQ(error_of(R"({"format": "kgate-config/1", "global": {"cases": 0}})"),
+            "cfg.json: global.cases: expected a positive integer, found 0");
+  EXPECT_EQ(error_of(R"({"format": "kgate-config/1", "global": {"families": ["fuzzy"]}})"),
+            "cfg.json: global.families: unknown family \"fuzzy\"; expected random, ragged, extreme, special or layout");
+}
+
+TEST(Config, MissingFileIsAUsageError) {
+  try {
+    load_config("/nonexistent/kgate.config.json");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::usage);
+    EXPECT_NE(std::string(e.what()).find("cannot open the config file"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace kgate
