@@ -1,4 +1,5 @@
-// The kgate verbs: list, check, replay, validate, compare.
+// The kgate verbs: list, check (in-tree kernels and exported packages, optionally against a baseline
+// package), replay, validate, compare.
 #include "cli/commands.hpp"
 
 #include <unistd.h>
@@ -14,8 +15,10 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/rng.hpp"
 #include "references/catalogue.hpp"
 #include "runtime/cuda/device.hpp"
+#include "runtime/package/package_kernel.hpp"
 #include "runtime/package/validate.hpp"
 
 namespace kgate::cli {
@@ -60,13 +63,24 @@ void write_file(const fs::path& path, const std::string& text) {
   if (!f) throw_usage("writing " + path.string() + " failed (disk full?)");
 }
 
-std::string speed_cell(const KernelReport& k) {
-  if (k.speed.empty()) return "-";
-  const SpeedComparison* worst = &k.speed.front();
+/// The slowest measured comparison of `k` against `baseline` (nullptr: none).
+const SpeedComparison* worst_against(const KernelReport& k, const std::string& baseline) {
+  const SpeedComparison* worst = nullptr;
   for (const auto& s : k.speed)
-    if (s.ratio > worst->ratio) worst = &s;
+    if (s.baseline == baseline && s.decision != Outcome::skipped && (!worst || s.ratio > worst->ratio)) worst = &s;
+  if (!worst)  // every comparison skipped: show one of them
+    for (const auto& s : k.speed)
+      if (s.baseline == baseline) return &s;
+  return worst;
+}
+
+std::string speed_cell(const KernelReport& k) {
+  const SpeedComparison* worst = worst_against(k, "eager");
+  if (!worst) return "-";
   return "x" + fmt("%.3f", worst->ratio) + " " + outcome_name(worst->decision);
 }
+
+std::string speedup_text(const std::optional<double>& v) { return v ? fmt("x%.3f", *v) : "-"; }
 
 void print_table(const RunReport& report) {
   std::printf("\n%-34s %-9s %-6s %-14s %-8s %s\n", "kernel", "op", "backend", "correctness", "margin", "speed vs eager (worst)");
@@ -77,6 +91,26 @@ void print_table(const RunReport& report) {
                              " " + std::to_string(k.correctness.passed) + "/" + std::to_string(k.correctness.cases);
     std::printf("%-34s %-9s %-6s %-14s %-8s %s\n", k.name.c_str(), k.op.c_str(), k.backend.c_str(), corr.c_str(),
                 fmt("%.3f", k.correctness.worst_margin).c_str(), speed_cell(k).c_str());
+    if (k.correctness.fallback > 0)
+      std::printf("  %s: %lld of %lld cases outside its guard ran the reference (fallback)\n", k.name.c_str(),
+                  static_cast<long long>(k.correctness.fallback), static_cast<long long>(k.correctness.cases));
+    if (!k.baseline.empty()) {
+      std::string line = "  " + k.name + " vs baseline " + k.baseline + ":";
+      if (k.baseline_correctness)
+        line += " baseline correctness " + std::to_string(k.baseline_correctness->passed) + "/" +
+                std::to_string(k.baseline_correctness->cases) + ";";
+      const SpeedComparison* worst = worst_against(k, k.baseline);
+      line += worst ? " speed (worst) x" + fmt("%.3f", worst->ratio) + " " + outcome_name(worst->decision)
+                    : std::string(" speed not measured");
+      std::printf("%s\n", line.c_str());
+    }
+    if (k.workload_variants > 0) {
+      std::string line = "  " + k.name + " workload (" + std::to_string(k.workload_variants) + " variants, " +
+                         std::to_string(k.workload_calls) + " calls): speedup " +
+                         speedup_text(k.workload_speedup_vs_eager) + " vs eager";
+      if (!k.baseline.empty()) line += ", " + speedup_text(k.workload_speedup_vs_baseline) + " vs " + k.baseline;
+      std::printf("%s\n", line.c_str());
+    }
   }
   for (const auto& k : report.kernels) {
     for (const auto& s : k.speed)
@@ -91,6 +125,80 @@ void print_table(const RunReport& report) {
     }
     if (!k.message.empty() && k.outcome != Outcome::passed) std::printf("  %s: %s\n", k.name.c_str(), k.message.c_str());
   }
+}
+
+package::ValidateOptions validate_options(const std::string& arch) {
+  package::ValidateOptions options;
+  options.compile_options.arch = arch;
+  options.check.find_op = [](const std::string& name) -> const OpSignature* {
+    for (const auto& op : op_catalogue())
+      if (op.name == name) return &op;
+    return nullptr;
+  };
+  for (const auto& op : op_catalogue()) options.check.known_ops.push_back(op.name);
+  return options;
+}
+
+/// sm_XY of device 0.
+std::string device_arch() {
+  const auto info = cuda::device_info();
+  return "sm_" + std::to_string(info.sm_major) + std::to_string(info.sm_minor);
+}
+
+/// A validated, compiled package and its KernelInfo.
+struct LoadedPackage {
+  package::PackageManifest manifest;
+  const OpSignature* op = nullptr;
+  KernelInfo kernel;
+};
+
+/// Validates and compiles a package; prints every problem and returns nullopt when it is invalid.
+std::optional<LoadedPackage> load_package(const std::string& dir, const std::string& arch, bool quiet) {
+  const auto report = package::validate_package(dir, validate_options(arch));
+  if (!report.ok()) {
+    std::fprintf(stderr, "%s", package::format_problems(report.problems).c_str());
+    std::fprintf(stderr, "kgate: %zu problem(s) in %s\n", report.problems.size(), dir.c_str());
+    return std::nullopt;
+  }
+  if (!quiet) std::fprintf(stderr, "package %s: %s\n", dir.c_str(), package::format_summary(report).c_str());
+  LoadedPackage p;
+  p.manifest = report.manifest;
+  p.op = &find_op(report.manifest.op);
+  p.kernel = package::make_package_kernel(report.manifest, *report.compiled, *p.op);
+  return p;
+}
+
+/// The check options of a package: cases on both sides of every guard boundary, the captured
+/// variants, and generated cases moved inside the guard (so that every value family reaches the
+/// package's kernels however narrow the guard) as extra correctness cases; the variants (with their
+/// call counts) as the timed cases, or, without variants, the usual speed shapes moved inside.
+CheckOptions package_options(const CheckOptions& base, const LoadedPackage& p) {
+  CheckOptions o = base;
+  constexpr int64_t kMaxElements = int64_t{1} << 24;
+  o.extra_cases = package::guard_boundary_cases(p.manifest, *p.op, base.seed, kMaxElements);
+  props::GeneratorOptions gen;
+  gen.seed = derive_seed(base.seed, "inside/" + p.manifest.name, 0);
+  gen.cases = std::max<int64_t>(1, base.cases / 2);
+  gen.families = base.families;
+  gen.max_elements = kMaxElements;
+  std::set<std::string> seen;
+  for (const auto& c : o.extra_cases) seen.insert(c.id());
+  for (const auto& c : props::generate_cases(*p.op, traits_of(p.kernel), gen)) {
+    if (c.family == "layout") continue;  // layouts outside the guard are what that family is for
+    auto inside = package::move_inside_guard(p.manifest, *p.op, c);
+    if (!inside || inside->numel_hint() > kMaxElements || !seen.insert(inside->id()).second) continue;
+    inside->family = c.family;
+    o.extra_cases.push_back(std::move(*inside));
+  }
+  const auto variants = package::variant_cases(p.manifest, *p.op, base.seed);
+  for (const auto& v : variants) {
+    if (v.kcase.numel_hint() <= kMaxElements) o.extra_cases.push_back(v.kcase);
+    o.timed_cases.push_back({v.kcase, v.calls});
+  }
+  if (variants.empty())
+    for (const auto& c : speed_cases(*p.op, p.kernel, base.seed, base.speed_cases))
+      if (auto inside = package::move_inside_guard(p.manifest, *p.op, c)) o.timed_cases.push_back({*inside, 0});
+  return o;
 }
 
 }  // namespace
@@ -113,9 +221,49 @@ int run_list(const ListArgs& args) {
 
 int run_check(const CheckArgs& args) {
   const auto t0 = std::chrono::steady_clock::now();
+  if (!args.baseline_package.empty() && args.packages.empty())
+    throw_usage("--baseline-package compares packages: name the new package too (kgate check NEW_PKG "
+                "--baseline-package " + args.baseline_package + ")");
+  if (!args.packages.empty() && args.backend == "cpu")
+    throw_usage("packages run on the cuda backend: drop --backend cpu (or check in-tree cpu kernels with --kernel)");
   std::string why;
+
+  // Packages first: an invalid package is a package error (exit 4), with or without a GPU.
+  std::vector<LoadedPackage> packages;
+  std::optional<LoadedPackage> baseline;
+  bool have_device = false;
+  if (!args.packages.empty()) {
+    have_device = cuda::device_available(&why);
+    const std::string arch = !args.arch.empty() ? args.arch : have_device ? device_arch() : "sm_90";
+    for (const auto& dir : args.packages) {
+      auto p = load_package(dir, arch, args.quiet);
+      if (!p) return static_cast<int>(ExitCode::usage);
+      packages.push_back(std::move(*p));
+    }
+    if (!args.baseline_package.empty()) {
+      baseline = load_package(args.baseline_package, arch, args.quiet);
+      if (!baseline) return static_cast<int>(ExitCode::usage);
+      baseline->kernel.name = baseline->manifest.name + "@" + baseline->manifest.version;
+      for (const auto& p : packages)
+        if (p.manifest.op != baseline->manifest.op)
+          throw_usage("package " + p.manifest.name + " implements op '" + p.manifest.op + "' but the baseline " +
+                      args.baseline_package + " implements '" + baseline->manifest.op +
+                      "': a baseline must implement the same op");
+    }
+    if (!have_device) {
+      if (args.no_device_exit_code) {
+        std::printf("SKIPPED: %s (the packages are valid and compile; running them needs a GPU)\n", why.c_str());
+        return *args.no_device_exit_code;
+      }
+      throw Error(ErrorKind::usage, why + ": checking a package runs it on a GPU; `kgate validate PKG` checks a "
+                                          "package (manifest and NVRTC compile) without one");
+    }
+  }
+
   Backend backend;
-  if (args.backend.empty()) {
+  if (!packages.empty()) {
+    backend = Backend::cuda;
+  } else if (args.backend.empty()) {
     backend = cuda::device_available(&why) ? Backend::cuda : Backend::cpu;
     if (backend == Backend::cpu)
       std::fprintf(stderr, "kgate: %s — checking the cpu backend's kernels instead (pass --backend cuda to require a GPU)\n",
@@ -133,8 +281,9 @@ int run_check(const CheckArgs& args) {
 
   std::vector<const KernelInfo*> selected;
   if (args.kernels.empty()) {
-    for (const auto& k : registered_kernels())
-      if (k.backend == backend && !k.mutant) selected.push_back(&k);
+    if (packages.empty())
+      for (const auto& k : registered_kernels())
+        if (k.backend == backend && !k.mutant) selected.push_back(&k);
   } else {
     for (const auto& name : args.kernels) {
       const auto& k = find_kernel(name);
@@ -144,7 +293,8 @@ int run_check(const CheckArgs& args) {
       selected.push_back(&k);
     }
   }
-  if (selected.empty()) throw_usage(std::string("no kernels to check on the ") + backend_name(backend) + " backend");
+  if (selected.empty() && packages.empty())
+    throw_usage(std::string("no kernels to check on the ") + backend_name(backend) + " backend");
 
   fs::create_directories(args.out_dir);
   Runner runner(backend);
@@ -171,6 +321,8 @@ int run_check(const CheckArgs& args) {
                         {"time_budget_s", o.timing.interleave.time_budget_s},
                         {"flush_l2", o.timing.flush_l2},
                         {"inconclusive_fails", args.inconclusive_fails}};
+  if (!args.packages.empty()) report.meta.config["packages"] = args.packages;
+  if (!args.baseline_package.empty()) report.meta.config["baseline_package"] = args.baseline_package;
   if (o.atol) report.meta.config["atol"] = *o.atol;
   if (o.rtol) report.meta.config["rtol"] = *o.rtol;
 
@@ -191,13 +343,24 @@ int run_check(const CheckArgs& args) {
     write_file(out / "junit.xml", junit.str());
     write_file(out / "summary.md", md.str());
   };
+  const size_t total = selected.size() + packages.size();
   for (size_t i = 0; i < selected.size(); ++i) {
     if (!args.quiet)
-      std::fprintf(stderr, "[%zu/%zu] %s (%s, %s)\n", i + 1, selected.size(), selected[i]->name.c_str(),
+      std::fprintf(stderr, "[%zu/%zu] %s (%s, %s)\n", i + 1, total, selected[i]->name.c_str(),
                    selected[i]->op.c_str(), backend_name(backend));
     report.kernels.push_back(check_kernel(runner, *selected[i], options));
     if (tty && !args.quiet) std::fprintf(stderr, "\n");
     write_reports();  // after every kernel: a crash later loses nothing already measured
+  }
+  for (size_t i = 0; i < packages.size(); ++i) {
+    const auto& p = packages[i];
+    if (!args.quiet)
+      std::fprintf(stderr, "[%zu/%zu] package %s %s (%s, %s)%s\n", selected.size() + i + 1, total,
+                   p.manifest.name.c_str(), p.manifest.version.c_str(), p.manifest.op.c_str(), p.kernel.source.c_str(),
+                   baseline ? (" against baseline " + baseline->kernel.name).c_str() : "");
+    report.kernels.push_back(check_kernel(runner, p.kernel, package_options(options, p), baseline ? &baseline->kernel : nullptr));
+    if (tty && !args.quiet) std::fprintf(stderr, "\n");
+    write_reports();
   }
   adjust_speed_decisions(report.kernels);
   write_reports();
@@ -237,7 +400,17 @@ int run_replay(const ReplayArgs& args) {
   } else {
     c = Case::from_id(args.case_ref);
   }
-  const auto& kernel = find_kernel(args.kernel);
+  if (args.kernel.empty() == args.package_dir.empty())
+    throw_usage("replay needs exactly one of --kernel NAME and --package DIR");
+  std::optional<LoadedPackage> package;
+  if (!args.package_dir.empty()) {
+    std::string why;
+    const std::string arch =
+        !args.arch.empty() ? args.arch : cuda::device_available(&why) ? device_arch() : std::string("sm_90");
+    package = load_package(args.package_dir, arch, true);
+    if (!package) return static_cast<int>(ExitCode::usage);
+  }
+  const KernelInfo& kernel = package ? package->kernel : find_kernel(args.kernel);
   if (kernel.op != c.op)
     throw_usage("case " + c.id() + " is for op '" + c.op + "' but kernel '" + kernel.name + "' implements '" +
                 kernel.op + "'");
@@ -252,19 +425,15 @@ int run_replay(const ReplayArgs& args) {
               result.allowed, result.margin, result.vs_reference.max_abs, result.vs_oracle.max_abs,
               result.reference_vs_oracle_max_abs);
   if (!result.message.empty()) std::printf("  %s\n", result.message.c_str());
+  if (package)
+    std::printf("  %s\n", result.fallback ? "outside the package's guard: the reference ran (fallback)"
+                                           : "inside the package's guard: the package's kernels ran");
   return result.outcome == Outcome::failed ? static_cast<int>(ExitCode::correctness) : 0;
 }
 
 int run_validate(const ValidateArgs& args) {
-  package::ValidateOptions options;
+  package::ValidateOptions options = validate_options(args.arch);
   options.compile = args.compile;
-  options.compile_options.arch = args.arch;
-  options.check.find_op = [](const std::string& name) -> const OpSignature* {
-    for (const auto& op : op_catalogue())
-      if (op.name == name) return &op;
-    return nullptr;
-  };
-  for (const auto& op : op_catalogue()) options.check.known_ops.push_back(op.name);
   const auto report = package::validate_package(args.package_dir, options);
   if (!report.ok()) {
     std::fprintf(stderr, "%s", package::format_problems(report.problems).c_str());
@@ -299,7 +468,8 @@ int run_compare(const CompareArgs& args) {
     auto worst_ratio = [](const KernelReport* k) {
       double r = 0;
       if (k)
-        for (const auto& s : k->speed) r = std::max(r, s.ratio);
+        for (const auto& s : k->speed)
+          if (s.baseline == "eager" && s.decision != Outcome::skipped) r = std::max(r, s.ratio);
       return r;
     };
     const double ro = worst_ratio(ok), rn = worst_ratio(&nk);

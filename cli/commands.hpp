@@ -17,7 +17,14 @@ struct ListArgs {
 int run_list(const ListArgs& args);
 
 struct CheckArgs {
-  std::vector<std::string> kernels;  ///< empty: every non-mutant kernel of the backend
+  std::vector<std::string> kernels;  ///< empty: every non-mutant kernel of the backend (unless packages are given)
+  /// Exported package directories (kgate.json) to check: validated and compiled with NVRTC first
+  /// (exit 4 on any problem), then run on the cuda backend with cases on both sides of the guard.
+  std::vector<std::string> packages;
+  /// The previous version of the packages (e.g. main's copy), loaded side by side: the same
+  /// correctness cases run on it and every timed case is timed against it, interleaved.
+  std::string baseline_package;
+  std::string arch;                  ///< NVRTC target for packages; empty: the device's (sm_90 without one)
   std::string backend;               ///< empty: cuda when a GPU is present, else cpu
   std::string out_dir = "reports";
   std::optional<int> no_device_exit_code;
@@ -29,7 +36,9 @@ struct CheckArgs {
 int run_check(const CheckArgs& args);
 
 struct ReplayArgs {
-  std::string kernel;
+  std::string kernel;       ///< a registered kernel, or
+  std::string package_dir;  ///< an exported package directory (exactly one of the two)
+  std::string arch;         ///< NVRTC target for a package; empty: the device's
   std::string case_ref;  ///< a case id, or a JSON file holding a case (or a report's minimal case)
   std::string rule = "allclose";
   std::optional<double> atol, rtol;

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "cli/calibrate.hpp"  // kgate calibrate (A/A runs of the speed gate)
 #include "cli/commands.hpp"
 #include "core/error.hpp"
 
@@ -42,13 +43,25 @@ int main(int argc, char** argv) {
 
   kgate::cli::CheckArgs check_args;
   auto& opt = check_args.options;
-  auto* check = app.add_subcommand("check", "Check kernels: correctness, then speed against the eager reference");
-  check->add_option("--kernel", check_args.kernels, "Kernel to check (repeatable; default: all but mutants)");
+  auto* check = app.add_subcommand("check", "Check kernels and packages: correctness, then speed against the eager "
+                                            "reference (and a baseline package)");
+  check->add_option("packages", check_args.packages,
+                    "Exported package directories (kgate.json) to check on the GPU; cases cover both sides of "
+                    "each guard")
+      ->check(CLI::ExistingDirectory);
+  // One value per --kernel / --family, so that package directories after them stay positional.
+  check->add_option("--kernel", check_args.kernels,
+                    "Kernel to check (repeatable; default: all but mutants, unless packages are given)")
+      ->allow_extra_args(false);
+  check->add_option("--baseline-package", check_args.baseline_package,
+                    "Previous version of the packages: same cases run on it, timed against it interleaved");
+  check->add_option("--arch", check_args.arch, "NVRTC target for packages (default: the GPU's, e.g. sm_90)");
   check->add_option("--backend", check_args.backend, "cuda or cpu (default: cuda when a GPU is present)")
       ->check(CLI::IsMember({"cuda", "cpu"}));
   check->add_option("--seed", opt.seed, "Master seed: every case derives from it")->capture_default_str();
   check->add_option("--cases", opt.cases, "Correctness cases per kernel")->capture_default_str()->check(CLI::PositiveNumber);
-  check->add_option("--family", opt.families, "Case families (random, ragged, extreme, special, layout)");
+  check->add_option("--family", opt.families, "Case families (random, ragged, extreme, special, layout)")
+      ->allow_extra_args(false);
   check->add_option("--rule", opt.rule, "Correctness rule: allclose, ulp or ref_ratio")->capture_default_str()
       ->check(CLI::IsMember({"allclose", "ulp", "ref_ratio"}));
   check->add_option("--atol", opt.atol, "Absolute tolerance (overrides the op's default)");
@@ -72,7 +85,11 @@ int main(int argc, char** argv) {
 
   kgate::cli::ReplayArgs replay_args;
   auto* replay = app.add_subcommand("replay", "Re-run exactly one case (an id or a JSON file) on one kernel");
-  replay->add_option("--kernel", replay_args.kernel, "Kernel to run")->required();
+  auto* replay_kernel = replay->add_option("--kernel", replay_args.kernel, "Kernel to run");
+  replay->add_option("--package", replay_args.package_dir, "Package directory to run (instead of --kernel)")
+      ->check(CLI::ExistingDirectory)
+      ->excludes(replay_kernel);
+  replay->add_option("--arch", replay_args.arch, "NVRTC target for --package (default: the GPU's)");
   replay->add_option("case", replay_args.case_ref, "Case id (op:dtype:dims:layout:values:seed) or JSON file")->required();
   replay->add_option("--rule", replay_args.rule, "Correctness rule")->check(CLI::IsMember({"allclose", "ulp", "ref_ratio"}));
   replay->add_option("--atol", replay_args.atol, "Absolute tolerance");
@@ -88,6 +105,10 @@ int main(int argc, char** argv) {
   auto* compare = app.add_subcommand("compare", "Compare two kgate reports (old.json new.json)");
   compare->add_option("old", compare_args.old_report, "Earlier report")->required()->check(CLI::ExistingFile);
   compare->add_option("new", compare_args.new_report, "Later report")->required()->check(CLI::ExistingFile);
+
+  // calibrate: options live in cli/calibrate.cpp.
+  kgate::cli::CalibrateArgs calibrate_args;
+  auto* calibrate = kgate::cli::add_calibrate_command(app, calibrate_args);
 
   try {
     app.parse(argc, argv);
@@ -106,6 +127,10 @@ int main(int argc, char** argv) {
     if (*replay) return kgate::cli::run_replay(replay_args);
     if (*validate) return kgate::cli::run_validate(validate_args);
     if (*compare) return kgate::cli::run_compare(compare_args);
+    if (*calibrate) {
+      calibrate_args.command_line = joined(argc, argv);
+      return kgate::cli::run_calibrate(calibrate_args);
+    }
   } catch (const kgate::Error& e) {
     std::fprintf(stderr, "kgate: error: %s\n", e.what());
     return exit_for(e);

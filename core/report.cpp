@@ -58,7 +58,8 @@ json case_result_json(const CaseResult& r) {
           {"vs_reference", stats_json(r.vs_reference)},
           {"vs_oracle", stats_json(r.vs_oracle)},
           {"reference_vs_oracle_max_abs", number(r.reference_vs_oracle_max_abs)},
-          {"repro", r.repro}};
+          {"repro", r.repro},
+          {"fallback", r.fallback}};
 }
 
 CaseResult case_result_from(const json& j) {
@@ -74,7 +75,45 @@ CaseResult case_result_from(const json& j) {
   if (j.contains("vs_oracle")) r.vs_oracle = stats_from(j.at("vs_oracle"));
   r.reference_vs_oracle_max_abs = read_number(j, "reference_vs_oracle_max_abs");
   r.repro = j.value("repro", std::string());
+  r.fallback = j.value("fallback", false);
   return r;
+}
+
+json correctness_json(const CorrectnessReport& c) {
+  json failures = json::array();
+  for (const auto& f : c.failures) failures.push_back(case_result_json(f));
+  json out = {{"cases", c.cases},
+              {"passed", c.passed},
+              {"failed", c.failed},
+              {"worst_margin", number(c.worst_margin)},
+              {"failures", failures},
+              {"warnings", c.warnings},
+              {"fallback", c.fallback}};
+  if (c.minimal) out["minimal"] = case_result_json(*c.minimal);
+  return out;
+}
+
+CorrectnessReport correctness_from(const json& c) {
+  CorrectnessReport r;
+  r.cases = c.value("cases", int64_t{0});
+  r.passed = c.value("passed", int64_t{0});
+  r.failed = c.value("failed", int64_t{0});
+  r.worst_margin = read_number(c, "worst_margin");
+  for (const auto& f : c.value("failures", json::array())) r.failures.push_back(case_result_from(f));
+  if (c.contains("minimal")) r.minimal = case_result_from(c.at("minimal"));
+  r.warnings = c.value("warnings", std::vector<std::string>{});
+  r.fallback = c.value("fallback", int64_t{0});
+  return r;
+}
+
+/// The comparisons against eager (all of them when none is against eager).
+std::vector<const SpeedComparison*> eager_comparisons(const KernelReport& k) {
+  std::vector<const SpeedComparison*> out;
+  for (const auto& s : k.speed)
+    if (s.baseline == "eager") out.push_back(&s);
+  if (out.empty())
+    for (const auto& s : k.speed) out.push_back(&s);
+  return out;
 }
 
 json samples_json(const std::vector<double>& v) {
@@ -203,26 +242,29 @@ nlohmann::json to_json(const RunReport& report) {
                {"clocks", m.clocks}};
   json kernels = json::array();
   for (const auto& k : report.kernels) {
-    json failures = json::array();
-    for (const auto& f : k.correctness.failures) failures.push_back(case_result_json(f));
-    json correctness = {{"cases", k.correctness.cases},
-                        {"passed", k.correctness.passed},
-                        {"failed", k.correctness.failed},
-                        {"worst_margin", number(k.correctness.worst_margin)},
-                        {"failures", failures},
-                        {"warnings", k.correctness.warnings}};
-    if (k.correctness.minimal) correctness["minimal"] = case_result_json(*k.correctness.minimal);
     json speed = json::array();
     for (const auto& s : k.speed) speed.push_back(speed_json(s));
-    kernels.push_back({{"name", k.name},
-                       {"op", k.op},
-                       {"backend", k.backend},
-                       {"source", k.source},
-                       {"outcome", outcome_name(k.outcome)},
-                       {"message", k.message},
-                       {"seconds", k.seconds},
-                       {"correctness", correctness},
-                       {"speed", speed}});
+    json kernel = {{"name", k.name},
+                   {"op", k.op},
+                   {"backend", k.backend},
+                   {"source", k.source},
+                   {"outcome", outcome_name(k.outcome)},
+                   {"message", k.message},
+                   {"seconds", k.seconds},
+                   {"correctness", correctness_json(k.correctness)},
+                   {"speed", speed}};
+    if (!k.baseline.empty()) {
+      kernel["baseline"] = {{"name", k.baseline}, {"source", k.baseline_source}};
+      if (k.baseline_correctness) kernel["baseline"]["correctness"] = correctness_json(*k.baseline_correctness);
+    }
+    if (k.workload_variants > 0) {
+      json w = {{"variants", k.workload_variants}, {"calls", k.workload_calls}};
+      w["speedup_vs_eager"] = k.workload_speedup_vs_eager ? number(*k.workload_speedup_vs_eager) : json(nullptr);
+      w["speedup_vs_baseline"] =
+          k.workload_speedup_vs_baseline ? number(*k.workload_speedup_vs_baseline) : json(nullptr);
+      kernel["workload"] = w;
+    }
+    kernels.push_back(std::move(kernel));
   }
   return {{"schema", kReportSchema},
           {"meta", meta},
@@ -258,15 +300,23 @@ RunReport report_from_json(const nlohmann::json& j) {
     k.outcome = parse_outcome(kj.at("outcome").get<std::string>());
     k.message = kj.value("message", std::string());
     k.seconds = kj.value("seconds", 0.0);
-    const auto& c = kj.at("correctness");
-    k.correctness.cases = c.value("cases", int64_t{0});
-    k.correctness.passed = c.value("passed", int64_t{0});
-    k.correctness.failed = c.value("failed", int64_t{0});
-    k.correctness.worst_margin = read_number(c, "worst_margin");
-    for (const auto& f : c.value("failures", json::array())) k.correctness.failures.push_back(case_result_from(f));
-    if (c.contains("minimal")) k.correctness.minimal = case_result_from(c.at("minimal"));
-    k.correctness.warnings = c.value("warnings", std::vector<std::string>{});
+    k.correctness = correctness_from(kj.at("correctness"));
     for (const auto& s : kj.value("speed", json::array())) k.speed.push_back(speed_from(s));
+    if (kj.contains("baseline")) {
+      const auto& b = kj.at("baseline");
+      k.baseline = b.value("name", std::string());
+      k.baseline_source = b.value("source", std::string());
+      if (b.contains("correctness")) k.baseline_correctness = correctness_from(b.at("correctness"));
+    }
+    if (kj.contains("workload")) {
+      const auto& w = kj.at("workload");
+      k.workload_variants = w.value("variants", int64_t{0});
+      k.workload_calls = w.value("calls", int64_t{0});
+      if (w.contains("speedup_vs_eager") && !w.at("speedup_vs_eager").is_null())
+        k.workload_speedup_vs_eager = read_number(w, "speedup_vs_eager");
+      if (w.contains("speedup_vs_baseline") && !w.at("speedup_vs_baseline").is_null())
+        k.workload_speedup_vs_baseline = read_number(w, "speedup_vs_baseline");
+    }
     r.kernels.push_back(std::move(k));
   }
   return r;
@@ -335,10 +385,11 @@ void write_markdown(std::ostream& os, const RunReport& report) {
   for (const auto& k : report.kernels) {
     std::string speed = "-", decision = "-";
     if (!k.speed.empty()) {
-      // The slowest comparison is the one that matters.
-      const SpeedComparison* worst = &k.speed.front();
-      for (const auto& s : k.speed)
-        if (s.ratio > worst->ratio) worst = &s;
+      // The slowest comparison against eager is the one that matters here.
+      const auto eager = eager_comparisons(k);
+      const SpeedComparison* worst = eager.front();
+      for (const auto* s : eager)
+        if (s->ratio > worst->ratio) worst = s;
       speed = "x" + fmt(worst->ratio, "%.3f") + " (" + worst->kcase.id() + ")";
       decision = outcome_name(worst->decision);
     }
@@ -347,6 +398,30 @@ void write_markdown(std::ostream& os, const RunReport& report) {
        << " | " << decision << " |\n";
   }
   for (const auto& k : report.kernels) {
+    if (k.correctness.fallback > 0)
+      os << "\n**" << k.name << "**: " << k.correctness.fallback << " of " << k.correctness.cases
+         << " cases were outside its guard and ran the reference (fallback)\n";
+    if (!k.baseline.empty()) {
+      const SpeedComparison* worst = nullptr;
+      for (const auto& s : k.speed)
+        if (s.baseline == k.baseline && (!worst || s.ratio > worst->ratio)) worst = &s;
+      os << "\n**" << k.name << "** vs baseline `" << k.baseline << "`";
+      if (k.baseline_correctness)
+        os << ": baseline correctness " << k.baseline_correctness->passed << "/" << k.baseline_correctness->cases;
+      if (worst) os << "; worst speed x" << fmt(worst->ratio, "%.3f") << " " << outcome_name(worst->decision);
+      os << "\n";
+    }
+    if (k.workload_variants > 0) {
+      os << "\n**" << k.name << "** workload (" << k.workload_variants << " variants, " << k.workload_calls
+         << " calls): speedup";
+      os << (k.workload_speedup_vs_eager ? " x" + fmt(*k.workload_speedup_vs_eager, "%.3f") : std::string(" -"))
+         << " vs eager";
+      if (!k.baseline.empty())
+        os << (k.workload_speedup_vs_baseline ? ", x" + fmt(*k.workload_speedup_vs_baseline, "%.3f")
+                                              : std::string(", -"))
+           << " vs " << k.baseline;
+      os << "\n";
+    }
     if (!k.message.empty() && k.outcome != Outcome::passed) os << "\n**" << k.name << "**: " << k.message << "\n";
     if (k.correctness.minimal) {
       const auto& m = *k.correctness.minimal;

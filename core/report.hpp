@@ -41,6 +41,9 @@ struct CaseResult {
   ErrorStats vs_oracle;
   double reference_vs_oracle_max_abs = 0;  ///< the eager reference's own error
   std::string repro;      ///< one-line command that replays this case
+  /// The case was outside the kernel's guard (KernelInfo::accepts): the eager reference ran
+  /// instead of the kernel, as deployed code falls back. Its rule is then "fallback".
+  bool fallback = false;
 };
 
 struct CorrectnessReport {
@@ -51,6 +54,7 @@ struct CorrectnessReport {
   std::vector<CaseResult> failures;     ///< as found (capped)
   std::optional<CaseResult> minimal;    ///< the shrunk failing case
   std::vector<std::string> warnings;    ///< e.g. weak case families
+  int64_t fallback = 0;                 ///< cases outside the kernel's guard (the reference ran)
 };
 
 /// One timed comparison of a candidate against a baseline.
@@ -85,6 +89,20 @@ struct KernelReport {
   CorrectnessReport correctness;
   std::vector<SpeedComparison> speed;
   double seconds = 0;
+
+  /// The baseline package compared against (e.g. "softmax_rows@1.0.0"); empty: none. Its speed
+  /// comparisons are those of `speed` whose `baseline` names it.
+  std::string baseline;
+  std::string baseline_source;  ///< the baseline package's directory
+  /// The same correctness cases run on the baseline (informational: does not decide the exit code).
+  std::optional<CorrectnessReport> baseline_correctness;
+  /// Call-weighted speedup over the guard's captured variants (guard.variants with "calls"):
+  /// sum(calls * eager median) / sum(calls * kernel median); > 1: the workload runs faster.
+  std::optional<double> workload_speedup_vs_eager;
+  /// The same against the baseline package.
+  std::optional<double> workload_speedup_vs_baseline;
+  int64_t workload_variants = 0;  ///< variants timed for the workload view
+  int64_t workload_calls = 0;     ///< their total call count
 };
 
 struct RunMeta {

@@ -1,11 +1,12 @@
 // The op catalogue: registration of every op, and the value/layout helpers shared by ops.
-// Adding an op: one file references/<op>.cpp with <op>_signature() and <op>_reference(), plus one
-// line in kOps below.
+// Adding an op: one file references/<op>.cpp with <op>_signature() and <op>_reference(), their two
+// declarations and one line in kOps below, and the file in references/CMakeLists.txt.
 #include "references/catalogue.hpp"
 
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <algorithm>
+#include <cctype>
 #include <limits>
 
 #include "core/error.hpp"
@@ -13,8 +14,28 @@
 
 namespace kgate {
 
+OpSignature adaptive_avg_pool2d_signature();
+OpReference adaptive_avg_pool2d_reference();
+OpSignature embedding_signature();
+OpReference embedding_reference();
+OpSignature gelu_signature();
+OpReference gelu_reference();
+OpSignature gelu_tanh_signature();
+OpReference gelu_tanh_reference();
+OpSignature group_norm_signature();
+OpReference group_norm_reference();
+OpSignature layer_norm_signature();
+OpReference layer_norm_reference();
+OpSignature log_softmax_signature();
+OpReference log_softmax_reference();
+OpSignature rms_norm_signature();
+OpReference rms_norm_reference();
+OpSignature silu_and_mul_signature();
+OpReference silu_and_mul_reference();
 OpSignature softmax_signature();
 OpReference softmax_reference();
+OpSignature softmax_varlen_signature();
+OpReference softmax_varlen_reference();
 
 namespace {
 
@@ -24,7 +45,17 @@ struct OpEntry {
 };
 
 const OpEntry kOps[] = {
+    {adaptive_avg_pool2d_signature, adaptive_avg_pool2d_reference},
+    {embedding_signature, embedding_reference},
+    {gelu_signature, gelu_reference},
+    {gelu_tanh_signature, gelu_tanh_reference},
+    {group_norm_signature, group_norm_reference},
+    {layer_norm_signature, layer_norm_reference},
+    {log_softmax_signature, log_softmax_reference},
+    {rms_norm_signature, rms_norm_reference},
+    {silu_and_mul_signature, silu_and_mul_reference},
     {softmax_signature, softmax_reference},
+    {softmax_varlen_signature, softmax_varlen_reference},
 };
 
 struct Catalogue {
@@ -95,10 +126,51 @@ DType from_scalar_type(at::ScalarType type) {
   }
 }
 
+namespace {
+
+// One factor of a dim expression: an integer literal or a shape symbol of the case.
+int64_t factor_value(const std::string& factor, const std::string& expr, const Case& c) {
+  if (factor.empty())
+    throw Error(ErrorKind::internal, "malformed dim expression '" + expr + "' in an op signature");
+  const auto digit = [](unsigned char ch) { return std::isdigit(ch) != 0; };
+  if (std::all_of(factor.begin(), factor.end(), digit)) return std::stoll(factor);
+  return c.dim(factor);
+}
+
+// A dim expression: terms joined by '+', each a product of factors joined by '*' (no spaces).
+int64_t dim_value(const std::string& expr, const Case& c) {
+  int64_t total = 0;
+  size_t term_start = 0;
+  while (true) {
+    const size_t plus = std::min(expr.find('+', term_start), expr.size());
+    const std::string term = expr.substr(term_start, plus - term_start);
+    int64_t product = 1;
+    size_t factor_start = 0;
+    while (true) {
+      const size_t star = std::min(term.find('*', factor_start), term.size());
+      product *= factor_value(term.substr(factor_start, star - factor_start), expr, c);
+      if (star == term.size()) break;
+      factor_start = star + 1;
+    }
+    total += product;
+    if (plus == expr.size()) break;
+    term_start = plus + 1;
+  }
+  return total;
+}
+
+}  // namespace
+
 std::vector<int64_t> concrete_shape(const std::vector<std::string>& shape, const Case& c) {
   std::vector<int64_t> out;
-  for (const auto& s : shape) out.push_back(c.dim(s));
+  for (const auto& s : shape) out.push_back(dim_value(s, c));
   return out;
+}
+
+Attributes call_attributes(const OpSignature& op, const Case& c) {
+  Attributes attrs = op.attributes;
+  for (const auto& [name, value] : c.dims) attrs.emplace(name, static_cast<double>(value));
+  return attrs;
 }
 
 at::Tensor make_values(Values family, at::IntArrayRef sizes, DType dtype, uint64_t seed, double extreme_magnitude) {
@@ -145,6 +217,29 @@ at::Tensor make_values(Values family, at::IntArrayRef sizes, DType dtype, uint64
     }
   }
   return x.to(to_scalar_type(dtype));
+}
+
+at::Tensor make_norm_values(Values family, at::IntArrayRef sizes, DType dtype, uint64_t seed,
+                            double mean_to_spread, bool zero_constant) {
+  const auto f64 = at::TensorOptions().dtype(at::kDouble);
+  switch (family) {
+    case Values::large_mean: {
+      const double mean = 1000.0;
+      auto z = make_values(Values::normal, sizes, DType::f64, seed, 0);
+      return (mean + z * (mean / mean_to_spread)).to(to_scalar_type(dtype));
+    }
+    case Values::all_equal:
+      if (zero_constant) return at::zeros(sizes, f64).to(to_scalar_type(dtype));
+      break;
+    default: break;
+  }
+  return make_values(family, sizes, dtype, seed, std::min(0.5 * dtype_max(dtype), 1e15));
+}
+
+at::Tensor make_normal(at::IntArrayRef sizes, DType dtype, uint64_t seed, double mean,
+                       double stddev) {
+  const auto z = make_values(Values::normal, sizes, DType::f64, seed, 0);
+  return (mean + z * stddev).to(to_scalar_type(dtype));
 }
 
 at::Tensor apply_layout(const at::Tensor& t, Layout layout, at::Device device) {

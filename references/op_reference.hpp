@@ -20,9 +20,10 @@ using Tensors = std::vector<at::Tensor>;
 struct OpReference {
   /// Inputs of the case, in signature order, on `device`, with the case's dtype, values and layout.
   std::function<Tensors(const Case&, const OpSignature&, at::Device)> make_inputs;
-  /// The eager reference in the case's dtype.
+  /// The eager reference in the case's dtype. Attributes are call_attributes(op, case).
   std::function<Tensors(const Tensors&, const Attributes&)> eager;
-  /// The same math in float64 (inputs are upcast by the caller).
+  /// The same math in float64 (inputs are upcast by the caller, integer inputs too: an op with
+  /// integer inputs, such as embedding indices, casts them back).
   std::function<Tensors(const Tensors&, const Attributes&)> oracle;
 };
 
@@ -41,7 +42,31 @@ at::Tensor apply_layout(const at::Tensor& t, Layout layout, at::Device device);
 at::ScalarType to_scalar_type(DType dtype);
 DType from_scalar_type(at::ScalarType type);
 
-/// Concrete sizes of a symbolic shape under a case's dims.
+/// Concrete sizes of a symbolic shape under a case's dims. Each dim is a symbol ("N"), an integer,
+/// or a small expression of them: products and sums ("2*H", "G*CG", "S+1").
 std::vector<int64_t> concrete_shape(const std::vector<std::string>& shape, const Case& c);
+
+/// The attributes of a call on case `c`: the op's attributes, plus every shape symbol of the case
+/// by name (e.g. OH, OW of adaptive_avg_pool2d), so that references and kernels can read sizes no
+/// input tensor carries. An op attribute wins over a symbol of the same name.
+Attributes call_attributes(const OpSignature& op, const Case& c);
+
+/// Values for normalization ops (layer_norm, rms_norm, group_norm): as make_values, except
+///  - extreme: magnitudes up to min(dtype max / 2, 1e15), so that squares summed over a row of up
+///    to 2^18 elements stay finite in float accumulation (the eager reference accumulates in float;
+///    beyond that it returns b, not the normalized row, and the comparison would be meaningless);
+///  - large_mean: mean 1000, spread 1000 / mean_to_spread. A float two-pass or Welford kernel keeps
+///    the mean to an ulp of 1000, i.e. an error of ulp(1000) * mean_to_spread / 1000 in the output;
+///    mean_to_spread = 16 keeps that (and the eager reference's own drift) well under the f32
+///    tolerance while one-pass E[x^2] - E[x]^2 loses log2(16^2) = 8 bits and fails it;
+///  - all_equal: with zero_constant, every element is 0 (a zero-variance row, e.g. padding): ATen's
+///    vectorized Welford can move the mean of a non-zero constant row by an ulp, which 1/sqrt(eps)
+///    amplifies ~316x past the f32 tolerance, so only zero rows have an exact reference.
+at::Tensor make_norm_values(Values family, at::IntArrayRef sizes, DType dtype, uint64_t seed,
+                            double mean_to_spread, bool zero_constant);
+
+/// N(mean, stddev^2) values of `sizes` in `dtype`, drawn on the CPU from `seed` (weights, biases).
+at::Tensor make_normal(at::IntArrayRef sizes, DType dtype, uint64_t seed, double mean,
+                       double stddev);
 
 }  // namespace kgate

@@ -37,6 +37,19 @@ struct KernelInfo {
                                   ///< left out of `kgate check` unless named with --kernel
   std::string expected_catch;     ///< for mutants: the case family meant to catch it
   std::function<void(const KernelCall&)> launch;
+
+  /// Which calls the kernel takes (nullptr: every call). A call it does not accept is outside the
+  /// kernel's guard (e.g. an exported package's guard.shapes / dtypes / layouts): the runner does
+  /// not call `launch` for it but runs the op's eager reference into the outputs instead (the
+  /// "fallback", as deployed code would), marks the case result `fallback`, and skips timing it.
+  /// launch() may throw for such a call.
+  std::function<bool(const KernelCall&)> accepts;
+  /// Optional: why `accepts` refused a call, in words (e.g. "N=300000 is above
+  /// guard.shapes.N.max=262144"), for reports. nullptr: no reason given.
+  std::function<std::string(const KernelCall&)> rejection_reason;
+  /// An exported kernel package (runtime/package): `source` is its directory, and a case is
+  /// replayed with `kgate replay --package DIR` instead of `--kernel NAME`.
+  bool package = false;
 };
 
 /// Adds a kernel; throws an internal Error on a duplicate name.

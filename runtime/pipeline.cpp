@@ -62,7 +62,28 @@ std::vector<Case> speed_cases(const OpSignature& op, const KernelInfo& kernel, u
   return out;
 }
 
-KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckOptions& options) {
+std::optional<double> workload_speedup(const std::vector<SpeedComparison>& speed,
+                                       const std::vector<WeightedCase>& weighted, const std::string& baseline_name) {
+  double base = 0, cand = 0;
+  bool any = false;
+  for (const auto& w : weighted) {
+    if (w.calls <= 0) continue;
+    for (const auto& s : speed) {
+      if (s.baseline != baseline_name || !(s.kcase == w.kcase)) continue;
+      if (s.decision == Outcome::skipped || s.decision == Outcome::invalid) continue;
+      if (!(s.baseline_median_ns > 0) || !(s.candidate_median_ns > 0)) continue;
+      base += static_cast<double>(w.calls) * s.baseline_median_ns;
+      cand += static_cast<double>(w.calls) * s.candidate_median_ns;
+      any = true;
+      break;
+    }
+  }
+  if (!any || !(cand > 0)) return std::nullopt;
+  return base / cand;
+}
+
+KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckOptions& options,
+                          const KernelInfo* baseline) {
   const auto t0 = std::chrono::steady_clock::now();
   KernelReport report;
   report.name = kernel.name;
@@ -79,12 +100,14 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
   gen.cases = options.cases;
   gen.families = options.families;
   const auto traits = traits_of(kernel);
-  const auto cases = props::generate_cases(op, traits, gen);
+  auto cases = props::generate_cases(op, traits, gen);
+  cases.insert(cases.end(), options.extra_cases.begin(), options.extra_cases.end());
   report.correctness.cases = static_cast<int64_t>(cases.size());
   const int64_t step = std::max<int64_t>(1, static_cast<int64_t>(cases.size()) / 8);
   for (size_t i = 0; i < cases.size(); ++i) {
     const auto& c = cases[i];
     auto r = runner.check_case(kernel, c, rule_for(op, c.dtype, options));
+    if (r.fallback) ++report.correctness.fallback;
     if (r.outcome == Outcome::failed) {
       ++report.correctness.failed;
       if (report.correctness.failures.size() < options.max_failures_kept) report.correctness.failures.push_back(r);
@@ -95,6 +118,42 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
     if ((static_cast<int64_t>(i) + 1) % step == 0 || i + 1 == cases.size())
       say(kernel.name + ": correctness " + std::to_string(i + 1) + "/" + std::to_string(cases.size()) + " cases, " +
           std::to_string(report.correctness.failed) + " failed");
+  }
+
+  if (kernel.accepts && !cases.empty() && !runner.context_lost()) {
+    if (report.correctness.fallback == 0)
+      report.correctness.warnings.push_back("no case fell outside the guard of '" + kernel.name +
+                                            "': the fallback side was not tested");
+    else if (report.correctness.fallback == report.correctness.cases)
+      report.correctness.warnings.push_back("every case fell outside the guard of '" + kernel.name +
+                                            "': the kernel itself never ran");
+  }
+
+  // The same cases on the baseline (informational: the baseline is not what is being deployed).
+  if (baseline) {
+    report.baseline = baseline->name;
+    report.baseline_source = baseline->source;
+    CorrectnessReport b;
+    b.cases = static_cast<int64_t>(cases.size());
+    for (size_t i = 0; i < cases.size() && !runner.context_lost(); ++i) {
+      auto r = runner.check_case(*baseline, cases[i], rule_for(op, cases[i].dtype, options));
+      if (r.fallback) ++b.fallback;
+      if (r.outcome == Outcome::failed) {
+        ++b.failed;
+        if (b.failures.size() < options.max_failures_kept) b.failures.push_back(r);
+      } else {
+        ++b.passed;
+        if (std::isfinite(r.margin)) b.worst_margin = std::max(b.worst_margin, r.margin);
+      }
+      if ((static_cast<int64_t>(i) + 1) % step == 0 || i + 1 == cases.size())
+        say(kernel.name + ": baseline " + baseline->name + " correctness " + std::to_string(i + 1) + "/" +
+            std::to_string(cases.size()) + " cases, " + std::to_string(b.failed) + " failed");
+    }
+    if (b.failed > 0)
+      report.correctness.warnings.push_back("baseline '" + baseline->name + "' fails " + std::to_string(b.failed) +
+                                            " of " + std::to_string(b.cases) + " cases (first: " +
+                                            b.failures.front().kcase.id() + ": " + b.failures.front().message + ")");
+    report.baseline_correctness = std::move(b);
   }
 
   if (report.correctness.failed > 0) {
@@ -118,10 +177,28 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
       report.correctness.minimal = *first;
     }
   } else if (options.speed) {
-    const auto timed = speed_cases(op, kernel, options.seed, options.speed_cases);
+    std::vector<WeightedCase> timed = options.timed_cases;
+    if (timed.empty())
+      for (auto& c : speed_cases(op, kernel, options.seed, options.speed_cases)) timed.push_back({std::move(c), 0});
     for (size_t i = 0; i < timed.size(); ++i) {
-      say(kernel.name + ": timing " + std::to_string(i + 1) + "/" + std::to_string(timed.size()) + " " + timed[i].id());
-      report.speed.push_back(runner.time_case(kernel, nullptr, timed[i], options.timing, options.seed));
+      const Case& c = timed[i].kcase;
+      say(kernel.name + ": timing " + std::to_string(i + 1) + "/" + std::to_string(timed.size()) + " " + c.id() +
+          " vs eager");
+      report.speed.push_back(runner.time_case(kernel, nullptr, c, options.timing, options.seed));
+      if (baseline) {
+        say(kernel.name + ": timing " + std::to_string(i + 1) + "/" + std::to_string(timed.size()) + " " + c.id() +
+            " vs " + baseline->name);
+        report.speed.push_back(runner.time_case(kernel, baseline, c, options.timing, options.seed));
+      }
+    }
+    for (const auto& w : timed)
+      if (w.calls > 0) {
+        ++report.workload_variants;
+        report.workload_calls += w.calls;
+      }
+    if (report.workload_variants > 0) {
+      report.workload_speedup_vs_eager = workload_speedup(report.speed, timed, "eager");
+      if (baseline) report.workload_speedup_vs_baseline = workload_speedup(report.speed, timed, baseline->name);
     }
     for (const auto& s : report.speed) {
       if (s.decision == Outcome::regressed) report.outcome = Outcome::regressed;

@@ -15,6 +15,12 @@
 
 namespace kgate {
 
+/// A case timed for the speed gate, with how often production calls it (0: unknown).
+struct WeightedCase {
+  Case kcase;
+  int64_t calls = 0;
+};
+
 struct CheckOptions {
   uint64_t seed = 1;
   int64_t cases = 64;
@@ -29,6 +35,12 @@ struct CheckOptions {
   TimingOptions timing;
   /// Progress lines ("softmax_block: 12/64 cases"); may be empty.
   std::function<void(const std::string&)> progress;
+  /// Correctness cases run after the generated ones (e.g. both sides of every boundary of a
+  /// package's guard, and its captured variants).
+  std::vector<Case> extra_cases;
+  /// When non-empty: the cases timed instead of speed_cases(). Those with calls > 0 make the
+  /// call-weighted workload view (KernelReport::workload_speedup_vs_eager / _vs_baseline).
+  std::vector<WeightedCase> timed_cases;
 };
 
 props::KernelTraits traits_of(const KernelInfo& kernel);
@@ -39,9 +51,23 @@ correctness::RuleConfig rule_for(const OpSignature& op, DType dtype, const Check
 /// Representative shapes for timing: mid-size to large, cycling through the kernel's dtypes.
 std::vector<Case> speed_cases(const OpSignature& op, const KernelInfo& kernel, uint64_t seed, int64_t count);
 
-/// Checks one kernel: correctness over generated cases, the first failure shrunk, then timing
-/// against the eager reference (only when every case passed).
-KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckOptions& options);
+/// Checks one kernel: correctness over generated cases (then options.extra_cases), the first
+/// failure shrunk, then timing against the eager reference (only when every case passed). Cases the
+/// kernel does not accept run the reference (fallback) and are counted in correctness.fallback; a
+/// kernel with `accepts` whose cases all fell on one side of its guard gets a warning.
+/// With a `baseline` (e.g. the previous version of a package): the same correctness cases also run
+/// on it (report.baseline_correctness, informational), and every timed case is also timed against
+/// it, interleaved in this process (a regression against it fails the speed gate like one against
+/// eager). Timed cases with call counts give the call-weighted workload speedups.
+KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckOptions& options,
+                          const KernelInfo* baseline = nullptr);
+
+/// The call-weighted speedup of `kernel_name`'s comparisons against `baseline_name` over the
+/// weighted cases: sum(calls * baseline median) / sum(calls * candidate median), over the cases
+/// with calls > 0 whose comparison was measured (not skipped or invalid); nullopt when none was.
+std::optional<double> workload_speedup(const std::vector<SpeedComparison>& speed,
+                                       const std::vector<WeightedCase>& weighted,
+                                       const std::string& baseline_name);
 
 /// Holm-adjusts the p-values of every speed comparison of a run; a regression whose adjusted
 /// p-value exceeds its alpha becomes inconclusive.

@@ -114,7 +114,11 @@ ErrorStats compare(const at::Tensor& out, const at::Tensor& target, const Tolera
   s.max_rel = rel.max().item<double>();
   if (allclose_worst) {
     const auto allowed = tol.atol + tol.rtol * at::where(finite, mag, at::zeros_like(mag));
-    const auto ratio = at::where(finite, diff / allowed, at::zeros_like(out));
+    // A zero allowance (an exact op such as embedding, or --atol 0 --rtol 0): equal passes (0, not
+    // 0/0), any difference fails (Inf).
+    const auto exact = at::where(diff.gt(0), at::full_like(diff, INFINITY), at::zeros_like(diff));
+    const auto ratio =
+        at::where(finite, at::where(allowed.gt(0), diff / allowed, exact), at::zeros_like(out));
     s.mismatches = ratio.gt(1.0).sum().item<int64_t>();
     const auto flat = ratio.reshape({-1});
     const int64_t idx = flat.argmax().item<int64_t>();
@@ -165,13 +169,39 @@ struct Runner::Impl {
     KGATE_CUDA_CALL(cudaStreamSynchronize(static_cast<cudaStream_t>(stream())));
   }
 
-  void launch(const KernelInfo& kernel, const Tensors& inputs, const Tensors& outputs, const Attributes& attrs) {
+  KernelCall make_call(const Tensors& inputs, const Tensors& outputs, const Attributes& attrs) const {
     KernelCall call;
     for (const auto& t : inputs) call.inputs.push_back(view_of(t));
     for (const auto& t : outputs) call.outputs.push_back(view_of(t));
     call.attributes = attrs;
     call.stream = stream();
+    return call;
+  }
+
+  /// Launches `kernel`, or, for a call outside its guard (KernelInfo::accepts says no), runs the
+  /// op's eager reference into the outputs as deployed code falls back. Returns true on fallback.
+  bool launch(const KernelInfo& kernel, const Tensors& inputs, const Tensors& outputs, const Attributes& attrs) {
+    const KernelCall call = make_call(inputs, outputs, attrs);
+    if (kernel.accepts && !kernel.accepts(call)) {
+      const Tensors expected = op_reference(kernel.op).eager(inputs, attrs);
+      for (size_t i = 0; i < outputs.size() && i < expected.size(); ++i) {
+        auto out = outputs[i];  // a view: copy_ writes through it
+        out.copy_(expected[i]);
+      }
+      return true;
+    }
     kernel.launch(call);
+    return false;
+  }
+
+  /// Why `kernel` refuses the call of these tensors ("" when it accepts it).
+  std::string refusal(const KernelInfo& kernel, const Tensors& inputs, const Tensors& outputs,
+                      const Attributes& attrs) const {
+    if (!kernel.accepts) return {};
+    const KernelCall call = make_call(inputs, outputs, attrs);
+    if (kernel.accepts(call)) return {};
+    std::string why = kernel.rejection_reason ? kernel.rejection_reason(call) : std::string();
+    return why.empty() ? "outside the kernel's guard" : why;
   }
 
   cuda::LaunchTimer& launch_timer() {
@@ -222,10 +252,15 @@ std::string repro_command(const std::string& kernel, const Case& c) {
   return "kgate replay --kernel " + kernel + " '" + c.id() + "'";
 }
 
+std::string repro_command(const KernelInfo& kernel, const Case& c) {
+  if (kernel.package) return "kgate replay --package '" + kernel.source + "' '" + c.id() + "'";
+  return repro_command(kernel.name, c);
+}
+
 CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c, const correctness::RuleConfig& rule) {
   CaseResult result;
   result.kcase = c;
-  result.repro = repro_command(kernel.name, c);
+  result.repro = repro_command(kernel, c);
   if (impl_->context_lost) {
     result.outcome = Outcome::failed;
     result.rule = "fault";
@@ -234,7 +269,7 @@ CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c, const cor
   }
   const OpSignature& op = find_op(c.op);
   const OpReference& ref = op_reference(c.op);
-  Attributes attrs = op.attributes;
+  Attributes attrs = call_attributes(op, c);
   try {
     const Tensors inputs = ref.make_inputs(c, op, impl_->device);
     std::vector<at::Tensor> snapshots;
@@ -246,8 +281,10 @@ CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c, const cor
       outputs.push_back(guarded.back().output);
     }
     impl_->sync();
+    std::string refusal;
     try {
-      impl_->launch(kernel, inputs, outputs, attrs);
+      refusal = impl_->refusal(kernel, inputs, outputs, attrs);
+      result.fallback = impl_->launch(kernel, inputs, outputs, attrs);
       impl_->sync();
     } catch (const Error& e) {
       // A device fault (illegal address, trap) leaves the context unusable: say so for the rest.
@@ -305,6 +342,13 @@ CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c, const cor
     result.vs_reference = m.vs_reference;
     result.vs_oracle = m.vs_oracle;
     result.reference_vs_oracle_max_abs = m.reference_vs_oracle_max_abs;
+    if (result.fallback) {
+      // The reference ran: the verdict checks the fallback wrote every output, nothing more.
+      const std::string note = "fallback: outside the guard of '" + kernel.name + "' (" + refusal +
+                               "); the eager reference ran instead";
+      if (result.outcome == Outcome::passed) result.rule = "fallback";
+      result.message = result.message.empty() ? note : note + "; " + result.message;
+    }
     return result;
   } catch (const Error& e) {
     result.outcome = Outcome::failed;
@@ -366,7 +410,7 @@ double median_of(std::vector<double> v) { return speed::median(std::move(v)); }
 std::vector<double> Runner::time_launches(const KernelInfo& kernel, const Case& c, int count, bool flush_l2) {
   const OpSignature& op = find_op(c.op);
   const OpReference& ref = op_reference(c.op);
-  const Attributes attrs = op.attributes;
+  const Attributes attrs = call_attributes(op, c);
   const Tensors inputs = ref.make_inputs(c, op, impl_->device);
   Tensors outputs;
   for (const auto& o : op.outputs) outputs.push_back(at::empty(concrete_shape(o.shape, c), inputs[0].options()));
@@ -392,7 +436,7 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
   }
   const OpSignature& op = find_op(c.op);
   const OpReference& ref = op_reference(c.op);
-  const Attributes attrs = op.attributes;
+  const Attributes attrs = call_attributes(op, c);
   try {
     const Tensors inputs = ref.make_inputs(c, op, impl_->device);
     Tensors out_candidate, out_baseline;
@@ -401,11 +445,25 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
       out_candidate.push_back(at::empty(shape, inputs[0].options().memory_format(at::MemoryFormat::Contiguous)));
       out_baseline.push_back(at::empty(shape, inputs[0].options().memory_format(at::MemoryFormat::Contiguous)));
     }
+    // Outside the candidate's guard the reference runs: nothing of the kernel to time.
+    if (const auto why = impl_->refusal(kernel, inputs, out_candidate, attrs); !why.empty()) {
+      cmp.decision = Outcome::skipped;
+      cmp.note = "not timed: the case is outside the guard of '" + kernel.name + "' (" + why +
+                 "), where the reference runs instead";
+      return cmp;
+    }
+    // Outside the baseline's guard the baseline falls back to the reference: time that.
+    std::string baseline_note;
+    const bool baseline_runs = baseline && impl_->refusal(*baseline, inputs, out_baseline, attrs).empty();
+    if (baseline && !baseline_runs)
+      baseline_note = "the case is outside the guard of baseline '" + baseline->name + "': timed its fallback (eager)";
     auto& timer = impl_->launch_timer();
     cmp.timer = timer.name();
     if (!impl_->timer_note.empty()) cmp.note = impl_->timer_note;
-    std::function<void()> arm_a = baseline ? std::function<void()>([&] { impl_->launch(*baseline, inputs, out_baseline, attrs); })
-                                           : std::function<void()>([&] { ref.eager(inputs, attrs); });
+    if (!baseline_note.empty()) cmp.note += (cmp.note.empty() ? "" : "; ") + baseline_note;
+    std::function<void()> arm_a = baseline_runs
+                                      ? std::function<void()>([&] { impl_->launch(*baseline, inputs, out_baseline, attrs); })
+                                      : std::function<void()>([&] { ref.eager(inputs, attrs); });
     std::function<void()> arm_b = [&] { impl_->launch(kernel, inputs, out_candidate, attrs); };
     std::function<void()> between;
     if (options.flush_l2 && impl_->flusher) between = [this] { impl_->flusher->flush(); };
@@ -463,6 +521,23 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
     }
   }
   return cmp;
+}
+
+CaseResult Runner::check_stale(const KernelInfo& kernel, const Case& c,
+                               const correctness::RuleConfig& rule) {
+  CaseResult first = check_case(kernel, c, rule);
+  if (first.outcome == Outcome::failed) return first;
+  Case next = c;
+  next.seed = derive_seed(c.seed, "stale", 1);
+  CaseResult second = check_case(kernel, next, rule);
+  if (second.outcome != Outcome::failed || second.rule == "fault") return second;
+  second.message = "stale output: case " + c.id() + " passed, then case " + next.id() +
+                   " (same shape, other values) failed right after it (a cached or stale "
+                   "result?): " + second.message;
+  second.rule = "stale";
+  second.kcase = c;  // the pair derives from the first case
+  second.repro = repro_command(kernel, c) + "  # then " + next.id();
+  return second;
 }
 
 }  // namespace kgate

@@ -39,10 +39,22 @@ class Runner {
   RunnerEnvironment environment() const;
 
   /// Runs `kernel` on case `c` and judges it under `rule`. Faults become failed results; after a
-  /// device fault the context is lost and later calls return failed results saying so.
+  /// device fault the context is lost and later calls return failed results saying so. A case the
+  /// kernel does not accept (KernelInfo::accepts) runs the op's eager reference into the outputs
+  /// instead; the result is marked `fallback` (rule "fallback" when it passes).
   CaseResult check_case(const KernelInfo& kernel, const Case& c, const correctness::RuleConfig& rule);
 
-  /// Times `kernel` against `baseline` (nullptr: the eager reference), interleaved.
+  /// Stale-output check: case `c`, then at once the same shape with other values (a seed derived
+  /// from c's), each on fresh poisoned outputs. A kernel that returns a cached result (say,
+  /// computed once per shape) passes the first and fails the second: the result then has rule
+  /// "stale", c as its case and a message naming both. Otherwise the first run's failure, or the
+  /// second's result.
+  CaseResult check_stale(const KernelInfo& kernel, const Case& c,
+                         const correctness::RuleConfig& rule);
+
+  /// Times `kernel` against `baseline` (nullptr: the eager reference), interleaved. A case outside
+  /// the kernel's guard is not timed (decision skipped, with a note); outside the baseline's guard
+  /// the baseline's fallback (the eager reference) is timed, with a note.
   SpeedComparison time_case(const KernelInfo& kernel, const KernelInfo* baseline, const Case& c,
                             const TimingOptions& options, uint64_t seed);
 
@@ -59,5 +71,7 @@ class Runner {
 
 /// The one-line command that replays case `c` on `kernel`.
 std::string repro_command(const std::string& kernel, const Case& c);
+/// The same for a KernelInfo: `kgate replay --package DIR` for an exported package.
+std::string repro_command(const KernelInfo& kernel, const Case& c);
 
 }  // namespace kgate

@@ -60,6 +60,7 @@ inline const OpSignature& softmax_op() {
     s.inputs = {{"x", {"B", "N"}}};
     s.outputs = {{"y", {"B", "N"}}};
     s.symbols = {{"B", 1, 65536, 512}, {"N", 1, 262144, 8192}};
+    s.reduced_symbol = "N";
     s.dtypes = {DType::f32, DType::f16, DType::bf16};
     s.attributes = {{"dim", -1}};
     return s;

@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# Cross-checks kgate's CUPTI launch timer against Nsight Compute: the power study's base kernels
+# (kgate.bench.speed_power --ncu-kernels) are timed once with CUPTI (no profiler attached), then
+# run with exactly the same work under `ncu --clock-control none --metrics gpu__time_duration.sum`
+# (no CUPTI in the process); prints, per kernel, the CUPTI median, the ncu median and their
+# difference in %. Goal: within 1%.
+#
+# usage: bench/ncu_compare.sh BIN [speed_power options: --kind stream|compute --sizes 3,30,300
+#                                  --launches K --warm]
+#   BIN  the kgate.bench.speed_power executable (e.g. build/bin/kgate.bench.speed_power)
+#   NCU=/path/to/ncu picks the profiler (default: ncu on PATH, then /usr/local/cuda/bin/ncu);
+#   NCU_COMPARE_DIR=DIR keeps the intermediate files there (default: a temporary directory).
+# Exit codes: 0 every kernel within 1%, 2 some kernel differs by more, 1 a run failed,
+#             3 ncu or python3 missing, 4 bad usage.
+set -u
+
+die() { echo "ncu_compare: $1" >&2; exit "${2:-1}"; }
+
+[ $# -ge 1 ] || { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 4; }
+bin=$1
+shift
+[ -x "$bin" ] || die "'$bin' is not an executable: build it with 'ninja kgate.bench.speed_power'" 4
+
+ncu=${NCU:-}
+[ -n "$ncu" ] || ncu=$(command -v ncu 2>/dev/null || true)
+[ -n "$ncu" ] || { [ -x /usr/local/cuda/bin/ncu ] && ncu=/usr/local/cuda/bin/ncu; }
+if [ -z "$ncu" ] || [ ! -x "$ncu" ]; then
+  die "Nsight Compute (ncu) was not found on PATH nor at /usr/local/cuda/bin/ncu: install the \
+toolkit's nsight-compute component or set NCU=/path/to/ncu" 3
+fi
+command -v python3 > /dev/null 2>&1 || die "python3 is needed to parse ncu's CSV output" 3
+
+if [ -n "${NCU_COMPARE_DIR:-}" ]; then
+  work=$NCU_COMPARE_DIR
+  mkdir -p "$work" || die "cannot create $work" 4
+else
+  work=$(mktemp -d) || die "mktemp failed"
+  trap 'rm -rf "$work"' EXIT
+fi
+
+# 1. CUPTI, no profiler: sizes the kernels, prints their medians and the units used.
+echo "ncu_compare: timing with CUPTI: $bin --ncu-kernels $*" >&2
+"$bin" --ncu-kernels "$@" > "$work/cupti.txt" 2> "$work/cupti.err"
+rc=$?
+if [ $rc -ne 0 ]; then
+  cat "$work/cupti.err" >&2
+  die "the CUPTI run exited $rc"
+fi
+units=$(sed -n 's/^sizing: --units //p' "$work/cupti.txt" | tail -n 1)
+[ -n "$units" ] || die "the CUPTI run printed no 'sizing: --units' line (see $work/cupti.txt)"
+
+# 2. ncu with the same work; the program times nothing itself (--timer none), so CUPTI and the
+#    profiler never share the process. Later options win, so ours come after the caller's.
+echo "ncu_compare: profiling with $ncu (units $units)" >&2
+"$ncu" --clock-control none --metrics gpu__time_duration.sum --kernel-name "regex:^kgate_power_" \
+  --export "$work/profile" --force-overwrite \
+  "$bin" --ncu-kernels "$@" --timer none --units "$units" > "$work/ncu.log" 2>&1
+rc=$?
+if [ $rc -ne 0 ] || [ ! -f "$work/profile.ncu-rep" ]; then
+  tail -n 25 "$work/ncu.log" >&2
+  if grep -q "ERR_NVGPUCTRPERM" "$work/ncu.log"; then
+    echo "ncu_compare: hint: this user may not read GPU performance counters; run as root or set" \
+         "the driver option NVreg_RestrictProfilingToAdminUsers=0" >&2
+  fi
+  die "ncu exited $rc (no report written)"
+fi
+"$ncu" --import "$work/profile.ncu-rep" --csv --page raw --metrics gpu__time_duration.sum \
+  > "$work/ncu.csv" 2> "$work/import.err" || { cat "$work/import.err" >&2; die "ncu --import failed"; }
+
+# 3. Per kernel: CUPTI median vs ncu median.
+python3 - "$work/cupti.txt" "$work/ncu.csv" <<'PY'
+import csv, statistics, sys
+
+cupti_path, ncu_path = sys.argv[1], sys.argv[2]
+SCALE = {"nsecond": 1.0, "ns": 1.0, "usecond": 1e3, "us": 1e3, "msecond": 1e6, "ms": 1e6,
+         "second": 1e9, "s": 1e9}
+
+cupti = {}  # name -> (fields)
+for line in open(cupti_path):
+    if not line.startswith("ncu-kernel "):
+        continue
+    fields = dict(item.split("=", 1) for item in line.split()[1:])
+    cupti[fields["name"]] = fields
+
+rows = [r for r in csv.reader(l for l in open(ncu_path) if l.startswith('"'))]
+if not rows:
+    sys.exit("ncu_compare: ncu's CSV holds no rows (no kgate_power_ kernel was profiled?)")
+header = rows[0]
+try:
+    name_col = header.index("Kernel Name")
+    metric_col = header.index("gpu__time_duration.sum")
+except ValueError as e:
+    sys.exit("ncu_compare: unexpected ncu CSV header (%s): %s" % (e, header[:12]))
+scale, ncu = 1.0, {}
+for r in rows[1:]:
+    if len(r) <= max(name_col, metric_col):
+        continue
+    value = r[metric_col].replace(",", "").strip()
+    try:
+        ns = float(value)
+    except ValueError:
+        # The units row: e.g. "nsecond" under the metric's column.
+        if value in SCALE:
+            scale = SCALE[value]
+        continue
+    name = r[name_col].split("(")[0].strip()
+    ncu.setdefault(name, []).append(ns * scale)
+
+print("%-24s %8s %12s %9s %9s %16s %14s %8s" % ("kernel", "target", "units", "cupti n", "ncu n",
+                                                "CUPTI median ns", "ncu median ns", "diff %"))
+worst, missing = 0.0, []
+for name in sorted(cupti):
+    f = cupti[name]
+    c = f.get("cupti_median_ns", "-")
+    samples = ncu.get(name, [])
+    if c == "-" or not samples:
+        missing.append(name)
+        print("%-24s %8s %12s %9s %9d %16s %14s %8s" % (name, f["target_us"] + "us", f["units"],
+                                                       f["launches"], len(samples), c, "-", "-"))
+        continue
+    m = statistics.median(samples)
+    diff = 100.0 * (float(c) - m) / m
+    worst = max(worst, abs(diff))
+    print("%-24s %8s %12s %9s %9d %16.1f %14.1f %+7.2f%%" % (name, f["target_us"] + "us", f["units"],
+                                                           f["launches"], len(samples), float(c), m,
+                                                           diff))
+if missing:
+    sys.exit("ncu_compare: no comparison for %s" % ", ".join(missing))
+print("largest difference %.2f%% (goal: within 1%%): %s" % (worst, "ok" if worst <= 1 else "OVER"))
+sys.exit(0 if worst <= 1 else 2)
+PY

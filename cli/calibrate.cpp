@@ -1,0 +1,474 @@
+// `kgate calibrate`: A/A comparisons through Runner::time_case (the kernel as its own baseline,
+// each arm with its own output buffers), summarized with gates/speed/calibration.
+#include "cli/calibrate.hpp"
+
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
+#include "core/rng.hpp"
+#include "gates/speed/calibration.hpp"
+#include "references/catalogue.hpp"
+#include "runtime/cuda/device.hpp"
+#include "runtime/pipeline.hpp"
+
+namespace kgate::cli {
+namespace fs = std::filesystem;
+
+namespace {
+
+/// Launch-to-launch noise and the spread of the block statistic of one comparison, from its raw
+/// samples (kept blocks back to back, 2 x launches_per_arm samples per arm and block).
+struct SampleNoise {
+  double cv = std::numeric_limits<double>::quiet_NaN();        ///< median within-block CV
+  double block_sd = std::numeric_limits<double>::quiet_NaN();  ///< sd of the block log ratios
+};
+
+/// One A/A comparison with what calibrate.json keeps of it.
+struct AaRun {
+  SpeedComparison comparison;
+  SampleNoise noise;
+  double seconds = 0;
+};
+
+/// A timed case and its runs.
+struct CaseRuns {
+  Case kcase;
+  std::vector<AaRun> runs;
+};
+
+SampleNoise sample_noise(const SpeedComparison& cmp, int launches_per_arm) {
+  SampleNoise noise;
+  const size_t per_block = 2 * static_cast<size_t>(launches_per_arm);
+  const auto& a = cmp.baseline_ns;
+  const auto& b = cmp.candidate_ns;
+  if (a.empty() || a.size() != b.size() || a.size() % per_block != 0) return noise;
+  std::vector<double> cvs;
+  for (size_t start = 0; start < a.size(); start += per_block) {
+    for (const auto* arm : {&a, &b}) {
+      const auto first = arm->begin() + static_cast<std::ptrdiff_t>(start);
+      cvs.push_back(speed::coefficient_of_variation(
+          std::vector<double>(first, first + static_cast<std::ptrdiff_t>(per_block))));
+    }
+  }
+  noise.cv = speed::percentile(cvs, 0.5);
+  const auto d = speed::block_log_ratios(a, b, per_block);
+  if (d.size() >= 2) {
+    double mean = 0, squares = 0;
+    for (double x : d) mean += x;
+    mean /= static_cast<double>(d.size());
+    for (double x : d) squares += (x - mean) * (x - mean);
+    noise.block_sd = std::sqrt(squares / static_cast<double>(d.size() - 1));
+  }
+  return noise;
+}
+
+speed::AaComparison aa_of(const AaRun& run) {
+  speed::AaComparison c;
+  const SpeedComparison& cmp = run.comparison;
+  switch (cmp.decision) {
+    case Outcome::regressed:
+      c.decision = speed::Decision::regression;
+      break;
+    case Outcome::passed:
+      c.decision = speed::Decision::pass;
+      break;
+    case Outcome::inconclusive:
+      c.decision = speed::Decision::inconclusive;
+      break;
+    default:
+      c.invalid = true;
+      break;
+  }
+  if (!(cmp.ratio > 0) || !(cmp.ratio_upper > 0)) c.invalid = true;
+  if (!c.invalid) {
+    c.log_ratio = std::log(cmp.ratio);
+    c.log_upper = std::log(cmp.ratio_upper);
+  }
+  c.cv = run.noise.cv;
+  return c;
+}
+
+speed::AaSummary summarize(const std::vector<const AaRun*>& runs) {
+  std::vector<speed::AaComparison> aa;
+  for (const AaRun* r : runs) aa.push_back(aa_of(*r));
+  return speed::summarize_aa(aa);
+}
+
+double median_of(const std::vector<const AaRun*>& runs, double (*field)(const AaRun&)) {
+  std::vector<double> x;
+  for (const AaRun* r : runs) {
+    const double v = field(*r);
+    if (std::isfinite(v)) x.push_back(v);
+  }
+  return speed::percentile(x, 0.5);
+}
+
+/// A number for JSON: non-finite values (an unbounded limit, nothing measured) become null.
+nlohmann::ordered_json number(double v) {
+  return std::isfinite(v) ? nlohmann::ordered_json(v) : nlohmann::ordered_json();
+}
+
+nlohmann::ordered_json summary_json(const speed::AaSummary& s,
+                                    const std::vector<const AaRun*>& runs) {
+  return {
+      {"comparisons", s.comparisons},
+      {"valid", s.valid},
+      {"regressions", s.regressions},
+      {"passes", s.passes},
+      {"inconclusive", s.inconclusive},
+      {"invalid", s.invalid},
+      {"false_positive_rate", number(s.false_positive_rate)},
+      {"false_positive_interval",
+       {{"method", "clopper-pearson"},
+        {"confidence", s.confidence},
+        {"lower", number(s.fp_exact.lower)},
+        {"upper", number(s.fp_exact.upper)}}},
+      {"false_positive_interval_wilson",
+       {{"lower", number(s.fp_wilson.lower)}, {"upper", number(s.fp_wilson.upper)}}},
+      {"quantile", s.quantile},
+      {"noise_floor", number(s.noise_floor)},
+      {"delta_min", number(s.delta_min)},
+      {"median_launch_cv", number(s.median_cv)},
+      {"median_block_sd", number(median_of(runs, [](const AaRun& r) { return r.noise.block_sd; }))},
+      {"median_blocks",
+       number(median_of(runs,
+                        [](const AaRun& r) { return static_cast<double>(r.comparison.blocks); }))},
+      {"median_seconds", number(median_of(runs, [](const AaRun& r) { return r.seconds; }))}};
+}
+
+nlohmann::ordered_json run_json(const AaRun& run) {
+  const SpeedComparison& c = run.comparison;
+  return {{"decision", outcome_name(c.decision)},
+          {"ratio", number(c.ratio)},
+          {"ratio_lower", number(c.ratio_lower)},
+          {"ratio_upper", number(c.ratio_upper)},
+          {"p_value", number(c.p_value)},
+          {"blocks", c.blocks},
+          {"dropped_blocks", c.dropped_blocks},
+          {"baseline_median_ns", number(c.baseline_median_ns)},
+          {"candidate_median_ns", number(c.candidate_median_ns)},
+          {"launch_cv", number(run.noise.cv)},
+          {"block_sd", number(run.noise.block_sd)},
+          {"seconds", run.seconds},
+          {"timer", c.timer},
+          {"note", c.note}};
+}
+
+std::string now_utc() {
+  const std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+/// "f32 B=4096,N=1024": a case's dtype and shape, short enough for a table column.
+std::string short_case(const Case& c) {
+  std::string s = std::string(dtype_name(c.dtype)) + " ";
+  for (size_t i = 0; i < c.dims.size(); ++i) {
+    s += (i ? "," : "") + c.dims[i].first + "=" + std::to_string(c.dims[i].second);
+  }
+  return s;
+}
+
+std::string percent(double fraction, int digits = 2) {
+  if (std::isnan(fraction)) return "-";
+  if (std::isinf(fraction)) return "inf";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*f%%", digits, 100 * fraction);
+  return buf;
+}
+
+/// printf-formats a finite number; "-" otherwise.
+std::string fixed(const char* spec, double v) {
+  if (!std::isfinite(v)) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, spec, v);
+  return buf;
+}
+
+void print_row(const std::string& kernel, const std::string& label, const speed::AaSummary& s,
+               const std::vector<const AaRun*>& runs) {
+  const double base_us =
+      median_of(runs, [](const AaRun& r) { return r.comparison.baseline_median_ns; }) / 1e3;
+  const std::string fp = std::to_string(s.regressions) + "/" + std::to_string(s.valid);
+  const std::string interval = s.valid > 0 ? percent(s.false_positive_rate, 1) + " [" +
+                                                 percent(s.fp_exact.lower, 1) + ", " +
+                                                 percent(s.fp_exact.upper, 1) + "]"
+                                           : "-";
+  const std::string block_sd =
+      fixed("%.5f", median_of(runs, [](const AaRun& r) { return r.noise.block_sd; }));
+  const std::string blocks = fixed("%.0f", median_of(runs, [](const AaRun& r) {
+                                     return static_cast<double>(r.comparison.blocks);
+                                   }));
+  std::printf("%-20s %-22s %9.2f %7s %-22s %4lld %9s %9s %7s %8s %6s %6.2f\n", kernel.c_str(),
+              label.c_str(), base_us, fp.c_str(), interval.c_str(),
+              static_cast<long long>(s.inconclusive + s.invalid), percent(s.noise_floor).c_str(),
+              percent(s.delta_min).c_str(), percent(s.median_cv, 1).c_str(), block_sd.c_str(),
+              blocks.c_str(), median_of(runs, [](const AaRun& r) { return r.seconds; }));
+}
+
+void write_json(const fs::path& path, const nlohmann::ordered_json& j) {
+  const fs::path tmp = path.string() + ".tmp";
+  {
+    std::ofstream f(tmp);
+    if (!f)
+      throw_usage("cannot write " + tmp.string() + ": check that --out is a writable directory");
+    f << j.dump(2) << "\n";
+    if (!f) throw_usage("writing " + tmp.string() + " failed (disk full?)");
+  }
+  fs::rename(tmp, path);
+}
+
+Backend choose_backend(const CalibrateArgs& args, std::optional<int>* skip) {
+  std::string why;
+  if (args.backend.empty()) {
+    if (cuda::device_available(&why)) return Backend::cuda;
+    std::fprintf(stderr, "kgate: %s — calibrating the cpu backend's kernels instead\n",
+                 why.c_str());
+    return Backend::cpu;
+  }
+  const Backend backend = parse_backend(args.backend);
+  if (backend == Backend::cuda && !cuda::device_available(&why)) {
+    if (args.no_device_exit_code) {
+      std::printf("SKIPPED: %s\n", why.c_str());
+      *skip = args.no_device_exit_code;
+      return backend;
+    }
+    throw Error(ErrorKind::usage,
+                why + " (--backend cuda needs a GPU; use --backend cpu on machines without one)");
+  }
+  return backend;
+}
+
+}  // namespace
+
+CLI::App* add_calibrate_command(CLI::App& app, CalibrateArgs& args) {
+  auto* cmd = app.add_subcommand(
+      "calibrate",
+      "A/A runs (each kernel against itself): the speed gate's false-positive rate, noise floor and "
+      "smallest supported delta; writes calibrate.json (exit 3: a case had no valid comparison)");
+  auto& timing = args.timing.interleave;
+  cmd->add_option("--kernel", args.kernels,
+                  "Kernel to calibrate (repeatable; default: all but mutants)");
+  cmd->add_option("--backend", args.backend, "cuda or cpu (default: cuda when a GPU is present)")
+      ->check(CLI::IsMember({"cuda", "cpu"}));
+  cmd->add_option("--comparisons", args.comparisons, "A/A comparisons per speed case")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--seed", args.seed, "Master seed")->capture_default_str();
+  cmd->add_option("--speed-cases", args.speed_cases, "Shapes timed per kernel")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--delta", timing.delta, "Minimum slowdown that counts as a regression")
+      ->capture_default_str();
+  cmd->add_option("--alpha", timing.alpha, "False-positive rate per comparison")
+      ->capture_default_str();
+  cmd->add_option("--time-budget", timing.time_budget_s, "Seconds of timing per comparison")
+      ->capture_default_str();
+  cmd->add_flag("!--warm", args.timing.flush_l2,
+                "Time with a warm L2 (default: flushed between launches)");
+  cmd->add_option("--out", args.out_dir, "Directory for calibrate.json")->capture_default_str();
+  cmd->add_option(
+      "--no-device-exit-code", args.no_device_exit_code,
+      "Exit with this code (e.g. 77 = SKIPPED for CTest) when --backend cuda finds no GPU");
+  cmd->add_flag("-q,--quiet", args.quiet, "No progress lines");
+  return cmd;
+}
+
+int run_calibrate(const CalibrateArgs& args) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::optional<int> skip;
+  const Backend backend = choose_backend(args, &skip);
+  if (skip) return *skip;
+
+  std::vector<const KernelInfo*> selected;
+  if (args.kernels.empty()) {
+    for (const auto& k : registered_kernels())
+      if (k.backend == backend && !k.mutant) selected.push_back(&k);
+  } else {
+    for (const auto& name : args.kernels) {
+      const auto& k = find_kernel(name);
+      if (k.backend != backend)
+        throw_usage("kernel '" + name + "' runs on the " + backend_name(k.backend) +
+                    " backend, not " + backend_name(backend) + " (pass --backend " +
+                    backend_name(k.backend) + ")");
+      selected.push_back(&k);
+    }
+  }
+  if (selected.empty())
+    throw_usage(std::string("no kernels to calibrate on the ") + backend_name(backend) +
+                " backend");
+
+  fs::create_directories(args.out_dir);
+  const fs::path out = fs::path(args.out_dir) / "calibrate.json";
+  Runner runner(backend);
+  const auto env = runner.environment();
+  const auto& il = args.timing.interleave;
+  const bool tty = isatty(fileno(stderr));
+  auto say = [&](const std::string& line) {
+    if (args.quiet) return;
+    if (tty)
+      std::fprintf(stderr, "\r\033[K%s", line.c_str());
+    else
+      std::fprintf(stderr, "%s\n", line.c_str());
+  };
+
+  nlohmann::ordered_json doc = {{"schema", "kgate-calibrate/1"},
+                                {"meta",
+                                 {{"kgate_version", KGATE_VERSION},
+                                  {"command", args.command_line},
+                                  {"backend", backend_name(backend)},
+                                  {"device", env.device},
+                                  {"driver", env.driver},
+                                  {"cuda", env.cuda},
+                                  {"torch", env.torch},
+                                  {"started_at", now_utc()},
+                                  {"seed", args.seed},
+                                  {"config",
+                                   {{"comparisons", args.comparisons},
+                                    {"speed_cases", args.speed_cases},
+                                    {"delta", il.delta},
+                                    {"alpha", il.alpha},
+                                    {"time_budget_s", il.time_budget_s},
+                                    {"launches_per_arm", il.launches_per_arm},
+                                    {"blocks_per_stage", il.blocks_per_stage},
+                                    {"max_stages", il.max_stages},
+                                    {"flush_l2", args.timing.flush_l2}}}}},
+                                {"kernels", nlohmann::ordered_json::array()}};
+
+  std::vector<std::vector<CaseRuns>> all(selected.size());
+  bool some_case_empty = false;
+  for (size_t ki = 0; ki < selected.size(); ++ki) {
+    const KernelInfo& kernel = *selected[ki];
+    const auto cases = speed_cases(find_op(kernel.op), kernel, args.seed, args.speed_cases);
+    if (!args.quiet) {
+      std::fprintf(stderr, "[%zu/%zu] %s: %zu case(s) x %d A/A comparisons\n", ki + 1,
+                   selected.size(), kernel.name.c_str(), cases.size(), args.comparisons);
+    }
+    nlohmann::ordered_json kj = {{"name", kernel.name},
+                                 {"op", kernel.op},
+                                 {"backend", backend_name(kernel.backend)},
+                                 {"cases", nlohmann::ordered_json::array()}};
+    for (const Case& c : cases) {
+      CaseRuns cr{c, {}};
+      for (int i = 0; i < args.comparisons; ++i) {
+        if (runner.context_lost()) {
+          throw Error(ErrorKind::device, "the CUDA context was lost while calibrating '" +
+                                             kernel.name +
+                                             "': calibration stopped (see calibrate.json)");
+        }
+        const auto start = std::chrono::steady_clock::now();
+        const uint64_t seed = derive_seed(args.seed, "calibrate/" + kernel.name + "/" + c.id(),
+                                          static_cast<uint64_t>(i));
+        AaRun run;
+        run.comparison = runner.time_case(kernel, &kernel, c, args.timing, seed);
+        run.seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        run.noise = sample_noise(run.comparison, il.launches_per_arm);
+        const auto& cmp = run.comparison;
+        char line[256];
+        std::snprintf(line, sizeof line,
+                      "%s %s: A/A %d/%d %s x%.4f [%.4f, %.4f] %lld blocks %.2f s",
+                      kernel.name.c_str(), short_case(c).c_str(), i + 1, args.comparisons,
+                      outcome_name(cmp.decision), cmp.ratio, cmp.ratio_lower, cmp.ratio_upper,
+                      static_cast<long long>(cmp.blocks), run.seconds);
+        say(line);
+        cr.runs.push_back(std::move(run));
+      }
+      if (tty && !args.quiet) std::fprintf(stderr, "\n");
+
+      std::vector<const AaRun*> runs;
+      nlohmann::ordered_json rj = nlohmann::ordered_json::array();
+      for (const AaRun& r : cr.runs) {
+        runs.push_back(&r);
+        rj.push_back(run_json(r));
+      }
+      const auto s = summarize(runs);
+      some_case_empty |= s.valid == 0;
+      kj["cases"].push_back(
+          {{"case", c.id()}, {"summary", summary_json(s, runs)}, {"comparisons", rj}});
+      all[ki].push_back(std::move(cr));
+      // Rewritten after every case: an interrupted calibration keeps what it measured.
+      nlohmann::ordered_json partial = doc;
+      partial["kernels"].push_back(kj);
+      write_json(out, partial);
+    }
+    std::vector<const AaRun*> pooled;
+    for (const auto& cr : all[ki])
+      for (const auto& r : cr.runs) pooled.push_back(&r);
+    kj["summary"] = summary_json(summarize(pooled), pooled);
+    doc["kernels"].push_back(kj);
+    doc["meta"]["seconds"] =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    write_json(out, doc);
+  }
+
+  std::printf(
+      "\nA/A calibration on %s (%s timer), delta %s, alpha %.3g, %s L2, %d comparisons per case\n",
+      env.device.c_str(),
+      all.empty() || all[0].empty() || all[0][0].runs.empty()
+          ? "-"
+          : all[0][0].runs[0].comparison.timer.c_str(),
+      percent(il.delta, 1).c_str(), il.alpha,
+      backend != Backend::cuda ? "no"
+      : args.timing.flush_l2   ? "cold"
+                               : "warm",
+      args.comparisons);
+  std::printf("%-20s %-22s %9s %7s %-22s %4s %9s %9s %7s %8s %6s %6s\n", "kernel", "case",
+              "base us", "FP", "FP rate [95% CI]", "inc", "noise p95", "dmin p95", "CV", "block sd",
+              "blocks", "s/cmp");
+  std::vector<const AaRun*> everything;
+  for (size_t ki = 0; ki < selected.size(); ++ki) {
+    std::vector<const AaRun*> pooled;
+    for (const auto& cr : all[ki]) {
+      std::vector<const AaRun*> runs;
+      for (const auto& r : cr.runs) runs.push_back(&r);
+      print_row(selected[ki]->name, short_case(cr.kcase), summarize(runs), runs);
+      pooled.insert(pooled.end(), runs.begin(), runs.end());
+    }
+    if (all[ki].size() > 1) print_row(selected[ki]->name, "(all cases)", summarize(pooled), pooled);
+    everything.insert(everything.end(), pooled.begin(), pooled.end());
+  }
+
+  const auto total = summarize(everything);
+  std::printf(
+      "\nfalse positives: %lld of %lld valid A/A comparisons = %s (95%% CI %s to %s; alpha %s)\n",
+      static_cast<long long>(total.regressions), static_cast<long long>(total.valid),
+      percent(total.false_positive_rate).c_str(), percent(total.fp_exact.lower).c_str(),
+      percent(total.fp_exact.upper).c_str(), percent(il.alpha, 1).c_str());
+  std::printf("noise floor (p95 |HL - 1|): %s; smallest supported delta (p95 CI half-width): %s\n",
+              percent(total.noise_floor).c_str(), percent(total.delta_min).c_str());
+  if (total.valid > 0 && total.fp_exact.lower > il.alpha) {
+    std::printf(
+        "WARNING: the false-positive rate exceeds alpha even at its lower confidence limit: "
+        "timing on this machine is biased or unstable (check clocks, other load, --warm)\n");
+  }
+  if (std::isfinite(total.delta_min) && total.delta_min <= il.delta) {
+    std::printf("delta %s is supported (>= %s)\n", percent(il.delta, 1).c_str(),
+                percent(total.delta_min).c_str());
+  } else if (std::isinf(total.delta_min)) {
+    std::printf(
+        "delta %s: not established: some comparisons ran too few blocks for any bound at "
+        "this alpha (give each comparison more --time-budget)\n",
+        percent(il.delta, 1).c_str());
+  } else if (total.valid > 0) {
+    std::printf(
+        "delta %s is NOT supported: raise --delta to at least %s, or give each comparison "
+        "more --time-budget\n",
+        percent(il.delta, 1).c_str(), percent(total.delta_min).c_str());
+  }
+  std::printf("\nreport: %s\n", out.string().c_str());
+  return some_case_empty ? static_cast<int>(ExitCode::inconclusive) : 0;
+}
+
+}  // namespace kgate::cli

@@ -1,0 +1,43 @@
+// `kgate calibrate`: A/A runs of the speed gate (each kernel timed against itself) that measure the
+// gate's false-positive rate, the timing noise floor and the smallest delta the configured
+// blocks / alpha / budget support on this machine. Writes calibrate.json.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/runner.hpp"
+
+namespace CLI {
+class App;
+}
+
+namespace kgate::cli {
+
+/// Options of `kgate calibrate`.
+struct CalibrateArgs {
+  std::vector<std::string> kernels;  ///< empty: every non-mutant kernel of the backend
+  std::string backend;               ///< empty: cuda when a GPU is present, else cpu
+  int comparisons = 50;              ///< A/A comparisons per speed case
+  uint64_t seed = 1;                 ///< master seed: speed cases and block orders derive from it
+  int64_t speed_cases = 3;           ///< speed cases per kernel (pipeline's speed_cases)
+  TimingOptions timing;              ///< delta, alpha, budget, cold / warm L2
+  std::string out_dir = "reports";   ///< receives calibrate.json
+  std::optional<int> no_device_exit_code;  ///< exit code when --backend cuda finds no GPU
+  bool quiet = false;
+  std::string command_line;  ///< recorded in calibrate.json
+};
+
+/// Adds the `calibrate` subcommand to `app`, its options bound to `args`; main() dispatches to
+/// run_calibrate when the returned subcommand was given.
+CLI::App* add_calibrate_command(CLI::App& app, CalibrateArgs& args);
+
+/// Runs `comparisons` A/A comparisons per speed case of each selected kernel, prints a summary
+/// table and writes <out>/calibrate.json (schema kgate-calibrate/1, rewritten after every case).
+/// Returns 0, or 3 when some case had no valid comparison (nothing could be calibrated); usage
+/// problems throw.
+int run_calibrate(const CalibrateArgs& args);
+
+}  // namespace kgate::cli

@@ -1,0 +1,29 @@
+// Isolation: each kernel is checked in a worker process (the kgate binary itself) under a
+// watchdog. A kernel that faults (a dead CUDA context), crashes or hangs fails alone, with a clear
+// message, and the parent keeps every other kernel's results.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/report.hpp"
+
+namespace kgate::cli {
+
+struct WorkerResult {
+  bool ok = false;          ///< the worker exited and left a report
+  int exit_code = -1;       ///< the worker's exit code (when it exited)
+  RunReport report;         ///< the worker's report (when ok)
+  std::string failure;      ///< why there is no report: crash, hang, bad output
+  double seconds = 0;
+};
+
+/// Runs `/proc/self/exe args...` with stdout/stderr passed through, waits at most `timeout_s`
+/// seconds (then SIGKILL), and reads the report the worker wrote to `report_path`.
+WorkerResult run_worker(const std::vector<std::string>& args, const std::string& report_path, double timeout_s);
+
+/// The KernelReport that stands in for a worker that left no report.
+KernelReport failed_kernel_report(const std::string& name, const std::string& op, const std::string& backend,
+                                  const std::string& source, const std::string& failure, double seconds);
+
+}  // namespace kgate::cli

@@ -1,0 +1,25 @@
+// gelu_tanh_elementwise: tanh-approximated GELU over x:[B,N] for f32, f16 and bf16, any strides
+// (the kernel lives in gelu_elementwise.cuh).
+#include "kernels/gelu/gelu_elementwise.cuh"
+
+namespace kgate::kernels {
+namespace {
+
+KGATE_REGISTER_KERNEL(([] {
+  KernelInfo k;
+  k.name = "gelu_tanh_elementwise";
+  k.op = "gelu_tanh";
+  k.backend = Backend::cuda;
+  k.dtypes = {DType::f32, DType::f16, DType::bf16};
+  k.tile_sizes = {kElementwiseThreads};
+  k.accepts_strided = true;
+  k.accepts_unaligned = true;
+  k.source = "kernels/gelu/gelu_tanh_elementwise.cu";
+  k.launch = [](const KernelCall& call) {
+    gelu_detail::launch<true>(call, "gelu_tanh_elementwise");
+  };
+  return k;
+})());
+
+}  // namespace
+}  // namespace kgate::kernels

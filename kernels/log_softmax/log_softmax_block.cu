@@ -1,0 +1,134 @@
+// log_softmax_block: row log_softmax over x:[B,N] for f32, f16 and bf16, any N.
+//   N <= 1024: one warp per row, the row held in registers (one read, one write);
+//   larger N:  one 512-thread block per row, three passes over the row (max, sum, write).
+// Accumulation in float; y = (x - max) - log(sum(exp(x - max))) as ATen computes it, so NaN and
+// Inf follow ATen: a NaN or a +Inf in a row, or a row of only -Inf, makes the whole row NaN (the
+// max skips NaN but exp(NaN - max) and exp(Inf - Inf) do not); a -Inf element gives -Inf.
+// Rows may start anywhere (scalar accesses); the last dim of x and y must be contiguous.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "core/error.hpp"
+#include "kernels/common/softmax_math.cuh"
+#include "runtime/cuda/check.hpp"
+#include "runtime/kernel.hpp"
+
+namespace kgate::kernels {
+namespace {
+
+constexpr int kWarpRowsPerBlock = 4;
+constexpr int kBlock = 512;
+
+template <typename T, int kElems>
+__global__ void log_softmax_warp_rows(const T* __restrict__ x, T* __restrict__ y, int64_t rows,
+                                      int n, int64_t x_row_stride, int64_t y_row_stride) {
+  const int lane = threadIdx.x & 31;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarpRowsPerBlock + (threadIdx.x >> 5);
+  if (row >= rows) return;
+  const T* xr = x + row * x_row_stride;
+  T* yr = y + row * y_row_stride;
+  float v[kElems];
+  float m = -INFINITY;
+#pragma unroll
+  for (int i = 0; i < kElems; ++i) {
+    const int c = i * 32 + lane;
+    v[i] = c < n ? to_float(xr[c]) : -INFINITY;
+    m = fmaxf(m, v[i]);
+  }
+  m = warp_max(m);
+  float s = 0.f;
+#pragma unroll
+  for (int i = 0; i < kElems; ++i)
+    if (i * 32 + lane < n) s += expf(v[i] - m);
+  const float log_sum = logf(warp_sum(s));
+#pragma unroll
+  for (int i = 0; i < kElems; ++i) {
+    const int c = i * 32 + lane;
+    if (c < n) yr[c] = from_float<T>((v[i] - m) - log_sum);
+  }
+}
+
+template <typename T>
+__global__ void log_softmax_block_rows(const T* __restrict__ x, T* __restrict__ y, int64_t n,
+                                       int64_t x_row_stride, int64_t y_row_stride) {
+  __shared__ float scratch[32];
+  const T* xr = x + static_cast<int64_t>(blockIdx.x) * x_row_stride;
+  T* yr = y + static_cast<int64_t>(blockIdx.x) * y_row_stride;
+  float m = -INFINITY;
+  for (int64_t c = threadIdx.x; c < n; c += blockDim.x) m = fmaxf(m, to_float(xr[c]));
+  m = block_reduce<true>(m, scratch);
+  float s = 0.f;
+  for (int64_t c = threadIdx.x; c < n; c += blockDim.x) s += expf(to_float(xr[c]) - m);
+  const float log_sum = logf(block_reduce<false>(s, scratch));
+  for (int64_t c = threadIdx.x; c < n; c += blockDim.x)
+    yr[c] = from_float<T>((to_float(xr[c]) - m) - log_sum);
+}
+
+template <typename T, int kElems>
+void launch_warp(const T* x, T* y, int64_t rows, int64_t n, int64_t xs, int64_t ys,
+                 cudaStream_t stream) {
+  const auto blocks = static_cast<unsigned>((rows + kWarpRowsPerBlock - 1) / kWarpRowsPerBlock);
+  log_softmax_warp_rows<T, kElems>
+      <<<blocks, 32 * kWarpRowsPerBlock, 0, stream>>>(x, y, rows, static_cast<int>(n), xs, ys);
+}
+
+template <typename T>
+void run(const KernelCall& call) {
+  const TensorView& xv = call.inputs.at(0);
+  const TensorView& yv = call.outputs.at(0);
+  if (xv.dim() != 2 || yv.dim() != 2)
+    throw Error(ErrorKind::usage, "log_softmax_block: expects x:[B,N] and y:[B,N] (rank 2)");
+  const int64_t rows = xv.sizes[0], n = xv.sizes[1];
+  if (rows == 0 || n == 0) return;
+  if (n > 1 && (xv.strides[1] != 1 || yv.strides[1] != 1))
+    throw Error(ErrorKind::usage,
+                "log_softmax_block: the last dim of x and y must be contiguous (stride 1)");
+  if (rows > 2147483647LL)
+    throw Error(ErrorKind::usage, "log_softmax_block: more than 2^31-1 rows");
+  const T* x = xv.as<const T>();
+  T* y = yv.as<T>();
+  const int64_t xs = xv.strides[0], ys = yv.strides[0];
+  auto stream = static_cast<cudaStream_t>(call.stream);
+  if (n <= 32)
+    launch_warp<T, 1>(x, y, rows, n, xs, ys, stream);
+  else if (n <= 64)
+    launch_warp<T, 2>(x, y, rows, n, xs, ys, stream);
+  else if (n <= 128)
+    launch_warp<T, 4>(x, y, rows, n, xs, ys, stream);
+  else if (n <= 256)
+    launch_warp<T, 8>(x, y, rows, n, xs, ys, stream);
+  else if (n <= 512)
+    launch_warp<T, 16>(x, y, rows, n, xs, ys, stream);
+  else if (n <= 1024)
+    launch_warp<T, 32>(x, y, rows, n, xs, ys, stream);
+  else
+    log_softmax_block_rows<T><<<static_cast<unsigned>(rows), kBlock, 0, stream>>>(x, y, n, xs, ys);
+  KGATE_CUDA_CALL(cudaGetLastError());
+}
+
+void launch(const KernelCall& call) {
+  switch (call.inputs.at(0).dtype) {
+    case DType::f32: return run<float>(call);
+    case DType::f16: return run<__half>(call);
+    case DType::bf16: return run<__nv_bfloat16>(call);
+    default: throw Error(ErrorKind::usage, "log_softmax_block: unsupported dtype");
+  }
+}
+
+KGATE_REGISTER_KERNEL(([] {
+  KernelInfo k;
+  k.name = "log_softmax_block";
+  k.op = "log_softmax";
+  k.backend = Backend::cuda;
+  k.dtypes = {DType::f32, DType::f16, DType::bf16};
+  k.tile_sizes = {32, 1024};
+  k.accepts_strided = false;
+  k.accepts_unaligned = true;
+  k.source = "kernels/log_softmax/log_softmax_block.cu";
+  k.launch = launch;
+  return k;
+})());
+
+}  // namespace
+}  // namespace kgate::kernels

@@ -1,0 +1,44 @@
+// tanh-approximated GELU: y = x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))), elementwise
+// over x:[B, N]
+// (attribute approximate = 1; gelu and gelu_tanh are two ops because a case carries no
+// attributes of its own, so each variant gets its own cases and kernels).
+// NaN contract (as ATen's CUDA kernel): gelu_tanh(-Inf) = NaN (-Inf * 0), gelu_tanh(+Inf) = +Inf;
+// NaN propagates.
+// B may be 0 (an empty batch).
+#include "references/op_reference.hpp"
+
+namespace kgate {
+
+OpSignature gelu_tanh_signature() {
+  OpSignature op;
+  op.name = "gelu_tanh";
+  op.summary = "y = gelu(x, approximate='tanh') elementwise over x:[B,N]";
+  op.inputs = {{"x", {"B", "N"}}};
+  op.outputs = {{"y", {"B", "N"}}};
+  op.symbols = {{"B", 0, 65536, 512}, {"N", 1, 262144, 8192}};
+  op.reduced_symbol = "N";
+  op.dtypes = {DType::f32, DType::f16, DType::bf16};
+  for (DType d : op.dtypes) op.tolerance[d] = assert_close_tolerance(d);
+  op.attributes = {{"approximate", 1}};
+  op.nan_contract = NanContract::propagate;
+  op.deterministic = true;
+  return op;
+}
+
+OpReference gelu_tanh_reference() {
+  OpReference r;
+  r.make_inputs = [](const Case& c, const OpSignature& op, at::Device device) {
+    const auto shape = concrete_shape(op.inputs[0].shape, c);
+    const double extreme = 0.5 * dtype_max(c.dtype);
+    return Tensors{
+        apply_layout(make_values(c.values, shape, c.dtype, c.seed, extreme), c.layout, device)};
+  };
+  auto run = [](const Tensors& in, const Attributes& a) {
+    return Tensors{at::gelu(in[0], a.at("approximate") != 0 ? "tanh" : "none")};
+  };
+  r.eager = run;
+  r.oracle = run;  // on float64 inputs
+  return r;
+}
+
+}  // namespace kgate

@@ -1,0 +1,967 @@
+// Guard checks, boundary cases, launch plans and the package KernelInfo (module cache, workspaces,
+// cuLaunchKernel through the run-time-resolved driver API).
+#include "runtime/package/package_kernel.hpp"
+
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <type_traits>
+
+#include "core/error.hpp"
+#include "core/rng.hpp"
+#include "runtime/cuda/check.hpp"
+#include "runtime/cuda/driver.hpp"
+#include "runtime/package/sha256.hpp"
+
+namespace kgate::package {
+
+namespace {
+
+constexpr int64_t kMaxGridX = 2147483647;
+constexpr int64_t kMaxGridYZ = 65535;
+constexpr int64_t kMaxBlockXY = 1024;
+constexpr int64_t kMaxBlockZ = 64;
+constexpr int64_t kMaxThreads = 1024;
+constexpr int64_t kDefaultSharedLimit = 48 * 1024;  // dynamic shared memory without opting in
+
+std::string list_of(const std::vector<std::string>& items) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + items[i];
+  return out + "]";
+}
+
+std::string number(double v) {
+  char buf[48];
+  if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 9.0e15)
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+  else
+    std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+std::string values_text(const SymbolValues& values) {
+  std::string out;
+  for (const auto& [name, v] : values) out += (out.empty() ? "" : ", ") + name + "=" + std::to_string(v);
+  return out.empty() ? "no symbols" : out;
+}
+
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+/// The op tensor spec of that name and where its view sits in a KernelCall.
+struct TensorRef {
+  const TensorSpec* spec = nullptr;
+  bool output = false;
+  std::size_t index = 0;
+};
+
+TensorRef find_tensor(const OpSignature& op, const std::string& name) {
+  for (std::size_t i = 0; i < op.inputs.size(); ++i)
+    if (op.inputs[i].name == name) return {&op.inputs[i], false, i};
+  for (std::size_t i = 0; i < op.outputs.size(); ++i)
+    if (op.outputs[i].name == name) return {&op.outputs[i], true, i};
+  return {};
+}
+
+const TensorView& view_of(const KernelCall& call, const TensorRef& ref) {
+  return ref.output ? call.outputs.at(ref.index) : call.inputs.at(ref.index);
+}
+
+/// A dimension index (negative counts from the end) resolved for `rank`; -1 when out of range.
+int resolve_dim(int dim, int64_t rank) {
+  const int64_t d = dim < 0 ? rank + dim : dim;
+  return d >= 0 && d < rank ? static_cast<int>(d) : -1;
+}
+
+std::string rank_violation(const Guard& guard, int64_t rank) {
+  if (guard.ranks.empty() ||
+      std::find(guard.ranks.begin(), guard.ranks.end(), static_cast<int>(rank)) != guard.ranks.end())
+    return {};
+  std::vector<std::string> ranks;
+  for (int r : guard.ranks) ranks.push_back(std::to_string(r));
+  return "rank " + std::to_string(rank) + " is not in guard.ranks " + list_of(ranks);
+}
+
+bool in_dtypes(const Guard& guard, DType d) {
+  return std::find(guard.dtypes.begin(), guard.dtypes.end(), d) != guard.dtypes.end();
+}
+
+/// The value nearest to `target` within [lo, hi] that is a multiple of `mult` (the next multiple
+/// up, else the one below); nullopt when there is none. lo is taken as at least 0.
+std::optional<int64_t> pick_value(int64_t target, int64_t lo, int64_t hi, int64_t mult) {
+  lo = std::max<int64_t>(lo, 0);
+  if (lo > hi) return std::nullopt;
+  const int64_t v = std::clamp(target, lo, hi);
+  if (mult <= 1) return v;
+  const int64_t up = v % mult == 0 ? v : (v / mult + 1) * mult;
+  if (up <= hi) return up;
+  const int64_t down = v / mult * mult;
+  if (down >= lo) return down;
+  return std::nullopt;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// The guard
+
+Layout to_package_layout(kgate::Layout layout) {
+  switch (layout) {
+    case kgate::Layout::contiguous:
+      return Layout::contiguous;
+    case kgate::Layout::strided:
+      return Layout::strided;
+    case kgate::Layout::offset:
+      return Layout::offset;
+  }
+  return Layout::contiguous;
+}
+
+Layout call_layout(const KernelCall& call) {
+  bool misaligned = false;
+  auto visit = [&](const TensorView& t) {
+    if (!t.is_contiguous()) return true;
+    if (t.numel() > 0 && !aligned16(t.data)) misaligned = true;
+    return false;
+  };
+  for (const auto& t : call.inputs)
+    if (visit(t)) return Layout::strided;
+  for (const auto& t : call.outputs)
+    if (visit(t)) return Layout::strided;
+  return misaligned ? Layout::offset : Layout::contiguous;
+}
+
+std::string guard_violation(const PackageManifest& manifest, DType dtype,
+                            const std::map<std::string, int64_t>& dims, Layout layout, int rank) {
+  const Guard& g = manifest.guard;
+  if (!in_dtypes(g, dtype)) {
+    std::vector<std::string> names;
+    for (DType d : g.dtypes) names.push_back(dtype_name(d));
+    return std::string("dtype ") + dtype_name(dtype) + " is not in guard.dtypes " + list_of(names);
+  }
+  if (auto r = rank_violation(g, rank); !r.empty()) return r;
+  if (std::find(g.layouts.begin(), g.layouts.end(), layout) == g.layouts.end()) {
+    std::vector<std::string> names;
+    for (Layout l : g.layouts) names.push_back(layout_name(l));
+    return std::string("layout ") + layout_name(layout) + " is not in guard.layouts " + list_of(names);
+  }
+  for (const auto& s : manifest.symbols) {
+    auto range = g.shapes.find(s.name);
+    if (range == g.shapes.end()) continue;
+    auto it = dims.find(s.name);
+    if (it == dims.end()) return "symbol " + s.name + " has no value";
+    const int64_t v = it->second;
+    const ShapeRange& r = range->second;
+    const std::string at = s.name + "=" + std::to_string(v);
+    const std::string field = "guard.shapes." + s.name;
+    if (v < r.min) return at + " is below " + field + ".min=" + std::to_string(r.min);
+    if (v > r.max) return at + " is above " + field + ".max=" + std::to_string(r.max);
+    if (r.multiple_of > 1 && v % r.multiple_of != 0)
+      return at + " is not a multiple of " + field + ".multiple_of=" + std::to_string(r.multiple_of);
+  }
+  return {};
+}
+
+std::map<std::string, std::string> op_symbols_of(const PackageManifest& manifest, const OpSignature& op) {
+  std::map<std::string, std::string> out;
+  for (const auto& s : manifest.symbols) {
+    const TensorRef t = find_tensor(op, s.tensor);
+    if (!t.spec) continue;
+    const int d = resolve_dim(s.dim, static_cast<int64_t>(t.spec->shape.size()));
+    if (d < 0) continue;
+    out[s.name] = t.spec->shape[static_cast<std::size_t>(d)];
+  }
+  return out;
+}
+
+namespace {
+
+bool case_has(const Case& c, const std::string& name) {
+  for (const auto& [n, v] : c.dims)
+    if (n == name) return true;
+  return false;
+}
+
+}  // namespace
+
+std::map<std::string, int64_t> case_symbol_values(const PackageManifest& manifest, const OpSignature& op,
+                                                  const Case& c) {
+  std::map<std::string, int64_t> out;
+  for (const auto& [symbol, op_symbol] : op_symbols_of(manifest, op))
+    if (case_has(c, op_symbol)) out[symbol] = c.dim(op_symbol);
+  return out;
+}
+
+std::string case_guard_violation(const PackageManifest& manifest, const OpSignature& op, const Case& c) {
+  // The rank of every tensor the symbols bind to (of the first input when there are none).
+  std::vector<int64_t> ranks;
+  for (const auto& s : manifest.symbols)
+    if (const TensorRef t = find_tensor(op, s.tensor); t.spec) ranks.push_back(static_cast<int64_t>(t.spec->shape.size()));
+  if (ranks.empty() && !op.inputs.empty()) ranks.push_back(static_cast<int64_t>(op.inputs[0].shape.size()));
+  const int rank = ranks.empty() ? 0 : static_cast<int>(ranks.front());
+  const std::string why = guard_violation(manifest, c.dtype, case_symbol_values(manifest, op, c),
+                                          to_package_layout(c.layout), rank);
+  if (!why.empty()) return why;
+  for (int64_t r : ranks)
+    if (auto v = rank_violation(manifest.guard, r); !v.empty()) return v;
+  return {};
+}
+
+bool inside_guard(const PackageManifest& manifest, const OpSignature& op, const Case& c) {
+  return case_guard_violation(manifest, op, c).empty();
+}
+
+namespace {
+
+/// Binds the manifest's symbols from a call's tensors; returns a violation ("" when all bound),
+/// with `rank` set to the rank of the first bound tensor.
+std::string bind_call_symbols(const PackageManifest& manifest, const OpSignature& op, const KernelCall& call,
+                              std::map<std::string, int64_t>& dims, int& rank) {
+  if (call.inputs.size() != op.inputs.size() || call.outputs.size() != op.outputs.size())
+    throw Error(ErrorKind::internal, "package " + manifest.name + ": the call carries " +
+                                         std::to_string(call.inputs.size()) + " input(s) and " +
+                                         std::to_string(call.outputs.size()) + " output(s), op '" + op.name +
+                                         "' has " + std::to_string(op.inputs.size()) + " and " +
+                                         std::to_string(op.outputs.size()));
+  rank = call.inputs.empty() ? 0 : static_cast<int>(call.inputs[0].dim());
+  bool first = true;
+  for (const auto& s : manifest.symbols) {
+    const TensorRef t = find_tensor(op, s.tensor);
+    if (!t.spec)
+      throw Error(ErrorKind::internal, "package " + manifest.name + ": symbol " + s.name + " names tensor '" +
+                                           s.tensor + "', which op '" + op.name + "' does not have");
+    const TensorView& v = view_of(call, t);
+    if (first) rank = static_cast<int>(v.dim());
+    first = false;
+    if (auto r = rank_violation(manifest.guard, v.dim()); !r.empty()) return r + " (tensor " + s.tensor + ")";
+    const int d = resolve_dim(s.dim, v.dim());
+    if (d < 0)
+      return "symbol " + s.name + " is bound to dimension " + std::to_string(s.dim) + " of " + s.tensor +
+             ", which has rank " + std::to_string(v.dim());
+    dims[s.name] = v.sizes[static_cast<std::size_t>(d)];
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string call_guard_violation(const PackageManifest& manifest, const OpSignature& op, const KernelCall& call) {
+  std::map<std::string, int64_t> dims;
+  int rank = 0;
+  if (auto why = bind_call_symbols(manifest, op, call, dims, rank); !why.empty()) return why;
+  const DType dtype = call.inputs.empty() ? DType::f32 : call.inputs[0].dtype;
+  if (auto why = guard_violation(manifest, dtype, dims, call_layout(call), rank); !why.empty()) return why;
+  for (const auto& a : manifest.attributes) {
+    auto it = call.attributes.find(a.name);
+    if (it == call.attributes.end())
+      return "attribute " + a.name + " is not set by the call (the package needs attributes." + a.name + "=" +
+             number(a.value) + ")";
+    if (it->second != a.value)
+      return "attribute " + a.name + "=" + number(it->second) + " differs from the package's attributes." + a.name +
+             "=" + number(a.value);
+  }
+  return {};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cases
+
+namespace {
+
+struct SymbolPlan {
+  const SymbolDomain* domain = nullptr;
+  int64_t lo = 1, hi = 1, mult = 1;  // the guard's range within the op's domain
+  bool guarded = false;
+  ShapeRange range;
+  std::string manifest_symbol;
+};
+
+Case make_case(const OpSignature& op, DType dtype, const std::map<std::string, int64_t>& dims, kgate::Layout layout,
+               uint64_t seed) {
+  Case c;
+  c.op = op.name;
+  c.dtype = dtype;
+  c.layout = layout;
+  c.values = Values::normal;
+  c.seed = seed;
+  for (const auto& s : op.symbols) c.dims.emplace_back(s.name, dims.at(s.name));
+  return c;
+}
+
+int64_t numel_of(const std::map<std::string, int64_t>& dims) {
+  int64_t n = 1;
+  for (const auto& [name, v] : dims) {
+    if (v != 0 && n > std::numeric_limits<int64_t>::max() / v) return std::numeric_limits<int64_t>::max();
+    n *= v;
+  }
+  return n;
+}
+
+}  // namespace
+
+std::vector<Case> guard_boundary_cases(const PackageManifest& manifest, const OpSignature& op, uint64_t seed,
+                                       int64_t max_elements) {
+  const auto op_symbol = op_symbols_of(manifest, op);
+  std::map<std::string, SymbolPlan> plans;  // by op symbol
+  std::map<std::string, int64_t> inside, smallest;
+  for (const auto& s : op.symbols) {
+    SymbolPlan p;
+    p.domain = &s;
+    p.lo = std::max<int64_t>(s.min, 1);
+    p.hi = s.max;
+    for (const auto& [ms, os] : op_symbol) {
+      if (os != s.name) continue;
+      auto r = manifest.guard.shapes.find(ms);
+      if (r == manifest.guard.shapes.end()) continue;
+      p.guarded = true;
+      p.range = r->second;
+      p.manifest_symbol = ms;
+      p.lo = std::max(p.lo, r->second.min);
+      p.hi = std::min(p.hi, r->second.max);
+      p.mult = std::max<int64_t>(1, r->second.multiple_of);
+    }
+    // Small values inside the guard; the row a little longer and not a multiple of 32.
+    const int64_t target = s.name == op.reduced_symbol ? 264 : 3;
+    const auto v = pick_value(target, p.lo, p.hi, p.mult);
+    const auto low = pick_value(p.lo, p.lo, p.hi, p.mult);
+    inside[s.name] = v ? *v : std::clamp<int64_t>(target, std::max<int64_t>(s.min, 1), s.max);
+    smallest[s.name] = low ? *low : inside[s.name];
+    plans[s.name] = p;
+  }
+  DType dtype_in = op.dtypes.empty() ? DType::f32 : op.dtypes.front();
+  for (DType d : op.dtypes)
+    if (in_dtypes(manifest.guard, d)) {
+      dtype_in = d;
+      break;
+    }
+
+  std::vector<Case> out;
+  std::set<std::string> seen;
+  uint64_t index = 0;
+  auto add = [&](std::map<std::string, int64_t> dims, const std::string& varied, DType dtype, kgate::Layout layout) {
+    if (numel_of(dims) > max_elements) {
+      for (auto& [name, v] : dims)
+        if (name != varied) v = smallest[name];
+      if (numel_of(dims) > max_elements) return;
+    }
+    Case c = make_case(op, dtype, dims, layout, derive_seed(seed, "guard/" + manifest.name, index++));
+    c.family = inside_guard(manifest, op, c) ? "guard_inside" : "guard_outside";
+    if (seen.insert(c.id()).second) out.push_back(std::move(c));
+  };
+
+  for (const auto& s : op.symbols) {
+    const SymbolPlan& p = plans[s.name];
+    if (!p.guarded) continue;
+    std::set<int64_t> values;
+    const ShapeRange& r = p.range;
+    for (int64_t v : {r.min - 1, r.min, r.max}) values.insert(v);
+    if (r.max < std::numeric_limits<int64_t>::max()) values.insert(r.max + 1);
+    if (p.mult > 1) {
+      if (auto a = pick_value(r.min, std::max<int64_t>(r.min, 1), r.max, p.mult)) {
+        values.insert(*a);
+        values.insert(*a + 1);
+        if (*a - 1 >= r.min) values.insert(*a - 1);
+      }
+      if (auto a = pick_value(inside[s.name], p.lo, p.hi, p.mult)) values.insert(*a + 1);
+    }
+    for (int64_t v : values) {
+      if (v < s.min || v > s.max) continue;  // outside the op's domain: cannot be generated
+      auto dims = inside;
+      dims[s.name] = v;
+      add(dims, s.name, dtype_in, kgate::Layout::contiguous);
+    }
+  }
+  for (DType d : op.dtypes)
+    if (!in_dtypes(manifest.guard, d)) add(inside, "", d, kgate::Layout::contiguous);
+  add(inside, "", dtype_in, kgate::Layout::contiguous);
+  add(inside, "", dtype_in, kgate::Layout::strided);
+  add(inside, "", dtype_in, kgate::Layout::offset);
+  return out;
+}
+
+std::vector<VariantCase> variant_cases(const PackageManifest& manifest, const OpSignature& op, uint64_t seed) {
+  const auto op_symbol = op_symbols_of(manifest, op);
+  std::vector<VariantCase> out;
+  for (std::size_t i = 0; i < manifest.guard.variants.size(); ++i) {
+    const Variant& v = manifest.guard.variants[i];
+    std::map<std::string, int64_t> dims;
+    for (const auto& s : op.symbols) dims[s.name] = std::max<int64_t>(s.min, 1);
+    for (const auto& [ms, value] : v.dims) {
+      auto it = op_symbol.find(ms);
+      if (it != op_symbol.end()) dims[it->second] = value;
+    }
+    VariantCase vc;
+    vc.kcase = make_case(op, v.dtype, dims, kgate::Layout::contiguous,
+                         derive_seed(seed, "variant/" + manifest.name, static_cast<uint64_t>(i)));
+    vc.kcase.family = "variant";
+    vc.calls = v.calls;
+    out.push_back(std::move(vc));
+  }
+  return out;
+}
+
+std::optional<Case> move_inside_guard(const PackageManifest& manifest, const OpSignature& op, const Case& c) {
+  if (!in_dtypes(manifest.guard, c.dtype)) return std::nullopt;
+  Case out = c;
+  out.layout = kgate::Layout::contiguous;
+  for (const auto& [ms, os] : op_symbols_of(manifest, op)) {
+    auto r = manifest.guard.shapes.find(ms);
+    const SymbolDomain* d = op.symbol(os);
+    if (r == manifest.guard.shapes.end() || !d || !case_has(out, os)) continue;
+    const auto v = pick_value(out.dim(os), std::max(r->second.min, d->min), std::min(r->second.max, d->max),
+                              std::max<int64_t>(1, r->second.multiple_of));
+    if (!v) return std::nullopt;
+    out.set_dim(os, *v);
+  }
+  if (!inside_guard(manifest, op, out)) return std::nullopt;
+  return out;
+}
+
+std::vector<int64_t> guard_tile_sizes(const PackageManifest& manifest, const OpSignature& op) {
+  std::set<int64_t> sizes;
+  constexpr int64_t kLargest = int64_t{1} << 40;  // ragged_sizes multiplies by 4: stay far from overflow
+  for (const auto& [ms, os] : op_symbols_of(manifest, op)) {
+    if (os != op.reduced_symbol) continue;
+    auto r = manifest.guard.shapes.find(ms);
+    if (r == manifest.guard.shapes.end()) continue;
+    if (r->second.min > 1 && r->second.min <= kLargest) sizes.insert(r->second.min);
+    if (r->second.max <= kLargest) sizes.insert(r->second.max);
+    if (r->second.multiple_of > 1 && r->second.multiple_of <= kLargest) sizes.insert(r->second.multiple_of);
+  }
+  return {sizes.begin(), sizes.end()};
+}
+
+// ---------------------------------------------------------------------------------------------
+// The launch plan
+
+const unsigned char* PlannedLaunch::param_buffer() const {
+  return reinterpret_cast<const unsigned char*>(storage_.data());
+}
+
+std::vector<void*> PlannedLaunch::kernel_params() {
+  std::vector<void*> params;
+  unsigned char* base = reinterpret_cast<unsigned char*>(storage_.data());
+  for (const auto& a : args) params.push_back(base + a.offset);
+  return params;
+}
+
+void PlannedLaunch::append(PlannedArg arg, const void* value) {
+  arg.offset = (buffer_size_ + arg.alignment - 1) / arg.alignment * arg.alignment;
+  buffer_size_ = arg.offset + arg.size;
+  storage_.resize((buffer_size_ + 7) / 8, 0);
+  write(arg, value);
+  args.push_back(std::move(arg));
+}
+
+void PlannedLaunch::write(const PlannedArg& arg, const void* value) {
+  std::memcpy(reinterpret_cast<unsigned char*>(storage_.data()) + arg.offset, value, arg.size);
+}
+
+void LaunchPlan::bind_workspace(std::size_t index, void* pointer) {
+  const uint64_t bits = reinterpret_cast<uintptr_t>(pointer);
+  for (auto& l : launches)
+    for (const auto& a : l.args)
+      if (a.kind == KernelArg::Kind::workspace && a.workspace == static_cast<int>(index)) l.write(a, &bits);
+}
+
+/// Builds LaunchPlans (a class so that PlannedLaunch can keep its buffer private).
+class LaunchPlanner {
+ public:
+  LaunchPlanner(const PackageManifest& m, const OpSignature& op, const std::map<std::string, std::string>& lowered,
+                const KernelCall& call)
+      : m_(m), op_(op), lowered_(lowered), call_(call) {}
+
+  LaunchPlan plan() {
+    const std::string why = call_guard_violation(m_, op_, call_);
+    if (!why.empty())
+      throw Error(ErrorKind::usage, "package " + m_.name + ": the call is outside the package's guard (" + why +
+                                        "); such calls run the op's reference (KernelInfo::accepts), never the "
+                                        "package's kernels");
+    LaunchPlan plan;
+    plan.dtype = call_.inputs.at(0).dtype;
+    std::map<std::string, int64_t> dims;
+    int rank = 0;
+    bind_call_symbols(m_, op_, call_, dims, rank);
+    for (const auto& [name, v] : dims) plan.symbols[name] = v;
+    for (const auto& a : m_.attributes)
+      if (a.is_integer) plan.symbols[a.name] = static_cast<int64_t>(a.value);
+    symbols_ = &plan.symbols;
+
+    for (std::size_t w = 0; w < m_.workspace.size(); ++w) plan.workspaces.push_back(workspace(w));
+    for (std::size_t i = 0; i < m_.launches.size(); ++i) plan.launches.push_back(launch(i, plan));
+    return plan;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& field, const std::string& message) const {
+    throw Error(ErrorKind::package, "package " + m_.name + " (" + m_.manifest_path.string() + "): " + field + ": " +
+                                        message + " [" + values_text(*symbols_) + "]");
+  }
+
+  int64_t eval(const std::string& field, const Expr& e) const {
+    try {
+      return e.evaluate(*symbols_);
+    } catch (const Error& err) {
+      fail(field, err.what());
+    }
+  }
+
+  PlannedWorkspace workspace(std::size_t w) const {
+    const Workspace& ws = m_.workspace[w];
+    const std::string field = "workspace[" + std::to_string(w) + "] (" + ws.name + ")";
+    PlannedWorkspace p;
+    p.name = ws.name;
+    p.dtype = ws.dtype;
+    p.zero = ws.zero;
+    int64_t bytes = static_cast<int64_t>(dtype_size(ws.dtype));
+    for (std::size_t d = 0; d < ws.shape.size(); ++d) {
+      const std::string f = field + ".shape[" + std::to_string(d) + "]";
+      const int64_t v = eval(f, ws.shape[d]);
+      if (v < 0) fail(f, "\"" + ws.shape[d].text() + "\" evaluates to " + std::to_string(v) + "; expected >= 0");
+      if (v != 0 && bytes > std::numeric_limits<int64_t>::max() / v)
+        fail(field, "the workspace size overflows 64 bits");
+      bytes *= v;
+      p.shape.push_back(v);
+    }
+    p.bytes = bytes;
+    return p;
+  }
+
+  PlannedLaunch launch(std::size_t i, const LaunchPlan& plan) const {
+    const Launch& l = m_.launches[i];
+    const std::string field = "launches[" + std::to_string(i) + "]";
+    PlannedLaunch p;
+    p.index = i;
+    p.name_expression = l.kernel_name(plan.dtype);
+    if (p.name_expression.empty())
+      fail(field + ".kernel", std::string("no kernel name expression for dtype ") + dtype_name(plan.dtype));
+    auto low = lowered_.find(p.name_expression);
+    if (low == lowered_.end() || low->second.empty())
+      fail(field + ".kernel", "\"" + p.name_expression +
+                                  "\" has no lowered name in the compiled package (was it compiled from this "
+                                  "manifest? recompile with an empty KGATE_CACHE_DIR)");
+    p.lowered_name = low->second;
+
+    for (std::size_t d = 0; d < 3; ++d) {
+      const char axis = "xyz"[d];
+      const std::string gf = field + ".grid[" + std::to_string(d) + "]";
+      const int64_t g = d < l.grid.size() ? eval(gf, l.grid[d]) : 1;
+      const int64_t glimit = d == 0 ? kMaxGridX : kMaxGridYZ;
+      if (g < 0 || g > glimit)
+        fail(gf, "\"" + l.grid[d].text() + "\" evaluates to " + std::to_string(g) + "; expected 0 (nothing to " +
+                     "launch) to " + std::to_string(glimit) + " blocks in grid " + axis);
+      if (g == 0) p.empty = true;
+      p.grid[d] = static_cast<uint32_t>(g);
+
+      const std::string bf = field + ".block[" + std::to_string(d) + "]";
+      const int64_t b = d < l.block.size() ? eval(bf, l.block[d]) : 1;
+      const int64_t blimit = d == 2 ? kMaxBlockZ : kMaxBlockXY;
+      if (b < 0 || b > blimit)
+        fail(bf, "\"" + l.block[d].text() + "\" evaluates to " + std::to_string(b) + "; expected 0 (nothing to " +
+                     "launch) to " + std::to_string(blimit) + " threads in block " + axis);
+      if (b == 0) p.empty = true;
+      p.block[d] = static_cast<uint32_t>(b);
+    }
+    const int64_t threads = int64_t{p.block[0]} * p.block[1] * p.block[2];
+    if (!p.empty && threads > kMaxThreads)
+      fail(field + ".block", std::to_string(p.block[0]) + " x " + std::to_string(p.block[1]) + " x " +
+                                 std::to_string(p.block[2]) + " = " + std::to_string(threads) +
+                                 " threads per block; CUDA allows at most " + std::to_string(kMaxThreads));
+    const int64_t smem = eval(field + ".shared_mem", l.shared_mem);
+    if (smem < 0 || smem > static_cast<int64_t>(std::numeric_limits<uint32_t>::max()))
+      fail(field + ".shared_mem", "\"" + l.shared_mem.text() + "\" evaluates to " + std::to_string(smem) +
+                                      " bytes; expected 0 to 4294967295");
+    p.shared_mem = static_cast<uint32_t>(smem);
+
+    for (std::size_t a = 0; a < l.args.size(); ++a) add_arg(p, l.args[a], field + ".args[" + std::to_string(a) + "]", plan);
+    return p;
+  }
+
+  void add_arg(PlannedLaunch& p, const KernelArg& arg, const std::string& field, const LaunchPlan& plan) const {
+    PlannedArg out;
+    out.field = field;
+    out.kind = arg.kind;
+    switch (arg.kind) {
+      case KernelArg::Kind::tensor: {
+        const TensorRef t = find_tensor(op_, arg.name);
+        if (!t.spec) fail(field, "op '" + op_.name + "' has no tensor \"" + arg.name + "\"");
+        const uint64_t bits = reinterpret_cast<uintptr_t>(view_of(call_, t).data);
+        out.description = "tensor " + arg.name;
+        pointer(p, std::move(out), bits);
+        return;
+      }
+      case KernelArg::Kind::workspace: {
+        out.description = "workspace " + arg.name;
+        for (std::size_t w = 0; w < plan.workspaces.size(); ++w)
+          if (plan.workspaces[w].name == arg.name) out.workspace = static_cast<int>(w);
+        if (out.workspace < 0) fail(field, "no workspace named \"" + arg.name + "\"");
+        pointer(p, std::move(out), 0);
+        return;
+      }
+      case KernelArg::Kind::shape: {
+        out.description = "shape \"" + arg.value.text() + "\" as " + scalar_type_name(arg.type);
+        const int64_t v = eval(field, arg.value);
+        integer_or_float(p, std::move(out), arg.type, static_cast<double>(v), v, true);
+        return;
+      }
+      case KernelArg::Kind::attribute: {
+        out.description = "attribute " + arg.name + " as " + scalar_type_name(arg.type);
+        double v = 0;
+        auto it = call_.attributes.find(arg.name);
+        if (it != call_.attributes.end()) {
+          v = it->second;
+        } else if (const Attribute* a = m_.attribute(arg.name)) {
+          v = a->value;
+        } else {
+          fail(field, "the call has no attribute \"" + arg.name + "\"");
+        }
+        if (is_integer(arg.type) && (!std::isfinite(v) || v != std::floor(v) || std::fabs(v) > 9.2e18))
+          fail(field, "attribute " + arg.name + "=" + number(v) + " is not an integer; it cannot be passed as " +
+                          scalar_type_name(arg.type));
+        integer_or_float(p, std::move(out), arg.type, v, is_integer(arg.type) ? static_cast<int64_t>(v) : 0,
+                         is_integer(arg.type));
+        return;
+      }
+      case KernelArg::Kind::scalar: {
+        out.description = "scalar as " + std::string(scalar_type_name(arg.type));
+        if (is_integer(arg.type))
+          integer_or_float(p, std::move(out), arg.type, static_cast<double>(arg.int_value), arg.int_value, true);
+        else
+          integer_or_float(p, std::move(out), arg.type, arg.float_value, 0, false);
+        return;
+      }
+    }
+  }
+
+  static void pointer(PlannedLaunch& p, PlannedArg a, uint64_t bits) {
+    static_assert(sizeof(void*) == 8, "kgate packs 64-bit device pointers");
+    a.type = ScalarType::u64;
+    a.size = a.alignment = sizeof(void*);
+    p.append(std::move(a), &bits);
+  }
+
+  /// Packs a value as `type`: integers range-checked from `i` (when `exact`), floats from `f`.
+  void integer_or_float(PlannedLaunch& p, PlannedArg a, ScalarType type, double f, int64_t i, bool exact) const {
+    a.type = type;
+    a.size = a.alignment = scalar_type_size(type);
+    auto out_of_range = [&](const char* range) {
+      fail(a.field, a.description + ": the value " + (exact ? std::to_string(i) : number(f)) +
+                        " does not fit in " + scalar_type_name(type) + " (" + range + ")");
+    };
+    switch (type) {
+      case ScalarType::i32: {
+        if (i < std::numeric_limits<int32_t>::min() || i > std::numeric_limits<int32_t>::max())
+          out_of_range("-2147483648 to 2147483647");
+        const int32_t v = static_cast<int32_t>(i);
+        p.append(std::move(a), &v);
+        return;
+      }
+      case ScalarType::i64: {
+        const int64_t v = i;
+        p.append(std::move(a), &v);
+        return;
+      }
+      case ScalarType::u32: {
+        if (i < 0 || i > static_cast<int64_t>(std::numeric_limits<uint32_t>::max())) out_of_range("0 to 4294967295");
+        const uint32_t v = static_cast<uint32_t>(i);
+        p.append(std::move(a), &v);
+        return;
+      }
+      case ScalarType::u64: {
+        if (i < 0) out_of_range("0 to 18446744073709551615");
+        const uint64_t v = static_cast<uint64_t>(i);
+        p.append(std::move(a), &v);
+        return;
+      }
+      case ScalarType::f32: {
+        const float v = static_cast<float>(f);
+        if (std::isfinite(f) && !std::isfinite(v)) out_of_range("finite float");
+        p.append(std::move(a), &v);
+        return;
+      }
+      case ScalarType::f64: {
+        const double v = f;
+        p.append(std::move(a), &v);
+        return;
+      }
+    }
+  }
+
+  const PackageManifest& m_;
+  const OpSignature& op_;
+  const std::map<std::string, std::string>& lowered_;
+  const KernelCall& call_;
+  const SymbolValues* symbols_ = nullptr;
+};
+
+LaunchPlan plan_launches(const PackageManifest& manifest, const OpSignature& op,
+                         const std::map<std::string, std::string>& lowered_names, const KernelCall& call) {
+  return LaunchPlanner(manifest, op, lowered_names, call).plan();
+}
+
+// ---------------------------------------------------------------------------------------------
+// The kernel: module cache, workspaces, launches
+
+namespace {
+
+/// What every copy of a package's KernelInfo shares.
+struct PackageState {
+  PackageManifest manifest;
+  OpSignature op;
+  std::string cubin;
+  std::map<std::string, std::string> lowered_names;
+  std::string key;  ///< identifies the CUBIN in the module cache
+};
+
+/// A CUBIN loaded into one context, with its function handles.
+struct LoadedModule {
+  CUmodule module = nullptr;
+  std::map<std::string, CUfunction> functions;           ///< by lowered name
+  std::map<CUfunction, uint32_t> dynamic_shared_set;      ///< the largest max-dynamic-smem attribute set
+  std::set<std::pair<CUfunction, std::size_t>> params_checked;  ///< (function, launch index)
+};
+
+/// Every package module of the process, by (CUBIN key, context). Modules stay loaded for the
+/// process: the driver releases them with their context. Leaked on purpose, so that no module is
+/// unloaded during static destruction after the driver is gone.
+struct ModuleCache {
+  std::mutex mutex;
+  std::map<std::pair<std::string, CUcontext>, LoadedModule> modules;
+};
+
+ModuleCache& module_cache() {
+  static ModuleCache* cache = new ModuleCache;
+  return *cache;
+}
+
+using FuncGetParamInfoFn = CUresult (*)(CUfunction, size_t, size_t*, size_t*);
+
+/// cuFuncGetParamInfo when the driver has it (CUDA 12.4+), else nullptr: the check is skipped.
+FuncGetParamInfoFn param_info_function() {
+  static const FuncGetParamInfoFn fn = [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult status{};
+    const cudaError_t rc =
+        cudaGetDriverEntryPointByVersion("cuFuncGetParamInfo", &p, CUDA_VERSION, cudaEnableDefault, &status);
+    if (rc != cudaSuccess || status != cudaDriverEntryPointSuccess || p == nullptr) {
+      cudaGetLastError();
+      return FuncGetParamInfoFn{nullptr};
+    }
+    return reinterpret_cast<FuncGetParamInfoFn>(p);
+  }();
+  return fn;
+}
+
+/// Re-throws an Error with the package and launch in front of its message.
+template <class F>
+void with_context(const std::string& where, F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    throw Error(e.kind(), where + ": " + e.what());
+  }
+}
+
+/// The current CUDA context (the runtime's primary context of the current device).
+CUcontext current_context(const cuda::DriverApi& api) {
+  CUcontext ctx = nullptr;
+  KGATE_DRIVER_CALL(api.CtxGetCurrent(&ctx));
+  if (ctx) return ctx;
+  int device = 0;
+  KGATE_CUDA_CALL(cudaGetDevice(&device));
+  KGATE_CUDA_CALL(cudaSetDevice(device));  // makes the device's primary context current
+  KGATE_CUDA_CALL(cudaFree(nullptr));      // and initializes it
+  KGATE_DRIVER_CALL(api.CtxGetCurrent(&ctx));
+  if (!ctx) throw Error(ErrorKind::device, "no current CUDA context after cudaSetDevice(" + std::to_string(device) + ")");
+  return ctx;
+}
+
+/// Checks the kernel's parameters (count and sizes) against the launch's "args", when the driver
+/// can tell (cuFuncGetParamInfo).
+void check_parameters(CUfunction f, const PlannedLaunch& l) {
+  const FuncGetParamInfoFn info = param_info_function();
+  if (!info) return;
+  const std::string where = "launches[" + std::to_string(l.index) + "]: kernel \"" + l.name_expression + "\"";
+  for (std::size_t i = 0; i < l.args.size(); ++i) {
+    size_t offset = 0, size = 0;
+    const CUresult rc = info(f, i, &offset, &size);
+    if (rc == CUDA_ERROR_INVALID_VALUE)
+      throw Error(ErrorKind::package, where + " takes " + std::to_string(i) + " parameter(s), but \"args\" lists " +
+                                          std::to_string(l.args.size()) + "; make \"args\" match the kernel's "
+                                          "signature");
+    if (rc != CUDA_SUCCESS) return;  // the driver cannot tell for this function: skip the check
+    if (size != l.args[i].size)
+      throw Error(ErrorKind::package, where + ": parameter " + std::to_string(i) + " is " + std::to_string(size) +
+                                          " bytes, but " + l.args[i].field + " (" + l.args[i].description + ") is " +
+                                          std::to_string(l.args[i].size) + " bytes; fix its \"type\" or the kernel's "
+                                          "signature");
+  }
+  size_t offset = 0, size = 0;
+  if (info(f, l.args.size(), &offset, &size) == CUDA_SUCCESS) {
+    std::size_t n = l.args.size() + 1;
+    while (n < 4096 && info(f, n, &offset, &size) == CUDA_SUCCESS) ++n;
+    throw Error(ErrorKind::package, where + " takes " + std::to_string(n) + " parameters, but \"args\" lists only " +
+                                        std::to_string(l.args.size()) + "; make \"args\" match the kernel's signature");
+  }
+}
+
+/// Stream-ordered workspace allocations, freed (on the stream) when the launch is done or failed.
+class WorkspaceAllocations {
+ public:
+  WorkspaceAllocations(cudaStream_t stream) : stream_(stream) {}
+  ~WorkspaceAllocations() {
+    for (void* p : pointers_) {
+      if (async_) KGATE_CUDA_CALL_NOTHROW(cudaFreeAsync(p, stream_));
+      else KGATE_CUDA_CALL_NOTHROW(cudaFree(p));
+    }
+  }
+  WorkspaceAllocations(const WorkspaceAllocations&) = delete;
+  WorkspaceAllocations& operator=(const WorkspaceAllocations&) = delete;
+
+  void* allocate(std::size_t bytes, bool zero) {
+    if (!probed_) {
+      int device = 0, pools = 0;
+      KGATE_CUDA_CALL(cudaGetDevice(&device));
+      KGATE_CUDA_CALL(cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, device));
+      async_ = pools != 0;
+      probed_ = true;
+    }
+    void* p = nullptr;
+    if (async_) KGATE_CUDA_CALL(cudaMallocAsync(&p, bytes, stream_));
+    else KGATE_CUDA_CALL(cudaMalloc(&p, bytes));
+    pointers_.push_back(p);
+    if (zero) KGATE_CUDA_CALL(cudaMemsetAsync(p, 0, bytes, stream_));
+    return p;
+  }
+
+ private:
+  cudaStream_t stream_;
+  bool probed_ = false;
+  bool async_ = false;
+  std::vector<void*> pointers_;
+};
+
+void launch_package(const PackageState& state, const KernelCall& call) {
+  const std::string& name = state.manifest.name;
+  LaunchPlan plan = plan_launches(state.manifest, state.op, state.lowered_names, call);
+  const auto& api = cuda::driver();
+  const auto stream = static_cast<cudaStream_t>(call.stream);
+
+  // Load the module (once per context) and resolve the functions, attributes and checks.
+  std::vector<CUfunction> functions(plan.launches.size(), nullptr);
+  with_context("package " + name, [&] {
+    std::lock_guard<std::mutex> lock(module_cache().mutex);
+    const CUcontext ctx = current_context(api);
+    LoadedModule& loaded = module_cache().modules[{state.key, ctx}];
+    if (!loaded.module) {
+      with_context("loading its CUBIN (" + std::to_string(state.cubin.size()) + " bytes)",
+                   [&] { KGATE_DRIVER_CALL(api.ModuleLoadData(&loaded.module, state.cubin.data())); });
+    }
+    for (std::size_t i = 0; i < plan.launches.size(); ++i) {
+      const PlannedLaunch& l = plan.launches[i];
+      const std::string where = "launches[" + std::to_string(l.index) + "] (" + l.name_expression + ")";
+      CUfunction& f = loaded.functions[l.lowered_name];
+      if (!f)
+        with_context(where, [&] { KGATE_DRIVER_CALL(api.ModuleGetFunction(&f, loaded.module, l.lowered_name.c_str())); });
+      functions[i] = f;
+      if (loaded.params_checked.insert({f, l.index}).second) {
+        try {
+          check_parameters(f, l);
+        } catch (...) {
+          loaded.params_checked.erase({f, l.index});
+          throw;
+        }
+      }
+      if (l.shared_mem > kDefaultSharedLimit && loaded.dynamic_shared_set[f] < l.shared_mem) {
+        int device = 0, optin = 0;
+        KGATE_CUDA_CALL(cudaGetDevice(&device));
+        KGATE_CUDA_CALL(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+        if (static_cast<int64_t>(l.shared_mem) > optin)
+          throw Error(ErrorKind::package,
+                      where + ": shared_mem \"" + state.manifest.launches[l.index].shared_mem.text() + "\" = " +
+                          std::to_string(l.shared_mem) + " bytes is above the device's limit of " +
+                          std::to_string(optin) + " bytes of shared memory per block [" + values_text(plan.symbols) +
+                          "]; narrow guard.shapes so that it fits");
+        with_context(where + ": setting CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES to " +
+                         std::to_string(l.shared_mem) + " (the kernel's static shared memory counts too)",
+                     [&] {
+                       KGATE_DRIVER_CALL(api.FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                              static_cast<int>(l.shared_mem)));
+                     });
+        loaded.dynamic_shared_set[f] = l.shared_mem;
+      }
+    }
+  });
+
+  // Workspaces, then the launches in order on the call's stream.
+  WorkspaceAllocations workspaces(stream);
+  with_context("package " + name + ": workspace", [&] {
+    for (std::size_t w = 0; w < plan.workspaces.size(); ++w) {
+      const auto& ws = plan.workspaces[w];
+      plan.bind_workspace(w, ws.bytes > 0 ? workspaces.allocate(static_cast<std::size_t>(ws.bytes), ws.zero) : nullptr);
+    }
+  });
+  for (std::size_t i = 0; i < plan.launches.size(); ++i) {
+    PlannedLaunch& l = plan.launches[i];
+    if (l.empty) continue;
+    auto params = l.kernel_params();
+    try {
+      KGATE_DRIVER_CALL(api.LaunchKernel(functions[i], l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1],
+                                         l.block[2], l.shared_mem, stream, params.data(), nullptr));
+    } catch (const Error& e) {  // the context is only built on failure: launches are timed
+      throw Error(e.kind(), "package " + name + ": launches[" + std::to_string(l.index) + "] (" + l.name_expression +
+                                ", grid " + std::to_string(l.grid[0]) + "x" + std::to_string(l.grid[1]) + "x" +
+                                std::to_string(l.grid[2]) + ", block " + std::to_string(l.block[0]) + "x" +
+                                std::to_string(l.block[1]) + "x" + std::to_string(l.block[2]) + ", " +
+                                std::to_string(l.shared_mem) + " bytes of shared memory [" +
+                                values_text(plan.symbols) + "]): " + e.what());
+    }
+  }
+}
+
+}  // namespace
+
+KernelInfo make_package_kernel(const PackageManifest& manifest, const CompileResult& compiled, const OpSignature& op) {
+  if (manifest.op != op.name)
+    throw Error(ErrorKind::internal, "make_package_kernel: package " + manifest.name + " implements op '" +
+                                         manifest.op + "', not '" + op.name + "'");
+  if (compiled.cubin.empty())
+    throw Error(ErrorKind::package, "package " + manifest.name + " (" + manifest.manifest_path.string() +
+                                        "): the compile result holds no CUBIN; compile it first (kgate validate)");
+  auto state = std::make_shared<PackageState>();
+  state->manifest = manifest;
+  state->op = op;
+  state->cubin = compiled.cubin;
+  state->lowered_names = compiled.lowered_names;
+  state->key = compiled.key.empty() ? sha256_hex(compiled.cubin) : compiled.key;
+  std::shared_ptr<const PackageState> shared = state;
+
+  KernelInfo k;
+  k.name = manifest.name;
+  k.op = manifest.op;
+  k.backend = Backend::cuda;
+  k.dtypes = manifest.guard.dtypes;
+  k.tile_sizes = guard_tile_sizes(manifest, op);
+  k.accepts_strided = true;    // outside guard.layouts the call falls back: layout cases test both sides
+  k.accepts_unaligned = true;
+  k.source = manifest.dir.string();
+  k.package = true;
+  k.accepts = [shared](const KernelCall& call) {
+    return call_guard_violation(shared->manifest, shared->op, call).empty();
+  };
+  k.rejection_reason = [shared](const KernelCall& call) {
+    return call_guard_violation(shared->manifest, shared->op, call);
+  };
+  k.launch = [shared](const KernelCall& call) { launch_package(*shared, call); };
+  return k;
+}
+
+}  // namespace kgate::package

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# `kgate validate` over every package of the repository (no GPU needed: NVRTC compiles on the host):
+#   every kernels/<op>/package, runtime/package/examples/*, tests/packages/*  -> exit 0, "valid: ..."
+#   kernel folders without a package/kgate.json are listed
+#   a second validate of an unchanged package                                 -> a cache hit
+#   a broken manifest / a source that does not compile                        -> exit 4, one
+#                                                                                `<file>: <field>: <message>` per problem
+#   kgate check on a broken package                                           -> exit 4 (before any GPU work)
+# Usage: validate_packages.sh KGATE SOURCE_DIR OUT_DIR
+set -u
+kgate=$1
+src=$2
+out=$3
+rm -rf "$out"
+mkdir -p "$out"
+export KGATE_CACHE_DIR="$out/nvrtc-cache"  # a fresh cache: the first compile is cold
+fail() { echo "FAIL: $*"; exit 1; }
+
+n=0
+for pkg in "$src"/kernels/*/package "$src"/runtime/package/examples/* "$src"/tests/packages/*; do
+  [ -f "$pkg/kgate.json" ] || continue
+  "$kgate" validate "$pkg" > "$out/validate.log" 2>&1
+  rc=$?
+  [ $rc -eq 0 ] || { cat "$out/validate.log"; fail "kgate validate $pkg exited $rc, expected 0"; }
+  grep -q "^valid: .*compiled for sm_" "$out/validate.log" || { cat "$out/validate.log"; fail "no 'valid: ... compiled' summary for $pkg"; }
+  echo "ok: $(cat "$out/validate.log")"
+  n=$((n + 1))
+done
+[ $n -ge 6 ] || fail "only $n packages were validated (expected kernels/softmax/package, the example and tests/packages/*)"
+
+# Kernel folders without a package yet are listed (not a failure: packages are added op by op).
+for dir in "$src"/kernels/*/; do
+  [ -f "$dir/CMakeLists.txt" ] && grep -q "kgate_add_kernel" "$dir/CMakeLists.txt" || continue
+  [ -f "$dir/package/kgate.json" ] || echo "note: $(basename "$dir") has in-tree kernels but no package/kgate.json yet"
+done
+
+"$kgate" validate "$src/kernels/softmax/package" > "$out/again.log" 2>&1 || fail "second validate failed"
+grep -q "cached CUBIN" "$out/again.log" || { cat "$out/again.log"; fail "the second validate was not a cache hit"; }
+
+# A broken manifest: a misspelt key and a wrong value; every problem is reported, then exit 4.
+broken="$out/broken"
+cp -r "$src/runtime/package/examples/softmax_rows" "$broken"
+sed -i -e 's/"block": \[256\]/"blocks": [256]/' -e 's/"max": 262144/"max": "big"/' "$broken/kgate.json"
+"$kgate" validate "$broken" > "$out/broken.log" 2>&1
+rc=$?
+[ $rc -eq 4 ] || { cat "$out/broken.log"; fail "a broken manifest exited $rc, expected 4"; }
+grep -qF "$broken/kgate.json: launches[0].blocks: unknown key \"blocks\"; did you mean \"block\"?" "$out/broken.log" ||
+  { cat "$out/broken.log"; fail "the misspelt key is not reported as <file>: <field>: <message>"; }
+grep -qF "$broken/kgate.json: guard.shapes.N.max: expected an integer >= 0, found \"big\"" "$out/broken.log" ||
+  { cat "$out/broken.log"; fail "the wrong value is not reported"; }
+grep -q "kgate: 3 problem(s) in" "$out/broken.log" || { cat "$out/broken.log"; fail "the problem count is missing"; }
+
+# A source that does not compile: exit 4 with NVRTC's log.
+bad_src="$out/bad_source"
+cp -r "$src/runtime/package/examples/softmax_rows" "$bad_src"
+echo 'this is not C++;' >> "$bad_src/softmax_rows.cu"
+"$kgate" validate "$bad_src" > "$out/bad_source.log" 2>&1
+rc=$?
+[ $rc -eq 4 ] || { cat "$out/bad_source.log"; fail "a source that does not compile exited $rc, expected 4"; }
+grep -q "softmax_rows.cu" "$out/bad_source.log" || { cat "$out/bad_source.log"; fail "the compile error does not name the source"; }
+
+# kgate check stops at an invalid package with exit 4, GPU or not.
+"$kgate" check "$broken" --out "$out/check-broken" -q > "$out/check_broken.log" 2>&1
+rc=$?
+[ $rc -eq 4 ] || { cat "$out/check_broken.log"; fail "kgate check on a broken package exited $rc, expected 4"; }
+grep -q "launches\[0\].blocks" "$out/check_broken.log" || fail "kgate check did not print the package's problems"
+"$kgate" check --baseline-package "$src/tests/packages/softmax_v1" > /dev/null 2>&1
+[ $? -eq 4 ] || fail "--baseline-package without a package should be a usage error (exit 4)"
+echo "validate_packages: all passed ($n packages)"

@@ -1,0 +1,471 @@
+// Tests of running packages, host side (no GPU): the LaunchPlan of a call (parameter packing with
+// sizes, alignment, offsets and values; grid / block / shared memory; workspaces), its errors (exact
+// messages), guard checks of cases and calls (exact messages), the cases generated on both sides of
+// every guard boundary, variants, and the KernelInfo of a package (accepts / rejection_reason).
+#include "runtime/package/package_kernel.hpp"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
+#include "package_test_util.hpp"
+
+namespace kgate::package {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using testing::TempDir;
+
+const fs::path kExample = fs::path(KGATE_PACKAGE_SOURCE_DIR) / "examples" / "softmax_rows";
+
+/// Two launches sharing a workspace, every argument kind, per-dtype kernel names.
+json plan_manifest() {
+  return json::parse(R"J({
+    "format": "kgate-package/1", "name": "plan_pkg", "version": "1.0.0", "op": "softmax",
+    "attributes": {"dim": -1},
+    "sources": ["k.cu"],
+    "symbols": {"B": ["x", 0], "N": ["x", -1]},
+    "workspace": [{"name": "partial", "dtype": "f32", "shape": ["B", "ceil_div(N, 256)"], "zero": true}],
+    "launches": [
+      {"kernel": {"f32": "k<float>", "f16": "k<__half>"},
+       "grid": ["ceil_div(N, 256)", "B"], "block": [256], "shared_mem": "N * 4",
+       "args": [{"tensor": "x"}, {"tensor": "y"}, {"shape": "N", "type": "i32"},
+                {"shape": "B * N", "type": "i64"}, {"scalar": 1.5, "type": "f32"},
+                {"scalar": 7, "type": "u32"}, {"attribute": "dim", "type": "i32"},
+                {"workspace": "partial"}, {"scalar": 0.25, "type": "f64"}]},
+      {"kernel": "finish", "grid": [1], "block": ["min(1024, B)"],
+       "args": [{"workspace": "partial"}, {"tensor": "y"}, {"shape": "B", "type": "u64"}]}
+    ],
+    "guard": {"dtypes": ["f32", "f16"], "ranks": [2], "shapes": {"N": {"min": 1, "max": 65536}}}
+  })J");
+}
+
+const std::map<std::string, std::string> kLowered = {
+    {"k<float>", "_Z1kIfEvv"}, {"k<__half>", "_Z1kI6__halfEvv"}, {"finish", "finish"}};
+
+/// A softmax call on fake (never dereferenced) 16-byte-aligned device pointers.
+KernelCall call_of(int64_t b, int64_t n, DType dtype = DType::f32) {
+  KernelCall call;
+  TensorView x;
+  x.data = reinterpret_cast<void*>(uintptr_t{0x10000});
+  x.dtype = dtype;
+  x.sizes = {b, n};
+  x.strides = {n, 1};
+  TensorView y = x;
+  y.data = reinterpret_cast<void*>(uintptr_t{0x7f0000020000});
+  call.inputs = {x};
+  call.outputs = {y};
+  call.attributes = {{"dim", -1}};
+  return call;
+}
+
+class PackageKernelTest : public ::testing::Test {
+ protected:
+  void SetUp() override { pkg.write("k.cu", "// not compiled by these tests\n"); }
+
+  PackageManifest load(const json& m) {
+    pkg.write_json("kgate.json", m);
+    return load_manifest(pkg.path(), testing::catalogue_options());
+  }
+  std::string manifest_path() const { return (pkg.path() / "kgate.json").string(); }
+
+  /// The message of the Error plan_launches throws (and its kind).
+  std::string plan_error(const json& m, const KernelCall& call, ErrorKind expected = ErrorKind::package) {
+    const auto manifest = load(m);
+    try {
+      plan_launches(manifest, testing::softmax_op(), kLowered, call);
+    } catch (const Error& e) {
+      EXPECT_EQ(static_cast<int>(e.kind()), static_cast<int>(expected)) << e.what();
+      return e.what();
+    }
+    ADD_FAILURE() << "plan_launches did not throw";
+    return {};
+  }
+
+  TempDir pkg;
+};
+
+TEST_F(PackageKernelTest, PacksArgumentsWithSizesAlignmentAndValues) {
+  const auto manifest = load(plan_manifest());
+  auto plan = plan_launches(manifest, testing::softmax_op(), kLowered, call_of(3, 300));
+  EXPECT_EQ(plan.dtype, DType::f32);
+  EXPECT_EQ(plan.symbols, (SymbolValues{{"B", 3}, {"N", 300}, {"dim", -1}}));
+  ASSERT_EQ(plan.launches.size(), 2u);
+
+  const PlannedLaunch& l = plan.launches[0];
+  EXPECT_EQ(l.name_expression, "k<float>");
+  EXPECT_EQ(l.lowered_name, "_Z1kIfEvv");
+  EXPECT_EQ(l.grid, (std::array<uint32_t, 3>{2, 3, 1}));
+  EXPECT_EQ(l.block, (std::array<uint32_t, 3>{256, 1, 1}));
+  EXPECT_EQ(l.shared_mem, 1200u);
+  EXPECT_FALSE(l.empty);
+  ASSERT_EQ(l.args.size(), 9u);
+  // The C parameter layout: each value at an offset aligned to its size.
+  const std::vector<std::size_t> offsets = {0, 8, 16, 24, 32, 36, 40, 48, 56};
+  const std::vector<std::size_t> sizes = {8, 8, 4, 8, 4, 4, 4, 8, 8};
+  for (std::size_t i = 0; i < offsets.size(); ++i) {
+    EXPECT_EQ(l.args[i].offset, offsets[i]) << l.args[i].field;
+    EXPECT_EQ(l.args[i].size, sizes[i]) << l.args[i].field;
+    EXPECT_EQ(l.args[i].alignment, sizes[i]) << l.args[i].field;
+    EXPECT_EQ(l.args[i].field, "launches[0].args[" + std::to_string(i) + "]");
+  }
+  EXPECT_EQ(l.param_buffer_size(), 64u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(l.param_buffer()) % 8, 0u);
+  EXPECT_EQ(l.value<uint64_t>(0), 0x10000u);
+  EXPECT_EQ(l.value<uint64_t>(1), 0x7f0000020000u);
+  EXPECT_EQ(l.value<int32_t>(2), 300);
+  EXPECT_EQ(l.value<int64_t>(3), 900);
+  EXPECT_EQ(l.value<float>(4), 1.5f);
+  EXPECT_EQ(l.value<uint32_t>(5), 7u);
+  EXPECT_EQ(l.value<int32_t>(6), -1);
+  EXPECT_EQ(l.value<uint64_t>(7), 0u);  // workspace: bound later
+  EXPECT_EQ(l.value<double>(8), 0.25);
+  EXPECT_EQ(l.args[0].description, "tensor x");
+  EXPECT_EQ(l.args[3].description, "shape \"B * N\" as i64");
+  EXPECT_EQ(l.args[6].description, "attribute dim as i32");
+  EXPECT_EQ(l.args[7].description, "workspace partial");
+  EXPECT_EQ(l.args[7].workspace, 0);
+
+  const PlannedLaunch& f = plan.launches[1];
+  EXPECT_EQ(f.lowered_name, "finish");
+  EXPECT_EQ(f.grid, (std::array<uint32_t, 3>{1, 1, 1}));
+  EXPECT_EQ(f.block, (std::array<uint32_t, 3>{3, 1, 1}));
+  EXPECT_EQ(f.shared_mem, 0u);
+  EXPECT_EQ(f.param_buffer_size(), 24u);
+  EXPECT_EQ(f.value<uint64_t>(2), 3u);
+
+  ASSERT_EQ(plan.workspaces.size(), 1u);
+  EXPECT_EQ(plan.workspaces[0].name, "partial");
+  EXPECT_EQ(plan.workspaces[0].shape, (std::vector<int64_t>{3, 2}));
+  EXPECT_EQ(plan.workspaces[0].bytes, 24);
+  EXPECT_TRUE(plan.workspaces[0].zero);
+
+  // Binding the workspace writes its pointer into both launches.
+  plan.bind_workspace(0, reinterpret_cast<void*>(uintptr_t{0xABC00}));
+  EXPECT_EQ(plan.launches[0].value<uint64_t>(7), 0xABC00u);
+  EXPECT_EQ(plan.launches[1].value<uint64_t>(0), 0xABC00u);
+  EXPECT_EQ(plan.launches[0].value<double>(8), 0.25);  // neighbours untouched
+
+  // kernelParams: a pointer to each value inside the buffer.
+  const auto params = plan.launches[0].kernel_params();
+  ASSERT_EQ(params.size(), 9u);
+  for (std::size_t i = 0; i < params.size(); ++i)
+    EXPECT_EQ(static_cast<const unsigned char*>(params[i]), plan.launches[0].param_buffer() + offsets[i]);
+  EXPECT_EQ(*static_cast<const int32_t*>(params[2]), 300);
+}
+
+TEST_F(PackageKernelTest, PicksTheKernelOfTheCallsDtype) {
+  const auto manifest = load(plan_manifest());
+  const auto plan = plan_launches(manifest, testing::softmax_op(), kLowered, call_of(2, 16, DType::f16));
+  EXPECT_EQ(plan.dtype, DType::f16);
+  EXPECT_EQ(plan.launches[0].name_expression, "k<__half>");
+  EXPECT_EQ(plan.launches[0].lowered_name, "_Z1kI6__halfEvv");
+  EXPECT_EQ(plan.launches[1].name_expression, "finish");
+}
+
+TEST_F(PackageKernelTest, ZeroGridOrBlockMarksTheLaunchEmpty) {
+  const auto manifest = load(plan_manifest());
+  const auto plan = plan_launches(manifest, testing::softmax_op(), kLowered, call_of(0, 16));
+  EXPECT_TRUE(plan.launches[0].empty);  // grid y = B = 0
+  EXPECT_TRUE(plan.launches[1].empty);  // block x = min(1024, B) = 0
+  EXPECT_EQ(plan.workspaces[0].bytes, 0);
+  EXPECT_FALSE(plan_launches(manifest, testing::softmax_op(), kLowered, call_of(1, 16)).launches[1].empty);
+}
+
+TEST_F(PackageKernelTest, ValueThatDoesNotFitItsTypeIsAnError) {
+  json m = plan_manifest();
+  m["launches"][0]["args"][2] = {{"shape", "N * 100000"}, {"type", "i32"}};
+  EXPECT_EQ(plan_error(m, call_of(3, 30000)),
+            "package plan_pkg (" + manifest_path() +
+                "): launches[0].args[2]: shape \"N * 100000\" as i32: the value 3000000000 does not fit in i32 "
+                "(-2147483648 to 2147483647) [B=3, N=30000, dim=-1]");
+  m["launches"][0]["args"][2] = {{"shape", "N - 1000"}, {"type", "u64"}};
+  EXPECT_EQ(plan_error(m, call_of(3, 300)),
+            "package plan_pkg (" + manifest_path() +
+                "): launches[0].args[2]: shape \"N - 1000\" as u64: the value -700 does not fit in u64 "
+                "(0 to 18446744073709551615) [B=3, N=300, dim=-1]");
+}
+
+TEST_F(PackageKernelTest, GridAndBlockLimits) {
+  json m = plan_manifest();
+  m["launches"][0]["grid"] = {"1", "B"};
+  EXPECT_EQ(plan_error(m, call_of(70000, 4)),
+            "package plan_pkg (" + manifest_path() +
+                "): launches[0].grid[1]: \"B\" evaluates to 70000; expected 0 (nothing to launch) to 65535 blocks "
+                "in grid y "
+                "[B=70000, N=4, dim=-1]");
+  m = plan_manifest();
+  m["launches"][0]["block"] = {64, "min(32, B)"};  // constant blocks are checked by the manifest checker
+  EXPECT_EQ(plan_error(m, call_of(32, 300)),
+            "package plan_pkg (" + manifest_path() +
+                "): launches[0].block: 64 x 32 x 1 = 2048 threads per block; CUDA allows at most 1024 "
+                "[B=32, N=300, dim=-1]");
+  m = plan_manifest();
+  m["launches"][1]["block"] = {"B - 4"};
+  EXPECT_EQ(plan_error(m, call_of(3, 300)),
+            "package plan_pkg (" + manifest_path() +
+                "): launches[1].block[0]: \"B - 4\" evaluates to -1; expected 0 (nothing to launch) to 1024 "
+                "threads in block x [B=3, N=300, dim=-1]");
+  m = plan_manifest();
+  m["launches"][0]["shared_mem"] = "0 - N";
+  EXPECT_EQ(plan_error(m, call_of(3, 300)),
+            "package plan_pkg (" + manifest_path() +
+                "): launches[0].shared_mem: \"0 - N\" evaluates to -300 bytes; expected 0 to 4294967295 "
+                "[B=3, N=300, dim=-1]");
+}
+
+TEST_F(PackageKernelTest, ExpressionErrorsNameTheField) {
+  json m = plan_manifest();
+  m["launches"][0]["grid"] = {"N / (B - 3)"};
+  const auto msg = plan_error(m, call_of(3, 300));
+  EXPECT_NE(msg.find("launches[0].grid[0]: in \"N / (B - 3)\""), std::string::npos) << msg;
+  EXPECT_NE(msg.find("by zero"), std::string::npos) << msg;
+}
+
+TEST_F(PackageKernelTest, MissingLoweredNameIsAnError) {
+  const auto manifest = load(plan_manifest());
+  try {
+    plan_launches(manifest, testing::softmax_op(), {{"k<float>", "_Z1kIfEvv"}}, call_of(3, 300));
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "package plan_pkg (" + manifest_path() +
+                  "): launches[1].kernel: \"finish\" has no lowered name in the compiled package (was it compiled "
+                  "from this manifest? recompile with an empty KGATE_CACHE_DIR) [B=3, N=300, dim=-1]");
+  }
+}
+
+TEST_F(PackageKernelTest, PlanningACallOutsideTheGuardIsRefused) {
+  EXPECT_EQ(plan_error(plan_manifest(), call_of(3, 70000), ErrorKind::usage),
+            "package plan_pkg: the call is outside the package's guard (N=70000 is above guard.shapes.N.max=65536); "
+            "such calls run the op's reference (KernelInfo::accepts), never the package's kernels");
+}
+
+TEST_F(PackageKernelTest, GuardViolationMessages) {
+  json m = plan_manifest();
+  m["guard"]["shapes"]["N"] = {{"min", 8}, {"max", 8192}, {"multiple_of", 8}};
+  const auto manifest = load(m);
+  auto why = [&](DType d, int64_t b, int64_t n, Layout l = Layout::contiguous, int rank = 2) {
+    return guard_violation(manifest, d, {{"B", b}, {"N", n}}, l, rank);
+  };
+  EXPECT_EQ(why(DType::f32, 4, 64), "");
+  EXPECT_EQ(why(DType::f32, 4, 8192), "");
+  EXPECT_EQ(why(DType::f32, 4, 8), "");
+  EXPECT_EQ(why(DType::f32, 4, 8193), "N=8193 is above guard.shapes.N.max=8192");
+  EXPECT_EQ(why(DType::f32, 4, 8200), "N=8200 is above guard.shapes.N.max=8192");
+  EXPECT_EQ(why(DType::f32, 4, 7), "N=7 is below guard.shapes.N.min=8");
+  EXPECT_EQ(why(DType::f32, 4, 0), "N=0 is below guard.shapes.N.min=8");
+  EXPECT_EQ(why(DType::f32, 4, 257), "N=257 is not a multiple of guard.shapes.N.multiple_of=8");
+  EXPECT_EQ(why(DType::bf16, 4, 64), "dtype bf16 is not in guard.dtypes [f32, f16]");
+  EXPECT_EQ(why(DType::f32, 4, 64, Layout::strided), "layout strided is not in guard.layouts [contiguous]");
+  EXPECT_EQ(why(DType::f32, 4, 64, Layout::offset), "layout offset is not in guard.layouts [contiguous]");
+  EXPECT_EQ(why(DType::f32, 4, 64, Layout::contiguous, 3), "rank 3 is not in guard.ranks [2]");
+  // The first violation in the documented order: dtype, rank, layout, shapes.
+  EXPECT_EQ(why(DType::bf16, 4, 7, Layout::strided, 3), "dtype bf16 is not in guard.dtypes [f32, f16]");
+  EXPECT_EQ(guard_violation(manifest, DType::f32, {{"B", 4}}, Layout::contiguous, 2), "symbol N has no value");
+
+  // The example package: the N limit of the README.
+  const auto example = load_manifest(kExample, testing::catalogue_options());
+  EXPECT_EQ(guard_violation(example, DType::f32, {{"B", 1}, {"N", 300000}}, Layout::contiguous, 2),
+            "N=300000 is above guard.shapes.N.max=262144");
+}
+
+TEST_F(PackageKernelTest, CallGuardChecksLayoutsRanksAndAttributes) {
+  const auto manifest = load(plan_manifest());
+  const auto& op = testing::softmax_op();
+  EXPECT_EQ(call_guard_violation(manifest, op, call_of(3, 300)), "");
+  EXPECT_EQ(call_layout(call_of(3, 300)), Layout::contiguous);
+
+  KernelCall strided = call_of(3, 300);
+  strided.inputs[0].strides = {600, 2};
+  EXPECT_EQ(call_layout(strided), Layout::strided);
+  EXPECT_EQ(call_guard_violation(manifest, op, strided), "layout strided is not in guard.layouts [contiguous]");
+
+  KernelCall offset = call_of(3, 300);
+  offset.inputs[0].data = reinterpret_cast<void*>(uintptr_t{0x10004});
+  EXPECT_EQ(call_layout(offset), Layout::offset);
+  EXPECT_EQ(call_guard_violation(manifest, op, offset), "layout offset is not in guard.layouts [contiguous]");
+
+  KernelCall rank3 = call_of(3, 300);
+  rank3.inputs[0].sizes = {2, 3, 300};
+  rank3.inputs[0].strides = {900, 300, 1};
+  EXPECT_EQ(call_guard_violation(manifest, op, rank3), "rank 3 is not in guard.ranks [2] (tensor x)");
+
+  KernelCall dim0 = call_of(3, 300);
+  dim0.attributes["dim"] = 0;
+  EXPECT_EQ(call_guard_violation(manifest, op, dim0), "attribute dim=0 differs from the package's attributes.dim=-1");
+  KernelCall no_dim = call_of(3, 300);
+  no_dim.attributes.clear();
+  EXPECT_EQ(call_guard_violation(manifest, op, no_dim),
+            "attribute dim is not set by the call (the package needs attributes.dim=-1)");
+
+  EXPECT_EQ(call_guard_violation(manifest, op, call_of(3, 300, DType::bf16)),
+            "dtype bf16 is not in guard.dtypes [f32, f16]");
+  EXPECT_EQ(call_guard_violation(manifest, op, call_of(3, 65537)), "N=65537 is above guard.shapes.N.max=65536");
+}
+
+TEST_F(PackageKernelTest, CaseGuardUsesTheOpsShapes) {
+  json m = plan_manifest();
+  m["symbols"] = {{"rows", {"y", 0}}, {"cols", {"x", -1}}};  // names of the package's own
+  m["workspace"][0]["shape"] = {"rows", "ceil_div(cols, 256)"};
+  m["launches"][0]["grid"] = {"ceil_div(cols, 256)", "rows"};
+  m["launches"][0]["shared_mem"] = "cols * 4";
+  m["launches"][0]["args"][2]["shape"] = "cols";
+  m["launches"][0]["args"][3]["shape"] = "rows * cols";
+  m["launches"][1]["block"] = {"min(1024, rows)"};
+  m["launches"][1]["args"][2]["shape"] = "rows";
+  m["guard"]["shapes"] = {{"cols", {{"min", 1}, {"max", 1000}}}};
+  const auto manifest = load(m);
+  const auto& op = testing::softmax_op();
+  EXPECT_EQ(op_symbols_of(manifest, op), (std::map<std::string, std::string>{{"cols", "N"}, {"rows", "B"}}));
+  const Case inside = Case::from_id("softmax:f32:B=4,N=1000:contiguous:normal:0000000000000001");
+  const Case above = Case::from_id("softmax:f32:B=4,N=1001:contiguous:normal:0000000000000001");
+  const Case strided = Case::from_id("softmax:f16:B=4,N=10:strided:normal:0000000000000001");
+  EXPECT_EQ(case_symbol_values(manifest, op, inside), (std::map<std::string, int64_t>{{"cols", 1000}, {"rows", 4}}));
+  EXPECT_EQ(case_guard_violation(manifest, op, inside), "");
+  EXPECT_TRUE(inside_guard(manifest, op, inside));
+  EXPECT_EQ(case_guard_violation(manifest, op, above), "cols=1001 is above guard.shapes.cols.max=1000");
+  EXPECT_EQ(case_guard_violation(manifest, op, strided), "layout strided is not in guard.layouts [contiguous]");
+}
+
+/// A guard with every kind of boundary: N in [8, 8192], a multiple of 8; dtypes f32 and bf16.
+json boundary_manifest() {
+  json m = json::parse(R"J({
+    "format": "kgate-package/1", "name": "bounded", "version": "2.0.0", "op": "softmax",
+    "sources": ["k.cu"],
+    "symbols": {"B": ["x", 0], "N": ["x", 1]},
+    "launches": [{"kernel": "k", "grid": ["B"], "block": ["min(1024, round_up(ceil_div(N, 8), 32))"],
+                  "args": [{"tensor": "x"}, {"tensor": "y"}, {"shape": "N", "type": "i32"}]}],
+    "guard": {"dtypes": ["f32", "bf16"], "ranks": [2],
+              "shapes": {"B": {"min": 1, "max": 2147483647}, "N": {"min": 8, "max": 8192, "multiple_of": 8}},
+              "layouts": ["contiguous"],
+              "variants": [{"dims": {"B": 8192, "N": 2048}, "dtype": "f32", "calls": 5000},
+                           {"dims": {"B": 2048, "N": 8192}, "dtype": "bf16", "calls": 1000}]}
+  })J");
+  return m;
+}
+
+TEST_F(PackageKernelTest, BoundaryCasesProbeBothSidesOfEveryBoundary) {
+  const auto manifest = load(boundary_manifest());
+  const auto& op = testing::softmax_op();
+  const auto cases = guard_boundary_cases(manifest, op, 42);
+  ASSERT_FALSE(cases.empty());
+  std::map<int64_t, std::string> by_n;  // contiguous f32 cases by N -> family
+  std::set<std::string> outside_reasons;
+  for (const auto& c : cases) {
+    const std::string why = case_guard_violation(manifest, op, c);
+    EXPECT_EQ(c.family, why.empty() ? "guard_inside" : "guard_outside") << c.id();
+    if (!why.empty()) outside_reasons.insert(why);
+    EXPECT_EQ(c.values, Values::normal);
+    EXPECT_LE(c.numel_hint(), int64_t{1} << 24);
+    if (c.dtype == DType::f32 && c.layout == kgate::Layout::contiguous && c.dim("B") == 3) by_n[c.dim("N")] = c.family;
+  }
+  // max: 8192 inside, 8193 outside; min: 8 inside, 7 outside; multiple_of: 8 and 264 inside, 9 and 265 outside.
+  EXPECT_EQ(by_n[8192], "guard_inside");
+  EXPECT_EQ(by_n[8193], "guard_outside");
+  EXPECT_EQ(by_n[8], "guard_inside");
+  EXPECT_EQ(by_n[7], "guard_outside");
+  EXPECT_EQ(by_n[9], "guard_outside");
+  EXPECT_EQ(by_n[264], "guard_inside");
+  EXPECT_EQ(by_n[265], "guard_outside");
+  EXPECT_TRUE(outside_reasons.count("N=8193 is above guard.shapes.N.max=8192"));
+  EXPECT_TRUE(outside_reasons.count("N=7 is below guard.shapes.N.min=8"));
+  EXPECT_TRUE(outside_reasons.count("N=9 is not a multiple of guard.shapes.N.multiple_of=8"));
+  EXPECT_TRUE(outside_reasons.count("dtype f16 is not in guard.dtypes [f32, bf16]"));
+  EXPECT_TRUE(outside_reasons.count("layout strided is not in guard.layouts [contiguous]"));
+  EXPECT_TRUE(outside_reasons.count("layout offset is not in guard.layouts [contiguous]"));
+  // Deterministic in the seed; distinct ids.
+  const auto again = guard_boundary_cases(manifest, op, 42);
+  ASSERT_EQ(again.size(), cases.size());
+  std::set<std::string> ids;
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    EXPECT_EQ(again[i].id(), cases[i].id());
+    ids.insert(cases[i].id());
+  }
+  EXPECT_EQ(ids.size(), cases.size());
+}
+
+TEST_F(PackageKernelTest, BoundaryCasesStayInTheOpsDomain) {
+  // The example's N max is the op's max, B's range is wider than the op's: only values the op can
+  // take are generated, and the layouts still put cases outside the guard.
+  const auto example = load_manifest(kExample, testing::catalogue_options());
+  const auto& op = testing::softmax_op();
+  const auto cases = guard_boundary_cases(example, op, 1);
+  int inside = 0, outside = 0;
+  for (const auto& c : cases) {
+    EXPECT_GE(c.dim("N"), 1);
+    EXPECT_LE(c.dim("N"), 262144);
+    EXPECT_GE(c.dim("B"), 1);
+    EXPECT_LE(c.dim("B"), 65536);
+    (c.family == "guard_inside" ? inside : outside)++;
+  }
+  EXPECT_GT(inside, 0);
+  EXPECT_GT(outside, 0);
+}
+
+TEST_F(PackageKernelTest, VariantsTileSizesAndMovingInside) {
+  const auto manifest = load(boundary_manifest());
+  const auto& op = testing::softmax_op();
+  const auto variants = variant_cases(manifest, op, 7);
+  ASSERT_EQ(variants.size(), 2u);
+  EXPECT_EQ(variants[0].kcase.dim("B"), 8192);
+  EXPECT_EQ(variants[0].kcase.dim("N"), 2048);
+  EXPECT_EQ(variants[0].kcase.dtype, DType::f32);
+  EXPECT_EQ(variants[0].kcase.family, "variant");
+  EXPECT_EQ(variants[0].calls, 5000);
+  EXPECT_EQ(variants[1].kcase.dtype, DType::bf16);
+  EXPECT_EQ(variants[1].calls, 1000);
+  EXPECT_TRUE(inside_guard(manifest, op, variants[1].kcase));
+
+  EXPECT_EQ(guard_tile_sizes(manifest, op), (std::vector<int64_t>{8, 8192}));
+  const auto example = load_manifest(kExample, testing::catalogue_options());
+  EXPECT_EQ(guard_tile_sizes(example, op), (std::vector<int64_t>{262144}));
+
+  auto moved = [&](const std::string& id) {
+    const auto c = move_inside_guard(manifest, op, Case::from_id(id));
+    return c ? c->id() : std::string("none");
+  };
+  EXPECT_EQ(moved("softmax:f32:B=128,N=32768:contiguous:normal:0000000000000001"),
+            "softmax:f32:B=128,N=8192:contiguous:normal:0000000000000001");
+  EXPECT_EQ(moved("softmax:bf16:B=128,N=1001:strided:normal:0000000000000001"),
+            "softmax:bf16:B=128,N=1008:contiguous:normal:0000000000000001");
+  EXPECT_EQ(moved("softmax:f16:B=128,N=1024:contiguous:normal:0000000000000001"), "none");
+}
+
+TEST_F(PackageKernelTest, KernelInfoOfAPackage) {
+  const auto manifest = load(boundary_manifest());
+  CompileResult compiled;
+  compiled.cubin = "\x7f" "ELF not really";
+  compiled.lowered_names = {{"k", "k"}};
+  compiled.key = "0123";
+  const KernelInfo k = make_package_kernel(manifest, compiled, testing::softmax_op());
+  EXPECT_EQ(k.name, "bounded");
+  EXPECT_EQ(k.op, "softmax");
+  EXPECT_EQ(k.backend, Backend::cuda);
+  EXPECT_EQ(k.dtypes, (std::vector<DType>{DType::f32, DType::bf16}));
+  EXPECT_EQ(k.tile_sizes, (std::vector<int64_t>{8, 8192}));
+  EXPECT_TRUE(k.accepts_strided);
+  EXPECT_TRUE(k.accepts_unaligned);
+  EXPECT_TRUE(k.package);
+  EXPECT_EQ(k.source, pkg.path().string());
+  ASSERT_TRUE(k.accepts);
+  ASSERT_TRUE(k.rejection_reason);
+  ASSERT_TRUE(k.launch);
+  EXPECT_TRUE(k.accepts(call_of(4, 1024)));
+  EXPECT_EQ(k.rejection_reason(call_of(4, 1024)), "");
+  EXPECT_FALSE(k.accepts(call_of(4, 1028)));
+  EXPECT_EQ(k.rejection_reason(call_of(4, 1028)), "N=1028 is not a multiple of guard.shapes.N.multiple_of=8");
+  EXPECT_FALSE(k.accepts(call_of(4, 1024, DType::f16)));
+
+  CompileResult empty;
+  EXPECT_THROW(make_package_kernel(manifest, empty, testing::softmax_op()), Error);
+}
+
+}  // namespace
+}  // namespace kgate::package

@@ -1,0 +1,217 @@
+// The op catalogue on the CPU (no GPU needed): signatures are consistent; every op's inputs build
+// for every family with the signature's shapes and dtypes (integer inputs in range); the eager
+// reference and the fp64 oracle agree on finite cases; dim expressions and call attributes; and the
+// contracts the references document (rms_norm's Inf rows, norm value families, exact embedding).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <string>
+
+#include "gates/props/generators.hpp"
+#include "references/catalogue.hpp"
+#include "references/op_reference.hpp"
+
+namespace kgate {
+namespace {
+
+std::vector<std::string> op_names() {
+  std::vector<std::string> out;
+  for (const auto& op : op_catalogue()) out.push_back(op.name);
+  return out;
+}
+
+Case case_with(const std::string& op, std::vector<std::pair<std::string, int64_t>> dims) {
+  Case c;
+  c.op = op;
+  c.dims = std::move(dims);
+  return c;
+}
+
+TEST(Catalogue, HasTheOps) {
+  const auto names = op_names();
+  for (const char* expected :
+       {"adaptive_avg_pool2d", "embedding", "gelu", "gelu_tanh", "group_norm", "layer_norm",
+        "log_softmax", "rms_norm", "silu_and_mul", "softmax", "softmax_varlen"})
+    EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end()) << expected;
+  EXPECT_TRUE(std::is_sorted(names.begin(), names.end()));
+}
+
+TEST(Catalogue, DimExpressions) {
+  const Case c = case_with("x", {{"H", 3}, {"G", 2}, {"CG", 5}, {"S", 4}});
+  EXPECT_EQ(concrete_shape({"2*H", "G*CG", "S+1", "7", "H"}, c),
+            (std::vector<int64_t>{6, 10, 5, 7, 3}));
+  EXPECT_EQ(concrete_shape({"G*CG+S*2+1"}, c), (std::vector<int64_t>{19}));
+  EXPECT_ANY_THROW(concrete_shape({"2**H"}, c));
+  EXPECT_ANY_THROW(concrete_shape({"Q"}, c));
+}
+
+TEST(Catalogue, CallAttributesCarryTheSymbols) {
+  const auto& pool = find_op("adaptive_avg_pool2d");
+  Case c = case_with(pool.name, {{"B", 1}, {"C", 2}, {"H", 9}, {"W", 7}, {"OH", 4}, {"OW", 3}});
+  const auto a = call_attributes(pool, c);
+  EXPECT_EQ(a.at("OH"), 4);
+  EXPECT_EQ(a.at("OW"), 3);
+  const auto& ln = find_op("layer_norm");
+  const auto b = call_attributes(ln, case_with(ln.name, {{"B", 2}, {"N", 8}}));
+  EXPECT_DOUBLE_EQ(b.at("eps"), 1e-5);
+  EXPECT_EQ(b.at("N"), 8);
+}
+
+class EveryOp : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(EveryOp, SignatureIsConsistent) {
+  const auto& op = find_op(GetParam());
+  ASSERT_FALSE(op.symbols.empty());
+  ASSERT_NE(op.symbol(op.reduced_symbol), nullptr) << "reduced symbol " << op.reduced_symbol;
+  for (const auto& s : op.symbols) {
+    EXPECT_LE(s.min, s.max) << s.name;
+    EXPECT_GE(s.min, 0) << s.name;
+    if (s.typical_max) {
+      EXPECT_LE(s.typical_max, s.max) << s.name;
+    }
+  }
+  for (DType d : op.dtypes) EXPECT_TRUE(op.tolerance.count(d)) << dtype_name(d);
+  Case c;
+  c.op = op.name;
+  for (const auto& s : op.symbols) c.dims.emplace_back(s.name, 2);
+  for (const auto& t : op.inputs) EXPECT_NO_THROW(concrete_shape(t.shape, c)) << t.name;
+  for (const auto& t : op.outputs) EXPECT_NO_THROW(concrete_shape(t.shape, c)) << t.name;
+}
+
+// Checks the inputs of `c` against the signature (shapes, dtypes, layouts, integer ranges).
+void check_inputs(const OpSignature& op, const Case& c, const Tensors& in) {
+  ASSERT_EQ(in.size(), op.inputs.size());
+  for (size_t i = 0; i < in.size(); ++i) {
+    const auto& t = in[i];
+    EXPECT_EQ(t.sizes().vec(), concrete_shape(op.inputs[i].shape, c))
+        << op.inputs[i].name << " of " << c.id();
+    if (t.is_floating_point()) {
+      EXPECT_EQ(from_scalar_type(t.scalar_type()), c.dtype) << op.inputs[i].name;
+    }
+  }
+  if (c.layout == Layout::offset && in[0].numel() > 0) {
+    EXPECT_EQ(in[0].storage_offset(), 1) << c.id();
+  }
+  if (c.layout == Layout::strided && in[0].dim() > 0 && in[0].size(-1) > 1) {
+    EXPECT_FALSE(in[0].is_contiguous());
+  }
+  if (op.name == "embedding") {
+    const auto& idx = in[1];
+    EXPECT_EQ(idx.scalar_type(), at::kLong);
+    if (idx.numel() > 0) {
+      EXPECT_GE(idx.min().item<int64_t>(), 0);
+      EXPECT_LT(idx.max().item<int64_t>(), c.dim("V"));
+    }
+  }
+  if (op.name == "softmax_varlen") {
+    const auto cu = in[1].to(at::kLong);
+    EXPECT_EQ(in[1].scalar_type(), at::kInt);
+    EXPECT_EQ(cu[0].item<int64_t>(), 0);
+    EXPECT_EQ(cu[-1].item<int64_t>(), c.dim("T"));
+    if (cu.numel() > 1) {
+      EXPECT_TRUE((cu.slice(0, 1) >= cu.slice(0, 0, -1)).all().item<bool>()) << c.id();
+    }
+  }
+}
+
+TEST_P(EveryOp, InputsReferenceAndOracleOnTheCpu) {
+  const auto& op = find_op(GetParam());
+  const auto& ref = op_reference(op.name);
+  props::KernelTraits traits;
+  traits.accepts_strided = true;
+  const at::Device cpu(at::kCPU);
+  int64_t compared = 0;
+  for (const auto& family : props::applicable_families(op, traits)) {
+    for (const auto& c :
+         props::generate_family(op, traits, family, 6, /*seed=*/7, /*max_elements=*/1 << 14)) {
+      const Tensors in = ref.make_inputs(c, op, cpu);
+      check_inputs(op, c, in);
+      if (c.dtype != DType::f32) continue;  // CPU half kernels are not the point here
+      const auto attrs = call_attributes(op, c);
+      const Tensors eager = ref.eager(in, attrs);
+      Tensors upcast;
+      for (const auto& t : in) upcast.push_back(t.to(at::kDouble));
+      const Tensors oracle = ref.oracle(upcast, attrs);
+      ASSERT_EQ(eager.size(), op.outputs.size());
+      ASSERT_EQ(oracle.size(), op.outputs.size());
+      for (size_t i = 0; i < eager.size(); ++i) {
+        const auto shape = concrete_shape(op.outputs[i].shape, c);
+        EXPECT_EQ(eager[i].sizes().vec(), shape) << c.id();
+        EXPECT_EQ(eager[i].scalar_type(), at::kFloat) << c.id();
+        EXPECT_EQ(oracle[i].scalar_type(), at::kDouble) << c.id();
+        if (family == "random" || family == "ragged" || family == "layout") {
+          EXPECT_TRUE(
+              at::allclose(eager[i].to(at::kDouble), oracle[i], 1e-4, 1e-5, /*equal_nan=*/true))
+              << "eager and oracle disagree on " << c.id();
+          ++compared;
+        }
+      }
+    }
+  }
+  EXPECT_GT(compared, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Catalogue, EveryOp, ::testing::ValuesIn(op_names()),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param;
+                         });
+
+TEST(Contracts, RmsNormRowWithInfIsZeroWithNanAtTheInf) {
+  const auto& op = find_op("rms_norm");
+  const auto x = at::tensor({1.0f, INFINITY, -2.0f}).reshape({1, 3});
+  const auto y = op_reference("rms_norm").eager({x, at::ones({3})}, op.attributes)[0];
+  EXPECT_EQ(y[0][0].item<float>(), 0.f);
+  EXPECT_TRUE(std::isnan(y[0][1].item<float>()));
+  EXPECT_EQ(y[0][2].item<float>(), 0.f);
+}
+
+TEST(Contracts, NormValueFamilies) {
+  const auto lm =
+      make_norm_values(Values::large_mean, {1 << 14}, DType::f32, 3, 16, true).to(at::kDouble);
+  EXPECT_NEAR(lm.mean().item<double>(), 1000, 5);
+  EXPECT_NEAR(lm.std().item<double>(), 1000.0 / 16, 3);
+  EXPECT_TRUE(make_norm_values(Values::all_equal, {4, 9}, DType::bf16, 3, 16, true)
+                  .eq(0)
+                  .all()
+                  .item<bool>());
+  const auto eq = make_norm_values(Values::all_equal, {4, 9}, DType::f32, 3, 16, false);
+  EXPECT_TRUE(eq.eq(eq.flatten()[0]).all().item<bool>());
+  const auto ex = make_norm_values(Values::extreme, {1 << 12}, DType::f32, 3, 16, true);
+  EXPECT_LE(ex.abs().max().item<float>(), 1e15f);
+  EXPECT_GT(ex.abs().max().item<float>(), 1e14f);
+  const auto ex16 =
+      make_norm_values(Values::extreme, {1 << 12}, DType::f16, 3, 16, true).to(at::kFloat);
+  EXPECT_LE(ex16.abs().max().item<float>(), 32752.f);
+}
+
+TEST(Contracts, EmbeddingIsExactAndIndicesCoverTheTableEdges) {
+  const auto& op = find_op("embedding");
+  for (DType d : op.dtypes) {
+    EXPECT_EQ(op.tolerance_for(d).atol, 0);
+    EXPECT_EQ(op.tolerance_for(d).rtol, 0);
+  }
+  const Case c = Case::from_id("embedding:f32:T=9,V=5,D=3:contiguous:normal:0000000000000011");
+  const auto in = op_reference("embedding").make_inputs(c, op, at::Device(at::kCPU));
+  EXPECT_EQ(in[1][0].item<int64_t>(), 4);
+  EXPECT_EQ(in[1][8].item<int64_t>(), 0);
+}
+
+TEST(Contracts, VarlenOffsetsHaveEmptyAndLongMembers) {
+  const auto& op = find_op("softmax_varlen");
+  int64_t empty = 0, dominant = 0;
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    Case c = case_with(op.name, {{"S", 16}, {"T", 10000}});
+    c.seed = seed;
+    const auto cu = op_reference(op.name).make_inputs(c, op, at::Device(at::kCPU))[1].to(at::kLong);
+    const auto len = cu.slice(0, 1) - cu.slice(0, 0, -1);
+    empty += len.eq(0).sum().item<int64_t>();
+    dominant += len.max().item<int64_t>() >= 4000 ? 1 : 0;
+  }
+  EXPECT_GT(empty, 40);     // about a quarter of 640 members
+  EXPECT_GT(dominant, 10);  // about half of the 40 batches
+}
+
+}  // namespace
+}  // namespace kgate
