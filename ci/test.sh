@@ -7,4 +7,16 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${KGATE_BUILD_DIR:-$here/build}
 echo "==> ci/test.sh: ctest"
 cd "$build"
-ctest --output-on-failure -j "${KGATE_TEST_JOBS:-2}" --timeout 900 "$@"
+# With GPUs, tests that declare RESOURCE_GROUPS gpus:1 (kernel tests, speed gates) get one GPU each,
+# so timing tests never share a GPU with another test.
+resources=()
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+if [ "${gpus:-0}" -gt 0 ]; then
+  spec="$build/ctest-resources.json"
+  { printf '{"version": {"major": 1, "minor": 0}, "local": [{"gpus": ['
+    for ((i = 0; i < gpus; i++)); do printf '%s{"id": "%d", "slots": 1}' "$([ $i -gt 0 ] && echo ,)" "$i"; done
+    printf ']}]}\n'; } > "$spec"
+  resources=(--resource-spec-file "$spec")
+  echo "==> ci/test.sh: $gpus GPU(s): $spec"
+fi
+ctest --output-on-failure -j "${KGATE_TEST_JOBS:-2}" --timeout 900 "${resources[@]}" "$@"

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Every GPU measurement in one command, for a GPU runner or a release check:
+#   ci/gpu-report.sh OUT_DIR [stage...]
+# Stages (default: build test gate mutants packages): build, test, gate, mutants, packages,
+# calibrate, power, ncu. Logs and reports go under OUT_DIR; a short summary is printed last.
+set -uo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+out=${1:?usage: ci/gpu-report.sh OUT_DIR [stage...]}
+shift
+stages=("$@")
+[ ${#stages[@]} -gt 0 ] || stages=(build test gate mutants packages)
+mkdir -p "$out"
+build=${KGATE_BUILD_DIR:-$here/build}
+kgate=$build/bin/kgate
+summary=()
+note() { summary+=("$1"); echo "==> $1"; }
+has() { local s; for s in "${stages[@]}"; do [ "$s" = "$1" ] && return 0; done; return 1; }
+
+if has build; then
+  "$here/ci/setup.sh" > "$out/setup.log" 2>&1 && "$here/ci/build.sh" > "$out/build.log" 2>&1
+  rc=$?; note "build: exit $rc"; [ $rc -eq 0 ] || { tail -30 "$out/build.log"; exit 1; }
+fi
+if has test; then
+  bash "$here/ci/test.sh" -LE mutants > "$out/test.log" 2>&1; rc=$?
+  note "test: exit $rc; $(grep -E 'tests passed' "$out/test.log" | tail -1)"
+  grep -E '\(Failed\)|\(Timeout\)' "$out/test.log" | head -20
+fi
+if has gate; then
+  "$kgate" check --out "$out/gate" > "$out/gate.log" 2>&1; rc=$?
+  note "gate (kgate check, all kernels): exit $rc"
+  sed -n '/^kernel /,$p' "$out/gate.log" | head -60
+fi
+if has mutants; then
+  "$kgate" check --backend cuda --kernel mutant_softmax_tail_dropped --out "$out/mutant" > "$out/mutant.log" 2>&1
+  note "broken softmax (tail dropped): exit $? (expected 1)"
+  grep -A2 '^FAILED' "$out/mutant.log"
+  KGATE_MUTANT_TABLE="$out/mutant_table.json" "$build/tests/gpu/kgate.test.gpu.mutants" > "$out/mutant_suite.log" 2>&1
+  note "mutant suite: exit $?; $(grep -E '^\[  (PASSED|FAILED)' "$out/mutant_suite.log" | tr '\n' ' ')"
+  grep -E '^(mutant|twin) |caught|MISSED' "$out/mutant_suite.log" | head -40
+fi
+if has packages; then
+  KGATE_CACHE_DIR="$out/nvrtc-cache" bash "$here/tests/packages/run_gpu_demo.sh" "$kgate" "$out/packages" > "$out/packages.log" 2>&1
+  note "package demo: exit $?"
+  tail -40 "$out/packages.log"
+fi
+if has calibrate; then
+  "$kgate" calibrate --backend cuda --kernel softmax_block --comparisons "${KGATE_AA_COMPARISONS:-50}" --out "$out/calibrate" \
+    > "$out/calibrate.log" 2>&1
+  note "calibrate (A/A softmax_block): exit $?"
+  tail -15 "$out/calibrate.log"
+fi
+if has power; then
+  timeout 420 "$build/bin/kgate.bench.speed_power" --csv "$out/power.csv" ${KGATE_POWER_ARGS:-} > "$out/power.log" 2>&1
+  note "speed power study: exit $?"
+  grep -v '^\[' "$out/power.log" | tail -40
+fi
+if has ncu; then
+  bash "$here/bench/ncu_compare.sh" "$build/bin/kgate.bench.speed_power" > "$out/ncu.log" 2>&1
+  note "CUPTI vs ncu: exit $?"
+  tail -12 "$out/ncu.log"
+fi
+echo
+echo "== summary =="
+printf '%s\n' "${summary[@]}"
