@@ -14,6 +14,7 @@
 #include <set>
 #include <sstream>
 
+#include "cli/worker.hpp"
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "references/catalogue.hpp"
@@ -295,10 +296,25 @@ int run_check(const CheckArgs& args) {
   }
   if (selected.empty() && packages.empty())
     throw_usage(std::string("no kernels to check on the ") + backend_name(backend) + " backend");
+  if (!args.only.empty()) {  // a worker: keep only its kernel or package
+    selected.erase(std::remove_if(selected.begin(), selected.end(),
+                                  [&](const KernelInfo* k) { return k->name != args.only; }),
+                   selected.end());
+    packages.erase(std::remove_if(packages.begin(), packages.end(),
+                                  [&](const LoadedPackage& p) { return p.kernel.name != args.only; }),
+                   packages.end());
+    if (selected.size() + packages.size() != 1) throw_usage("--only " + args.only + ": no such kernel or package in this run");
+  }
+  const bool isolate = args.isolate && !args.in_worker;
 
   fs::create_directories(args.out_dir);
-  Runner runner(backend);
-  const auto environment = runner.environment();
+  // Isolated runs start no CUDA context here: the workers do the work.
+  std::optional<Runner> runner;
+  RunnerEnvironment environment;
+  if (!isolate) {
+    runner.emplace(backend);
+    environment = runner->environment();
+  }
   RunReport report;
   report.meta.kgate_version = KGATE_VERSION;
   report.meta.git_sha = git_sha();
@@ -344,24 +360,51 @@ int run_check(const CheckArgs& args) {
     write_file(out / "summary.md", md.str());
   };
   const size_t total = selected.size() + packages.size();
-  for (size_t i = 0; i < selected.size(); ++i) {
+  if (isolate) {
+    for (size_t i = 0; i < total; ++i) {
+      const KernelInfo& k = i < selected.size() ? *selected[i] : packages[i - selected.size()].kernel;
+      if (!args.quiet)
+        std::fprintf(stderr, "[%zu/%zu] %s (%s, %s) in a worker process\n", i + 1, total, k.name.c_str(), k.op.c_str(),
+                     backend_name(backend));
+      const fs::path worker_out = out / "workers" / k.name;
+      std::vector<std::string> child = args.argv;
+      child.insert(child.end(), {"--only", k.name, "--out", worker_out.string(), "--in-worker"});
+      auto w = run_worker(child, (worker_out / "report.json").string(), args.kernel_timeout_s);
+      if (w.ok) {
+        if (report.meta.device.empty()) {
+          report.meta.device = w.report.meta.device;
+          report.meta.driver = w.report.meta.driver;
+          report.meta.cuda = w.report.meta.cuda;
+          report.meta.torch = w.report.meta.torch;
+        }
+        for (auto& kr : w.report.kernels) report.kernels.push_back(std::move(kr));
+      } else {
+        std::fprintf(stderr, "kgate: %s: %s\n", k.name.c_str(), w.failure.c_str());
+        report.kernels.push_back(
+            failed_kernel_report(k.name, k.op, backend_name(backend), k.source, w.failure, w.seconds));
+      }
+      write_reports();  // after every kernel: a crash later loses nothing already measured
+    }
+  }
+  for (size_t i = 0; i < selected.size() && !isolate; ++i) {
     if (!args.quiet)
       std::fprintf(stderr, "[%zu/%zu] %s (%s, %s)\n", i + 1, total, selected[i]->name.c_str(),
                    selected[i]->op.c_str(), backend_name(backend));
-    report.kernels.push_back(check_kernel(runner, *selected[i], options));
+    report.kernels.push_back(check_kernel(*runner, *selected[i], options));
     if (tty && !args.quiet) std::fprintf(stderr, "\n");
     write_reports();  // after every kernel: a crash later loses nothing already measured
   }
-  for (size_t i = 0; i < packages.size(); ++i) {
+  for (size_t i = 0; i < packages.size() && !isolate; ++i) {
     const auto& p = packages[i];
     if (!args.quiet)
       std::fprintf(stderr, "[%zu/%zu] package %s %s (%s, %s)%s\n", selected.size() + i + 1, total,
                    p.manifest.name.c_str(), p.manifest.version.c_str(), p.manifest.op.c_str(), p.kernel.source.c_str(),
                    baseline ? (" against baseline " + baseline->kernel.name).c_str() : "");
-    report.kernels.push_back(check_kernel(runner, p.kernel, package_options(options, p), baseline ? &baseline->kernel : nullptr));
+    report.kernels.push_back(check_kernel(*runner, p.kernel, package_options(options, p), baseline ? &baseline->kernel : nullptr));
     if (tty && !args.quiet) std::fprintf(stderr, "\n");
     write_reports();
   }
+  if (args.in_worker) return static_cast<int>(report.exit_code(args.inconclusive_fails));  // the parent judges
   adjust_speed_decisions(report.kernels);
   write_reports();
 

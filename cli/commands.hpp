@@ -31,6 +31,13 @@ struct CheckArgs {
   bool inconclusive_fails = false;
   bool quiet = false;
   std::string command_line;
+  std::vector<std::string> argv;     ///< the arguments after "kgate", to start workers with
+  /// Each kernel/package runs in its own worker process under a watchdog (default): a fault, crash
+  /// or hang fails that kernel alone. --no-isolate runs everything in this process.
+  bool isolate = true;
+  double kernel_timeout_s = 1800;    ///< a worker still running after this is killed (hung)
+  bool in_worker = false;            ///< this process is a worker: check `only`, write the report
+  std::string only;                  ///< the one kernel or package (by name) a worker checks
   CheckOptions options;
 };
 int run_check(const CheckArgs& args);
@@ -40,7 +47,7 @@ struct ReplayArgs {
   std::string package_dir;  ///< an exported package directory (exactly one of the two)
   std::string arch;         ///< NVRTC target for a package; empty: the device's
   std::string case_ref;  ///< a case id, or a JSON file holding a case (or a report's minimal case)
-  std::string rule = "allclose";
+  std::string rule;  ///< empty: the op's default rule
   std::optional<double> atol, rtol;
 };
 int run_replay(const ReplayArgs& args);

@@ -62,8 +62,11 @@ int main(int argc, char** argv) {
   check->add_option("--cases", opt.cases, "Correctness cases per kernel")->capture_default_str()->check(CLI::PositiveNumber);
   check->add_option("--family", opt.families, "Case families (random, ragged, extreme, special, layout)")
       ->allow_extra_args(false);
-  check->add_option("--rule", opt.rule, "Correctness rule: allclose, ulp or ref_ratio")->capture_default_str()
+  check->add_option("--rule", opt.rule, "Correctness rule: allclose, ulp or ref_ratio (default: the op's)")
       ->check(CLI::IsMember({"allclose", "ulp", "ref_ratio"}));
+  std::string config_path;
+  check->add_option("--config", config_path, "Config file (kgate-config/1): settings per op and kernel")
+      ->check(CLI::ExistingFile);
   check->add_option("--atol", opt.atol, "Absolute tolerance (overrides the op's default)");
   check->add_option("--rtol", opt.rtol, "Relative tolerance (overrides the op's default)");
   check->add_flag("!--no-shrink", opt.shrink, "Do not shrink failing cases");
@@ -76,7 +79,15 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   bool warm = false;
   check->add_flag("--warm", warm, "Time with a warm L2 (default: flushed between launches)");
+  check->add_flag("!--no-isolate", check_args.isolate,
+                  "Run every kernel in this process (default: one worker process each, under a watchdog)");
+  check->add_option("--kernel-timeout", check_args.kernel_timeout_s,
+                    "Seconds before a kernel's worker counts as hung and is killed")
+      ->capture_default_str();
+  check->add_option("--only", check_args.only, "")->group("");   // internal: the worker's kernel
+  check->add_flag("--in-worker", check_args.in_worker, "")->group("");
   check->add_option("--out", check_args.out_dir, "Directory for report.json, junit.xml and summary.md")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
       ->capture_default_str();
   check->add_flag("--inconclusive-fails", check_args.inconclusive_fails, "Exit 3 when a speed decision is inconclusive");
   check->add_option("--no-device-exit-code", check_args.no_device_exit_code,
@@ -121,7 +132,15 @@ int main(int argc, char** argv) {
     if (*list) return kgate::cli::run_list(list_args);
     if (*check) {
       opt.timing.flush_l2 = !warm;
+      // Settings given on the command line win over the config file (global < op < kernel < CLI).
+      if (!config_path.empty()) opt.config = kgate::load_config(config_path);
+      if (check->count("--cases")) opt.cli.cases = opt.cases;
+      if (check->count("--family")) opt.cli.families = opt.families;
+      if (check->count("--delta")) opt.cli.delta = opt.timing.interleave.delta;
+      if (check->count("--alpha")) opt.cli.alpha = opt.timing.interleave.alpha;
+      if (check->count("--time-budget")) opt.cli.time_budget_s = opt.timing.interleave.time_budget_s;
       check_args.command_line = joined(argc, argv);
+      check_args.argv.assign(argv + 1, argv + argc);
       return kgate::cli::run_check(check_args);
     }
     if (*replay) return kgate::cli::run_replay(replay_args);

@@ -49,6 +49,9 @@ struct OpSignature {
   std::map<DType, Tolerance> tolerance;  ///< defaults, as torch.testing.assert_close
   std::map<std::string, double> attributes;  ///< attribute defaults, e.g. dim = -1
   NanContract nan_contract = NanContract::propagate;
+  /// The correctness rule used unless a config or the command line says otherwise. "ref_ratio"
+  /// for ops whose eager low-precision reference is itself less accurate than a good kernel.
+  std::string default_rule = "allclose";
   bool deterministic = true;
 
   const SymbolDomain* symbol(const std::string& name) const {

@@ -28,6 +28,11 @@ OpSignature group_norm_signature() {
   for (DType d : op.dtypes) op.tolerance[d] = assert_close_tolerance(d);
   op.attributes = {{"eps", 1e-5}};
   op.nan_contract = NanContract::propagate;
+  // ATen's bf16/f16 group_norm rounds an a*x+b form whose error vs the fp64 oracle is larger than a
+  // careful kernel's (seen on the H200, bf16 B=7,G=1,CG=6,HW=1: eager 0.0120 max abs from the oracle,
+  // a float-accumulating kernel 0.0064), so allclose against
+  // it rejects kernels that are more accurate than the reference. Judge against the oracle instead.
+  op.default_rule = "ref_ratio";
   op.deterministic = true;
   return op;
 }

@@ -33,6 +33,8 @@ struct KernelInfo {
   bool accepts_strided = false;   ///< takes non-contiguous views (else only contiguous inputs)
   bool accepts_unaligned = true;  ///< takes base pointers that are not 16-byte aligned
   std::string source;             ///< where it comes from (file or package)
+  bool timed = true;              ///< false: a correctness twin (a simple reference kernel kept to
+                                  ///< anchor the mutant suite), not a deployment candidate: not timed
   bool mutant = false;            ///< a deliberately broken kernel (tests/mutants): must be rejected;
                                   ///< left out of `kgate check` unless named with --kernel
   std::string expected_catch;     ///< for mutants: the case family meant to catch it

@@ -20,12 +20,23 @@ props::KernelTraits traits_of(const KernelInfo& kernel) {
   return t;
 }
 
-correctness::RuleConfig rule_for(const OpSignature& op, DType dtype, const CheckOptions& options) {
+correctness::RuleConfig rule_for(const OpSignature& op, DType dtype, const CheckOptions& options,
+                                 const std::string& kernel) {
+  const GateSettings s = options.config.resolve(op.name, kernel, options.cli);
   correctness::RuleConfig rule;
-  rule.kind = correctness::parse_rule(options.rule);
+  rule.kind = correctness::parse_rule(!options.rule.empty() ? options.rule : s.rule.value_or(op.default_rule));
   rule.tolerance = op.tolerance_for(dtype);
+  if (s.atol) rule.tolerance.atol = *s.atol;
+  if (s.rtol) rule.tolerance.rtol = *s.rtol;
+  if (auto it = s.tolerance.find(dtype); it != s.tolerance.end()) {
+    if (it->second.first) rule.tolerance.atol = *it->second.first;
+    if (it->second.second) rule.tolerance.rtol = *it->second.second;
+  }
   if (options.atol) rule.tolerance.atol = *options.atol;
   if (options.rtol) rule.tolerance.rtol = *options.rtol;
+  if (s.max_ulp) rule.max_ulp = *s.max_ulp;
+  if (s.ref_ratio_k) rule.ratio_k = *s.ref_ratio_k;
+  if (s.ref_ratio_floor) rule.ratio_floor = *s.ref_ratio_floor;
   return rule;
 }
 
@@ -95,10 +106,17 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
     if (options.progress) options.progress(line);
   };
 
+  // Config (global < op < kernel) under the command line, for this kernel.
+  const GateSettings settings = options.config.resolve(op.name, kernel.name, options.cli);
+  TimingOptions timing = options.timing;
+  if (settings.delta) timing.interleave.delta = *settings.delta;
+  if (settings.alpha) timing.interleave.alpha = *settings.alpha;
+  if (settings.time_budget_s) timing.interleave.time_budget_s = *settings.time_budget_s;
+
   props::GeneratorOptions gen;
   gen.seed = options.seed;
-  gen.cases = options.cases;
-  gen.families = options.families;
+  gen.cases = settings.cases.value_or(options.cases);
+  gen.families = settings.families.empty() ? options.families : settings.families;
   const auto traits = traits_of(kernel);
   auto cases = props::generate_cases(op, traits, gen);
   cases.insert(cases.end(), options.extra_cases.begin(), options.extra_cases.end());
@@ -106,7 +124,7 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
   const int64_t step = std::max<int64_t>(1, static_cast<int64_t>(cases.size()) / 8);
   for (size_t i = 0; i < cases.size(); ++i) {
     const auto& c = cases[i];
-    auto r = runner.check_case(kernel, c, rule_for(op, c.dtype, options));
+    auto r = runner.check_case(kernel, c, rule_for(op, c.dtype, options, kernel.name));
     if (r.fallback) ++report.correctness.fallback;
     if (r.outcome == Outcome::failed) {
       ++report.correctness.failed;
@@ -136,7 +154,7 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
     CorrectnessReport b;
     b.cases = static_cast<int64_t>(cases.size());
     for (size_t i = 0; i < cases.size() && !runner.context_lost(); ++i) {
-      auto r = runner.check_case(*baseline, cases[i], rule_for(op, cases[i].dtype, options));
+      auto r = runner.check_case(*baseline, cases[i], rule_for(op, cases[i].dtype, options, baseline->name));
       if (r.fallback) ++b.fallback;
       if (r.outcome == Outcome::failed) {
         ++b.failed;
@@ -166,9 +184,9 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
     if (options.shrink && first->rule != "fault" && !runner.context_lost()) {
       say(kernel.name + ": shrinking the failing case " + first->kcase.id());
       const auto shrunk = props::shrink(first->kcase, op, kernel.tile_sizes, [&](const Case& c) {
-        return runner.check_case(kernel, c, rule_for(op, c.dtype, options)).outcome == Outcome::failed;
+        return runner.check_case(kernel, c, rule_for(op, c.dtype, options, kernel.name)).outcome == Outcome::failed;
       });
-      auto minimal = runner.check_case(kernel, shrunk.minimal, rule_for(op, shrunk.minimal.dtype, options));
+      auto minimal = runner.check_case(kernel, shrunk.minimal, rule_for(op, shrunk.minimal.dtype, options, kernel.name));
       minimal.kcase.family = first->kcase.family;
       report.correctness.minimal = minimal;
       say(kernel.name + ": minimal failing case " + minimal.kcase.id() + " (" + std::to_string(shrunk.steps) +
@@ -176,6 +194,9 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
     } else {
       report.correctness.minimal = *first;
     }
+  } else if (options.speed && !kernel.timed) {
+    report.correctness.warnings.push_back("'" + kernel.name + "' is a correctness twin (a simple reference kernel for the "
+                                          "mutant suite), not a deployment candidate: not timed");
   } else if (options.speed) {
     std::vector<WeightedCase> timed = options.timed_cases;
     if (timed.empty())
@@ -184,11 +205,11 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
       const Case& c = timed[i].kcase;
       say(kernel.name + ": timing " + std::to_string(i + 1) + "/" + std::to_string(timed.size()) + " " + c.id() +
           " vs eager");
-      report.speed.push_back(runner.time_case(kernel, nullptr, c, options.timing, options.seed));
+      report.speed.push_back(runner.time_case(kernel, nullptr, c, timing, options.seed));
       if (baseline) {
         say(kernel.name + ": timing " + std::to_string(i + 1) + "/" + std::to_string(timed.size()) + " " + c.id() +
             " vs " + baseline->name);
-        report.speed.push_back(runner.time_case(kernel, baseline, c, options.timing, options.seed));
+        report.speed.push_back(runner.time_case(kernel, baseline, c, timing, options.seed));
       }
     }
     for (const auto& w : timed)

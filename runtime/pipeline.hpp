@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/config.hpp"
 #include "core/report.hpp"
 #include "gates/props/generators.hpp"
 #include "runtime/kernel.hpp"
@@ -25,9 +26,13 @@ struct CheckOptions {
   uint64_t seed = 1;
   int64_t cases = 64;
   std::vector<std::string> families;  ///< empty: all that apply
-  std::string rule = "allclose";
+  std::string rule;                   ///< empty: the config's, else the op's default rule
   std::optional<double> atol;         ///< overrides the op's default for every dtype
   std::optional<double> rtol;
+  /// The config file (--config): settings per op and kernel, below `cli` in precedence.
+  Config config;
+  /// Settings given explicitly on the command line (they win over the config).
+  GateSettings cli;
   bool shrink = true;
   size_t max_failures_kept = 10;
   bool speed = true;
@@ -45,8 +50,10 @@ struct CheckOptions {
 
 props::KernelTraits traits_of(const KernelInfo& kernel);
 
-/// The rule for one case: op default tolerance per dtype, overridden by options.
-correctness::RuleConfig rule_for(const OpSignature& op, DType dtype, const CheckOptions& options);
+/// The rule for one case of `kernel`: the op's default rule and tolerance per dtype, overridden by
+/// the config (global < op < kernel), then by the command line / options.
+correctness::RuleConfig rule_for(const OpSignature& op, DType dtype, const CheckOptions& options,
+                                 const std::string& kernel = "");
 
 /// Representative shapes for timing: mid-size to large, cycling through the kernel's dtypes.
 std::vector<Case> speed_cases(const OpSignature& op, const KernelInfo& kernel, uint64_t seed, int64_t count);

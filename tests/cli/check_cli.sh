@@ -39,4 +39,19 @@ rc=$?
 grep -q "unknown kernel 'no_such_kernel'" "$out.usage.log" || fail "unknown kernel message missing"
 "$kgate" check --cases 0 > /dev/null 2>&1
 [ $? -eq 4 ] || fail "--cases 0 should be a usage error (exit 4)"
+# Isolation: a kernel that crashes and one that hangs fail alone; the correct kernel's result is kept.
+"$kgate" check --backend cpu --kernel softmax_cpu --kernel mutant_softmax_cpu_segfault --kernel mutant_softmax_cpu_hang \
+  --kernel-timeout 15 --cases 4 --no-speed --out "$out/iso" > "$out.iso.log" 2>&1
+rc=$?
+[ $rc -eq 1 ] || { cat "$out.iso.log"; fail "crash/hang run exited $rc, expected 1"; }
+python3 - "$out/iso/report.json" <<'PY' || { cat "$out.iso.log"; fail "isolation report is wrong"; }
+import json, sys
+r = json.load(open(sys.argv[1]))
+k = {x["name"]: x for x in r["kernels"]}
+assert k["softmax_cpu"]["outcome"] == "passed" and k["softmax_cpu"]["correctness"]["passed"] == 4, k["softmax_cpu"]
+assert k["mutant_softmax_cpu_segfault"]["outcome"] == "failed"
+assert "crashed with signal 11" in k["mutant_softmax_cpu_segfault"]["message"], k["mutant_softmax_cpu_segfault"]["message"]
+assert k["mutant_softmax_cpu_hang"]["outcome"] == "failed"
+assert k["mutant_softmax_cpu_hang"]["message"].startswith("hung: no result after 15 s"), k["mutant_softmax_cpu_hang"]["message"]
+PY
 echo "check_cli: all passed"
