@@ -2,7 +2,7 @@
 # Every GPU measurement in one command, for a GPU runner or a release check:
 #   ci/gpu-report.sh OUT_DIR [stage...]
 # Stages (default: build test gate mutants packages): build, test, gate, mutants, packages,
-# calibrate, power, ncu. Logs and reports go under OUT_DIR; a short summary is printed last.
+# isolation, throughput, calibrate, power, ncu. Logs and reports go under OUT_DIR; a short summary is printed last.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${1:?usage: ci/gpu-report.sh OUT_DIR [stage...]}
@@ -42,6 +42,19 @@ if has packages; then
   KGATE_CACHE_DIR="$out/nvrtc-cache" bash "$here/tests/packages/run_gpu_demo.sh" "$kgate" "$out/packages" > "$out/packages.log" 2>&1
   note "package demo: exit $?"
   tail -40 "$out/packages.log"
+fi
+if has isolation; then
+  bash "$here/tests/cli/isolation_gpu.sh" "$kgate" "$out/isolation" > "$out/isolation.log" 2>&1
+  note "isolation (illegal address in a worker): exit $?"
+  tail -3 "$out/isolation.log"
+fi
+if has throughput; then
+  # Correctness cases per second for softmax (generation, launch, eager reference, fp64 oracle, checks).
+  "$kgate" check --backend cuda --kernel softmax_block --cases "${KGATE_THROUGHPUT_CASES:-2000}" --no-speed \
+    --no-isolate -q --out "$out/throughput" > "$out/throughput.log" 2>&1
+  rc=$?
+  rate=$(python3 -c "import json,sys; k=json.load(open(sys.argv[1]))['kernels'][0]; c=k['correctness']; print(f\"{c['cases']} cases ({c['failed']} failed, {c['behaviour_checks']} behaviour checks) in {k['seconds']:.2f} s = {c['cases']/k['seconds']:.0f} cases/s\")" "$out/throughput/report.json")
+  note "throughput (softmax_block): exit $rc; $rate"
 fi
 if has calibrate; then
   "$kgate" calibrate --backend cuda --kernel softmax_block --comparisons "${KGATE_AA_COMPARISONS:-50}" --out "$out/calibrate" \

@@ -88,8 +88,16 @@ json correctness_json(const CorrectnessReport& c) {
               {"worst_margin", number(c.worst_margin)},
               {"failures", failures},
               {"warnings", c.warnings},
-              {"fallback", c.fallback}};
+              {"fallback", c.fallback},
+              {"behaviour_checks", c.behaviour_checks}};
   if (c.minimal) out["minimal"] = case_result_json(*c.minimal);
+  if (!c.null_calibration.empty()) {
+    json nc = json::object();
+    for (const auto& [null_kernel, families] : c.null_calibration)
+      for (const auto& [family, counts] : families)
+        nc[null_kernel][family] = {{"cases", counts.first}, {"failed", counts.second}};
+    out["null_calibration"] = nc;
+  }
   return out;
 }
 
@@ -103,6 +111,11 @@ CorrectnessReport correctness_from(const json& c) {
   if (c.contains("minimal")) r.minimal = case_result_from(c.at("minimal"));
   r.warnings = c.value("warnings", std::vector<std::string>{});
   r.fallback = c.value("fallback", int64_t{0});
+  r.behaviour_checks = c.value("behaviour_checks", int64_t{0});
+  if (c.contains("null_calibration"))
+    for (auto nk = c.at("null_calibration").begin(); nk != c.at("null_calibration").end(); ++nk)
+      for (auto f = nk.value().begin(); f != nk.value().end(); ++f)
+        r.null_calibration[nk.key()][f.key()] = {f.value().value("cases", int64_t{0}), f.value().value("failed", int64_t{0})};
   return r;
 }
 

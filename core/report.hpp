@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -41,6 +42,7 @@ struct CaseResult {
   ErrorStats vs_oracle;
   double reference_vs_oracle_max_abs = 0;  ///< the eager reference's own error
   std::string repro;      ///< one-line command that replays this case
+  uint64_t output_fingerprint = 0;  ///< hash of the first output's bits (determinism check; not serialized)
   /// The case was outside the kernel's guard (KernelInfo::accepts): the eager reference ran
   /// instead of the kernel, as deployed code falls back. Its rule is then "fallback".
   bool fallback = false;
@@ -55,6 +57,10 @@ struct CorrectnessReport {
   std::optional<CaseResult> minimal;    ///< the shrunk failing case
   std::vector<std::string> warnings;    ///< e.g. weak case families
   int64_t fallback = 0;                 ///< cases outside the kernel's guard (the reference ran)
+  int64_t behaviour_checks = 0;         ///< stale-output and determinism checks run (failures count in failed)
+  /// Null-kernel calibration: per null kernel ("zeros", "copy"), per family, cases run and failed.
+  /// A family a null kernel passes entirely is too weak (a warning says so).
+  std::map<std::string, std::map<std::string, std::pair<int64_t, int64_t>>> null_calibration;
 };
 
 /// One timed comparison of a candidate against a baseline.

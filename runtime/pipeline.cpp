@@ -1,13 +1,19 @@
 // The check pipeline.
 #include "runtime/pipeline.hpp"
 
+#include <cuda_runtime.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
+#include <map>
+#include <set>
 
 #include "core/rng.hpp"
 #include "gates/props/shrink.hpp"
 #include "references/catalogue.hpp"
+#include "runtime/cuda/check.hpp"
 
 namespace kgate {
 
@@ -93,6 +99,81 @@ std::optional<double> workload_speedup(const std::vector<SpeedComparison>& speed
   return base / cand;
 }
 
+namespace {
+
+void record(CorrectnessReport& c, CaseResult r, size_t keep) {
+  if (r.outcome == Outcome::failed) {
+    ++c.failed;
+    if (c.failures.size() < keep) c.failures.push_back(std::move(r));
+  }
+}
+
+// Stale outputs and bitwise determinism, on the first case of each family.
+void run_behaviour_checks(Runner& runner, const KernelInfo& kernel, const OpSignature& op,
+                          const std::vector<Case>& cases, const CheckOptions& options, KernelReport& report) {
+  std::set<std::string> families;
+  for (const auto& c : cases) {
+    if (!families.insert(c.family).second || runner.context_lost()) continue;
+    const auto rule = rule_for(op, c.dtype, options, kernel.name);
+    ++report.correctness.behaviour_checks;
+    record(report.correctness, runner.check_stale(kernel, c, rule), options.max_failures_kept);
+    if (op.deterministic) {
+      ++report.correctness.behaviour_checks;
+      record(report.correctness, runner.check_deterministic(kernel, c, rule), options.max_failures_kept);
+    }
+  }
+}
+
+// A null "kernel": writes zeros, or copies its first input's bytes, into the outputs. Device
+// memory (cuda) goes through the runtime; host memory (cpu backend) through memcpy / memset.
+KernelInfo null_kernel(const KernelInfo& kernel, const std::string& which) {
+  KernelInfo k = kernel;
+  k.name = "null_" + which;
+  k.accepts = nullptr;
+  const bool copy = which == "copy";
+  const bool device = kernel.backend == Backend::cuda;
+  k.launch = [copy, device](const KernelCall& call) {
+    const auto stream = static_cast<cudaStream_t>(call.stream);
+    for (const auto& out : call.outputs) {
+      const size_t bytes = static_cast<size_t>(out.numel()) * dtype_size(out.dtype);
+      size_t copied = 0;
+      if (copy && !call.inputs.empty())
+        copied = std::min(bytes, static_cast<size_t>(call.inputs[0].numel()) * dtype_size(call.inputs[0].dtype));
+      auto* dst = static_cast<char*>(out.data);
+      if (device) {
+        if (copied > 0) KGATE_CUDA_CALL(cudaMemcpyAsync(dst, call.inputs[0].data, copied, cudaMemcpyDeviceToDevice, stream));
+        if (bytes > copied) KGATE_CUDA_CALL(cudaMemsetAsync(dst + copied, 0, bytes - copied, stream));
+      } else {
+        if (copied > 0) std::memcpy(dst, call.inputs[0].data, copied);
+        if (bytes > copied) std::memset(dst + copied, 0, bytes - copied);
+      }
+    }
+  };
+  return k;
+}
+
+void run_null_calibration(Runner& runner, const KernelInfo& kernel, const OpSignature& op,
+                          const std::vector<Case>& cases, const CheckOptions& options, KernelReport& report) {
+  for (const std::string which : {"zeros", "copy"}) {
+    const KernelInfo nk = null_kernel(kernel, which);
+    auto& per_family = report.correctness.null_calibration[which];
+    for (const auto& c : cases) {
+      auto& counts = per_family[c.family.empty() ? "other" : c.family];
+      if (counts.first >= options.null_calibration_cases || runner.context_lost()) continue;
+      ++counts.first;
+      if (runner.check_case(nk, c, rule_for(op, c.dtype, options, kernel.name)).outcome == Outcome::failed)
+        ++counts.second;
+    }
+    for (const auto& [family, counts] : per_family)
+      if (counts.first > 0 && counts.second == 0)
+        report.correctness.warnings.push_back("case family '" + family + "' is too weak for op " + op.name + ": the " +
+                                              which + " null kernel passes all " + std::to_string(counts.first) +
+                                              " of its cases");
+  }
+}
+
+}  // namespace
+
 KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckOptions& options,
                           const KernelInfo* baseline) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -137,6 +218,11 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
       say(kernel.name + ": correctness " + std::to_string(i + 1) + "/" + std::to_string(cases.size()) + " cases, " +
           std::to_string(report.correctness.failed) + " failed");
   }
+
+  if (options.behaviour_checks && report.correctness.failed == 0 && !runner.context_lost())
+    run_behaviour_checks(runner, kernel, op, cases, options, report);
+  if (options.null_calibration_cases > 0 && !runner.context_lost())
+    run_null_calibration(runner, kernel, op, cases, options, report);
 
   if (kernel.accepts && !cases.empty() && !runner.context_lost()) {
     if (report.correctness.fallback == 0)

@@ -34,6 +34,11 @@ struct CheckOptions {
   /// Settings given explicitly on the command line (they win over the config).
   GateSettings cli;
   bool shrink = true;
+  /// Stale-output and (for deterministic ops) bitwise-determinism checks on one case per family.
+  bool behaviour_checks = true;
+  /// Null-kernel calibration: all-zeros and copy-of-input "kernels" run on up to this many cases
+  /// per family and must fail at least one, else the family is reported as too weak. 0: off.
+  int64_t null_calibration_cases = 8;
   size_t max_failures_kept = 10;
   bool speed = true;
   int64_t speed_cases = 3;

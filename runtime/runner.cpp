@@ -300,6 +300,12 @@ CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c, const cor
       return result;
     }
 
+    // A position-weighted sum of the output's bits: two runs that differ in any element differ here.
+    if (!outputs.empty() && outputs[0].numel() > 0) {
+      const auto bits = outputs[0].contiguous().view(bits_type(c.dtype)).reshape({-1}).to(at::kLong);
+      const auto weights = at::arange(bits.numel(), bits.options()).mul(2654435761LL).add(1);
+      result.output_fingerprint = static_cast<uint64_t>(bits.mul(weights).sum().item<int64_t>());
+    }
     correctness::Measurement m;
     for (size_t i = 0; i < inputs.size(); ++i)
       if (!bits_snapshot(inputs[i]).equal(snapshots[i])) m.inputs_modified = true;
@@ -521,6 +527,21 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
     }
   }
   return cmp;
+}
+
+CaseResult Runner::check_deterministic(const KernelInfo& kernel, const Case& c,
+                                      const correctness::RuleConfig& rule) {
+  CaseResult first = check_case(kernel, c, rule);
+  if (first.outcome == Outcome::failed || first.fallback) return first;
+  CaseResult second = check_case(kernel, c, rule);
+  if (second.outcome == Outcome::failed) return second;
+  if (first.output_fingerprint != second.output_fingerprint) {
+    second.outcome = Outcome::failed;
+    second.rule = "determinism";
+    second.message = "two runs on the same input gave bitwise different outputs (a race, or an "
+                     "order-dependent reduction such as float atomics?)";
+  }
+  return second;
 }
 
 CaseResult Runner::check_stale(const KernelInfo& kernel, const Case& c,

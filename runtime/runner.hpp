@@ -52,6 +52,11 @@ class Runner {
   CaseResult check_stale(const KernelInfo& kernel, const Case& c,
                          const correctness::RuleConfig& rule);
 
+  /// Determinism check: case `c` twice on fresh outputs; the two outputs must be bitwise equal
+  /// (rule "determinism" otherwise). For ops whose contract says deterministic.
+  CaseResult check_deterministic(const KernelInfo& kernel, const Case& c,
+                                 const correctness::RuleConfig& rule);
+
   /// Times `kernel` against `baseline` (nullptr: the eager reference), interleaved. A case outside
   /// the kernel's guard is not timed (decision skipped, with a note); outside the baseline's guard
   /// the baseline's fallback (the eager reference) is timed, with a note.

@@ -2,6 +2,9 @@
 // with a speed comparison against eager; a mutant fails with a shrunk minimal case and a repro.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <memory>
+
 #include "references/catalogue.hpp"
 #include "runtime/pipeline.hpp"
 
@@ -73,6 +76,85 @@ TEST(Pipeline, SpeedCasesFitTheKernel) {
     EXPECT_EQ(c.dtype, DType::f32);
     EXPECT_NEAR(static_cast<double>(c.numel_hint()), 4.0 * 1024 * 1024, 4.0 * 1024 * 1024 * 0.01);
   }
+}
+
+}  // namespace
+}  // namespace kgate
+
+namespace kgate {
+namespace {
+
+// softmax_cpu, but every second call nudges one output element by a few ulps: inside allclose,
+// yet not bitwise reproducible.
+KernelInfo nondeterministic_softmax() {
+  KernelInfo k = find_kernel("softmax_cpu");
+  k.name = "test_nondeterministic_softmax";
+  auto inner = k.launch;
+  auto calls = std::make_shared<int>(0);
+  k.launch = [inner, calls](const KernelCall& call) {
+    inner(call);
+    if (++*calls % 2 == 0 && call.outputs[0].numel() > 0) call.outputs[0].as<float>()[0] *= 1.0000003f;
+  };
+  return k;
+}
+
+// softmax_cpu, but it computes once per shape and then replays the cached output.
+KernelInfo stale_softmax() {
+  KernelInfo k = find_kernel("softmax_cpu");
+  k.name = "test_stale_softmax";
+  auto inner = k.launch;
+  auto cache = std::make_shared<std::map<int64_t, std::vector<float>>>();
+  k.launch = [inner, cache](const KernelCall& call) {
+    const auto& y = call.outputs[0];
+    auto it = cache->find(y.numel());
+    if (it == cache->end()) {
+      inner(call);
+      (*cache)[y.numel()] = std::vector<float>(y.as<float>(), y.as<float>() + y.numel());
+    } else {
+      std::copy(it->second.begin(), it->second.end(), y.as<float>());
+    }
+  };
+  return k;
+}
+
+TEST(Pipeline, NullKernelCalibrationRejectsZerosAndCopies) {
+  Runner runner(Backend::cpu);
+  auto o = quick();
+  o.speed = false;
+  const auto report = check_kernel(runner, find_kernel("softmax_cpu"), o);
+  ASSERT_EQ(report.correctness.null_calibration.size(), 2u);
+  for (const auto& [null_kernel, families] : report.correctness.null_calibration) {
+    EXPECT_GE(families.size(), 4u) << null_kernel;
+    for (const auto& [family, counts] : families) {
+      EXPECT_GT(counts.first, 0) << null_kernel << " " << family;
+      EXPECT_GT(counts.second, 0) << "the " << null_kernel << " null kernel passed every " << family << " case";
+    }
+  }
+  for (const auto& w : report.correctness.warnings) EXPECT_EQ(w.find("too weak"), std::string::npos) << w;
+  EXPECT_GE(report.correctness.behaviour_checks, 8);  // stale + determinism, one case per family
+  EXPECT_EQ(report.correctness.failed, 0);
+}
+
+TEST(Pipeline, DeterminismCheckCatchesBitwiseDifferences) {
+  Runner runner(Backend::cpu);
+  auto o = quick();
+  o.speed = false;
+  o.null_calibration_cases = 0;
+  const auto report = check_kernel(runner, nondeterministic_softmax(), o);
+  EXPECT_EQ(report.outcome, Outcome::failed);
+  bool found = false;
+  for (const auto& f : report.correctness.failures) found |= f.rule == "determinism";
+  EXPECT_TRUE(found) << "no determinism failure recorded";
+}
+
+TEST(Pipeline, StaleCheckCatchesCachedOutputs) {
+  Runner runner(Backend::cpu);
+  const auto k = stale_softmax();
+  const auto& op = find_op("softmax");
+  const Case c = Case::from_id("softmax:f32:B=2,N=5:contiguous:normal:0000000000000001");
+  const auto r = runner.check_stale(k, c, rule_for(op, c.dtype, CheckOptions{}));
+  EXPECT_EQ(r.outcome, Outcome::failed);
+  EXPECT_EQ(r.rule, "stale");
 }
 
 }  // namespace
