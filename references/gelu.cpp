@@ -1,30 +1,31 @@
-// exact GELU: y = x/2 * (1 + erf(x/sqrt(2))), elementwise over x:[B, N]
-// (attribute approximate = 0; gelu and gelu_tanh are two ops because a case carries no
-// attributes of its own, so each variant gets its own cases and kernels).
-// NaN contract (as ATen's CUDA kernel): gelu(-Inf) = -Inf * 0 = NaN, gelu(+Inf) = +Inf; NaN
-// propagates.
-// B may be 0 (an empty batch).
+// GELU, elementwise over x:[B, N], as two ops of one definition:
+//   gelu       y = x/2 * (1 + erf(x/sqrt(2)))                          (approximate = 0)
+//   gelu_tanh  y = x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3)))   (approximate = 1)
+// Two ops because a case carries no attributes of its own, so each variant gets its own cases and
+// kernels. NaN contract (as ATen's CUDA kernel): gelu(-Inf) = -Inf * 0 = NaN, gelu(+Inf) = +Inf;
+// NaN propagates. B may be 0 (an empty batch).
 #include "references/op_reference.hpp"
 
 namespace kgate {
+namespace {
 
-OpSignature gelu_signature() {
+OpSignature gelu_op(bool tanh) {
   OpSignature op;
-  op.name = "gelu";
-  op.summary = "y = gelu(x, approximate='none') elementwise over x:[B,N]";
+  op.name = tanh ? "gelu_tanh" : "gelu";
+  op.summary = std::string("y = gelu(x, approximate='") + (tanh ? "tanh" : "none") + "') elementwise over x:[B,N]";
   op.inputs = {{"x", {"B", "N"}}};
   op.outputs = {{"y", {"B", "N"}}};
   op.symbols = {{"B", 0, 65536, 512}, {"N", 1, 262144, 8192}};
   op.reduced_symbol = "N";
   op.dtypes = {DType::f32, DType::f16, DType::bf16};
   for (DType d : op.dtypes) op.tolerance[d] = assert_close_tolerance(d);
-  op.attributes = {{"approximate", 0}};
+  op.attributes = {{"approximate", tanh ? 1 : 0}};
   op.nan_contract = NanContract::propagate;
   op.deterministic = true;
   return op;
 }
 
-OpReference gelu_reference() {
+OpReference gelu_ref() {
   OpReference r;
   r.make_inputs = [](const Case& c, const OpSignature& op, at::Device device) {
     const auto shape = concrete_shape(op.inputs[0].shape, c);
@@ -39,5 +40,12 @@ OpReference gelu_reference() {
   r.oracle = run;  // on float64 inputs
   return r;
 }
+
+}  // namespace
+
+OpSignature gelu_signature() { return gelu_op(false); }
+OpReference gelu_reference() { return gelu_ref(); }
+OpSignature gelu_tanh_signature() { return gelu_op(true); }
+OpReference gelu_tanh_reference() { return gelu_ref(); }
 
 }  // namespace kgate
