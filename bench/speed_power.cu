@@ -112,6 +112,7 @@ struct Options {
   int aa_reps = 50;  ///< A/A comparisons per delta
   uint64_t seed = 1;
   bool flush_l2 = true;
+  cuda::FlushMode flush_mode = cuda::FlushMode::read;
   double budget_s = InterleaveOptions{}.time_budget_s;  ///< timing budget of one comparison
   double max_seconds = 420;  ///< stop starting comparisons after this much wall time
   std::string timer = "cupti";
@@ -137,6 +138,8 @@ constexpr const char* kUsage =
     "  --max-seconds S         start no comparison after S s of wall time (default 420)\n"
     "  --seed S                master seed of the block orders (default 1)\n"
     "  --warm                  no L2 flush between launches\n"
+    "  --flush read|write      how the L2 is flushed: a read kernel (default, leaves clean lines)\n"
+    "                          or cudaMemset (leaves dirty lines the next launch writes back)\n"
     "  --timer cupti|events    launch timer (default cupti); none only with --ncu-kernels\n"
     "  --csv FILE              write one line per comparison\n"
     "  --verbose               one progress line per comparison\n"
@@ -204,6 +207,10 @@ Options parse_options(int argc, char** argv) {
       o.seed = parse_number<uint64_t>(flag, value());
     } else if (flag == "--warm") {
       o.flush_l2 = false;
+    } else if (flag == "--flush") {
+      const std::string mode = value();
+      if (mode != "read" && mode != "write") throw_usage("--flush must be read or write");
+      o.flush_mode = mode == "read" ? cuda::FlushMode::read : cuda::FlushMode::write;
     } else if (flag == "--timer") {
       o.timer = value();
     } else if (flag == "--csv") {
@@ -373,7 +380,7 @@ struct Bench {
     }
     if (o.timer == "cupti") timer = cuda::make_cupti_timer(stream);
     if (o.timer == "events") timer = cuda::make_event_timer(stream);
-    if (o.flush_l2) flusher = std::make_unique<cuda::L2Flusher>(stream);
+    if (o.flush_l2) flusher = std::make_unique<cuda::L2Flusher>(stream, o.flush_mode);
     nvml = std::make_unique<cuda::Nvml>();
   }
   ~Bench() {
@@ -685,7 +692,8 @@ std::vector<int64_t> size_all(Bench& bench, const Options& o, std::vector<double
 int run_ncu_kernels(const Options& o) {
   Bench bench(o);
   std::printf("ncu-kernels: %s, timer %s, %s L2, %d launches per kernel\n", bench.info.name.c_str(),
-              bench.timer ? bench.timer->name() : "none", o.flush_l2 ? "flushed" : "warm",
+              bench.timer ? bench.timer->name() : "none",
+              !o.flush_l2 ? "warm" : o.flush_mode == cuda::FlushMode::read ? "read-flushed" : "write-flushed",
               o.launches);
   std::vector<double> base_us;
   const auto units = size_all(bench, o, &base_us);

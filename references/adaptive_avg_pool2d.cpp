@@ -43,7 +43,7 @@ OpReference adaptive_avg_pool2d_reference() {
   r.make_inputs = [](const Case& c, const OpSignature& op, at::Device device) {
     const auto shape = concrete_shape(op.inputs[0].shape, c);
     const double extreme = std::min(0.5 * dtype_max(c.dtype), 1e30);
-    auto x = make_values(c.values, shape, c.dtype, c.seed, extreme);
+    auto x = make_values(c.values, shape, c.dtype, c.seed, extreme, device);
     if (c.values == Values::extreme) x = x.abs();
     return Tensors{apply_layout(x, c.layout, device)};
   };

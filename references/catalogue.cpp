@@ -3,16 +3,23 @@
 // declarations and one line in kOps below, and the file in references/CMakeLists.txt.
 #include "references/catalogue.hpp"
 
-#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Parallel.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cctype>
 #include <limits>
 
 #include "core/error.hpp"
+#include "references/counter_rng.hpp"
 #include "references/op_reference.hpp"
 
 namespace kgate {
+namespace values {
+cudaError_t fill_device(double* out, int64_t n, uint64_t seed, uint64_t stream, bool gaussian,
+                        cudaStream_t cuda_stream);  // counter_rng.cu
+}  // namespace values
 
 OpSignature adaptive_avg_pool2d_signature();
 OpReference adaptive_avg_pool2d_reference();
@@ -173,28 +180,57 @@ Attributes call_attributes(const OpSignature& op, const Case& c) {
   return attrs;
 }
 
-at::Tensor make_values(Values family, at::IntArrayRef sizes, DType dtype, uint64_t seed, double extreme_magnitude) {
-  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
-  const auto f64 = at::TensorOptions().dtype(at::kDouble);
+namespace {
+
+// A float64 tensor of `sizes` on `device`, element i = values::uniform/normal(seed, stream, i).
+at::Tensor draw(at::IntArrayRef sizes, uint64_t seed, uint64_t stream, bool gaussian, at::Device device) {
+  auto x = at::empty(sizes, at::TensorOptions().dtype(at::kDouble).device(device));
+  const int64_t n = x.numel();
+  if (n == 0) return x;
+  double* out = x.data_ptr<double>();
+  if (device.is_cuda()) {
+    const cudaError_t rc = values::fill_device(out, n, seed, stream, gaussian,
+                                               at::cuda::getCurrentCUDAStream(device.index()).stream());
+    if (rc != cudaSuccess)
+      throw Error(ErrorKind::device, std::string("drawing case values on the GPU failed: ") + cudaGetErrorString(rc));
+    return x;
+  }
+  at::parallel_for(0, n, 1 << 14, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      out[i] = gaussian ? values::normal(seed, stream, static_cast<uint64_t>(i))
+                        : values::uniform(seed, stream, static_cast<uint64_t>(i));
+  });
+  return x;
+}
+
+}  // namespace
+
+at::Tensor make_values(Values family, at::IntArrayRef sizes, DType dtype, uint64_t seed, double extreme_magnitude,
+                       at::Device device) {
+  const auto normal = [&](uint64_t stream) { return draw(sizes, seed, stream, true, device); };
+  const auto uniform = [&](uint64_t stream) { return draw(sizes, seed, stream, false, device); };
   const double eps = dtype_eps(dtype);
   at::Tensor x;
   switch (family) {
-    case Values::normal: x = at::randn(sizes, gen, f64); break;
-    case Values::uniform: x = at::rand(sizes, gen, f64) * 18.0 - 9.0; break;
-    case Values::extreme: x = (at::rand(sizes, gen, f64) * 2.0 - 1.0) * extreme_magnitude; break;
-    case Values::tiny: x = at::randn(sizes, gen, f64) * smallest_normal(dtype); break;
-    case Values::large_mean: x = 1000.0 + at::randn(sizes, gen, f64) * std::max(1e-3, 8 * eps * 1000.0); break;
-    case Values::all_equal: x = at::full(sizes, at::randn({1}, gen, f64).item<double>(), f64); break;
+    case Values::normal: x = normal(values::kPrimary); break;
+    case Values::uniform: x = uniform(values::kPrimary) * 18.0 - 9.0; break;
+    case Values::extreme: x = (uniform(values::kPrimary) * 2.0 - 1.0) * extreme_magnitude; break;
+    case Values::tiny: x = normal(values::kPrimary) * smallest_normal(dtype); break;
+    case Values::large_mean: x = 1000.0 + normal(values::kPrimary) * std::max(1e-3, 8 * eps * 1000.0); break;
+    case Values::all_equal:
+      x = at::full(sizes, values::normal(seed, values::kConstant, 0),
+                   at::TensorOptions().dtype(at::kDouble).device(device));
+      break;
     case Values::clustered_max: {
-      x = at::randn(sizes, gen, f64);
+      x = normal(values::kPrimary);
       if (x.numel() > 0 && x.dim() > 0) {
         const auto row_max = std::get<0>(x.max(-1, true));
-        x = at::where(at::rand(sizes, gen, f64) < 0.5, row_max.expand_as(x), x);
+        x = at::where(uniform(values::kPick) < 0.5, row_max.expand_as(x), x);
       }
       break;
     }
     case Values::pm_pairs: {
-      x = at::randn(sizes, gen, f64);
+      x = normal(values::kPrimary);
       if (x.dim() > 0 && x.size(-1) >= 2) {
         const int64_t n = x.size(-1) / 2 * 2;
         x.narrow(-1, 1, n - 1).slice(-1, 0, std::numeric_limits<int64_t>::max(), 2)
@@ -203,9 +239,9 @@ at::Tensor make_values(Values family, at::IntArrayRef sizes, DType dtype, uint64
       break;
     }
     case Values::special: {
-      x = at::randn(sizes, gen, f64);
+      x = normal(values::kPrimary);
       if (x.numel() > 0) {
-        const auto pick = at::rand(sizes, gen, f64);
+        const auto pick = uniform(values::kPick);
         const double inf = std::numeric_limits<double>::infinity();
         x = at::where(pick < 0.004, at::full_like(x, inf), x);
         x = at::where((pick >= 0.004) & (pick < 0.008), at::full_like(x, -inf), x);
@@ -220,25 +256,25 @@ at::Tensor make_values(Values family, at::IntArrayRef sizes, DType dtype, uint64
 }
 
 at::Tensor make_norm_values(Values family, at::IntArrayRef sizes, DType dtype, uint64_t seed,
-                            double mean_to_spread, bool zero_constant) {
-  const auto f64 = at::TensorOptions().dtype(at::kDouble);
+                            double mean_to_spread, bool zero_constant, at::Device device) {
   switch (family) {
     case Values::large_mean: {
       const double mean = 1000.0;
-      auto z = make_values(Values::normal, sizes, DType::f64, seed, 0);
+      auto z = make_values(Values::normal, sizes, DType::f64, seed, 0, device);
       return (mean + z * (mean / mean_to_spread)).to(to_scalar_type(dtype));
     }
     case Values::all_equal:
-      if (zero_constant) return at::zeros(sizes, f64).to(to_scalar_type(dtype));
+      if (zero_constant)
+        return at::zeros(sizes, at::TensorOptions().dtype(to_scalar_type(dtype)).device(device));
       break;
     default: break;
   }
-  return make_values(family, sizes, dtype, seed, std::min(0.5 * dtype_max(dtype), 1e15));
+  return make_values(family, sizes, dtype, seed, std::min(0.5 * dtype_max(dtype), 1e15), device);
 }
 
 at::Tensor make_normal(at::IntArrayRef sizes, DType dtype, uint64_t seed, double mean,
-                       double stddev) {
-  const auto z = make_values(Values::normal, sizes, DType::f64, seed, 0);
+                       double stddev, at::Device device) {
+  const auto z = make_values(Values::normal, sizes, DType::f64, seed, 0, device);
   return (mean + z * stddev).to(to_scalar_type(dtype));
 }
 

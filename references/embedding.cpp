@@ -52,7 +52,7 @@ OpReference embedding_reference() {
   OpReference r;
   r.make_inputs = [](const Case& c, const OpSignature& op, at::Device device) {
     const auto vd = concrete_shape(op.inputs[0].shape, c);
-    const auto weight = make_values(c.values, vd, c.dtype, c.seed, 0.5 * dtype_max(c.dtype));
+    const auto weight = make_values(c.values, vd, c.dtype, c.seed, 0.5 * dtype_max(c.dtype), device);
     const auto indices = make_indices(c, c.dim("T"), vd[0]);
     return Tensors{apply_layout(weight, c.layout, device), apply_layout(indices, c.layout, device)};
   };

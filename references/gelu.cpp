@@ -31,7 +31,7 @@ OpReference gelu_ref() {
     const auto shape = concrete_shape(op.inputs[0].shape, c);
     const double extreme = 0.5 * dtype_max(c.dtype);
     return Tensors{
-        apply_layout(make_values(c.values, shape, c.dtype, c.seed, extreme), c.layout, device)};
+        apply_layout(make_values(c.values, shape, c.dtype, c.seed, extreme, device), c.layout, device)};
   };
   auto run = [](const Tensors& in, const Attributes& a) {
     return Tensors{at::gelu(in[0], a.at("approximate") != 0 ? "tanh" : "none")};

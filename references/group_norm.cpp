@@ -42,10 +42,10 @@ OpReference group_norm_reference() {
   r.make_inputs = [](const Case& c, const OpSignature& op, at::Device device) {
     const auto x =
         make_norm_values(c.values, concrete_shape(op.inputs[0].shape, c), c.dtype, c.seed,
-                         /*mean_to_spread=*/4, /*zero_constant=*/true);
+                         /*mean_to_spread=*/4, /*zero_constant=*/true, device);
     const auto gc = concrete_shape(op.inputs[1].shape, c);
-    const auto weight = make_normal(gc, c.dtype, derive_seed(c.seed, "weight", 0), 1.0, 0.5);
-    const auto bias = make_normal(gc, c.dtype, derive_seed(c.seed, "bias", 0), 0.0, 0.5);
+    const auto weight = make_normal(gc, c.dtype, derive_seed(c.seed, "weight", 0), 1.0, 0.5, device);
+    const auto bias = make_normal(gc, c.dtype, derive_seed(c.seed, "bias", 0), 0.0, 0.5, device);
     return Tensors{apply_layout(x, c.layout, device), apply_layout(weight, c.layout, device),
                    apply_layout(bias, c.layout, device)};
   };

@@ -30,12 +30,15 @@ struct OpReference {
 /// The torch side of an op; throws a usage Error for an unknown op.
 const OpReference& op_reference(const std::string& name);
 
-/// Values of one family for a tensor of `sizes`, drawn in float64 on the CPU from `seed` (so a case
-/// has the same values on every device), then cast to `dtype`. `extreme_magnitude` is the op's scale
-/// for the extreme family (e.g. half the dtype's max for softmax logits). The last dim is the "row".
-at::Tensor make_values(Values family, at::IntArrayRef sizes, DType dtype, uint64_t seed, double extreme_magnitude);
+/// Values of one family for a tensor of `sizes`, drawn in float64 on `device` from `seed` by a
+/// counter-based generator (counter_rng.hpp: element i depends only on seed and i, so a case has
+/// the same values on every run and GPU, and the GPU draws them in one launch), then cast to
+/// `dtype`. `extreme_magnitude` is the op's scale for the extreme family (e.g. half the dtype's
+/// max for softmax logits). The last dim is the "row".
+at::Tensor make_values(Values family, at::IntArrayRef sizes, DType dtype, uint64_t seed, double extreme_magnitude,
+                       at::Device device = at::kCPU);
 
-/// Lays `t` (contiguous, on the CPU) out per the case's layout on `device`: strided = every other
+/// Lays `t` (contiguous, on any device) out per the case's layout on `device`: strided = every other
 /// element of a buffer twice as wide in the last dim; offset = one element into the storage.
 at::Tensor apply_layout(const at::Tensor& t, Layout layout, at::Device device);
 
@@ -63,10 +66,10 @@ Attributes call_attributes(const OpSignature& op, const Case& c);
 ///    vectorized Welford can move the mean of a non-zero constant row by an ulp, which 1/sqrt(eps)
 ///    amplifies ~316x past the f32 tolerance, so only zero rows have an exact reference.
 at::Tensor make_norm_values(Values family, at::IntArrayRef sizes, DType dtype, uint64_t seed,
-                            double mean_to_spread, bool zero_constant);
+                            double mean_to_spread, bool zero_constant, at::Device device = at::kCPU);
 
-/// N(mean, stddev^2) values of `sizes` in `dtype`, drawn on the CPU from `seed` (weights, biases).
+/// N(mean, stddev^2) values of `sizes` in `dtype`, drawn on `device` from `seed` (weights, biases).
 at::Tensor make_normal(at::IntArrayRef sizes, DType dtype, uint64_t seed, double mean,
-                       double stddev);
+                       double stddev, at::Device device = at::kCPU);
 
 }  // namespace kgate

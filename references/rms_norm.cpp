@@ -46,9 +46,9 @@ OpReference rms_norm_reference() {
   r.make_inputs = [](const Case& c, const OpSignature& op, at::Device device) {
     const auto x =
         make_norm_values(c.values, concrete_shape(op.inputs[0].shape, c), c.dtype, c.seed,
-                         /*mean_to_spread=*/16, /*zero_constant=*/false);
+                         /*mean_to_spread=*/16, /*zero_constant=*/false, device);
     const auto weight = make_normal(concrete_shape(op.inputs[1].shape, c), c.dtype,
-                                    derive_seed(c.seed, "weight", 0), 1.0, 0.5);
+                                    derive_seed(c.seed, "weight", 0), 1.0, 0.5, device);
     return Tensors{apply_layout(x, c.layout, device), apply_layout(weight, c.layout, device)};
   };
   r.eager = [](const Tensors& in, const Attributes& a) {

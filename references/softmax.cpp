@@ -27,7 +27,7 @@ Tensors row_inputs(const Case& c, const OpSignature& op, at::Device device) {
   const auto shape = concrete_shape(op.inputs[0].shape, c);
   // Logits up to half the dtype's max: exp must be taken after subtracting the row max.
   const double extreme = 0.5 * dtype_max(c.dtype);
-  return Tensors{apply_layout(make_values(c.values, shape, c.dtype, c.seed, extreme), c.layout, device)};
+  return Tensors{apply_layout(make_values(c.values, shape, c.dtype, c.seed, extreme, device), c.layout, device)};
 }
 
 int64_t dim_of(const Attributes& a) { return static_cast<int64_t>(a.at("dim")); }

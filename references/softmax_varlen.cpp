@@ -84,7 +84,7 @@ OpReference softmax_varlen_reference() {
   r.make_inputs = [](const Case& c, const OpSignature& op, at::Device device) {
     const int64_t t = c.dim("T"), s = c.dim("S");
     const auto x = make_values(c.values, concrete_shape(op.inputs[0].shape, c), c.dtype, c.seed,
-                               0.5 * dtype_max(c.dtype));
+                               0.5 * dtype_max(c.dtype), device);
     const auto cu = make_offsets(c, s, t);
     const auto cu32 = at::tensor(cu, at::TensorOptions().dtype(at::kLong)).to(at::kInt);
     return Tensors{apply_layout(x, c.layout, device), cu32.to(device)};

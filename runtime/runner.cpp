@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <sstream>
 
 #include "core/error.hpp"
@@ -71,12 +72,47 @@ GuardedOutput make_output(const std::vector<int64_t>& shape, DType dtype, at::De
   return g;
 }
 
-bool guards_intact(const GuardedOutput& g) {
+// Scalars computed on the device and read back in one transfer: each .item() is a device
+// synchronization, and a case used to make some thirty of them (most of its time for small cases).
+class DeviceScalars {
+ public:
+  /// Queues a 0-d (or one-element) tensor; returns its slot.
+  size_t add_double(const at::Tensor& t) {
+    f64_.push_back(t.reshape({}).to(at::kDouble));
+    return f64_.size() - 1;
+  }
+  size_t add_int(const at::Tensor& t) {
+    i64_.push_back(t.reshape({}).to(at::kLong));
+    return i64_.size() - 1;
+  }
+  /// Reads every queued scalar back (one synchronization).
+  void fetch() {
+    std::vector<at::Tensor> all;
+    if (!f64_.empty()) all.push_back(at::stack(f64_).view(at::kLong));  // bit-cast: one transfer
+    if (!i64_.empty()) all.push_back(at::stack(i64_));
+    if (all.empty()) return;
+    const auto host = at::cat(all).to(at::kCPU);
+    const int64_t* v = host.data_ptr<int64_t>();
+    doubles_.resize(f64_.size());
+    std::memcpy(doubles_.data(), v, f64_.size() * sizeof(double));
+    ints_.assign(v + f64_.size(), v + f64_.size() + i64_.size());
+  }
+  double d(size_t slot) const { return doubles_.at(slot); }
+  int64_t i(size_t slot) const { return ints_.at(slot); }
+
+ private:
+  std::vector<at::Tensor> f64_, i64_;
+  std::vector<double> doubles_;
+  std::vector<int64_t> ints_;
+};
+
+// 1 when both guard bands still hold the canary bytes.
+at::Tensor guards_intact(const GuardedOutput& g) {
   const int64_t elem = static_cast<int64_t>(g.buffer.element_size());
   auto bytes = g.buffer.view(at::kByte);
   auto head = bytes.narrow(0, 0, kGuardElements * elem);
   auto tail = bytes.narrow(0, (kGuardElements + g.numel) * elem, kGuardElements * elem);
-  return head.eq(kGuardByte).all().item<bool>() && tail.eq(kGuardByte).all().item<bool>();
+  return head.eq(kGuardByte).all().logical_and(tail.eq(kGuardByte).all());
 }
 
 // Bitwise snapshot of an input (NaN-safe comparison later).
@@ -97,39 +133,59 @@ at::Tensor ordered_bits(const at::Tensor& t, DType dtype) {
   return at::where(b < 0, -(b.bitwise_and(mask)), b);
 }
 
-// Error statistics and the allclose ratio of `out` against `target` (both float64).
-ErrorStats compare(const at::Tensor& out, const at::Tensor& target, const Tolerance& tol, double* allclose_worst,
-                   std::string* worst) {
-  ErrorStats s;
-  s.elements = out.numel();
-  if (s.elements == 0) return s;
-  const auto finite = at::isfinite(out) & at::isfinite(target);
-  const auto both_nan = at::isnan(out) & at::isnan(target);
-  const auto nonfinite_mismatch = (~finite) & (~both_nan) & out.ne(target);
-  s.nan_mismatches = nonfinite_mismatch.sum().item<int64_t>();
-  const auto diff = at::where(finite, (out - target).abs(), at::zeros_like(out));
-  const auto mag = target.abs();
-  s.max_abs = diff.max().item<double>();
-  const auto rel = at::where(finite & mag.gt(0), diff / mag, at::zeros_like(out));
-  s.max_rel = rel.max().item<double>();
-  if (allclose_worst) {
+// Error statistics and the allclose ratio of `out` against `target` (both float64), queued on the
+// device; resolve() fills them in after DeviceScalars::fetch().
+class PendingComparison {
+ public:
+  PendingComparison() = default;
+  PendingComparison(DeviceScalars& q, const at::Tensor& out, const at::Tensor& target, const Tolerance& tol,
+                    bool allclose) : elements_(out.numel()), allclose_(allclose) {
+    if (elements_ == 0) return;
+    const auto finite = at::isfinite(out) & at::isfinite(target);
+    const auto both_nan = at::isnan(out) & at::isnan(target);
+    nan_mismatches_ = q.add_int(((~finite) & (~both_nan) & out.ne(target)).sum());
+    const auto diff = at::where(finite, (out - target).abs(), at::zeros_like(out));
+    const auto mag = target.abs();
+    max_abs_ = q.add_double(diff.max());
+    max_rel_ = q.add_double(at::where(finite & mag.gt(0), diff / mag, at::zeros_like(out)).max());
+    if (!allclose) return;
     const auto allowed = tol.atol + tol.rtol * at::where(finite, mag, at::zeros_like(mag));
     // A zero allowance (an exact op such as embedding, or --atol 0 --rtol 0): equal passes (0, not
     // 0/0), any difference fails (Inf).
     const auto exact = at::where(diff.gt(0), at::full_like(diff, INFINITY), at::zeros_like(diff));
-    const auto ratio =
-        at::where(finite, at::where(allowed.gt(0), diff / allowed, exact), at::zeros_like(out));
-    s.mismatches = ratio.gt(1.0).sum().item<int64_t>();
+    const auto ratio = at::where(finite, at::where(allowed.gt(0), diff / allowed, exact), at::zeros_like(out));
+    mismatches_ = q.add_int(ratio.gt(1.0).sum());
     const auto flat = ratio.reshape({-1});
-    const int64_t idx = flat.argmax().item<int64_t>();
-    *allclose_worst = flat[idx].item<double>();
-    if (worst) {
-      *worst = "element " + std::to_string(idx) + ": got " + g(out.reshape({-1})[idx].item<double>()) +
-               ", expected " + g(target.reshape({-1})[idx].item<double>());
-    }
+    const auto idx = flat.argmax().reshape({1});
+    worst_index_ = q.add_int(idx);
+    worst_ratio_ = q.add_double(flat.index_select(0, idx));
+    worst_out_ = q.add_double(out.reshape({-1}).index_select(0, idx));
+    worst_target_ = q.add_double(target.reshape({-1}).index_select(0, idx));
   }
-  return s;
-}
+
+  ErrorStats resolve(const DeviceScalars& q, double* allclose_worst, std::string* worst) const {
+    ErrorStats s;
+    s.elements = elements_;
+    if (elements_ == 0) return s;
+    s.nan_mismatches = q.i(nan_mismatches_);
+    s.max_abs = q.d(max_abs_);
+    s.max_rel = q.d(max_rel_);
+    if (allclose_) {
+      s.mismatches = q.i(mismatches_);
+      if (allclose_worst) *allclose_worst = q.d(worst_ratio_);
+      if (worst)
+        *worst = "element " + std::to_string(q.i(worst_index_)) + ": got " + g(q.d(worst_out_)) + ", expected " +
+                 g(q.d(worst_target_));
+    }
+    return s;
+  }
+
+ private:
+  int64_t elements_ = 0;
+  bool allclose_ = false;
+  size_t nan_mismatches_ = 0, max_abs_ = 0, max_rel_ = 0, mismatches_ = 0, worst_index_ = 0, worst_ratio_ = 0,
+         worst_out_ = 0, worst_target_ = 0;
+};
 
 class ChronoTimer final : public cuda::LaunchTimer {
  public:
@@ -300,17 +356,19 @@ CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c, const cor
       return result;
     }
 
+    // Everything below is queued on the device and read back at once (DeviceScalars).
+    DeviceScalars q;
     // A position-weighted sum of the output's bits: two runs that differ in any element differ here.
+    std::optional<size_t> fingerprint;
     if (!outputs.empty() && outputs[0].numel() > 0) {
       const auto bits = outputs[0].contiguous().view(bits_type(c.dtype)).reshape({-1}).to(at::kLong);
       const auto weights = at::arange(bits.numel(), bits.options()).mul(2654435761LL).add(1);
-      result.output_fingerprint = static_cast<uint64_t>(bits.mul(weights).sum().item<int64_t>());
+      fingerprint = q.add_int(bits.mul(weights).sum());
     }
-    correctness::Measurement m;
+    std::vector<size_t> inputs_changed, guards_ok, unwritten;
     for (size_t i = 0; i < inputs.size(); ++i)
-      if (!bits_snapshot(inputs[i]).equal(snapshots[i])) m.inputs_modified = true;
-    for (const auto& go : guarded)
-      if (!guards_intact(go)) m.guard_bands_intact = false;
+      inputs_changed.push_back(q.add_int(bits_snapshot(inputs[i]).ne(snapshots[i]).any()));
+    for (const auto& go : guarded) guards_ok.push_back(q.add_int(guards_intact(go)));
 
     const Tensors expected = ref.eager(inputs, attrs);
     Tensors upcast;
@@ -319,25 +377,36 @@ CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c, const cor
 
     // Judge the first output with the rule; every output gets the memory checks.
     const auto tol = rule.tolerance;
+    PendingComparison vs_reference, vs_oracle, reference_vs_oracle;
+    std::optional<size_t> max_ulp;
     for (size_t i = 0; i < outputs.size(); ++i) {
+      unwritten.push_back(
+          q.add_int(outputs[i].contiguous().view(bits_type(c.dtype)).eq(poison_bits(c.dtype, impl_->device)).sum()));
+      if (i != 0) continue;
       const auto out64 = outputs[i].to(at::kDouble);
       const auto ref64 = expected[i].to(at::kDouble);
-      const auto unwritten =
-          outputs[i].contiguous().view(bits_type(c.dtype)).eq(poison_bits(c.dtype, impl_->device)).sum().item<int64_t>();
-      if (i == 0) {
-        m.vs_reference = compare(out64, ref64, tol, &m.allclose_worst, &m.worst_element);
-        m.vs_reference.unwritten = unwritten;
-        m.vs_oracle = compare(out64, oracle[i], tol, nullptr, nullptr);
-        m.reference_vs_oracle_max_abs = compare(ref64, oracle[i], tol, nullptr, nullptr).max_abs;
-        if (out64.numel() > 0) {
-          const auto finite = at::isfinite(out64) & at::isfinite(ref64);
-          const auto ulp = (ordered_bits(outputs[i], c.dtype) - ordered_bits(expected[i].contiguous(), c.dtype)).abs();
-          m.max_ulp = at::where(finite, ulp, at::zeros_like(ulp)).max().item<int64_t>();
-        }
-      } else {
-        m.vs_reference.unwritten += unwritten;
+      vs_reference = PendingComparison(q, out64, ref64, tol, true);
+      vs_oracle = PendingComparison(q, out64, oracle[i], tol, false);
+      reference_vs_oracle = PendingComparison(q, ref64, oracle[i], tol, false);
+      if (out64.numel() > 0) {
+        const auto finite = at::isfinite(out64) & at::isfinite(ref64);
+        const auto ulp = (ordered_bits(outputs[i], c.dtype) - ordered_bits(expected[i].contiguous(), c.dtype)).abs();
+        max_ulp = q.add_int(at::where(finite, ulp, at::zeros_like(ulp)).max());
       }
     }
+    q.fetch();
+
+    if (fingerprint) result.output_fingerprint = static_cast<uint64_t>(q.i(*fingerprint));
+    correctness::Measurement m;
+    for (size_t slot : inputs_changed)
+      if (q.i(slot) != 0) m.inputs_modified = true;
+    for (size_t slot : guards_ok)
+      if (q.i(slot) == 0) m.guard_bands_intact = false;
+    m.vs_reference = vs_reference.resolve(q, &m.allclose_worst, &m.worst_element);
+    m.vs_oracle = vs_oracle.resolve(q, nullptr, nullptr);
+    m.reference_vs_oracle_max_abs = reference_vs_oracle.resolve(q, nullptr, nullptr).max_abs;
+    for (size_t slot : unwritten) m.vs_reference.unwritten += q.i(slot);
+    if (max_ulp) m.max_ulp = static_cast<double>(q.i(*max_ulp));
     const auto verdict = correctness::evaluate(rule, m, c.dtype);
     result.outcome = verdict.outcome;
     result.rule = verdict.rule;

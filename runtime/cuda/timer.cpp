@@ -169,17 +169,32 @@ std::unique_ptr<LaunchTimer> make_best_timer(void* stream, std::string* note) {
   }
 }
 
-L2Flusher::L2Flusher(void* stream) : stream_(stream) {
+cudaError_t launch_read_flush(const void* buffer, size_t bytes, int* sink, int multiprocessors,
+                              cudaStream_t stream);  // l2_flush.cu
+
+L2Flusher::L2Flusher(void* stream, FlushMode mode) : stream_(stream), mode_(mode) {
   int device = 0, l2 = 0;
   KGATE_CUDA_CALL(cudaGetDevice(&device));
   KGATE_CUDA_CALL(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
+  KGATE_CUDA_CALL(cudaDeviceGetAttribute(&multiprocessors_, cudaDevAttrMultiProcessorCount, device));
   bytes_ = static_cast<size_t>(l2 > 0 ? l2 : 64 << 20) * 2;
   KGATE_CUDA_CALL(cudaMalloc(&buffer_, bytes_));
+  KGATE_CUDA_CALL(cudaMalloc(reinterpret_cast<void**>(&sink_), sizeof(int)));
+  // Zeros: the read kernel stores to the sink only on a non-zero value, i.e. never.
+  KGATE_CUDA_CALL(cudaMemsetAsync(buffer_, 0, bytes_, static_cast<cudaStream_t>(stream_)));
+  KGATE_CUDA_CALL(cudaStreamSynchronize(static_cast<cudaStream_t>(stream_)));
 }
 
-L2Flusher::~L2Flusher() { KGATE_CUDA_CALL_NOTHROW(cudaFree(buffer_)); }
+L2Flusher::~L2Flusher() {
+  KGATE_CUDA_CALL_NOTHROW(cudaFree(buffer_));
+  KGATE_CUDA_CALL_NOTHROW(cudaFree(sink_));
+}
 
 void L2Flusher::flush() {
+  if (mode_ == FlushMode::read) {
+    KGATE_CUDA_CALL(launch_read_flush(buffer_, bytes_, sink_, multiprocessors_, static_cast<cudaStream_t>(stream_)));
+    return;
+  }
   value_ = (value_ + 1) & 0xff;
   KGATE_CUDA_CALL(cudaMemsetAsync(buffer_, value_, bytes_, static_cast<cudaStream_t>(stream_)));
 }

@@ -29,10 +29,21 @@ std::unique_ptr<LaunchTimer> make_event_timer(void* stream);
 /// CUPTI if it can be enabled, else events (`note` says why).
 std::unique_ptr<LaunchTimer> make_best_timer(void* stream, std::string* note);
 
-/// A device buffer twice the L2 size; flush() overwrites it on `stream` so the next launch starts cold.
+/// How L2Flusher empties the L2 of a launch's data.
+enum class FlushMode {
+  /// A kernel reads a buffer twice the L2 size: the L2 is left holding only clean lines of that
+  /// buffer, as after Nsight Compute's cache flush, so the next launch pays no write-backs that are
+  /// not its own (the default).
+  read,
+  /// cudaMemset over the buffer: the L2 is left full of dirty lines, whose write-back the next
+  /// launch pays (measured on the H200: see bench/ncu_compare.sh).
+  write,
+};
+
+/// A device buffer twice the L2 size; flush() runs over it on `stream` so the next launch starts cold.
 class L2Flusher {
  public:
-  explicit L2Flusher(void* stream);
+  explicit L2Flusher(void* stream, FlushMode mode = FlushMode::read);
   ~L2Flusher();
   L2Flusher(const L2Flusher&) = delete;
   L2Flusher& operator=(const L2Flusher&) = delete;
@@ -40,8 +51,11 @@ class L2Flusher {
 
  private:
   void* stream_;
+  FlushMode mode_;
   void* buffer_ = nullptr;
+  int* sink_ = nullptr;
   size_t bytes_ = 0;
+  int multiprocessors_ = 0;
   int value_ = 0;
 };
 

@@ -215,3 +215,53 @@ TEST(Contracts, VarlenOffsetsHaveEmptyAndLongMembers) {
 
 }  // namespace
 }  // namespace kgate
+
+namespace kgate {
+namespace {
+
+// The counter-based value generator: the right distributions, a pure function of (seed, index),
+// and the same values on the GPU as on the CPU.
+TEST(Values, NormalAndUniformHaveTheirMoments) {
+  const auto n = make_values(Values::normal, {1 << 18}, DType::f64, 7, 0);
+  EXPECT_NEAR(n.mean().item<double>(), 0.0, 0.01);
+  EXPECT_NEAR(n.std().item<double>(), 1.0, 0.01);
+  // Tails: P(|z| > 3) = 0.0027, i.e. ~708 of 2^18; a generator clipped at 3 sigma gives none.
+  const double beyond3 = n.abs().gt(3.0).sum().item<double>();
+  EXPECT_GT(beyond3, 550);
+  EXPECT_LT(beyond3, 870);
+  const auto u = make_values(Values::uniform, {1 << 18}, DType::f64, 7, 0);
+  EXPECT_GE(u.min().item<double>(), -9.0);
+  EXPECT_LE(u.max().item<double>(), 9.0);
+  EXPECT_NEAR(u.mean().item<double>(), 0.0, 0.05);
+  EXPECT_NEAR(u.std().item<double>(), 18.0 / std::sqrt(12.0), 0.05);
+}
+
+TEST(Values, ArePureFunctionsOfSeedAndIndex) {
+  const auto a = make_values(Values::special, {33, 65}, DType::f32, 11, 0);
+  const auto b = make_values(Values::special, {33, 65}, DType::f32, 11, 0);
+  EXPECT_TRUE(a.view(at::kInt).equal(b.view(at::kInt)));  // bitwise, NaNs included
+  const auto c = make_values(Values::special, {33, 65}, DType::f32, 12, 0);
+  EXPECT_FALSE(a.view(at::kInt).equal(c.view(at::kInt)));
+  // Element i does not depend on the tensor's size: a prefix of a longer draw.
+  const auto longer = make_values(Values::normal, {1000}, DType::f64, 5, 0);
+  const auto shorter = make_values(Values::normal, {10}, DType::f64, 5, 0);
+  EXPECT_TRUE(longer.narrow(0, 0, 10).equal(shorter));
+  // special holds every special value.
+  EXPECT_GT(at::isnan(make_values(Values::special, {1 << 14}, DType::f32, 3, 0)).sum().item<int64_t>(), 0);
+  EXPECT_GT(at::isinf(make_values(Values::special, {1 << 14}, DType::f32, 3, 0)).sum().item<int64_t>(), 0);
+}
+
+TEST(Values, GpuDrawsTheCpuValues) {
+  if (!at::hasCUDA()) GTEST_SKIP() << "SKIPPED: no CUDA device (the GPU generator is checked on a GPU runner)";
+  for (Values family : {Values::normal, Values::uniform, Values::extreme, Values::special, Values::clustered_max}) {
+    const auto cpu = make_values(family, {64, 1000}, DType::f64, 99, 1e30);
+    const auto gpu = make_values(family, {64, 1000}, DType::f64, 99, 1e30, at::Device(at::kCUDA, 0)).cpu();
+    // log/cos may differ in the last float64 bit between libm and CUDA: allow 4 ulp, NaNs equal.
+    const auto both_nan = at::isnan(cpu) & at::isnan(gpu);
+    const auto close = (cpu - gpu).abs().le(cpu.abs() * 4 * std::numeric_limits<double>::epsilon()) | cpu.eq(gpu);
+    EXPECT_TRUE((both_nan | close).all().item<bool>()) << "family " << values_name(family);
+  }
+}
+
+}  // namespace
+}  // namespace kgate
