@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Configures and builds kgate into ${KGATE_BUILD_DIR:-build} (after ci/setup.sh).
+# KGATE_BUILD_TARGETS="a b" builds only those targets (default: everything).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${KGATE_BUILD_DIR:-$here/build}
@@ -15,4 +16,5 @@ cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=${KGATE_BUILD_TYPE:-Rel
   -DCMAKE_PREFIX_PATH="$torch_prefix${prefix:+;$prefix}" > "$build.configure.log" 2>&1 \
   || { cat "$build.configure.log"; echo "ci/build.sh: configure failed" >&2; exit 1; }
 echo "==> ci/build.sh: building with $jobs jobs"
-cmake --build "$build" -j "$jobs"
+# shellcheck disable=SC2086
+cmake --build "$build" -j "$jobs" ${KGATE_BUILD_TARGETS:+--target $KGATE_BUILD_TARGETS}
