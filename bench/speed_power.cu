@@ -72,6 +72,8 @@ __device__ __forceinline__ void compute_body(float* out, int iterations) {
   extern "C" __global__ void kgate_power_compute_##N(float* out, int iterations) {           \
     kgate::bench::power::compute_body(out, iterations);                                      \
   }
+// No work: its time under each tool is that tool's fixed cost per launch (--ncu-kernels).
+extern "C" __global__ void kgate_power_empty() {}
 KGATE_POWER_SLOT(0)
 KGATE_POWER_SLOT(1)
 KGATE_POWER_SLOT(2)
@@ -715,6 +717,25 @@ int run_ncu_kernels(const Options& o) {
                 w.kernel_name().c_str(), o.sizes_us[i], static_cast<long long>(units[i]),
                 o.launches, median.c_str());
   }
+  // An empty kernel, launched the same way: the difference of its two medians is the fixed cost one
+  // tool counts and the other does not.
+  const auto empty = [&bench] {
+    kgate_power_empty<<<1, 32, 0, bench.stream>>>();
+    KGATE_CUDA_CALL(cudaGetLastError());
+  };
+  std::string median = "-";
+  if (bench.timer) {
+    median = fmt("%.1f", speed::median(bench.timer->time(empty, o.launches, bench.between())));
+  } else {
+    const auto between = bench.between();
+    for (int k = 0; k < o.launches; ++k) {
+      if (between) between();
+      empty();
+    }
+    KGATE_CUDA_CALL(cudaStreamSynchronize(bench.stream));
+  }
+  std::printf("ncu-kernel name=kgate_power_empty target_us=0 units=0 launches=%d cupti_median_ns=%s\n",
+              o.launches, median.c_str());
   return 0;
 }
 
