@@ -227,6 +227,11 @@ int run_check(const CheckArgs& args) {
                 "--baseline-package " + args.baseline_package + ")");
   if (!args.packages.empty() && args.backend == "cpu")
     throw_usage("packages run on the cuda backend: drop --backend cpu (or check in-tree cpu kernels with --kernel)");
+  // Checked before anything runs, so that a bad file costs no kernel time. Workers leave them to
+  // the parent, which writes the final report.
+  std::vector<GoogleBenchmarkOutput> google_benchmark;
+  if (!args.in_worker)
+    for (const auto& path : args.benchmark_json) google_benchmark.push_back(read_google_benchmark_json(path));
   std::string why;
 
   // Packages first: an invalid package is a package error (exit 4), with or without a GPU.
@@ -316,6 +321,7 @@ int run_check(const CheckArgs& args) {
     environment = runner->environment();
   }
   RunReport report;
+  report.google_benchmark = std::move(google_benchmark);
   report.meta.kgate_version = KGATE_VERSION;
   report.meta.git_sha = git_sha();
   report.meta.command = args.command_line;
@@ -414,6 +420,12 @@ int run_check(const CheckArgs& args) {
     std::ofstream summary(env("GITHUB_STEP_SUMMARY"), std::ios::app);
     write_markdown(summary, report);
   }
+  if (!report.google_benchmark.empty()) {
+    size_t entries = 0;
+    for (const auto& g : report.google_benchmark) entries += g.benchmarks.size();
+    std::printf("\ngoogle benchmark: %zu file(s), %zu entries kept in report.json (informational)\n",
+                report.google_benchmark.size(), entries);
+  }
   const auto code = report.exit_code(args.inconclusive_fails);
   std::printf("\nreports: %s/report.json, junit.xml, summary.md — exit %d\n", args.out_dir.c_str(), static_cast<int>(code));
   return static_cast<int>(code);
@@ -462,7 +474,8 @@ int run_replay(const ReplayArgs& args) {
   options.rule = args.rule;
   options.atol = args.atol;
   options.rtol = args.rtol;
-  const auto result = runner.check_case(kernel, c, rule_for(find_op(c.op), c.dtype, options));
+  const auto rule = rule_for(find_op(c.op), c.dtype, options);
+  const auto result = runner.check_case(kernel, c, rule);
   std::printf("%s %s on %s\n  rule %s: observed %.6g, allowed %.6g, margin %.4f\n  max abs err vs reference %.6g, vs fp64 oracle %.6g (reference's own: %.6g)\n",
               outcome_name(result.outcome), kernel.name.c_str(), c.id().c_str(), result.rule.c_str(), result.observed,
               result.allowed, result.margin, result.vs_reference.max_abs, result.vs_oracle.max_abs,
@@ -471,7 +484,19 @@ int run_replay(const ReplayArgs& args) {
   if (package)
     std::printf("  %s\n", result.fallback ? "outside the package's guard: the reference ran (fallback)"
                                            : "inside the package's guard: the package's kernels ran");
-  return result.outcome == Outcome::failed ? static_cast<int>(ExitCode::correctness) : 0;
+  if (result.outcome == Outcome::failed) return static_cast<int>(ExitCode::correctness);
+  // The behaviour checks of `kgate check` on the same case, so that a stale-output or determinism
+  // failure (whose single runs pass) replays too.
+  bool behaviour_failed = false;
+  const auto behaviour = [&](const char* what, const CaseResult& r) {
+    std::printf("%s check: %s%s%s\n", what, outcome_name(r.outcome), r.message.empty() ? "" : ": ", r.message.c_str());
+    if (r.outcome == Outcome::failed) behaviour_failed = true;
+  };
+  if (!result.fallback) {
+    behaviour("stale-output", runner.check_stale(kernel, c, rule));
+    if (find_op(c.op).deterministic) behaviour("determinism (bitwise, two runs)", runner.check_deterministic(kernel, c, rule));
+  }
+  return behaviour_failed ? static_cast<int>(ExitCode::correctness) : 0;
 }
 
 int run_validate(const ValidateArgs& args) {

@@ -38,6 +38,11 @@ struct CheckArgs {
   double kernel_timeout_s = 1800;    ///< a worker still running after this is killed (hung)
   bool in_worker = false;            ///< this process is a worker: check `only`, write the report
   std::string only;                  ///< the one kernel or package (by name) a worker checks
+  /// Google Benchmark JSON outputs (kgate.kernel.NAME.bench --benchmark_out=F
+  /// --benchmark_out_format=json) to keep in report.json. Checked before any kernel runs (exit 4 on
+  /// a bad file); embedded by the process that writes the final report, never by a worker; they
+  /// change no decision.
+  std::vector<std::string> benchmark_json;
   CheckOptions options;
 };
 int run_check(const CheckArgs& args);

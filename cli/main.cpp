@@ -89,6 +89,11 @@ int main(int argc, char** argv) {
   check->add_option("--out", check_args.out_dir, "Directory for report.json, junit.xml and summary.md")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
       ->capture_default_str();
+  check->add_option("--benchmark-json", check_args.benchmark_json,
+                    "Google Benchmark JSON output (--benchmark_out=F --benchmark_out_format=json) to keep in "
+                    "report.json (repeatable; informational, decides nothing)")
+      ->type_name("FILE")
+      ->allow_extra_args(false);
   check->add_flag("--inconclusive-fails", check_args.inconclusive_fails, "Exit 3 when a speed decision is inconclusive");
   check->add_option("--no-device-exit-code", check_args.no_device_exit_code,
                     "Exit with this code (e.g. 77 = SKIPPED for CTest) when --backend cuda finds no GPU");

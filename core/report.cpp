@@ -279,10 +279,16 @@ nlohmann::json to_json(const RunReport& report) {
     }
     kernels.push_back(std::move(kernel));
   }
-  return {{"schema", kReportSchema},
-          {"meta", meta},
-          {"exit_code", static_cast<int>(report.exit_code(false))},
-          {"kernels", kernels}};
+  json out = {{"schema", kReportSchema},
+              {"meta", meta},
+              {"exit_code", static_cast<int>(report.exit_code(false))},
+              {"kernels", kernels}};
+  if (!report.google_benchmark.empty()) {
+    json outputs = json::array();
+    for (const auto& g : report.google_benchmark) outputs.push_back(to_json(g));
+    out["google_benchmark"] = outputs;
+  }
+  return out;
 }
 
 RunReport report_from_json(const nlohmann::json& j) {
@@ -332,6 +338,8 @@ RunReport report_from_json(const nlohmann::json& j) {
     }
     r.kernels.push_back(std::move(k));
   }
+  if (j.contains("google_benchmark") && j.at("google_benchmark").is_array())
+    for (const auto& g : j.at("google_benchmark")) r.google_benchmark.push_back(google_benchmark_from_json(g));
   return r;
 }
 
@@ -443,6 +451,7 @@ void write_markdown(std::ostream& os, const RunReport& report) {
     }
     for (const auto& w : k.correctness.warnings) os << "\n> warning (" << k.name << "): " << w << "\n";
   }
+  write_google_benchmark_markdown(os, report.google_benchmark);
 }
 
 void write_github_annotations(std::ostream& os, const RunReport& report) {

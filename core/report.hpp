@@ -1,5 +1,10 @@
 // The report model of one kgate run ("kgate-report/1") and its writers: JSON, JUnit XML, Markdown
 // (for $GITHUB_STEP_SUMMARY) and GitHub annotations.
+//
+// report.json, top level: "schema", "meta" (run metadata), "exit_code", "kernels" (per kernel:
+// correctness, speed comparisons with raw samples, baseline, workload) and, when --benchmark-json
+// was given, "google_benchmark": [{"file", "context", "benchmarks"}], each Google Benchmark JSON
+// output as written (informational; no decision reads it). Changes are additive only.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +18,7 @@
 
 #include "core/case.hpp"
 #include "core/error.hpp"
+#include "core/google_benchmark.hpp"
 #include "core/outcome.hpp"
 
 namespace kgate {
@@ -130,6 +136,9 @@ struct RunMeta {
 struct RunReport {
   RunMeta meta;
   std::vector<KernelReport> kernels;
+  /// Google Benchmark JSON outputs given with --benchmark-json, as written: top-level
+  /// "google_benchmark" (absent when none). They decide nothing: exit_code() does not read them.
+  std::vector<GoogleBenchmarkOutput> google_benchmark;
 
   /// Overall outcome and exit code under the policy (inconclusive_fails: exit 3 on inconclusive).
   ExitCode exit_code(bool inconclusive_fails) const;

@@ -30,6 +30,17 @@ rc=$?
 "$kgate" replay --kernel mutant_softmax_cpu_tail_dropped "$out/bad/report.json" > /dev/null 2>&1
 [ $? -eq 1 ] || fail "replay from report.json did not reproduce the failure"
 
+# replay also runs the behaviour checks: a determinism failure (each single run passes) reproduces.
+nd_case='softmax:f32:B=8,N=4096:contiguous:normal:0000000000000001'
+"$kgate" replay --kernel mutant_softmax_cpu_nondeterministic "$nd_case" > "$out.replay-nd.log" 2>&1
+rc=$?
+[ $rc -eq 1 ] || { cat "$out.replay-nd.log"; fail "replay of a nondeterministic kernel exited $rc, expected 1"; }
+grep -q "^determinism (bitwise, two runs) check: failed" "$out.replay-nd.log" || { cat "$out.replay-nd.log"; fail "replay did not report the determinism failure"; }
+"$kgate" replay --kernel softmax_cpu "$nd_case" > "$out.replay-ok.log" 2>&1
+rc=$?
+[ $rc -eq 0 ] || { cat "$out.replay-ok.log"; fail "replay of softmax_cpu exited $rc, expected 0"; }
+grep -q "^stale-output check: passed" "$out.replay-ok.log" || { cat "$out.replay-ok.log"; fail "replay did not run the stale-output check"; }
+
 [ "$("$kgate" list --ops | grep -c '^softmax$')" -eq 1 ] || fail "kgate list --ops does not list softmax on its own line"
 "$kgate" list | grep -q softmax_cpu || fail "kgate list does not list softmax_cpu"
 

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Runs the Google Benchmark target of every kernel `kgate check` would check, writing one JSON output
+# per kernel for `kgate check --benchmark-json` (which keeps them in report.json):
+#   ci/google-benchmark.sh OUT_DIR [kgate check arguments...]
+# Of those arguments only --backend and --kernel are read: they pick the kernels (default: the
+# cuda backend when nvidia-smi lists a GPU, else cpu; every kernel but the mutants). Writes
+# OUT_DIR/NAME.json (and NAME.log) for each benchmark that ran; a kernel whose benchmark exits 77
+# (no GPU, or a correctness twin, which is not timed) is skipped with its reason. Always exits 0:
+# these numbers are informational, the gate decides from its own interleaved blocks.
+# Quick by default: KGATE_BENCH_REPETITIONS (5), KGATE_BENCH_MIN_TIME (0.01 s per repetition),
+# KGATE_BENCH_TIMEOUT (300 s per kernel).
+set -uo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+out=${1:?usage: ci/google-benchmark.sh OUT_DIR [kgate check arguments...]}
+shift
+build=${KGATE_BUILD_DIR:-$here/build}
+say() { echo "==> ci/google-benchmark.sh: $*" >&2; }
+
+backend=""
+kernels=()
+prev=""
+for a in "$@"; do
+  case $prev in
+    --backend) backend=$a ;;
+    --kernel) kernels+=("$a") ;;
+  esac
+  case $a in
+    --backend=*) backend=${a#*=} ;;
+    --kernel=*) kernels+=("${a#*=}") ;;
+  esac
+  prev=$a
+done
+if [ ${#kernels[@]} -eq 0 ]; then
+  if [ -z "$backend" ]; then
+    if nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then backend=cuda; else backend=cpu; fi
+  fi
+  # `kgate list`: a header, then "name op backend dtypes source" per kernel (mutants left out).
+  mapfile -t kernels < <("$build/bin/kgate" list | awk -v b="$backend" 'NR > 1 && $3 == b { print $1 }')
+fi
+
+rm -rf "$out"
+mkdir -p "$out"
+for name in "${kernels[@]}"; do
+  bench=$build/bin/kgate.kernel.$name.bench
+  if [ ! -x "$bench" ]; then
+    say "$name: no benchmark target ($bench; built unless KGATE_BUILD_BENCHMARKS=OFF)"
+    continue
+  fi
+  json=$out/$name.json
+  timeout "${KGATE_BENCH_TIMEOUT:-300}" "$bench" \
+    --benchmark_repetitions="${KGATE_BENCH_REPETITIONS:-5}" --benchmark_enable_random_interleaving=true \
+    --benchmark_min_time="${KGATE_BENCH_MIN_TIME:-0.01}" \
+    --benchmark_out="$json" --benchmark_out_format=json > "$out/$name.log" 2>&1
+  rc=$?
+  case $rc in
+    0) say "$name: $json" ;;
+    77) rm -f "$json"; say "$name: skipped: $(sed -n 's/^SKIPPED: //p' "$out/$name.log" | head -1)" ;;
+    *) rm -f "$json"; say "$name: the benchmark exited $rc (see $out/$name.log); left out of the report" ;;
+  esac
+done
+exit 0
