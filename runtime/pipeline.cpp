@@ -267,7 +267,10 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
     const CaseResult* first = &failures.front();
     for (const auto& f : failures)
       if (f.kcase.numel_hint() < first->kcase.numel_hint()) first = &f;
-    if (options.shrink && first->rule != "fault" && !runner.context_lost()) {
+    // A stale or determinism failure needs its behaviour check to show: shrinking it with plain
+    // check_case runs would end on a passing case (an empty message, a repro that passes).
+    const bool behaviour = first->rule == "stale" || first->rule == "determinism";
+    if (options.shrink && first->rule != "fault" && !behaviour && !runner.context_lost()) {
       say(kernel.name + ": shrinking the failing case " + first->kcase.id());
       const auto shrunk = props::shrink(first->kcase, op, kernel.tile_sizes, [&](const Case& c) {
         return runner.check_case(kernel, c, rule_for(op, c.dtype, options, kernel.name)).outcome == Outcome::failed;

@@ -145,6 +145,10 @@ TEST(Pipeline, DeterminismCheckCatchesBitwiseDifferences) {
   bool found = false;
   for (const auto& f : report.correctness.failures) found |= f.rule == "determinism";
   EXPECT_TRUE(found) << "no determinism failure recorded";
+  // The minimal case is the failing behaviour check itself, not a plain (passing) rerun of it.
+  ASSERT_TRUE(report.correctness.minimal.has_value());
+  EXPECT_EQ(report.correctness.minimal->rule, "determinism");
+  EXPECT_EQ(report.correctness.minimal->outcome, Outcome::failed);
 }
 
 TEST(Pipeline, StaleCheckCatchesCachedOutputs) {

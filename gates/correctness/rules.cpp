@@ -33,19 +33,16 @@ RuleKind parse_rule(const std::string& name) {
 Verdict evaluate(const RuleConfig& rule, const Measurement& m, DType dtype) {
   Verdict v;
   const auto& r = m.vs_reference;
-  // Memory and behaviour checks fail the case whatever the numeric rule.
-  if (r.unwritten > 0) {
-    v = {Outcome::failed, "memory", static_cast<double>(r.unwritten), 0, INFINITY,
-         std::to_string(r.unwritten) + " of " + std::to_string(r.elements) +
-             " output elements were never written (still hold the NaN poison)"};
-    return v;
-  }
-  if (!m.guard_bands_intact) {
-    v = {Outcome::failed, "memory", 1, 0, INFINITY, "the kernel wrote outside its output (guard band changed)"};
-    return v;
-  }
-  if (m.inputs_modified) {
-    v = {Outcome::failed, "memory", 1, 0, INFINITY, "the kernel modified its input (checksum changed)"};
+  // Memory checks fail the case whatever the numeric rule; the message names every problem found.
+  std::string memory;
+  auto add = [&memory](const std::string& problem) { memory += (memory.empty() ? "" : "; ") + problem; };
+  if (r.unwritten > 0)
+    add(std::to_string(r.unwritten) + " of " + std::to_string(r.elements) +
+        " output elements were never written (still hold the NaN poison)");
+  if (!m.guard_bands_intact) add(kGuardBandChanged);
+  if (m.inputs_modified) add(kInputModified);
+  if (!memory.empty()) {
+    v = {Outcome::failed, "memory", r.unwritten > 0 ? static_cast<double>(r.unwritten) : 1.0, 0, INFINITY, memory};
     return v;
   }
   if (r.nan_mismatches > 0) {

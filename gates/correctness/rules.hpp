@@ -43,6 +43,12 @@ struct Verdict {
   std::string message;
 };
 
+/// What a "memory" verdict's message says for a broken guard band and for a modified input. A
+/// memory verdict names every memory problem it found, joined by "; " (unwritten elements first),
+/// so that one problem never hides another.
+inline constexpr const char* kGuardBandChanged = "the kernel wrote outside its output (guard band changed)";
+inline constexpr const char* kInputModified = "the kernel modified its input (checksum changed)";
+
 /// Applies the memory checks, then the rule. `dtype` scales the ref_ratio floor.
 Verdict evaluate(const RuleConfig& rule, const Measurement& m, DType dtype);
 

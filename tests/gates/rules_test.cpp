@@ -79,6 +79,26 @@ TEST(Rules, MemoryChecksFailUnderAnyRule) {
   }
 }
 
+TEST(Rules, AMemoryVerdictNamesEveryProblem) {
+  RuleConfig rule;
+  auto m = clean();
+  m.vs_reference.unwritten = 2;
+  m.guard_bands_intact = false;
+  m.inputs_modified = true;
+  const auto v = evaluate(rule, m, DType::f32);
+  EXPECT_EQ(v.rule, "memory");
+  EXPECT_EQ(v.observed, 2);
+  EXPECT_EQ(v.message.find("2 of "), 0u) << v.message;  // unwritten first, as before
+  EXPECT_NE(v.message.find(kGuardBandChanged), std::string::npos) << v.message;
+  EXPECT_NE(v.message.find(kInputModified), std::string::npos) << v.message;
+  m = clean();
+  m.guard_bands_intact = false;
+  EXPECT_EQ(evaluate(rule, m, DType::f32).message, kGuardBandChanged);
+  m = clean();
+  m.inputs_modified = true;
+  EXPECT_EQ(evaluate(rule, m, DType::f32).message, kInputModified);
+}
+
 TEST(Rules, Names) {
   EXPECT_EQ(parse_rule("ref_ratio"), RuleKind::ref_ratio);
   EXPECT_THROW(parse_rule("close_enough"), Error);
