@@ -26,8 +26,12 @@ if has test; then
   grep -E '\(Failed\)|\(Timeout\)' "$out/test.log" | head -20
 fi
 if has gate; then
-  "$kgate" check --out "$out/gate" > "$out/gate.log" 2>&1; rc=$?
-  note "gate (kgate check, all kernels): exit $rc"
+  # Each kernel's Google Benchmark output (5 interleaved repetitions) goes into the gate's report.
+  KGATE_BUILD_DIR=$build bash "$here/ci/google-benchmark.sh" "$out/gate-google-benchmark" > "$out/gate-google-benchmark.log" 2>&1
+  gb_args=()
+  for f in "$out/gate-google-benchmark"/*.json; do [ -f "$f" ] && gb_args+=(--benchmark-json "$f"); done
+  "$kgate" check --out "$out/gate" "${gb_args[@]}" > "$out/gate.log" 2>&1; rc=$?
+  note "gate (kgate check, all kernels; $(( ${#gb_args[@]} / 2 )) Google Benchmark outputs kept): exit $rc"
   sed -n '/^kernel /,$p' "$out/gate.log" | head -60
 fi
 if has mutants; then
@@ -37,6 +41,9 @@ if has mutants; then
   KGATE_MUTANT_TABLE="$out/mutant_table.json" "$build/tests/gpu/kgate.test.gpu.mutants" > "$out/mutant_suite.log" 2>&1
   note "mutant suite: exit $?; $(grep -E '^\[  (PASSED|FAILED)' "$out/mutant_suite.log" | tr '\n' ' ')"
   grep -E '^(mutant|twin) |caught|MISSED' "$out/mutant_suite.log" | head -40
+  # The kernel tests that must fail on their mutant (kernel.NAME.TEST.fails, label mutants).
+  ctest --test-dir "$build" -L mutants --output-on-failure > "$out/mutant_fails.log" 2>&1
+  note "mutant kernel tests that must fail: exit $?; $(grep -E 'tests passed' "$out/mutant_fails.log" | tail -1)"
 fi
 if has packages; then
   KGATE_CACHE_DIR="$out/nvrtc-cache" bash "$here/tests/packages/run_gpu_demo.sh" "$kgate" "$out/packages" > "$out/packages.log" 2>&1
@@ -49,12 +56,17 @@ if has isolation; then
   tail -3 "$out/isolation.log"
 fi
 if has throughput; then
-  # Correctness cases per second for softmax (generation, launch, eager reference, fp64 oracle, checks).
+  # Correctness cases per second for softmax: the engine alone (Google Benchmark over check_case),
+  # then the whole `kgate check` (plus behaviour checks, null-kernel calibration, report writing).
+  KGATE_THROUGHPUT_CASES=${KGATE_THROUGHPUT_CASES:-2000} "$build/bin/kgate.bench.case_throughput" \
+    --benchmark_filter=softmax_block --benchmark_out="$out/case_throughput.json" --benchmark_out_format=json \
+    > "$out/case_throughput.log" 2>&1
+  note "throughput benchmark (check_case, softmax_block): exit $?; $(grep -E 'case_throughput' "$out/case_throughput.log" | tail -1 | tr -s ' ')"
   "$kgate" check --backend cuda --kernel softmax_block --cases "${KGATE_THROUGHPUT_CASES:-2000}" --no-speed \
     --no-isolate -q --out "$out/throughput" > "$out/throughput.log" 2>&1
   rc=$?
   rate=$(python3 -c "import json,sys; k=json.load(open(sys.argv[1]))['kernels'][0]; c=k['correctness']; print(f\"{c['cases']} cases ({c['failed']} failed, {c['behaviour_checks']} behaviour checks) in {k['seconds']:.2f} s = {c['cases']/k['seconds']:.0f} cases/s\")" "$out/throughput/report.json")
-  note "throughput (softmax_block): exit $rc; $rate"
+  note "throughput (kgate check, softmax_block): exit $rc; $rate"
 fi
 if has calibrate; then
   "$kgate" calibrate --backend cuda --kernel softmax_block --comparisons "${KGATE_AA_COMPARISONS:-50}" --out "$out/calibrate" \
@@ -68,9 +80,16 @@ if has power; then
   grep -v '^\[' "$out/power.log" | tail -40
 fi
 if has ncu; then
-  bash "$here/bench/ncu_compare.sh" "$build/bin/kgate.bench.speed_power" > "$out/ncu.log" 2>&1
-  note "CUPTI vs ncu: exit $?"
-  tail -12 "$out/ncu.log"
+  # Three runs: the stream kernels with the default read flush, the same with the memset (write)
+  # flush, and compute kernels (no memory traffic: no cache effect at all).
+  for variant in "stream read:--kind stream --flush read" "stream write:--kind stream --flush write" \
+                 "compute read:--kind compute --flush read"; do
+    label=${variant%%:*}
+    # shellcheck disable=SC2086
+    bash "$here/bench/ncu_compare.sh" "$build/bin/kgate.bench.speed_power" ${variant#*:} > "$out/ncu-${label// /-}.log" 2>&1
+    note "CUPTI vs ncu ($label flush): exit $?; $(grep -E '^(largest|fixed)' "$out/ncu-${label// /-}.log" | tr '\n' ' ')"
+    grep -E '^(kernel|kgate_power)' "$out/ncu-${label// /-}.log"
+  done
 fi
 echo
 echo "== summary =="

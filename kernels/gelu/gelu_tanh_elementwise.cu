@@ -1,5 +1,7 @@
 // gelu_tanh_elementwise: tanh-approximated GELU over x:[B,N] for f32, f16 and bf16, any strides
-// (the kernel lives in gelu_elementwise.cuh).
+// (the launch lives in gelu_elementwise.cuh, the device code in
+// package_gelu_elementwise/gelu_kernels.cuh; package_gelu_tanh_elementwise/ is this kernel as a
+// package).
 #include "kernels/gelu/gelu_elementwise.cuh"
 
 namespace kgate::kernels {

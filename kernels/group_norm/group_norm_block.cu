@@ -1,15 +1,14 @@
 // group_norm_block: group_norm of x:[B,G,CG,HW] (C = G*CG channels in G groups) with weight and
 // bias:[G,CG], for f32, f16 and bf16, any sizes and strides (scalar accesses).
-// One 512-thread block per (batch, group): the CG*HW elements of the group, three passes in float
-// as layer_norm_block does (differences from the group's first element, two-pass variance), then
-// y = ((x - p) - mean_d) * rsqrt(var + eps) * weight[g,c] + bias[g,c]. A NaN or +-Inf in a group
-// makes the whole group NaN, as ATen's Welford reduction makes it.
+// One 512-thread block per (batch, group), three passes in float. The device code lives in
+// package/group_norm_groups.cuh, shared with the package group_norm_block_pkg (package/kgate.json
+// describes this launch), so checking the package checks this kernel's device code.
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
 #include "core/error.hpp"
-#include "kernels/common/softmax_math.cuh"
+#include "kernels/group_norm/package/group_norm_groups.cuh"
 #include "runtime/cuda/check.hpp"
 #include "runtime/kernel.hpp"
 
@@ -17,46 +16,6 @@ namespace kgate::kernels {
 namespace {
 
 constexpr int kThreads = 512;  // groups are long (CG * HW): shorter per-thread float sums
-
-struct Geometry {
-  int64_t groups, hw, group_size;  // G, HW, CG * HW
-  int64_t x[4], y[4], w[2], b[2];  // strides
-};
-
-// Offset of element k (of CG*HW) of a group, given the strides of the (CG, HW) dims.
-__device__ __forceinline__ int64_t group_offset(int64_t k, int64_t hw, int64_t s_c, int64_t s_hw) {
-  return (k / hw) * s_c + (k % hw) * s_hw;
-}
-
-template <typename T>
-__global__ void group_norm_groups(const T* __restrict__ x, const T* __restrict__ w,
-                                  const T* __restrict__ b, T* __restrict__ y, float eps,
-                                  Geometry g) {
-  __shared__ float scratch[32];
-  const int64_t batch = blockIdx.x / g.groups, group = blockIdx.x % g.groups;
-  const T* xg = x + batch * g.x[0] + group * g.x[1];
-  T* yg = y + batch * g.y[0] + group * g.y[1];
-  const T* wg = w + group * g.w[0];
-  const T* bg = b + group * g.b[0];
-  const float p = to_float(xg[0]);
-  float s1 = 0.f;
-  for (int64_t k = threadIdx.x; k < g.group_size; k += blockDim.x)
-    s1 += to_float(xg[group_offset(k, g.hw, g.x[2], g.x[3])]) - p;
-  const float mean_d = block_reduce<false>(s1, scratch) / static_cast<float>(g.group_size);
-  float s2 = 0.f;
-  for (int64_t k = threadIdx.x; k < g.group_size; k += blockDim.x) {
-    const float d = (to_float(xg[group_offset(k, g.hw, g.x[2], g.x[3])]) - p) - mean_d;
-    s2 += d * d;
-  }
-  const float rstd =
-      rsqrtf(block_reduce<false>(s2, scratch) / static_cast<float>(g.group_size) + eps);
-  for (int64_t k = threadIdx.x; k < g.group_size; k += blockDim.x) {
-    const int64_t c = k / g.hw;
-    const float d = (to_float(xg[group_offset(k, g.hw, g.x[2], g.x[3])]) - p) - mean_d;
-    const float out = d * rstd * to_float(wg[c * g.w[1]]) + to_float(bg[c * g.b[1]]);
-    yg[group_offset(k, g.hw, g.y[2], g.y[3])] = from_float<T>(out);
-  }
-}
 
 template <typename T>
 void run(const KernelCall& call) {
@@ -67,26 +26,17 @@ void run(const KernelCall& call) {
   if (x.dim() != 4 || w.dim() != 2 || b.dim() != 2 || y.dim() != 4)
     throw Error(ErrorKind::usage,
                 "group_norm_block: expects x:[B,G,CG,HW], weight/bias:[G,CG], y:[B,G,CG,HW]");
-  Geometry g{};
-  g.groups = x.sizes[1];
-  g.hw = x.sizes[3];
-  g.group_size = x.sizes[2] * x.sizes[3];
-  const int64_t blocks = x.sizes[0] * g.groups;
-  if (blocks == 0 || g.group_size == 0) return;
+  const int64_t groups = x.sizes[1], hw = x.sizes[3], group_size = x.sizes[2] * x.sizes[3];
+  const int64_t blocks = x.sizes[0] * groups;
+  if (blocks == 0 || group_size == 0) return;
   if (blocks > 2147483647LL)
     throw Error(ErrorKind::usage, "group_norm_block: more than 2^31-1 groups");
-  for (int i = 0; i < 4; ++i) {
-    g.x[i] = x.strides[i];
-    g.y[i] = y.strides[i];
-  }
-  for (int i = 0; i < 2; ++i) {
-    g.w[i] = w.strides[i];
-    g.b[i] = b.strides[i];
-  }
   const float eps = static_cast<float>(call.attributes.at("eps"));
-  group_norm_groups<T>
+  kgate_device::group_norm_groups<T>
       <<<static_cast<unsigned>(blocks), kThreads, 0, static_cast<cudaStream_t>(call.stream)>>>(
-          x.as<const T>(), w.as<const T>(), b.as<const T>(), y.as<T>(), eps, g);
+          x.as<const T>(), w.as<const T>(), b.as<const T>(), y.as<T>(), eps, groups, hw, group_size,
+          x.strides[0], x.strides[1], x.strides[2], x.strides[3], y.strides[0], y.strides[1],
+          y.strides[2], y.strides[3], w.strides[0], w.strides[1], b.strides[0], b.strides[1]);
   KGATE_CUDA_CALL(cudaGetLastError());
 }
 

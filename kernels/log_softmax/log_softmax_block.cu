@@ -1,75 +1,30 @@
 // log_softmax_block: row log_softmax over x:[B,N] for f32, f16 and bf16, any N.
 //   N <= 1024: one warp per row, the row held in registers (one read, one write);
 //   larger N:  one 512-thread block per row, three passes over the row (max, sum, write).
-// Accumulation in float; y = (x - max) - log(sum(exp(x - max))) as ATen computes it, so NaN and
-// Inf follow ATen: a NaN or a +Inf in a row, or a row of only -Inf, makes the whole row NaN (the
-// max skips NaN but exp(NaN - max) and exp(Inf - Inf) do not); a -Inf element gives -Inf.
-// Rows may start anywhere (scalar accesses); the last dim of x and y must be contiguous.
+// Accumulation in float, NaN and Inf as ATen. Rows may start anywhere (scalar accesses); the last
+// dim of x and y must be contiguous. The device code lives in package/log_softmax_rows.cuh, shared
+// with the package log_softmax_block_pkg (package/kgate.json describes this dispatch), so checking
+// the package checks this kernel's device code.
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
 #include "core/error.hpp"
-#include "kernels/common/softmax_math.cuh"
+#include "kernels/log_softmax/package/log_softmax_rows.cuh"
 #include "runtime/cuda/check.hpp"
 #include "runtime/kernel.hpp"
 
 namespace kgate::kernels {
 namespace {
 
-constexpr int kWarpRowsPerBlock = 4;
+constexpr int kWarpRowsPerBlock = kgate_device::kLogSoftmaxWarpRowsPerBlock;
 constexpr int kBlock = 512;
-
-template <typename T, int kElems>
-__global__ void log_softmax_warp_rows(const T* __restrict__ x, T* __restrict__ y, int64_t rows,
-                                      int n, int64_t x_row_stride, int64_t y_row_stride) {
-  const int lane = threadIdx.x & 31;
-  const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarpRowsPerBlock + (threadIdx.x >> 5);
-  if (row >= rows) return;
-  const T* xr = x + row * x_row_stride;
-  T* yr = y + row * y_row_stride;
-  float v[kElems];
-  float m = -INFINITY;
-#pragma unroll
-  for (int i = 0; i < kElems; ++i) {
-    const int c = i * 32 + lane;
-    v[i] = c < n ? to_float(xr[c]) : -INFINITY;
-    m = fmaxf(m, v[i]);
-  }
-  m = warp_max(m);
-  float s = 0.f;
-#pragma unroll
-  for (int i = 0; i < kElems; ++i)
-    if (i * 32 + lane < n) s += expf(v[i] - m);
-  const float log_sum = logf(warp_sum(s));
-#pragma unroll
-  for (int i = 0; i < kElems; ++i) {
-    const int c = i * 32 + lane;
-    if (c < n) yr[c] = from_float<T>((v[i] - m) - log_sum);
-  }
-}
-
-template <typename T>
-__global__ void log_softmax_block_rows(const T* __restrict__ x, T* __restrict__ y, int64_t n,
-                                       int64_t x_row_stride, int64_t y_row_stride) {
-  __shared__ float scratch[32];
-  const T* xr = x + static_cast<int64_t>(blockIdx.x) * x_row_stride;
-  T* yr = y + static_cast<int64_t>(blockIdx.x) * y_row_stride;
-  float m = -INFINITY;
-  for (int64_t c = threadIdx.x; c < n; c += blockDim.x) m = fmaxf(m, to_float(xr[c]));
-  m = block_reduce<true>(m, scratch);
-  float s = 0.f;
-  for (int64_t c = threadIdx.x; c < n; c += blockDim.x) s += expf(to_float(xr[c]) - m);
-  const float log_sum = logf(block_reduce<false>(s, scratch));
-  for (int64_t c = threadIdx.x; c < n; c += blockDim.x)
-    yr[c] = from_float<T>((to_float(xr[c]) - m) - log_sum);
-}
 
 template <typename T, int kElems>
 void launch_warp(const T* x, T* y, int64_t rows, int64_t n, int64_t xs, int64_t ys,
                  cudaStream_t stream) {
   const auto blocks = static_cast<unsigned>((rows + kWarpRowsPerBlock - 1) / kWarpRowsPerBlock);
-  log_softmax_warp_rows<T, kElems>
+  kgate_device::log_softmax_warp_rows<T, kElems>
       <<<blocks, 32 * kWarpRowsPerBlock, 0, stream>>>(x, y, rows, static_cast<int>(n), xs, ys);
 }
 
@@ -103,7 +58,8 @@ void run(const KernelCall& call) {
   else if (n <= 1024)
     launch_warp<T, 32>(x, y, rows, n, xs, ys, stream);
   else
-    log_softmax_block_rows<T><<<static_cast<unsigned>(rows), kBlock, 0, stream>>>(x, y, n, xs, ys);
+    kgate_device::log_softmax_block_rows<T>
+        <<<static_cast<unsigned>(rows), kBlock, 0, stream>>>(x, y, n, xs, ys);
   KGATE_CUDA_CALL(cudaGetLastError());
 }
 

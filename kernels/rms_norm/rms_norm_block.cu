@@ -1,14 +1,14 @@
 // rms_norm_block: rms_norm over the rows of x:[B,N] with weight:[N], for f32, f16 and bf16, any N
 // and any strides (accepts strided and misaligned views; scalar accesses).
-// One 256-thread block per row, two passes in float: ms = sum(x^2) / N, then
-// y = x * rsqrt(ms + eps) * weight, rounded once. As the reference: a row with +-Inf (and no NaN)
-// gets ms = Inf, rsqrt = 0, so y = 0 except NaN (Inf * 0) at the Inf; a NaN makes the row NaN.
+// One 256-thread block per row, two passes in float. The device code lives in
+// package/rms_norm_rows.cuh, shared with the package rms_norm_block_pkg (package/kgate.json
+// describes this launch), so checking the package checks this kernel's device code.
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
 #include "core/error.hpp"
-#include "kernels/common/softmax_math.cuh"
+#include "kernels/rms_norm/package/rms_norm_rows.cuh"
 #include "runtime/cuda/check.hpp"
 #include "runtime/kernel.hpp"
 
@@ -16,26 +16,6 @@ namespace kgate::kernels {
 namespace {
 
 constexpr int kThreads = 256;
-
-struct Strides {
-  int64_t x_row, x_col, w, y_row, y_col;
-};
-
-template <typename T>
-__global__ void rms_norm_rows(const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ y,
-                              int64_t n, float eps, Strides s) {
-  __shared__ float scratch[32];
-  const T* xr = x + static_cast<int64_t>(blockIdx.x) * s.x_row;
-  T* yr = y + static_cast<int64_t>(blockIdx.x) * s.y_row;
-  float sq = 0.f;
-  for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
-    const float v = to_float(xr[j * s.x_col]);
-    sq += v * v;
-  }
-  const float inv_rms = rsqrtf(block_reduce<false>(sq, scratch) / static_cast<float>(n) + eps);
-  for (int64_t j = threadIdx.x; j < n; j += blockDim.x)
-    yr[j * s.y_col] = from_float<T>(to_float(xr[j * s.x_col]) * inv_rms * to_float(w[j * s.w]));
-}
 
 template <typename T>
 void run(const KernelCall& call) {
@@ -48,10 +28,10 @@ void run(const KernelCall& call) {
   if (rows == 0 || n == 0) return;
   if (rows > 2147483647LL) throw Error(ErrorKind::usage, "rms_norm_block: more than 2^31-1 rows");
   const float eps = static_cast<float>(call.attributes.at("eps"));
-  const Strides s{x.strides[0], x.strides[1], w.strides[0], y.strides[0], y.strides[1]};
-  rms_norm_rows<T>
+  kgate_device::rms_norm_rows<T>
       <<<static_cast<unsigned>(rows), kThreads, 0, static_cast<cudaStream_t>(call.stream)>>>(
-          x.as<const T>(), w.as<const T>(), y.as<T>(), n, eps, s);
+          x.as<const T>(), w.as<const T>(), y.as<T>(), n, eps, x.strides[0], x.strides[1],
+          w.strides[0], y.strides[0], y.strides[1]);
   KGATE_CUDA_CALL(cudaGetLastError());
 }
 

@@ -1,14 +1,15 @@
 // softmax_varlen_block: softmax over each member of a packed batch, x:[T] with int32
 // cu_seqlens:[S+1] (offsets), y:[T], for f32, f16 and bf16, any member lengths (0 included) and
-// any strides of x and y. One 512-thread block per member, three passes over it in float (max,
-// sum of exp(x - max), write exp(x - max) / sum), so NaN/Inf follow softmax: a NaN or +Inf in a
-// member, or a member of only -Inf, makes the member NaN.
+// any strides of x and y. One 512-thread block per member, three passes over it in float. The
+// device code lives in package/softmax_varlen_members.cuh, shared with the package
+// softmax_varlen_block_pkg (package/kgate.json describes this launch), so checking the package
+// checks this kernel's device code.
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
 #include "core/error.hpp"
-#include "kernels/common/softmax_math.cuh"
+#include "kernels/softmax_varlen/package/softmax_varlen_members.cuh"
 #include "runtime/cuda/check.hpp"
 #include "runtime/kernel.hpp"
 
@@ -16,23 +17,6 @@ namespace kgate::kernels {
 namespace {
 
 constexpr int kThreads = 512;
-
-template <typename T>
-__global__ void softmax_varlen_members(const T* __restrict__ x, const int32_t* __restrict__ cu,
-                                       T* __restrict__ y, int64_t xs, int64_t ys) {
-  __shared__ float scratch[32];
-  const int64_t begin = cu[blockIdx.x], end = cu[blockIdx.x + 1];
-  if (end <= begin) return;  // an empty member (uniform over the block)
-  float m = -INFINITY;
-  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) m = fmaxf(m, to_float(x[i * xs]));
-  m = block_reduce<true>(m, scratch);
-  float s = 0.f;
-  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x)
-    s += expf(to_float(x[i * xs]) - m);
-  s = block_reduce<false>(s, scratch);
-  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x)
-    y[i * ys] = from_float<T>(expf(to_float(x[i * xs]) - m) / s);
-}
 
 template <typename T>
 void run(const KernelCall& call) {
@@ -48,7 +32,7 @@ void run(const KernelCall& call) {
   if (members == 0 || x.sizes[0] == 0) return;
   if (members > 2147483647LL)
     throw Error(ErrorKind::usage, "softmax_varlen_block: more than 2^31-1 members");
-  softmax_varlen_members<T>
+  kgate_device::softmax_varlen_members<T>
       <<<static_cast<unsigned>(members), kThreads, 0, static_cast<cudaStream_t>(call.stream)>>>(
           x.as<const T>(), cu.as<const int32_t>(), y.as<T>(), x.strides[0], y.strides[0]);
   KGATE_CUDA_CALL(cudaGetLastError());

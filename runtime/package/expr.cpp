@@ -1,8 +1,10 @@
 // Recursive-descent parser and checked evaluator of manifest integer expressions.
 #include "runtime/package/expr.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <limits>
+#include <optional>
 #include <utility>
 
 #include "core/error.hpp"
@@ -14,7 +16,16 @@ namespace {
 constexpr std::size_t kMaxExprLength = 1024;
 constexpr int kMaxDepth = 64;
 
-enum class Op { literal, symbol, neg, add, sub, mul, div, mod, ceil_div, min, max, round_up };
+enum class Op {
+  literal, symbol, neg, add, sub, mul, div, mod, ceil_div, min, max, round_up,
+  eq, ne, lt, le, gt, ge,  // comparisons: 1 or 0
+  logical_not, logical_and, logical_or
+};
+
+bool is_comparison(Op op) {
+  return op == Op::eq || op == Op::ne || op == Op::lt || op == Op::le || op == Op::gt ||
+         op == Op::ge;
+}
 
 }  // namespace
 
@@ -101,11 +112,27 @@ class Parser {
       tok_.text = text_.substr(start, pos_ - start);
       return;
     }
-    static const std::string punct = "+-*/%(),";
+    const char next = pos_ + 1 < text_.size() ? text_[pos_ + 1] : '\0';
+    static const std::vector<std::string> pairs = {"==", "!=", "<=", ">=", "&&", "||"};
+    for (const auto& p : pairs) {
+      if (c == p[0] && next == p[1]) {
+        tok_.kind = Token::punct;
+        tok_.text = p;
+        pos_ += 2;
+        return;
+      }
+    }
+    // A single '=', '&' or '|' is almost always a misspelt comparison or logical operator.
+    if (c == '=' || c == '&' || c == '|')
+      fail(text_, pos_ + 1,
+           "'" + std::string(1, c) + "' is not an operator; expected " +
+               (c == '=' ? "== to compare" : c == '&' ? "&& (logical and)" : "|| (logical or)"));
+    static const std::string punct = "+-*/%(),<>!";
     if (punct.find(c) == std::string::npos)
       fail(text_, pos_ + 1,
            "unexpected character '" + std::string(1, c) +
-               "'; expected a number, a symbol, a function call, + - * / % or parentheses");
+               "'; expected a number, a symbol, a function call, an operator (+ - * / % == != < "
+               "<= > >= && || !) or parentheses");
     tok_.kind = Token::punct;
     tok_.text = std::string(1, c);
     ++pos_;
@@ -127,6 +154,53 @@ class Parser {
 
   NodePtr expression(int depth) {
     enter(depth, tok_.column);
+    NodePtr lhs = logical_and(depth);
+    while (is("||")) {
+      const std::size_t column = tok_.column;
+      advance();
+      lhs = binary(Op::logical_or, column, lhs, logical_and(depth));
+    }
+    return lhs;
+  }
+
+  NodePtr logical_and(int depth) {
+    NodePtr lhs = comparison(depth);
+    while (is("&&")) {
+      const std::size_t column = tok_.column;
+      advance();
+      lhs = binary(Op::logical_and, column, lhs, comparison(depth));
+    }
+    return lhs;
+  }
+
+  /// At most one comparison per operand of && and ||: "a < b < c" means "(a < b) < c" in C,
+  /// which is never what a manifest author meant.
+  NodePtr comparison(int depth) {
+    NodePtr lhs = sum(depth);
+    const auto op = comparison_op();
+    if (!op) return lhs;
+    const std::size_t column = tok_.column;
+    advance();
+    lhs = binary(*op, column, lhs, sum(depth));
+    if (comparison_op())
+      fail(text_, tok_.column,
+           "comparisons do not chain; write \"a < b && b < c\" instead of \"a < b < c\"");
+    return lhs;
+  }
+
+  std::optional<Op> comparison_op() const {
+    if (tok_.kind != Token::punct) return std::nullopt;
+    const std::string& t = tok_.text;
+    if (t == "==") return Op::eq;
+    if (t == "!=") return Op::ne;
+    if (t == "<") return Op::lt;
+    if (t == "<=") return Op::le;
+    if (t == ">") return Op::gt;
+    if (t == ">=") return Op::ge;
+    return std::nullopt;
+  }
+
+  NodePtr sum(int depth) {
     NodePtr lhs = term(depth);
     while (is("+") || is("-")) {
       const Op op = tok_.text == "+" ? Op::add : Op::sub;
@@ -149,12 +223,13 @@ class Parser {
   }
 
   NodePtr unary(int depth) {
-    if (is("-")) {
+    if (is("-") || is("!")) {
       const std::size_t column = tok_.column;
+      const Op op = is("-") ? Op::neg : Op::logical_not;
       enter(depth + 1, column);
       advance();
       auto n = std::make_shared<Expr::Node>();
-      n->op = Op::neg;
+      n->op = op;
       n->column = column;
       n->lhs = unary(depth + 1);
       return n;
@@ -274,6 +349,14 @@ class Evaluator {
         if (v == std::numeric_limits<int64_t>::min()) overflow(n, "-(" + std::to_string(v) + ")");
         return -v;
       }
+      // && and || do not evaluate their right side when the left decides, as in C: a guard such
+      // as "N > 0 && M / N > 2" never divides by zero.
+      case Op::logical_not:
+        return eval(*n.lhs) == 0 ? 1 : 0;
+      case Op::logical_and:
+        return eval(*n.lhs) != 0 && eval(*n.rhs) != 0 ? 1 : 0;
+      case Op::logical_or:
+        return eval(*n.lhs) != 0 || eval(*n.rhs) != 0 ? 1 : 0;
       default:
         break;
     }
@@ -298,6 +381,18 @@ class Evaluator {
         if (b == 0) by_zero(n, "modulo", *n.rhs);
         if (b == -1) return 0;
         return a % b;
+      case Op::eq:
+        return a == b ? 1 : 0;
+      case Op::ne:
+        return a != b ? 1 : 0;
+      case Op::lt:
+        return a < b ? 1 : 0;
+      case Op::le:
+        return a <= b ? 1 : 0;
+      case Op::gt:
+        return a > b ? 1 : 0;
+      case Op::ge:
+        return a >= b ? 1 : 0;
       case Op::min:
         return a < b ? a : b;
       case Op::max:
@@ -346,6 +441,30 @@ class Evaluator {
   const SymbolValues& values_;
 };
 
+/// Collects into `out` the constants `symbol` is compared with anywhere in the tree.
+void collect_bounds(const Expr::Node& n, const std::string& symbol, const std::string& text,
+                    std::vector<int64_t>& out) {
+  if (is_comparison(n.op)) {
+    const Expr::Node* other = nullptr;
+    if (n.lhs->op == Op::symbol && n.lhs->name == symbol)
+      other = n.rhs.get();
+    else if (n.rhs->op == Op::symbol && n.rhs->name == symbol)
+      other = n.lhs.get();
+    std::vector<std::string> names;
+    if (other) collect_symbols(*other, names);
+    if (other && names.empty()) {
+      static const SymbolValues kNone;
+      try {
+        out.push_back(Evaluator(text, kNone).eval(*other));
+      } catch (const Error&) {
+        // A constant side that does not evaluate (overflow, division by zero) bounds nothing.
+      }
+    }
+  }
+  if (n.lhs) collect_bounds(*n.lhs, symbol, text, out);
+  if (n.rhs) collect_bounds(*n.rhs, symbol, text, out);
+}
+
 }  // namespace
 
 const std::vector<std::string>& expr_function_names() {
@@ -379,6 +498,14 @@ void Expr::check_symbols(const std::set<std::string, std::less<>>& known) const 
     fail(text_, u->column,
          "unknown symbol '" + u->name +
              "'; known symbols: " + join(std::vector<std::string>(known.begin(), known.end())));
+}
+
+std::vector<int64_t> Expr::comparison_bounds(const std::string& symbol) const {
+  std::vector<int64_t> out;
+  collect_bounds(*root_, symbol, text_, out);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
 }
 
 int64_t Expr::evaluate(const SymbolValues& values) const {

@@ -1,5 +1,6 @@
 // Integer expressions of package manifests: grid, block, shared memory and workspace sizes written
-// over shape symbols and attributes, e.g. "ceil_div(N, 256)" or "B * round_up(N, 32) * 4".
+// over shape symbols and attributes, e.g. "ceil_div(N, 256)" or "B * round_up(N, 32) * 4", and
+// launch conditions such as "N > 1024 && N % 4 == 0".
 // Parsed once into a tree (so a manifest can be checked before any shape is known), evaluated many
 // times with 64-bit overflow checks. Every error is a kgate::Error of ErrorKind::package whose
 // message quotes the expression and names the 1-based column.
@@ -22,12 +23,18 @@ const std::vector<std::string>& expr_function_names();
 
 /// A parsed integer expression.
 ///
-/// Grammar (usual precedence, left-associative binary operators):
-///   expr    := term (('+' | '-') term)*
-///   term    := unary (('*' | '/' | '%') unary)*
-///   unary   := '-' unary | primary
-///   primary := INTEGER | SYMBOL | FUNCTION '(' expr ',' expr ')' | '(' expr ')'
+/// Grammar (C precedence, left-associative binary operators):
+///   expr       := and ('||' and)*
+///   and        := comparison ('&&' comparison)*
+///   comparison := sum (('==' | '!=' | '<' | '<=' | '>' | '>=') sum)?
+///   sum        := term (('+' | '-') term)*
+///   term       := unary (('*' | '/' | '%') unary)*
+///   unary      := '-' unary | '!' unary | primary
+///   primary    := INTEGER | SYMBOL | FUNCTION '(' expr ',' expr ')' | '(' expr ')'
 /// FUNCTION is one of ceil_div, min, max, round_up. '/' and '%' truncate toward zero as in C.
+/// Comparisons and ! && || give 1 or 0 (any non-zero operand is true); && and || evaluate their
+/// right side only when the left does not decide. Comparisons do not chain ("a < b < c" is an
+/// error), which C would read as "(a < b) < c".
 class Expr {
  public:
   struct Node;
@@ -50,6 +57,10 @@ class Expr {
   /// Evaluates with the given symbol values. Throws Error(package) on a symbol without a value,
   /// division or modulo by zero, and on any int64 overflow.
   int64_t evaluate(const SymbolValues& values) const;
+
+  /// The constants `symbol` is compared with ("N <= 1024", "32 < N", "N == 16 * 64": 1024, 32,
+  /// 1024), sorted and distinct: where a launch condition over that symbol switches.
+  std::vector<int64_t> comparison_bounds(const std::string& symbol) const;
 
   /// True when the expression names no symbol (its value is known without shapes).
   bool is_constant() const { return symbols().empty(); }

@@ -58,6 +58,11 @@ const char* layout_name(Layout layout) {
   return "?";
 }
 
+const std::vector<std::string>& builtin_symbol_names() {
+  static const std::vector<std::string> names = {kDtypeSizeSymbol};
+  return names;
+}
+
 std::string Launch::kernel_name(DType dtype) const {
   if (!kernel.empty()) return kernel;
   auto it = kernel_for_dtype.find(dtype);
@@ -94,8 +99,11 @@ namespace {
 const std::vector<std::string> kTopKeys = {
     "format",       "name",          "version", "op",        "description", "attributes", "sources",
     "include_dirs", "nvrtc_options", "symbols", "workspace", "launches",    "guard"};
-const std::vector<std::string> kLaunchKeys = {"kernel", "grid", "block", "shared_mem", "args"};
-const std::vector<std::string> kArgKinds = {"tensor", "workspace", "shape", "attribute", "scalar"};
+const std::vector<std::string> kLaunchKeys = {"kernel",     "grid", "block",
+                                              "shared_mem", "args", "when"};
+const std::vector<std::string> kWhenKeys = {"if", "layouts"};
+const std::vector<std::string> kArgKinds = {"tensor",    "workspace", "shape",
+                                            "attribute", "scalar",    "stride"};
 const std::vector<std::string> kWorkspaceKeys = {"name", "dtype", "shape", "zero"};
 const std::vector<std::string> kGuardKeys = {"dtypes", "ranks", "shapes", "layouts", "variants"};
 const std::vector<std::string> kRangeKeys = {"min", "max", "multiple_of"};
@@ -156,6 +164,11 @@ std::string describe(const json& v) {
   std::string s = v.dump();
   if (s.size() > 60) s = s.substr(0, 57) + "...";
   return s;
+}
+
+bool is_builtin_symbol(const std::string& name) {
+  const auto& names = builtin_symbol_names();
+  return std::find(names.begin(), names.end(), name) != names.end();
 }
 
 bool is_identifier(const std::string& s) {
@@ -276,9 +289,11 @@ class Checker {
     check_nvrtc_options(doc);
     check_guard_dtypes(doc);
     check_symbols(doc);
+    declare_expression_names();
     check_workspace(doc);
     check_launches(doc);
     check_guard(doc);
+    check_when_layouts();
     check_outputs_bound();
     return std::move(problems_);
   }
@@ -468,6 +483,12 @@ class Checker {
         problem(field, "expected a number, found " + describe(v));
         continue;
       }
+      if (is_builtin_symbol(item.key())) {
+        problem(field, json_quote(item.key()) +
+                           " is a built-in symbol of expressions; an attribute cannot take its "
+                           "name");
+        continue;
+      }
       if (op_ && !op_->attributes.count(item.key())) {
         std::vector<std::string> names;
         for (const auto& [n, d] : op_->attributes) names.push_back(n);
@@ -655,6 +676,12 @@ class Checker {
         problem(field, json_quote(name) + " is also an attribute; a symbol needs its own name");
         continue;
       }
+      if (is_builtin_symbol(name)) {
+        problem(field, json_quote(name) +
+                           " is a built-in symbol (the bytes of one element of the call's dtype); "
+                           "choose another symbol name");
+        continue;
+      }
       // Declared, even if its binding below is wrong: expressions naming it are not at fault.
       known_symbols_.insert(name);
       declared_symbols_.push_back(name);
@@ -682,8 +709,13 @@ class Checker {
       if (!ok) continue;
       m_.symbols.push_back({name, v[0].get<std::string>(), static_cast<int>(dim)});
     }
+  }
+
+  /// Expressions may also name integer attributes and the built-in symbols.
+  void declare_expression_names() {
     for (const auto& a : m_.attributes)
       if (a.is_integer) known_symbols_.insert(a.name);
+    for (const auto& b : builtin_symbol_names()) known_symbols_.insert(b);
   }
 
   /// Parses an expression (a string or a JSON integer) and checks its symbols.
@@ -863,7 +895,7 @@ class Checker {
     known.push_back("type");
     unknown_keys(a, field, known);
     if (kinds.size() != 1) {
-      problem(field, "expected exactly one of tensor, workspace, shape, attribute, scalar, found " +
+      problem(field, "expected exactly one of " + join(kArgKinds) + ", found " +
                          (kinds.empty() ? std::string("none") : join(kinds, " and ")));
       return;
     }
@@ -903,23 +935,38 @@ class Checker {
       arg.type = *t;
     } else if (kind == "attribute") {
       auto t = arg_type(a, field, false);
-      const Attribute* attr = v.is_string() ? m_.attribute(v.get<std::string>()) : nullptr;
-      if (!attr) {
+      const std::string name = v.is_string() ? v.get<std::string>() : std::string();
+      const Attribute* attr = m_.attribute(name);
+      // An attribute of the op that "attributes" does not pin: the kernel takes the call's value,
+      // whatever it is (e.g. layer_norm's eps).
+      const bool of_op = !attr && op_ && op_->attributes.count(name);
+      if (!attr && !of_op) {
         std::vector<std::string> names;
         for (const auto& x : m_.attributes) names.push_back(x.name);
-        problem(vfield, "expected the name of an attribute declared in \"attributes\" (" +
-                            (names.empty() ? std::string("none declared") : join(names)) +
-                            "), found " + describe(v));
+        if (op_)
+          for (const auto& [n, d] : op_->attributes)
+            if (!m_.attribute(n)) names.push_back(n);
+        problem(vfield, "expected the name of an attribute of the op or one declared in "
+                        "\"attributes\" (" +
+                            (names.empty() ? std::string("none") : join(names)) + "), found " +
+                            describe(v));
         return;
       }
       if (!t) return;
-      if (is_integer(*t) && !attr->is_integer) {
+      const double op_default = attr ? 0 : op_->attributes.at(name);
+      const bool integer_value = attr ? attr->is_integer : std::floor(op_default) == op_default;
+      if (is_integer(*t) && !integer_value) {
         problem(sub(field, "type"),
-                "attribute " + json_quote(attr->name) + " is not an integer; expected f32 or f64");
+                "attribute " + json_quote(name) + " is not an integer; expected f32 or f64");
         return;
       }
       arg.kind = KernelArg::Kind::attribute;
-      arg.name = attr->name;
+      arg.name = name;
+      arg.type = *t;
+    } else if (kind == "stride") {
+      auto t = arg_type(a, field, true);
+      if (!check_stride(vfield, v, arg) || !t) return;
+      arg.kind = KernelArg::Kind::stride;
       arg.type = *t;
     } else {
       auto t = arg_type(a, field, false);
@@ -933,6 +980,37 @@ class Checker {
       if (!scalar_fits(vfield, v, *t, arg)) return;
     }
     launch.args.push_back(arg);
+  }
+
+  /// Reads a stride argument's [TENSOR, DIM]; the dimension must exist in the op's tensor.
+  bool check_stride(const std::string& field, const json& v, KernelArg& arg) {
+    if (!v.is_array() || v.size() != 2 || !v[1].is_number_integer()) {
+      problem(field, "expected [TENSOR, DIM] such as [\"x\", 0], found " + describe(v));
+      return false;
+    }
+    if (!check_tensor_name(at(field, 0), v[0])) return false;
+    const int64_t dim = v[1].get<int64_t>();
+    int64_t rank = kMaxRank;
+    std::string shape;
+    if (op_) {
+      for (const auto* list : {&op_->inputs, &op_->outputs})
+        for (const auto& t : *list)
+          if (t.name == v[0].get<std::string>()) {
+            rank = static_cast<int64_t>(t.shape.size());
+            shape = join(t.shape);
+          }
+    }
+    if (dim < -rank || dim >= rank) {
+      problem(at(field, 1),
+              op_ ? "dimension " + std::to_string(dim) + " does not exist in " +
+                        v[0].get<std::string>() + ":[" + shape + "] of op " + json_quote(m_.op) +
+                        "; expected " + std::to_string(-rank) + " to " + std::to_string(rank - 1)
+                  : "expected a dimension from -8 to 7, found " + describe(v[1]));
+      return false;
+    }
+    arg.name = v[0].get<std::string>();
+    arg.dim = static_cast<int>(dim);
+    return true;
   }
 
   bool scalar_fits(const std::string& field, const json& v, ScalarType t, KernelArg& arg) {
@@ -1006,7 +1084,61 @@ class Checker {
         for (std::size_t j = 0; j < args->size(); ++j)
           check_arg((*args)[j], at(sub(field, "args"), j), launch);
       }
+      if (auto w = l.find("when"); w != l.end()) check_when(*w, sub(field, "when"), launch);
       m_.launches.push_back(std::move(launch));
+    }
+  }
+
+  void check_when(const json& w, const std::string& field, Launch& launch) {
+    if (!w.is_object() || w.empty()) {
+      problem(field,
+              "expected an object with \"if\" (an integer expression: the launch runs when it is "
+              "non-zero) and/or \"layouts\" (the call layouts it runs for), such as "
+              "{\"if\": \"N > 1024\"}, found " +
+                  describe(w));
+      return;
+    }
+    unknown_keys(w, field, kWhenKeys);
+    if (auto e = w.find("if"); e != w.end())
+      if (auto x = expr_at(sub(field, "if"), *e)) launch.when.if_expr = *x;
+    if (auto l = w.find("layouts"); l != w.end())
+      launch.when.layouts = layouts_at(sub(field, "layouts"), *l);
+  }
+
+  /// A non-empty array of layout names; the valid ones are returned, the others reported.
+  std::vector<Layout> layouts_at(const std::string& field, const json& v) {
+    std::vector<Layout> out;
+    if (!v.is_array() || v.empty()) {
+      problem(field,
+              "expected a non-empty array of contiguous, strided, offset; found " + describe(v));
+      return out;
+    }
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      auto l = v[i].is_string() ? parse_layout(v[i].get<std::string>()) : std::nullopt;
+      if (!l)
+        problem(at(field, i),
+                "expected one of contiguous, strided, offset; found " + describe(v[i]));
+      else
+        out.push_back(*l);
+    }
+    return out;
+  }
+
+  /// A launch that names a layout outside guard.layouts would never run for it: a mistake.
+  void check_when_layouts() {
+    if (m_.guard.layouts.empty()) return;  // guard.layouts itself is wrong: reported there
+    for (std::size_t i = 0; i < m_.launches.size(); ++i) {
+      const auto& layouts = m_.launches[i].when.layouts;
+      for (std::size_t j = 0; j < layouts.size(); ++j) {
+        const auto& g = m_.guard.layouts;
+        if (std::find(g.begin(), g.end(), layouts[j]) != g.end()) continue;
+        std::vector<std::string> names;
+        for (Layout l : g) names.push_back(layout_name(l));
+        problem(at(sub(at("launches", i), "when.layouts"), j),
+                std::string("layout ") + layout_name(layouts[j]) + " is not in guard.layouts [" +
+                    join(names) + "]: calls of that layout fall back to the reference, so the "
+                    "launch never runs for them; add it to guard.layouts or remove it here");
+      }
     }
   }
 
@@ -1044,24 +1176,8 @@ class Checker {
     }
     unknown_keys(*g, "guard", kGuardKeys);
     check_shapes(*g);
-    if (auto it = g->find("layouts"); it != g->end()) {
-      m_.guard.layouts.clear();
-      if (!it->is_array() || it->empty()) {
-        problem(
-            "guard.layouts",
-            "expected a non-empty array of contiguous, strided, offset; found " + describe(*it));
-      } else {
-        for (std::size_t i = 0; i < it->size(); ++i) {
-          const json& v = (*it)[i];
-          auto l = v.is_string() ? parse_layout(v.get<std::string>()) : std::nullopt;
-          if (!l)
-            problem(at("guard.layouts", i),
-                    "expected one of contiguous, strided, offset; found " + describe(v));
-          else
-            m_.guard.layouts.push_back(*l);
-        }
-      }
-    }
+    if (auto it = g->find("layouts"); it != g->end())
+      m_.guard.layouts = layouts_at("guard.layouts", *it);
     check_variants(*g);
   }
 

@@ -33,6 +33,12 @@ inline constexpr std::uintmax_t kMaxManifestBytes = 1u << 20;
 inline constexpr std::size_t kMaxHeaderFiles = 512;
 inline constexpr std::uintmax_t kMaxHeaderBytes = 16u << 20;
 
+/// The symbols every expression may name besides the manifest's own: "dtype_size", the bytes of
+/// one element of the call's dtype (4 for f32, 2 for f16 and bf16), for vector widths such as
+/// "16 / dtype_size". Symbols and attributes may not take these names.
+const std::vector<std::string>& builtin_symbol_names();
+inline constexpr const char* kDtypeSizeSymbol = "dtype_size";
+
 /// The C type of a scalar kernel argument.
 enum class ScalarType { i32, i64, u32, u64, f32, f64 };
 /// "i32", "i64", "u32", "u64", "f32", "f64", as written in manifests.
@@ -77,14 +83,24 @@ struct KernelArg {
     workspace,  ///< {"workspace": "partial"}: a workspace tensor's data pointer
     shape,      ///< {"shape": "N * 2", "type": "i64"}: an expression value
     attribute,  ///< {"attribute": "dim", "type": "i32"}: an attribute of the call
-    scalar      ///< {"scalar": 1.0, "type": "f32"}: a constant
+    scalar,     ///< {"scalar": 1.0, "type": "f32"}: a constant
+    stride      ///< {"stride": ["x", 0], "type": "i64"}: the op tensor's stride, in elements
   };
   Kind kind = Kind::tensor;
   std::string name;                   ///< tensor, workspace or attribute name
+  int dim = 0;                        ///< stride: the dimension (negative counts from the end)
   Expr value;                         ///< shape
   ScalarType type = ScalarType::i64;  ///< shape, attribute, scalar
   int64_t int_value = 0;              ///< integer scalar
   double float_value = 0;             ///< floating scalar
+};
+
+/// When a launch of the sequence runs ("when"); both parts must hold. A launch without a
+/// condition always runs. Conditions let one package describe a kernel that dispatches on the
+/// shapes, the dtype or the layout of a call: "when": {"if": "N > 1024"}.
+struct LaunchCondition {
+  std::optional<Expr> if_expr;  ///< "if": runs only when the expression is non-zero
+  std::vector<Layout> layouts;  ///< "layouts": runs only for calls of these layouts (empty: any)
 };
 
 /// One kernel launch of the package's sequence.
@@ -98,6 +114,7 @@ struct Launch {
   std::vector<Expr> block;  ///< 1 to 3 expressions
   Expr shared_mem;          ///< dynamic shared memory bytes
   std::vector<KernelArg> args;
+  LaunchCondition when;
 
   /// The name expression launched for `dtype` (empty when none).
   std::string kernel_name(DType dtype) const;

@@ -430,6 +430,11 @@ std::vector<int64_t> guard_tile_sizes(const PackageManifest& manifest, const OpS
   constexpr int64_t kLargest = int64_t{1} << 40;  // ragged_sizes multiplies by 4: stay far from overflow
   for (const auto& [ms, os] : op_symbols_of(manifest, op)) {
     if (os != op.reduced_symbol) continue;
+    // Where the launches' conditions switch ("when": {"if": "N <= 1024"}): both sides get cases.
+    for (const auto& l : manifest.launches)
+      if (l.when.if_expr)
+        for (int64_t b : l.when.if_expr->comparison_bounds(ms))
+          if (b > 1 && b <= kLargest) sizes.insert(b);
     auto r = manifest.guard.shapes.find(ms);
     if (r == manifest.guard.shapes.end()) continue;
     if (r->second.min > 1 && r->second.min <= kLargest) sizes.insert(r->second.min);
@@ -494,9 +499,17 @@ class LaunchPlanner {
     for (const auto& a : m_.attributes)
       if (a.is_integer) plan.symbols[a.name] = static_cast<int64_t>(a.value);
     symbols_ = &plan.symbols;
+    values_ = plan.symbols;
+    values_[kDtypeSizeSymbol] = static_cast<int64_t>(dtype_size(plan.dtype));
+    layout_ = call_layout(call_);
 
     for (std::size_t w = 0; w < m_.workspace.size(); ++w) plan.workspaces.push_back(workspace(w));
-    for (std::size_t i = 0; i < m_.launches.size(); ++i) plan.launches.push_back(launch(i, plan));
+    for (std::size_t i = 0; i < m_.launches.size(); ++i) {
+      if (runs(i))
+        plan.launches.push_back(launch(i, plan));
+      else
+        plan.skipped.push_back(i);
+    }
     return plan;
   }
 
@@ -508,10 +521,19 @@ class LaunchPlanner {
 
   int64_t eval(const std::string& field, const Expr& e) const {
     try {
-      return e.evaluate(*symbols_);
+      return e.evaluate(values_);
     } catch (const Error& err) {
       fail(field, err.what());
     }
+  }
+
+  /// Whether launch `i` runs for this call: its "when" holds (the call's layout is listed, the
+  /// "if" expression is non-zero).
+  bool runs(std::size_t i) const {
+    const LaunchCondition& w = m_.launches[i].when;
+    if (!w.layouts.empty() && std::find(w.layouts.begin(), w.layouts.end(), layout_) == w.layouts.end())
+      return false;
+    return !w.if_expr || eval("launches[" + std::to_string(i) + "].when.if", *w.if_expr) != 0;
   }
 
   PlannedWorkspace workspace(std::size_t w) const {
@@ -616,10 +638,13 @@ class LaunchPlanner {
         out.description = "attribute " + arg.name + " as " + scalar_type_name(arg.type);
         double v = 0;
         auto it = call_.attributes.find(arg.name);
+        auto op_default = op_.attributes.find(arg.name);
         if (it != call_.attributes.end()) {
           v = it->second;
         } else if (const Attribute* a = m_.attribute(arg.name)) {
           v = a->value;
+        } else if (op_default != op_.attributes.end()) {
+          v = op_default->second;
         } else {
           fail(field, "the call has no attribute \"" + arg.name + "\"");
         }
@@ -628,6 +653,20 @@ class LaunchPlanner {
                           scalar_type_name(arg.type));
         integer_or_float(p, std::move(out), arg.type, v, is_integer(arg.type) ? static_cast<int64_t>(v) : 0,
                          is_integer(arg.type));
+        return;
+      }
+      case KernelArg::Kind::stride: {
+        out.description = "stride of " + arg.name + " dimension " + std::to_string(arg.dim) + " as " +
+                          scalar_type_name(arg.type);
+        const TensorRef t = find_tensor(op_, arg.name);
+        if (!t.spec) fail(field, "op '" + op_.name + "' has no tensor \"" + arg.name + "\"");
+        const TensorView& view = view_of(call_, t);
+        const int d = resolve_dim(arg.dim, view.dim());
+        if (d < 0)
+          fail(field, out.description + ": tensor " + arg.name + " has rank " + std::to_string(view.dim()) +
+                          ", so dimension " + std::to_string(arg.dim) + " does not exist");
+        const int64_t v = view.strides[static_cast<std::size_t>(d)];
+        integer_or_float(p, std::move(out), arg.type, static_cast<double>(v), v, true);
         return;
       }
       case KernelArg::Kind::scalar: {
@@ -699,7 +738,9 @@ class LaunchPlanner {
   const OpSignature& op_;
   const std::map<std::string, std::string>& lowered_;
   const KernelCall& call_;
-  const SymbolValues* symbols_ = nullptr;
+  const SymbolValues* symbols_ = nullptr;  ///< the plan's symbols, shown in messages
+  SymbolValues values_;                    ///< those and the built-in symbols, for evaluation
+  Layout layout_ = Layout::contiguous;
 };
 
 LaunchPlan plan_launches(const PackageManifest& manifest, const OpSignature& op,

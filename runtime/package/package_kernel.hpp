@@ -110,7 +110,9 @@ std::optional<Case> move_inside_guard(const PackageManifest& manifest, const OpS
                                       const Case& c);
 
 /// Tile sizes for the ragged case family (which puts t-1, t, t+1 on the op's reduced symbol): the
-/// guard's min (when > 1), max and multiple_of (when > 1) of the symbol bound to the reduced one.
+/// guard's min (when > 1), max and multiple_of (when > 1) of the symbol bound to the reduced one,
+/// and the constants that symbol is compared with in the launches' "when.if" (where a package
+/// switches kernels: "N <= 1024" gives 1024).
 std::vector<int64_t> guard_tile_sizes(const PackageManifest& manifest, const OpSignature& op);
 
 // ---------------------------------------------------------------------------------------------
@@ -173,19 +175,23 @@ struct LaunchPlan {
   DType dtype = DType::f32;
   SymbolValues symbols;  ///< shape symbols bound from the tensors, and integer attributes
   std::vector<PlannedWorkspace> workspaces;
-  std::vector<PlannedLaunch> launches;
+  std::vector<PlannedLaunch> launches;  ///< the launches that run for the call, in order
+  std::vector<std::size_t> skipped;     ///< positions in "launches" whose "when" does not hold
 
   /// Writes `pointer` into every workspace argument that names workspace `index`.
   void bind_workspace(std::size_t index, void* pointer);
 };
 
 /// Plans a call: binds the symbols from the call's tensors, checks the call is inside the guard
-/// (Error(usage) naming the violation otherwise), and evaluates every launch: the kernel's lowered
-/// name for the call's dtype (from `lowered_names`, name expression -> mangled name), grid and
-/// block (each >= 0, within CUDA's limits: grid x < 2^31, y and z <= 65535, block x and y <= 1024,
-/// z <= 64, at most 1024 threads; a 0 grid or block dimension marks the launch empty), shared_mem
-/// (0 to 2^32-1) and the arguments (tensor / workspace: a device pointer; shape / attribute /
-/// scalar: a value of the declared type, range-checked). Workspace arguments hold a null pointer
+/// (Error(usage) naming the violation otherwise), leaves out the launches whose "when" does not
+/// hold for the call (its layout, call_layout, is not in when.layouts, or when.if evaluates to 0;
+/// expressions also see the built-in dtype_size), and evaluates every other launch: the kernel's
+/// lowered name for the call's dtype (from `lowered_names`, name expression -> mangled name), grid
+/// and block (each >= 0, within CUDA's limits: grid x < 2^31, y and z <= 65535, block x and y <=
+/// 1024, z <= 64, at most 1024 threads; a 0 grid or block dimension marks the launch empty),
+/// shared_mem (0 to 2^32-1) and the arguments (tensor / workspace: a device pointer; shape / attribute /
+/// scalar / stride: a value of the declared type, range-checked; an attribute the manifest does
+/// not pin takes the call's value, else the op's default). Workspace arguments hold a null pointer
 /// until bind_workspace. Every error is an Error(package) naming the package, the launch, the
 /// field, the expression, the symbol values and the offending value.
 LaunchPlan plan_launches(const PackageManifest& manifest, const OpSignature& op,

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `kgate validate` over every package of the repository (no GPU needed: NVRTC compiles on the host):
-#   every kernels/<op>/package, runtime/package/examples/*, tests/packages/*  -> exit 0, "valid: ..."
-#   kernel folders without a package/kgate.json are listed
+#   every kernels/<op>/package*, runtime/package/examples/*, tests/packages/* -> exit 0, "valid: ..."
+#   every in-tree cuda kernel NAME (kgate_add_kernel in kernels/*/CMakeLists.txt) ships a package
+#   named NAME_pkg under kernels/<op>/package*/
 #   a second validate of an unchanged package                                 -> a cache hit
 #   a broken manifest / a source that does not compile                        -> exit 4, one
 #                                                                                `<file>: <field>: <message>` per problem
@@ -17,22 +18,36 @@ export KGATE_CACHE_DIR="$out/nvrtc-cache"  # a fresh cache: the first compile is
 fail() { echo "FAIL: $*"; exit 1; }
 
 n=0
-for pkg in "$src"/kernels/*/package "$src"/runtime/package/examples/* "$src"/tests/packages/*; do
+kernel_packages=" "  # names of the packages under kernels/, from their "valid: NAME VERSION ..." line
+for pkg in "$src"/kernels/*/package* "$src"/runtime/package/examples/* "$src"/tests/packages/*; do
   [ -f "$pkg/kgate.json" ] || continue
   "$kgate" validate "$pkg" > "$out/validate.log" 2>&1
   rc=$?
   [ $rc -eq 0 ] || { cat "$out/validate.log"; fail "kgate validate $pkg exited $rc, expected 0"; }
   grep -q "^valid: .*compiled for sm_" "$out/validate.log" || { cat "$out/validate.log"; fail "no 'valid: ... compiled' summary for $pkg"; }
   echo "ok: $(cat "$out/validate.log")"
+  case "$pkg" in
+    "$src"/kernels/*) kernel_packages+="$(sed -n 's/^valid: \([^ ]*\) .*/\1/p' "$out/validate.log") " ;;
+  esac
   n=$((n + 1))
 done
-[ $n -ge 6 ] || fail "only $n packages were validated (expected kernels/softmax/package, the example and tests/packages/*)"
+[ $n -ge 6 ] || fail "only $n packages were validated (expected kernels/*/package*, the example and tests/packages/*)"
 
-# Kernel folders without a package yet are listed (not a failure: packages are added op by op).
-for dir in "$src"/kernels/*/; do
-  [ -f "$dir/CMakeLists.txt" ] && grep -q "kgate_add_kernel" "$dir/CMakeLists.txt" || continue
-  [ -f "$dir/package/kgate.json" ] || echo "note: $(basename "$dir") has in-tree kernels but no package/kgate.json yet"
+# Every in-tree cuda kernel ships its package, so the package path checks every kernel too.
+# kgate_add_kernel(NAME OP op BACKEND cuda SOURCES ...) may span lines: join each CMakeLists first.
+missing=0
+for cmake in "$src"/kernels/*/CMakeLists.txt; do
+  while read -r name; do
+    [ -n "$name" ] || continue
+    case "$kernel_packages" in
+      *" ${name}_pkg "*) ;;
+      *) echo "FAIL: kernel $name ($cmake) has no package: expected kernels/$(basename "$(dirname "$cmake")")/package*/kgate.json with \"name\": \"${name}_pkg\""
+         missing=$((missing + 1)) ;;
+    esac
+  done < <(tr '\n' ' ' < "$cmake" | grep -o 'kgate_add_kernel([^)]*)' | grep 'BACKEND cuda' |
+           grep -v MUTANT | sed 's/kgate_add_kernel( *\([A-Za-z0-9_]*\).*/\1/')
 done
+[ $missing -eq 0 ] || fail "$missing in-tree cuda kernel(s) without a package"
 
 "$kgate" validate "$src/kernels/softmax/package" > "$out/again.log" 2>&1 || fail "second validate failed"
 grep -q "cached CUBIN" "$out/again.log" || { cat "$out/again.log"; fail "the second validate was not a cache hit"; }

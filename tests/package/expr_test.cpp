@@ -86,6 +86,67 @@ TEST(Expr, Functions) {
   EXPECT_EQ(eval("max(min(5, 9), ceil_div(100, 7)) * 2"), 30);
 }
 
+TEST(Expr, ComparisonsGiveOneOrZero) {
+  EXPECT_EQ(eval("3 == 3"), 1);
+  EXPECT_EQ(eval("3 == 4"), 0);
+  EXPECT_EQ(eval("3 != 4"), 1);
+  EXPECT_EQ(eval("3 < 4"), 1);
+  EXPECT_EQ(eval("4 < 4"), 0);
+  EXPECT_EQ(eval("4 <= 4"), 1);
+  EXPECT_EQ(eval("5 > 4"), 1);
+  EXPECT_EQ(eval("4 >= 5"), 0);
+  EXPECT_EQ(eval("-1 < 0"), 1);
+  // Below + - * / %, above && and ||, as in C.
+  EXPECT_EQ(eval("2 + 2 == 4"), 1);
+  EXPECT_EQ(eval("10 % 4 == 2"), 1);
+  EXPECT_EQ(eval("(3 > 2) * 7"), 7);
+  EXPECT_EQ(eval("(3 > 2) + (5 > 4) + (1 > 9)"), 2);
+}
+
+TEST(Expr, LogicalOperators) {
+  EXPECT_EQ(eval("1 && 1"), 1);
+  EXPECT_EQ(eval("1 && 0"), 0);
+  EXPECT_EQ(eval("0 || 0"), 0);
+  EXPECT_EQ(eval("0 || 7"), 1);  // any non-zero is true; the result is 1
+  EXPECT_EQ(eval("!0"), 1);
+  EXPECT_EQ(eval("!5"), 0);
+  EXPECT_EQ(eval("!!5"), 1);
+  EXPECT_EQ(eval("-!0"), -1);
+  // && binds tighter than ||.
+  EXPECT_EQ(eval("1 || 0 && 0"), 1);
+  EXPECT_EQ(eval("(1 || 0) && 0"), 0);
+  const SymbolValues v{{"N", 700}, {"B", 3}};
+  EXPECT_EQ(eval("N > 512 && N <= 1024", v), 1);
+  EXPECT_EQ(eval("N > 32 && N <= 64 || B == 3", v), 1);
+  EXPECT_EQ(eval("!(N % 4 == 0)", v), 0);
+}
+
+TEST(Expr, LogicalOperatorsShortCircuit) {
+  // The right side is not evaluated when the left decides: no division by zero, no missing value.
+  EXPECT_EQ(eval("D > 0 && N / D > 2", {{"N", 8}, {"D", 0}}), 0);
+  EXPECT_EQ(eval("D == 0 || N / D > 2", {{"N", 8}, {"D", 0}}), 1);
+  EXPECT_EQ(eval("0 && M", {}), 0);
+  EXPECT_EQ(eval_error("1 && M"), "in \"1 && M\" at column 6: no value for symbol 'M'");
+  EXPECT_EQ(eval_error("D >= 0 && N / D > 2", {{"N", 8}, {"D", 0}}),
+            "in \"D >= 0 && N / D > 2\" at column 13: division by zero (D is 0)");
+}
+
+TEST(Expr, ComparisonBounds) {
+  EXPECT_EQ(Expr::parse("N > 32 && N <= 64").comparison_bounds("N"),
+            (std::vector<int64_t>{32, 64}));
+  EXPECT_EQ(Expr::parse("1024 < N").comparison_bounds("N"), (std::vector<int64_t>{1024}));
+  EXPECT_EQ(Expr::parse("N <= 16 * 1024 || N == 7").comparison_bounds("N"),
+            (std::vector<int64_t>{7, 16384}));
+  EXPECT_EQ(Expr::parse("N > 1 && N > 1").comparison_bounds("N"), (std::vector<int64_t>{1}));
+  // Only the symbol itself against a constant: not other symbols, expressions of N, non-constants.
+  EXPECT_TRUE(Expr::parse("B > 4").comparison_bounds("N").empty());
+  EXPECT_TRUE(Expr::parse("N % 4 == 0").comparison_bounds("N").empty());
+  EXPECT_TRUE(Expr::parse("N < B").comparison_bounds("N").empty());
+  EXPECT_TRUE(Expr::parse("N < 1 / 0").comparison_bounds("N").empty());
+  EXPECT_TRUE(Expr::parse("ceil_div(N, 4)").comparison_bounds("N").empty());
+  EXPECT_EQ(Expr::parse("min(N <= 8, 1)").comparison_bounds("N"), (std::vector<int64_t>{8}));
+}
+
 TEST(Expr, Symbols) {
   const SymbolValues v{{"B", 4}, {"N", 4097}, {"dim", -1}};
   EXPECT_EQ(eval("B * ceil_div(N, 1024)", v), 20);
@@ -144,12 +205,21 @@ TEST(Expr, ParseErrorsNameTheColumn) {
             "ceil_div, max, min, round_up");
   EXPECT_EQ(parse_error("N ^ 2"),
             "in \"N ^ 2\" at column 3: unexpected character '^'; expected a number, a symbol, a "
-            "function call, + - * / % or parentheses");
+            "function call, an operator (+ - * / % == != < <= > >= && || !) or parentheses");
   EXPECT_EQ(parse_error("N * 2.5"),
             "in \"N * 2.5\" at column 6: expected a decimal integer, found '.' in a number");
-  EXPECT_EQ(parse_error("N == 2"),
-            "in \"N == 2\" at column 3: unexpected character '='; expected a number, a symbol, a "
-            "function call, + - * / % or parentheses");
+  EXPECT_EQ(parse_error("N = 2"),
+            "in \"N = 2\" at column 3: '=' is not an operator; expected == to compare");
+  EXPECT_EQ(parse_error("N > 2 & N < 9"),
+            "in \"N > 2 & N < 9\" at column 7: '&' is not an operator; expected && (logical and)");
+  EXPECT_EQ(parse_error("N | 1"),
+            "in \"N | 1\" at column 3: '|' is not an operator; expected || (logical or)");
+  EXPECT_EQ(parse_error("1 < N < 9"),
+            "in \"1 < N < 9\" at column 7: comparisons do not chain; write \"a < b && b < c\" "
+            "instead of \"a < b < c\"");
+  EXPECT_EQ(parse_error("N >"),
+            "in \"N >\" at column 4: expected a number, a symbol, a function call or '(', found "
+            "end of expression");
   EXPECT_EQ(parse_error("9223372036854775808"),
             "in \"9223372036854775808\" at column 1: the number 9223372036854775808 does not fit "
             "in a signed 64-bit integer");

@@ -277,7 +277,7 @@ TEST_F(ManifestTest, KernelTypoInLaunch) {
                              line("launches[0].kernal",
                                   "unknown key \"kernal\"; did you mean \"kernel\"? "
                                   "expected one of: kernel, grid, block, shared_mem, "
-                                  "args"),
+                                  "args, when"),
                              line("launches[0].kernel",
                                   "missing; expected a kernel name expression such as "
                                   "\"softmax_rows<float>\", or an object of them per dtype such as "
@@ -459,7 +459,7 @@ TEST_F(ManifestTest, UnknownSymbolInBlock) {
   m["launches"][0]["block"] = {"M * 2"};
   EXPECT_EQ(only_problem(m), line("launches[0].block[0]",
                                   "in \"M * 2\" at column 1: unknown "
-                                  "symbol 'M'; known symbols: B, N, dim"));
+                                  "symbol 'M'; known symbols: B, N, dim, dtype_size"));
 }
 
 TEST_F(ManifestTest, GridNeedsOneToThreeExpressions) {
@@ -537,7 +537,7 @@ TEST_F(ManifestTest, ArgumentWithTwoKinds) {
   m["launches"][0]["args"][0] = {{"tensor", "x"}, {"shape", "N"}};
   EXPECT_EQ(only_problem(m), line("launches[0].args[0]",
                                   "expected exactly one of tensor, "
-                                  "workspace, shape, attribute, scalar, "
+                                  "workspace, shape, attribute, scalar, stride, "
                                   "found tensor and shape"));
 }
 
@@ -692,6 +692,162 @@ TEST_F(ManifestTest, VariantNotAMultipleOfTheGuard) {
                                   "(guard.shapes.N.multiple_of)"));
 }
 
+// --- launch conditions, strides, built-in symbols, attributes of the op ------------------------
+
+/// Two launches of one kernel that take turns by the row length and the layout, with strides.
+json dispatch_manifest() {
+  json m = base_manifest();
+  m["guard"]["layouts"] = {"contiguous", "strided", "offset"};
+  m["launches"] = json::parse(R"J([
+    {"kernel": "k<float>", "when": {"if": "N <= 1024", "layouts": ["contiguous", "offset"]},
+     "grid": ["ceil_div(B * N / (16 / dtype_size), 256)"], "block": [256],
+     "args": [{"tensor": "x"}, {"tensor": "y"}, {"stride": ["x", 0], "type": "i64"},
+              {"stride": ["y", -1], "type": "u32"}]},
+    {"kernel": "k<float>", "when": {"if": "N > 1024 || B % 2 != 0"},
+     "grid": ["B"], "block": [256],
+     "args": [{"tensor": "x"}, {"tensor": "y"}, {"shape": "N", "type": "i64"}]}
+  ])J");
+  return m;
+}
+
+TEST_F(ManifestTest, LaunchConditionsAndStrides) {
+  PackageManifest out;
+  EXPECT_TRUE(problems(dispatch_manifest(), &out).empty())
+      << ::testing::PrintToString(problems(dispatch_manifest()));
+  ASSERT_EQ(out.launches.size(), 2u);
+  const LaunchCondition& w0 = out.launches[0].when;
+  ASSERT_TRUE(w0.if_expr.has_value());
+  EXPECT_EQ(w0.if_expr->text(), "N <= 1024");
+  EXPECT_EQ(w0.layouts, (std::vector<Layout>{Layout::contiguous, Layout::offset}));
+  EXPECT_TRUE(out.launches[1].when.layouts.empty());
+  EXPECT_EQ(out.launches[1].when.if_expr->evaluate({{"B", 3}, {"N", 8}}), 1);
+  EXPECT_EQ(out.launches[0].grid[0].evaluate({{"B", 2}, {"N", 1000}, {"dtype_size", 2}}), 1);
+  const KernelArg& s0 = out.launches[0].args[2];
+  EXPECT_EQ(s0.kind, KernelArg::Kind::stride);
+  EXPECT_EQ(s0.name, "x");
+  EXPECT_EQ(s0.dim, 0);
+  EXPECT_EQ(s0.type, ScalarType::i64);
+  EXPECT_EQ(out.launches[0].args[3].dim, -1);
+  EXPECT_EQ(out.launches[0].args[3].type, ScalarType::u32);
+  // A launch without "when" has no condition.
+  EXPECT_TRUE(problems(base_manifest(), &out).empty());
+  EXPECT_FALSE(out.launches[0].when.if_expr.has_value());
+  EXPECT_TRUE(out.launches[0].when.layouts.empty());
+}
+
+TEST_F(ManifestTest, BadLaunchConditions) {
+  json m = dispatch_manifest();
+  m["launches"][1]["when"] = json::object();
+  EXPECT_EQ(only_problem(m), line("launches[1].when",
+                                  "expected an object with \"if\" (an integer expression: the "
+                                  "launch runs when it is non-zero) and/or \"layouts\" (the call "
+                                  "layouts it runs for), such as {\"if\": \"N > 1024\"}, found "
+                                  "an object"));
+  m["launches"][1]["when"] = "N > 1024";
+  EXPECT_EQ(only_problem(m), line("launches[1].when",
+                                  "expected an object with \"if\" (an integer expression: the "
+                                  "launch runs when it is non-zero) and/or \"layouts\" (the call "
+                                  "layouts it runs for), such as {\"if\": \"N > 1024\"}, found "
+                                  "\"N > 1024\""));
+  m["launches"][1]["when"] = {{"iff", "N > 1024"}};
+  EXPECT_EQ(only_problem(m), line("launches[1].when.iff",
+                                  "unknown key \"iff\"; did you mean \"if\"? expected one of: "
+                                  "if, layouts"));
+  m["launches"][1]["when"] = {{"if", "N => 1024"}};
+  EXPECT_EQ(only_problem(m), line("launches[1].when.if",
+                                  "in \"N => 1024\" at column 3: '=' is not an operator; expected "
+                                  "== to compare"));
+  m["launches"][1]["when"] = {{"if", "M > 1024"}};
+  EXPECT_EQ(only_problem(m), line("launches[1].when.if",
+                                  "in \"M > 1024\" at column 1: unknown symbol 'M'; known "
+                                  "symbols: B, N, dim, dtype_size"));
+  m["launches"][1]["when"] = {{"layouts", {"rowmajor"}}};
+  EXPECT_EQ(only_problem(m), line("launches[1].when.layouts[0]",
+                                  "expected one of contiguous, strided, offset; found "
+                                  "\"rowmajor\""));
+  m["launches"][1]["when"] = {{"layouts", json::array()}};
+  EXPECT_EQ(only_problem(m), line("launches[1].when.layouts",
+                                  "expected a non-empty array of contiguous, strided, offset; "
+                                  "found an array"));
+}
+
+TEST_F(ManifestTest, LaunchLayoutOutsideTheGuard) {
+  json m = dispatch_manifest();
+  m["guard"]["layouts"] = {"contiguous"};
+  EXPECT_EQ(only_problem(m),
+            line("launches[0].when.layouts[1]",
+                 "layout offset is not in guard.layouts [contiguous]: calls of that layout fall "
+                 "back to the reference, so the launch never runs for them; add it to "
+                 "guard.layouts or remove it here"));
+}
+
+TEST_F(ManifestTest, BadStrideArguments) {
+  json m = base_manifest();
+  m["launches"][0]["args"].push_back({{"stride", {"x", 2}}, {"type", "i64"}});
+  EXPECT_EQ(only_problem(m), line("launches[0].args[3].stride[1]",
+                                  "dimension 2 does not exist in x:[B, N] of op \"softmax\"; "
+                                  "expected -2 to 1"));
+  m["launches"][0]["args"][3] = {{"stride", {"x", -3}}, {"type", "i64"}};
+  EXPECT_EQ(only_problem(m), line("launches[0].args[3].stride[1]",
+                                  "dimension -3 does not exist in x:[B, N] of op \"softmax\"; "
+                                  "expected -2 to 1"));
+  m["launches"][0]["args"][3] = {{"stride", {"weights", 0}}, {"type", "i64"}};
+  EXPECT_EQ(only_problem(m), line("launches[0].args[3].stride[0]",
+                                  "op \"softmax\" has no tensor \"weights\"; expected one of: x, "
+                                  "y"));
+  m["launches"][0]["args"][3] = {{"stride", "x"}, {"type", "i64"}};
+  EXPECT_EQ(only_problem(m), line("launches[0].args[3].stride",
+                                  "expected [TENSOR, DIM] such as [\"x\", 0], found \"x\""));
+  m["launches"][0]["args"][3] = {{"stride", {"x", 0}}, {"type", "f32"}};
+  EXPECT_EQ(only_problem(m), line("launches[0].args[3].type",
+                                  "expected one of i32, i64, u32, u64, found \"f32\""));
+  m["launches"][0]["args"][3] = {{"stride", {"x", 0}}};
+  EXPECT_EQ(only_problem(m), line("launches[0].args[3].type",
+                                  "missing; expected the parameter's C type, one of i32, i64, "
+                                  "u32, u64"));
+}
+
+TEST_F(ManifestTest, BuiltInSymbolNamesAreReserved) {
+  json m = base_manifest();
+  m["symbols"]["dtype_size"] = {"x", 0};
+  EXPECT_EQ(only_problem(m), line("symbols.dtype_size",
+                                  "\"dtype_size\" is a built-in symbol (the bytes of one element "
+                                  "of the call's dtype); choose another symbol name"));
+  m = base_manifest();
+  m["launches"][0]["grid"] = {"ceil_div(B * N, 16 / dtype_size)"};
+  EXPECT_TRUE(problems(m).empty());
+  EXPECT_EQ(builtin_symbol_names(), std::vector<std::string>{"dtype_size"});
+}
+
+TEST_F(ManifestTest, AttributeArgumentOfTheOpNeedNotBePinned) {
+  // layer_norm's eps, not listed in "attributes": the argument takes the call's value.
+  json m = base_manifest();
+  m["op"] = "layer_norm";
+  m.erase("attributes");
+  m["launches"][0]["args"] = json::parse(R"J([{"tensor": "x"}, {"tensor": "weight"},
+    {"tensor": "bias"}, {"tensor": "y"}, {"attribute": "eps", "type": "f32"}])J");
+  PackageManifest out;
+  EXPECT_TRUE(problems(m, &out).empty()) << ::testing::PrintToString(problems(m));
+  EXPECT_TRUE(out.attributes.empty());
+  EXPECT_EQ(out.launches[0].args[4].kind, KernelArg::Kind::attribute);
+  EXPECT_EQ(out.launches[0].args[4].name, "eps");
+  // eps is not an integer (its default is 1e-5).
+  m["launches"][0]["args"][4]["type"] = "i32";
+  EXPECT_EQ(only_problem(m), line("launches[0].args[4].type",
+                                  "attribute \"eps\" is not an integer; expected f32 or f64"));
+  // Neither an attribute of the op nor declared.
+  m["launches"][0]["args"][4] = {{"attribute", "epsilon"}, {"type", "f32"}};
+  EXPECT_EQ(only_problem(m), line("launches[0].args[4].attribute",
+                                  "expected the name of an attribute of the op or one declared in "
+                                  "\"attributes\" (eps), found \"epsilon\""));
+  // softmax's dim, declared: listed once.
+  json s = base_manifest();
+  s["launches"][0]["args"].push_back({{"attribute", "axis"}, {"type", "i32"}});
+  EXPECT_EQ(only_problem(s), line("launches[0].args[3].attribute",
+                                  "expected the name of an attribute of the op or one declared in "
+                                  "\"attributes\" (dim), found \"axis\""));
+}
+
 // --- every problem at once, and load_manifest ---------------------------------------------------
 
 TEST_F(ManifestTest, CollectsEveryProblem) {
@@ -783,6 +939,18 @@ TEST(ManifestSchema, DescribesTheSameTopLevelKeys) {
                                             "op", "sources", "symbols", "version", "workspace"}));
   EXPECT_EQ(schema.at("required"), json::parse(R"J(["format", "name", "version", "op", "sources",
                                                    "launches", "guard"])J"));
+  // Launch keys and argument kinds as the checker knows them.
+  std::vector<std::string> launch_keys;
+  for (const auto& item : schema.at("$defs").at("launch").at("properties").items())
+    launch_keys.push_back(item.key());
+  std::sort(launch_keys.begin(), launch_keys.end());
+  EXPECT_EQ(launch_keys, (std::vector<std::string>{"args", "block", "grid", "kernel", "shared_mem",
+                                                   "when"}));
+  std::vector<std::string> arg_kinds;
+  for (const auto& variant : schema.at("$defs").at("arg").at("oneOf"))
+    arg_kinds.push_back(variant.at("required").at(0).get<std::string>());
+  EXPECT_EQ(arg_kinds, (std::vector<std::string>{"tensor", "workspace", "shape", "attribute",
+                                                 "scalar", "stride"}));
 }
 
 }  // namespace

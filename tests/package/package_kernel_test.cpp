@@ -438,6 +438,150 @@ TEST_F(PackageKernelTest, VariantsTileSizesAndMovingInside) {
   EXPECT_EQ(moved("softmax:f16:B=128,N=1024:contiguous:normal:0000000000000001"), "none");
 }
 
+/// A dispatch on the row length, the dtype and the layout: a vector kernel for short contiguous or
+/// offset rows, a row kernel (with the call's strides) otherwise.
+json dispatch_manifest() {
+  json m = plan_manifest();
+  m.erase("workspace");
+  m["guard"]["layouts"] = {"contiguous", "strided", "offset"};
+  m["launches"] = json::parse(R"J([
+    {"kernel": {"f32": "k<float>", "f16": "k<__half>"},
+     "when": {"if": "N <= 1024 && N % (16 / dtype_size) == 0", "layouts": ["contiguous", "offset"]},
+     "grid": ["ceil_div(B * N / (16 / dtype_size), 256)"], "block": [256],
+     "args": [{"tensor": "x"}, {"tensor": "y"}, {"shape": "N / (16 / dtype_size)", "type": "i64"}]},
+    {"kernel": "finish",
+     "when": {"if": "!(N <= 1024 && N % (16 / dtype_size) == 0)"},
+     "grid": ["B"], "block": [256],
+     "args": [{"tensor": "x"}, {"tensor": "y"}, {"shape": "N", "type": "i64"},
+              {"stride": ["x", 0], "type": "i64"}, {"stride": ["x", -1], "type": "i64"},
+              {"stride": ["y", 0], "type": "u32"}]},
+    {"kernel": "finish", "when": {"layouts": ["strided"], "if": "N <= 1024 && N % (16 / dtype_size) == 0"},
+     "grid": ["B"], "block": [256],
+     "args": [{"tensor": "x"}, {"tensor": "y"}, {"shape": "N", "type": "i64"},
+              {"stride": ["x", 0], "type": "i64"}, {"stride": ["x", -1], "type": "i64"},
+              {"stride": ["y", 0], "type": "u32"}]}
+  ])J");
+  return m;
+}
+
+TEST_F(PackageKernelTest, LaunchesRunWhenTheirConditionHolds) {
+  const auto manifest = load(dispatch_manifest());
+  const auto& op = testing::softmax_op();
+  auto names = [&](const KernelCall& call) {
+    const auto plan = plan_launches(manifest, op, kLowered, call);
+    std::vector<std::string> out;
+    for (const auto& l : plan.launches) out.push_back(std::to_string(l.index) + ":" + l.name_expression);
+    return out;
+  };
+  using V = std::vector<std::string>;
+  // f32: 4 elements per 16-byte vector; f16: 8.
+  EXPECT_EQ(names(call_of(3, 1024)), V{"0:k<float>"});
+  EXPECT_EQ(names(call_of(3, 1028)), V{"1:finish"});
+  EXPECT_EQ(names(call_of(3, 1022)), V{"1:finish"});
+  EXPECT_EQ(names(call_of(3, 1020, DType::f16)), V{"1:finish"});
+  EXPECT_EQ(names(call_of(3, 1016, DType::f16)), V{"0:k<__half>"});
+  KernelCall offset = call_of(3, 1024);
+  offset.inputs[0].data = reinterpret_cast<void*>(uintptr_t{0x10004});
+  EXPECT_EQ(names(offset), V{"0:k<float>"});
+  KernelCall strided = call_of(3, 1024);
+  strided.inputs[0].strides = {2048, 2};
+  EXPECT_EQ(names(strided), V{"2:finish"});
+
+  const auto plan = plan_launches(manifest, op, kLowered, call_of(3, 1024, DType::f16));
+  EXPECT_EQ(plan.skipped, (std::vector<std::size_t>{1, 2}));
+  ASSERT_EQ(plan.launches.size(), 1u);
+  EXPECT_EQ(plan.launches[0].index, 0u);
+  EXPECT_EQ(plan.launches[0].grid[0], 2u);  // ceil_div(3 * 1024 / 8, 256)
+  EXPECT_EQ(plan.launches[0].value<int64_t>(2), 128);
+  // The built-in dtype_size is evaluated, not shown among the call's symbols.
+  EXPECT_EQ(plan.symbols, (SymbolValues{{"B", 3}, {"N", 1024}, {"dim", -1}}));
+}
+
+TEST_F(PackageKernelTest, StrideArgumentsAreTheCallsStrides) {
+  const auto manifest = load(dispatch_manifest());
+  KernelCall strided = call_of(3, 1000);
+  strided.inputs[0].strides = {2000, 2};
+  strided.outputs[0].strides = {1200, 1};
+  const auto plan = plan_launches(manifest, testing::softmax_op(), kLowered, strided);
+  ASSERT_EQ(plan.launches.size(), 1u);
+  const PlannedLaunch& l = plan.launches[0];
+  EXPECT_EQ(l.index, 2u);
+  EXPECT_EQ(l.value<int64_t>(3), 2000);
+  EXPECT_EQ(l.value<int64_t>(4), 2);
+  EXPECT_EQ(l.value<uint32_t>(5), 1200u);
+  EXPECT_EQ(l.args[3].description, "stride of x dimension 0 as i64");
+  EXPECT_EQ(l.args[4].description, "stride of x dimension -1 as i64");
+  EXPECT_EQ(l.args[5].size, 4u);
+}
+
+TEST_F(PackageKernelTest, StrideAndConditionErrors) {
+  // A stride of a dimension the call's tensor does not have (y is not bound by a symbol, so the
+  // guard's ranks do not cover it).
+  json m = dispatch_manifest();
+  m["launches"][1]["args"][5] = {{"stride", {"y", -2}}, {"type", "u32"}};
+  KernelCall flat_y = call_of(3, 1001);
+  flat_y.outputs[0].sizes = {3003};
+  flat_y.outputs[0].strides = {1};
+  EXPECT_EQ(plan_error(m, flat_y),
+            "package plan_pkg (" + manifest_path() +
+                "): launches[1].args[5]: stride of y dimension -2 as u32: tensor y has rank 1, so "
+                "dimension -2 does not exist [B=3, N=1001, dim=-1]");
+  // A stride that does not fit its type.
+  m = dispatch_manifest();
+  KernelCall negative = call_of(3, 1001);
+  negative.outputs[0].strides = {-1001, 1};
+  EXPECT_EQ(plan_error(m, negative),
+            "package plan_pkg (" + manifest_path() +
+                "): launches[1].args[5]: stride of y dimension 0 as u32: the value -1001 does not "
+                "fit in u32 (0 to 4294967295) [B=3, N=1001, dim=-1]");
+  // A condition that cannot be evaluated.
+  m = dispatch_manifest();
+  m["launches"][1]["when"]["if"] = "N / (B - 3) > 1";
+  EXPECT_EQ(plan_error(m, call_of(3, 1000)),
+            "package plan_pkg (" + manifest_path() +
+                "): launches[1].when.if: in \"N / (B - 3) > 1\" at column 3: division by zero "
+                "[B=3, N=1000, dim=-1]");
+}
+
+TEST_F(PackageKernelTest, UnpinnedAttributeTakesTheCallsValue) {
+  json m = json::parse(R"J({
+    "format": "kgate-package/1", "name": "norm_pkg", "version": "1.0.0", "op": "layer_norm",
+    "sources": ["k.cu"],
+    "symbols": {"B": ["x", 0], "N": ["x", 1]},
+    "launches": [{"kernel": "finish", "grid": ["B"], "block": [256],
+                  "args": [{"tensor": "x"}, {"tensor": "weight"}, {"tensor": "bias"}, {"tensor": "y"},
+                           {"attribute": "eps", "type": "f32"}, {"attribute": "eps", "type": "f64"},
+                           {"stride": ["weight", 0], "type": "i64"}]}],
+    "guard": {"dtypes": ["f32"], "ranks": [2], "layouts": ["contiguous", "strided", "offset"]}
+  })J");
+  const auto manifest = load(m);
+  const auto& op = testing::layer_norm_op();
+  KernelCall call = call_of(2, 64);
+  TensorView w = call.inputs[0];
+  w.sizes = {64};
+  w.strides = {3};
+  call.inputs = {call.inputs[0], w, w};
+  call.attributes = {{"eps", 1e-3}};
+  EXPECT_EQ(call_guard_violation(manifest, op, call), "");  // no eps is pinned: any value runs
+  auto plan = plan_launches(manifest, op, kLowered, call);
+  EXPECT_EQ(plan.launches[0].value<float>(4), 1e-3f);
+  EXPECT_EQ(plan.launches[0].value<double>(5), 1e-3);
+  EXPECT_EQ(plan.launches[0].value<int64_t>(6), 3);
+  call.attributes.clear();  // the op's default
+  plan = plan_launches(manifest, op, kLowered, call);
+  EXPECT_EQ(plan.launches[0].value<float>(4), 1e-5f);
+  EXPECT_EQ(plan.launches[0].value<double>(5), 1e-5);
+}
+
+TEST_F(PackageKernelTest, TileSizesIncludeWhereLaunchConditionsSwitch) {
+  json m = dispatch_manifest();
+  m["launches"][0]["when"]["if"] = "N > 32 && N <= 1024";
+  m["launches"][1]["when"]["if"] = "N <= 32 || N > 1024";
+  m["launches"][2]["when"]["if"] = "B > 100";  // not the reduced symbol
+  const auto manifest = load(m);
+  EXPECT_EQ(guard_tile_sizes(manifest, testing::softmax_op()), (std::vector<int64_t>{32, 1024, 65536}));
+}
+
 TEST_F(PackageKernelTest, KernelInfoOfAPackage) {
   const auto manifest = load(boundary_manifest());
   CompileResult compiled;

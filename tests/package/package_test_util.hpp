@@ -1,5 +1,5 @@
 // Helpers of the package tests: a temporary package directory that removes itself, file writers,
-// and a softmax op signature standing in for the catalogue.
+// and softmax and layer_norm op signatures standing in for the catalogue.
 #pragma once
 
 #include <unistd.h>
@@ -68,11 +68,29 @@ inline const OpSignature& softmax_op() {
   return op;
 }
 
-/// Check options with a catalogue of softmax and layer_norm (layer_norm only by name).
+/// layer_norm as the catalogue declares it: x:[B,N], weight:[N], bias:[N] -> y:[B,N], attribute
+/// eps (not an integer).
+inline const OpSignature& layer_norm_op() {
+  static const OpSignature op = [] {
+    OpSignature s;
+    s.name = "layer_norm";
+    s.inputs = {{"x", {"B", "N"}}, {"weight", {"N"}}, {"bias", {"N"}}};
+    s.outputs = {{"y", {"B", "N"}}};
+    s.symbols = {{"B", 1, 65536, 512}, {"N", 1, 65536, 8192}};
+    s.reduced_symbol = "N";
+    s.dtypes = {DType::f32, DType::f16, DType::bf16};
+    s.attributes = {{"eps", 1e-5}};
+    return s;
+  }();
+  return op;
+}
+
+/// Check options with a catalogue of softmax and layer_norm.
 inline CheckOptions catalogue_options() {
   CheckOptions o;
   o.find_op = [](const std::string& name) -> const OpSignature* {
-    return name == "softmax" ? &softmax_op() : nullptr;
+    if (name == "softmax") return &softmax_op();
+    return name == "layer_norm" ? &layer_norm_op() : nullptr;
   };
   o.known_ops = {"layer_norm", "softmax"};
   return o;
