@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # GPU demonstration of exported kernel packages (needs a GPU; run by hand or by the lead):
-#   1. NVRTC compile, cold vs cache hit: `kgate validate` twice per package with a fresh
+#   1. NVRTC compile, cold vs cache hit (the demo packages and every kernels/*/package*):
+#      `kgate validate` twice per package with a fresh
 #      KGATE_CACHE_DIR, printing the seconds from the summary line and the wall time;
 #   2. `kgate check tests/packages/softmax_v2_{fast,slow,wrong} --baseline-package softmax_v1`
 #      (and kernels/softmax/package without a baseline), each into OUT_DIR/<name>/;
@@ -38,9 +39,9 @@ command -v nvidia-smi > /dev/null && nvidia-smi --query-gpu=name,driver_version 
 echo
 echo "== 1. NVRTC compile: cold (fresh KGATE_CACHE_DIR=$KGATE_CACHE_DIR) vs cache hit"
 echo "   (seconds: NVRTC / cache look-up from kgate validate's summary; wall: the whole process, LibTorch load included)"
-printf "%-22s %-12s %-10s %-12s %-10s\n" "package" "cold (s)" "wall (s)" "cached (s)" "wall (s)"
+printf "%-32s %-12s %-10s %-12s %-10s\n" "package" "cold (s)" "wall (s)" "cached (s)" "wall (s)"
 for pkg in "$here/softmax_v1" "$here/softmax_v2_fast" "$here/softmax_v2_slow" "$here/softmax_v2_wrong" \
-           "$repo/kernels/softmax/package"; do
+           "$repo"/kernels/*/package*; do
   label=$(sed -n 's/^ *"name": "\([^"]*\)".*/\1/p' "$pkg/kgate.json" | head -1)
   t0=$(now)
   cold=$("$kgate" validate "$pkg" 2>&1)
@@ -56,7 +57,7 @@ for pkg in "$here/softmax_v1" "$here/softmax_v2_fast" "$here/softmax_v2_slow" "$
   fi
   cold_s=$(echo "$cold" | sed -n 's/.*compiled for sm_[0-9a-z]* in \([0-9.]*\) s.*/\1/p')
   warm_s=$(echo "$warm" | sed -n 's/.*cached CUBIN for sm_[0-9a-z]* (\([0-9.]*\) s).*/\1/p')
-  printf "%-22s %-12s %-10s %-12s %-10s\n" "${label:-$pkg}" "${cold_s:-?}" "$(elapsed "$t0" "$t1")" \
+  printf "%-32s %-12s %-10s %-12s %-10s\n" "${label:-$pkg}" "${cold_s:-?}" "$(elapsed "$t0" "$t1")" \
          "${warm_s:-?}" "$(elapsed "$t1" "$t2")"
   [ -n "$warm_s" ] || echo "  (second validate was not a cache hit: $warm)"
 done
