@@ -49,6 +49,10 @@ struct CaseResult {
   double reference_vs_oracle_max_abs = 0;  ///< the eager reference's own error
   std::string repro;      ///< one-line command that replays this case
   uint64_t output_fingerprint = 0;  ///< hash of the first output's bits (determinism check; not serialized)
+  /// The memory checks, as measured (unwritten elements are vs_reference.unwritten); not serialized:
+  /// the verdict's rule and message carry them into the report.
+  bool guard_bands_intact = true;
+  bool inputs_modified = false;
   /// The case was outside the kernel's guard (KernelInfo::accepts): the eager reference ran
   /// instead of the kernel, as deployed code falls back. Its rule is then "fallback".
   bool fallback = false;

@@ -417,6 +417,8 @@ CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c, const cor
     result.vs_reference = m.vs_reference;
     result.vs_oracle = m.vs_oracle;
     result.reference_vs_oracle_max_abs = m.reference_vs_oracle_max_abs;
+    result.guard_bands_intact = m.guard_bands_intact;
+    result.inputs_modified = m.inputs_modified;
     if (result.fallback) {
       // The reference ran: the verdict checks the fallback wrote every output, nothing more.
       const std::string note = "fallback: outside the guard of '" + kernel.name + "' (" + refusal +
