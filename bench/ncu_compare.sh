@@ -5,13 +5,17 @@
 # (no CUPTI in the process); prints, per kernel, the CUPTI median, the ncu median and their
 # difference in %. Goal: within 1%. An empty kernel is timed both ways too: the difference of its
 # medians is the fixed cost per launch that ncu's gpu__time_duration includes and CUPTI's kernel
-# record does not (about 1 us on the H200), and a last column gives each difference net of it.
+# record does not (about 1 us on the H200), and a last column gives each difference net of it. A
+# last line compares the increments between sizes (the fixed parts cancel) and fits
+# ncu = a + b x CUPTI: b near 1 means the two agree on the work, a is the per-launch offset.
 #
 # usage: bench/ncu_compare.sh BIN [speed_power options: --kind stream|compute --sizes 3,30,300
 #                                  --launches K --warm]
 #   BIN  the kgate.bench.speed_power executable (e.g. build/bin/kgate.bench.speed_power)
 #   NCU=/path/to/ncu picks the profiler (default: ncu on PATH, then /usr/local/cuda/bin/ncu);
-#   NCU_COMPARE_DIR=DIR keeps the intermediate files there (default: a temporary directory).
+#   NCU_COMPARE_DIR=DIR keeps the intermediate files there (default: a temporary directory);
+#   NCU_ARGS="..." adds options to ncu (e.g. --cache-control none, to pair with --warm).
+# Both runs also report the SM clock (NVML after the CUPTI timing; ncu's sm__cycles_elapsed rate).
 # Exit codes: 0 every kernel within 1%, 2 some kernel differs by more, 1 a run failed,
 #             3 ncu or python3 missing, 4 bad usage.
 set -u
@@ -54,7 +58,9 @@ units=$(sed -n 's/^sizing: --units //p' "$work/cupti.txt" | tail -n 1)
 # 2. ncu with the same work; the program times nothing itself (--timer none), so CUPTI and the
 #    profiler never share the process. Later options win, so ours come after the caller's.
 echo "ncu_compare: profiling with $ncu (units $units)" >&2
-"$ncu" --clock-control none --metrics gpu__time_duration.sum --kernel-name "regex:^kgate_power_" \
+metrics=gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second
+# shellcheck disable=SC2086  # NCU_ARGS is a list of options
+"$ncu" --clock-control none ${NCU_ARGS:-} --metrics "$metrics" --kernel-name "regex:^kgate_power_" \
   --export "$work/profile" --force-overwrite \
   "$bin" --ncu-kernels "$@" --timer none --units "$units" > "$work/ncu.log" 2>&1
 rc=$?
@@ -66,8 +72,11 @@ if [ $rc -ne 0 ] || [ ! -f "$work/profile.ncu-rep" ]; then
   fi
   die "ncu exited $rc (no report written)"
 fi
-"$ncu" --import "$work/profile.ncu-rep" --csv --page raw --metrics gpu__time_duration.sum \
+"$ncu" --import "$work/profile.ncu-rep" --csv --page raw --metrics "$metrics" \
   > "$work/ncu.csv" 2> "$work/import.err" || { cat "$work/import.err" >&2; die "ncu --import failed"; }
+
+grep -m 1 '^ncu-kernels:' "$work/cupti.txt"
+[ -z "${NCU_ARGS:-}" ] || echo "ncu options: --clock-control none $NCU_ARGS"
 
 # 3. Per kernel: CUPTI median vs ncu median.
 python3 - "$work/cupti.txt" "$work/ncu.csv" <<'PY'
@@ -76,6 +85,9 @@ import csv, statistics, sys
 cupti_path, ncu_path = sys.argv[1], sys.argv[2]
 SCALE = {"nsecond": 1.0, "ns": 1.0, "usecond": 1e3, "us": 1e3, "msecond": 1e6, "ms": 1e6,
          "second": 1e9, "s": 1e9}
+# Clock rates to MHz.
+RATE = {"cycle/nsecond": 1e3, "cycle/usecond": 1.0, "cycle/msecond": 1e-3, "cycle/second": 1e-6,
+        "ghz": 1e3, "mhz": 1.0, "khz": 1e-3, "hz": 1e-6}
 
 cupti = {}  # name -> (fields)
 for line in open(cupti_path):
@@ -93,7 +105,8 @@ try:
     metric_col = header.index("gpu__time_duration.sum")
 except ValueError as e:
     sys.exit("ncu_compare: unexpected ncu CSV header (%s): %s" % (e, header[:12]))
-scale, ncu = 1.0, {}
+clock_col = header.index("sm__cycles_elapsed.avg.per_second") if "sm__cycles_elapsed.avg.per_second" in header else None
+scale, rate, ncu, ncu_clock = 1.0, 1.0, {}, {}
 for r in rows[1:]:
     if len(r) <= max(name_col, metric_col):
         continue
@@ -104,9 +117,16 @@ for r in rows[1:]:
         # The units row: e.g. "nsecond" under the metric's column.
         if value in SCALE:
             scale = SCALE[value]
+        if clock_col is not None and r[clock_col].strip().lower() in RATE:
+            rate = RATE[r[clock_col].strip().lower()]
         continue
     name = r[name_col].split("(")[0].strip()
     ncu.setdefault(name, []).append(ns * scale)
+    if clock_col is not None:
+        try:
+            ncu_clock.setdefault(name, []).append(float(r[clock_col].replace(",", "")) * rate)
+        except ValueError:
+            pass
 
 # The empty kernel's two medians give the fixed cost per launch that ncu's gpu__time_duration counts
 # and CUPTI's kernel record does not; the last column compares the work-proportional part.
@@ -115,9 +135,9 @@ f = cupti.get("kgate_power_empty")
 if f and f.get("cupti_median_ns", "-") != "-" and ncu.get("kgate_power_empty"):
     offset = statistics.median(ncu["kgate_power_empty"]) - float(f["cupti_median_ns"])
 
-print("%-24s %8s %12s %9s %9s %16s %14s %8s %14s" % ("kernel", "target", "units", "cupti n", "ncu n",
-                                                     "CUPTI median ns", "ncu median ns", "diff %",
-                                                     "- offset diff %"))
+print("%-24s %8s %12s %9s %9s %16s %14s %8s %14s %10s %10s" % (
+    "kernel", "target", "units", "cupti n", "ncu n", "CUPTI median ns", "ncu median ns", "diff %",
+    "- offset diff %", "NVML MHz", "ncu MHz"))
 worst, worst_net, missing = 0.0, 0.0, []
 for name in sorted(cupti):
     f = cupti[name]
@@ -137,14 +157,28 @@ for name in sorted(cupti):
             d = 100.0 * (float(c) - (m - offset)) / (m - offset)
             worst_net = max(worst_net, abs(d))
             net = "%+.2f%%" % d
-    print("%-24s %8s %12s %9s %9d %16.1f %14.1f %+7.2f%% %14s" % (name, f["target_us"] + "us", f["units"],
-                                                                f["launches"], len(samples), float(c), m,
-                                                                diff, net))
+    clock = "%.0f" % statistics.median(ncu_clock[name]) if ncu_clock.get(name) else "-"
+    print("%-24s %8s %12s %9s %9d %16.1f %14.1f %+7.2f%% %14s %10s %10s" % (
+        name, f["target_us"] + "us", f["units"], f["launches"], len(samples), float(c), m, diff, net,
+        f.get("sm_clock_mhz", "-"), clock))
 if missing:
     sys.exit("ncu_compare: no comparison for %s" % ", ".join(missing))
 if offset is not None:
     print("fixed offset (ncu - CUPTI on an empty kernel): %.0f ns; largest difference net of it %.2f%%"
           % (offset, worst_net))
+# The same comparison without any assumption about the empty kernel: between consecutive sizes of the
+# same kind the fixed per-launch parts cancel, so the ratio of the two tools' increments says whether
+# they agree on the work itself; a least-squares line ncu = a + b * CUPTI gives the per-launch offset.
+points = sorted((float(cupti[n]["cupti_median_ns"]), statistics.median(ncu[n])) for n in cupti
+                if n != "kgate_power_empty" and cupti[n].get("cupti_median_ns", "-") != "-" and ncu.get(n))
+if len(points) >= 2:
+    slopes = ["%.4f" % ((y1 - y0) / (x1 - x0)) for (x0, y0), (x1, y1) in zip(points, points[1:]) if x1 > x0]
+    mx = statistics.fmean(x for x, _ in points)
+    my = statistics.fmean(y for _, y in points)
+    sxx = sum((x - mx) ** 2 for x, _ in points)
+    b = sum((x - mx) * (y - my) for x, y in points) / sxx if sxx > 0 else float("nan")
+    print("work agreement: ncu/CUPTI increments between consecutive sizes %s; least squares "
+          "ncu = %.0f ns + %.4f x CUPTI" % (", ".join(slopes), my - b * mx, b))
 print("largest difference %.2f%% (goal: within 1%%): %s" % (worst, "ok" if worst <= 1 else "OVER"))
 sys.exit(0 if worst <= 1 else 2)
 PY

@@ -120,6 +120,7 @@ struct Options {
   std::string timer = "cupti";
   std::string csv;  ///< one line per comparison, when set
   bool verbose = false;
+  double launch_gap_us = -1;   ///< >= 0: the GPU idles this long before each timed launch
   bool ncu_kernels = false;    ///< only launch the base kernels (for Nsight Compute)
   int launches = 50;           ///< launches per kernel in --ncu-kernels mode
   std::vector<int64_t> units;  ///< fixed work per size: skips sizing
@@ -142,7 +143,11 @@ constexpr const char* kUsage =
     "  --warm                  no L2 flush between launches\n"
     "  --flush read|write      how the L2 is flushed: a read kernel (default, leaves clean lines)\n"
     "                          or cudaMemset (leaves dirty lines the next launch writes back)\n"
-    "  --timer cupti|events    launch timer (default cupti); none only with --ncu-kernels\n"
+    "  --timer cupti|cupti-serial|events  launch timer (default cupti: concurrent-kernel records;\n"
+    "                          cupti-serial: serialized kernel records); none only with --ncu-kernels\n"
+    "  --launch-gap US         before each timed launch, synchronize and wait US microseconds, so\n"
+    "                          it starts on a GPU idle that long (as under a profiler) instead of\n"
+    "                          right behind the flush\n"
     "  --csv FILE              write one line per comparison\n"
     "  --verbose               one progress line per comparison\n"
     "  --ncu-kernels           launch each base kernel --launches times (flushed) and print the\n"
@@ -219,6 +224,9 @@ Options parse_options(int argc, char** argv) {
       o.csv = value();
     } else if (flag == "--verbose") {
       o.verbose = true;
+    } else if (flag == "--launch-gap") {
+      o.launch_gap_us = parse_number<double>(flag, value());
+      if (!(o.launch_gap_us >= 0 && o.launch_gap_us <= 1e6)) throw_usage("--launch-gap must be in [0, 1e6] us");
     } else if (flag == "--ncu-kernels") {
       o.ncu_kernels = true;
     } else if (flag == "--launches") {
@@ -244,8 +252,8 @@ Options parse_options(int argc, char** argv) {
     throw_usage("--units needs one value per size (" + std::to_string(o.sizes_us.size()) + ")");
   for (int64_t u : o.units)
     if (u < 1 || u > INT_MAX) throw_usage("--units: each must be in [1, 2^31)");
-  if (o.timer != "cupti" && o.timer != "events" && o.timer != "none")
-    throw_usage("--timer must be cupti, events or none");
+  if (o.timer != "cupti" && o.timer != "cupti-serial" && o.timer != "events" && o.timer != "none")
+    throw_usage("--timer must be cupti, cupti-serial, events or none");
   if (o.timer == "none" && !o.ncu_kernels) throw_usage("--timer none only with --ncu-kernels");
   if (o.timer == "none" && o.units.empty())
     throw_usage(
@@ -362,6 +370,7 @@ struct Bench {
   std::unique_ptr<cuda::LaunchTimer> timer;  ///< null with --timer none
   std::unique_ptr<cuda::L2Flusher> flusher;  ///< null with --warm
   std::unique_ptr<cuda::Nvml> nvml;
+  double launch_gap_us = -1;
 
   explicit Bench(const Options& o) {
     std::string why;
@@ -381,9 +390,11 @@ struct Bench {
                       "; rebuild with -DCMAKE_CUDA_ARCHITECTURES matching the GPU");
     }
     if (o.timer == "cupti") timer = cuda::make_cupti_timer(stream);
+    if (o.timer == "cupti-serial") timer = cuda::make_cupti_timer(stream, cuda::CuptiRecords::serialized);
     if (o.timer == "events") timer = cuda::make_event_timer(stream);
     if (o.flush_l2) flusher = std::make_unique<cuda::L2Flusher>(stream, o.flush_mode);
     nvml = std::make_unique<cuda::Nvml>();
+    launch_gap_us = o.launch_gap_us;
   }
   ~Bench() {
     timer.reset();
@@ -394,8 +405,23 @@ struct Bench {
   Bench& operator=(const Bench&) = delete;
 
   std::function<void()> between() {
-    if (!flusher) return {};
-    return [this] { flusher->flush(); };
+    if (!flusher && launch_gap_us < 0) return {};
+    return [this] {
+      if (flusher) flusher->flush();
+      if (launch_gap_us >= 0) {
+        KGATE_CUDA_CALL(cudaStreamSynchronize(stream));
+        const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double, std::micro>(launch_gap_us);
+        while (std::chrono::steady_clock::now() < until) {
+        }
+      }
+    };
+  }
+
+  /// The SM clock NVML reads now, as text ("-" without NVML).
+  std::string clock_now() const {
+    if (!nvml || !nvml->available()) return "-";
+    const auto sample = nvml->sample();
+    return sample ? std::to_string(sample->sm_clock_mhz) : "-";
   }
 
   /// Per-launch device times (ns) of `count` launches of `units` on `arm`.
@@ -693,10 +719,11 @@ std::vector<int64_t> size_all(Bench& bench, const Options& o, std::vector<double
 
 int run_ncu_kernels(const Options& o) {
   Bench bench(o);
-  std::printf("ncu-kernels: %s, timer %s, %s L2, %d launches per kernel\n", bench.info.name.c_str(),
+  const std::string gap = o.launch_gap_us < 0 ? "" : fmt(" GPU idle %g us before each launch,", o.launch_gap_us);
+  std::printf("ncu-kernels: %s, timer %s, %s L2,%s %d launches per kernel\n", bench.info.name.c_str(),
               bench.timer ? bench.timer->name() : "none",
               !o.flush_l2 ? "warm" : o.flush_mode == cuda::FlushMode::read ? "read-flushed" : "write-flushed",
-              o.launches);
+              gap.c_str(), o.launches);
   std::vector<double> base_us;
   const auto units = size_all(bench, o, &base_us);
   for (size_t i = 0; i < units.size(); ++i) {
@@ -713,9 +740,9 @@ int run_ncu_kernels(const Options& o) {
       }
       KGATE_CUDA_CALL(cudaStreamSynchronize(bench.stream));
     }
-    std::printf("ncu-kernel name=%s target_us=%g units=%lld launches=%d cupti_median_ns=%s\n",
+    std::printf("ncu-kernel name=%s target_us=%g units=%lld launches=%d cupti_median_ns=%s sm_clock_mhz=%s\n",
                 w.kernel_name().c_str(), o.sizes_us[i], static_cast<long long>(units[i]),
-                o.launches, median.c_str());
+                o.launches, median.c_str(), bench.clock_now().c_str());
   }
   // An empty kernel, launched the same way: the difference of its two medians is the fixed cost one
   // tool counts and the other does not.
@@ -734,8 +761,8 @@ int run_ncu_kernels(const Options& o) {
     }
     KGATE_CUDA_CALL(cudaStreamSynchronize(bench.stream));
   }
-  std::printf("ncu-kernel name=kgate_power_empty target_us=0 units=0 launches=%d cupti_median_ns=%s\n",
-              o.launches, median.c_str());
+  std::printf("ncu-kernel name=kgate_power_empty target_us=0 units=0 launches=%d cupti_median_ns=%s sm_clock_mhz=%s\n",
+              o.launches, median.c_str(), bench.clock_now().c_str());
   return 0;
 }
 

@@ -82,16 +82,22 @@ if has power; then
   grep -v '^\[' "$out/power.log" | tail -40
 fi
 if has ncu; then
-  # Three runs: the stream kernels with the default read flush, the same with the memset (write)
-  # flush, and compute kernels (no memory traffic: no cache effect at all).
-  for variant in "stream read:--kind stream --flush read" "stream write:--kind stream --flush write" \
-                 "compute read:--kind compute --flush read"; do
-    label=${variant%%:*}
+  # Default: the stream kernels with the default read flush, the same with the memset (write)
+  # flush, compute kernels (no memory traffic: no cache effect at all), and compute kernels launched
+  # on a GPU idle for 2 ms, as ncu's serialized replay leaves it.
+  # KGATE_NCU_VARIANTS replaces them: one variant per line, "label|ncu options|speed_power options".
+  variants=${KGATE_NCU_VARIANTS:-"stream read||--kind stream --flush read
+stream write||--kind stream --flush write
+compute read||--kind compute --flush read
+compute idle 2ms||--kind compute --flush read --launch-gap 2000"}
+  while IFS='|' read -r label ncu_args power_args; do
+    [ -n "$label" ] || continue
+    log="$out/ncu-${label// /-}.log"
     # shellcheck disable=SC2086
-    bash "$here/bench/ncu_compare.sh" "$build/bin/kgate.bench.speed_power" ${variant#*:} > "$out/ncu-${label// /-}.log" 2>&1
-    note "CUPTI vs ncu ($label flush): exit $?; $(grep -E '^(largest|fixed)' "$out/ncu-${label// /-}.log" | tr '\n' ' ')"
-    grep -E '^(kernel|kgate_power)' "$out/ncu-${label// /-}.log"
-  done
+    NCU_ARGS=$ncu_args bash "$here/bench/ncu_compare.sh" "$build/bin/kgate.bench.speed_power" $power_args < /dev/null > "$log" 2>&1
+    note "CUPTI vs ncu ($label): exit $?; $(grep -E '^(largest|fixed|work)' "$log" | tr '\n' ' ')"
+    grep -E '^(ncu-kernels:|kernel|kgate_power)' "$log"
+  done <<< "$variants"
 fi
 echo
 echo "== summary =="

@@ -61,10 +61,12 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
 
 class CuptiTimer final : public LaunchTimer {
  public:
-  explicit CuptiTimer(cudaStream_t stream) : stream_(stream) {
+  CuptiTimer(cudaStream_t stream, CuptiRecords records)
+      : stream_(stream),
+        kind_(records == CuptiRecords::serialized ? CUPTI_ACTIVITY_KIND_KERNEL : CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
     static std::once_flag registered;
     std::call_once(registered, [] { KGATE_CUPTI_CALL(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed)); });
-    KGATE_CUPTI_CALL(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+    KGATE_CUPTI_CALL(cuptiActivityEnable(kind_));
     KGATE_CUPTI_CALL(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION));
     // External correlation records are attached to API records: without API activity there are none.
     KGATE_CUPTI_CALL(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME));
@@ -72,7 +74,7 @@ class CuptiTimer final : public LaunchTimer {
   }
   ~CuptiTimer() override {
     cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-    cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    cuptiActivityDisable(kind_);
     cuptiActivityDisable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
     cuptiActivityDisable(CUPTI_ACTIVITY_KIND_RUNTIME);
     cuptiActivityDisable(CUPTI_ACTIVITY_KIND_DRIVER);
@@ -111,10 +113,11 @@ class CuptiTimer final : public LaunchTimer {
                                            std::to_string(s.dropped) + " dropped)");
     return ns;
   }
-  const char* name() const override { return "cupti"; }
+  const char* name() const override { return kind_ == CUPTI_ACTIVITY_KIND_KERNEL ? "cupti-serial" : "cupti"; }
 
  private:
   cudaStream_t stream_;
+  CUpti_ActivityKind kind_;
   uint64_t next_id_ = 1;
 };
 
@@ -152,8 +155,8 @@ class EventTimer final : public LaunchTimer {
 
 }  // namespace
 
-std::unique_ptr<LaunchTimer> make_cupti_timer(void* stream) {
-  return std::make_unique<CuptiTimer>(static_cast<cudaStream_t>(stream));
+std::unique_ptr<LaunchTimer> make_cupti_timer(void* stream, CuptiRecords records) {
+  return std::make_unique<CuptiTimer>(static_cast<cudaStream_t>(stream), records);
 }
 
 std::unique_ptr<LaunchTimer> make_event_timer(void* stream) {

@@ -18,12 +18,21 @@ class LaunchTimer {
   /// each launch's device time in nanoseconds. `between` runs before each launch, unmeasured.
   virtual std::vector<double> time(const std::function<void()>& launch, int count,
                                    const std::function<void()>& between) = 0;
-  /// "cupti" or "events".
+  /// "cupti", "cupti-serial" or "events".
   virtual const char* name() const = 0;
 };
 
+/// Which CUPTI kernel records the timer reads.
+enum class CuptiRecords {
+  /// CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: kernels run as they would unprofiled (the default).
+  concurrent,
+  /// CUPTI_ACTIVITY_KIND_KERNEL: CUPTI serializes kernels, as a profiler does; kept to compare the
+  /// two record kinds' timestamps with Nsight Compute's (bench/ncu_compare.sh).
+  serialized,
+};
+
 /// CUPTI activity timer; throws a device Error if CUPTI cannot be enabled.
-std::unique_ptr<LaunchTimer> make_cupti_timer(void* stream);
+std::unique_ptr<LaunchTimer> make_cupti_timer(void* stream, CuptiRecords records = CuptiRecords::concurrent);
 /// CUDA events around each launch (overstates very short kernels).
 std::unique_ptr<LaunchTimer> make_event_timer(void* stream);
 /// CUPTI if it can be enabled, else events (`note` says why).
