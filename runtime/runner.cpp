@@ -133,22 +133,27 @@ at::Tensor ordered_bits(const at::Tensor& t, DType dtype) {
   return at::where(b < 0, -(b.bitwise_and(mask)), b);
 }
 
+// How much of a comparison to queue: the largest absolute error only, every ErrorStats field, or
+// those and the allclose ratio with its worst element.
+enum class Compare { max_abs, stats, allclose };
+
 // Error statistics and the allclose ratio of `out` against `target` (both float64), queued on the
 // device; resolve() fills them in after DeviceScalars::fetch().
 class PendingComparison {
  public:
   PendingComparison() = default;
   PendingComparison(DeviceScalars& q, const at::Tensor& out, const at::Tensor& target, const Tolerance& tol,
-                    bool allclose) : elements_(out.numel()), allclose_(allclose) {
+                    Compare what) : elements_(out.numel()), what_(what) {
     if (elements_ == 0) return;
     const auto finite = at::isfinite(out) & at::isfinite(target);
+    const auto diff = at::where(finite, (out - target).abs(), at::zeros_like(out));
+    max_abs_ = q.add_double(diff.max());
+    if (what == Compare::max_abs) return;
     const auto both_nan = at::isnan(out) & at::isnan(target);
     nan_mismatches_ = q.add_int(((~finite) & (~both_nan) & out.ne(target)).sum());
-    const auto diff = at::where(finite, (out - target).abs(), at::zeros_like(out));
     const auto mag = target.abs();
-    max_abs_ = q.add_double(diff.max());
     max_rel_ = q.add_double(at::where(finite & mag.gt(0), diff / mag, at::zeros_like(out)).max());
-    if (!allclose) return;
+    if (what != Compare::allclose) return;
     const auto allowed = tol.atol + tol.rtol * at::where(finite, mag, at::zeros_like(mag));
     // A zero allowance (an exact op such as embedding, or --atol 0 --rtol 0): equal passes (0, not
     // 0/0), any difference fails (Inf).
@@ -167,10 +172,11 @@ class PendingComparison {
     ErrorStats s;
     s.elements = elements_;
     if (elements_ == 0) return s;
-    s.nan_mismatches = q.i(nan_mismatches_);
     s.max_abs = q.d(max_abs_);
+    if (what_ == Compare::max_abs) return s;
+    s.nan_mismatches = q.i(nan_mismatches_);
     s.max_rel = q.d(max_rel_);
-    if (allclose_) {
+    if (what_ == Compare::allclose) {
       s.mismatches = q.i(mismatches_);
       if (allclose_worst) *allclose_worst = q.d(worst_ratio_);
       if (worst)
@@ -182,7 +188,7 @@ class PendingComparison {
 
  private:
   int64_t elements_ = 0;
-  bool allclose_ = false;
+  Compare what_ = Compare::stats;
   size_t nan_mismatches_ = 0, max_abs_ = 0, max_rel_ = 0, mismatches_ = 0, worst_index_ = 0, worst_ratio_ = 0,
          worst_out_ = 0, worst_target_ = 0;
 };
@@ -385,9 +391,9 @@ CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c, const cor
       if (i != 0) continue;
       const auto out64 = outputs[i].to(at::kDouble);
       const auto ref64 = expected[i].to(at::kDouble);
-      vs_reference = PendingComparison(q, out64, ref64, tol, true);
-      vs_oracle = PendingComparison(q, out64, oracle[i], tol, false);
-      reference_vs_oracle = PendingComparison(q, ref64, oracle[i], tol, false);
+      vs_reference = PendingComparison(q, out64, ref64, tol, Compare::allclose);
+      vs_oracle = PendingComparison(q, out64, oracle[i], tol, Compare::stats);
+      reference_vs_oracle = PendingComparison(q, ref64, oracle[i], tol, Compare::max_abs);
       if (out64.numel() > 0) {
         const auto finite = at::isfinite(out64) & at::isfinite(ref64);
         const auto ulp = (ordered_bits(outputs[i], c.dtype) - ordered_bits(expected[i].contiguous(), c.dtype)).abs();
