@@ -5,182 +5,42 @@
 //                write; 16-byte vector accesses when rows are 16-byte aligned);
 //   larger N:    one block per row, online max/sum pass then a write pass (two reads).
 // Accumulation is in float. Rows may start anywhere (no alignment assumption); the last dim must be
-// contiguous.
+// contiguous. The device code lives in package/softmax_rows.cuh, shared with the package
+// softmax_block_pkg (package/kgate.json describes this dispatch), so checking the package checks
+// this kernel's device code.
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
 #include "core/error.hpp"
-#include "kernels/common/softmax_math.cuh"
+#include "kernels/softmax/package/softmax_rows.cuh"
 #include "runtime/cuda/check.hpp"
 #include "runtime/kernel.hpp"
 
 namespace kgate::kernels {
 namespace {
 
-constexpr int kWarpRowsPerBlock = 4;
-constexpr int kBigBlock = 1024;
+constexpr int kWarpRowsPerBlock = kgate_device::kSoftmaxWarpRowsPerBlock;
+constexpr int kBigBlock = kgate_device::kSoftmaxBlock;
 constexpr int kSmemRowMax = 48 * 1024;  // floats of dynamic shared memory per row (192 KiB)
-
-template <typename T, int kElems>
-__global__ void softmax_warp_rows(const T* __restrict__ x, T* __restrict__ y, int64_t rows, int n,
-                                  int64_t x_row_stride, int64_t y_row_stride) {
-  const int lane = threadIdx.x & 31;
-  const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarpRowsPerBlock + (threadIdx.x >> 5);
-  if (row >= rows) return;
-  const T* xr = x + row * x_row_stride;
-  T* yr = y + row * y_row_stride;
-  float v[kElems];
-  float m = -INFINITY;
-#pragma unroll
-  for (int i = 0; i < kElems; ++i) {
-    const int c = i * 32 + lane;
-    v[i] = c < n ? to_float(xr[c]) : -INFINITY;
-    m = fmaxf(m, v[i]);
-  }
-  m = warp_max(m);
-  float s = 0.f;
-#pragma unroll
-  for (int i = 0; i < kElems; ++i) {
-    const int c = i * 32 + lane;
-    v[i] = c < n ? expf(v[i] - m) : 0.f;
-    s += v[i];
-  }
-  s = warp_sum(s);
-  const float inv = 1.f / s;
-#pragma unroll
-  for (int i = 0; i < kElems; ++i) {
-    const int c = i * 32 + lane;
-    if (c < n) yr[c] = from_float<T>(v[i] * inv);
-  }
-}
-
-template <typename T, int kElems>
-__global__ void softmax_block_rows(const T* __restrict__ x, T* __restrict__ y, int n, int64_t x_row_stride,
-                                   int64_t y_row_stride) {
-  __shared__ float scratch[32];
-  const T* xr = x + static_cast<int64_t>(blockIdx.x) * x_row_stride;
-  T* yr = y + static_cast<int64_t>(blockIdx.x) * y_row_stride;
-  float v[kElems];
-  float m = -INFINITY;
-#pragma unroll
-  for (int i = 0; i < kElems; ++i) {
-    const int c = i * kBigBlock + threadIdx.x;
-    v[i] = c < n ? to_float(xr[c]) : -INFINITY;
-    m = fmaxf(m, v[i]);
-  }
-  m = block_reduce<true>(m, scratch);
-  float s = 0.f;
-#pragma unroll
-  for (int i = 0; i < kElems; ++i) {
-    const int c = i * kBigBlock + threadIdx.x;
-    v[i] = c < n ? expf(v[i] - m) : 0.f;
-    s += v[i];
-  }
-  s = block_reduce<false>(s, scratch);
-  const float inv = 1.f / s;
-#pragma unroll
-  for (int i = 0; i < kElems; ++i) {
-    const int c = i * kBigBlock + threadIdx.x;
-    if (c < n) yr[c] = from_float<T>(v[i] * inv);
-  }
-}
-
-// Rows staged in shared memory as float. Each thread touches only its own positions, so the
-// passes need no barrier beyond the ones inside the reductions. kVec: 16-byte loads and stores;
-// element j of vector i sits at row[j * chunks + i], so a warp's shared accesses hit distinct banks.
-template <typename T, bool kVec>
-__global__ void softmax_smem_rows(const T* __restrict__ x, T* __restrict__ y, int n, int64_t x_row_stride,
-                                  int64_t y_row_stride) {
-  extern __shared__ float row[];
-  __shared__ float scratch[32];
-  constexpr int kV = kVec ? 16 / sizeof(T) : 1;
-  const T* xr = x + static_cast<int64_t>(blockIdx.x) * x_row_stride;
-  T* yr = y + static_cast<int64_t>(blockIdx.x) * y_row_stride;
-  const int chunks = n / kV;
-  float m = -INFINITY;
-#pragma unroll 4
-  for (int i = threadIdx.x; i < chunks; i += blockDim.x) {
-    T v[kV];
-    if constexpr (kVec) {
-      *reinterpret_cast<uint4*>(v) = reinterpret_cast<const uint4*>(xr)[i];
-    } else {
-      v[0] = xr[i];
-    }
-#pragma unroll
-    for (int j = 0; j < kV; ++j) {
-      const float f = to_float(v[j]);
-      row[j * chunks + i] = f;
-      m = fmaxf(m, f);
-    }
-  }
-  m = block_reduce<true>(m, scratch);
-  float s = 0.f;
-  for (int i = threadIdx.x; i < chunks; i += blockDim.x) {
-#pragma unroll
-    for (int j = 0; j < kV; ++j) {
-      const float e = expf(row[j * chunks + i] - m);
-      row[j * chunks + i] = e;
-      s += e;
-    }
-  }
-  s = block_reduce<false>(s, scratch);
-  const float inv = 1.f / s;
-  for (int i = threadIdx.x; i < chunks; i += blockDim.x) {
-    T v[kV];
-#pragma unroll
-    for (int j = 0; j < kV; ++j) v[j] = from_float<T>(row[j * chunks + i] * inv);
-    if constexpr (kVec) {
-      reinterpret_cast<uint4*>(yr)[i] = *reinterpret_cast<const uint4*>(v);
-    } else {
-      yr[i] = v[0];
-    }
-  }
-}
-
-// Online (max, sum) pass, then the write pass: for rows too long for shared memory.
-template <typename T>
-__global__ void softmax_long_rows(const T* __restrict__ x, T* __restrict__ y, int64_t n, int64_t x_row_stride,
-                                  int64_t y_row_stride) {
-  __shared__ float scratch[32];
-  const T* xr = x + static_cast<int64_t>(blockIdx.x) * x_row_stride;
-  T* yr = y + static_cast<int64_t>(blockIdx.x) * y_row_stride;
-  float m = -INFINITY, s = 0.f;
-  for (int64_t c = threadIdx.x; c < n; c += blockDim.x) {
-    const float v = to_float(xr[c]);
-    if (v == -INFINITY) continue;  // contributes exp(-inf) = 0
-    if (v > m) {
-      s = s * expf(m - v) + 1.f;
-      m = v;
-    } else {
-      s += expf(v - m);  // NaN v lands here and makes s NaN, as the reference does
-    }
-  }
-  const float row_max = block_reduce<true>(m, scratch);
-  if (m != -INFINITY) s *= expf(m - row_max);  // else s is 0, or NaN from a NaN element: keep it
-  if (row_max == INFINITY || row_max == -INFINITY) s = NAN;  // inf - inf, as the reference
-  const float total = block_reduce<false>(s, scratch);
-  const float inv = 1.f / total;
-  for (int64_t c = threadIdx.x; c < n; c += blockDim.x) yr[c] = from_float<T>(expf(to_float(xr[c]) - row_max) * inv);
-}
 
 template <typename T, int kElems>
 void launch_warp(const T* x, T* y, int64_t rows, int n, int64_t xs, int64_t ys, cudaStream_t stream) {
   const auto blocks = static_cast<unsigned>((rows + kWarpRowsPerBlock - 1) / kWarpRowsPerBlock);
-  softmax_warp_rows<T, kElems><<<blocks, 32 * kWarpRowsPerBlock, 0, stream>>>(x, y, rows, n, xs, ys);
+  kgate_device::softmax_warp_rows<T, kElems><<<blocks, 32 * kWarpRowsPerBlock, 0, stream>>>(x, y, rows, n, xs, ys);
 }
 
 template <typename T, int kElems>
 void launch_block(const T* x, T* y, int64_t rows, int n, int64_t xs, int64_t ys, cudaStream_t stream) {
-  softmax_block_rows<T, kElems><<<static_cast<unsigned>(rows), kBigBlock, 0, stream>>>(x, y, n, xs, ys);
+  kgate_device::softmax_block_rows<T, kElems><<<static_cast<unsigned>(rows), kBigBlock, 0, stream>>>(x, y, n, xs, ys);
 }
 
 template <typename T, bool kVec>
 void launch_smem(const T* x, T* y, int64_t rows, int n, int64_t xs, int64_t ys, cudaStream_t stream) {
   const size_t bytes = static_cast<size_t>(n) * sizeof(float);
-  KGATE_CUDA_CALL(cudaFuncSetAttribute(softmax_smem_rows<T, kVec>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       static_cast<int>(bytes)));
-  softmax_smem_rows<T, kVec><<<static_cast<unsigned>(rows), kBigBlock, bytes, stream>>>(x, y, n, xs, ys);
+  KGATE_CUDA_CALL(cudaFuncSetAttribute(kgate_device::softmax_smem_rows<T, kVec>,
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+  kgate_device::softmax_smem_rows<T, kVec><<<static_cast<unsigned>(rows), kBigBlock, bytes, stream>>>(x, y, n, xs, ys);
 }
 
 // 16-byte vector access is possible when both rows start 16-byte aligned and N fills whole vectors.
@@ -218,7 +78,7 @@ void run(const KernelCall& call) {
   else if (n <= 16384) launch_block<T, 16>(x, y, rows, static_cast<int>(n), xs, ys, stream);
   else if (n <= kSmemRowMax && vector_ok<T>(x, y, n, xs, ys)) launch_smem<T, true>(x, y, rows, static_cast<int>(n), xs, ys, stream);
   else if (n <= kSmemRowMax) launch_smem<T, false>(x, y, rows, static_cast<int>(n), xs, ys, stream);
-  else softmax_long_rows<T><<<static_cast<unsigned>(rows), kBigBlock, 0, stream>>>(x, y, n, xs, ys);
+  else kgate_device::softmax_long_rows<T><<<static_cast<unsigned>(rows), kBigBlock, 0, stream>>>(x, y, n, xs, ys);
   KGATE_CUDA_CALL(cudaGetLastError());
 }
 
