@@ -7,7 +7,10 @@
 # medians is the fixed cost per launch that ncu's gpu__time_duration includes and CUPTI's kernel
 # record does not (about 1 us on the H200), and a last column gives each difference net of it. A
 # last line compares the increments between sizes (the fixed parts cancel) and fits
-# ncu = a + b x CUPTI: b near 1 means the two agree on the work, a is the per-launch offset.
+# ncu = a + b x CUPTI: b near 1 means the two agree on the work, a is the per-launch offset. The
+# "ncu SM-active" column is the part of each ncu duration during which an SM was active
+# (gpu__time_duration x sm__cycles_active.max / sm__cycles_elapsed.max): ncu's own launch overhead
+# taken out, launch by launch; CUPTI's kernel record lies between the two.
 #
 # usage: bench/ncu_compare.sh BIN [speed_power options: --kind stream|compute --sizes 3,30,300
 #                                  --launches K --warm]
@@ -58,7 +61,7 @@ units=$(sed -n 's/^sizing: --units //p' "$work/cupti.txt" | tail -n 1)
 # 2. ncu with the same work; the program times nothing itself (--timer none), so CUPTI and the
 #    profiler never share the process. Later options win, so ours come after the caller's.
 echo "ncu_compare: profiling with $ncu (units $units)" >&2
-metrics=gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second
+metrics=gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second,sm__cycles_active.max,sm__cycles_elapsed.max
 # shellcheck disable=SC2086  # NCU_ARGS is a list of options
 "$ncu" --clock-control none ${NCU_ARGS:-} --metrics "$metrics" --kernel-name "regex:^kgate_power_" \
   --export "$work/profile" --force-overwrite \
@@ -100,72 +103,99 @@ rows = [r for r in csv.reader(l for l in open(ncu_path) if l.startswith('"'))]
 if not rows:
     sys.exit("ncu_compare: ncu's CSV holds no rows (no kgate_power_ kernel was profiled?)")
 header = rows[0]
-try:
-    name_col = header.index("Kernel Name")
-    metric_col = header.index("gpu__time_duration.sum")
-except ValueError as e:
-    sys.exit("ncu_compare: unexpected ncu CSV header (%s): %s" % (e, header[:12]))
-clock_col = header.index("sm__cycles_elapsed.avg.per_second") if "sm__cycles_elapsed.avg.per_second" in header else None
-scale, rate, ncu, ncu_clock = 1.0, 1.0, {}, {}
+if "Kernel Name" not in header or "gpu__time_duration.sum" not in header:
+    sys.exit("ncu_compare: unexpected ncu CSV header (no Kernel Name or gpu__time_duration.sum): %s"
+             % header[:12])
+name_col = header.index("Kernel Name")
+# Per metric column, the factor from the units row to: ns, MHz, cycles.
+UNITS = dict(SCALE, **RATE, **{"cycle": 1.0, "kcycle": 1e3, "mcycle": 1e6, "gcycle": 1e9})
+METRICS = ["gpu__time_duration.sum", "sm__cycles_elapsed.avg.per_second", "sm__cycles_active.max",
+           "sm__cycles_elapsed.max"]
+cols = {m: header.index(m) for m in METRICS if m in header}
+factor = {m: 1.0 for m in cols}
+per_kernel = {}  # name -> list of {metric: value}
 for r in rows[1:]:
-    if len(r) <= max(name_col, metric_col):
+    if len(r) <= max(cols.values()):
         continue
-    value = r[metric_col].replace(",", "").strip()
-    try:
-        ns = float(value)
-    except ValueError:
-        # The units row: e.g. "nsecond" under the metric's column.
-        if value in SCALE:
-            scale = SCALE[value]
-        if clock_col is not None and r[clock_col].strip().lower() in RATE:
-            rate = RATE[r[clock_col].strip().lower()]
-        continue
-    name = r[name_col].split("(")[0].strip()
-    ncu.setdefault(name, []).append(ns * scale)
-    if clock_col is not None:
+    values = {}
+    for m, c in cols.items():
+        text = r[c].replace(",", "").strip()
         try:
-            ncu_clock.setdefault(name, []).append(float(r[clock_col].replace(",", "")) * rate)
+            values[m] = float(text) * factor[m]
         except ValueError:
+            if text.lower() in UNITS or text in UNITS:  # the units row, e.g. "nsecond"
+                factor[m] = UNITS.get(text, UNITS.get(text.lower()))
+    if "gpu__time_duration.sum" not in values:
+        continue
+    per_kernel.setdefault(r[name_col].split("(")[0].strip(), []).append(values)
+
+def medians(name, fn):
+    out = []
+    for v in per_kernel.get(name, []):
+        try:
+            out.append(fn(v))
+        except (KeyError, ZeroDivisionError):
             pass
+    return statistics.median(out) if out else None
+
+ncu = {n: [v["gpu__time_duration.sum"] for v in vs] for n, vs in per_kernel.items()}
+# The part of ncu's duration during which an SM was active: gpu__time_duration scaled by
+# sm__cycles_active.max / sm__cycles_elapsed.max. ncu starts and stops its timer with commands around
+# the launch, so its duration also holds the front end's work before the first block runs and after
+# the last one ends; this removes it, launch by launch.
+def sm_active(v):
+    return v["gpu__time_duration.sum"] * v["sm__cycles_active.max"] / v["sm__cycles_elapsed.max"]
 
 # The empty kernel's two medians give the fixed cost per launch that ncu's gpu__time_duration counts
-# and CUPTI's kernel record does not; the last column compares the work-proportional part.
+# and CUPTI's kernel record does not; a column compares what is left.
 offset = None
 f = cupti.get("kgate_power_empty")
 if f and f.get("cupti_median_ns", "-") != "-" and ncu.get("kgate_power_empty"):
     offset = statistics.median(ncu["kgate_power_empty"]) - float(f["cupti_median_ns"])
 
-print("%-24s %8s %12s %9s %9s %16s %14s %8s %14s %10s %10s" % (
-    "kernel", "target", "units", "cupti n", "ncu n", "CUPTI median ns", "ncu median ns", "diff %",
-    "- offset diff %", "NVML MHz", "ncu MHz"))
-worst, worst_net, missing = 0.0, 0.0, []
+print("%-22s %7s %10s %7s %14s %13s %8s %13s %9s %12s %8s %8s" % (
+    "kernel", "target", "units", "n c/ncu", "CUPTI median", "ncu median", "diff %", "ncu SM-active",
+    "diff %", "-offset diff", "NVML MHz", "ncu MHz"))
+worst, worst_net, worst_active, missing = 0.0, 0.0, None, []
 for name in sorted(cupti):
     f = cupti[name]
     c = f.get("cupti_median_ns", "-")
     samples = ncu.get(name, [])
+    n = "%s/%d" % (f["launches"], len(samples))
     if c == "-" or not samples:
         missing.append(name)
-        print("%-24s %8s %12s %9s %9d %16s %14s %8s" % (name, f["target_us"] + "us", f["units"],
-                                                       f["launches"], len(samples), c, "-", "-"))
+        print("%-22s %7s %10s %7s %14s %13s" % (name, f["target_us"] + "us", f["units"], n, c, "-"))
         continue
+    c = float(c)
     m = statistics.median(samples)
-    diff = 100.0 * (float(c) - m) / m
+    diff = 100.0 * (c - m) / m
+    active = medians(name, sm_active)
+    active_text, active_diff = "-", "-"
+    if active:
+        active_text = "%.1f" % active
+        active_diff = "%+.2f%%" % (100.0 * (c - active) / active)
     net = "-"
     if name != "kgate_power_empty":
         worst = max(worst, abs(diff))
+        if active:
+            worst_active = max(worst_active or 0.0, abs(100.0 * (c - active) / active))
         if offset is not None and m - offset > 0:
-            d = 100.0 * (float(c) - (m - offset)) / (m - offset)
+            d = 100.0 * (c - (m - offset)) / (m - offset)
             worst_net = max(worst_net, abs(d))
             net = "%+.2f%%" % d
-    clock = "%.0f" % statistics.median(ncu_clock[name]) if ncu_clock.get(name) else "-"
-    print("%-24s %8s %12s %9s %9d %16.1f %14.1f %+7.2f%% %14s %10s %10s" % (
-        name, f["target_us"] + "us", f["units"], f["launches"], len(samples), float(c), m, diff, net,
-        f.get("sm_clock_mhz", "-"), clock))
+    clock = medians(name, lambda v: v["sm__cycles_elapsed.avg.per_second"])
+    print("%-22s %7s %10s %7s %14.1f %13.1f %+7.2f%% %13s %9s %12s %8s %8s" % (
+        name, f["target_us"] + "us", f["units"], n, c, m, diff, active_text, active_diff, net,
+        f.get("sm_clock_mhz", "-"), "%.0f" % clock if clock else "-"))
 if missing:
     sys.exit("ncu_compare: no comparison for %s" % ", ".join(missing))
 if offset is not None:
     print("fixed offset (ncu - CUPTI on an empty kernel): %.0f ns; largest difference net of it %.2f%%"
           % (offset, worst_net))
+if worst_active is not None:
+    print("SM-active part of ncu's duration: largest difference %.2f%% (within 1%%: %s)"
+          % (worst_active, "yes" if worst_active <= 1 else "no"))
+
 # The same comparison without any assumption about the empty kernel: between consecutive sizes of the
 # same kind the fixed per-launch parts cancel, so the ratio of the two tools' increments says whether
 # they agree on the work itself; a least-squares line ncu = a + b * CUPTI gives the per-launch offset.

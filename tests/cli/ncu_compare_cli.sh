@@ -23,12 +23,15 @@ SH
 cat > "$work/ncu" <<'SH'
 #!/usr/bin/env bash
 if [ "$1" = "--import" ]; then
-  echo '"ID","Kernel Name","gpu__time_duration.sum","sm__cycles_elapsed.avg.per_second"'
-  echo '"","","usecond","cycle/nsecond"'
+  echo '"ID","Kernel Name","gpu__time_duration.sum","sm__cycles_elapsed.avg.per_second","sm__cycles_active.max","sm__cycles_elapsed.max"'
+  echo '"","","usecond","cycle/nsecond","cycle","Kcycle"'
   id=0
   for pair in $FAKE_NCU; do
+    name=${pair%%=*}
+    active=1000
+    for a in ${FAKE_ACTIVE:-}; do [ "${a%%=*}" = "$name" ] && active=${a#*=}; done
     for k in 1 2 3; do
-      echo "\"$id\",\"${pair%%=*}()\",\"${pair#*=}\",\"1.95\""
+      echo "\"$id\",\"$name()\",\"${pair#*=}\",\"1.95\",\"$active\",\"1\""
       id=$((id + 1))
     done
   done
@@ -48,10 +51,15 @@ run() {  # expected-exit label
 }
 
 # A fixed 900 ns more per launch under ncu: over 1% on the short kernel, none net of the offset, and
-# the increments agree exactly.
+# the increments agree exactly; the SM-active part of ncu's durations (active cycles out of 1 Kcycle
+# elapsed) equals CUPTI's.
 export FAKE_CUPTI="kgate_power_empty=600 kgate_power_stream_0=3000 kgate_power_stream_1=30000 kgate_power_stream_2=300000"
 export FAKE_NCU="kgate_power_empty=1.5 kgate_power_stream_0=3.9 kgate_power_stream_1=30.9 kgate_power_stream_2=300.9"
+export FAKE_ACTIVE="kgate_power_empty=400 kgate_power_stream_0=769.2307692 kgate_power_stream_1=970.8737864 kgate_power_stream_2=997.0089731"
 run 2 "a fixed offset"
+grep -q "SM-active part of ncu's duration: largest difference 0.00% (within 1%: yes)" "$work/out.txt" ||
+  fail "the SM-active line is wrong: $(grep SM-active "$work/out.txt")"
+unset FAKE_ACTIVE
 grep -q "fixed offset (ncu - CUPTI on an empty kernel): 900 ns; largest difference net of it 0.00%" "$work/out.txt" ||
   fail "the fixed offset line is wrong: $(grep fixed "$work/out.txt")"
 grep -q "increments between consecutive sizes 1.0000, 1.0000; least squares ncu = 900 ns + 1.0000 x CUPTI" "$work/out.txt" ||
@@ -64,6 +72,9 @@ grep -Eq "^kgate_power_stream_0 .* 1950 *$" "$work/out.txt" || fail "ncu's clock
 export FAKE_NCU="kgate_power_empty=0.603 kgate_power_stream_0=3.015 kgate_power_stream_1=30.15 kgate_power_stream_2=301.5"
 run 0 "within 1%"
 grep -q "largest difference 0.50% (goal: within 1%): ok" "$work/out.txt" || fail "0.5% not reported as ok"
+# Every SM active for all of ncu's duration: the SM-active part is ncu's whole duration, 0.50% off.
+grep -q "SM-active part of ncu's duration: largest difference 0.50% (within 1%: yes)" "$work/out.txt" ||
+  fail "the SM-active line is wrong: $(grep SM-active "$work/out.txt")"
 
 # A kernel the profile lacks: no comparison, exit 1.
 export FAKE_NCU="kgate_power_empty=0.6 kgate_power_stream_0=3.0 kgate_power_stream_1=30.0"
