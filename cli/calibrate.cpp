@@ -2,8 +2,6 @@
 // each arm with its own output buffers), summarized with gates/speed/calibration.
 #include "cli/calibrate.hpp"
 
-#include <unistd.h>
-
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cmath>
@@ -14,6 +12,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "cli/output.hpp"
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "gates/speed/calibration.hpp"
@@ -113,11 +112,6 @@ double median_of(const std::vector<const AaRun*>& runs, double (*field)(const Aa
   return speed::percentile(x, 0.5);
 }
 
-/// A number for JSON: non-finite values (an unbounded limit, nothing measured) become null.
-nlohmann::ordered_json number(double v) {
-  return std::isfinite(v) ? nlohmann::ordered_json(v) : nlohmann::ordered_json();
-}
-
 nlohmann::ordered_json summary_json(const speed::AaSummary& s,
                                     const std::vector<const AaRun*>& runs) {
   return {
@@ -127,48 +121,41 @@ nlohmann::ordered_json summary_json(const speed::AaSummary& s,
       {"passes", s.passes},
       {"inconclusive", s.inconclusive},
       {"invalid", s.invalid},
-      {"false_positive_rate", number(s.false_positive_rate)},
+      {"false_positive_rate", json_number(s.false_positive_rate)},
       {"false_positive_interval",
        {{"method", "clopper-pearson"},
         {"confidence", s.confidence},
-        {"lower", number(s.fp_exact.lower)},
-        {"upper", number(s.fp_exact.upper)}}},
+        {"lower", json_number(s.fp_exact.lower)},
+        {"upper", json_number(s.fp_exact.upper)}}},
       {"false_positive_interval_wilson",
-       {{"lower", number(s.fp_wilson.lower)}, {"upper", number(s.fp_wilson.upper)}}},
+       {{"lower", json_number(s.fp_wilson.lower)}, {"upper", json_number(s.fp_wilson.upper)}}},
       {"quantile", s.quantile},
-      {"noise_floor", number(s.noise_floor)},
-      {"delta_min", number(s.delta_min)},
-      {"median_launch_cv", number(s.median_cv)},
-      {"median_block_sd", number(median_of(runs, [](const AaRun& r) { return r.noise.block_sd; }))},
+      {"noise_floor", json_number(s.noise_floor)},
+      {"delta_min", json_number(s.delta_min)},
+      {"median_launch_cv", json_number(s.median_cv)},
+      {"median_block_sd", json_number(median_of(runs, [](const AaRun& r) { return r.noise.block_sd; }))},
       {"median_blocks",
-       number(median_of(runs,
+       json_number(median_of(runs,
                         [](const AaRun& r) { return static_cast<double>(r.comparison.blocks); }))},
-      {"median_seconds", number(median_of(runs, [](const AaRun& r) { return r.seconds; }))}};
+      {"median_seconds", json_number(median_of(runs, [](const AaRun& r) { return r.seconds; }))}};
 }
 
 nlohmann::ordered_json run_json(const AaRun& run) {
   const SpeedComparison& c = run.comparison;
   return {{"decision", outcome_name(c.decision)},
-          {"ratio", number(c.ratio)},
-          {"ratio_lower", number(c.ratio_lower)},
-          {"ratio_upper", number(c.ratio_upper)},
-          {"p_value", number(c.p_value)},
+          {"ratio", json_number(c.ratio)},
+          {"ratio_lower", json_number(c.ratio_lower)},
+          {"ratio_upper", json_number(c.ratio_upper)},
+          {"p_value", json_number(c.p_value)},
           {"blocks", c.blocks},
           {"dropped_blocks", c.dropped_blocks},
-          {"baseline_median_ns", number(c.baseline_median_ns)},
-          {"candidate_median_ns", number(c.candidate_median_ns)},
-          {"launch_cv", number(run.noise.cv)},
-          {"block_sd", number(run.noise.block_sd)},
+          {"baseline_median_ns", json_number(c.baseline_median_ns)},
+          {"candidate_median_ns", json_number(c.candidate_median_ns)},
+          {"launch_cv", json_number(run.noise.cv)},
+          {"block_sd", json_number(run.noise.block_sd)},
           {"seconds", run.seconds},
           {"timer", c.timer},
           {"note", c.note}};
-}
-
-std::string now_utc() {
-  const std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
 }
 
 /// "f32 B=4096,N=1024": a case's dtype and shape, short enough for a table column.
@@ -215,18 +202,6 @@ void print_row(const std::string& kernel, const std::string& label, const speed:
               static_cast<long long>(s.inconclusive + s.invalid), percent(s.noise_floor).c_str(),
               percent(s.delta_min).c_str(), percent(s.median_cv, 1).c_str(), block_sd.c_str(),
               blocks.c_str(), median_of(runs, [](const AaRun& r) { return r.seconds; }));
-}
-
-void write_json(const fs::path& path, const nlohmann::ordered_json& j) {
-  const fs::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream f(tmp);
-    if (!f)
-      throw_usage("cannot write " + tmp.string() + ": check that --out is a writable directory");
-    f << j.dump(2) << "\n";
-    if (!f) throw_usage("writing " + tmp.string() + " failed (disk full?)");
-  }
-  fs::rename(tmp, path);
 }
 
 Backend choose_backend(const CalibrateArgs& args, std::optional<int>* skip) {
@@ -314,36 +289,20 @@ int run_calibrate(const CalibrateArgs& args) {
   Runner runner(backend);
   const auto env = runner.environment();
   const auto& il = args.timing.interleave;
-  const bool tty = isatty(fileno(stderr));
-  auto say = [&](const std::string& line) {
-    if (args.quiet) return;
-    if (tty)
-      std::fprintf(stderr, "\r\033[K%s", line.c_str());
-    else
-      std::fprintf(stderr, "%s\n", line.c_str());
-  };
+  const Progress say(args.quiet);
 
+  nlohmann::ordered_json meta = run_meta(args.command_line, backend, env, args.seed);
+  meta["config"] = {{"comparisons", args.comparisons},
+                    {"speed_cases", args.speed_cases},
+                    {"delta", il.delta},
+                    {"alpha", il.alpha},
+                    {"time_budget_s", il.time_budget_s},
+                    {"launches_per_arm", il.launches_per_arm},
+                    {"blocks_per_stage", il.blocks_per_stage},
+                    {"max_stages", il.max_stages},
+                    {"flush_l2", args.timing.flush_l2}};
   nlohmann::ordered_json doc = {{"schema", "kgate-calibrate/1"},
-                                {"meta",
-                                 {{"kgate_version", KGATE_VERSION},
-                                  {"command", args.command_line},
-                                  {"backend", backend_name(backend)},
-                                  {"device", env.device},
-                                  {"driver", env.driver},
-                                  {"cuda", env.cuda},
-                                  {"torch", env.torch},
-                                  {"started_at", now_utc()},
-                                  {"seed", args.seed},
-                                  {"config",
-                                   {{"comparisons", args.comparisons},
-                                    {"speed_cases", args.speed_cases},
-                                    {"delta", il.delta},
-                                    {"alpha", il.alpha},
-                                    {"time_budget_s", il.time_budget_s},
-                                    {"launches_per_arm", il.launches_per_arm},
-                                    {"blocks_per_stage", il.blocks_per_stage},
-                                    {"max_stages", il.max_stages},
-                                    {"flush_l2", args.timing.flush_l2}}}}},
+                                {"meta", meta},
                                 {"kernels", nlohmann::ordered_json::array()}};
 
   std::vector<std::vector<CaseRuns>> all(selected.size());
@@ -385,7 +344,7 @@ int run_calibrate(const CalibrateArgs& args) {
         say(line);
         cr.runs.push_back(std::move(run));
       }
-      if (tty && !args.quiet) std::fprintf(stderr, "\n");
+      say.end_line();
 
       std::vector<const AaRun*> runs;
       nlohmann::ordered_json rj = nlohmann::ordered_json::array();
@@ -401,7 +360,7 @@ int run_calibrate(const CalibrateArgs& args) {
       // Rewritten after every case: an interrupted calibration keeps what it measured.
       nlohmann::ordered_json partial = doc;
       partial["kernels"].push_back(kj);
-      write_json(out, partial);
+      write_file_atomically(out, partial.dump(2) + "\n");
     }
     std::vector<const AaRun*> pooled;
     for (const auto& cr : all[ki])
@@ -410,7 +369,7 @@ int run_calibrate(const CalibrateArgs& args) {
     doc["kernels"].push_back(kj);
     doc["meta"]["seconds"] =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    write_json(out, doc);
+    write_file_atomically(out, doc.dump(2) + "\n");
   }
 
   std::printf(

@@ -2,8 +2,6 @@
 // package), replay, validate, compare.
 #include "cli/commands.hpp"
 
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -14,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "cli/output.hpp"
 #include "cli/worker.hpp"
 #include "core/error.hpp"
 #include "core/rng.hpp"
@@ -26,13 +25,6 @@ namespace kgate::cli {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string now_utc() {
-  const std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
-}
 
 std::string env(const char* name) {
   const char* v = std::getenv(name);
@@ -55,13 +47,6 @@ std::string git_sha() {
   std::string s = ok ? buf : "";
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
   return s;
-}
-
-void write_file(const fs::path& path, const std::string& text) {
-  std::ofstream f(path);
-  if (!f) throw_usage("cannot write " + path.string() + ": check that --out is a writable directory");
-  f << text;
-  if (!f) throw_usage("writing " + path.string() + " failed (disk full?)");
 }
 
 /// The slowest measured comparison of `k` against `baseline` (nullptr: none).
@@ -140,20 +125,13 @@ package::ValidateOptions validate_options(const std::string& arch) {
   return options;
 }
 
-/// sm_XY of device 0.
+}  // namespace
+
 std::string device_arch() {
   const auto info = cuda::device_info();
   return "sm_" + std::to_string(info.sm_major) + std::to_string(info.sm_minor);
 }
 
-/// A validated, compiled package and its KernelInfo.
-struct LoadedPackage {
-  package::PackageManifest manifest;
-  const OpSignature* op = nullptr;
-  KernelInfo kernel;
-};
-
-/// Validates and compiles a package; prints every problem and returns nullopt when it is invalid.
 std::optional<LoadedPackage> load_package(const std::string& dir, const std::string& arch, bool quiet) {
   const auto report = package::validate_package(dir, validate_options(arch));
   if (!report.ok()) {
@@ -169,10 +147,6 @@ std::optional<LoadedPackage> load_package(const std::string& dir, const std::str
   return p;
 }
 
-/// The check options of a package: cases on both sides of every guard boundary, the captured
-/// variants, and generated cases moved inside the guard (so that every value family reaches the
-/// package's kernels however narrow the guard) as extra correctness cases; the variants (with their
-/// call counts) as the timed cases, or, without variants, the usual speed shapes moved inside.
 CheckOptions package_options(const CheckOptions& base, const LoadedPackage& p) {
   CheckOptions o = base;
   constexpr int64_t kMaxElements = int64_t{1} << 24;
@@ -201,8 +175,6 @@ CheckOptions package_options(const CheckOptions& base, const LoadedPackage& p) {
       if (auto inside = package::move_inside_guard(p.manifest, *p.op, c)) o.timed_cases.push_back({*inside, 0});
   return o;
 }
-
-}  // namespace
 
 int run_list(const ListArgs& args) {
   if (args.ops) {
@@ -349,21 +321,17 @@ int run_check(const CheckArgs& args) {
   if (o.rtol) report.meta.config["rtol"] = *o.rtol;
 
   CheckOptions options = args.options;
-  const bool tty = isatty(fileno(stderr));
-  if (!args.quiet)
-    options.progress = [tty](const std::string& line) {
-      if (tty) std::fprintf(stderr, "\r\033[K%s", line.c_str());
-      else std::fprintf(stderr, "%s\n", line.c_str());
-    };
+  const Progress progress(args.quiet);
+  if (!args.quiet) options.progress = progress;
   const fs::path out(args.out_dir);
   auto write_reports = [&] {
     report.meta.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    write_file(out / "report.json", to_json(report).dump(2) + "\n");
+    write_file_atomically(out / "report.json", to_json(report).dump(2) + "\n");
     std::ostringstream junit, md;
     write_junit(junit, report);
     write_markdown(md, report);
-    write_file(out / "junit.xml", junit.str());
-    write_file(out / "summary.md", md.str());
+    write_file_atomically(out / "junit.xml", junit.str());
+    write_file_atomically(out / "summary.md", md.str());
   };
   const size_t total = selected.size() + packages.size();
   if (isolate) {
@@ -397,7 +365,7 @@ int run_check(const CheckArgs& args) {
       std::fprintf(stderr, "[%zu/%zu] %s (%s, %s)\n", i + 1, total, selected[i]->name.c_str(),
                    selected[i]->op.c_str(), backend_name(backend));
     report.kernels.push_back(check_kernel(*runner, *selected[i], options));
-    if (tty && !args.quiet) std::fprintf(stderr, "\n");
+    progress.end_line();
     write_reports();  // after every kernel: a crash later loses nothing already measured
   }
   for (size_t i = 0; i < packages.size() && !isolate; ++i) {
@@ -407,7 +375,7 @@ int run_check(const CheckArgs& args) {
                    p.manifest.name.c_str(), p.manifest.version.c_str(), p.manifest.op.c_str(), p.kernel.source.c_str(),
                    baseline ? (" against baseline " + baseline->kernel.name).c_str() : "");
     report.kernels.push_back(check_kernel(*runner, p.kernel, package_options(options, p), baseline ? &baseline->kernel : nullptr));
-    if (tty && !args.quiet) std::fprintf(stderr, "\n");
+    progress.end_line();
     write_reports();
   }
   if (args.in_worker) return static_cast<int>(report.exit_code(args.inconclusive_fails));  // the parent judges

@@ -6,9 +6,30 @@
 #include <string>
 #include <vector>
 
+#include "runtime/package/manifest.hpp"
 #include "runtime/pipeline.hpp"
 
 namespace kgate::cli {
+
+/// A validated, compiled package and its KernelInfo.
+struct LoadedPackage {
+  package::PackageManifest manifest;
+  const OpSignature* op = nullptr;
+  KernelInfo kernel;
+};
+
+/// Validates and compiles a package for `arch` (e.g. sm_90); prints every problem and returns
+/// nullopt when it is invalid.
+std::optional<LoadedPackage> load_package(const std::string& dir, const std::string& arch, bool quiet);
+
+/// sm_XY of device 0.
+std::string device_arch();
+
+/// The check options of a package: cases on both sides of every guard boundary, the captured
+/// variants, and generated cases moved inside the guard (so that every value family reaches the
+/// package's kernels however narrow the guard) as extra correctness cases; the variants (with their
+/// call counts) as the timed cases, or, without variants, the usual speed shapes moved inside.
+CheckOptions package_options(const CheckOptions& base, const LoadedPackage& p);
 
 struct ListArgs {
   bool ops = false;

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "cli/calibrate.hpp"  // kgate calibrate (A/A runs of the speed gate)
+#include "cli/sweep.hpp"      // kgate sweep (tolerance sensitivity)
 #include "cli/commands.hpp"
 #include "core/error.hpp"
 
@@ -125,6 +126,9 @@ int main(int argc, char** argv) {
   // calibrate: options live in cli/calibrate.cpp.
   kgate::cli::CalibrateArgs calibrate_args;
   auto* calibrate = kgate::cli::add_calibrate_command(app, calibrate_args);
+  // sweep: options live in cli/sweep.cpp.
+  kgate::cli::SweepArgs sweep_args;
+  auto* sweep = kgate::cli::add_sweep_command(app, sweep_args);
 
   try {
     app.parse(argc, argv);
@@ -154,6 +158,13 @@ int main(int argc, char** argv) {
     if (*calibrate) {
       calibrate_args.command_line = joined(argc, argv);
       return kgate::cli::run_calibrate(calibrate_args);
+    }
+    if (*sweep) {
+      // As for check: settings given on the command line win over the config file.
+      if (sweep->count("--cases")) sweep_args.options.cli.cases = sweep_args.options.cases;
+      if (sweep->count("--family")) sweep_args.options.cli.families = sweep_args.options.families;
+      sweep_args.command_line = joined(argc, argv);
+      return kgate::cli::run_sweep(sweep_args);
     }
   } catch (const kgate::Error& e) {
     std::fprintf(stderr, "kgate: error: %s\n", e.what());

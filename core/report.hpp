@@ -56,6 +56,9 @@ struct CaseResult {
   /// The case was outside the kernel's guard (KernelInfo::accepts): the eager reference ran
   /// instead of the kernel, as deployed code falls back. Its rule is then "fallback".
   bool fallback = false;
+  /// kgate sweep only (not serialized): per swept rtol, the smallest atol with which allclose
+  /// against the eager reference passes.
+  std::vector<double> needed_atol;
 };
 
 struct CorrectnessReport {

@@ -142,8 +142,11 @@ enum class Compare { max_abs, stats, allclose };
 class PendingComparison {
  public:
   PendingComparison() = default;
+  /// `sweep_rtols` (allclose only): also queue, per rtol, the smallest atol with which allclose
+  /// passes, max over finite elements of (|out - target| - rtol * |target|), at least 0.
   PendingComparison(DeviceScalars& q, const at::Tensor& out, const at::Tensor& target, const Tolerance& tol,
-                    Compare what) : elements_(out.numel()), what_(what) {
+                    Compare what, const std::vector<double>& sweep_rtols = {})
+      : elements_(out.numel()), what_(what) {
     if (elements_ == 0) return;
     const auto finite = at::isfinite(out) & at::isfinite(target);
     const auto diff = at::where(finite, (out - target).abs(), at::zeros_like(out));
@@ -160,12 +163,22 @@ class PendingComparison {
     const auto exact = at::where(diff.gt(0), at::full_like(diff, INFINITY), at::zeros_like(diff));
     const auto ratio = at::where(finite, at::where(allowed.gt(0), diff / allowed, exact), at::zeros_like(out));
     mismatches_ = q.add_int(ratio.gt(1.0).sum());
+    for (double rtol : sweep_rtols)
+      needed_atol_.push_back(q.add_double(at::where(finite, (diff - rtol * mag).clamp_min(0), at::zeros_like(diff)).max()));
     const auto flat = ratio.reshape({-1});
     const auto idx = flat.argmax().reshape({1});
     worst_index_ = q.add_int(idx);
     worst_ratio_ = q.add_double(flat.index_select(0, idx));
     worst_out_ = q.add_double(out.reshape({-1}).index_select(0, idx));
     worst_target_ = q.add_double(target.reshape({-1}).index_select(0, idx));
+  }
+
+  /// Per sweep rtol, the smallest passing atol (empty unless sweep rtols were queued; zeros for an
+  /// empty output).
+  std::vector<double> needed_atol(const DeviceScalars& q, size_t count) const {
+    std::vector<double> out(count, 0.0);
+    for (size_t i = 0; i < needed_atol_.size() && i < count; ++i) out[i] = q.d(needed_atol_[i]);
+    return out;
   }
 
   ErrorStats resolve(const DeviceScalars& q, double* allclose_worst, std::string* worst) const {
@@ -191,6 +204,7 @@ class PendingComparison {
   Compare what_ = Compare::stats;
   size_t nan_mismatches_ = 0, max_abs_ = 0, max_rel_ = 0, mismatches_ = 0, worst_index_ = 0, worst_ratio_ = 0,
          worst_out_ = 0, worst_target_ = 0;
+  std::vector<size_t> needed_atol_;
 };
 
 class ChronoTimer final : public cuda::LaunchTimer {
@@ -319,7 +333,8 @@ std::string repro_command(const KernelInfo& kernel, const Case& c) {
   return repro_command(kernel.name, c);
 }
 
-CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c, const correctness::RuleConfig& rule) {
+CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c, const correctness::RuleConfig& rule,
+                              const std::vector<double>& sweep_rtols) {
   CaseResult result;
   result.kcase = c;
   result.repro = repro_command(kernel, c);
@@ -391,7 +406,7 @@ CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c, const cor
       if (i != 0) continue;
       const auto out64 = outputs[i].to(at::kDouble);
       const auto ref64 = expected[i].to(at::kDouble);
-      vs_reference = PendingComparison(q, out64, ref64, tol, Compare::allclose);
+      vs_reference = PendingComparison(q, out64, ref64, tol, Compare::allclose, sweep_rtols);
       vs_oracle = PendingComparison(q, out64, oracle[i], tol, Compare::stats);
       reference_vs_oracle = PendingComparison(q, ref64, oracle[i], tol, Compare::max_abs);
       if (out64.numel() > 0) {
@@ -409,6 +424,7 @@ CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c, const cor
     for (size_t slot : guards_ok)
       if (q.i(slot) == 0) m.guard_bands_intact = false;
     m.vs_reference = vs_reference.resolve(q, &m.allclose_worst, &m.worst_element);
+    if (!sweep_rtols.empty()) result.needed_atol = vs_reference.needed_atol(q, sweep_rtols.size());
     m.vs_oracle = vs_oracle.resolve(q, nullptr, nullptr);
     m.reference_vs_oracle_max_abs = reference_vs_oracle.resolve(q, nullptr, nullptr).max_abs;
     for (size_t slot : unwritten) m.vs_reference.unwritten += q.i(slot);

@@ -42,7 +42,10 @@ class Runner {
   /// device fault the context is lost and later calls return failed results saying so. A case the
   /// kernel does not accept (KernelInfo::accepts) runs the op's eager reference into the outputs
   /// instead; the result is marked `fallback` (rule "fallback" when it passes).
-  CaseResult check_case(const KernelInfo& kernel, const Case& c, const correctness::RuleConfig& rule);
+  /// With `sweep_rtols` (kgate sweep), the result's needed_atol holds, per rtol, the smallest atol
+  /// with which allclose against the eager reference passes.
+  CaseResult check_case(const KernelInfo& kernel, const Case& c, const correctness::RuleConfig& rule,
+                        const std::vector<double>& sweep_rtols = {});
 
   /// Stale-output check: case `c`, then at once the same shape with other values (a seed derived
   /// from c's), each on fresh poisoned outputs. A kernel that returns a cached result (say,

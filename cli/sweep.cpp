@@ -1,0 +1,345 @@
+// `kgate sweep`: each case through Runner::check_case with the sweep's rtols, summarized per
+// kernel and dtype by gates/sensitivity.
+#include "cli/sweep.hpp"
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli/commands.hpp"
+#include "cli/output.hpp"
+#include "core/error.hpp"
+#include "gates/sensitivity/sweep.hpp"
+#include "references/catalogue.hpp"
+#include "runtime/cuda/device.hpp"
+
+namespace kgate::cli {
+namespace fs = std::filesystem;
+using nlohmann::ordered_json;
+
+namespace {
+
+constexpr double kDefaultFragileMargin = 0.8;
+
+/// One kernel or package to sweep, with its extra cases (a package's guard boundaries).
+struct Target {
+  const KernelInfo* kernel = nullptr;
+  CheckOptions options;
+};
+
+/// A dtype's sweep, the configured tolerance it was judged against and its closest case.
+struct DtypeResult {
+  sensitivity::DtypeSweep sweep;
+  double atol = 0, rtol = 0;
+  std::string worst_case;   ///< the case id with the largest margin (or the first hard failure)
+  std::string worst_repro;
+  std::string worst_message;
+  double worst_margin = -1;
+};
+
+struct KernelResult {
+  std::string name, op, backend, source;
+  int64_t fallback = 0;
+  double fragile_margin = kDefaultFragileMargin;
+  std::vector<DtypeResult> dtypes;
+};
+
+std::string g(double v) {
+  if (std::isinf(v)) return "inf";
+  if (std::isnan(v)) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
+}
+
+ordered_json quantiles_json(const sensitivity::Quantiles& q) {
+  return {{"p50", json_number(q.p50)}, {"p90", json_number(q.p90)}, {"p99", json_number(q.p99)}, {"max", json_number(q.max)}};
+}
+
+ordered_json kernel_json(const KernelResult& k, const sensitivity::SweepGrid& grid) {
+  ordered_json dtypes = ordered_json::array();
+  for (const auto& d : k.dtypes) {
+    const auto& s = d.sweep;
+    ordered_json frontier = ordered_json::array();
+    for (size_t r = 0; r < grid.rtols.size(); ++r)
+      frontier.push_back({{"rtol", grid.rtols[r]}, {"atol", json_number(s.frontier_atol[r])}});
+    ordered_json scales = ordered_json::array();
+    for (size_t i = 0; i < grid.scales.size(); ++i)
+      scales.push_back({{"scale", grid.scales[i]}, {"pass_rate", s.scale_pass_rate[i]}});
+    dtypes.push_back({{"dtype", dtype_name(s.dtype)},
+                      {"rule", s.rule},
+                      {"atol", d.atol},
+                      {"rtol", d.rtol},
+                      {"cases", s.cases},
+                      {"failed", s.failed},
+                      {"hard_failures", s.hard_failures},
+                      {"worst_margin", json_number(s.worst_margin)},
+                      {"verdict", s.verdict},
+                      {"worst_case", {{"case", d.worst_case}, {"repro", d.worst_repro}, {"message", d.worst_message}}},
+                      {"max_abs", quantiles_json(s.max_abs)},
+                      {"max_rel", quantiles_json(s.max_rel)},
+                      {"margin", quantiles_json(s.margin)},
+                      {"pass_rate", {{"atols", grid.atols}, {"rtols", grid.rtols}, {"rate", s.pass_rate}}},
+                      {"frontier", frontier},
+                      {"scales", scales}});
+  }
+  return {{"name", k.name},   {"op", k.op},         {"backend", k.backend}, {"source", k.source},
+          {"fallback", k.fallback}, {"fragile_margin", k.fragile_margin}, {"dtypes", dtypes}};
+}
+
+std::string markdown(const std::vector<KernelResult>& kernels, const sensitivity::SweepGrid& grid) {
+  std::ostringstream md;
+  md << "# kgate sweep\n\n"
+     << "Margin = worst observed error / allowed error under the configured rule (<= 1 passes). "
+        "Tightest passing scale = the fraction of the configured tolerance every case still passes "
+        "with (the worst margin).\n\n"
+     << "| kernel | dtype | rule | atol | rtol | cases | failed | worst margin | p90 margin | verdict |\n"
+     << "|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const auto& k : kernels)
+    for (const auto& d : k.dtypes)
+      md << "| " << k.name << " | " << dtype_name(d.sweep.dtype) << " | " << d.sweep.rule << " | " << g(d.atol)
+         << " | " << g(d.rtol) << " | " << d.sweep.cases << " | " << d.sweep.failed << " | "
+         << g(d.sweep.worst_margin) << " | " << g(d.sweep.margin.p90) << " | " << d.sweep.verdict << " |\n";
+  for (const auto& k : kernels)
+    for (const auto& d : k.dtypes) {
+      const auto& s = d.sweep;
+      md << "\n## " << k.name << " " << dtype_name(s.dtype) << "\n\n"
+         << "Max abs error per case p50/p90/p99/max: " << g(s.max_abs.p50) << " / " << g(s.max_abs.p90) << " / "
+         << g(s.max_abs.p99) << " / " << g(s.max_abs.max) << "; max rel error: " << g(s.max_rel.p50) << " / "
+         << g(s.max_rel.p90) << " / " << g(s.max_rel.p99) << " / " << g(s.max_rel.max) << ".\n";
+      if (!d.worst_case.empty()) md << "Closest case (margin " << g(d.worst_margin) << "): `" << d.worst_repro << "`\n";
+      md << "\nPass rate (allclose against the eager reference), rtol down, atol across; last column: the "
+            "frontier (smallest atol every case passes with)\n\n| rtol \\ atol |";
+      for (double a : grid.atols) md << " " << g(a) << " |";
+      md << " frontier |\n|---|";
+      for (size_t a = 0; a <= grid.atols.size(); ++a) md << "---|";
+      md << "\n";
+      for (size_t r = 0; r < grid.rtols.size(); ++r) {
+        md << "| " << g(grid.rtols[r]) << " |";
+        for (size_t a = 0; a < grid.atols.size(); ++a) md << " " << g(100 * s.pass_rate[r][a]) << "% |";
+        md << " " << g(s.frontier_atol[r]) << " |\n";
+      }
+      md << "\nPass rate at multiples of the configured tolerance:";
+      for (size_t i = 0; i < grid.scales.size(); ++i)
+        md << " " << g(grid.scales[i]) << "x " << g(100 * s.scale_pass_rate[i]) << "%" << (i + 1 < grid.scales.size() ? "," : ".");
+      md << "\n";
+    }
+  return md.str();
+}
+
+bool numeric_rule(const std::string& rule) { return rule == "allclose" || rule == "ulp" || rule == "ref_ratio"; }
+
+KernelResult sweep_kernel(Runner& runner, const Target& t, const SweepArgs& args, const sensitivity::SweepGrid& grid,
+                          const std::function<void(const std::string&)>& say) {
+  const KernelInfo& kernel = *t.kernel;
+  const OpSignature& op = find_op(kernel.op);
+  const GateSettings settings = t.options.config.resolve(op.name, kernel.name, t.options.cli);
+  KernelResult k{kernel.name, kernel.op, backend_name(kernel.backend), kernel.source, 0, kDefaultFragileMargin, {}};
+  k.fragile_margin = args.fragile_margin.value_or(settings.fragile_margin.value_or(kDefaultFragileMargin));
+
+  props::GeneratorOptions gen;
+  gen.seed = t.options.seed;
+  gen.cases = settings.cases.value_or(t.options.cases);
+  gen.families = settings.families.empty() ? t.options.families : settings.families;
+  auto cases = props::generate_cases(op, traits_of(kernel), gen);
+  cases.insert(cases.end(), t.options.extra_cases.begin(), t.options.extra_cases.end());
+
+  std::map<DType, std::vector<sensitivity::CaseErrors>> per_dtype;
+  std::map<DType, DtypeResult> results;
+  const size_t step = std::max<size_t>(1, cases.size() / 8);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i];
+    const auto rule = rule_for(op, c.dtype, t.options, kernel.name);
+    const CaseResult r = runner.check_case(kernel, c, rule, grid.rtols);
+    if ((i + 1) % step == 0 || i + 1 == cases.size())
+      say(kernel.name + ": " + std::to_string(i + 1) + "/" + std::to_string(cases.size()) + " cases");
+    if (r.fallback) {
+      ++k.fallback;
+      continue;
+    }
+    sensitivity::CaseErrors e;
+    e.case_id = c.id();
+    e.hard_failure = r.outcome == Outcome::failed && !numeric_rule(r.rule);
+    e.hard_failure_rule = e.hard_failure ? r.rule : "";
+    e.margin = r.margin;
+    e.max_abs = r.vs_reference.max_abs;
+    e.max_rel = r.vs_reference.max_rel;
+    e.needed_atol = r.needed_atol;
+    per_dtype[c.dtype].push_back(e);
+
+    DtypeResult& d = results[c.dtype];
+    d.sweep.rule = correctness::rule_name(rule.kind);
+    d.atol = rule.tolerance.atol;
+    d.rtol = rule.tolerance.rtol;
+    const double closeness = e.hard_failure ? INFINITY : std::isnan(e.margin) ? INFINITY : e.margin;
+    if (closeness > d.worst_margin) {
+      d.worst_margin = closeness;
+      d.worst_case = c.id();
+      d.worst_repro = r.repro;
+      d.worst_message = r.message;
+    }
+  }
+  for (auto& [dtype, d] : results) {
+    const std::string rule = d.sweep.rule;
+    d.sweep = sensitivity::summarize(dtype, per_dtype[dtype], grid, k.fragile_margin);
+    d.sweep.rule = rule;
+    k.dtypes.push_back(std::move(d));
+  }
+  return k;
+}
+
+void print_table(const std::vector<KernelResult>& kernels) {
+  std::printf("%-28s %-5s %-9s %9s %9s %6s %6s %10s %10s %s\n", "kernel", "dtype", "rule", "atol", "rtol", "cases",
+              "failed", "p90 margin", "worst", "verdict");
+  for (const auto& k : kernels)
+    for (const auto& d : k.dtypes)
+      std::printf("%-28s %-5s %-9s %9s %9s %6lld %6lld %10s %10s %s\n", k.name.c_str(), dtype_name(d.sweep.dtype),
+                  d.sweep.rule.c_str(), g(d.atol).c_str(), g(d.rtol).c_str(), static_cast<long long>(d.sweep.cases),
+                  static_cast<long long>(d.sweep.failed), g(d.sweep.margin.p90).c_str(),
+                  g(d.sweep.worst_margin).c_str(), d.sweep.verdict.c_str());
+  for (const auto& k : kernels)
+    for (const auto& d : k.dtypes) {
+      if (d.sweep.verdict == "FRAGILE")
+        std::printf("  %s %s FRAGILE (margin %s; threshold %s): %s\n", k.name.c_str(), dtype_name(d.sweep.dtype),
+                    g(d.worst_margin).c_str(), g(k.fragile_margin).c_str(), d.worst_repro.c_str());
+      if (d.sweep.verdict == "FAILED")
+        std::printf("  %s %s FAILED: %lld case(s) fail the configured tolerance, %lld of them at any tolerance; "
+                    "e.g. %s\n    %s\n",
+                    k.name.c_str(), dtype_name(d.sweep.dtype), static_cast<long long>(d.sweep.failed),
+                    static_cast<long long>(d.sweep.hard_failures), d.worst_repro.c_str(), d.worst_message.c_str());
+    }
+}
+
+}  // namespace
+
+CLI::App* add_sweep_command(CLI::App& app, SweepArgs& args) {
+  auto* cmd = app.add_subcommand(
+      "sweep",
+      "Tolerance sensitivity: per kernel and dtype, the error distribution, the pass rate over a "
+      "tolerance grid, the tightest passing tolerance and the margin; FRAGILE when a kernel passes "
+      "with a margin above the threshold; writes sweep.json and sweep.md (exit 1: a kernel fails its "
+      "tolerance, or is FRAGILE with --fail-on-fragile)");
+  auto& opt = args.options;
+  cmd->add_option("packages", args.packages, "Exported package directories to sweep on the GPU")
+      ->check(CLI::ExistingDirectory);
+  cmd->add_option("--kernel", args.kernels, "Kernel to sweep (repeatable; default: all but mutants, unless packages)")
+      ->allow_extra_args(false);
+  cmd->add_option("--arch", args.arch, "NVRTC target for packages (default: the GPU's)");
+  cmd->add_option("--backend", args.backend, "cuda or cpu (default: cuda when a GPU is present)")
+      ->check(CLI::IsMember({"cuda", "cpu"}));
+  cmd->add_option("--seed", opt.seed, "Master seed")->capture_default_str();
+  cmd->add_option("--cases", opt.cases, "Cases per kernel")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--family", opt.families, "Case families (random, ragged, extreme, special, layout)")
+      ->allow_extra_args(false);
+  cmd->add_option("--rule", opt.rule, "Correctness rule the margin is taken under (default: the op's)")
+      ->check(CLI::IsMember({"allclose", "ulp", "ref_ratio"}));
+  cmd->add_option("--config", args.config_path, "Config file (kgate-config/1)")->check(CLI::ExistingFile);
+  cmd->add_option("--atol", opt.atol, "Configured absolute tolerance (overrides the op's default)");
+  cmd->add_option("--rtol", opt.rtol, "Configured relative tolerance (overrides the op's default)");
+  cmd->add_option("--fragile-margin", args.fragile_margin,
+                  "Margin above which a passing kernel is FRAGILE (default: the config's fragile_margin, else 0.8)")
+      ->check(CLI::Range(1e-9, 1.0));
+  cmd->add_flag("--fail-on-fragile", args.fail_on_fragile, "Exit 1 when a kernel is FRAGILE");
+  cmd->add_option("--out", args.out_dir, "Directory for sweep.json and sweep.md")->capture_default_str();
+  cmd->add_option("--no-device-exit-code", args.no_device_exit_code,
+                  "Exit with this code (e.g. 77 = SKIPPED for CTest) when --backend cuda finds no GPU");
+  cmd->add_flag("-q,--quiet", args.quiet, "No progress lines");
+  return cmd;
+}
+
+int run_sweep(SweepArgs& args) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto& opt = args.options;
+  if (!args.config_path.empty()) opt.config = load_config(args.config_path);
+  if (!args.packages.empty() && args.backend == "cpu")
+    throw_usage("packages run on the cuda backend: drop --backend cpu (or sweep in-tree cpu kernels with --kernel)");
+
+  std::string why;
+  const bool have_device = cuda::device_available(&why);
+  std::vector<LoadedPackage> packages;
+  if (!args.packages.empty()) {
+    const std::string arch = !args.arch.empty() ? args.arch : have_device ? device_arch() : "sm_90";
+    for (const auto& dir : args.packages) {
+      auto p = load_package(dir, arch, args.quiet);
+      if (!p) return static_cast<int>(ExitCode::usage);
+      packages.push_back(std::move(*p));
+    }
+  }
+  Backend backend;
+  if (!packages.empty() || args.backend == "cuda") {
+    backend = Backend::cuda;
+  } else if (args.backend.empty()) {
+    backend = have_device ? Backend::cuda : Backend::cpu;
+    if (!have_device)
+      std::fprintf(stderr, "kgate: %s — sweeping the cpu backend's kernels instead\n", why.c_str());
+  } else {
+    backend = Backend::cpu;
+  }
+  if (backend == Backend::cuda && !have_device) {
+    if (args.no_device_exit_code) {
+      std::printf("SKIPPED: %s\n", why.c_str());
+      return *args.no_device_exit_code;
+    }
+    throw Error(ErrorKind::usage, why + " (--backend cuda needs a GPU; use --backend cpu on machines without one)");
+  }
+
+  std::vector<Target> targets;
+  if (args.kernels.empty() && packages.empty()) {
+    for (const auto& k : registered_kernels())
+      if (k.backend == backend && !k.mutant) targets.push_back({&k, opt});
+  }
+  for (const auto& name : args.kernels) {
+    const auto& k = find_kernel(name);
+    if (k.backend != backend)
+      throw_usage("kernel '" + name + "' runs on the " + backend_name(k.backend) + " backend, not " +
+                  backend_name(backend) + " (pass --backend " + backend_name(k.backend) + ")");
+    targets.push_back({&k, opt});
+  }
+  for (const auto& p : packages) targets.push_back({&p.kernel, package_options(opt, p)});
+  if (targets.empty()) throw_usage(std::string("no kernels to sweep on the ") + backend_name(backend) + " backend");
+
+  fs::create_directories(args.out_dir);
+  Runner runner(backend);
+  const auto env = runner.environment();
+  const sensitivity::SweepGrid grid;
+  const Progress say(args.quiet);
+
+  ordered_json doc = {{"schema", "kgate-sweep/1"},
+                      {"meta", run_meta(args.command_line, backend, env, opt.seed)},
+                      {"kernels", ordered_json::array()}};
+  const fs::path json_path = fs::path(args.out_dir) / "sweep.json";
+  std::vector<KernelResult> results;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    if (!args.quiet)
+      std::fprintf(stderr, "[%zu/%zu] %s (%s)\n", i + 1, targets.size(), targets[i].kernel->name.c_str(),
+                   targets[i].kernel->op.c_str());
+    results.push_back(sweep_kernel(runner, targets[i], args, grid, say));
+    say.end_line();
+    // Written after every kernel: a later crash loses nothing already measured.
+    doc["kernels"].push_back(kernel_json(results.back(), grid));
+    doc["meta"]["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    write_file_atomically(json_path, doc.dump(2) + "\n");
+  }
+  write_file_atomically(fs::path(args.out_dir) / "sweep.md", markdown(results, grid));
+
+  print_table(results);
+  int failed = 0, fragile = 0;
+  for (const auto& k : results)
+    for (const auto& d : k.dtypes) {
+      failed += d.sweep.verdict == "FAILED";
+      fragile += d.sweep.verdict == "FRAGILE";
+    }
+  std::printf("\n%d kernel x dtype row(s) failed their tolerance, %d FRAGILE; grids in %s/sweep.md, all figures in %s "
+              "(%.1f s)\n",
+              failed, fragile, args.out_dir.c_str(), json_path.string().c_str(),
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  if (failed > 0 || (fragile > 0 && args.fail_on_fragile)) return static_cast<int>(ExitCode::correctness);
+  return 0;
+}
+
+}  // namespace kgate::cli

@@ -1,0 +1,46 @@
+// `kgate sweep`: tolerance sensitivity. Runs each kernel's (or package's) correctness cases and,
+// per kernel and dtype, reports the error distribution, the pass rate over a tolerance grid, the
+// frontier (the tightest atol that passes, per rtol) and the margin to the configured tolerance;
+// a kernel that passes with a margin above the fragility threshold is FRAGILE. Writes sweep.json
+// and sweep.md.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/pipeline.hpp"
+
+namespace CLI {
+class App;
+}
+
+namespace kgate::cli {
+
+/// Options of `kgate sweep`.
+struct SweepArgs {
+  std::vector<std::string> kernels;   ///< empty: every non-mutant kernel of the backend (unless packages)
+  std::vector<std::string> packages;  ///< exported package directories (run on the cuda backend)
+  std::string arch;                   ///< NVRTC target for packages; empty: the device's
+  std::string backend;                ///< empty: cuda when a GPU is present, else cpu
+  /// seed, cases, families, rule, atol / rtol, the config file and the command-line settings.
+  CheckOptions options;
+  std::string config_path;
+  /// Margin (observed / allowed) above which a passing kernel is FRAGILE; empty: the config's
+  /// fragile_margin, else 0.8.
+  std::optional<double> fragile_margin;
+  bool fail_on_fragile = false;       ///< exit 1 when a kernel is FRAGILE
+  std::string out_dir = "reports";    ///< receives sweep.json and sweep.md
+  std::optional<int> no_device_exit_code;
+  bool quiet = false;
+  std::string command_line;
+};
+
+/// Adds the `sweep` subcommand to `app`, its options bound to `args`.
+CLI::App* add_sweep_command(CLI::App& app, SweepArgs& args);
+
+/// Runs the sweep; returns 0, 1 when a kernel fails its configured tolerance (or is FRAGILE with
+/// fail_on_fragile), or 4 for an invalid package; usage problems throw.
+int run_sweep(SweepArgs& args);
+
+}  // namespace kgate::cli
