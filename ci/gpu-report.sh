@@ -2,7 +2,7 @@
 # Every GPU measurement in one command, for a GPU runner or a release check:
 #   ci/gpu-report.sh OUT_DIR [stage...]
 # Stages (default: build test gate mutants packages): build, test, gate, mutants, packages,
-# isolation, throughput, calibrate, power, ncu. Logs and reports go under OUT_DIR; a short summary is printed last.
+# sweep, isolation, throughput, calibrate, power, ncu. Logs and reports go under OUT_DIR; a short summary is printed last.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${1:?usage: ci/gpu-report.sh OUT_DIR [stage...]}
@@ -50,6 +50,17 @@ if has packages; then
   note "package demo: exit $?"
   sed -n '/^== 1\./,/^== 2\./p' "$out/packages.log" | sed '$d'
   sed -n '/^== 3\./,$p' "$out/packages.log"
+fi
+if has sweep; then
+  # Tolerance sensitivity of every CUDA kernel, then of every in-tree package (their guard cases).
+  "$kgate" sweep --backend cuda --out "$out/sweep" > "$out/sweep.log" 2>&1
+  note "sweep (kgate sweep, all CUDA kernels): exit $?"
+  sed -n '/^kernel /,$p' "$out/sweep.log" | head -60
+  pkgs=()
+  for d in "$here"/kernels/*/package*/; do [ -f "$d/kgate.json" ] && pkgs+=("$d"); done
+  "$kgate" sweep "${pkgs[@]}" --out "$out/sweep-packages" > "$out/sweep-packages.log" 2>&1
+  note "sweep (kgate sweep, ${#pkgs[@]} in-tree packages): exit $?"
+  sed -n '/^kernel /,$p' "$out/sweep-packages.log" | head -60
 fi
 if has isolation; then
   bash "$here/tests/cli/isolation_gpu.sh" "$kgate" "$out/isolation" > "$out/isolation.log" 2>&1
