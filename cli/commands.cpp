@@ -111,6 +111,8 @@ void print_table(const RunReport& report) {
     }
     if (!k.message.empty() && k.outcome != Outcome::passed) std::printf("  %s: %s\n", k.name.c_str(), k.message.c_str());
   }
+  for (const auto& k : report.kernels)
+    for (const auto& w : k.correctness.warnings) std::printf("  warning (%s): %s\n", k.name.c_str(), w.c_str());
 }
 
 package::ValidateOptions validate_options(const std::string& arch) {

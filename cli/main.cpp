@@ -95,6 +95,11 @@ int main(int argc, char** argv) {
                     "report.json (repeatable; informational, decides nothing)")
       ->type_name("FILE")
       ->allow_extra_args(false);
+  std::optional<double> check_fragile_margin;
+  check->add_option("--fragile-margin", check_fragile_margin,
+                    "Worst margin above which a passing kernel gets a FRAGILE warning (default: the config's "
+                    "fragile_margin, else 0.8)")
+      ->check(CLI::Range(1e-9, 1.0));
   check->add_flag("--inconclusive-fails", check_args.inconclusive_fails, "Exit 3 when a speed decision is inconclusive");
   check->add_option("--no-device-exit-code", check_args.no_device_exit_code,
                     "Exit with this code (e.g. 77 = SKIPPED for CTest) when --backend cuda finds no GPU");
@@ -148,6 +153,7 @@ int main(int argc, char** argv) {
       if (check->count("--delta")) opt.cli.delta = opt.timing.interleave.delta;
       if (check->count("--alpha")) opt.cli.alpha = opt.timing.interleave.alpha;
       if (check->count("--time-budget")) opt.cli.time_budget_s = opt.timing.interleave.time_budget_s;
+      if (check_fragile_margin) opt.cli.fragile_margin = check_fragile_margin;
       check_args.command_line = joined(argc, argv);
       check_args.argv.assign(argv + 1, argv + argc);
       return kgate::cli::run_check(check_args);

@@ -24,8 +24,6 @@ using nlohmann::ordered_json;
 
 namespace {
 
-constexpr double kDefaultFragileMargin = 0.8;
-
 /// One kernel or package to sweep, with its extra cases (a package's guard boundaries).
 struct Target {
   const KernelInfo* kernel = nullptr;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <set>
@@ -100,6 +101,12 @@ std::optional<double> workload_speedup(const std::vector<SpeedComparison>& speed
 }
 
 namespace {
+
+std::string fmt_g(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
+}
 
 void record(CorrectnessReport& c, CaseResult r, size_t keep) {
   if (r.outcome == Outcome::failed) {
@@ -203,6 +210,7 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
   cases.insert(cases.end(), options.extra_cases.begin(), options.extra_cases.end());
   report.correctness.cases = static_cast<int64_t>(cases.size());
   const int64_t step = std::max<int64_t>(1, static_cast<int64_t>(cases.size()) / 8);
+  std::string closest_repro;  // the passing case nearest its tolerance
   for (size_t i = 0; i < cases.size(); ++i) {
     const auto& c = cases[i];
     auto r = runner.check_case(kernel, c, rule_for(op, c.dtype, options, kernel.name));
@@ -212,7 +220,10 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
       if (report.correctness.failures.size() < options.max_failures_kept) report.correctness.failures.push_back(r);
     } else {
       ++report.correctness.passed;
-      if (std::isfinite(r.margin)) report.correctness.worst_margin = std::max(report.correctness.worst_margin, r.margin);
+      if (std::isfinite(r.margin) && r.margin > report.correctness.worst_margin && !r.fallback) {
+        report.correctness.worst_margin = r.margin;
+        closest_repro = r.repro;
+      }
     }
     if ((static_cast<int64_t>(i) + 1) % step == 0 || i + 1 == cases.size())
       say(kernel.name + ": correctness " + std::to_string(i + 1) + "/" + std::to_string(cases.size()) + " cases, " +
@@ -224,6 +235,13 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
   if (options.null_calibration_cases > 0 && !runner.context_lost())
     run_null_calibration(runner, kernel, op, cases, options, report);
 
+  const double fragile_margin = settings.fragile_margin.value_or(kDefaultFragileMargin);
+  if (report.correctness.failed == 0 && report.correctness.worst_margin > fragile_margin)
+    report.correctness.warnings.push_back(
+        "FRAGILE: passes with a worst margin of " + fmt_g(report.correctness.worst_margin) +
+        " (observed / allowed error), above the fragility threshold " + fmt_g(fragile_margin) +
+        "; closest case: " + closest_repro + "; `kgate sweep " + (kernel.package ? "'" + kernel.source + "'" : "--kernel " + kernel.name) +
+        "` shows the margin per dtype and the tightest tolerance that passes");
   if (kernel.accepts && !cases.empty() && !runner.context_lost()) {
     if (report.correctness.fallback == 0)
       report.correctness.warnings.push_back("no case fell outside the guard of '" + kernel.name +

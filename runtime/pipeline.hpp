@@ -22,6 +22,10 @@ struct WeightedCase {
   int64_t calls = 0;
 };
 
+/// The margin (worst observed / allowed error) above which a passing kernel is FRAGILE, unless the
+/// config's fragile_margin or --fragile-margin says otherwise.
+inline constexpr double kDefaultFragileMargin = 0.8;
+
 struct CheckOptions {
   uint64_t seed = 1;
   int64_t cases = 64;

@@ -5,6 +5,7 @@
 #   - with rtol 0 the allclose margin of a case is max_abs / atol, so atol = 1.25 x the largest
 #     max_abs of the first run gives a worst margin of 0.8: FRAGILE above --fragile-margin 0.7
 #     (exit 0, exit 1 with --fail-on-fragile), ok at 0.9; atol = 0.5 x that max_abs fails (exit 1);
+#   - kgate check on the same cases warns FRAGILE above the threshold only;
 #   - a kernel that leaves its tail unwritten fails at every tolerance (hard failures, exit 1);
 #   - bad usage exits 4.
 # Usage: sweep_cli.sh KGATE OUT_DIR
@@ -56,6 +57,18 @@ grep -q "FRAGILE (margin 0.8; threshold 0.7): kgate replay --kernel softmax_cpu"
 sweep 1 fragile_fails --rtol 0 --atol "$atol" --fragile-margin 0.7 --fail-on-fragile
 sweep 0 not_fragile --rtol 0 --atol "$atol" --fragile-margin 0.9
 [ "$(field "$out/not_fragile/sweep.json" 'd["kernels"][0]["dtypes"][0]["verdict"]')" = ok ] || fail "margin 0.8 <= 0.9 is not ok"
+# kgate check on the same 24 cases warns (and still passes) above the threshold only.
+"$kgate" check --backend cpu --kernel softmax_cpu --cases 24 --no-speed --no-isolate --rtol 0 --atol "$atol" \
+  --fragile-margin 0.7 --out "$out/check_fragile" > "$out/check_fragile.log" 2>&1
+rc=$?
+[ $rc -eq 0 ] || { cat "$out/check_fragile.log"; fail "kgate check of a FRAGILE kernel exited $rc, expected 0"; }
+grep -q "warning (softmax_cpu): FRAGILE: passes with a worst margin of 0.8 .*threshold 0.7; closest case: kgate replay" \
+  "$out/check_fragile.log" || { cat "$out/check_fragile.log"; fail "kgate check gave no FRAGILE warning"; }
+grep -q "FRAGILE" "$out/check_fragile/summary.md" || fail "summary.md lacks the FRAGILE warning"
+"$kgate" check --backend cpu --kernel softmax_cpu --cases 24 --no-speed --no-isolate --rtol 0 --atol "$atol" \
+  --fragile-margin 0.9 --out "$out/check_ok" > "$out/check_ok.log" 2>&1
+! grep -q "FRAGILE" "$out/check_ok.log" || fail "kgate check warned FRAGILE below the threshold"
+
 half=$(python3 -c "print(repr(0.5 * $max_abs))")
 sweep 1 too_tight --rtol 0 --atol "$half"
 [ "$(field "$out/too_tight/sweep.json" 'd["kernels"][0]["dtypes"][0]["verdict"]')" = FAILED ] || fail "half the error is not FAILED"
