@@ -111,8 +111,16 @@ void print_table(const RunReport& report) {
     }
     if (!k.message.empty() && k.outcome != Outcome::passed) std::printf("  %s: %s\n", k.name.c_str(), k.message.c_str());
   }
+  std::string twins;  // one line for all of them
   for (const auto& k : report.kernels)
-    for (const auto& w : k.correctness.warnings) std::printf("  warning (%s): %s\n", k.name.c_str(), w.c_str());
+    for (const auto& w : k.correctness.warnings) {
+      if (w.find(kTwinNotTimed) != std::string::npos)
+        twins += (twins.empty() ? "" : ", ") + k.name;
+      else
+        std::printf("  warning (%s): %s\n", k.name.c_str(), w.c_str());
+    }
+  if (!twins.empty())
+    std::printf("  not timed (correctness twins for the mutant suite, not deployment candidates): %s\n", twins.c_str());
 }
 
 package::ValidateOptions validate_options(const std::string& arch) {

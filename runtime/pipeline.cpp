@@ -302,8 +302,7 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
       report.correctness.minimal = *first;
     }
   } else if (options.speed && !kernel.timed) {
-    report.correctness.warnings.push_back("'" + kernel.name + "' is a correctness twin (a simple reference kernel for the "
-                                          "mutant suite), not a deployment candidate: not timed");
+    report.correctness.warnings.push_back("'" + kernel.name + "' " + kTwinNotTimed);
   } else if (options.speed) {
     std::vector<WeightedCase> timed = options.timed_cases;
     if (timed.empty())
