@@ -2,8 +2,9 @@
 # Runs the Google Benchmark target of every kernel `kgate check` would check, writing one JSON output
 # per kernel for `kgate check --benchmark-json` (which keeps them in report.json):
 #   ci/google-benchmark.sh OUT_DIR [kgate check arguments...]
-# Of those arguments only --backend and --kernel are read: they pick the kernels (default: the
-# cuda backend when nvidia-smi lists a GPU, else cpu; every kernel but the mutants). Writes
+# Of those arguments only --backend, --kernel and --shard are read: they pick the kernels (default:
+# the cuda backend when nvidia-smi lists a GPU, else cpu; every kernel but the mutants; --shard i/n
+# keeps the same share as kgate check: names sorted, dealt round-robin). Writes
 # OUT_DIR/NAME.json (and NAME.log) for each benchmark that ran; a kernel whose benchmark exits 77
 # (no GPU, or a correctness twin, which is not timed) is skipped with its reason. Always exits 0:
 # these numbers are informational, the gate decides from its own interleaved blocks.
@@ -17,16 +18,19 @@ build=${KGATE_BUILD_DIR:-$here/build}
 say() { echo "==> ci/google-benchmark.sh: $*" >&2; }
 
 backend=""
+shard=""
 kernels=()
 prev=""
 for a in "$@"; do
   case $prev in
     --backend) backend=$a ;;
     --kernel) kernels+=("$a") ;;
+    --shard) shard=$a ;;
   esac
   case $a in
     --backend=*) backend=${a#*=} ;;
     --kernel=*) kernels+=("${a#*=}") ;;
+    --shard=*) shard=${a#*=} ;;
   esac
   prev=$a
 done
@@ -36,6 +40,15 @@ if [ ${#kernels[@]} -eq 0 ]; then
   fi
   # `kgate list`: a header, then "name op backend dtypes source" per kernel (mutants left out).
   mapfile -t kernels < <("$build/bin/kgate" list | awk -v b="$backend" 'NR > 1 && $3 == b { print $1 }')
+fi
+
+# A malformed --shard is left to kgate check, which names it.
+if [[ $shard =~ ^([0-9]+)/([0-9]+)$ ]] && [ "${BASH_REMATCH[2]}" -ge 1 ]; then
+  mapfile -t sorted < <(printf '%s\n' "${kernels[@]}" | LC_ALL=C sort)
+  kernels=()
+  for i in "${!sorted[@]}"; do
+    [ $((i % BASH_REMATCH[2])) -eq $((BASH_REMATCH[1] - 1)) ] && kernels+=("${sorted[$i]}")
+  done
 fi
 
 rm -rf "$out"

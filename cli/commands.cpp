@@ -15,6 +15,7 @@
 #include "cli/output.hpp"
 #include "cli/worker.hpp"
 #include "core/error.hpp"
+#include "core/html_report.hpp"
 #include "core/rng.hpp"
 #include "references/catalogue.hpp"
 #include "runtime/cuda/device.hpp"
@@ -121,6 +122,56 @@ void print_table(const RunReport& report) {
     }
   if (!twins.empty())
     std::printf("  not timed (correctness twins for the mutant suite, not deployment candidates): %s\n", twins.c_str());
+}
+
+RunReport load_report(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) throw_usage("cannot read " + path + ": no such file, or not readable");
+  nlohmann::json j;
+  try {
+    f >> j;
+  } catch (const std::exception& e) {
+    throw_usage(path + ": not valid JSON: " + e.what());
+  }
+  try {
+    return report_from_json(j);
+  } catch (const Error& e) {
+    throw_usage(path + ": " + e.what());
+  }
+}
+
+/// report.json, junit.xml, summary.md and report.html under `out`, each written whole.
+void write_report_files(const RunReport& report, const fs::path& out) {
+  write_file_atomically(out / "report.json", to_json(report).dump(2) + "\n");
+  std::ostringstream junit, md;
+  write_junit(junit, report);
+  write_markdown(md, report);
+  write_file_atomically(out / "junit.xml", junit.str());
+  write_file_atomically(out / "summary.md", md.str());
+  write_file_atomically(out / "report.html", render_html(report));
+}
+
+/// The end of a run (kgate check, kgate merge): the multiple-comparison correction over every
+/// comparison, the reports, the table, GitHub annotations and step summary; returns the exit code.
+int conclude(RunReport& report, const std::string& out_dir, bool inconclusive_fails) {
+  adjust_speed_decisions(report.kernels);
+  write_report_files(report, out_dir);
+  print_table(report);
+  if (!env("GITHUB_ACTIONS").empty()) write_github_annotations(std::cout, report);
+  if (!env("GITHUB_STEP_SUMMARY").empty()) {
+    std::ofstream summary(env("GITHUB_STEP_SUMMARY"), std::ios::app);
+    write_markdown(summary, report);
+  }
+  if (!report.google_benchmark.empty()) {
+    size_t entries = 0;
+    for (const auto& g : report.google_benchmark) entries += g.benchmarks.size();
+    std::printf("\ngoogle benchmark: %zu file(s), %zu entries kept in report.json (informational)\n",
+                report.google_benchmark.size(), entries);
+  }
+  const auto code = report.exit_code(inconclusive_fails);
+  std::printf("\nreports: %s/report.json, junit.xml, summary.md, report.html — exit %d\n", out_dir.c_str(),
+              static_cast<int>(code));
+  return static_cast<int>(code);
 }
 
 package::ValidateOptions validate_options(const std::string& arch) {
@@ -283,6 +334,23 @@ int run_check(const CheckArgs& args) {
   }
   if (selected.empty() && packages.empty())
     throw_usage(std::string("no kernels to check on the ") + backend_name(backend) + " backend");
+  if (!args.shard.empty()) {  // this runner's share of the kernels and packages
+    const Shard shard = parse_shard(args.shard);
+    std::vector<std::string> names;
+    for (const KernelInfo* k : selected) names.push_back(k->name);
+    for (const auto& p : packages) names.push_back(p.kernel.name);
+    const auto mine = shard_names(names, shard);
+    const std::set<std::string> keep(mine.begin(), mine.end());
+    selected.erase(std::remove_if(selected.begin(), selected.end(),
+                                  [&](const KernelInfo* k) { return keep.count(k->name) == 0; }),
+                   selected.end());
+    packages.erase(std::remove_if(packages.begin(), packages.end(),
+                                  [&](const LoadedPackage& p) { return keep.count(p.kernel.name) == 0; }),
+                   packages.end());
+    if (!args.quiet && !args.in_worker)
+      std::fprintf(stderr, "kgate: shard %d/%d: %zu of %zu kernel(s)/package(s)%s\n", shard.index, shard.count,
+                   mine.size(), names.size(), mine.empty() ? " (nothing to check: an empty report is written)" : "");
+  }
   if (!args.only.empty()) {  // a worker: keep only its kernel or package
     selected.erase(std::remove_if(selected.begin(), selected.end(),
                                   [&](const KernelInfo* k) { return k->name != args.only; }),
@@ -326,6 +394,7 @@ int run_check(const CheckArgs& args) {
                         {"flush_l2", o.timing.flush_l2},
                         {"inconclusive_fails", args.inconclusive_fails}};
   if (!args.packages.empty()) report.meta.config["packages"] = args.packages;
+  if (!args.shard.empty()) report.meta.config["shard"] = args.shard;
   if (!args.baseline_package.empty()) report.meta.config["baseline_package"] = args.baseline_package;
   if (o.atol) report.meta.config["atol"] = *o.atol;
   if (o.rtol) report.meta.config["rtol"] = *o.rtol;
@@ -336,12 +405,7 @@ int run_check(const CheckArgs& args) {
   const fs::path out(args.out_dir);
   auto write_reports = [&] {
     report.meta.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    write_file_atomically(out / "report.json", to_json(report).dump(2) + "\n");
-    std::ostringstream junit, md;
-    write_junit(junit, report);
-    write_markdown(md, report);
-    write_file_atomically(out / "junit.xml", junit.str());
-    write_file_atomically(out / "summary.md", md.str());
+    write_report_files(report, out);
   };
   const size_t total = selected.size() + packages.size();
   if (isolate) {
@@ -389,24 +453,35 @@ int run_check(const CheckArgs& args) {
     write_reports();
   }
   if (args.in_worker) return static_cast<int>(report.exit_code(args.inconclusive_fails));  // the parent judges
-  adjust_speed_decisions(report.kernels);
-  write_reports();
+  report.meta.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return conclude(report, args.out_dir, args.inconclusive_fails);
+}
 
-  print_table(report);
-  if (!env("GITHUB_ACTIONS").empty()) write_github_annotations(std::cout, report);
-  if (!env("GITHUB_STEP_SUMMARY").empty()) {
-    std::ofstream summary(env("GITHUB_STEP_SUMMARY"), std::ios::app);
-    write_markdown(summary, report);
-  }
-  if (!report.google_benchmark.empty()) {
-    size_t entries = 0;
-    for (const auto& g : report.google_benchmark) entries += g.benchmarks.size();
-    std::printf("\ngoogle benchmark: %zu file(s), %zu entries kept in report.json (informational)\n",
-                report.google_benchmark.size(), entries);
-  }
-  const auto code = report.exit_code(args.inconclusive_fails);
-  std::printf("\nreports: %s/report.json, junit.xml, summary.md — exit %d\n", args.out_dir.c_str(), static_cast<int>(code));
-  return static_cast<int>(code);
+Shard parse_shard(const std::string& text) {
+  Shard s;
+  char slash = 0, rest = 0;
+  std::istringstream in(text);
+  if (!(in >> s.index >> slash >> s.count) || slash != '/' || (in >> rest) || s.count < 1 || s.index < 1 ||
+      s.index > s.count)
+    throw_usage("--shard '" + text + "': expected i/n with 1 <= i <= n (e.g. --shard 2/4)");
+  return s;
+}
+
+std::vector<std::string> shard_names(std::vector<std::string> names, const Shard& s) {
+  std::sort(names.begin(), names.end());
+  std::vector<std::string> mine;
+  for (size_t i = 0; i < names.size(); ++i)
+    if (static_cast<int>(i % static_cast<size_t>(s.count)) == s.index - 1) mine.push_back(names[i]);
+  return mine;
+}
+
+int run_merge(const MergeArgs& args) {
+  std::vector<RunReport> shards;
+  for (const auto& path : args.reports) shards.push_back(load_report(path));
+  RunReport report = merge_reports(shards, args.reports);
+  fs::create_directories(args.out_dir);
+  std::printf("merged %zu report(s): %zu kernel(s)\n", shards.size(), report.kernels.size());
+  return conclude(report, args.out_dir, args.inconclusive_fails);
 }
 
 int run_replay(const ReplayArgs& args) {
@@ -491,18 +566,8 @@ int run_validate(const ValidateArgs& args) {
 }
 
 int run_compare(const CompareArgs& args) {
-  auto load = [](const std::string& path) {
-    std::ifstream f(path);
-    nlohmann::json j;
-    try {
-      f >> j;
-    } catch (const std::exception& e) {
-      throw_usage(path + ": not valid JSON: " + e.what());
-    }
-    return report_from_json(j);
-  };
-  const auto old_report = load(args.old_report);
-  const auto new_report = load(args.new_report);
+  const auto old_report = load_report(args.old_report);
+  const auto new_report = load_report(args.new_report);
   // Absolute times from two runs are not comparable without an A/A calibration: compare the
   // in-run ratios against eager, and the correctness outcomes.
   std::printf("%-34s %-14s %-14s %-12s %-12s\n", "kernel", "old", "new", "old x eager", "new x eager");

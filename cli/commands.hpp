@@ -64,9 +64,31 @@ struct CheckArgs {
   /// a bad file); embedded by the process that writes the final report, never by a worker; they
   /// change no decision.
   std::vector<std::string> benchmark_json;
+  /// "i/n": check only shard i (1-based) of n: the kernels and packages of this run, sorted by
+  /// name, that fall to i in turn. `kgate merge` joins the shards' reports. Empty: everything.
+  std::string shard;
   CheckOptions options;
 };
 int run_check(const CheckArgs& args);
+
+/// Shard i of n ("i/n", 1 <= i <= n); a usage Error names the text otherwise.
+struct Shard {
+  int index = 1;
+  int count = 1;
+};
+Shard parse_shard(const std::string& text);
+/// The names in shard `s`: sorted, then dealt round-robin (the first to shard 1, ...).
+std::vector<std::string> shard_names(std::vector<std::string> names, const Shard& s);
+
+struct MergeArgs {
+  std::vector<std::string> reports;  ///< the shards' report.json files
+  std::string out_dir = "reports";
+  bool inconclusive_fails = false;
+};
+/// Joins the shards' reports into one (report.json, junit.xml, summary.md under out_dir), applies
+/// the multiple-comparison correction over all of them, prints the result table and returns the
+/// run's exit code.
+int run_merge(const MergeArgs& args);
 
 struct ReplayArgs {
   std::string kernel;       ///< a registered kernel, or

@@ -95,6 +95,9 @@ int main(int argc, char** argv) {
                     "report.json (repeatable; informational, decides nothing)")
       ->type_name("FILE")
       ->allow_extra_args(false);
+  check->add_option("--shard", check_args.shard,
+                    "Check only shard i of n (i/n): the kernels and packages, sorted by name, dealt round-robin; "
+                    "join the shards' reports with kgate merge");
   std::optional<double> check_fragile_margin;
   check->add_option("--fragile-margin", check_fragile_margin,
                     "Worst margin above which a passing kernel gets a FRAGILE warning (default: the config's "
@@ -104,6 +107,14 @@ int main(int argc, char** argv) {
   check->add_option("--no-device-exit-code", check_args.no_device_exit_code,
                     "Exit with this code (e.g. 77 = SKIPPED for CTest) when --backend cuda finds no GPU");
   check->add_flag("-q,--quiet", check_args.quiet, "No progress lines");
+
+  kgate::cli::MergeArgs merge_args;
+  auto* merge = app.add_subcommand("merge", "Join the reports of the shards of one run (kgate check --shard i/n) into one, "
+                                            "with the multiple-comparison correction over all of them");
+  merge->add_option("reports", merge_args.reports, "The shards' report.json files")->required()->check(CLI::ExistingFile);
+  merge->add_option("--out", merge_args.out_dir, "Directory for the joined report.json, junit.xml and summary.md")
+      ->capture_default_str();
+  merge->add_flag("--inconclusive-fails", merge_args.inconclusive_fails, "Exit 3 when a speed decision is inconclusive");
 
   kgate::cli::ReplayArgs replay_args;
   auto* replay = app.add_subcommand("replay", "Re-run exactly one case (an id or a JSON file) on one kernel");
@@ -161,6 +172,7 @@ int main(int argc, char** argv) {
     if (*replay) return kgate::cli::run_replay(replay_args);
     if (*validate) return kgate::cli::run_validate(validate_args);
     if (*compare) return kgate::cli::run_compare(compare_args);
+    if (*merge) return kgate::cli::run_merge(merge_args);
     if (*calibrate) {
       calibrate_args.command_line = joined(argc, argv);
       return kgate::cli::run_calibrate(calibrate_args);

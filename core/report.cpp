@@ -1,8 +1,10 @@
 // Report writers: JSON ("kgate-report/1"), JUnit XML, Markdown summary, GitHub annotations.
 #include "core/report.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <sstream>
 
 namespace kgate {
@@ -185,23 +187,6 @@ SpeedComparison speed_from(const json& j) {
   return s;
 }
 
-std::string xml_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') out += ' ';
-        else out += c;
-    }
-  }
-  return out;
-}
-
 // GitHub workflow commands: %, CR and LF must be escaped in the message.
 std::string annotation_escape(const std::string& s) {
   std::string out;
@@ -291,6 +276,54 @@ nlohmann::json to_json(const RunReport& report) {
   return out;
 }
 
+std::string markup_escape(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;  // &apos; is not HTML 4; &#39; is valid in both
+      default:
+        if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') out += ' ';
+        else out += c;
+    }
+  }
+  return out;
+}
+
+RunReport merge_reports(const std::vector<RunReport>& shards, const std::vector<std::string>& names) {
+  if (shards.empty()) throw_usage("nothing to merge: give the shards' report.json files");
+  if (names.size() != shards.size()) throw Error(ErrorKind::internal, "merge_reports: one name per shard");
+  RunReport out;
+  out.meta = shards.front().meta;
+  out.meta.seconds = 0;
+  std::map<std::string, std::string> owner;  // kernel -> the file that holds it
+  for (size_t i = 0; i < shards.size(); ++i) {
+    const RunReport& r = shards[i];
+    if (r.meta.seed != out.meta.seed)
+      throw_usage(names[i] + " ran with seed " + std::to_string(r.meta.seed) + " but " + names.front() + " with " +
+                  std::to_string(out.meta.seed) + ": shards of one run share their seed (pass the same --seed)");
+    if (r.meta.backend != out.meta.backend)
+      throw_usage(names[i] + " ran on the " + r.meta.backend + " backend but " + names.front() + " on " +
+                  out.meta.backend + ": shards of one run share their backend");
+    for (const auto& k : r.kernels) {
+      const auto [it, fresh] = owner.emplace(k.name, names[i]);
+      if (!fresh)
+        throw_usage("kernel '" + k.name + "' is in both " + it->second + " and " + names[i] +
+                    ": each kernel belongs to one shard (same --shard twice, or overlapping --kernel lists?)");
+      out.kernels.push_back(k);
+    }
+    out.google_benchmark.insert(out.google_benchmark.end(), r.google_benchmark.begin(), r.google_benchmark.end());
+    out.meta.seconds = std::max(out.meta.seconds, r.meta.seconds);
+    if (out.meta.device.empty()) out.meta.device = r.meta.device;
+  }
+  out.meta.config["merged_from"] = names;
+  return out;
+}
+
 RunReport report_from_json(const nlohmann::json& j) {
   const auto schema = j.value("schema", std::string());
   if (schema.rfind("kgate-report/1", 0) != 0)
@@ -350,36 +383,36 @@ void write_junit(std::ostream& os, const RunReport& report) {
   for (const auto& k : report.kernels) {
     const std::string cls = "kgate." + k.backend + "." + k.name;
     ++tests;
-    body << "    <testcase classname=\"" << xml_escape(cls) << "\" name=\"correctness\" time=\""
+    body << "    <testcase classname=\"" << markup_escape(cls) << "\" name=\"correctness\" time=\""
          << fmt(k.seconds, "%.3f") << "\">\n";
     if (k.outcome == Outcome::skipped) {
       ++skipped;
-      body << "      <skipped message=\"" << xml_escape(k.message) << "\"/>\n";
+      body << "      <skipped message=\"" << markup_escape(k.message) << "\"/>\n";
     } else if (k.outcome == Outcome::failed || k.correctness.failed > 0) {
       ++failures;
       const CaseResult* shown = k.correctness.minimal ? &*k.correctness.minimal
                                 : k.correctness.failures.empty() ? nullptr : &k.correctness.failures.front();
       std::string msg = k.message;
       if (shown) msg = shown->message;
-      body << "      <failure message=\"" << xml_escape(msg) << "\">";
-      body << xml_escape(std::to_string(k.correctness.failed) + " of " + std::to_string(k.correctness.cases) +
+      body << "      <failure message=\"" << markup_escape(msg) << "\">";
+      body << markup_escape(std::to_string(k.correctness.failed) + " of " + std::to_string(k.correctness.cases) +
                          " cases failed");
-      if (shown) body << xml_escape("\nminimal case: " + shown->kcase.id() + "\nrepro: " + shown->repro);
+      if (shown) body << markup_escape("\nminimal case: " + shown->kcase.id() + "\nrepro: " + shown->repro);
       body << "</failure>\n";
     }
     body << "    </testcase>\n";
     for (const auto& s : k.speed) {
       ++tests;
-      body << "    <testcase classname=\"" << xml_escape(cls) << "\" name=\"speed vs " << xml_escape(s.baseline)
-           << " " << xml_escape(s.kcase.id()) << "\">\n";
+      body << "    <testcase classname=\"" << markup_escape(cls) << "\" name=\"speed vs " << markup_escape(s.baseline)
+           << " " << markup_escape(s.kcase.id()) << "\">\n";
       if (s.decision == Outcome::regressed || s.decision == Outcome::invalid) {
         ++failures;
-        body << "      <failure message=\"" << xml_escape(speed_summary(s)) << "\"/>\n";
+        body << "      <failure message=\"" << markup_escape(speed_summary(s)) << "\"/>\n";
       } else if (s.decision == Outcome::skipped) {
         ++skipped;
-        body << "      <skipped message=\"" << xml_escape(s.note) << "\"/>\n";
+        body << "      <skipped message=\"" << markup_escape(s.note) << "\"/>\n";
       }
-      body << "      <system-out>" << xml_escape(speed_summary(s)) << "</system-out>\n";
+      body << "      <system-out>" << markup_escape(speed_summary(s)) << "</system-out>\n";
       body << "    </testcase>\n";
     }
   }

@@ -153,6 +153,16 @@ struct RunReport {
 
 nlohmann::json to_json(const RunReport& report);
 RunReport report_from_json(const nlohmann::json& j);
+/// Joins the reports of the shards of one run (kgate check --shard i/n on several machines): the
+/// kernels in the order given, the Google Benchmark outputs, and the first report's metadata with
+/// seconds = the longest shard (they run side by side) and meta.config.merged_from = `names`.
+/// Throws a usage Error naming both files when two shards hold the same kernel, and when the
+/// shards ran with different seeds or backends (they would not be one run). Multiple-comparison
+/// corrections are the caller's (adjust_speed_decisions over the joined kernels).
+RunReport merge_reports(const std::vector<RunReport>& shards, const std::vector<std::string>& names);
+/// `s` escaped for XML and HTML text and attribute values (& < > " '); control characters other
+/// than newline and tab become spaces (neither format allows them).
+std::string markup_escape(const std::string& s);
 void write_junit(std::ostream& os, const RunReport& report);
 void write_markdown(std::ostream& os, const RunReport& report);
 /// GitHub workflow commands (::error::...) for every failure, one per line.

@@ -97,7 +97,7 @@ TEST(Report, JunitHasOneTestcasePerKernelAndGate) {
   EXPECT_NE(xml.find("<testsuites name=\"kgate\" tests=\"3\" failures=\"1\" skipped=\"0\">"), std::string::npos);
   EXPECT_TRUE(std::regex_search(xml, std::regex("classname=\"kgate.cuda.softmax_tail\" name=\"correctness\"")));
   EXPECT_NE(xml.find("<failure message=\"1 of 33 output elements were never written\nsecond line\">"), std::string::npos);
-  EXPECT_NE(xml.find("repro: kgate replay --kernel softmax_tail &apos;softmax:f32"), std::string::npos);
+  EXPECT_NE(xml.find("repro: kgate replay --kernel softmax_tail &#39;softmax:f32"), std::string::npos);
 }
 
 TEST(Report, MarkdownNamesTheFailureAndRepro) {
@@ -116,6 +116,55 @@ TEST(Report, AnnotationsEscapeNewlines) {
   EXPECT_EQ(text.find("::error title=kgate correctness::softmax_tail: 1 of 33"), 0u);
   EXPECT_NE(text.find("written%0Asecond line"), std::string::npos);
   EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1);
+}
+
+}  // namespace
+}  // namespace kgate
+
+namespace kgate {
+namespace {
+
+RunReport shard_of(const RunReport& whole, size_t kernel, double seconds) {
+  RunReport r = whole;
+  r.kernels = {whole.kernels.at(kernel)};
+  r.meta.seconds = seconds;
+  return r;
+}
+
+TEST(Merge, JoinsTheShardsKernelsInOrder) {
+  const RunReport whole = sample_report();
+  const auto merged = merge_reports({shard_of(whole, 0, 12.5), shard_of(whole, 1, 30.0)}, {"s1.json", "s2.json"});
+  ASSERT_EQ(merged.kernels.size(), 2u);
+  EXPECT_EQ(merged.kernels[0].name, "softmax_block");
+  EXPECT_EQ(merged.kernels[1].name, "softmax_tail");
+  EXPECT_DOUBLE_EQ(merged.meta.seconds, 30.0);  // side by side: the longest shard
+  EXPECT_EQ(merged.meta.config["merged_from"], nlohmann::json({"s1.json", "s2.json"}));
+  EXPECT_EQ(merged.exit_code(false), ExitCode::correctness);  // the failing kernel's shard decides
+  // The merge of one shard with nothing else is that shard.
+  EXPECT_EQ(merge_reports({shard_of(whole, 0, 1)}, {"s1.json"}).exit_code(false), ExitCode::ok);
+}
+
+TEST(Merge, AKernelInTwoShardsIsAUsageErrorNamingBoth) {
+  const RunReport whole = sample_report();
+  try {
+    merge_reports({shard_of(whole, 0, 1), shard_of(whole, 0, 1)}, {"a/report.json", "b/report.json"});
+    FAIL() << "a duplicated kernel was merged";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::usage);
+    const std::string what = e.what();
+    EXPECT_NE(what.find("'softmax_block' is in both a/report.json and b/report.json"), std::string::npos) << what;
+  }
+}
+
+TEST(Merge, ShardsOfOtherRunsAreRefused) {
+  const RunReport whole = sample_report();
+  RunReport other = shard_of(whole, 1, 1);
+  other.meta.seed = 8;
+  EXPECT_THROW(merge_reports({shard_of(whole, 0, 1), other}, {"a", "b"}), Error);
+  other.meta.seed = whole.meta.seed;
+  other.meta.backend = "cpu";
+  EXPECT_THROW(merge_reports({shard_of(whole, 0, 1), other}, {"a", "b"}), Error);
+  EXPECT_THROW(merge_reports({}, {}), Error);
 }
 
 }  // namespace
