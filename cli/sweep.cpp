@@ -9,11 +9,13 @@
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <iomanip>
 #include <sstream>
 
 #include "cli/commands.hpp"
 #include "cli/output.hpp"
 #include "core/error.hpp"
+#include "core/report.hpp"
 #include "gates/sensitivity/sweep.hpp"
 #include "references/catalogue.hpp"
 #include "runtime/cuda/device.hpp"
@@ -130,6 +132,102 @@ std::string markdown(const std::vector<KernelResult>& kernels, const sensitivity
   return md.str();
 }
 
+// ------------------------------------------------------------------------------------------------
+// sweep.html: the tolerance curves as inline SVG (no script, no URL), one figure per kernel and dtype.
+
+constexpr const char* kCurveColors[] = {"#1b6ac9", "#d9480f", "#2b8a3e", "#862e9c", "#e67700", "#495057"};
+
+/// A polyline through (x, y) in plot coordinates.
+std::string polyline(const std::vector<std::pair<double, double>>& points, const char* color) {
+  std::ostringstream o;
+  o << "<polyline fill=\"none\" stroke=\"" << color << "\" stroke-width=\"1.6\" points=\"";
+  for (const auto& [x, y] : points) o << std::fixed << std::setprecision(1) << x << "," << y << " ";
+  o << "\"/>";
+  for (const auto& [x, y] : points)
+    o << "<circle cx=\"" << std::fixed << std::setprecision(1) << x << "\" cy=\"" << y << "\" r=\"2.2\" fill=\"" << color
+      << "\"/>";
+  return o.str();
+}
+
+/// Pass rate (0..1) against positions on a log axis; `xs` are the grid values, `marker` a value to
+/// draw as a dashed vertical line (the configured tolerance; skipped when outside the axis).
+std::string curve_plot(const std::string& title, const std::vector<double>& xs,
+                       const std::vector<std::pair<std::string, std::vector<double>>>& curves, double marker,
+                       const std::string& marker_label) {
+  constexpr double kW = 420, kH = 200, kLeft = 44, kRight = 110, kTop = 22, kBottom = 34;
+  const double plot_w = kW - kLeft - kRight, plot_h = kH - kTop - kBottom;
+  if (xs.size() < 2) return "";
+  const double lo = std::log(xs.front()), hi = std::log(xs.back());
+  auto x_of = [&](double v) { return kLeft + plot_w * (std::log(v) - lo) / (hi - lo); };
+  auto y_of = [&](double rate) { return kTop + plot_h * (1.0 - rate); };
+  std::ostringstream o;
+  o << "<svg width=\"" << kW << "\" height=\"" << kH << "\" viewBox=\"0 0 " << kW << " " << kH
+    << "\" role=\"img\"><title>" << markup_escape(title) << "</title>"
+    << "<text x=\"" << kLeft << "\" y=\"14\" font-size=\"12\">" << markup_escape(title) << "</text>";
+  for (double r : {0.0, 0.5, 1.0})
+    o << "<line x1=\"" << kLeft << "\" x2=\"" << kLeft + plot_w << "\" y1=\"" << y_of(r) << "\" y2=\"" << y_of(r)
+      << "\" stroke=\"#ddd\"/><text x=\"" << kLeft - 4 << "\" y=\"" << y_of(r) + 4
+      << "\" font-size=\"10\" text-anchor=\"end\">" << static_cast<int>(r * 100) << "%</text>";
+  for (double v : xs)
+    o << "<text x=\"" << x_of(v) << "\" y=\"" << kH - kBottom + 14 << "\" font-size=\"10\" text-anchor=\"middle\">"
+      << g(v) << "</text>";
+  const double mlo = std::min(xs.front(), xs.back()), mhi = std::max(xs.front(), xs.back());
+  if (std::isfinite(marker) && marker >= mlo && marker <= mhi)
+    o << "<line x1=\"" << x_of(marker) << "\" x2=\"" << x_of(marker) << "\" y1=\"" << kTop << "\" y2=\""
+      << kTop + plot_h << "\" stroke=\"#c92a2a\" stroke-dasharray=\"4 3\"/><text x=\"" << x_of(marker) + 3
+      << "\" y=\"" << kTop + 10 << "\" font-size=\"10\" fill=\"#c92a2a\">" << markup_escape(marker_label) << "</text>";
+  for (size_t c = 0; c < curves.size(); ++c) {
+    const char* color = kCurveColors[c % (sizeof kCurveColors / sizeof kCurveColors[0])];
+    std::vector<std::pair<double, double>> pts;
+    for (size_t i = 0; i < xs.size() && i < curves[c].second.size(); ++i)
+      pts.emplace_back(x_of(xs[i]), y_of(curves[c].second[i]));
+    o << polyline(pts, color) << "<text x=\"" << kW - kRight + 8 << "\" y=\"" << kTop + 12 + 13 * c
+      << "\" font-size=\"10\" fill=\"" << color << "\">" << markup_escape(curves[c].first) << "</text>";
+  }
+  o << "</svg>";
+  return o.str();
+}
+
+std::string html(const std::vector<KernelResult>& kernels, const sensitivity::SweepGrid& grid) {
+  std::ostringstream h;
+  h << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>kgate sweep</title><style>"
+       "body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}table{border-collapse:collapse}"
+       "td,th{border:1px solid #ccc;padding:2px 8px;text-align:right}th{background:#f3f3f3}"
+       ".FRAGILE{color:#b35c00;font-weight:bold}.FAILED{color:#c92a2a;font-weight:bold}.ok{color:#2b8a3e}"
+       "figure{display:inline-block;margin:0 1em 1em 0}code{font-size:90%}</style></head><body>\n"
+    << "<h1>kgate sweep</h1><p>Margin = worst observed error / allowed error under the configured rule "
+       "(&le; 1 passes). The curves are the pass rate over the cases: allclose against the eager reference "
+       "per rtol as atol tightens, and the configured tolerance scaled.</p>\n<table><tr><th>kernel</th>"
+       "<th>dtype</th><th>rule</th><th>atol</th><th>rtol</th><th>cases</th><th>failed</th><th>p90 margin</th>"
+       "<th>worst margin</th><th>verdict</th></tr>\n";
+  for (const auto& k : kernels)
+    for (const auto& d : k.dtypes)
+      h << "<tr><td>" << markup_escape(k.name) << "</td><td>" << dtype_name(d.sweep.dtype) << "</td><td>"
+        << markup_escape(d.sweep.rule) << "</td><td>" << g(d.atol) << "</td><td>" << g(d.rtol) << "</td><td>"
+        << d.sweep.cases << "</td><td>" << d.sweep.failed << "</td><td>" << g(d.sweep.margin.p90) << "</td><td>"
+        << g(d.sweep.worst_margin) << "</td><td class=\"" << d.sweep.verdict << "\">" << d.sweep.verdict
+        << "</td></tr>\n";
+  h << "</table>\n";
+  for (const auto& k : kernels)
+    for (const auto& d : k.dtypes) {
+      const auto& s = d.sweep;
+      h << "<h2>" << markup_escape(k.name) << " " << dtype_name(s.dtype) << " <span class=\"" << s.verdict << "\">"
+        << s.verdict << "</span></h2>\n<p>Max abs error per case p50/p90/p99/max: " << g(s.max_abs.p50) << " / "
+        << g(s.max_abs.p90) << " / " << g(s.max_abs.p99) << " / " << g(s.max_abs.max)
+        << "; worst margin " << g(s.worst_margin) << " (FRAGILE above " << g(k.fragile_margin) << ")";
+      if (!d.worst_repro.empty()) h << "; closest case: <code>" << markup_escape(d.worst_repro) << "</code>";
+      h << "</p>\n";
+      std::vector<std::pair<std::string, std::vector<double>>> by_rtol;
+      for (size_t r = 0; r < grid.rtols.size(); ++r) by_rtol.emplace_back("rtol " + g(grid.rtols[r]), s.pass_rate[r]);
+      h << "<figure>" << curve_plot("pass rate vs atol (allclose vs eager)", grid.atols, by_rtol, d.atol, "configured")
+        << "</figure><figure>"
+        << curve_plot("pass rate vs tolerance scale", grid.scales, {{"configured x s", s.scale_pass_rate}}, 1.0, "1x")
+        << "</figure>\n";
+    }
+  h << "</body></html>\n";
+  return h.str();
+}
+
 bool numeric_rule(const std::string& rule) { return rule == "allclose" || rule == "ulp" || rule == "ref_ratio"; }
 
 KernelResult sweep_kernel(Runner& runner, const Target& t, const SweepArgs& args, const sensitivity::SweepGrid& grid,
@@ -220,7 +318,7 @@ CLI::App* add_sweep_command(CLI::App& app, SweepArgs& args) {
       "sweep",
       "Tolerance sensitivity: per kernel and dtype, the error distribution, the pass rate over a "
       "tolerance grid, the tightest passing tolerance and the margin; FRAGILE when a kernel passes "
-      "with a margin above the threshold; writes sweep.json and sweep.md (exit 1: a kernel fails its "
+      "with a margin above the threshold; writes sweep.json, sweep.md and sweep.html (exit 1: a kernel fails its "
       "tolerance, or is FRAGILE with --fail-on-fragile)");
   auto& opt = args.options;
   cmd->add_option("packages", args.packages, "Exported package directories to sweep on the GPU")
@@ -243,7 +341,7 @@ CLI::App* add_sweep_command(CLI::App& app, SweepArgs& args) {
                   "Margin above which a passing kernel is FRAGILE (default: the config's fragile_margin, else 0.8)")
       ->check(CLI::Range(1e-9, 1.0));
   cmd->add_flag("--fail-on-fragile", args.fail_on_fragile, "Exit 1 when a kernel is FRAGILE");
-  cmd->add_option("--out", args.out_dir, "Directory for sweep.json and sweep.md")->capture_default_str();
+  cmd->add_option("--out", args.out_dir, "Directory for sweep.json, sweep.md and sweep.html")->capture_default_str();
   cmd->add_option("--no-device-exit-code", args.no_device_exit_code,
                   "Exit with this code (e.g. 77 = SKIPPED for CTest) when --backend cuda finds no GPU");
   cmd->add_flag("-q,--quiet", args.quiet, "No progress lines");
@@ -324,6 +422,7 @@ int run_sweep(SweepArgs& args) {
     write_file_atomically(json_path, doc.dump(2) + "\n");
   }
   write_file_atomically(fs::path(args.out_dir) / "sweep.md", markdown(results, grid));
+  write_file_atomically(fs::path(args.out_dir) / "sweep.html", html(results, grid));
 
   print_table(results);
   int failed = 0, fragile = 0;
@@ -332,7 +431,7 @@ int run_sweep(SweepArgs& args) {
       failed += d.sweep.verdict == "FAILED";
       fragile += d.sweep.verdict == "FRAGILE";
     }
-  std::printf("\n%d kernel x dtype row(s) failed their tolerance, %d FRAGILE; grids in %s/sweep.md, all figures in %s "
+  std::printf("\n%d kernel x dtype row(s) failed their tolerance, %d FRAGILE; grids in %s/sweep.md, curves in sweep.html, all figures in %s "
               "(%.1f s)\n",
               failed, fragile, args.out_dir.c_str(), json_path.string().c_str(),
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());

@@ -1,8 +1,8 @@
 // `kgate sweep`: tolerance sensitivity. Runs each kernel's (or package's) correctness cases and,
 // per kernel and dtype, reports the error distribution, the pass rate over a tolerance grid, the
 // frontier (the tightest atol that passes, per rtol) and the margin to the configured tolerance;
-// a kernel that passes with a margin above the fragility threshold is FRAGILE. Writes sweep.json
-// and sweep.md.
+// a kernel that passes with a margin above the fragility threshold is FRAGILE. Writes sweep.json,
+// sweep.md and sweep.html (the pass-rate curves).
 #pragma once
 
 #include <optional>
@@ -30,7 +30,7 @@ struct SweepArgs {
   /// fragile_margin, else 0.8.
   std::optional<double> fragile_margin;
   bool fail_on_fragile = false;       ///< exit 1 when a kernel is FRAGILE
-  std::string out_dir = "reports";    ///< receives sweep.json and sweep.md
+  std::string out_dir = "reports";    ///< receives sweep.json, sweep.md and sweep.html
   std::optional<int> no_device_exit_code;
   bool quiet = false;
   std::string command_line;

@@ -43,6 +43,11 @@ assert d["frontier"][-1]["atol"] <= d["max_abs"]["max"] + 1e-30, (front, d["max_
 PY
 grep -q "^softmax_cpu  *f32  *allclose .* ok$" "$out/base.log" || { cat "$out/base.log"; fail "no table row"; }
 grep -q "| rtol \\\\ atol |" "$out/base/sweep.md" || fail "sweep.md has no pass-rate grid"
+html="$out/base/sweep.html"
+[ -f "$html" ] || fail "sweep.html was not written"
+[ "$(grep -o '<svg ' "$html" | wc -l)" -eq 2 ] || fail "sweep.html should hold 2 plots for one kernel x dtype"
+grep -q "<h2>softmax_cpu f32" "$html" || fail "sweep.html does not name softmax_cpu f32"
+! grep -qiE "<script|https?:" "$html" || fail "sweep.html holds a script or a URL"
 
 max_abs=$(field "$json" 'd["kernels"][0]["dtypes"][0]["max_abs"]["max"]')
 python3 -c "import sys; sys.exit(0 if float('$max_abs') > 0 else 1)" ||
