@@ -431,8 +431,8 @@ int run_sweep(SweepArgs& args) {
       failed += d.sweep.verdict == "FAILED";
       fragile += d.sweep.verdict == "FRAGILE";
     }
-  std::printf("\n%d kernel x dtype row(s) failed their tolerance, %d FRAGILE; grids in %s/sweep.md, curves in sweep.html, all figures in %s "
-              "(%.1f s)\n",
+  std::printf("\n%d kernel x dtype row(s) failed their tolerance, %d FRAGILE; grids in %s/sweep.md, curves in "
+              "sweep.html, all figures in %s (%.1f s)\n",
               failed, fragile, args.out_dir.c_str(), json_path.string().c_str(),
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   if (failed > 0 || (fragile > 0 && args.fail_on_fragile)) return static_cast<int>(ExitCode::correctness);
