@@ -58,7 +58,8 @@ std::string g(double v) {
 }
 
 ordered_json quantiles_json(const sensitivity::Quantiles& q) {
-  return {{"p50", json_number(q.p50)}, {"p90", json_number(q.p90)}, {"p99", json_number(q.p99)}, {"max", json_number(q.max)}};
+  return {{"p50", json_number(q.p50)}, {"p90", json_number(q.p90)}, {"p99", json_number(q.p99)},
+          {"max", json_number(q.max)}};
 }
 
 ordered_json kernel_json(const KernelResult& k, const sensitivity::SweepGrid& grid) {
@@ -126,7 +127,8 @@ std::string markdown(const std::vector<KernelResult>& kernels, const sensitivity
       }
       md << "\nPass rate at multiples of the configured tolerance:";
       for (size_t i = 0; i < grid.scales.size(); ++i)
-        md << " " << g(grid.scales[i]) << "x " << g(100 * s.scale_pass_rate[i]) << "%" << (i + 1 < grid.scales.size() ? "," : ".");
+        md << " " << g(grid.scales[i]) << "x " << g(100 * s.scale_pass_rate[i]) << "%"
+           << (i + 1 < grid.scales.size() ? "," : ".");
       md << "\n";
     }
   return md.str();
@@ -144,8 +146,8 @@ std::string polyline(const std::vector<std::pair<double, double>>& points, const
   for (const auto& [x, y] : points) o << std::fixed << std::setprecision(1) << x << "," << y << " ";
   o << "\"/>";
   for (const auto& [x, y] : points)
-    o << "<circle cx=\"" << std::fixed << std::setprecision(1) << x << "\" cy=\"" << y << "\" r=\"2.2\" fill=\"" << color
-      << "\"/>";
+    o << "<circle cx=\"" << std::fixed << std::setprecision(1) << x << "\" cy=\"" << y << "\" r=\"2.2\" fill=\""
+      << color << "\"/>";
   return o.str();
 }
 
