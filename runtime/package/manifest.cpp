@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "core/safe_text.hpp"
 #include "runtime/package/package_files.hpp"
 
 namespace kgate::package {
@@ -85,7 +86,11 @@ const Attribute* PackageManifest::attribute(const std::string& attribute_name) c
 }
 
 std::string format_problem(const ManifestProblem& problem) {
-  return problem.file + ": " + problem.field + ": " + problem.message;
+  // Fields hold the manifest's own keys, messages quote its values and compiler logs: all of it is
+  // made safe for a terminal or a CI log here, where every problem passes.
+  return safe_log_text(problem.file + ": " + inline_untrusted(problem.field, 300) + ": " +
+                           problem.message,
+                       96 * 1024);
 }
 
 std::string format_problems(const std::vector<ManifestProblem>& problems) {
@@ -112,9 +117,15 @@ constexpr std::size_t kMaxLaunches = 16;
 constexpr std::size_t kMaxOptions = 64;
 constexpr int kMaxRank = 8;
 
-std::string join(const std::vector<std::string>& items, const char* sep = ", ") {
+/// The items, at most `max_items` of them (a manifest may declare thousands: each problem listing
+/// them all made its messages grow with the square of its size).
+std::string join(const std::vector<std::string>& items, const char* sep = ", ",
+                 std::size_t max_items = 24) {
   std::string out;
-  for (const auto& s : items) out += (out.empty() ? "" : sep) + s;
+  for (std::size_t i = 0; i < items.size() && i < max_items; ++i)
+    out += (out.empty() ? "" : sep) + items[i];
+  if (items.size() > max_items)
+    out += std::string(sep) + "... (" + std::to_string(items.size()) + " in all)";
   return out;
 }
 
@@ -145,7 +156,7 @@ std::string closest(const std::string& word, const std::vector<std::string>& kno
   return best_d <= limit ? best : std::string();
 }
 
-std::string json_quote(const std::string& s) { return json(s).dump(); }
+std::string json_quote(const std::string& s) { return quote_untrusted(s); }
 
 /// How a JSON value looks in a message: found "abc", found 3, found an object...
 std::string describe(const json& v) {
@@ -161,6 +172,7 @@ std::string describe(const json& v) {
     default:
       break;
   }
+  if (v.is_string()) return quote_untrusted(v.get_ref<const std::string&>(), 57);
   std::string s = v.dump();
   if (s.size() > 60) s = s.substr(0, 57) + "...";
   return s;
@@ -211,6 +223,9 @@ std::string nvrtc_option_problem(const std::string& o) {
   static const std::regex bool_re("--?(fmad|ftz|prec-div|prec-sqrt)=(true|false)");
   static const std::regex reg_re("--?maxrregcount=([0-9]{1,3})");
   static const std::regex define_re("-D[A-Za-z_][A-Za-z0-9_]{0,63}(=[A-Za-z0-9_.+-]{0,64})?");
+  // std::regex recurses per character: a 40 KB option (or version) overflowed the stack.
+  if (o.size() > 256)
+    return quote_untrusted(o, 60) + " is not an allowed NVRTC option (longer than 256 characters)";
   if (exact.count(o) || std::regex_match(o, std_re) || std::regex_match(o, bool_re)) return {};
   std::smatch m;
   if (std::regex_match(o, m, reg_re)) {
@@ -243,7 +258,7 @@ namespace {
 /// expression NVRTC builds from it.
 bool is_name_expression(const std::string& s) {
   static const std::regex re("[A-Za-z_:&(][A-Za-z0-9_:<>,.*&() -]{0,511}");
-  return std::regex_match(s, re);
+  return s.size() <= 512 && std::regex_match(s, re);
 }
 
 class Checker {
@@ -260,18 +275,18 @@ class Checker {
     if (!fs::is_directory(package_dir_, ec)) {
       problem("(package)", "the package directory " + json_quote(package_dir_.string()) +
                                " does not exist or is not a directory");
-      return std::move(problems_);
+      return finish();
     }
     m_.dir = fs::canonical(package_dir_, ec);
     if (ec) {
       problem("(package)", "cannot resolve the package directory: " + ec.message());
-      return std::move(problems_);
+      return finish();
     }
     json doc;
-    if (!read_document(doc)) return std::move(problems_);
+    if (!read_document(doc)) return finish();
     if (!doc.is_object()) {
       problem("(document)", "expected a JSON object at the top level, found " + describe(doc));
-      return std::move(problems_);
+      return finish();
     }
     unknown_keys(doc, "", kTopKeys);
     check_format(doc);
@@ -295,12 +310,24 @@ class Checker {
     check_guard(doc);
     check_when_layouts();
     check_outputs_bound();
-    return std::move(problems_);
+    return finish();
   }
 
  private:
   void problem(const std::string& field, const std::string& message) {
-    problems_.push_back({file_, field, message});
+    if (problems_.size() < kMaxProblems)
+      problems_.push_back({file_, field, message});
+    else
+      ++dropped_problems_;
+  }
+
+  /// The problems, with one line for those past kMaxProblems.
+  std::vector<ManifestProblem> finish() {
+    if (dropped_problems_)
+      problems_.push_back({file_, "(document)",
+                           std::to_string(dropped_problems_) + " more problems are not listed; fix "
+                           "the ones above first"});
+    return std::move(problems_);
   }
 
   static std::string sub(const std::string& field, const std::string& key) {
@@ -339,14 +366,34 @@ class Checker {
     }
     std::stringstream ss;
     ss << in.rdbuf();
+    // JSON itself leaves duplicate keys open and the parser keeps the last: two "grid"s would mean
+    // what one reader sees is not what another runs. Each object's keys are tracked while parsing.
+    std::vector<std::set<std::string>> keys;
+    std::string duplicate;
+    const json::parser_callback_t on_event = [&](int depth, json::parse_event_t event,
+                                                 json& parsed) {
+      (void)depth;
+      if (event == json::parse_event_t::object_start) keys.emplace_back();
+      else if (event == json::parse_event_t::object_end && !keys.empty()) keys.pop_back();
+      else if (event == json::parse_event_t::key && !keys.empty() && duplicate.empty() &&
+               !keys.back().insert(parsed.get<std::string>()).second)
+        duplicate = parsed.get<std::string>();
+      return true;
+    };
     try {
-      doc = json::parse(ss.str());
-    } catch (const json::parse_error& e) {
-      std::string what = e.what();
+      doc = json::parse(ss.str(), on_event);
+    } catch (const json::exception& e) {
       // "[json.exception.parse_error.101] parse error at line 3, column 5: ..." -> "parse error
-      // ..."
+      // ..." (number overflows such as 1e400 come as out_of_range).
+      std::string what = e.what();
       if (auto pos = what.find("] "); pos != std::string::npos) what = what.substr(pos + 2);
       problem("(document)", "not valid JSON: " + what);
+      return false;
+    }
+    if (!duplicate.empty()) {
+      problem("(document)", "the key " + quote_untrusted(duplicate) +
+                                " appears twice in one object; JSON readers disagree on which one "
+                                "counts, so each key may appear once");
       return false;
     }
     return true;
@@ -404,7 +451,7 @@ class Checker {
         "a package name of letters, digits and _ . - (at most 64, such as \"softmax_rows\")";
     if (auto v = required_string(doc, "", "name", name_expected)) {
       m_.name = *v;
-      if (!std::regex_match(*v, name_re))
+      if (v->size() > 64 || !std::regex_match(*v, name_re))
         problem("name", "expected " + name_expected + ", found " + json_quote(*v));
     }
     static const std::regex semver_re(
@@ -413,7 +460,7 @@ class Checker {
     const std::string version_expected = "a semantic version MAJOR.MINOR.PATCH such as \"1.2.0\"";
     if (auto v = required_string(doc, "", "version", version_expected)) {
       m_.version = *v;
-      if (!std::regex_match(*v, semver_re))
+      if (v->size() > 128 || !std::regex_match(*v, semver_re))
         problem("version", "expected " + version_expected + ", found " + json_quote(*v));
     }
   }
@@ -1182,18 +1229,21 @@ class Checker {
   }
 
   std::optional<int64_t> int_at(const json& obj, const std::string& field, const std::string& key,
-                                int64_t min, bool required) {
+                                int64_t min, bool required,
+                                int64_t max = std::numeric_limits<int64_t>::max()) {
+    const std::string expected =
+        "an integer >= " + std::to_string(min) +
+        (max < std::numeric_limits<int64_t>::max() ? " and <= " + std::to_string(max) : "");
     auto it = obj.find(key);
     if (it == obj.end()) {
-      if (required)
-        problem(sub(field, key), "missing; expected an integer >= " + std::to_string(min));
+      if (required) problem(sub(field, key), "missing; expected " + expected);
       return std::nullopt;
     }
-    if (!it->is_number_integer() || it->get<int64_t>() < min ||
-        (it->is_number_unsigned() &&
-         it->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))) {
-      problem(sub(field, key),
-              "expected an integer >= " + std::to_string(min) + ", found " + describe(*it));
+    if (!it->is_number_integer() ||
+        (it->is_number_unsigned() && (it->get<uint64_t>() > static_cast<uint64_t>(max) ||
+                                      static_cast<int64_t>(it->get<uint64_t>()) < min)) ||
+        (!it->is_number_unsigned() && (it->get<int64_t>() < min || it->get<int64_t>() > max))) {
+      problem(sub(field, key), "expected " + expected + ", found " + describe(*it));
       return std::nullopt;
     }
     return it->get<int64_t>();
@@ -1244,6 +1294,11 @@ class Checker {
               "[{\"dims\": {\"N\": 4096}, \"dtype\": \"f32\", \"calls\": 100}], "
               "found " +
                   describe(*it));
+      return;
+    }
+    if (it->size() > kMaxVariants) {
+      problem("guard.variants", "lists " + std::to_string(it->size()) + " variants; expected at most " +
+                                    std::to_string(kMaxVariants));
       return;
     }
     for (std::size_t i = 0; i < it->size(); ++i) {
@@ -1318,7 +1373,8 @@ class Checker {
       } else {
         ok = false;
       }
-      if (auto c = int_at(v, field, "calls", 1, true))
+      // A call count of a captured workload; the sum over every variant stays far inside int64.
+      if (auto c = int_at(v, field, "calls", 1, true, kMaxVariantCalls))
         var.calls = *c;
       else
         ok = false;
@@ -1355,6 +1411,7 @@ class Checker {
   const OpSignature* op_ = nullptr;
   std::set<std::string, std::less<>> known_symbols_;  ///< symbols and integer attributes
   std::vector<std::string> declared_symbols_;
+  std::size_t dropped_problems_ = 0;
   std::set<std::string> workspace_names_;
   std::vector<ManifestProblem> problems_;
 };

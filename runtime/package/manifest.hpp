@@ -32,6 +32,12 @@ inline constexpr std::uintmax_t kMaxManifestBytes = 1u << 20;
 /// Most files kgate reads from a package's include_dirs, and their largest total size (bytes).
 inline constexpr std::size_t kMaxHeaderFiles = 512;
 inline constexpr std::uintmax_t kMaxHeaderBytes = 16u << 20;
+/// Most problems one check reports (one more line says how many were left out).
+inline constexpr std::size_t kMaxProblems = 100;
+/// Most captured variants a guard lists, and the largest call count of one: their product stays far
+/// inside int64, so a workload's total call count cannot overflow.
+inline constexpr std::size_t kMaxVariants = 10000;
+inline constexpr int64_t kMaxVariantCalls = int64_t{1} << 40;
 
 /// The symbols every expression may name besides the manifest's own: "dtype_size", the bytes of
 /// one element of the call's dtype (4 for f32, 2 for f16 and bf16), for vector widths such as

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "core/safe_text.hpp"
 #include "package_test_util.hpp"
 
 namespace kgate::package {
@@ -660,7 +661,26 @@ TEST_F(ManifestTest, VariantWithoutCalls) {
   json m = base_manifest();
   m["guard"]["variants"] =
       json::parse(R"J([{"dims": {"B": 1, "N": 2}, "dtype": "f32", "calls": 0}])J");
-  EXPECT_EQ(only_problem(m), line("guard.variants[0].calls", "expected an integer >= 1, found 0"));
+  EXPECT_EQ(only_problem(m), line("guard.variants[0].calls",
+                                  "expected an integer >= 1 and <= 1099511627776, found 0"));
+}
+
+TEST_F(ManifestTest, HugeCallCountsAreRefused) {
+  // 2^63-1 calls made the workload's call total negative.
+  json m = base_manifest();
+  m["guard"]["variants"] = json::parse(
+      R"J([{"dims": {"B": 1, "N": 2}, "dtype": "f32", "calls": 9223372036854775807},
+           {"dims": {"B": 1, "N": 4}, "dtype": "f32", "calls": 18446744073709551615}])J");
+  std::string all;
+  for (const auto& p : problems(m)) all += p + "\n";
+  EXPECT_NE(all.find("guard.variants[0].calls: expected an integer >= 1 and <= "
+                          "1099511627776, found 9223372036854775807"),
+            std::string::npos)
+      << all;
+  EXPECT_NE(all.find("guard.variants[1].calls: expected an integer >= 1 and <= "
+                          "1099511627776, found 18446744073709551615"),
+            std::string::npos)
+      << all;
 }
 
 TEST_F(ManifestTest, VariantOutsideTheGuard) {
@@ -951,6 +971,87 @@ TEST(ManifestSchema, DescribesTheSameTopLevelKeys) {
     arg_kinds.push_back(variant.at("required").at(0).get<std::string>());
   EXPECT_EQ(arg_kinds, (std::vector<std::string>{"tensor", "workspace", "shape", "attribute",
                                                  "scalar", "stride"}));
+}
+
+// ---- hostile manifests: no crash, no flood, nothing harmful printed ----------------------------------
+
+/// Every problem of the raw manifest text `text`, formatted.
+std::string raw_problems(TempDir& pkg, const std::string& text) {
+  pkg.write("kgate.json", text);
+  return format_problems(check_manifest(pkg.path(), testing::catalogue_options(), nullptr));
+}
+
+TEST_F(ManifestTest, HugeVersionStringIsAProblemNotACrash) {
+  json m = base_manifest();
+  m["version"] = std::string(40000, '1');  // crashed std::regex (stack overflow)
+  const std::string p = only_problem(m);
+  EXPECT_NE(p.find("version: expected a semantic version"), std::string::npos) << p.substr(0, 300);
+  EXPECT_LT(p.size(), 1000u);
+  m = base_manifest();
+  m["nvrtc_options"] = {"-DX=" + std::string(40000, 'a')};
+  EXPECT_NE(only_problem(m).find("longer than 256 characters"), std::string::npos);
+}
+
+TEST_F(ManifestTest, NumberOverflowIsAProblem) {
+  std::string text = base_manifest().dump();
+  text.replace(text.find("\"block\":[256]"), 13, "\"block\":[1e400]");
+  const std::string p = raw_problems(pkg, text);
+  EXPECT_NE(p.find("(document): not valid JSON: number overflow"), std::string::npos) << p;
+}
+
+TEST_F(ManifestTest, DuplicateKeysAreRefused) {
+  std::string text = base_manifest().dump();
+  text.replace(text.find("\"block\":[256]"), 13, "\"block\":[256],\"block\":[1024]");
+  const std::string p = raw_problems(pkg, text);
+  EXPECT_NE(p.find("(document): the key \"block\" appears twice in one object"), std::string::npos)
+      << p;
+  // The same key in two different objects is fine.
+  EXPECT_EQ(raw_problems(pkg, base_manifest().dump()), "");
+}
+
+TEST_F(ManifestTest, InvalidUtf8AndControlCharactersAreEscaped) {
+  // A key with a NUL, an ANSI escape and a workflow command after a newline (valid JSON escapes).
+  std::string text = base_manifest().dump();
+  text.insert(1, "\"bad\\u0000key\\u001b[31m\\n::add-mask::x\\u0085\": 1,");
+  std::string p = raw_problems(pkg, text);
+  EXPECT_NE(p.find("unknown key \"bad\\u0000key\\u001b[31m\\n::add-mask::x\\u0085\""),
+            std::string::npos)
+      << p;
+  EXPECT_EQ(p.find('\x1b'), std::string::npos);
+  EXPECT_EQ(p.find('\0'), std::string::npos);
+  EXPECT_EQ(p.find("\n::"), std::string::npos);
+  // Raw bytes that are not UTF-8: not valid JSON, and the parser's message quotes them escaped.
+  text = base_manifest().dump();
+  text.insert(1, "\"bad\xff\xfe\": 1,");
+  p = raw_problems(pkg, text);
+  EXPECT_NE(p.find("not valid JSON"), std::string::npos) << p;
+  EXPECT_EQ(valid_utf8(p), p);
+}
+
+TEST_F(ManifestTest, HeaderNamesThatAreNotUtf8DoNotBreakTheReport) {
+  json m = base_manifest();
+  m["include_dirs"] = {"inc"};
+  pkg.write(std::string("inc/bad\xff.cuh"), "#pragma once\n");
+  EXPECT_TRUE(problems(m).empty());
+}
+
+TEST_F(ManifestTest, ManyProblemsDoNotFloodTheLog) {
+  json m = base_manifest();
+  for (int i = 0; i < 40000; ++i) m["u" + std::to_string(i)] = 0;
+  const auto ps = problems(m);
+  ASSERT_EQ(ps.size(), kMaxProblems + 1);
+  EXPECT_NE(ps.back().find("more problems are not listed"), std::string::npos) << ps.back();
+  std::size_t bytes = 0;
+  for (const auto& p : ps) bytes += p.size();
+  EXPECT_LT(bytes, 64u * 1024) << "the problems of one manifest took " << bytes << " bytes";
+
+  // Thousands of symbols, each problem naming them: the list is cut.
+  json many = base_manifest();
+  for (int i = 0; i < 3000; ++i) many["symbols"]["S" + std::to_string(i)] = json::array({"x", 0});
+  many["launches"][0]["grid"] = {"nope"};
+  std::string all;
+  for (const auto& p : problems(many)) all += p + "\n";
+  EXPECT_LT(all.size(), 64u * 1024) << all.substr(0, 500);
 }
 
 }  // namespace
