@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -208,6 +209,19 @@ std::optional<LoadedPackage> load_package(const std::string& dir, const std::str
   return p;
 }
 
+void check_unique_package_names(const std::vector<std::string>& dirs,
+                                const std::vector<LoadedPackage>& packages) {
+  std::map<std::string, std::string> seen;  // name -> directory
+  for (std::size_t i = 0; i < packages.size() && i < dirs.size(); ++i) {
+    const std::string& name = packages[i].manifest.name;
+    auto [it, fresh] = seen.emplace(name, dirs[i]);
+    if (!fresh)
+      throw_usage("two packages are named \"" + name + "\": " + it->second + " and " + dirs[i] +
+                  ". A run names each kernel by its package's name (workers, reports, shards), so "
+                  "each package needs a name of its own: change \"name\" in one kgate.json");
+  }
+}
+
 CheckOptions package_options(const CheckOptions& base, const LoadedPackage& p) {
   CheckOptions o = base;
   constexpr int64_t kMaxElements = int64_t{1} << 24;
@@ -279,6 +293,7 @@ int run_check(const CheckArgs& args) {
       if (!p) return static_cast<int>(ExitCode::usage);
       packages.push_back(std::move(*p));
     }
+    check_unique_package_names(args.packages, packages);
     if (!args.baseline_package.empty()) {
       baseline = load_package(args.baseline_package, arch, args.quiet);
       if (!baseline) return static_cast<int>(ExitCode::usage);

@@ -22,6 +22,12 @@ struct LoadedPackage {
 /// nullopt when it is invalid.
 std::optional<LoadedPackage> load_package(const std::string& dir, const std::string& arch, bool quiet);
 
+/// Kernels are named by their package's name in workers, reports and shards, so two packages of
+/// one run may not share a name: throws Error(usage) naming both directories (`dirs[i]` is where
+/// `packages[i]` came from).
+void check_unique_package_names(const std::vector<std::string>& dirs,
+                                const std::vector<LoadedPackage>& packages);
+
 /// sm_XY of device 0.
 std::string device_arch();
 

@@ -3,12 +3,15 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 #include <iostream>
 
 #include "cli/calibrate.hpp"  // kgate calibrate (A/A runs of the speed gate)
 #include "cli/sweep.hpp"      // kgate sweep (tolerance sensitivity)
 #include "cli/commands.hpp"
 #include "core/error.hpp"
+#include "core/safe_text.hpp"
 
 namespace {
 
@@ -36,6 +39,18 @@ int main(int argc, char** argv) {
                "--inconclusive-fails), 4 usage/config/package error, 5 internal error."};
   app.require_subcommand(1);
   app.set_version_flag("--version", KGATE_VERSION);
+  // Package compiles (every verb that compiles a package); given anywhere on the command line, and
+  // passed to kgate's worker processes through the environment.
+  app.fallthrough();
+  bool require_sandbox = false;
+  double compile_timeout = 0;
+  app.add_flag("--require-sandbox", require_sandbox,
+               "Refuse to compile a package where no compile sandbox (mount namespace or Landlock) can "
+               "be entered (also KGATE_REQUIRE_SANDBOX=1)");
+  app.add_option("--compile-timeout", compile_timeout,
+                 "Seconds a package compile may take before it is stopped (default 300; also "
+                 "KGATE_COMPILE_TIMEOUT)")
+      ->check(CLI::PositiveNumber);
 
   kgate::cli::ListArgs list_args;
   auto* list = app.add_subcommand("list", "List the kernels under test (or the op catalogue with --ops)");
@@ -153,6 +168,9 @@ int main(int argc, char** argv) {
     return rc == 0 ? 0 : static_cast<int>(kgate::ExitCode::usage);
   }
 
+  if (require_sandbox) ::setenv("KGATE_REQUIRE_SANDBOX", "1", 1);
+  if (compile_timeout > 0) ::setenv("KGATE_COMPILE_TIMEOUT", std::to_string(compile_timeout).c_str(), 1);
+
   try {
     if (*list) return kgate::cli::run_list(list_args);
     if (*check) {
@@ -185,10 +203,10 @@ int main(int argc, char** argv) {
       return kgate::cli::run_sweep(sweep_args);
     }
   } catch (const kgate::Error& e) {
-    std::fprintf(stderr, "kgate: error: %s\n", e.what());
+    std::fprintf(stderr, "kgate: error: %s\n", kgate::safe_log_text(e.what()).c_str());
     return exit_for(e);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "kgate: internal error: %s\n", e.what());
+    std::fprintf(stderr, "kgate: internal error: %s\n", kgate::safe_log_text(e.what()).c_str());
     return static_cast<int>(kgate::ExitCode::internal);
   }
   return static_cast<int>(kgate::ExitCode::usage);

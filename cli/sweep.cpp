@@ -367,6 +367,7 @@ int run_sweep(SweepArgs& args) {
       if (!p) return static_cast<int>(ExitCode::usage);
       packages.push_back(std::move(*p));
     }
+    check_unique_package_names(args.packages, packages);
   }
   Backend backend;
   if (!packages.empty() || args.backend == "cuda") {

@@ -1,26 +1,41 @@
 // NVRTC compilation of packages and the content-addressed CUBIN cache.
 //
 // Cache layout: <cache_dir>/nvrtc/<key[0:2]>/<key>.cubin and <key>.json (lowered names, the CUBIN's
-// SHA-256, provenance). Entries are written to a temporary file and renamed, the .json last, so a
-// reader sees a complete entry or none; an entry whose CUBIN does not match its digest is a miss.
+// SHA-256, an HMAC of both under a key kept outside the cache, provenance). Entries are written to a
+// fresh temporary file and renamed, the .json last, so a reader sees a complete entry or none. An
+// entry whose CUBIN does not match its digest, whose MAC does not verify, or that is a link, not a
+// regular file or another user's, is a miss: it is recompiled and replaced. So the cache cannot
+// change what runs: only a compile of the package's own sources can put a CUBIN there.
+//
+// Compiles run in the sandboxed worker process (nvrtc_worker.hpp).
 #include "runtime/package/nvrtc_cache.hpp"
 
+#include <fcntl.h>
 #include <nvrtc.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
-#include <fstream>
+#include <cstring>
+#include <mutex>
+#include <optional>
+#include <random>
 #include <regex>
 #include <system_error>
 
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "core/safe_text.hpp"
 #include "runtime/cuda/check.hpp"
 #include "runtime/package/package_files.hpp"
+#include "runtime/package/nvrtc_worker.hpp"
 #include "runtime/package/sha256.hpp"
 
 #ifndef KGATE_CUDA_INCLUDE_DIR
@@ -34,43 +49,25 @@ using nlohmann::json;
 
 namespace {
 
-constexpr const char* kCacheFormat = "kgate-nvrtc-cache/1";
+// /2: entries carry an HMAC under a key kept outside the cache, and the key covers the toolkit's
+// headers (the only files outside the package a compile can read).
+constexpr const char* kCacheFormat = "kgate-nvrtc-cache/2";
+/// Cache files larger than this are not read.
+constexpr std::uintmax_t kMaxCacheFileBytes = 512ULL << 20;
 /// Name of the generated translation unit that #includes the sources of a multi-source package.
 constexpr const char* kUnityName = "kgate_package_sources.cu";
 
 std::atomic<uint64_t> g_compile_count{0};
 
-std::string json_quote(const std::string& s) { return json(s).dump(); }
+std::string json_quote(const std::string& s) { return quote_untrusted(s); }
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-/// Destroys an NVRTC program on every path out.
-struct ProgramGuard {
-  nvrtcProgram program = nullptr;
-  ~ProgramGuard() {
-    if (program) nvrtcDestroyProgram(&program);
-  }
-};
-
-std::string program_log(nvrtcProgram program) {
-  std::size_t size = 0;
-  if (nvrtcGetProgramLogSize(program, &size) != NVRTC_SUCCESS || size == 0) return {};
-  std::string log(size, '\0');
-  if (nvrtcGetProgramLog(program, log.data()) != NVRTC_SUCCESS) return {};
-  while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
-  return log;
-}
-
 /// Everything NVRTC sees, gathered from the package before hashing and compiling.
-struct Inputs {
-  std::string main_name;
-  std::string main_source;
-  std::vector<std::string> header_names;
-  std::vector<std::string> header_sources;
-  std::vector<std::string> options;
-  std::vector<std::string> name_expressions;
+struct Inputs : NvrtcRequest {
+  std::vector<fs::path> system_include_dirs;
 };
 
 bool read_inputs(const PackageManifest& m, const CompileOptions& opt, Inputs& in,
@@ -136,8 +133,41 @@ bool read_inputs(const PackageManifest& m, const CompileOptions& opt, Inputs& in
     in.options.push_back(m.nvrtc_options[i]);
   }
   for (const auto& dir : opt.system_include_dirs) in.options.push_back("-I" + dir.string());
+  in.system_include_dirs = opt.system_include_dirs;
   in.name_expressions = m.name_expressions();
   return true;
+}
+
+/// Names, sizes and modification times of every file below the toolkit include directories: the
+/// only files outside the package that a compile can read (the sandbox hides the rest), so that a
+/// changed toolkit header changes the key. Computed once per process and set of directories.
+std::mutex g_fingerprint_mutex;
+std::map<std::vector<fs::path>, std::string> g_fingerprints;
+
+std::string toolkit_fingerprint(const std::vector<fs::path>& dirs) {
+  std::lock_guard<std::mutex> lock(g_fingerprint_mutex);
+  auto& memo = g_fingerprints;
+  if (auto it = memo.find(dirs); it != memo.end()) return it->second;
+  Sha256 h;
+  for (const auto& d : dirs) {
+    h.field(d.string());
+    std::vector<std::string> rows;
+    std::error_code ec;
+    for (fs::recursive_directory_iterator it(d, fs::directory_options::follow_directory_symlink, ec),
+         end;
+         !ec && it != end; it.increment(ec)) {
+      struct stat st{};
+      if (::stat(it->path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+      rows.push_back(it->path().lexically_relative(d).generic_string() + "\n" +
+                     std::to_string(st.st_size) + "\n" + std::to_string(st.st_mtim.tv_sec) + "." +
+                     std::to_string(st.st_mtim.tv_nsec));
+      if (rows.size() > 200000) break;  // a runaway tree: the fingerprint stays what it has seen
+    }
+    std::sort(rows.begin(), rows.end());
+    h.field(std::to_string(rows.size()));
+    for (const auto& r : rows) h.field(r);
+  }
+  return memo[dirs] = h.hex();
 }
 
 std::string cache_key(const Inputs& in, const std::string& arch) {
@@ -151,98 +181,223 @@ std::string cache_key(const Inputs& in, const std::string& arch) {
     h.field(in.header_names[i]).field(in.header_sources[i]);
   h.field(std::to_string(in.name_expressions.size()));
   for (const auto& n : in.name_expressions) h.field(n);
+  h.field(toolkit_fingerprint(in.system_include_dirs));
   return h.hex();
 }
 
-bool read_binary(const fs::path& p, std::string& out) {
-  std::ifstream f(p, std::ios::binary);
-  if (!f) return false;
-  out.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-  return !f.bad();
-}
-
-/// Writes `bytes` to `p` through a temporary file and a rename; false on any failure.
-bool write_atomic(const fs::path& p, const std::string& bytes) {
-  static std::atomic<uint64_t> serial{0};
-  const fs::path tmp =
-      p.string() + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(serial.fetch_add(1));
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) return false;
-    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!f) {
-      f.close();
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      return false;
+/// Reads a cache file: a regular file owned by this user, not reached through a symbolic link.
+bool read_cache_file(const fs::path& p, std::string& out) {
+  const int fd = ::open(p.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return false;
+  struct stat st{};
+  bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid() &&
+            static_cast<std::uintmax_t>(st.st_size) <= kMaxCacheFileBytes;
+  if (ok) {
+    out.resize(static_cast<std::size_t>(st.st_size));
+    std::size_t done = 0;
+    while (ok && done < out.size()) {
+      const ssize_t r = ::read(fd, out.data() + done, out.size() - done);
+      if (r > 0) done += static_cast<std::size_t>(r);
+      else if (r == 0 || errno != EINTR) ok = false;
     }
   }
-  std::error_code ec;
-  fs::rename(tmp, p, ec);
-  if (ec) fs::remove(tmp, ec);
-  return !ec;
+  ::close(fd);
+  return ok;
 }
 
-/// Reads a cache entry; false when it is missing, incomplete or corrupt.
-bool load_entry(const fs::path& cubin_path, const fs::path& meta_path, CompileResult& r) {
+/// Writes `bytes` to `p` through a fresh temporary file (O_EXCL, never through a planted link) and a
+/// rename; false on any failure.
+bool write_atomic(const fs::path& p, const std::string& bytes) {
+  static std::atomic<uint64_t> serial{0};
+  std::random_device rd;
+  const fs::path tmp = p.string() + ".tmp." + std::to_string(::getpid()) + "." +
+                       std::to_string(serial.fetch_add(1)) + "." + std::to_string(rd());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return false;
+  std::size_t done = 0;
+  bool ok = true;
+  while (ok && done < bytes.size()) {
+    const ssize_t w = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (w > 0) done += static_cast<std::size_t>(w);
+    else if (errno != EINTR) ok = false;
+  }
+  ok = (::close(fd) == 0) && ok;
+  std::error_code ec;
+  if (ok) fs::rename(tmp, p, ec);
+  if (!ok || ec) fs::remove(tmp, ec);
+  return ok && !ec;
+}
+
+/// What an entry's MAC covers: its key, the CUBIN's digest and the lowered names.
+std::string entry_mac(const std::string& mac_key, const std::string& key,
+                      const std::string& cubin_sha256,
+                      const std::map<std::string, std::string>& lowered) {
+  Sha256 h;
+  h.field(kCacheFormat).field(key).field(cubin_sha256).field(std::to_string(lowered.size()));
+  for (const auto& [n, l] : lowered) h.field(n).field(l);
+  return hmac_sha256_hex(mac_key, h.digest());
+}
+
+/// Reads a cache entry; false when it is missing, incomplete, corrupt, foreign or forged (its MAC
+/// does not verify under this user's key): then it is recompiled and replaced.
+bool load_entry(const fs::path& cubin_path, const fs::path& meta_path, const std::string& key,
+                const std::string& mac_key, CompileResult& r) {
   std::string meta_text;
-  if (!read_binary(meta_path, meta_text) || !read_binary(cubin_path, r.cubin)) return false;
+  if (!read_cache_file(meta_path, meta_text) || !read_cache_file(cubin_path, r.cubin)) return false;
   try {
     const json meta = json::parse(meta_text);
     if (meta.at("format").get<std::string>() != kCacheFormat) return false;
-    if (meta.at("cubin_sha256").get<std::string>() != sha256_hex(r.cubin)) return false;
+    if (meta.at("key").get<std::string>() != key) return false;
+    const std::string digest = sha256_hex(r.cubin);
+    if (meta.at("cubin_sha256").get<std::string>() != digest) return false;
     r.lowered_names = meta.at("lowered_names").get<std::map<std::string, std::string>>();
+    if (meta.at("mac").get<std::string>() != entry_mac(mac_key, key, digest, r.lowered_names))
+      return false;
   } catch (const json::exception&) {
     return false;
   }
   return true;
 }
 
+/// A cache directory must belong to this user and not be writable by everyone: anyone who can
+/// write it could otherwise plant entries (the MAC stops forged ones, a private directory also
+/// stops deleting and racing). Throws Error(usage) naming the directory and the fix.
+void check_cache_dir(const fs::path& dir) {
+  struct stat st{};
+  if (::stat(dir.c_str(), &st) != 0)
+    throw Error(ErrorKind::usage, "cannot use the NVRTC cache directory " + json_quote(dir.string()) +
+                                      ": " + std::strerror(errno));
+  if (!S_ISDIR(st.st_mode))
+    throw Error(ErrorKind::usage, "the NVRTC cache path " + json_quote(dir.string()) +
+                                      " is not a directory; set KGATE_CACHE_DIR to a directory");
+  if (st.st_uid != ::geteuid())
+    throw Error(ErrorKind::usage,
+                "the NVRTC cache directory " + json_quote(dir.string()) + " belongs to user " +
+                    std::to_string(st.st_uid) + ", not to this user (" +
+                    std::to_string(::geteuid()) +
+                    "); another user could plant compiled code there. Set KGATE_CACHE_DIR to a "
+                    "directory of your own");
+  if (st.st_mode & S_IWOTH)
+    throw Error(ErrorKind::usage,
+                "the NVRTC cache directory " + json_quote(dir.string()) +
+                    " is writable by every user; anyone could plant compiled code there. Run "
+                    "chmod o-w on it, or set KGATE_CACHE_DIR to a private directory");
+}
+
+/// Creates `dir` (0700) and its missing parents, then checks it.
+void make_cache_dir(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) {
+    fs::create_directories(dir, ec);
+    if (!ec) fs::permissions(dir, fs::perms::owner_all, fs::perm_options::replace, ec);
+    if (ec)
+      throw Error(ErrorKind::usage, "cannot create the NVRTC cache directory " +
+                                        json_quote(dir.string()) + ": " + ec.message() +
+                                        "; set KGATE_CACHE_DIR to a writable directory");
+  }
+  check_cache_dir(dir);
+}
+
+std::string package_sources(const PackageManifest& m) {
+  std::string sources;
+  for (const auto& s : m.sources) sources += (sources.empty() ? "" : ", ") + s;
+  return sources;
+}
+
+/// Says once per process that the cache is off for want of a place to keep its key.
+void warn_no_cache_key() {
+  static std::atomic<bool> said{false};
+  if (said.exchange(true)) return;
+  std::fprintf(stderr,
+               "kgate: warning: the NVRTC cache is off: there is no place for its key (set HOME, "
+               "KGATE_CACHE_KEY_FILE or KGATE_CACHE_KEY); every package is compiled\n");
+}
+
+/// Says once per process that compiles are not confined, and why.
+void warn_unsandboxed(const std::string& detail) {
+  static std::atomic<bool> said{false};
+  if (said.exchange(true)) return;
+  std::fprintf(stderr,
+               "kgate: warning: package compiles run without a sandbox here (%s): a package's "
+               "source can #include any file this user can read. --require-sandbox (or "
+               "KGATE_REQUIRE_SANDBOX=1) makes this an error.\n",
+               detail.c_str());
+}
+
+/// Compiles in a sandboxed worker process (nvrtc_worker.hpp).
 bool compile(const PackageManifest& m, const CompileOptions& opt, const Inputs& in,
              CompileResult& r, ManifestProblem& problem) {
-  std::vector<const char*> header_names, header_sources, options;
-  for (const auto& s : in.header_names) header_names.push_back(s.c_str());
-  for (const auto& s : in.header_sources) header_sources.push_back(s.c_str());
-  for (const auto& s : in.options) options.push_back(s.c_str());
+  NvrtcRequest request = in;
+  for (const auto& d : opt.system_include_dirs) request.readable_dirs.push_back(d.string());
+  request.require_sandbox = opt.require_sandbox;
+  request.sandbox = opt.sandbox;
+  request.memory_limit_bytes = opt.compile_memory_bytes;
+  WorkerLimits limits;
+  limits.timeout_seconds = opt.compile_timeout_seconds;
+  limits.memory_limit_bytes = opt.compile_memory_bytes;
 
-  ProgramGuard guard;
-  KGATE_NVRTC_CALL(nvrtcCreateProgram(&guard.program, in.main_source.c_str(), in.main_name.c_str(),
-                                      static_cast<int>(header_names.size()), header_sources.data(),
-                                      header_names.data()),
-                   std::string());
-  for (const auto& n : in.name_expressions)
-    KGATE_NVRTC_CALL(nvrtcAddNameExpression(guard.program, n.c_str()), std::string());
-
-  const auto t0 = std::chrono::steady_clock::now();
   g_compile_count.fetch_add(1);
-  const nvrtcResult rc =
-      nvrtcCompileProgram(guard.program, static_cast<int>(options.size()), options.data());
-  r.compile_seconds = seconds_since(t0);
-  r.log = program_log(guard.program);
-  if (rc != NVRTC_SUCCESS) {
-    std::string sources;
-    for (const auto& s : m.sources) sources += (sources.empty() ? "" : ", ") + s;
-    problem = {m.manifest_path.string(), "sources",
-               "NVRTC could not compile package " + json_quote(m.name) + " (" + sources + ") for " +
-                   opt.arch + ": " + nvrtcGetErrorString(rc) + "\n" +
-                   (r.log.empty() ? std::string("(NVRTC wrote no log)") : r.log)};
+  const WorkerRun run = run_nvrtc_worker(request, limits);
+  const std::string file = m.manifest_path.string();
+  const std::string what = "package " + json_quote(m.name) + " (" + package_sources(m) + ")";
+  if (run.timed_out) {
+    problem = {file, "sources",
+               "NVRTC did not finish compiling " + what + " within " +
+                   std::to_string(static_cast<long>(opt.compile_timeout_seconds)) +
+                   " s and was stopped (an #include of a pipe or device, or macros that expand "
+                   "without end, do this); if the package is only slow to compile, raise "
+                   "--compile-timeout"};
     return false;
   }
-  for (const auto& n : in.name_expressions) {
-    const char* lowered = nullptr;
-    if (nvrtcGetLoweredName(guard.program, n.c_str(), &lowered) != NVRTC_SUCCESS || !lowered) {
-      problem = {m.manifest_path.string(), "launches",
-                 "kernel name expression " + json_quote(n) +
+  if (!run.answered) {
+    const std::string how = run.signal ? "was killed by signal " + std::to_string(run.signal) +
+                                             " (" + strsignal(run.signal) + ")"
+                                       : "exited with code " + std::to_string(run.exit_code);
+    problem = {file, "sources",
+               "the compiler process for " + what + " " + how + " without an answer" +
+                   (run.signal == SIGSEGV || run.signal == SIGABRT || run.signal == SIGKILL
+                        ? "; it may have exceeded its memory limit of " +
+                              std::to_string(opt.compile_memory_bytes >> 20) + " MiB"
+                        : std::string()) +
+                   (run.stderr_text.empty() ? std::string()
+                                            : "\n" + cap_compiler_log(run.stderr_text))};
+    return false;
+  }
+  const NvrtcResponse& resp = run.response;
+  r.sandbox = resp.sandbox;
+  r.sandbox_detail = resp.sandbox_detail;
+  r.compile_seconds = resp.compile_seconds;
+  r.log = resp.log;
+  switch (resp.status) {
+    case NvrtcResponse::Status::ok:
+      break;
+    case NvrtcResponse::Status::no_sandbox:
+      throw Error(ErrorKind::usage,
+                  "no sandbox is available for compiling " + what + " (" + resp.sandbox_detail +
+                      ") and --require-sandbox (or KGATE_REQUIRE_SANDBOX) asks for one; run where "
+                      "user namespaces or Landlock are allowed");
+    case NvrtcResponse::Status::compile_error:
+      problem = {file, "sources",
+                 "NVRTC could not compile " + what + " for " + opt.arch + ": " + resp.error +
+                     "\n" + (r.log.empty() ? std::string("(NVRTC wrote no log)") : r.log)};
+      return false;
+    case NvrtcResponse::Status::missing_name:
+      problem = {file, "launches",
+                 "kernel name expression " + json_quote(resp.error) +
                      " was not found in the compiled sources; "
                      "expected a __global__ function (or template instance) of that name"};
       return false;
-    }
-    r.lowered_names[n] = lowered;
+    case NvrtcResponse::Status::out_of_memory:
+      problem = {file, "sources",
+                 "NVRTC ran out of memory compiling " + what + " (limit " +
+                     std::to_string(opt.compile_memory_bytes >> 20) + " MiB)"};
+      return false;
+    case NvrtcResponse::Status::internal:
+      throw Error(ErrorKind::device, "NVRTC failed on " + what + ": " + resp.error);
   }
-  std::size_t size = 0;
-  KGATE_NVRTC_CALL(nvrtcGetCUBINSize(guard.program, &size), r.log);
-  r.cubin.assign(size, '\0');
-  KGATE_NVRTC_CALL(nvrtcGetCUBIN(guard.program, r.cubin.data()), r.log);
+  if (resp.sandbox == SandboxKind::none) warn_unsandboxed(resp.sandbox_detail);
+  r.lowered_names = resp.lowered_names;
+  r.cubin = resp.cubin;
   return true;
 }
 
@@ -255,9 +410,27 @@ std::vector<fs::path> CompileOptions::default_system_include_dirs() {
   if (const char* env = std::getenv("CUDA_PATH"); env && *env)
     candidates.push_back(fs::path(env) / "include");
   candidates.emplace_back("/usr/local/cuda/include");
-  for (const auto& c : candidates)
-    if (fs::exists(c / "cuda_fp16.h", ec)) return {c};
+  for (const auto& c : candidates) {
+    if (!fs::exists(c / "cuda_fp16.h", ec)) continue;
+    std::vector<fs::path> dirs{c};
+    if (fs::is_directory(c / "cccl", ec)) dirs.push_back(c / "cccl");
+    return dirs;
+  }
   return {};
+}
+
+double CompileOptions::compile_timeout_from_environment() {
+  if (const char* env = std::getenv("KGATE_COMPILE_TIMEOUT"); env && *env) {
+    char* end = nullptr;
+    const double v = std::strtod(env, &end);
+    if (end && *end == '\0' && v > 0 && v < 1e7) return v;
+  }
+  return 300;
+}
+
+bool CompileOptions::require_sandbox_from_environment() {
+  const char* env = std::getenv("KGATE_REQUIRE_SANDBOX");
+  return env && *env && std::string(env) != "0";
 }
 
 fs::path default_cache_dir() {
@@ -265,7 +438,81 @@ fs::path default_cache_dir() {
   if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return fs::path(xdg) / "kgate";
   if (const char* home = std::getenv("HOME"); home && *home)
     return fs::path(home) / ".cache" / "kgate";
-  return fs::temp_directory_path() / "kgate-cache";
+  // Never a directory shared by the machine's users: one of this user's own.
+  return fs::temp_directory_path() / ("kgate-cache-" + std::to_string(::geteuid()));
+}
+
+fs::path default_cache_key_file() {
+  if (const char* env = std::getenv("KGATE_CACHE_KEY_FILE"); env && *env) return env;
+  if (const char* xdg = std::getenv("XDG_CONFIG_HOME"); xdg && *xdg)
+    return fs::path(xdg) / "kgate" / "cache.key";
+  if (const char* home = std::getenv("HOME"); home && *home)
+    return fs::path(home) / ".config" / "kgate" / "cache.key";
+  return {};
+}
+
+std::optional<std::string> cache_mac_key(const fs::path& cache_dir, const fs::path& key_file_opt) {
+  if (const char* env = std::getenv("KGATE_CACHE_KEY"); env && *env) {
+    if (std::strlen(env) < 16)
+      throw Error(ErrorKind::usage,
+                  "KGATE_CACHE_KEY is shorter than 16 characters; give the NVRTC cache a long "
+                  "random secret (e.g. 64 hex digits from a CI secret)");
+    return std::string(env);
+  }
+  const fs::path key_file = key_file_opt.empty() ? default_cache_key_file() : key_file_opt;
+  if (key_file.empty()) return std::nullopt;
+  std::error_code ec;
+  const fs::path cache_canon = fs::weakly_canonical(cache_dir, ec);
+  const fs::path key_canon = fs::weakly_canonical(key_file, ec);
+  if (!ec && is_inside(cache_canon, key_canon))
+    throw Error(ErrorKind::usage,
+                "the NVRTC cache key file " + json_quote(key_file.string()) +
+                    " lies inside the cache directory " + json_quote(cache_dir.string()) +
+                    "; a restored cache would bring its own key. Keep it outside "
+                    "(KGATE_CACHE_KEY_FILE) or pass the key as KGATE_CACHE_KEY");
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    const int fd = ::open(key_file.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0) {
+      struct stat st{};
+      char buf[256];
+      const bool stat_ok = ::fstat(fd, &st) == 0;
+      const ssize_t n = stat_ok ? ::read(fd, buf, sizeof buf) : -1;
+      ::close(fd);
+      if (!stat_ok || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 077))
+        throw Error(ErrorKind::usage,
+                    "the NVRTC cache key file " + json_quote(key_file.string()) +
+                        " must be a regular file of this user with mode 0600 (no access for "
+                        "others); fix it with chmod 600, or delete it to have a new one made");
+      if (n < 16)
+        throw Error(ErrorKind::usage, "the NVRTC cache key file " + json_quote(key_file.string()) +
+                                          " holds fewer than 16 bytes; delete it to have a new one made");
+      return std::string(buf, static_cast<std::size_t>(n));
+    }
+    if (errno != ENOENT)
+      throw Error(ErrorKind::usage, "cannot read the NVRTC cache key file " +
+                                        json_quote(key_file.string()) + ": " + std::strerror(errno));
+    // First use: 32 random bytes, in hex, readable by this user only.
+    fs::create_directories(key_file.parent_path(), ec);
+    unsigned char raw[32];
+    std::random_device rd;
+    for (auto& b : raw) b = static_cast<unsigned char>(rd());
+    const std::string key = to_hex(std::string_view(reinterpret_cast<const char*>(raw), sizeof raw));
+    const int out = ::open(key_file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (out < 0) {
+      if (errno == EEXIST) continue;  // made by a concurrent run: read it
+      return std::nullopt;           // nowhere to keep a key: no cache
+    }
+    const bool ok = ::write(out, key.data(), key.size()) == static_cast<ssize_t>(key.size());
+    ::close(out);
+    if (ok) return key;
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+void forget_toolkit_fingerprints() {
+  std::lock_guard<std::mutex> lock(g_fingerprint_mutex);
+  g_fingerprints.clear();
 }
 
 uint64_t nvrtc_compile_count() { return g_compile_count.load(); }
@@ -291,18 +538,18 @@ bool try_compile_package(const PackageManifest& m, const CompileOptions& opt, Co
   r.key = cache_key(in, opt.arch);
 
   fs::path cubin_path, meta_path;
-  if (opt.use_cache) {
-    const fs::path base = opt.cache_dir.empty() ? default_cache_dir() : opt.cache_dir;
+  std::optional<std::string> mac_key;
+  const fs::path base = opt.cache_dir.empty() ? default_cache_dir() : opt.cache_dir;
+  if (opt.use_cache) mac_key = cache_mac_key(base, opt.cache_key_file);
+  if (opt.use_cache && !mac_key) warn_no_cache_key();
+  if (mac_key) {
+    make_cache_dir(base);
+    make_cache_dir(base / "nvrtc");
     const fs::path dir = base / "nvrtc" / r.key.substr(0, 2);
-    std::error_code ec;
-    fs::create_directories(dir, ec);
-    if (ec)
-      throw Error(ErrorKind::usage, "cannot create the NVRTC cache directory " +
-                                        json_quote(dir.string()) + ": " + ec.message() +
-                                        "; set KGATE_CACHE_DIR to a writable directory");
+    make_cache_dir(dir);
     cubin_path = dir / (r.key + ".cubin");
     meta_path = dir / (r.key + ".json");
-    if (load_entry(cubin_path, meta_path, r)) {
+    if (load_entry(cubin_path, meta_path, r.key, *mac_key, r)) {
       r.cache_hit = true;
       r.cache_entry = cubin_path;
       r.total_seconds = seconds_since(t0);
@@ -314,7 +561,8 @@ bool try_compile_package(const PackageManifest& m, const CompileOptions& opt, Co
 
   if (!compile(m, opt, in, r, problem)) return false;
 
-  if (opt.use_cache) {
+  if (mac_key) {
+    const std::string digest = sha256_hex(r.cubin);
     const json meta = {{"format", kCacheFormat},
                        {"key", r.key},
                        {"package", m.name},
@@ -324,7 +572,8 @@ bool try_compile_package(const PackageManifest& m, const CompileOptions& opt, Co
                        {"options", in.options},
                        {"lowered_names", r.lowered_names},
                        {"cubin_bytes", r.cubin.size()},
-                       {"cubin_sha256", sha256_hex(r.cubin)},
+                       {"cubin_sha256", digest},
+                       {"mac", entry_mac(*mac_key, r.key, digest, r.lowered_names)},
                        {"compile_seconds", r.compile_seconds}};
     // A cache that cannot be written costs the next run a compile, nothing more.
     if (write_atomic(cubin_path, r.cubin) && write_atomic(meta_path, meta.dump(2) + "\n"))

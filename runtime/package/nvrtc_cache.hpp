@@ -7,9 +7,11 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "runtime/package/compile_sandbox.hpp"
 #include "runtime/package/manifest.hpp"
 
 namespace kgate::package {
@@ -22,12 +24,31 @@ struct CompileOptions {
   std::filesystem::path cache_dir;
   /// Read and write the cache (false: always compile, write nothing).
   bool use_cache = true;
+  /// The file holding the key that authenticates cache entries; empty: default_cache_key_file().
+  /// $KGATE_CACHE_KEY, when set, is the key itself and wins.
+  std::filesystem::path cache_key_file;
   /// Directories kgate itself adds with -I (the CUDA toolkit's headers, for <cuda_fp16.h> and
   /// friends); never taken from a manifest. Defaults to the toolkit kgate was built with.
+  /// They are also the only directories a compile can read (compile_sandbox.hpp).
   std::vector<std::filesystem::path> system_include_dirs = default_system_include_dirs();
+  /// Refuse to compile when no sandbox can be entered (default: $KGATE_REQUIRE_SANDBOX is 1).
+  bool require_sandbox = require_sandbox_from_environment();
+  /// A compile that takes longer is stopped and reported (an #include of a FIFO, a macro bomb);
+  /// default $KGATE_COMPILE_TIMEOUT, else 300.
+  double compile_timeout_seconds = compile_timeout_from_environment();
+  /// false: compile without entering a sandbox (for tests of what --require-sandbox does).
+  bool sandbox = true;
+  /// Address-space limit of the compile process.
+  uint64_t compile_memory_bytes = 8ULL << 30;
 
-  /// The toolkit include directory kgate was built with (or $CUDA_PATH/include), when it exists.
+  /// The toolkit include directory kgate was built with (or $CUDA_PATH/include), when it exists,
+  /// and its cccl/ directory (cuda/std, CUB, Thrust and cooperative_groups' dependencies since
+  /// CUDA 13), when present.
   static std::vector<std::filesystem::path> default_system_include_dirs();
+  /// True when $KGATE_REQUIRE_SANDBOX is set to anything but "" or "0".
+  static bool require_sandbox_from_environment();
+  /// $KGATE_COMPILE_TIMEOUT when it is a positive number of seconds, else 300.
+  static double compile_timeout_from_environment();
 };
 
 /// A compiled package.
@@ -41,10 +62,14 @@ struct CompileResult {
   double total_seconds = 0;          ///< hashing + cache look-up + compile + cache write
   std::string log;                   ///< NVRTC's log (warnings), empty on a cache hit
   std::vector<std::string> options;  ///< the options NVRTC received (or would have)
+  /// How the compile was confined (meaningless on a cache hit), and why not better.
+  SandboxKind sandbox = SandboxKind::none;
+  std::string sandbox_detail;
 };
 
-/// $KGATE_CACHE_DIR, else $XDG_CACHE_HOME/kgate, else $HOME/.cache/kgate, else a kgate folder in
-/// the system's temporary directory. The NVRTC entries go below it in nvrtc/.
+/// $KGATE_CACHE_DIR, else $XDG_CACHE_HOME/kgate, else $HOME/.cache/kgate, else kgate-cache-<uid> in
+/// the system's temporary directory (never one shared by users). The NVRTC entries go below it in
+/// nvrtc/. A cache directory that is writable by everyone or owned by another user is refused.
 std::filesystem::path default_cache_dir();
 
 /// Compiles the package's sources (one translation unit; several sources are #included in manifest
@@ -59,6 +84,23 @@ CompileResult compile_package(const PackageManifest& manifest, const CompileOpti
 /// log) is stored in `problem` and false returned, instead of thrown. Other errors still throw.
 bool try_compile_package(const PackageManifest& manifest, const CompileOptions& options,
                          CompileResult& result, ManifestProblem& problem);
+
+/// $KGATE_CACHE_KEY_FILE, else $XDG_CONFIG_HOME/kgate/cache.key, else $HOME/.config/kgate/cache.key;
+/// empty when none of them is set.
+std::filesystem::path default_cache_key_file();
+
+/// The key that authenticates cache entries (an HMAC of each entry's key, CUBIN digest and lowered
+/// names): $KGATE_CACHE_KEY (a CI secret, so that caches restored across jobs are trusted), else the
+/// content of the key file, made with 32 random bytes (mode 0600) on first use. A cache restored
+/// without its key is recompiled, never trusted. nullopt when there is nowhere to keep a key (the
+/// cache is then off). Throws Error(usage) for a key file that others can read or that lies inside
+/// `cache_dir`.
+std::optional<std::string> cache_mac_key(const std::filesystem::path& cache_dir,
+                                         const std::filesystem::path& key_file);
+
+/// The cache key covers the toolkit's headers (names, sizes, modification times), read once per
+/// process; tests call this to have them read again.
+void forget_toolkit_fingerprints();
 
 /// How many times this process has called nvrtcCompileProgram (tests: a cache hit adds none).
 uint64_t nvrtc_compile_count();

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "core/safe_text.hpp"
 #include "runtime/package/manifest.hpp"
 
 namespace kgate::package {
@@ -17,7 +18,20 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string json_quote(const std::string& s) { return nlohmann::json(s).dump(); }
+std::string json_quote(const std::string& s) { return quote_untrusted(s); }
+
+/// A file with more than one hard link may be a second name of a file outside the package (a hard
+/// link, unlike a symbolic one, cannot be told from the original), so it is refused.
+std::string hard_link_problem(const fs::path& canon, const std::string& shown) {
+  std::error_code ec;
+  const auto links = fs::hard_link_count(canon, ec);
+  if (ec) return json_quote(shown) + " cannot be read: " + ec.message();
+  if (links > 1)
+    return json_quote(shown) + " has " + std::to_string(links) +
+           " hard links; a package file must have exactly one (another name may be a file outside "
+           "the package): copy it instead of linking it";
+  return {};
+}
 
 }  // namespace
 
@@ -64,6 +78,7 @@ std::string package_path_problem(const fs::path& root, const std::string& relati
     if (size > kMaxSourceBytes)
       return json_quote(relative) + " has " + std::to_string(size) + " bytes; expected at most " +
              std::to_string(kMaxSourceBytes) + " (1 MiB)";
+    if (std::string err = hard_link_problem(canon, relative); !err.empty()) return err;
   }
   if (resolved) *resolved = canon;
   return {};
@@ -98,6 +113,8 @@ std::string scan_include_dir(const fs::path& root, const std::string& include_di
     if (size > kMaxSourceBytes)
       return json_quote(rel_to_root.string()) + " has " + std::to_string(size) +
              " bytes; expected at most " + std::to_string(kMaxSourceBytes) + " (1 MiB)";
+    if (std::string err = hard_link_problem(canon, rel_to_root.string()); !err.empty())
+      return err;
     if (++files > kMaxHeaderFiles)
       return "the include directories hold more than " + std::to_string(kMaxHeaderFiles) +
              " header files; expected fewer";

@@ -76,7 +76,7 @@ Sha256& Sha256::field(std::string_view bytes) {
   return update(bytes);
 }
 
-std::string Sha256::hex() {
+std::string Sha256::digest() {
   const uint64_t bits = total_ * 8;
   const unsigned char pad = 0x80;
   update(&pad, 1);
@@ -85,11 +85,35 @@ std::string Sha256::hex() {
   unsigned char len[8];
   for (int i = 0; i < 8; ++i) len[i] = static_cast<unsigned char>(bits >> (56 - 8 * i));
   update(len, sizeof len);
-  static const char* digits = "0123456789abcdef";
   std::string out;
   for (uint32_t word : h_)
-    for (int shift = 28; shift >= 0; shift -= 4) out += digits[(word >> shift) & 0xf];
+    for (int shift = 24; shift >= 0; shift -= 8) out += static_cast<char>((word >> shift) & 0xff);
   return out;
+}
+
+std::string Sha256::hex() { return to_hex(digest()); }
+
+std::string to_hex(std::string_view bytes) {
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : bytes) {
+    out += digits[c >> 4];
+    out += digits[c & 0xf];
+  }
+  return out;
+}
+
+std::string hmac_sha256_hex(std::string_view key, std::string_view message) {
+  std::string k(key);
+  if (k.size() > 64) k = Sha256().update(k).digest();
+  k.resize(64, '\0');
+  std::string ipad(64, '\0'), opad(64, '\0');
+  for (int i = 0; i < 64; ++i) {
+    ipad[i] = static_cast<char>(k[i] ^ 0x36);
+    opad[i] = static_cast<char>(k[i] ^ 0x5c);
+  }
+  const std::string inner = Sha256().update(ipad).update(message).digest();
+  return Sha256().update(opad).update(inner).hex();
 }
 
 std::string sha256_hex(std::string_view bytes) { return Sha256().update(bytes).hex(); }

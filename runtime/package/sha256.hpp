@@ -21,6 +21,8 @@ class Sha256 {
   Sha256& field(std::string_view bytes);
   /// Finishes and returns the digest as 64 lowercase hex digits. The object is spent afterwards.
   std::string hex();
+  /// Finishes and returns the 32 digest bytes. The object is spent afterwards.
+  std::string digest();
 
  private:
   void block(const unsigned char* p);
@@ -32,5 +34,11 @@ class Sha256 {
 
 /// SHA-256 of `bytes`, in hex.
 std::string sha256_hex(std::string_view bytes);
+
+/// Lowercase hex of raw bytes.
+std::string to_hex(std::string_view bytes);
+
+/// HMAC-SHA256 (RFC 2104) of `message` under `key`, in hex.
+std::string hmac_sha256_hex(std::string_view key, std::string_view message);
 
 }  // namespace kgate::package

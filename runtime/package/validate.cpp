@@ -36,7 +36,8 @@ std::string format_summary(const ValidationReport& report) {
     std::snprintf(seconds, sizeof seconds, "%.2f",
                   c.cache_hit ? c.total_seconds : c.compile_seconds);
     out += c.cache_hit ? "; cached CUBIN for " + arch + " (" + seconds + " s)"
-                       : "; compiled for " + arch + " in " + seconds + " s";
+                       : "; compiled for " + arch + " in " + seconds + " s (sandbox: " +
+                             sandbox_kind_name(c.sandbox) + ")";
   }
   return out;
 }

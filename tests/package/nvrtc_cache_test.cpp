@@ -5,7 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 
@@ -263,6 +266,186 @@ TEST(NvrtcCache, DefaultCacheDirFollowsTheEnvironment) {
   ::unsetenv("KGATE_CACHE_DIR");
   EXPECT_NE(default_cache_dir().string().find("kgate"), std::string::npos);
   if (saved) ::setenv("KGATE_CACHE_DIR", saved_value.c_str(), 1);
+}
+
+// ---- the cache cannot change what runs ------------------------------------------------------------
+
+/// Compiles another kernel, for a CUBIN an attacker could plant.
+CompileResult foreign_cubin(const TempDir& cache) {
+  TempDir other;
+  other.write("tiny.cu", std::string(kTinySource) + "\n__global__ void evil(int* p) { *p = 1; }\n");
+  other.write_json("kgate.json", tiny_manifest());
+  CompileOptions o = options_in(cache);
+  o.use_cache = false;
+  return compile_package(load_manifest(other.path()), o);
+}
+
+TEST(NvrtcCache, APlantedCubinWithMatchingMetadataIsNotRun) {
+  TempDir pkg, cache;
+  pkg.write("tiny.cu", kTinySource);
+  pkg.write_json("kgate.json", tiny_manifest());
+  const PackageManifest m = load_manifest(pkg.path());
+  const CompileResult first = compile_package(m, options_in(cache));
+  const CompileResult evil = foreign_cubin(cache);
+  ASSERT_NE(evil.cubin, first.cubin);
+
+  // Replace the CUBIN and make the metadata match it, as someone with write access to a shared or
+  // restored cache (but not the key) can.
+  std::ofstream(first.cache_entry, std::ios::binary | std::ios::trunc) << evil.cubin;
+  fs::path meta_path = first.cache_entry;
+  meta_path.replace_extension(".json");
+  json meta = json::parse(std::ifstream(meta_path));
+  meta["cubin_sha256"] = sha256_hex(evil.cubin);
+  std::ofstream(meta_path, std::ios::trunc) << meta.dump(2);
+
+  const uint64_t before = nvrtc_compile_count();
+  const CompileResult again = compile_package(m, options_in(cache));
+  EXPECT_FALSE(again.cache_hit) << "a forged entry was trusted";
+  EXPECT_EQ(nvrtc_compile_count(), before + 1);
+  EXPECT_EQ(again.cubin, first.cubin);
+  // The entry was replaced by the package's own CUBIN: the next run hits it.
+  const CompileResult third = compile_package(m, options_in(cache));
+  EXPECT_TRUE(third.cache_hit);
+  EXPECT_EQ(third.cubin, first.cubin);
+}
+
+TEST(NvrtcCache, ACacheRestoredWithoutItsKeyIsRecompiled) {
+  TempDir pkg, cache, keys;
+  pkg.write("tiny.cu", kTinySource);
+  pkg.write_json("kgate.json", tiny_manifest());
+  const PackageManifest m = load_manifest(pkg.path());
+  CompileOptions a = options_in(cache);
+  a.cache_key_file = keys.path() / "a.key";
+  const CompileResult first = compile_package(m, a);
+  EXPECT_FALSE(first.cache_hit);
+  EXPECT_TRUE(compile_package(m, a).cache_hit);
+  EXPECT_EQ(fs::status(a.cache_key_file).permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write);
+
+  CompileOptions b = options_in(cache);
+  b.cache_key_file = keys.path() / "b.key";  // another machine's (or a pull request's) key
+  EXPECT_FALSE(compile_package(m, b).cache_hit);
+
+  // A CI secret as the key: the same on every runner, so a restored cache is trusted.
+  ::setenv("KGATE_CACHE_KEY", "0123456789abcdef0123456789abcdef", 1);
+  EXPECT_FALSE(compile_package(m, a).cache_hit);
+  EXPECT_TRUE(compile_package(m, b).cache_hit);
+  ::setenv("KGATE_CACHE_KEY", "short", 1);
+  EXPECT_THROW(compile_package(m, a), Error);
+  ::unsetenv("KGATE_CACHE_KEY");
+}
+
+TEST(NvrtcCache, KeyFilesMustBePrivateAndOutsideTheCache) {
+  TempDir pkg, cache, keys;
+  pkg.write("tiny.cu", kTinySource);
+  pkg.write_json("kgate.json", tiny_manifest());
+  const PackageManifest m = load_manifest(pkg.path());
+  CompileOptions o = options_in(cache);
+  o.cache_key_file = keys.path() / "open.key";
+  keys.write("open.key", "0123456789abcdef0123456789abcdef");
+  fs::permissions(o.cache_key_file, fs::perms::owner_read | fs::perms::owner_write |
+                                        fs::perms::group_read | fs::perms::others_read);
+  try {
+    compile_package(m, o);
+    FAIL() << "a readable key file was used";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::usage);
+    EXPECT_NE(std::string(e.what()).find("mode 0600"), std::string::npos) << e.what();
+  }
+  o.cache_key_file = cache.path() / "inside.key";
+  try {
+    compile_package(m, o);
+    FAIL() << "a key inside the cache was used";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("lies inside the cache directory"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(NvrtcCache, LinkedDirectoryOrForeignEntriesAreMisses) {
+  TempDir pkg, cache;
+  pkg.write("tiny.cu", kTinySource);
+  pkg.write_json("kgate.json", tiny_manifest());
+  const PackageManifest m = load_manifest(pkg.path());
+  const CompileResult first = compile_package(m, options_in(cache));
+
+  // A symbolic link in place of the CUBIN (to an identical copy): not followed.
+  const fs::path copy = cache.path() / "copy.cubin";
+  fs::copy_file(first.cache_entry, copy);
+  fs::remove(first.cache_entry);
+  fs::create_symlink(copy, first.cache_entry);
+  EXPECT_FALSE(compile_package(m, options_in(cache)).cache_hit);
+
+  // A directory in place of the CUBIN: a miss, compiled, never a crash.
+  fs::remove(first.cache_entry);
+  fs::create_directories(first.cache_entry / "sub");
+  const CompileResult dir = compile_package(m, options_in(cache));
+  EXPECT_FALSE(dir.cache_hit);
+  EXPECT_EQ(dir.cubin, first.cubin);
+  fs::remove_all(first.cache_entry);
+
+  // Another user's entry.
+  if (::geteuid() != 0) GTEST_SKIP() << "only root can give a file to another user here";
+  compile_package(m, options_in(cache));
+  ASSERT_EQ(::chown(first.cache_entry.c_str(), 4242, 4242), 0);
+  EXPECT_FALSE(compile_package(m, options_in(cache)).cache_hit);
+}
+
+TEST(NvrtcCache, SharedOrForeignCacheDirectoriesAreRefused) {
+  TempDir pkg, cache;
+  pkg.write("tiny.cu", kTinySource);
+  pkg.write_json("kgate.json", tiny_manifest());
+  const PackageManifest m = load_manifest(pkg.path());
+  fs::permissions(cache.path(), fs::perms::others_write, fs::perm_options::add);
+  try {
+    compile_package(m, options_in(cache));
+    FAIL() << "a world-writable cache directory was used";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::usage);
+    EXPECT_NE(std::string(e.what()).find("is writable by every user"), std::string::npos)
+        << e.what();
+  }
+  fs::permissions(cache.path(), fs::perms::others_write, fs::perm_options::remove);
+  EXPECT_NO_THROW(compile_package(m, options_in(cache)));
+  if (::geteuid() != 0) GTEST_SKIP() << "only root can give a directory to another user here";
+  ASSERT_EQ(::chown((cache.path() / "nvrtc").c_str(), 4242, 4242), 0);
+  try {
+    compile_package(m, options_in(cache));
+    FAIL() << "another user's cache directory was used";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("belongs to user 4242"), std::string::npos) << e.what();
+  }
+}
+
+TEST(NvrtcCache, AChangedToolkitHeaderChangesTheKey) {
+  TempDir pkg, cache, toolkit;
+  pkg.write("tiny.cu", kTinySource);
+  pkg.write_json("kgate.json", tiny_manifest());
+  const PackageManifest m = load_manifest(pkg.path());
+  toolkit.write("kgate_fake_toolkit.h", "#define A 1\n");
+  CompileOptions o = options_in(cache);
+  o.system_include_dirs = {toolkit.path()};
+  const CompileResult first = compile_package(m, o);
+  EXPECT_TRUE(compile_package(m, o).cache_hit);
+  toolkit.write("kgate_fake_toolkit.h", "#define A 11\n");  // edited in place
+  forget_toolkit_fingerprints();  // as a new process would
+  const CompileResult second = compile_package(m, o);
+  EXPECT_NE(first.key, second.key);
+  EXPECT_FALSE(second.cache_hit);
+}
+
+TEST(NvrtcCache, WithoutHomeTheCacheIsPerUser) {
+  const char* saved[] = {std::getenv("KGATE_CACHE_DIR"), std::getenv("XDG_CACHE_HOME"),
+                         std::getenv("HOME")};
+  const std::string values[] = {saved[0] ? saved[0] : "", saved[1] ? saved[1] : "",
+                                saved[2] ? saved[2] : ""};
+  ::unsetenv("KGATE_CACHE_DIR");
+  ::unsetenv("XDG_CACHE_HOME");
+  ::unsetenv("HOME");
+  EXPECT_EQ(default_cache_dir().filename().string(), "kgate-cache-" + std::to_string(::geteuid()));
+  const char* names[] = {"KGATE_CACHE_DIR", "XDG_CACHE_HOME", "HOME"};
+  for (int i = 0; i < 3; ++i)
+    if (saved[i]) ::setenv(names[i], values[i].c_str(), 1);
 }
 
 TEST(NvrtcCache, ExamplePackageValidatesAndCompiles) {
