@@ -331,7 +331,6 @@ bool compile(const PackageManifest& m, const CompileOptions& opt, const Inputs& 
   for (const auto& d : opt.system_include_dirs) request.readable_dirs.push_back(d.string());
   request.require_sandbox = opt.require_sandbox;
   request.sandbox = opt.sandbox;
-  request.memory_limit_bytes = opt.compile_memory_bytes;
   WorkerLimits limits;
   limits.timeout_seconds = opt.compile_timeout_seconds;
   limits.memory_limit_bytes = opt.compile_memory_bytes;
@@ -349,16 +348,19 @@ bool compile(const PackageManifest& m, const CompileOptions& opt, const Inputs& 
                    "--compile-timeout"};
     return false;
   }
+  if (run.memory_exceeded) {
+    problem = {file, "sources",
+               "NVRTC used more than " + std::to_string(opt.compile_memory_bytes >> 20) +
+                   " MiB of memory compiling " + what +
+                   " and was stopped (macros that expand without end do this)"};
+    return false;
+  }
   if (!run.answered) {
     const std::string how = run.signal ? "was killed by signal " + std::to_string(run.signal) +
                                              " (" + strsignal(run.signal) + ")"
                                        : "exited with code " + std::to_string(run.exit_code);
     problem = {file, "sources",
                "the compiler process for " + what + " " + how + " without an answer" +
-                   (run.signal == SIGSEGV || run.signal == SIGABRT || run.signal == SIGKILL
-                        ? "; it may have exceeded its memory limit of " +
-                              std::to_string(opt.compile_memory_bytes >> 20) + " MiB"
-                        : std::string()) +
                    (run.stderr_text.empty() ? std::string()
                                             : "\n" + cap_compiler_log(run.stderr_text))};
     return false;

@@ -38,7 +38,7 @@ struct CompileOptions {
   double compile_timeout_seconds = compile_timeout_from_environment();
   /// false: compile without entering a sandbox (for tests of what --require-sandbox does).
   bool sandbox = true;
-  /// Address-space limit of the compile process.
+  /// Resident-memory limit of the compile process (it is stopped past it).
   uint64_t compile_memory_bytes = 8ULL << 30;
 
   /// The toolkit include directory kgate was built with (or $CUDA_PATH/include), when it exists,

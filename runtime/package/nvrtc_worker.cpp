@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 #include <new>
 #include <system_error>
@@ -91,6 +92,16 @@ fs::path self_executable_dir() {
   return ec ? fs::path() : exe.parent_path();
 }
 
+/// Resident bytes of a process from its /proc/PID/statm (0 when it cannot be read).
+uint64_t resident_bytes(const std::string& statm, long page) {
+  FILE* f = std::fopen(statm.c_str(), "r");
+  if (!f) return 0;
+  unsigned long long size = 0, resident = 0;
+  const int n = std::fscanf(f, "%llu %llu", &size, &resident);
+  std::fclose(f);
+  return n == 2 ? resident * static_cast<uint64_t>(page) : 0;
+}
+
 bool is_executable(const fs::path& p) {
   std::error_code ec;
   return fs::is_regular_file(p, ec) && ::access(p.c_str(), X_OK) == 0;
@@ -117,7 +128,6 @@ std::string encode_request(const NvrtcRequest& r) {
   put_list(out, r.readable_dirs);
   put_u64(out, r.require_sandbox ? 1 : 0);
   put_u64(out, r.sandbox ? 1 : 0);
-  put_u64(out, r.memory_limit_bytes);
   return out;
 }
 
@@ -133,7 +143,6 @@ bool decode_request(const std::string& bytes, NvrtcRequest& r) {
   r.readable_dirs = in.list();
   r.require_sandbox = in.u64() != 0;
   r.sandbox = in.u64() != 0;
-  r.memory_limit_bytes = in.u64();
   return in.ok && in.pos == bytes.size() && r.header_names.size() == r.header_sources.size();
 }
 
@@ -247,6 +256,11 @@ WorkerRun run_nvrtc_worker(const NvrtcRequest& request, const WorkerLimits& limi
   }
   set_nonblocking(io[0]);
   set_nonblocking(err[0]);
+  // Memory is bounded by the worker's resident size, read from /proc while it runs: an address-space
+  // limit (RLIMIT_AS) is no bound on use, and NVRTC reserves more address space on larger machines
+  // (8 GiB of it failed every compile on a 16-core GPU host).
+  const std::string statm = "/proc/" + std::to_string(pid) + "/statm";
+  const long page = ::sysconf(_SC_PAGESIZE);
 
   const std::string out = encode_request(request);
   std::size_t written = 0;
@@ -262,8 +276,13 @@ WorkerRun run_nvrtc_worker(const NvrtcRequest& request, const WorkerLimits& limi
       ::kill(pid, SIGKILL);
       break;
     }
+    if (limits.memory_limit_bytes && resident_bytes(statm, page) > limits.memory_limit_bytes) {
+      run.memory_exceeded = true;
+      ::kill(pid, SIGKILL);
+      break;
+    }
     const int wait_ms = static_cast<int>(std::min<int64_t>(
-        1000, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count() + 1));
+        50, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count() + 1));
     pollfd fds[2];
     int n = 0;
     if (io_open)
@@ -317,7 +336,7 @@ WorkerRun run_nvrtc_worker(const NvrtcRequest& request, const WorkerLimits& limi
   if (WIFEXITED(status)) run.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) run.signal = WTERMSIG(status);
   run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (!run.timed_out && !overflow) run.answered = decode_response(response, run.response);
+  if (!run.timed_out && !run.memory_exceeded && !overflow) run.answered = decode_response(response, run.response);
   return run;
 }
 

@@ -1,7 +1,8 @@
 // NVRTC compiles in a bounded, sandboxed process: kgate-nvrtc-worker. The parent (compile_package)
 // hands it everything NVRTC sees, in memory, over a socket; the worker starts with an empty
-// environment and limits on memory, file writes and core dumps, confines itself
-// (compile_sandbox.hpp), compiles and answers. The parent kills it when it outlives the time limit.
+// environment and limits on file writes and core dumps, confines itself
+// (compile_sandbox.hpp), compiles and answers. The parent kills it when it outlives the time limit
+// or its resident memory passes the memory limit.
 // So a hostile source can neither read the runner's files and environment, nor hang or exhaust
 // the machine through the compiler (an #include of a FIFO, a macro bomb).
 #pragma once
@@ -28,7 +29,6 @@ struct NvrtcRequest {
   std::vector<std::string> readable_dirs;
   bool require_sandbox = false;
   bool sandbox = true;  ///< false: enter none (tests)
-  uint64_t memory_limit_bytes = 0;  ///< 0: none
 };
 
 /// What the worker answers.
@@ -38,7 +38,7 @@ struct NvrtcResponse {
     compile_error = 1,    ///< NVRTC refused the sources: `error` and `log`
     missing_name = 2,     ///< a name expression was not found: `error` holds it
     no_sandbox = 3,       ///< require_sandbox and none could be entered: sandbox_detail
-    out_of_memory = 4,    ///< the compile exceeded memory_limit_bytes
+    out_of_memory = 4,    ///< NVRTC reported running out of memory
     internal = 5          ///< an NVRTC API failure: `error`
   };
   Status status = Status::internal;
@@ -60,13 +60,14 @@ std::string cap_compiler_log(const std::string& log);
 /// Limits on one worker.
 struct WorkerLimits {
   double timeout_seconds = 300;
-  uint64_t memory_limit_bytes = 8ULL << 30;
+  uint64_t memory_limit_bytes = 8ULL << 30;  ///< resident size; 0: none
 };
 
 /// How a worker run ended, beside its response.
 struct WorkerRun {
   bool answered = false;   ///< a complete response was read
   bool timed_out = false;  ///< killed at the time limit
+  bool memory_exceeded = false;  ///< killed past the memory limit
   int exit_code = -1;      ///< when it exited
   int signal = 0;          ///< when a signal ended it
   std::string stderr_text; ///< what it wrote to stderr, capped

@@ -94,10 +94,9 @@ int main() {
     response.sandbox_detail = sandbox.detail;
     return respond(response);
   }
-  // The compile may write no file, and is bounded in memory.
+  // The compile may write no file (its memory and time are watched by kgate).
   set_limit(RLIMIT_FSIZE, 0);
   set_limit(RLIMIT_NOFILE, 64);
-  if (request.memory_limit_bytes) set_limit(RLIMIT_AS, request.memory_limit_bytes);
   try {
     response = kgate::package::nvrtc_compile_in_process(request);
   } catch (const std::bad_alloc&) {
