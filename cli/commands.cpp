@@ -18,6 +18,7 @@
 #include "core/error.hpp"
 #include "core/html_report.hpp"
 #include "core/rng.hpp"
+#include "core/safe_text.hpp"
 #include "references/catalogue.hpp"
 #include "runtime/cuda/device.hpp"
 #include "runtime/package/package_kernel.hpp"
@@ -433,6 +434,22 @@ int run_check(const CheckArgs& args) {
       std::vector<std::string> child = args.argv;
       child.insert(child.end(), {"--only", k.name, "--out", worker_out.string(), "--in-worker"});
       auto w = run_worker(child, (worker_out / "report.json").string(), args.kernel_timeout_s);
+      // Its output, bounded and made safe, in the log and in the report.
+      const std::string said = w.output.empty() ? std::string() : safe_log_text(w.output.text());
+      if (!said.empty()) {
+        std::fputs(said.c_str(), stderr);
+        if (said.back() != '\n') std::fputc('\n', stderr);
+      }
+      if (w.output.dropped_bytes() > 0)
+        std::fprintf(stderr, "kgate: %s printed %llu bytes; %llu of them are not shown (the report keeps "
+                             "the first and last lines)\n",
+                     k.name.c_str(), static_cast<unsigned long long>(w.output.total_bytes()),
+                     static_cast<unsigned long long>(w.output.dropped_bytes()));
+      const auto keep_output = [&](KernelReport& kr) {
+        kr.worker_output = said;
+        kr.worker_output_bytes = w.output.total_bytes();
+        kr.worker_output_dropped_bytes = w.output.dropped_bytes();
+      };
       if (w.ok) {
         if (report.meta.device.empty()) {
           report.meta.device = w.report.meta.device;
@@ -440,11 +457,15 @@ int run_check(const CheckArgs& args) {
           report.meta.cuda = w.report.meta.cuda;
           report.meta.torch = w.report.meta.torch;
         }
-        for (auto& kr : w.report.kernels) report.kernels.push_back(std::move(kr));
+        for (auto& kr : w.report.kernels) {
+          keep_output(kr);
+          report.kernels.push_back(std::move(kr));
+        }
       } else {
         std::fprintf(stderr, "kgate: %s: %s\n", k.name.c_str(), w.failure.c_str());
         report.kernels.push_back(
             failed_kernel_report(k.name, k.op, backend_name(backend), k.source, w.failure, w.seconds));
+        keep_output(report.kernels.back());
       }
       write_reports();  // after every kernel: a crash later loses nothing already measured
     }

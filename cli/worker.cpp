@@ -1,6 +1,8 @@
 // Worker processes under a watchdog.
 #include "cli/worker.hpp"
 
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -25,19 +27,44 @@ WorkerResult run_worker(const std::vector<std::string>& args, const std::string&
   for (auto& a : argv_storage) argv.push_back(a.data());
   argv.push_back(nullptr);
   // No shell: the binary and its arguments go straight to posix_spawn.
+  int out[2];
+  if (pipe2(out, O_CLOEXEC) != 0) {
+    r.failure = std::string("could not make a pipe for a worker: ") + std::strerror(errno);
+    return r;
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, out[1], 2);
   pid_t pid = 0;
   const auto t0 = std::chrono::steady_clock::now();
-  const int rc = posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv.data(), environ);
+  const int rc = posix_spawn(&pid, "/proc/self/exe", &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  close(out[1]);
   if (rc != 0) {
+    close(out[0]);
     r.failure = std::string("could not start a worker process: ") + std::strerror(rc);
     return r;
   }
+  const int flags = fcntl(out[0], F_GETFL);
+  fcntl(out[0], F_SETFL, flags | O_NONBLOCK);
+  bool open_pipe = true;
+  const auto drain = [&] {
+    char buf[65536];
+    for (;;) {
+      const ssize_t n = read(out[0], buf, sizeof buf);
+      if (n > 0) r.output.add(std::string_view(buf, static_cast<std::size_t>(n)));
+      else if (n == 0) open_pipe = false;
+      if (n <= 0) return;
+    }
+  };
   int status = 0;
   bool killed = false;
   for (;;) {
     const pid_t done = waitpid(pid, &status, WNOHANG);
     if (done == pid) break;
     if (done < 0 && errno != EINTR) {
+      close(out[0]);
       r.failure = std::string("waitpid failed: ") + std::strerror(errno);
       return r;
     }
@@ -46,8 +73,17 @@ WorkerResult run_worker(const std::vector<std::string>& args, const std::string&
       kill(pid, SIGKILL);
       killed = true;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    pollfd p{out[0], POLLIN, 0};
+    if (open_pipe && poll(&p, 1, 20) > 0) drain();
+    else if (!open_pipe) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+  // What is left in the pipe; a process the worker started could keep it open, so only briefly.
+  for (int i = 0; i < 50 && open_pipe; ++i) {
+    pollfd p{out[0], POLLIN, 0};
+    if (poll(&p, 1, 20) <= 0) break;
+    drain();
+  }
+  close(out[0]);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (killed) {
     r.failure = "hung: no result after " + std::to_string(static_cast<int>(timeout_s)) +

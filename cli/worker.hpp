@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/output_capture.hpp"
 #include "core/report.hpp"
 
 namespace kgate::cli {
@@ -16,10 +17,13 @@ struct WorkerResult {
   RunReport report;         ///< the worker's report (when ok)
   std::string failure;      ///< why there is no report: crash, hang, bad output
   double seconds = 0;
+  OutputCapture output;     ///< what it printed (stdout and stderr, interleaved), bounded
 };
 
-/// Runs `/proc/self/exe args...` with stdout/stderr passed through, waits at most `timeout_s`
-/// seconds (then SIGKILL), and reads the report the worker wrote to `report_path`.
+/// Runs `/proc/self/exe args...`, waits at most `timeout_s` seconds (then SIGKILL), and reads the
+/// report the worker wrote to `report_path`. Its stdout and stderr go to one pipe that is drained
+/// as it runs into `output` (first and last 8 KiB kept): a kernel that prints without end neither
+/// floods the log nor stalls the worker.
 WorkerResult run_worker(const std::vector<std::string>& args, const std::string& report_path, double timeout_s);
 
 /// The KernelReport that stands in for a worker that left no report.

@@ -251,6 +251,10 @@ nlohmann::json to_json(const RunReport& report) {
                    {"seconds", k.seconds},
                    {"correctness", correctness_json(k.correctness)},
                    {"speed", speed}};
+    if (k.worker_output_bytes > 0)
+      kernel["worker_output"] = {{"text", k.worker_output},
+                                 {"bytes", k.worker_output_bytes},
+                                 {"dropped_bytes", k.worker_output_dropped_bytes}};
     if (!k.baseline.empty()) {
       kernel["baseline"] = {{"name", k.baseline}, {"source", k.baseline_source}};
       if (k.baseline_correctness) kernel["baseline"]["correctness"] = correctness_json(*k.baseline_correctness);
@@ -352,6 +356,12 @@ RunReport report_from_json(const nlohmann::json& j) {
     k.outcome = parse_outcome(kj.at("outcome").get<std::string>());
     k.message = kj.value("message", std::string());
     k.seconds = kj.value("seconds", 0.0);
+    if (kj.contains("worker_output")) {
+      const auto& w = kj.at("worker_output");
+      k.worker_output = w.value("text", std::string());
+      k.worker_output_bytes = w.value("bytes", uint64_t{0});
+      k.worker_output_dropped_bytes = w.value("dropped_bytes", uint64_t{0});
+    }
     k.correctness = correctness_from(kj.at("correctness"));
     for (const auto& s : kj.value("speed", json::array())) k.speed.push_back(speed_from(s));
     if (kj.contains("baseline")) {

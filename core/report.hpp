@@ -105,6 +105,12 @@ struct KernelReport {
   std::string source;       ///< in-tree kernel or package path
   Outcome outcome = Outcome::passed;
   std::string message;      ///< a fault, a hang, a skip reason
+  /// What the kernel's worker process printed (stdout and stderr), capped: its first and last
+  /// lines, made safe for a log; with the total and the dropped byte counts. Empty: nothing printed
+  /// (or not isolated).
+  std::string worker_output;
+  uint64_t worker_output_bytes = 0;
+  uint64_t worker_output_dropped_bytes = 0;
   CorrectnessReport correctness;
   std::vector<SpeedComparison> speed;
   double seconds = 0;

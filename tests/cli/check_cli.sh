@@ -65,4 +65,25 @@ assert "crashed with signal 11" in k["mutant_softmax_cpu_segfault"]["message"], 
 assert k["mutant_softmax_cpu_hang"]["outcome"] == "failed"
 assert k["mutant_softmax_cpu_hang"]["message"].startswith("hung: no result after 15 s"), k["mutant_softmax_cpu_hang"]["message"]
 PY
+# A kernel that prints ~280 KB per launch (its values right): it passes, kgate's own log stays small,
+# and the report keeps the first and last lines with the dropped byte count.
+"$kgate" check --backend cpu --kernel softmax_cpu --kernel mutant_softmax_cpu_printf_flood --cases 4 --no-speed \
+  --out "$out/flood" > "$out.flood.log" 2>&1
+rc=$?
+[ $rc -eq 0 ] || { tail -40 "$out.flood.log"; fail "the printf flood run exited $rc, expected 0"; }
+size=$(wc -c < "$out.flood.log")
+[ "$size" -lt 200000 ] || fail "kgate's log of a printf flood is $size bytes"
+grep -q "mutant_softmax_cpu_printf_flood printed [0-9]* bytes; [0-9]* of them are not shown" "$out.flood.log" \
+  || { tail -40 "$out.flood.log"; fail "the dropped output is not said"; }
+python3 - "$out/flood/report.json" <<'PY' || { tail -40 "$out.flood.log"; fail "the flood's report is wrong"; }
+import json, sys
+r = json.load(open(sys.argv[1]))
+k = {x["name"]: x for x in r["kernels"]}
+f = k["mutant_softmax_cpu_printf_flood"]
+assert f["outcome"] == "passed", f["outcome"]
+w = f["worker_output"]
+assert w["bytes"] > 2_000_000 and w["dropped_bytes"] > w["bytes"] - 40_000, (w["bytes"], w["dropped_bytes"])
+assert "\nflood line 0:" in w["text"] and "lines) of output dropped" in w["text"] and len(w["text"]) < 40_000, w["text"][:200]
+assert k["softmax_cpu"]["outcome"] == "passed"
+PY
 echo "check_cli: all passed"

@@ -1,9 +1,13 @@
-// Mutants (cpu) that take their process down: one crashes (a store through a null pointer), one
-// hangs. `kgate check` runs each kernel in a worker process under a watchdog, so these must fail
-// alone, with a clear message, while every other kernel's results are kept.
+// Mutants (cpu) that harm their process or the log: one crashes (a store through a null pointer),
+// one hangs, one prints without end (as device printf can). `kgate check` runs each kernel in a
+// worker process under a watchdog that also bounds its output, so the first two must fail alone,
+// with a clear message, while every other kernel's results are kept, and the flood (whose values
+// are right) must pass with the log readable.
 #include <atomic>
+#include <cstdio>
 
 #include "runtime/kernel.hpp"
+#include "tests/mutants/softmax_cpu_row.hpp"
 
 namespace kgate::mutants {
 namespace {
@@ -16,6 +20,20 @@ void crash(const KernelCall&) {
 std::atomic<bool> forever{true};
 void hang(const KernelCall&) {
   while (forever.load()) {  // BUG: never returns
+  }
+}
+
+void flood(const KernelCall& call) {
+  for (int i = 0; i < 5000; ++i)  // BUG (of manners): about 280 KB of output per launch
+    std::printf("flood line %d: the kernel reports progress nobody reads\n", i);
+  std::fflush(stdout);
+  const auto& x = call.inputs.at(0);
+  const auto& y = call.outputs.at(0);
+  const int64_t n = x.sizes.at(1);
+  for (int64_t r = 0; r < x.sizes.at(0); ++r) {
+    float* yr = y.as<float>() + r * y.strides[0];
+    softmax_cpu_row(x.as<const float>() + r * x.strides[0], x.strides[1], n,
+                    [&](int64_t c, float v) { yr[c * y.strides[1]] = v; });
   }
 }
 
@@ -34,6 +52,7 @@ KernelInfo mutant(const char* name, void (*launch)(const KernelCall&)) {
 
 KGATE_REGISTER_KERNEL(mutant("mutant_softmax_cpu_segfault", crash));
 KGATE_REGISTER_KERNEL(mutant("mutant_softmax_cpu_hang", hang));
+KGATE_REGISTER_KERNEL(mutant("mutant_softmax_cpu_printf_flood", flood));
 
 }  // namespace
 }  // namespace kgate::mutants
