@@ -31,7 +31,7 @@ make() {
 }
 make good ''
 make trap 'if (blockIdx.x == 0 \&\& threadIdx.x == 0) asm volatile("trap;");'
-make hang 'while (*(volatile const T*)x == *(volatile const T*)x) {}'
+make hang 'while (*(volatile const int*)(const void*)x != 0x7fc00001) {}'
 make flood 'if (threadIdx.x == 0) for (int i = 0; i < 64; ++i) printf("row %d line %d: progress nobody reads\\n", blockIdx.x, i);'
 make poisoned ''
 
