@@ -373,7 +373,13 @@ CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c, const cor
       }
       result.outcome = Outcome::failed;
       result.rule = "fault";
-      result.message = "kernel '" + kernel.name + "' failed to run: " + what;
+      // The kernel's error in the user's terms: which kernel, where it comes from, the CUDA error;
+      // not the kgate call that noticed it.
+      result.message = impl_->backend == Backend::cuda
+                           ? "kernel '" + kernel.name + "' (" + kernel.source +
+                                 ") faulted on the GPU: " + cuda::api_error_summary(what) +
+                                 (impl_->context_lost ? "; the CUDA context is lost" : "")
+                           : "kernel '" + kernel.name + "' failed to run: " + what;
       return result;
     }
 

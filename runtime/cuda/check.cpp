@@ -19,6 +19,15 @@ std::string format_api_error(const char* file, int line, const char* call, const
   return msg;
 }
 
+std::string api_error_summary(const std::string& message) {
+  static const std::string marker = "` failed: ";
+  const auto pos = message.rfind(marker);
+  if (pos == std::string::npos) return message;
+  std::string out = message.substr(pos + marker.size());
+  if (auto nl = out.find('\n'); nl != std::string::npos) out.erase(nl);
+  return out;
+}
+
 void throw_runtime_error(int code, const char* file, int line, const char* call) {
   cudaGetLastError();  // clear the sticky error so later calls report their own
   const auto rc = static_cast<cudaError_t>(code);

@@ -13,6 +13,10 @@ namespace kgate::cuda {
 std::string format_api_error(const char* file, int line, const char* call, const std::string& name,
                              const std::string& description, const std::string& extra = {});
 
+/// The error of a message from format_api_error, without kgate's file, line and call:
+/// "cudaErrorLaunchFailure (unspecified launch failure)". Other text comes back unchanged.
+std::string api_error_summary(const std::string& message);
+
 /// Throws ErrorKind::device with the formatted message. Clears the runtime's sticky last error.
 [[noreturn]] void throw_runtime_error(int code, const char* file, int line, const char* call);
 [[noreturn]] void throw_driver_error(int code, const char* file, int line, const char* call);

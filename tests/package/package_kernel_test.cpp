@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "runtime/cuda/check.hpp"
 #include "package_test_util.hpp"
 
 namespace kgate::package {
@@ -609,6 +610,15 @@ TEST_F(PackageKernelTest, KernelInfoOfAPackage) {
 
   CompileResult empty;
   EXPECT_THROW(make_package_kernel(manifest, empty, testing::softmax_op()), Error);
+}
+
+TEST(CudaCheck, ErrorSummaryDropsKgatesOwnLocation) {
+  // A kernel's fault is reported by the CUDA error, not by the kgate call that noticed it.
+  const std::string what = cuda::format_api_error(
+      "/work/main/runtime/runner.cpp", 245, "cudaStreamSynchronize(stream())",
+      "cudaErrorLaunchFailure", "unspecified launch failure", "more detail");
+  EXPECT_EQ(cuda::api_error_summary(what), "cudaErrorLaunchFailure (unspecified launch failure)");
+  EXPECT_EQ(cuda::api_error_summary("plain words"), "plain words");
 }
 
 }  // namespace
