@@ -567,7 +567,13 @@ class Checker {
       problem(key, "expected " + expected + ", found " + describe(*it));
       return out;
     }
+    if (it->size() > kMaxPathEntries) {
+      problem(key, "lists " + std::to_string(it->size()) + " paths; expected at most " +
+                       std::to_string(kMaxPathEntries));
+      return out;
+    }
     std::set<std::string> seen;
+    std::map<fs::path, std::string> seen_files;  // canonical path -> how the manifest named it
     for (std::size_t i = 0; i < it->size(); ++i) {
       const json& v = (*it)[i];
       const std::string field = at(key, i);
@@ -585,6 +591,12 @@ class Checker {
           m_.dir, rel, directory ? PathKind::directory : PathKind::source, &resolved);
       if (!err.empty()) {
         problem(field, err);
+        continue;
+      }
+      // Two names (links) of one file: 2,000 symbolic links to one source once took 4.4 GB.
+      if (auto [pos, fresh] = seen_files.emplace(resolved, rel); !fresh) {
+        problem(field, json_quote(rel) + " is the same file as " + json_quote(pos->second) +
+                           " (through a link); list each file once");
         continue;
       }
       out.push_back(rel);
@@ -1132,6 +1144,7 @@ class Checker {
           check_arg((*args)[j], at(sub(field, "args"), j), launch);
       }
       if (auto w = l.find("when"); w != l.end()) check_when(*w, sub(field, "when"), launch);
+      check_launch_settings(launch, field);
       m_.launches.push_back(std::move(launch));
     }
   }
@@ -1186,6 +1199,82 @@ class Checker {
                     join(names) + "]: calls of that layout fall back to the reference, so the "
                     "launch never runs for them; add it to guard.layouts or remove it here");
       }
+    }
+  }
+
+  /// Evaluates `e` where it can be judged before any call: a constant is evaluated; an expression
+  /// of symbols is tried at a few values, and an error it gives at all of them (a constant divisor
+  /// of 0, an overflow) is one it gives always. Reports the error and returns nullopt; returns the
+  /// value of a constant.
+  std::optional<int64_t> judge(const Expr& e, const std::string& field) {
+    if (e.is_constant()) {
+      try {
+        return e.evaluate({});
+      } catch (const Error& err) {
+        problem(field, std::string("can never be evaluated: ") + err.what());
+        return std::nullopt;
+      }
+    }
+    std::string first;
+    for (int64_t v : {int64_t{1}, int64_t{7}, int64_t{1024}}) {
+      SymbolValues values;
+      for (const auto& s : e.symbols()) values[s] = v;
+      values[kDtypeSizeSymbol] = 4;
+      try {
+        e.evaluate(values);
+        return std::nullopt;  // it evaluates for some call
+      } catch (const Error& err) {
+        if (first.empty()) first = err.what();
+      }
+    }
+    problem(field, "fails for every value tried (symbols at 1, 7 and 1024): " + first);
+    return std::nullopt;
+  }
+
+  /// Launch settings that can never run: CUDA's limits on grid, block and shared memory, checked
+  /// for constants, and expressions that cannot be evaluated for any call.
+  void check_launch_settings(const Launch& launch, const std::string& field) {
+    static const int64_t kGridMax[3] = {2147483647, 65535, 65535};
+    static const int64_t kBlockMax[3] = {1024, 1024, 64};
+    static const char* kAxis[3] = {"x", "y", "z"};
+    for (std::size_t d = 0; d < launch.grid.size() && d < 3; ++d)
+      if (auto v = judge(launch.grid[d], at(sub(field, "grid"), d)); v && (*v < 1 || *v > kGridMax[d]))
+        problem(at(sub(field, "grid"), d), std::string("a grid's ") + kAxis[d] + " size is 1 to " +
+                                               std::to_string(kGridMax[d]) + "; found " +
+                                               std::to_string(*v));
+    for (std::size_t d = 0; d < launch.block.size() && d < 3; ++d)
+      if (auto v = judge(launch.block[d], at(sub(field, "block"), d));
+          v && (*v < 1 || *v > kBlockMax[d]))
+        problem(at(sub(field, "block"), d), std::string("a block's ") + kAxis[d] + " size is 1 to " +
+                                                std::to_string(kBlockMax[d]) + "; found " +
+                                                std::to_string(*v));
+    if (auto v = judge(launch.shared_mem, sub(field, "shared_mem"));
+        v && (*v < 0 || *v > kMaxSharedMemBytes))
+      problem(sub(field, "shared_mem"),
+              "dynamic shared memory is 0 to " + std::to_string(kMaxSharedMemBytes) +
+                  " bytes (227 KiB, the most any supported GPU gives a block); found " +
+                  std::to_string(*v));
+    if (launch.when.if_expr) judge(*launch.when.if_expr, sub(sub(field, "when"), "if"));
+    // CUDA's kernel parameter space (32,764 bytes since CUDA 12.1 on Volta and later).
+    std::size_t bytes = 0;
+    for (const auto& a : launch.args) bytes += argument_bytes(a);
+    if (bytes > kMaxParameterBytes)
+      problem(sub(field, "args"), std::to_string(launch.args.size()) + " arguments take " +
+                                      std::to_string(bytes) + " bytes; a kernel's parameters may "
+                                      "take at most " + std::to_string(kMaxParameterBytes));
+  }
+
+  static std::size_t argument_bytes(const KernelArg& a) {
+    switch (a.kind) {
+      case KernelArg::Kind::tensor:
+      case KernelArg::Kind::workspace: return 8;
+      default: break;
+    }
+    switch (a.type) {
+      case ScalarType::i32:
+      case ScalarType::u32:
+      case ScalarType::f32: return 4;
+      default: return 8;
     }
   }
 

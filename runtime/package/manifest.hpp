@@ -32,6 +32,12 @@ inline constexpr std::uintmax_t kMaxManifestBytes = 1u << 20;
 /// Most files kgate reads from a package's include_dirs, and their largest total size (bytes).
 inline constexpr std::size_t kMaxHeaderFiles = 512;
 inline constexpr std::uintmax_t kMaxHeaderBytes = 16u << 20;
+/// Most entries of "sources" or "include_dirs".
+inline constexpr std::size_t kMaxPathEntries = 256;
+/// The most dynamic shared memory a block can have on any supported GPU (sm_90: 227 KiB).
+inline constexpr int64_t kMaxSharedMemBytes = 232448;
+/// CUDA's kernel parameter space (bytes), CUDA 12.1 and later.
+inline constexpr std::size_t kMaxParameterBytes = 32764;
 /// Most problems one check reports (one more line says how many were left out).
 inline constexpr std::size_t kMaxProblems = 100;
 /// Most captured variants a guard lists, and the largest call count of one: their product stays far

@@ -1054,5 +1054,64 @@ TEST_F(ManifestTest, ManyProblemsDoNotFloodTheLog) {
   EXPECT_LT(all.size(), 64u * 1024) << all.substr(0, 500);
 }
 
+TEST_F(ManifestTest, LaunchSettingsThatCanNeverRunAreRefused) {
+  struct Bad {
+    const char* key;
+    json value;
+    const char* field;
+    const char* message;
+  };
+  const std::vector<Bad> cases = {
+      {"grid", json::array({"1/0"}), "launches[0].grid[0]", "can never be evaluated: "},
+      {"grid", json::array({"B % 0"}), "launches[0].grid[0]", "fails for every value tried"},
+      {"grid", json::array({-1}), "launches[0].grid[0]", "a grid's x size is 1 to 2147483647; found -1"},
+      {"grid", json::array({2147483648LL}), "launches[0].grid[0]", "found 2147483648"},
+      {"grid", json::array({"B", 65536}), "launches[0].grid[1]", "a grid's y size is 1 to 65535; found 65536"},
+      {"block", json::array({1, 1, 65}), "launches[0].block[2]", "a block's z size is 1 to 64; found 65"},
+      {"shared_mem", "1099511627776", "launches[0].shared_mem", "dynamic shared memory is 0 to 232448"},
+      {"shared_mem", -1, "launches[0].shared_mem", "found -1"},
+      {"grid", json::array({"9223372036854775807 * 2"}), "launches[0].grid[0]", "can never be evaluated"},
+      {"when", json::object({{"if", "1/0"}}), "launches[0].when.if", "can never be evaluated"},
+  };
+  for (const auto& c : cases) {
+    json m = base_manifest();
+    m["launches"][0][c.key] = c.value;
+    std::string all;
+    for (const auto& p : problems(m)) all += p + "\n";
+    EXPECT_NE(all.find(std::string(c.field) + ": " ), std::string::npos) << c.value << "\n" << all;
+    EXPECT_NE(all.find(c.message), std::string::npos) << c.value << "\n" << all;
+  }
+  // A divisor that is zero only for some calls is the kernel's business, not an error.
+  json m = base_manifest();
+  m["launches"][0]["grid"] = {"(B > 1) * (1024 / (B - 1)) + 1"};
+  EXPECT_TRUE(problems(m).empty()) << ::testing::PrintToString(problems(m));
+}
+
+TEST_F(ManifestTest, TooManyArgumentsForTheParameterSpace) {
+  json m = base_manifest();
+  json args = json::array({{{"tensor", "x"}}, {{"tensor", "y"}}});
+  for (int i = 0; i < 5000; ++i) args.push_back({{"scalar", 1}, {"type", "i64"}});
+  m["launches"][0]["args"] = args;
+  std::string all;
+  for (const auto& p : problems(m)) all += p + "\n";
+  EXPECT_NE(all.find("launches[0].args: 5002 arguments take 40016 bytes; a kernel's parameters may "
+                     "take at most 32764"),
+            std::string::npos)
+      << all.substr(0, 600);
+}
+
+TEST_F(ManifestTest, OneSourceThroughManyLinksIsRefused) {
+  json m = base_manifest();
+  m["sources"] = {"k.cu"};
+  for (int i = 0; i < 3; ++i) {
+    std::filesystem::create_symlink("k.cu", pkg.path() / ("link" + std::to_string(i) + ".cu"));
+    m["sources"].push_back("link" + std::to_string(i) + ".cu");
+  }
+  const auto ps = problems(m);
+  ASSERT_EQ(ps.size(), 3u) << ::testing::PrintToString(ps);
+  EXPECT_EQ(ps[0], line("sources[1]", "\"link0.cu\" is the same file as \"k.cu\" (through a link); "
+                                       "list each file once"));
+}
+
 }  // namespace
 }  // namespace kgate::package
