@@ -543,6 +543,14 @@ class Checker {
                            "; expected one of: " + (names.empty() ? "(none)" : join(names)));
         continue;
       }
+      // Integers that a double (and so the attribute) holds exactly: 2^64 - 1 used to wrap.
+      constexpr int64_t kExact = int64_t{1} << 53;
+      if (v.is_number_integer() &&
+          ((v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(kExact)) ||
+           (!v.is_number_unsigned() && (v.get<int64_t>() > kExact || v.get<int64_t>() < -kExact)))) {
+        problem(field, "expected an integer between -2^53 and 2^53, found " + describe(v));
+        continue;
+      }
       Attribute a;
       a.name = item.key();
       a.value = v.get<double>();
@@ -868,6 +876,30 @@ class Checker {
       const std::size_t before = problems_.size();
       ws.shape = expr_list(w, field, "shape", kMaxRank, "[\"B\", \"ceil_div(N, 1024)\"]");
       if (problems_.size() != before) ok = false;
+      // A size known now must be one memory can hold (2^64 bytes wrapped to a small number).
+      int64_t elements = 1;
+      bool known = ok;
+      for (std::size_t d = 0; d < ws.shape.size() && ok; ++d) {
+        const std::size_t seen = problems_.size();
+        const auto v = judge(ws.shape[d], at(sub(field, "shape"), d));
+        if (problems_.size() != seen) {
+          ok = false;
+        } else if (!v) {
+          known = false;
+        } else if (*v < 0) {
+          problem(at(sub(field, "shape"), d), "a dimension is >= 0; found " + std::to_string(*v));
+          ok = false;
+        } else if (__builtin_mul_overflow(elements, *v, &elements)) {
+          elements = std::numeric_limits<int64_t>::max();
+        }
+      }
+      if (known && ok &&
+          (elements > kMaxWorkspaceBytes / 8 ||
+           elements * static_cast<int64_t>(dtype_size(ws.dtype)) > kMaxWorkspaceBytes)) {
+        problem(sub(field, "shape"), "the workspace would take more than 2^48 bytes (256 TiB), "
+                                     "more than any GPU holds");
+        ok = false;
+      }
       if (auto z = w.find("zero"); z != w.end()) {
         if (z->is_boolean())
           ws.zero = z->get<bool>();

@@ -1113,5 +1113,32 @@ TEST_F(ManifestTest, OneSourceThroughManyLinksIsRefused) {
                                        "list each file once"));
 }
 
+TEST_F(ManifestTest, IntegersThatWouldWrapAreRefused) {
+  json m = base_manifest();
+  m["attributes"]["dim"] = 18446744073709551615ULL;
+  EXPECT_EQ(only_problem(m), line("attributes.dim",
+                                  "expected an integer between -2^53 and 2^53, found "
+                                  "18446744073709551615"));
+  m = base_manifest();
+  m["guard"]["shapes"] = {{"N", {{"min", 1}, {"max", 18446744073709551615ULL}}}};
+  EXPECT_NE(only_problem(m).find("guard.shapes.N.max: expected an integer >= 0, found "
+                                 "18446744073709551615"),
+            std::string::npos);
+}
+
+TEST_F(ManifestTest, WorkspacesNoMemoryHoldsAreRefused) {
+  json m = base_manifest();
+  m["workspace"] = json::parse(
+      R"J([{"name": "w", "dtype": "f32", "shape": [4294967296, 4294967296]}])J");
+  m["launches"][0]["args"].push_back({{"workspace", "w"}});
+  EXPECT_EQ(only_problem(m), line("workspace[0].shape",
+                                  "the workspace would take more than 2^48 bytes (256 TiB), more "
+                                  "than any GPU holds"));
+  m["workspace"][0]["shape"] = {"B", "1/0"};
+  EXPECT_NE(only_problem(m).find("workspace[0].shape[1]: can never be evaluated"), std::string::npos);
+  m["workspace"][0]["shape"] = {"B", "ceil_div(N, 256)"};
+  EXPECT_TRUE(problems(m).empty()) << ::testing::PrintToString(problems(m));
+}
+
 }  // namespace
 }  // namespace kgate::package
