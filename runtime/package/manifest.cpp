@@ -222,7 +222,9 @@ std::string nvrtc_option_problem(const std::string& o) {
   static const std::regex std_re("--?std=c\\+\\+(11|14|17|20)");
   static const std::regex bool_re("--?(fmad|ftz|prec-div|prec-sqrt)=(true|false)");
   static const std::regex reg_re("--?maxrregcount=([0-9]{1,3})");
-  static const std::regex define_re("-D[A-Za-z_][A-Za-z0-9_]{0,63}(=[A-Za-z0-9_.+-]{0,64})?");
+  // A macro's value may be any printable text: each option reaches NVRTC as one argument, never a
+  // shell, and what the value could reach through an #include the compile sandbox stops.
+  static const std::regex define_re("-D[A-Za-z_][A-Za-z0-9_]{0,63}(=[\x20-\x7e]{0,192})?");
   // std::regex recurses per character: a 40 KB option (or version) overflowed the stack.
   if (o.size() > 256)
     return quote_untrusted(o, 60) + " is not an allowed NVRTC option (longer than 256 characters)";
@@ -237,7 +239,7 @@ std::string nvrtc_option_problem(const std::string& o) {
   if (o.rfind("-D", 0) == 0 || o.rfind("--define-macro", 0) == 0)
     return json_quote(o) +
            " is not an allowed macro definition; expected -DNAME or -DNAME=VALUE (NAME an "
-           "identifier, VALUE of letters, digits and _ . + -)";
+           "identifier, VALUE printable ASCII text of at most 192 characters)";
   if (o.rfind("-arch", 0) == 0 || o.rfind("--gpu-architecture", 0) == 0 || o.rfind("-gpu", 0) == 0)
     return json_quote(o) +
            " is not allowed: kgate sets the GPU architecture for the device (or `kgate validate "

@@ -146,6 +146,23 @@ TEST(CompileSandbox, MacroBuiltPathsAreNotReadable) {
   EXPECT_EQ(err.find(kSecret), std::string::npos) << err;
 }
 
+TEST(CompileSandbox, MacroValuesCompileButCannotOpenFiles) {
+  ScopedEnv secret("KGATE_TEST_SECRET", kSecret);
+  Probe ok("__device__ float kgate_pi() { return (float)M_PI + INFINITY; }\n");
+  json m = probe_manifest();
+  m["nvrtc_options"] = {"-DM_PI=(3.14159265358979323846)", "-DINFINITY=(__int_as_float(0x7f800000))"};
+  ok.pkg.write_json("kgate.json", m);
+  EXPECT_EQ(ok.compile(), "");
+  // A path built by a -D value: the sandbox stops it like any other.
+  KGATE_SKIP_WITHOUT_SANDBOX();
+  Probe leak("#include KGATE_PATH\n");
+  m["nvrtc_options"] = {"-DKGATE_PATH=\"/proc/" + std::to_string(::getpid()) + "/environ\""};
+  leak.pkg.write_json("kgate.json", m);
+  const std::string err = leak.compile();
+  EXPECT_NE(err.find("cannot open source file"), std::string::npos) << err;
+  EXPECT_EQ(err.find(kSecret), std::string::npos) << err;
+}
+
 TEST(CompileSandbox, TheWorkingDirectoryIsNotSearched) {
   KGATE_SKIP_WITHOUT_SANDBOX();
   TempDir cwd;

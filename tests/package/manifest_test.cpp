@@ -427,13 +427,20 @@ TEST_F(ManifestTest, UnknownOptionRefused) {
                  "-maxrregcount=N, --extra-device-vectorization, -default-device"));
 }
 
-TEST_F(ManifestTest, MacroWithShellCharactersRefused) {
+TEST_F(ManifestTest, MacroValuesAreAnyPrintableText) {
+  // NVRTC has no M_PI or INFINITY: packages define them. Each option is one argument to NVRTC,
+  // never a shell, so $(id) is just text.
   json m = base_manifest();
-  m["nvrtc_options"] = {"-DX=$(id)"};
+  m["nvrtc_options"] = {"-DM_PI=(3.14159265358979323846)", "-DINFINITY=(__int_as_float(0x7f800000))",
+                        "-DX=$(id)", "-DPAIR=(a, b)"};
+  EXPECT_TRUE(problems(m).empty()) << ::testing::PrintToString(problems(m));
+  m["nvrtc_options"] = {"-DX=a\nb"};
   EXPECT_EQ(only_problem(m), line("nvrtc_options[0]",
-                                  "\"-DX=$(id)\" is not an allowed macro definition; expected "
-                                  "-DNAME or -DNAME=VALUE (NAME an identifier, VALUE of "
-                                  "letters, digits and _ . + -)"));
+                                  "\"-DX=a\\nb\" is not an allowed macro definition; expected "
+                                  "-DNAME or -DNAME=VALUE (NAME an identifier, VALUE printable "
+                                  "ASCII text of at most 192 characters)"));
+  m["nvrtc_options"] = {"-D1X=2"};
+  EXPECT_NE(only_problem(m).find("is not an allowed macro definition"), std::string::npos);
 }
 
 TEST_F(ManifestTest, RegisterCountOutOfRange) {
