@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The main job: set up, build, run `kgate check` over the repository's kernels, write reports under
 # reports/ (report.json, junit.xml, summary.md). Uses the cuda backend when a GPU is present,
-# otherwise says so and runs the cpu backend. Exits with kgate's exit code (0 pass, 1 incorrect,
+# otherwise says so and runs the cpu backend; with KGATE_EXPECT_GPU=1 (the GPU workflow job sets it)
+# the cuda backend is required, so a runner whose GPU or driver is missing fails with exit 4 instead
+# of passing on the cpu backend. Exits with kgate's exit code (0 pass, 1 incorrect,
 # 2 slower, 3 inconclusive with --inconclusive-fails, 4 usage). Extra arguments go to `kgate check`.
 # Before it, each kernel's Google Benchmark target runs (ci/google-benchmark.sh; a few quick
 # repetitions, skipped without a GPU) and its JSON is kept in report.json; it decides nothing.
@@ -20,9 +22,13 @@ if [ "${KGATE_GOOGLE_BENCHMARK:-1}" != 0 ]; then
     [ -f "$f" ] && gb_args+=(--benchmark-json "$f")
   done
 fi
-echo "==> ci/gate.sh: kgate check --out $out ${gb_args[*]} $*"
+backend_args=()
+if [ "${KGATE_EXPECT_GPU:-0}" = 1 ] && [[ " $* " != *" --backend "* ]]; then
+  backend_args=(--backend cuda)
+fi
+echo "==> ci/gate.sh: kgate check --out $out ${backend_args[*]} ${gb_args[*]} $*"
 set +e
-"$build/bin/kgate" check --out "$out" "${gb_args[@]}" "$@"
+"$build/bin/kgate" check --out "$out" "${backend_args[@]}" "${gb_args[@]}" "$@"
 rc=$?
 set -e
 echo "==> ci/gate.sh: kgate exited $rc (reports in $out)"

@@ -433,6 +433,8 @@ int run_check(const CheckArgs& args) {
       const fs::path worker_out = out / "workers" / k.name;
       std::vector<std::string> child = args.argv;
       child.insert(child.end(), {"--only", k.name, "--out", worker_out.string(), "--in-worker"});
+      // The worker runs the backend decided here (and does not say again why it fell back).
+      if (args.backend.empty() && packages.empty()) child.insert(child.end(), {"--backend", backend_name(backend)});
       auto w = run_worker(child, (worker_out / "report.json").string(), args.kernel_timeout_s);
       // Its output, bounded and made safe, in the log and in the report.
       const std::string said = w.output.empty() ? std::string() : safe_log_text(w.output.text());

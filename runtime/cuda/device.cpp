@@ -33,7 +33,12 @@ bool device_available(std::string* why) {
   const cudaError_t rc = cudaGetDeviceCount(&count);
   if (rc != cudaSuccess) {
     cudaGetLastError();
-    if (why) *why = std::string("no CUDA device: ") + cudaGetErrorName(rc) + " (" + cudaGetErrorString(rc) + ")";
+    if (!why) return false;
+    // The runtime says "insufficient driver" also when there is no driver at all: tell them apart.
+    if (rc == cudaErrorInsufficientDriver && !dlopen("libcuda.so.1", RTLD_LAZY))
+      *why = "no CUDA device: no NVIDIA driver is installed (libcuda.so.1 cannot be loaded)";
+    else
+      *why = std::string("no CUDA device: ") + cudaGetErrorName(rc) + " (" + cudaGetErrorString(rc) + ")";
     return false;
   }
   if (count == 0) {

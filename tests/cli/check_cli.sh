@@ -86,4 +86,13 @@ assert w["bytes"] > 2_000_000 and w["dropped_bytes"] > w["bytes"] - 40_000, (w["
 assert "\nflood line 0:" in w["text"] and "lines) of output dropped" in w["text"] and len(w["text"]) < 40_000, w["text"][:200]
 assert k["softmax_cpu"]["outcome"] == "passed"
 PY
+# Without a driver, --backend cuda (what ci/gate.sh passes with KGATE_EXPECT_GPU=1) is exit 4, and
+# the message says there is no driver rather than "insufficient driver".
+if ! ldconfig -p 2>/dev/null | grep -q 'libcuda.so.1 '; then
+  "$kgate" check --backend cuda --cases 4 --out "$out/nogpu" > "$out.nogpu.log" 2>&1
+  rc=$?
+  [ $rc -eq 4 ] || { cat "$out.nogpu.log"; fail "--backend cuda without a driver exited $rc, expected 4"; }
+  grep -q "no NVIDIA driver is installed (libcuda.so.1 cannot be loaded)" "$out.nogpu.log" \
+    || { cat "$out.nogpu.log"; fail "the missing driver is not named"; }
+fi
 echo "check_cli: all passed"
