@@ -1162,7 +1162,6 @@ class Checker {
       check_kernel(l, field, launch);
       launch.grid = expr_list(l, field, "grid", 3, "[\"B\", 1, 1]");
       launch.block = expr_list(l, field, "block", 3, "[256]");
-      if (launch.block.size() == l.value("block", json()).size()) check_block_size(launch, field);
       if (auto s = l.find("shared_mem"); s != l.end())
         if (auto e = expr_at(sub(field, "shared_mem"), *s)) launch.shared_mem = *e;
       auto args = l.find("args");
@@ -1276,12 +1275,24 @@ class Checker {
         problem(at(sub(field, "grid"), d), std::string("a grid's ") + kAxis[d] + " size is 1 to " +
                                                std::to_string(kGridMax[d]) + "; found " +
                                                std::to_string(*v));
-    for (std::size_t d = 0; d < launch.block.size() && d < 3; ++d)
-      if (auto v = judge(launch.block[d], at(sub(field, "block"), d));
-          v && (*v < 1 || *v > kBlockMax[d]))
+    // Each axis within its limit, then (when every axis is a constant) the threads of the block.
+    int64_t threads = 1;
+    bool all_constant = true;
+    for (std::size_t d = 0; d < launch.block.size() && d < 3; ++d) {
+      const auto v = judge(launch.block[d], at(sub(field, "block"), d));
+      if (!v) {
+        all_constant = false;
+      } else if (*v < 1 || *v > kBlockMax[d]) {
         problem(at(sub(field, "block"), d), std::string("a block's ") + kAxis[d] + " size is 1 to " +
                                                 std::to_string(kBlockMax[d]) + "; found " +
                                                 std::to_string(*v));
+        all_constant = false;
+      } else {
+        threads *= *v;  // at most 1024 * 1024 * 64: no overflow
+      }
+    }
+    if (all_constant && !launch.block.empty() && threads > 1024)
+      problem(sub(field, "block"), "a block has 1 to 1024 threads; found " + std::to_string(threads));
     if (auto v = judge(launch.shared_mem, sub(field, "shared_mem"));
         v && (*v < 0 || *v > kMaxSharedMemBytes))
       problem(sub(field, "shared_mem"),
@@ -1309,23 +1320,6 @@ class Checker {
       case ScalarType::u32:
       case ScalarType::f32: return 4;
       default: return 8;
-    }
-  }
-
-  void check_block_size(const Launch& launch, const std::string& field) {
-    int64_t threads = 1;
-    for (const auto& e : launch.block) {
-      if (!e.is_constant()) return;
-      try {
-        threads *= e.evaluate({});
-      } catch (const Error&) {
-        return;
-      }
-      if (threads < 1 || threads > 1024) {
-        problem(sub(field, "block"),
-                "a block has 1 to 1024 threads; found " + std::to_string(threads));
-        return;
-      }
     }
   }
 

@@ -361,8 +361,7 @@ bool compile(const PackageManifest& m, const CompileOptions& opt, const Inputs& 
                                        : "exited with code " + std::to_string(run.exit_code);
     problem = {file, "sources",
                "the compiler process for " + what + " " + how + " without an answer" +
-                   (run.stderr_text.empty() ? std::string()
-                                            : "\n" + cap_compiler_log(run.stderr_text))};
+                   (run.stderr_text.empty() ? std::string() : "\n" + run.stderr_text)};
     return false;
   }
   const NvrtcResponse& resp = run.response;

@@ -488,6 +488,9 @@ TEST_F(ManifestTest, BlockTooLarge) {
   m["launches"][0]["block"] = {64, 32};
   EXPECT_EQ(only_problem(m),
             line("launches[0].block", "a block has 1 to 1024 threads; found 2048"));
+  // One axis over its limit is one problem, not also a second one for the product.
+  m["launches"][0]["block"] = {2048};
+  EXPECT_EQ(only_problem(m), line("launches[0].block[0]", "a block's x size is 1 to 1024; found 2048"));
 }
 
 TEST_F(ManifestTest, SymbolDimensionOutsideTheRank) {
