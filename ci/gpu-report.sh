@@ -2,7 +2,7 @@
 # Every GPU measurement in one command, for a GPU runner or a release check:
 #   ci/gpu-report.sh OUT_DIR [stage...]
 # Stages (default: build test gate mutants packages): build, test, gate, mutants, packages,
-# sweep, isolation, throughput, calibrate, power, ncu. Logs and reports go under OUT_DIR; a short summary is printed last.
+# sweep, isolation, throughput, opfiles, calibrate, power, ncu. Logs and reports go under OUT_DIR; a short summary is printed last.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${1:?usage: ci/gpu-report.sh OUT_DIR [stage...]}
@@ -66,6 +66,31 @@ if has isolation; then
   bash "$here/tests/cli/isolation_gpu.sh" "$kgate" "$out/isolation" > "$out/isolation.log" 2>&1
   note "isolation (illegal address in a worker): exit $?"
   tail -3 "$out/isolation.log"
+fi
+if has opfiles; then
+  # Op files: the equivalence with the built-in ops (every kernel and mutant on the GPU), the new
+  # op fused_add_rms_norm (kernel gated with speed, its mutants with their minimal cases), and the
+  # op-file reference's cost against the built-in one.
+  "$build/tests/kgate.test.op_files.equivalence" > "$out/opfiles_equivalence.log" 2>&1
+  note "op files equivalence (gtest): exit $?; $(grep -E '^\[  (PASSED|FAILED)' "$out/opfiles_equivalence.log" | tr '\n' ' ')"
+  grep -E '^\[ (inputs|verdicts) \]' "$out/opfiles_equivalence.log" | head -60
+  "$kgate" check --kernel fused_add_rms_norm_block --out "$out/opfiles-gate" > "$out/opfiles-gate.log" 2>&1
+  note "fused_add_rms_norm_block (op file op, gate with speed): exit $?"
+  sed -n '/^kernel /,$p' "$out/opfiles-gate.log" | head -20
+  "$kgate" check --backend cuda --no-speed --kernel mutant_fused_add_rms_norm_tail_dropped \
+    --kernel mutant_fused_add_rms_norm_norms_x --out "$out/opfiles-mutants" > "$out/opfiles-mutants.log" 2>&1
+  note "fused_add_rms_norm mutants: exit $? (expected 1)"
+  python3 - "$out/opfiles-mutants/report.json" <<'PY'
+import json, sys
+for k in json.load(open(sys.argv[1]))["kernels"]:
+    c = k["correctness"]; m = c.get("minimal") or {}
+    print(f"  {k['name']}: {k['outcome']}, failed {c['failed']}/{c['cases']}, minimal {m.get('case', {}).get('id', '-')}: {m.get('message', '')[:160]}")
+PY
+  KGATE_THROUGHPUT_CASES=${KGATE_THROUGHPUT_CASES:-500} "$build/bin/kgate.bench.case_throughput" \
+    --benchmark_filter='rms_norm|softmax_block|op_file_compile' --benchmark_repetitions=3 \
+    --benchmark_report_aggregates_only=true > "$out/opfiles_throughput.log" 2>&1
+  note "op-file reference vs built-in (case_throughput): exit $?"
+  grep -E '_median|_mean' "$out/opfiles_throughput.log" | tr -s ' ' | head -30
 fi
 if has throughput; then
   # Correctness cases per second for softmax: the engine alone (Google Benchmark over check_case),

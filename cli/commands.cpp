@@ -179,11 +179,7 @@ int conclude(RunReport& report, const std::string& out_dir, bool inconclusive_fa
 package::ValidateOptions validate_options(const std::string& arch) {
   package::ValidateOptions options;
   options.compile_options.arch = arch;
-  options.check.find_op = [](const std::string& name) -> const OpSignature* {
-    for (const auto& op : op_catalogue())
-      if (op.name == name) return &op;
-    return nullptr;
-  };
+  options.check.find_op = [](const std::string& name) { return lookup_op(name); };
   for (const auto& op : op_catalogue()) options.check.known_ops.push_back(op.name);
   return options;
 }
@@ -254,7 +250,22 @@ CheckOptions package_options(const CheckOptions& base, const LoadedPackage& p) {
 
 int run_list(const ListArgs& args) {
   if (args.ops) {
-    for (const auto& op : op_catalogue()) std::printf("%s\n", op.name.c_str());
+    // One op per line: name, signature, case dtypes, where it is defined.
+    const auto tensors = [](const std::vector<TensorSpec>& ts) {
+      std::string out;
+      for (const auto& t : ts) {
+        std::string shape;
+        for (const auto& d : t.shape) shape += (shape.empty() ? "" : ",") + d;
+        out += (out.empty() ? "" : ", ") + t.name + "[" + shape + "]" + (t.dtype.empty() ? "" : ":" + t.dtype);
+      }
+      return out;
+    };
+    for (const auto& op : op_catalogue()) {
+      std::string dtypes;
+      for (DType d : op.dtypes) dtypes += (dtypes.empty() ? "" : ",") + std::string(dtype_name(d));
+      const std::string sig = "(" + tensors(op.inputs) + ") -> (" + tensors(op.outputs) + ")";
+      std::printf("%-22s %-58s %-13s %s\n", op.name.c_str(), sig.c_str(), dtypes.c_str(), op.origin.c_str());
+    }
     return 0;
   }
   std::printf("%-34s %-9s %-7s %-14s %s\n", "kernel", "op", "backend", "dtypes", "source");

@@ -12,6 +12,7 @@
 #include "cli/commands.hpp"
 #include "core/error.hpp"
 #include "core/safe_text.hpp"
+#include "references/catalogue.hpp"
 
 namespace {
 
@@ -44,6 +45,12 @@ int main(int argc, char** argv) {
   app.fallthrough();
   bool require_sandbox = false;
   double compile_timeout = 0;
+  std::vector<std::string> ops_paths;
+  app.add_option("--ops", ops_paths,
+                 "Op file (kgate-op/1) or directory of them: ops of your own, with TorchScript references "
+                 "(repeatable; also KGATE_OPS=DIR:DIR)")
+      ->type_name("PATH")
+      ->allow_extra_args(false);
   app.add_flag("--require-sandbox", require_sandbox,
                "Refuse to compile a package where no compile sandbox (mount namespace or Landlock) can "
                "be entered (also KGATE_REQUIRE_SANDBOX=1)");
@@ -172,6 +179,7 @@ int main(int argc, char** argv) {
   if (compile_timeout > 0) ::setenv("KGATE_COMPILE_TIMEOUT", std::to_string(compile_timeout).c_str(), 1);
 
   try {
+    for (const auto& p : ops_paths) kgate::add_ops_path(p);
     if (*list) return kgate::cli::run_list(list_args);
     if (*check) {
       opt.timing.flush_l2 = !warm;

@@ -1,5 +1,6 @@
 // The host-side description of an op: its tensors, symbolic shapes, shape domain, tolerances and
-// contracts. The ATen reference and fp64 oracle live beside it in references/ (torch side).
+// contracts. The ATen reference and fp64 oracle live beside it in references/ (torch side) for the
+// built-in ops, or in an op file (core/op_file.hpp, TorchScript) for ops written as data.
 #pragma once
 
 #include <cstdint>
@@ -17,12 +18,50 @@ struct SymbolDomain {
   int64_t min = 1;
   int64_t max = 1;
   int64_t typical_max = 0;  ///< random cases stay below this (0: max); ragged cases may reach max
+  int64_t multiple_of = 1;  ///< every drawn value is a multiple of this (head sizes, vector widths)
+};
+
+/// How an input's values are drawn for a case (op files; the built-in ops draw in C++). Every kind
+/// is a pure function of the case (seed, dims, dtype, value family), drawn by the counter-based
+/// generator, so a case id replays bitwise.
+struct ValueDraw {
+  /// "case": the case's value family (normal, extreme, special, ...) as the built-in row ops draw
+  ///         it; extreme magnitude `extreme` (0: half the dtype's max).
+  /// "norm": as "case" with the normalization ops' refinements (make_norm_values): large_mean keeps
+  ///         `mean_to_spread`, all_equal rows are zero with `zero_constant`.
+  /// "normal": N(mean, std^2) whatever the family (weights, biases).
+  /// "uniform": U[low, high) whatever the family.
+  /// "positive": |case values| + `low` (variances, scales).
+  /// "integers": integers in [low_expr, high_expr] (expressions of the shape symbols, e.g. "V-1");
+  ///         with `edges`, the first element is the top and the last the bottom of the range, and the
+  ///         all_equal / clustered_max families pile onto the top (out-of-range indexing bugs).
+  /// "sorted": case values sorted along the last dim. "simplex": rows that sum to one (softmax of
+  ///         normal values). "permutation": each row a permutation of 0..n-1. "mask": booleans as 0/1
+  ///         in the tensor's dtype, true with probability `p`.
+  std::string kind = "case";
+  double mean = 0, std = 1;   ///< normal
+  double low = 0, high = 1;   ///< uniform; positive uses low as the floor
+  double extreme = 0;         ///< case/norm: extreme-family magnitude (0: half the dtype's max)
+  double mean_to_spread = 16; ///< norm
+  bool zero_constant = false; ///< norm
+  std::string low_expr = "0", high_expr = "0";  ///< integers
+  bool edges = true;          ///< integers
+  double p = 0.5;             ///< mask
+  /// The generator stream: "" = the case's seed for the first input, else one derived from the
+  /// tensor's name (as the built-in ops do), so that adding an input does not move the others.
+  std::string seed_from;
 };
 
 /// A tensor of the op, with a symbolic shape such as {"B", "N"}.
 struct TensorSpec {
   std::string name;
   std::vector<std::string> shape;
+  /// "" : the case's dtype; else a fixed dtype ("i64" indices, "f32" scales, ...).
+  std::string dtype;
+  ValueDraw values;  ///< inputs of op files: how values are drawn
+  /// Inputs: keep this dtype in the oracle (integer and bool inputs always do; floating inputs are
+  /// upcast to float64 unless this is set).
+  bool keep_dtype_in_oracle = false;
 };
 
 /// allclose tolerance: |out - ref| <= atol + rtol * |ref|.
@@ -53,6 +92,17 @@ struct OpSignature {
   /// for ops whose eager low-precision reference is itself less accurate than a good kernel.
   std::string default_rule = "allclose";
   bool deterministic = true;
+  /// Relations between symbols that every case satisfies, as integer expressions ("H % G == 0").
+  std::vector<std::string> relations;
+  /// Shapes the speed gate times (symbol -> value; empty: the default rows-by-columns guess).
+  std::vector<std::vector<std::pair<std::string, int64_t>>> speed_shapes;
+  /// Where the op comes from: "built-in", or the op file's path.
+  std::string origin = "built-in";
+
+  /// The dtype of tensor `t` in a case of dtype `case_dtype`.
+  DType tensor_dtype(const TensorSpec& t, DType case_dtype) const {
+    return t.dtype.empty() ? case_dtype : parse_dtype(t.dtype);
+  }
 
   const SymbolDomain* symbol(const std::string& name) const {
     for (const auto& s : symbols)

@@ -91,7 +91,8 @@ json correctness_json(const CorrectnessReport& c) {
               {"failures", failures},
               {"warnings", c.warnings},
               {"fallback", c.fallback},
-              {"behaviour_checks", c.behaviour_checks}};
+              {"behaviour_checks", c.behaviour_checks},
+              {"reference_errors", c.reference_errors}};
   if (c.minimal) out["minimal"] = case_result_json(*c.minimal);
   if (!c.null_calibration.empty()) {
     json nc = json::object();
@@ -114,6 +115,7 @@ CorrectnessReport correctness_from(const json& c) {
   r.warnings = c.value("warnings", std::vector<std::string>{});
   r.fallback = c.value("fallback", int64_t{0});
   r.behaviour_checks = c.value("behaviour_checks", int64_t{0});
+  r.reference_errors = c.value("reference_errors", int64_t{0});
   if (c.contains("null_calibration"))
     for (auto nk = c.at("null_calibration").begin(); nk != c.at("null_calibration").end(); ++nk)
       for (auto f = nk.value().begin(); f != nk.value().end(); ++f)

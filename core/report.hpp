@@ -71,6 +71,9 @@ struct CorrectnessReport {
   std::vector<std::string> warnings;    ///< e.g. weak case families
   int64_t fallback = 0;                 ///< cases outside the kernel's guard (the reference ran)
   int64_t behaviour_checks = 0;         ///< stale-output and determinism checks run (failures count in failed)
+  /// Cases the op's reference (an op file's TorchScript) failed on: neither passed nor failed; a
+  /// kernel with any is not passed (outcome invalid unless it failed).
+  int64_t reference_errors = 0;
   /// Null-kernel calibration: per null kernel ("zeros", "copy"), per family, cases run and failed.
   /// A family a null kernel passes entirely is too weak (a warning says so).
   std::map<std::string, std::map<std::string, std::pair<int64_t, int64_t>>> null_calibration;

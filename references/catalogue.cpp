@@ -9,13 +9,23 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
+#include <deque>
+#include <filesystem>
 #include <limits>
+#include <mutex>
+#include <set>
 
 #include "core/error.hpp"
+#include "core/expr.hpp"
+#include "core/op_file.hpp"
 #include "references/counter_rng.hpp"
 #include "references/op_reference.hpp"
+#include "references/script_op.hpp"
+#include "runtime/kernel.hpp"
 
 namespace kgate {
+namespace fs = std::filesystem;
 namespace values {
 cudaError_t fill_device(double* out, int64_t n, uint64_t seed, uint64_t stream, bool gaussian,
                         cudaStream_t cuda_stream);  // counter_rng.cu
@@ -65,33 +75,76 @@ const OpEntry kOps[] = {
     {softmax_varlen_signature, softmax_varlen_reference},
 };
 
+// Every op by name. Deques: find_op's references stay valid while op files are added.
 struct Catalogue {
-  std::vector<OpSignature> signatures;
-  std::vector<OpReference> references;
+  std::deque<OpSignature> signatures;
+  std::deque<OpReference> references;
+  std::set<std::string> loaded_paths;  // canonical paths of the op files loaded
 };
 
-const Catalogue& catalogue() {
-  static const Catalogue c = [] {
+Catalogue& catalogue_storage() {
+  static Catalogue c = [] {
     Catalogue cat;
-    std::vector<std::pair<OpSignature, OpReference>> ops;
-    for (const auto& e : kOps) ops.emplace_back(e.signature(), e.reference());
-    std::sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) { return a.first.name < b.first.name; });
-    for (auto& [s, r] : ops) {
-      cat.signatures.push_back(std::move(s));
-      cat.references.push_back(std::move(r));
+    for (const auto& e : kOps) {
+      cat.signatures.push_back(e.signature());
+      cat.references.push_back(e.reference());
     }
     return cat;
   }();
   return c;
 }
 
+void add_file(Catalogue& cat, const std::string& file_path) {
+  std::error_code ec;
+  const std::string canonical = fs::weakly_canonical(file_path, ec).string();
+  if (cat.loaded_paths.count(canonical)) return;
+  OpFile file = read_op_file(file_path);
+  for (const auto& s : cat.signatures)
+    if (s.name == file.signature.name)
+      throw_usage("op file " + file_path + ": op '" + s.name + "' is already defined by " + s.origin +
+                  "; rename it (\"name\") or load only one of them");
+  OpReference ref = script_reference(file);
+  cat.loaded_paths.insert(canonical);
+  cat.signatures.push_back(std::move(file.signature));
+  cat.references.push_back(std::move(ref));
+}
+
+std::vector<std::string> split_paths(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    const size_t colon = std::min(s.find(':', start), s.size());
+    if (colon > start) out.push_back(s.substr(start, colon - start));
+    start = colon + 1;
+  }
+  return out;
+}
+
+// The catalogue with the op files of KGATE_OPS and of the registered kernels, loaded on first use.
+Catalogue& catalogue() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    Catalogue& cat = catalogue_storage();
+    if (const char* env = std::getenv("KGATE_OPS"))
+      for (const auto& p : split_paths(env))
+        for (const auto& f : op_file_paths(p)) add_file(cat, f);
+    for (const auto& k : registered_kernels())
+      if (!k.op_file.empty()) add_file(cat, k.op_file);
+  });
+  return catalogue_storage();
+}
+
 size_t index_of(const std::string& name) {
   const auto& sigs = catalogue().signatures;
   for (size_t i = 0; i < sigs.size(); ++i)
     if (sigs[i].name == name) return i;
+  std::vector<std::string> names;
+  for (const auto& s : sigs) names.push_back(s.name);
+  std::sort(names.begin(), names.end());
   std::string known;
-  for (const auto& s : sigs) known += (known.empty() ? "" : ", ") + s.name;
-  throw_usage("unknown op '" + name + "'; known ops: " + known + " (`kgate list --ops` shows them)");
+  for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
+  throw_usage("unknown op '" + name + "'; known ops: " + known +
+              " (`kgate list --ops` shows them; an op of your own needs its op file: --ops FILE_OR_DIR)");
 }
 
 double smallest_normal(DType d) {
@@ -105,7 +158,34 @@ double smallest_normal(DType d) {
 
 }  // namespace
 
-const std::vector<OpSignature>& op_catalogue() { return catalogue().signatures; }
+std::vector<OpSignature> op_catalogue() {
+  const auto& sigs = catalogue().signatures;
+  std::vector<OpSignature> out(sigs.begin(), sigs.end());
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  return out;
+}
+
+const OpSignature* lookup_op(const std::string& name) {
+  for (const auto& s : catalogue().signatures)
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+void load_op_files(const std::string& path) {
+  Catalogue& cat = catalogue();
+  for (const auto& f : op_file_paths(path)) add_file(cat, f);
+}
+
+void add_ops_path(const std::string& path) {
+  std::error_code ec;
+  const std::string absolute = fs::absolute(path, ec).string();
+  if (absolute.find(':') != std::string::npos)
+    throw_usage("--ops " + path + ": a path with ':' cannot be passed on to worker processes (KGATE_OPS is ':'-separated)");
+  const char* env = std::getenv("KGATE_OPS");
+  const std::string joined = env && *env ? std::string(env) + ":" + absolute : absolute;
+  ::setenv("KGATE_OPS", joined.c_str(), 1);
+  load_op_files(absolute);
+}
 const OpSignature& find_op(const std::string& name) { return catalogue().signatures[index_of(name)]; }
 const OpReference& op_reference(const std::string& name) { return catalogue().references[index_of(name)]; }
 
@@ -135,35 +215,14 @@ DType from_scalar_type(at::ScalarType type) {
 
 namespace {
 
-// One factor of a dim expression: an integer literal or a shape symbol of the case.
-int64_t factor_value(const std::string& factor, const std::string& expr, const Case& c) {
-  if (factor.empty())
-    throw Error(ErrorKind::internal, "malformed dim expression '" + expr + "' in an op signature");
-  const auto digit = [](unsigned char ch) { return std::isdigit(ch) != 0; };
-  if (std::all_of(factor.begin(), factor.end(), digit)) return std::stoll(factor);
-  return c.dim(factor);
-}
-
-// A dim expression: terms joined by '+', each a product of factors joined by '*' (no spaces).
+// A dim: an integer, a symbol or an integer expression of the symbols ("2*H", "S+1", "N-1",
+// "ceil_div(N, 64)"; core/expr.hpp).
 int64_t dim_value(const std::string& expr, const Case& c) {
-  int64_t total = 0;
-  size_t term_start = 0;
-  while (true) {
-    const size_t plus = std::min(expr.find('+', term_start), expr.size());
-    const std::string term = expr.substr(term_start, plus - term_start);
-    int64_t product = 1;
-    size_t factor_start = 0;
-    while (true) {
-      const size_t star = std::min(term.find('*', factor_start), term.size());
-      product *= factor_value(term.substr(factor_start, star - factor_start), expr, c);
-      if (star == term.size()) break;
-      factor_start = star + 1;
-    }
-    total += product;
-    if (plus == expr.size()) break;
-    term_start = plus + 1;
-  }
-  return total;
+  const auto digit = [](unsigned char ch) { return std::isdigit(ch) != 0; };
+  if (!expr.empty() && std::all_of(expr.begin(), expr.end(), digit)) return std::stoll(expr);
+  package::SymbolValues values;
+  for (const auto& [name, v] : c.dims) values[name] = v;
+  return package::evaluate_expr(expr, values);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/case.hpp"
+#include "core/error.hpp"
 #include "core/op_signature.hpp"
 
 namespace kgate {
@@ -25,6 +26,13 @@ struct OpReference {
   /// The same math in float64 (inputs are upcast by the caller, integer inputs too: an op with
   /// integer inputs, such as embedding indices, casts them back).
   std::function<Tensors(const Tensors&, const Attributes&)> oracle;
+};
+
+/// A reference (an op file's TorchScript) that failed on a case: the op file's problem, never the
+/// kernel's. The runner reports the case as a reference error and goes on.
+class ReferenceError : public Error {
+ public:
+  explicit ReferenceError(const std::string& message) : Error(ErrorKind::usage, message) {}
 };
 
 /// The torch side of an op; throws a usage Error for an unknown op.

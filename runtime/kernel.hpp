@@ -27,6 +27,9 @@ struct KernelCall {
 struct KernelInfo {
   std::string name;
   std::string op;
+  /// The op file that defines `op` when it is not built in (an absolute path; loaded into the
+  /// catalogue on first use). Empty for built-in ops, and for ops given with --ops.
+  std::string op_file;
   Backend backend = Backend::cuda;
   std::vector<DType> dtypes;      ///< dtypes it supports (cases of other dtypes are not generated)
   std::vector<int64_t> tile_sizes;///< block/tile sizes: ragged cases put these +-1 on the reduced dim
@@ -62,9 +65,25 @@ const KernelInfo& find_kernel(const std::string& name);
 
 }  // namespace kgate
 
+namespace kgate {
+/// `info` with `op_file` set from the translation unit's KGATE_OP_FILE (kgate_add_kernel's OP_FILE)
+/// unless it names one itself.
+inline KernelInfo with_op_file(KernelInfo info, const char* op_file) {
+  if (info.op_file.empty() && op_file && *op_file) info.op_file = op_file;
+  return info;
+}
+}  // namespace kgate
+
+#ifdef KGATE_OP_FILE
+#define KGATE_KERNEL_OP_FILE KGATE_OP_FILE
+#else
+#define KGATE_KERNEL_OP_FILE ""
+#endif
+
 #define KGATE_CONCAT_INNER(a, b) a##b
 #define KGATE_CONCAT(a, b) KGATE_CONCAT_INNER(a, b)
 /// Registers a kernel at static-initialization time:
 ///   KGATE_REGISTER_KERNEL(([] { kgate::KernelInfo k; ...; return k; })());
 #define KGATE_REGISTER_KERNEL(info_expr) \
-  static const bool KGATE_CONCAT(kgate_registered_, __LINE__) = ::kgate::register_kernel(info_expr)
+  static const bool KGATE_CONCAT(kgate_registered_, __LINE__) = \
+      ::kgate::register_kernel(::kgate::with_op_file(info_expr, KGATE_KERNEL_OP_FILE))

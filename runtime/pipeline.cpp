@@ -61,6 +61,12 @@ std::vector<Case> speed_cases(const OpSignature& op, const KernelInfo& kernel, u
     c.dtype = dtypes[static_cast<size_t>(i) % dtypes.size()];
     c.seed = derive_seed(seed, "speed/" + op.name, static_cast<uint64_t>(i));
     c.family = "speed";
+    // The op's own speed shapes when it declares them (an op file's speed_shapes), in turn.
+    if (!op.speed_shapes.empty()) {
+      c.dims = op.speed_shapes[static_cast<size_t>(i) % op.speed_shapes.size()];
+      out.push_back(std::move(c));
+      continue;
+    }
     const int64_t n = rows[i % 5];
     int64_t others = 1;
     for (const auto& s : op.symbols)
@@ -211,11 +217,15 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
   report.correctness.cases = static_cast<int64_t>(cases.size());
   const int64_t step = std::max<int64_t>(1, static_cast<int64_t>(cases.size()) / 8);
   std::string closest_repro;  // the passing case nearest its tolerance
+  std::string first_reference_error;
   for (size_t i = 0; i < cases.size(); ++i) {
     const auto& c = cases[i];
     auto r = runner.check_case(kernel, c, rule_for(op, c.dtype, options, kernel.name));
     if (r.fallback) ++report.correctness.fallback;
-    if (r.outcome == Outcome::failed) {
+    if (r.rule == "reference_error") {
+      // The op's reference failed: the case judges nothing, and the kernel is not blamed.
+      if (report.correctness.reference_errors++ == 0) first_reference_error = c.id() + ": " + r.message;
+    } else if (r.outcome == Outcome::failed) {
       ++report.correctness.failed;
       if (report.correctness.failures.size() < options.max_failures_kept) report.correctness.failures.push_back(r);
     } else {
@@ -229,6 +239,12 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
       say(kernel.name + ": correctness " + std::to_string(i + 1) + "/" + std::to_string(cases.size()) + " cases, " +
           std::to_string(report.correctness.failed) + " failed");
   }
+
+  if (report.correctness.reference_errors > 0)
+    report.correctness.warnings.push_back(
+        std::to_string(report.correctness.reference_errors) + " of " + std::to_string(cases.size()) +
+        " cases could not be judged: the op's reference failed on them (fix the op file " + op.origin +
+        "); first: " + first_reference_error);
 
   if (options.behaviour_checks && report.correctness.failed == 0 && !runner.context_lost())
     run_behaviour_checks(runner, kernel, op, cases, options, report);
@@ -332,6 +348,8 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
       else if (s.decision == Outcome::invalid && report.outcome == Outcome::passed) report.outcome = Outcome::invalid;
     }
   }
+  // Cases the reference could not judge leave the kernel unproven: never a pass.
+  if (report.correctness.reference_errors > 0 && report.outcome == Outcome::passed) report.outcome = Outcome::invalid;
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return report;
 }

@@ -33,7 +33,9 @@ at::Tensor poison_bits(DType dtype, at::Device device) {
     case DType::bf16: return at::full({1}, static_cast<int16_t>(0x7FA5), at::TensorOptions().dtype(at::kShort).device(device));
     case DType::f32: return at::full({1}, static_cast<int32_t>(0x7FC0DEAD), at::TensorOptions().dtype(at::kInt).device(device));
     case DType::f64: return at::full({1}, static_cast<int64_t>(0x7FF8DEADBEEF0001LL), at::TensorOptions().dtype(at::kLong).device(device));
-    default: throw Error(ErrorKind::internal, "outputs of integer dtypes are not supported yet");
+    // Integers have no NaN: a value far outside any index or count range an op produces.
+    case DType::i32: return at::full({1}, static_cast<int32_t>(0x7FADBEEF), at::TensorOptions().dtype(at::kInt).device(device));
+    case DType::i64: return at::full({1}, static_cast<int64_t>(0x7FFFDEADBEEF0001LL), at::TensorOptions().dtype(at::kLong).device(device));
   }
 }
 
@@ -354,7 +356,7 @@ CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c, const cor
     std::vector<GuardedOutput> guarded;
     Tensors outputs;
     for (const auto& o : op.outputs) {
-      guarded.push_back(make_output(concrete_shape(o.shape, c), c.dtype, impl_->device));
+      guarded.push_back(make_output(concrete_shape(o.shape, c), op.tensor_dtype(o, c.dtype), impl_->device));
       outputs.push_back(guarded.back().output);
     }
     impl_->sync();
@@ -383,59 +385,117 @@ CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c, const cor
       return result;
     }
 
+    // The references first: an op file's reference that fails is the op file's problem, reported
+    // as such for this case and never blamed on the kernel.
+    Tensors expected, oracle;
+    try {
+      expected = ref.eager(inputs, attrs);
+      Tensors upcast;
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        const bool keep = !inputs[i].is_floating_point() || (i < op.inputs.size() && op.inputs[i].keep_dtype_in_oracle);
+        upcast.push_back(keep ? inputs[i] : inputs[i].to(at::kDouble));
+      }
+      oracle = ref.oracle(upcast, attrs);
+      for (size_t i = 0; i < outputs.size(); ++i) {
+        const auto& name = op.outputs[i].name;
+        if (i >= expected.size() || i >= oracle.size())
+          throw ReferenceError("op '" + op.name + "': the reference returned no output '" + name + "'");
+        if (expected[i].sizes() != outputs[i].sizes() || oracle[i].sizes() != outputs[i].sizes())
+          throw ReferenceError("op '" + op.name + "' (" + op.origin + "): output '" + name + "' of the reference has shape " +
+                               c10::str(expected[i].sizes()) + " (oracle " + c10::str(oracle[i].sizes()) +
+                               "), the op declares " + c10::str(outputs[i].sizes()) + " for this case");
+      }
+    } catch (const ReferenceError& e) {
+      result.outcome = Outcome::invalid;
+      result.rule = "reference_error";
+      result.message = std::string("reference error (the op's, not the kernel's): ") + e.what();
+      return result;
+    }
+
     // Everything below is queued on the device and read back at once (DeviceScalars).
     DeviceScalars q;
-    // A position-weighted sum of the output's bits: two runs that differ in any element differ here.
-    std::optional<size_t> fingerprint;
-    if (!outputs.empty() && outputs[0].numel() > 0) {
-      const auto bits = outputs[0].contiguous().view(bits_type(c.dtype)).reshape({-1}).to(at::kLong);
-      const auto weights = at::arange(bits.numel(), bits.options()).mul(2654435761LL).add(1);
-      fingerprint = q.add_int(bits.mul(weights).sum());
+    // A position-weighted sum of the outputs' bits: two runs that differ in any element differ here.
+    std::vector<size_t> fingerprints;
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      if (outputs[i].numel() == 0) continue;
+      const auto bits = outputs[i].contiguous().view(bits_type(from_scalar_type(outputs[i].scalar_type()))).reshape({-1}).to(at::kLong);
+      const auto weights = at::arange(bits.numel(), bits.options()).mul(2654435761LL).add(static_cast<int64_t>(2 * i + 1));
+      fingerprints.push_back(q.add_int(bits.mul(weights).sum()));
     }
-    std::vector<size_t> inputs_changed, guards_ok, unwritten;
+    std::vector<size_t> inputs_changed, guards_ok;
     for (size_t i = 0; i < inputs.size(); ++i)
       inputs_changed.push_back(q.add_int(bits_snapshot(inputs[i]).ne(snapshots[i]).any()));
     for (const auto& go : guarded) guards_ok.push_back(q.add_int(guards_intact(go)));
 
-    const Tensors expected = ref.eager(inputs, attrs);
-    Tensors upcast;
-    for (const auto& t : inputs) upcast.push_back(t.to(at::kDouble));
-    const Tensors oracle = ref.oracle(upcast, attrs);
-
-    // Judge the first output with the rule; every output gets the memory checks.
-    const auto tol = rule.tolerance;
-    PendingComparison vs_reference, vs_oracle, reference_vs_oracle;
-    std::optional<size_t> max_ulp;
+    // Every output is judged: floating outputs under the rule, integer outputs exactly; every
+    // output gets the memory checks.
+    struct PerOutput {
+      DType dtype;
+      PendingComparison vs_reference, vs_oracle, reference_vs_oracle;
+      std::optional<size_t> max_ulp;
+      size_t unwritten = 0;
+    };
+    std::vector<PerOutput> per(outputs.size());
     for (size_t i = 0; i < outputs.size(); ++i) {
-      unwritten.push_back(
-          q.add_int(outputs[i].contiguous().view(bits_type(c.dtype)).eq(poison_bits(c.dtype, impl_->device)).sum()));
-      if (i != 0) continue;
+      PerOutput& p = per[i];
+      p.dtype = from_scalar_type(outputs[i].scalar_type());
+      p.unwritten = q.add_int(outputs[i].contiguous().view(bits_type(p.dtype)).eq(poison_bits(p.dtype, impl_->device)).sum());
+      const bool floating = is_floating(p.dtype);
+      const auto tol = floating ? rule.tolerance : Tolerance{0, 0};
       const auto out64 = outputs[i].to(at::kDouble);
       const auto ref64 = expected[i].to(at::kDouble);
-      vs_reference = PendingComparison(q, out64, ref64, tol, Compare::allclose, sweep_rtols);
-      vs_oracle = PendingComparison(q, out64, oracle[i], tol, Compare::stats);
-      reference_vs_oracle = PendingComparison(q, ref64, oracle[i], tol, Compare::max_abs);
-      if (out64.numel() > 0) {
+      p.vs_reference = PendingComparison(q, out64, ref64, tol, Compare::allclose, i == 0 ? sweep_rtols : std::vector<double>{});
+      p.vs_oracle = PendingComparison(q, out64, oracle[i].to(at::kDouble), tol, Compare::stats);
+      p.reference_vs_oracle = PendingComparison(q, ref64, oracle[i].to(at::kDouble), tol, Compare::max_abs);
+      if (floating && out64.numel() > 0 && expected[i].scalar_type() == outputs[i].scalar_type()) {
         const auto finite = at::isfinite(out64) & at::isfinite(ref64);
-        const auto ulp = (ordered_bits(outputs[i], c.dtype) - ordered_bits(expected[i].contiguous(), c.dtype)).abs();
-        max_ulp = q.add_int(at::where(finite, ulp, at::zeros_like(ulp)).max());
+        const auto ulp = (ordered_bits(outputs[i], p.dtype) - ordered_bits(expected[i].contiguous(), p.dtype)).abs();
+        p.max_ulp = q.add_int(at::where(finite, ulp, at::zeros_like(ulp)).max());
       }
     }
     q.fetch();
 
-    if (fingerprint) result.output_fingerprint = static_cast<uint64_t>(q.i(*fingerprint));
-    correctness::Measurement m;
+    if (!fingerprints.empty()) {
+      uint64_t fp = 0;
+      for (size_t slot : fingerprints) fp = fp * 1000003u + static_cast<uint64_t>(q.i(slot));
+      result.output_fingerprint = fp;
+    }
+    bool inputs_modified = false, guards_intact_all = true;
     for (size_t slot : inputs_changed)
-      if (q.i(slot) != 0) m.inputs_modified = true;
+      if (q.i(slot) != 0) inputs_modified = true;
     for (size_t slot : guards_ok)
-      if (q.i(slot) == 0) m.guard_bands_intact = false;
-    m.vs_reference = vs_reference.resolve(q, &m.allclose_worst, &m.worst_element);
-    if (!sweep_rtols.empty()) result.needed_atol = vs_reference.needed_atol(q, sweep_rtols.size());
-    m.vs_oracle = vs_oracle.resolve(q, nullptr, nullptr);
-    m.reference_vs_oracle_max_abs = reference_vs_oracle.resolve(q, nullptr, nullptr).max_abs;
-    for (size_t slot : unwritten) m.vs_reference.unwritten += q.i(slot);
-    if (max_ulp) m.max_ulp = static_cast<double>(q.i(*max_ulp));
-    const auto verdict = correctness::evaluate(rule, m, c.dtype);
+      if (q.i(slot) == 0) guards_intact_all = false;
+    // The case's verdict: the first output that fails, else the one nearest its tolerance.
+    std::optional<correctness::Verdict> chosen;
+    correctness::Measurement chosen_m;
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      PerOutput& p = per[i];
+      correctness::Measurement m;
+      m.inputs_modified = inputs_modified;
+      m.guard_bands_intact = guards_intact_all;
+      m.vs_reference = p.vs_reference.resolve(q, &m.allclose_worst, &m.worst_element);
+      if (i == 0 && !sweep_rtols.empty()) result.needed_atol = p.vs_reference.needed_atol(q, sweep_rtols.size());
+      m.vs_oracle = p.vs_oracle.resolve(q, nullptr, nullptr);
+      m.reference_vs_oracle_max_abs = p.reference_vs_oracle.resolve(q, nullptr, nullptr).max_abs;
+      m.vs_reference.unwritten += q.i(p.unwritten);
+      if (p.max_ulp) m.max_ulp = static_cast<double>(q.i(*p.max_ulp));
+      correctness::RuleConfig r = rule;
+      if (!is_floating(p.dtype)) {
+        r.kind = correctness::RuleKind::allclose;
+        r.tolerance = Tolerance{0, 0};
+      }
+      auto v = correctness::evaluate(r, m, p.dtype);
+      if (outputs.size() > 1 && !v.message.empty()) v.message = "output '" + op.outputs[i].name + "': " + v.message;
+      const bool better = !chosen || (chosen->outcome != Outcome::failed &&
+                                      (v.outcome == Outcome::failed || (std::isfinite(v.margin) && v.margin > chosen->margin)));
+      if (better) {
+        chosen = v;
+        chosen_m = m;
+      }
+    }
+    correctness::Verdict verdict;
+    if (chosen) verdict = *chosen;
+    const correctness::Measurement& m = chosen_m;
     result.outcome = verdict.outcome;
     result.rule = verdict.rule;
     result.observed = verdict.observed;
@@ -518,7 +578,10 @@ std::vector<double> Runner::time_launches(const KernelInfo& kernel, const Case& 
   const Attributes attrs = call_attributes(op, c);
   const Tensors inputs = ref.make_inputs(c, op, impl_->device);
   Tensors outputs;
-  for (const auto& o : op.outputs) outputs.push_back(at::empty(concrete_shape(o.shape, c), inputs[0].options()));
+  for (const auto& o : op.outputs)
+    outputs.push_back(at::empty(concrete_shape(o.shape, c), at::TensorOptions()
+                                                               .dtype(to_scalar_type(op.tensor_dtype(o, c.dtype)))
+                                                               .device(impl_->device)));
   auto& timer = impl_->launch_timer();
   std::function<void()> between;
   if (flush_l2 && impl_->flusher) between = [this] { impl_->flusher->flush(); };
@@ -547,8 +610,9 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
     Tensors out_candidate, out_baseline;
     for (const auto& o : op.outputs) {
       const auto shape = concrete_shape(o.shape, c);
-      out_candidate.push_back(at::empty(shape, inputs[0].options().memory_format(at::MemoryFormat::Contiguous)));
-      out_baseline.push_back(at::empty(shape, inputs[0].options().memory_format(at::MemoryFormat::Contiguous)));
+      const auto options = at::TensorOptions().dtype(to_scalar_type(op.tensor_dtype(o, c.dtype))).device(impl_->device);
+      out_candidate.push_back(at::empty(shape, options));
+      out_baseline.push_back(at::empty(shape, options));
     }
     // Outside the candidate's guard the reference runs: nothing of the kernel to time.
     if (const auto why = impl_->refusal(kernel, inputs, out_candidate, attrs); !why.empty()) {

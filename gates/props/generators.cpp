@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/error.hpp"
+#include "core/expr.hpp"
 #include "core/rng.hpp"
 
 namespace kgate::props {
@@ -66,6 +67,34 @@ Values pick(Rng& rng, std::initializer_list<Values> choices) {
 
 }  // namespace
 
+bool in_domain(const OpSignature& op, const Case& c) {
+  for (const auto& s : op.symbols)
+    if (s.multiple_of > 1 && c.dim(s.name) % s.multiple_of != 0) return false;
+  if (op.relations.empty()) return true;
+  package::SymbolValues values;
+  for (const auto& [name, v] : c.dims) values[name] = v;
+  for (const auto& r : op.relations) {
+    try {
+      if (package::evaluate_expr(r, values) == 0) return false;
+    } catch (const Error&) {
+      return false;  // e.g. a modulo by zero: outside the domain
+    }
+  }
+  return true;
+}
+
+namespace {
+
+// The nearest multiple of the symbol's multiple_of at or below v, kept within [min, max].
+int64_t to_multiple(const SymbolDomain& d, int64_t v) {
+  if (d.multiple_of <= 1) return v;
+  int64_t m = v / d.multiple_of * d.multiple_of;
+  if (m < d.min) m = (d.min + d.multiple_of - 1) / d.multiple_of * d.multiple_of;
+  return m;
+}
+
+}  // namespace
+
 std::vector<int64_t> ragged_sizes(const SymbolDomain& domain, const std::vector<int64_t>& tile_sizes) {
   std::set<int64_t> s = {0, 1, 2, 3, 5, 7, 13, 17, 31, 61, 127, 251, 509, 1021, 2039, 4093};
   for (int k = 2; k <= 20; ++k) {
@@ -83,7 +112,9 @@ std::vector<int64_t> ragged_sizes(const SymbolDomain& domain, const std::vector<
   s.insert(domain.max - 1);
   std::vector<int64_t> out;
   for (int64_t v : s)
-    if (v >= domain.min && v <= domain.max) out.push_back(v);
+    if (v >= domain.min && v <= domain.max && (domain.multiple_of <= 1 || v % domain.multiple_of == 0))
+      out.push_back(v);
+  if (out.empty()) out.push_back(to_multiple(domain, domain.min));
   return out;
 }
 
@@ -107,7 +138,7 @@ std::vector<Case> generate_family(const OpSignature& op, const KernelTraits& tra
     for (auto& [name, v] : c.dims) {
       const SymbolDomain* d = op.symbol(name);
       const int64_t hi = d->typical_max > 0 ? std::min(d->typical_max, d->max) : d->max;
-      v = log_uniform(rng, std::max<int64_t>(d->min, 1), hi);
+      v = to_multiple(*d, log_uniform(rng, std::max<int64_t>(d->min, 1), hi));
     }
     if (family == "random") {
       c.values = rng.coin() ? Values::normal : Values::uniform;
@@ -143,6 +174,21 @@ std::vector<Case> generate_family(const OpSignature& op, const KernelTraits& tra
       throw_usage("unknown case family '" + family + "': expected random, ragged, extreme, special or layout");
     }
     fit_size(c, op, max_elements);
+    for (auto& [name, v] : c.dims) v = to_multiple(*op.symbol(name), v);
+    // Relations between symbols: redraw the shape (same family, values and layout) until they
+    // hold; ops whose relation is rare say it with a product instead ("C": "G*CG").
+    for (int tries = 0; !in_domain(op, c); ++tries) {
+      if (tries == 200)
+        throw_usage("op '" + op.name + "': no shape satisfying its relations was drawn in 200 tries (" +
+                    c.id() + "); write a rare relation as a product of symbols (\"shape\": [\"G*CG\"])");
+      for (auto& [name, v] : c.dims) {
+        const SymbolDomain* d = op.symbol(name);
+        const int64_t hi = d->typical_max > 0 ? std::min(d->typical_max, d->max) : d->max;
+        v = to_multiple(*d, log_uniform(rng, std::max<int64_t>(d->min, 1), family == "ragged" ? std::min<int64_t>(hi, 65) : hi));
+      }
+      fit_size(c, op, max_elements);
+      for (auto& [name, v] : c.dims) v = to_multiple(*op.symbol(name), v);
+    }
     out.push_back(std::move(c));
   }
   return out;

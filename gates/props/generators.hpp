@@ -46,6 +46,10 @@ std::vector<Case> generate_family(const OpSignature& op, const KernelTraits& tra
                                   const std::string& family, int64_t count, uint64_t seed,
                                   int64_t max_elements = int64_t{1} << 24);
 
+/// True when the case's dims respect the op's domain beyond min/max: every symbol's multiple_of
+/// and every relation ("H % G == 0").
+bool in_domain(const OpSignature& op, const Case& c);
+
 /// The ragged sizes for a symbol: 0 (if allowed), 1, 2, small primes, 2^k +- 1, tile +- 1, max;
 /// all within [domain.min, domain.max], sorted and unique.
 std::vector<int64_t> ragged_sizes(const SymbolDomain& domain, const std::vector<int64_t>& tile_sizes);

@@ -1,5 +1,6 @@
 // Greedy case shrinking.
 #include "gates/props/shrink.hpp"
+#include "gates/props/generators.hpp"
 
 #include <algorithm>
 #include <set>
@@ -72,6 +73,7 @@ ShrinkResult shrink(const Case& failing, const OpSignature& op, const std::vecto
       for (int64_t v : shrink_candidates(r.minimal.dim(name), lo, tiles)) {
         Case c = r.minimal;
         c.set_dim(name, v);
+        if (!props::in_domain(op, c)) continue;  // a multiple_of or a relation of the op rules it out
         if (attempt(c)) {
           progress = true;
           break;

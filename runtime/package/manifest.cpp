@@ -16,6 +16,7 @@
 
 #include "core/error.hpp"
 #include "core/safe_text.hpp"
+#include "core/strict_json.hpp"
 #include "runtime/package/package_files.hpp"
 
 namespace kgate::package {
@@ -368,22 +369,9 @@ class Checker {
     }
     std::stringstream ss;
     ss << in.rdbuf();
-    // JSON itself leaves duplicate keys open and the parser keeps the last: two "grid"s would mean
-    // what one reader sees is not what another runs. Each object's keys are tracked while parsing.
-    std::vector<std::set<std::string>> keys;
     std::string duplicate;
-    const json::parser_callback_t on_event = [&](int depth, json::parse_event_t event,
-                                                 json& parsed) {
-      (void)depth;
-      if (event == json::parse_event_t::object_start) keys.emplace_back();
-      else if (event == json::parse_event_t::object_end && !keys.empty()) keys.pop_back();
-      else if (event == json::parse_event_t::key && !keys.empty() && duplicate.empty() &&
-               !keys.back().insert(parsed.get<std::string>()).second)
-        duplicate = parsed.get<std::string>();
-      return true;
-    };
     try {
-      doc = json::parse(ss.str(), on_event);
+      doc = parse_strict_json(ss.str(), &duplicate);  // core/strict_json.hpp
     } catch (const json::exception& e) {
       // "[json.exception.parse_error.101] parse error at line 3, column 5: ..." -> "parse error
       // ..." (number overflows such as 1e400 come as out_of_range).

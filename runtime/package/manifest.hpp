@@ -17,7 +17,7 @@
 
 #include "core/dtype.hpp"
 #include "core/op_signature.hpp"
-#include "runtime/package/expr.hpp"
+#include "core/expr.hpp"
 
 namespace kgate::package {
 

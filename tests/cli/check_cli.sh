@@ -2,7 +2,7 @@
 # End-to-end checks of the kgate command on the cpu backend (no GPU needed):
 #   kgate check --backend cpu --out DIR  -> exit 0, report.json with the schema, junit.xml
 #   a mutant                             -> exit 1 with the failing case and repro printed
-#   kgate list --ops                     -> one op per line
+#   kgate list --ops                     -> one op per line: name, signature, dtypes, origin
 #   bad usage                            -> exit 4
 set -u
 kgate=$1
@@ -41,8 +41,22 @@ rc=$?
 [ $rc -eq 0 ] || { cat "$out.replay-ok.log"; fail "replay of softmax_cpu exited $rc, expected 0"; }
 grep -q "^stale-output check: passed" "$out.replay-ok.log" || { cat "$out.replay-ok.log"; fail "replay did not run the stale-output check"; }
 
-[ "$("$kgate" list --ops | grep -c '^softmax$')" -eq 1 ] || fail "kgate list --ops does not list softmax on its own line"
+[ "$("$kgate" list --ops | grep -c '^softmax .*built-in$')" -eq 1 ] || fail "kgate list --ops does not list softmax on its own line"
 "$kgate" list | grep -q softmax_cpu || fail "kgate list does not list softmax_cpu"
+
+# Op files: --ops adds them to the catalogue (with where they come from); a bad one is exit 4 naming
+# file and field; a case of a file op is refused on a kernel of another op.
+src=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+"$kgate" --ops "$src/tests/ops" list --ops | grep -q "^softmax_script .*tests/ops/softmax.json$" ||
+  fail "kgate --ops tests/ops list --ops does not list softmax_script with its file"
+printf '{"format": "kgate-op/1", "name": "half_done", "dtypes": ["f32"]}\n' > "$out.bad_op.json"
+"$kgate" --ops "$out.bad_op.json" list --ops > "$out.bad_op.log" 2>&1
+rc=$?
+[ $rc -eq 4 ] || fail "an invalid op file exited $rc, expected 4"
+grep -q "$out.bad_op.json: symbols: required" "$out.bad_op.log" || { cat "$out.bad_op.log"; fail "op file problem not named by file and field"; }
+"$kgate" --ops "$src/tests/ops" replay --kernel softmax_cpu 'softmax_script:f32:B=4,N=33:contiguous:normal:0000000000000001' > "$out.op_mismatch.log" 2>&1
+[ $? -eq 4 ] && grep -q "is for op 'softmax_script' but kernel 'softmax_cpu' implements 'softmax'" "$out.op_mismatch.log" ||
+  { cat "$out.op_mismatch.log"; fail "a case of another op was not refused"; }
 
 "$kgate" check --backend cpu --kernel no_such_kernel > "$out.usage.log" 2>&1
 rc=$?

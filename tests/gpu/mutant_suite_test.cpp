@@ -73,6 +73,11 @@ const std::vector<MutantSpec>& mutant_specs() {
        "members over 4096 elements truncated"},
       {"mutant_adaptive_avg_pool2d_floor_end", "adaptive_avg_pool2d_direct",
        "window end rounded down"},
+      // An op declared by an op file (kernels/fused_add_rms_norm/fused_add_rms_norm.op.json).
+      {"mutant_fused_add_rms_norm_tail_dropped", "fused_add_rms_norm_block",
+       "row tail (H % 256) neither normalized nor stored"},
+      {"mutant_fused_add_rms_norm_norms_x", "fused_add_rms_norm_block",
+       "normalizes x instead of x + residual"},
   };
   return specs;
 }

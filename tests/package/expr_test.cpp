@@ -1,6 +1,6 @@
 // Tests of the manifest expression evaluator: precedence, functions, C division semantics, symbol
 // checks, and the exact messages of parse and evaluation errors (with columns).
-#include "runtime/package/expr.hpp"
+#include "core/expr.hpp"
 
 #include <gtest/gtest.h>
 

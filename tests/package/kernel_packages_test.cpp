@@ -27,11 +27,7 @@ const fs::path kKernels = fs::path(KGATE_SOURCE_DIR) / "kernels";
 
 CheckOptions real_catalogue() {
   CheckOptions o;
-  o.find_op = [](const std::string& name) -> const OpSignature* {
-    for (const auto& op : op_catalogue())
-      if (op.name == name) return &op;
-    return nullptr;
-  };
+  o.find_op = [](const std::string& name) { return lookup_op(name); };
   for (const auto& op : op_catalogue()) o.known_ops.push_back(op.name);
   return o;
 }

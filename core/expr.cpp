@@ -1,5 +1,5 @@
 // Recursive-descent parser and checked evaluator of manifest integer expressions.
-#include "runtime/package/expr.hpp"
+#include "core/expr.hpp"
 
 #include <algorithm>
 #include <cctype>

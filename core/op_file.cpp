@@ -1,0 +1,500 @@
+// Reading and checking op files (kgate-op/1).
+#include "core/op_file.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
+#include "core/expr.hpp"
+#include "core/safe_text.hpp"
+#include "core/strict_json.hpp"
+
+namespace kgate {
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+const std::vector<std::string>& value_draw_kinds() {
+  static const std::vector<std::string> kinds = {"case",   "norm",   "normal",      "uniform", "positive",
+                                                 "integers", "sorted", "simplex", "permutation", "mask"};
+  return kinds;
+}
+
+namespace {
+
+constexpr size_t kMaxProblems = 100;
+
+bool is_identifier(const std::string& s, size_t max_len = 64) {
+  if (s.empty() || s.size() > max_len) return false;
+  if (!(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+class Reader {
+ public:
+  explicit Reader(std::string path) : path_(std::move(path)) {}
+
+  void problem(const std::string& field, const std::string& message) {
+    if (problems_.size() < kMaxProblems)
+      problems_.push_back(path_ + ": " + inline_untrusted(field, 200) + ": " + message);
+    else
+      ++dropped_;
+  }
+  bool ok() const { return problems_.empty(); }
+
+  [[noreturn]] void fail() const {
+    std::string text = "op file " + path_ + " is invalid (" + std::to_string(problems_.size() + dropped_) +
+                       " problem" + (problems_.size() + dropped_ == 1 ? "" : "s") + "):";
+    for (const auto& p : problems_) text += "\n  " + p;
+    if (dropped_) text += "\n  ... " + std::to_string(dropped_) + " more problems are not listed";
+    throw Error(ErrorKind::usage, safe_log_text(text, 64 * 1024));
+  }
+
+  void unknown_keys(const json& obj, const std::string& field, const std::vector<std::string>& known) {
+    for (const auto& item : obj.items())
+      if (std::find(known.begin(), known.end(), item.key()) == known.end())
+        problem(field.empty() ? item.key() : field + "." + item.key(),
+                "unknown key " + quote_untrusted(item.key(), 60) + "; expected one of: " + join(known));
+  }
+
+  // Typed getters: a problem when present with the wrong type; the fallback otherwise.
+  std::string str(const json& obj, const std::string& key, const std::string& field, const std::string& fallback,
+                  bool required = false) {
+    if (!obj.contains(key)) {
+      if (required) problem(field, "required (a string)");
+      return fallback;
+    }
+    const auto& v = obj.at(key);
+    if (!v.is_string()) {
+      problem(field, "expected a string");
+      return fallback;
+    }
+    return v.get<std::string>();
+  }
+  double num(const json& obj, const std::string& key, const std::string& field, double fallback) {
+    if (!obj.contains(key)) return fallback;
+    const auto& v = obj.at(key);
+    if (!v.is_number() || !std::isfinite(v.get<double>())) {
+      problem(field, "expected a finite number");
+      return fallback;
+    }
+    return v.get<double>();
+  }
+  int64_t integer(const json& obj, const std::string& key, const std::string& field, int64_t fallback,
+                  int64_t lo, int64_t hi) {
+    if (!obj.contains(key)) return fallback;
+    const auto& v = obj.at(key);
+    if (!v.is_number_integer()) {
+      problem(field, "expected an integer");
+      return fallback;
+    }
+    const int64_t x = v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)
+                          ? INT64_MAX
+                          : v.get<int64_t>();
+    if (x < lo || x > hi) {
+      problem(field, std::to_string(x) + " is outside [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+      return fallback;
+    }
+    return x;
+  }
+  bool boolean(const json& obj, const std::string& key, const std::string& field, bool fallback) {
+    if (!obj.contains(key)) return fallback;
+    if (!obj.at(key).is_boolean()) {
+      problem(field, "expected true or false");
+      return fallback;
+    }
+    return obj.at(key).get<bool>();
+  }
+  // A TorchScript source: a string, or an array of lines.
+  std::string source(const json& obj, const std::string& key) {
+    if (!obj.contains(key)) return {};
+    const auto& v = obj.at(key);
+    if (v.is_string()) return v.get<std::string>();
+    if (v.is_array()) {
+      std::string text;
+      for (size_t i = 0; i < v.size(); ++i) {
+        if (!v[i].is_string()) {
+          problem(key + "[" + std::to_string(i) + "]", "expected a string (one line of TorchScript)");
+          return {};
+        }
+        text += v[i].get<std::string>() + "\n";
+      }
+      return text;
+    }
+    problem(key, "expected TorchScript source: a string, or an array of lines");
+    return {};
+  }
+
+  // An integer expression over the declared symbols; "" when it does not parse.
+  bool expression(const std::string& text, const std::string& field, const std::set<std::string, std::less<>>& known) {
+    try {
+      package::Expr::parse(text).check_symbols(known);
+      return true;
+    } catch (const Error& e) {
+      problem(field, e.what());
+      return false;
+    }
+  }
+
+  OpFile read(const std::string& text) {
+    OpFile f;
+    f.path = path_;
+    OpSignature& op = f.signature;
+    op.origin = path_;
+    json doc;
+    std::string duplicate;
+    try {
+      doc = parse_strict_json(text, &duplicate);
+    } catch (const json::exception& e) {
+      std::string what = e.what();
+      if (auto pos = what.find("] "); pos != std::string::npos) what = what.substr(pos + 2);
+      problem("(document)", "not valid JSON: " + what);
+      fail();
+    }
+    if (!duplicate.empty()) {
+      problem("(document)", "the key " + quote_untrusted(duplicate, 60) + " appears twice in one object");
+      fail();
+    }
+    if (!doc.is_object()) {
+      problem("(document)", "expected a JSON object");
+      fail();
+    }
+    const std::string format = str(doc, "format", "format", "", true);
+    if (!format.empty() && format != "kgate-op/1") {
+      problem("format", quote_untrusted(format, 40) + " is not an op file format this kgate reads; expected \"kgate-op/1\"");
+      fail();
+    }
+    unknown_keys(doc, "", {"format", "name", "summary", "symbols", "relations", "inputs", "outputs", "dtypes",
+                           "attributes", "reduced", "nan", "rule", "tolerance", "deterministic", "speed_shapes",
+                           "reference", "oracle", "$schema"});
+    op.name = str(doc, "name", "name", "", true);
+    if (!op.name.empty() && !is_identifier(op.name))
+      problem("name", quote_untrusted(op.name, 60) +
+                          " is not a valid op name: letters, digits and '_', starting with a letter, at most 64");
+    op.summary = str(doc, "summary", "summary", "");
+    if (op.summary.size() > 400) problem("summary", "at most 400 characters");
+
+    // Symbols, in order: the order of a case id's dims.
+    std::set<std::string, std::less<>> symbols;
+    if (!doc.contains("symbols") || !doc["symbols"].is_array() || doc["symbols"].empty()) {
+      problem("symbols", "required: an array of shape symbols, e.g. [{\"name\": \"N\", \"min\": 1, \"max\": 65536}]");
+    } else {
+      const auto& arr = doc["symbols"];
+      for (size_t i = 0; i < arr.size(); ++i) {
+        const std::string field = "symbols[" + std::to_string(i) + "]";
+        if (!arr[i].is_object()) {
+          problem(field, "expected an object with name, min and max");
+          continue;
+        }
+        unknown_keys(arr[i], field, {"name", "min", "max", "typical_max", "multiple_of"});
+        SymbolDomain d;
+        d.name = str(arr[i], "name", field + ".name", "", true);
+        if (!d.name.empty() && !is_identifier(d.name, 32))
+          problem(field + ".name", quote_untrusted(d.name, 40) + " is not a symbol name (an identifier)");
+        else if (!d.name.empty() && !symbols.insert(d.name).second)
+          problem(field + ".name", "symbol '" + d.name + "' is declared twice");
+        if (!arr[i].contains("max")) problem(field + ".max", "required");
+        d.min = integer(arr[i], "min", field + ".min", 1, 0, int64_t{1} << 31);
+        d.max = integer(arr[i], "max", field + ".max", d.min, 0, int64_t{1} << 31);
+        if (d.max < d.min) problem(field + ".max", "is below min (" + std::to_string(d.min) + ")");
+        d.typical_max = integer(arr[i], "typical_max", field + ".typical_max", 0, 0, int64_t{1} << 31);
+        if (d.typical_max != 0 && (d.typical_max < d.min || d.typical_max > d.max))
+          problem(field + ".typical_max", "must lie in [min, max]");
+        d.multiple_of = integer(arr[i], "multiple_of", field + ".multiple_of", 1, 1, int64_t{1} << 20);
+        if (d.multiple_of > 1 && d.max / d.multiple_of * d.multiple_of < std::max<int64_t>(d.min, 1))
+          problem(field + ".multiple_of", "no multiple of " + std::to_string(d.multiple_of) + " lies in [min, max]");
+        op.symbols.push_back(d);
+      }
+    }
+
+    if (doc.contains("relations")) {
+      if (!doc["relations"].is_array()) problem("relations", "expected an array of expressions such as \"H % G == 0\"");
+      else
+        for (size_t i = 0; i < doc["relations"].size(); ++i) {
+          const auto& r = doc["relations"][i];
+          const std::string field = "relations[" + std::to_string(i) + "]";
+          if (!r.is_string()) problem(field, "expected a string");
+          else if (expression(r.get<std::string>(), field, symbols)) op.relations.push_back(r.get<std::string>());
+        }
+    }
+
+    // dtypes of a case (the floating dtype a case has; tensors declare theirs relative to it).
+    if (!doc.contains("dtypes") || !doc["dtypes"].is_array() || doc["dtypes"].empty()) {
+      problem("dtypes", "required: the case dtypes, e.g. [\"f32\", \"f16\", \"bf16\"]");
+    } else {
+      for (size_t i = 0; i < doc["dtypes"].size(); ++i) {
+        const std::string field = "dtypes[" + std::to_string(i) + "]";
+        try {
+          const DType d = parse_dtype(doc["dtypes"][i].is_string() ? doc["dtypes"][i].get<std::string>() : "?");
+          if (!is_floating(d)) problem(field, "a case dtype must be floating (f16, bf16, f32, f64); integer tensors take a fixed \"dtype\"");
+          else op.dtypes.push_back(d);
+        } catch (const Error& e) {
+          problem(field, e.what());
+        }
+      }
+    }
+
+    const auto tensors = [&](const std::string& key, bool inputs) {
+      std::vector<TensorSpec> out;
+      if (!doc.contains(key) || !doc[key].is_array() || (doc[key].empty() && !inputs)) {
+        problem(key, "required: an array of tensors, e.g. [{\"name\": \"x\", \"shape\": [\"B\", \"N\"]}]");
+        return out;
+      }
+      std::set<std::string> names;
+      for (size_t i = 0; i < doc[key].size(); ++i) {
+        const auto& t = doc[key][i];
+        const std::string field = key + "[" + std::to_string(i) + "]";
+        if (!t.is_object()) {
+          problem(field, "expected an object with name and shape");
+          continue;
+        }
+        if (inputs) unknown_keys(t, field, {"name", "shape", "dtype", "values", "keep_dtype_in_oracle"});
+        else unknown_keys(t, field, {"name", "shape", "dtype"});
+        TensorSpec spec;
+        spec.name = str(t, "name", field + ".name", "", true);
+        if (!spec.name.empty() && !is_identifier(spec.name, 64))
+          problem(field + ".name", quote_untrusted(spec.name, 40) + " is not a tensor name (an identifier)");
+        else if (!spec.name.empty() && !names.insert(spec.name).second)
+          problem(field + ".name", "tensor '" + spec.name + "' is declared twice");
+        if (!t.contains("shape") || !t["shape"].is_array()) {
+          problem(field + ".shape", "required: an array of dims (symbols, integers or expressions such as \"2*H\"); [] for a scalar");
+        } else {
+          for (size_t k = 0; k < t["shape"].size(); ++k) {
+            const auto& dim = t["shape"][k];
+            const std::string dfield = field + ".shape[" + std::to_string(k) + "]";
+            std::string text = dim.is_number_integer() ? std::to_string(dim.get<int64_t>())
+                                                       : dim.is_string() ? dim.get<std::string>() : std::string();
+            if (text.empty()) problem(dfield, "expected a symbol, an integer or an expression");
+            else if (expression(text, dfield, symbols)) spec.shape.push_back(text);
+          }
+        }
+        std::string dtype = str(t, "dtype", field + ".dtype", "case");
+        if (dtype != "case") {
+          try {
+            spec.dtype = dtype_name(parse_dtype(dtype));
+          } catch (const Error& e) {
+            problem(field + ".dtype", std::string(e.what()) + " (or \"case\": the case's dtype)");
+          }
+        }
+        if (inputs) {
+          spec.keep_dtype_in_oracle = boolean(t, "keep_dtype_in_oracle", field + ".keep_dtype_in_oracle", false);
+          if (t.contains("values")) read_draw(t["values"], field + ".values", spec, symbols);
+          else if (!spec.dtype.empty() && !is_floating(parse_dtype(spec.dtype)))
+            problem(field + ".values", "an integer tensor needs values, e.g. {\"kind\": \"integers\", \"low\": 0, \"high\": \"V-1\"}");
+        }
+        out.push_back(std::move(spec));
+      }
+      return out;
+    };
+    op.inputs = tensors("inputs", true);
+    op.outputs = tensors("outputs", false);
+    for (size_t i = 0; i < op.outputs.size(); ++i)
+      for (const auto& in : op.inputs)
+        if (in.name == op.outputs[i].name)
+          problem("outputs[" + std::to_string(i) + "].name", "'" + in.name + "' is also an input's name");
+
+    if (doc.contains("attributes")) {
+      if (!doc["attributes"].is_object()) problem("attributes", "expected an object of name: number, e.g. {\"eps\": 1e-6}");
+      else
+        for (const auto& item : doc["attributes"].items()) {
+          const std::string field = "attributes." + item.key();
+          if (!is_identifier(item.key(), 64)) problem(field, "not an attribute name (an identifier)");
+          else if (symbols.count(item.key())) problem(field, "'" + item.key() + "' is also a shape symbol");
+          else if (item.value().is_boolean()) op.attributes[item.key()] = item.value().get<bool>() ? 1 : 0;
+          else if (!item.value().is_number() || !std::isfinite(item.value().get<double>()))
+            problem(field, "expected a finite number (or true/false)");
+          else op.attributes[item.key()] = item.value().get<double>();
+        }
+    }
+
+    op.reduced_symbol = str(doc, "reduced", "reduced", "");
+    if (!op.reduced_symbol.empty() && !symbols.count(op.reduced_symbol))
+      problem("reduced", "'" + op.reduced_symbol + "' is not a declared symbol; expected one of: " +
+                             join(std::vector<std::string>(symbols.begin(), symbols.end())));
+
+    const std::string nan = str(doc, "nan", "nan", "propagate");
+    if (nan == "propagate") op.nan_contract = NanContract::propagate;
+    else if (nan == "ignore") op.nan_contract = NanContract::ignore;
+    else problem("nan", "expected \"propagate\" (NaN/Inf positions must match the reference) or \"ignore\" (never generated)");
+
+    op.default_rule = str(doc, "rule", "rule", "allclose");
+    if (op.default_rule != "allclose" && op.default_rule != "ulp" && op.default_rule != "ref_ratio")
+      problem("rule", "expected allclose, ulp or ref_ratio");
+    op.deterministic = boolean(doc, "deterministic", "deterministic", true);
+
+    for (DType d : op.dtypes) op.tolerance[d] = assert_close_tolerance(d);
+    if (doc.contains("tolerance")) {
+      if (!doc["tolerance"].is_object()) problem("tolerance", "expected {\"f16\": {\"atol\": ..., \"rtol\": ...}, ...}");
+      else
+        for (const auto& item : doc["tolerance"].items()) {
+          const std::string field = "tolerance." + item.key();
+          DType d;
+          try {
+            d = parse_dtype(item.key());
+          } catch (const Error& e) {
+            problem(field, e.what());
+            continue;
+          }
+          if (!item.value().is_object()) {
+            problem(field, "expected {\"atol\": ..., \"rtol\": ...}");
+            continue;
+          }
+          unknown_keys(item.value(), field, {"atol", "rtol"});
+          Tolerance t = op.tolerance_for(d);
+          t.atol = num(item.value(), "atol", field + ".atol", t.atol);
+          t.rtol = num(item.value(), "rtol", field + ".rtol", t.rtol);
+          if (t.atol < 0 || t.rtol < 0) problem(field, "tolerances are not negative");
+          op.tolerance[d] = t;
+        }
+    }
+
+    if (doc.contains("speed_shapes")) {
+      if (!doc["speed_shapes"].is_array()) problem("speed_shapes", "expected an array of {symbol: value} objects");
+      else
+        for (size_t i = 0; i < doc["speed_shapes"].size(); ++i) {
+          const auto& s = doc["speed_shapes"][i];
+          const std::string field = "speed_shapes[" + std::to_string(i) + "]";
+          if (!s.is_object()) {
+            problem(field, "expected an object such as {\"B\": 4096, \"N\": 4096}");
+            continue;
+          }
+          std::vector<std::pair<std::string, int64_t>> shape;
+          for (const auto& d : op.symbols) {
+            if (!s.contains(d.name)) {
+              problem(field, "gives no value for symbol '" + d.name + "'");
+              continue;
+            }
+            shape.emplace_back(d.name, integer(s, d.name, field + "." + d.name, d.min, d.min, d.max));
+          }
+          unknown_keys(s, field, std::vector<std::string>(symbols.begin(), symbols.end()));
+          op.speed_shapes.push_back(std::move(shape));
+        }
+    }
+
+    f.reference = source(doc, "reference");
+    if (!doc.contains("reference"))
+      problem("reference", "required: TorchScript source of `def reference(x: Tensor, ...) -> Tuple[Tensor, ...]`");
+    else if (f.reference.find("def reference") == std::string::npos)
+      problem("reference", "the source defines no function `reference`");
+    f.oracle = source(doc, "oracle");
+    if (doc.contains("oracle") && f.oracle.find("def oracle") == std::string::npos)
+      problem("oracle", "the source defines no function `oracle`");
+    if (f.reference.size() + f.oracle.size() > 64 * 1024) problem("reference", "at most 64 KiB of TorchScript");
+    if (!ok()) fail();
+    return f;
+  }
+
+ private:
+  void read_draw(const json& v, const std::string& field, TensorSpec& spec,
+                 const std::set<std::string, std::less<>>& symbols) {
+    ValueDraw& d = spec.values;
+    if (!v.is_object()) {
+      problem(field, "expected an object such as {\"kind\": \"normal\", \"mean\": 1, \"std\": 0.5}");
+      return;
+    }
+    d.kind = str(v, "kind", field + ".kind", "case", true);
+    const auto& kinds = value_draw_kinds();
+    if (std::find(kinds.begin(), kinds.end(), d.kind) == kinds.end()) {
+      problem(field + ".kind", quote_untrusted(d.kind, 40) + " is not a value kind; expected one of: " + join(kinds));
+      return;
+    }
+    static const std::map<std::string, std::vector<std::string>> keys = {
+        {"case", {"kind", "extreme", "seed_from"}},
+        {"norm", {"kind", "extreme", "mean_to_spread", "zero_constant", "seed_from"}},
+        {"normal", {"kind", "mean", "std", "seed_from"}},
+        {"uniform", {"kind", "low", "high", "seed_from"}},
+        {"positive", {"kind", "low", "extreme", "seed_from"}},
+        {"integers", {"kind", "low", "high", "edges", "seed_from"}},
+        {"sorted", {"kind", "extreme", "seed_from"}},
+        {"simplex", {"kind", "seed_from"}},
+        {"permutation", {"kind", "seed_from"}},
+        {"mask", {"kind", "p", "seed_from"}}};
+    unknown_keys(v, field, keys.at(d.kind));
+    d.seed_from = str(v, "seed_from", field + ".seed_from", "");
+    d.extreme = num(v, "extreme", field + ".extreme", 0);
+    d.mean = num(v, "mean", field + ".mean", 0);
+    d.std = num(v, "std", field + ".std", 1);
+    d.mean_to_spread = num(v, "mean_to_spread", field + ".mean_to_spread", 16);
+    d.zero_constant = boolean(v, "zero_constant", field + ".zero_constant", false);
+    d.p = num(v, "p", field + ".p", 0.5);
+    d.edges = boolean(v, "edges", field + ".edges", true);
+    if (d.std < 0) problem(field + ".std", "must not be negative");
+    if (d.p < 0 || d.p > 1) problem(field + ".p", "must lie in [0, 1]");
+    if (d.mean_to_spread <= 0) problem(field + ".mean_to_spread", "must be positive");
+    const bool integer_tensor = !spec.dtype.empty() && !is_floating(parse_dtype(spec.dtype));
+    if (d.kind == "integers" || d.kind == "permutation") {
+      if (!integer_tensor) problem(field + ".kind", "'" + d.kind + "' values need an integer \"dtype\" (i32 or i64)");
+    } else if (integer_tensor && d.kind != "mask") {
+      problem(field + ".kind", "an integer tensor takes integers, permutation or mask values");
+    }
+    if (d.kind == "integers") {
+      for (const char* key : {"low", "high"}) {
+        const std::string kfield = field + "." + key;
+        if (!v.contains(key)) {
+          problem(kfield, "required: an integer or an expression of the symbols, such as \"V-1\"");
+          continue;
+        }
+        const auto& b = v.at(key);
+        const std::string text = b.is_number_integer() ? std::to_string(b.get<int64_t>())
+                                                       : b.is_string() ? b.get<std::string>() : std::string();
+        if (text.empty()) problem(kfield, "expected an integer or an expression");
+        else if (expression(text, kfield, symbols)) (std::string(key) == "low" ? d.low_expr : d.high_expr) = text;
+      }
+    } else {
+      d.low = num(v, "low", field + ".low", d.kind == "positive" ? 0.0 : 0.0);
+      d.high = num(v, "high", field + ".high", 1.0);
+      if (d.kind == "uniform" && !(d.high > d.low)) problem(field + ".high", "must be above low");
+    }
+  }
+
+  std::string path_;
+  std::vector<std::string> problems_;
+  size_t dropped_ = 0;
+};
+
+}  // namespace
+
+OpFile parse_op_file(const std::string& text, const std::string& path) { return Reader(path).read(text); }
+
+OpFile read_op_file(const std::string& path) {
+  std::error_code ec;
+  const auto status = fs::symlink_status(path, ec);
+  if (ec || !fs::exists(status)) throw_usage("op file " + path + " does not exist");
+  if (!fs::is_regular_file(fs::status(path, ec)))
+    throw_usage("op file " + path + " is not a regular file");
+  const auto size = fs::file_size(path, ec);
+  if (ec || size > kMaxOpFileBytes)
+    throw_usage("op file " + path + " has " + std::to_string(size) + " bytes; at most " +
+                std::to_string(kMaxOpFileBytes) + " are read");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw_usage("op file " + path + " cannot be read");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_op_file(ss.str(), path);
+}
+
+std::vector<std::string> op_file_paths(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_regular_file(path, ec)) return {path};
+  if (!fs::is_directory(path, ec))
+    throw_usage("--ops " + path + ": no such file or directory (expected an op file or a directory of them)");
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(path, ec))
+    if (e.path().extension() == ".json" && e.is_regular_file(ec)) out.push_back(e.path().string());
+  std::sort(out.begin(), out.end());
+  if (out.empty()) throw_usage("--ops " + path + ": the directory holds no *.json op file");
+  return out;
+}
+
+}  // namespace kgate

@@ -1,0 +1,16 @@
+// JSON that kgate reads from users (manifests, op files): duplicate keys are not left to the
+// parser. JSON leaves them open and nlohmann keeps the last, so two "grid"s would mean that what
+// one reader sees is not what another runs.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace kgate {
+
+/// Parses `text`; `*duplicate` is set to the first key that appears twice in one object ("" when
+/// none). Throws nlohmann::json::exception on invalid JSON (and numbers out of range).
+nlohmann::json parse_strict_json(const std::string& text, std::string* duplicate);
+
+}  // namespace kgate

@@ -1,0 +1,148 @@
+// Op files (kgate-op/1): what a valid file becomes, and the FILE: FIELD: message of each mistake.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
+#include "core/op_file.hpp"
+
+namespace kgate {
+namespace {
+
+using json = nlohmann::json;
+
+json valid() {
+  return json::parse(R"({
+    "format": "kgate-op/1",
+    "name": "fused_add_rms_norm",
+    "summary": "residual += x; y = rms_norm(residual) * weight",
+    "symbols": [{"name": "T", "min": 0, "max": 8192, "typical_max": 256},
+                {"name": "H", "min": 1, "max": 16384, "multiple_of": 8}],
+    "relations": ["H % 8 == 0"],
+    "inputs": [{"name": "x", "shape": ["T", "H"], "values": {"kind": "norm"}},
+               {"name": "residual", "shape": ["T", "H"]},
+               {"name": "weight", "shape": ["H"], "values": {"kind": "normal", "mean": 1, "std": 0.5}},
+               {"name": "pos", "shape": ["T"], "dtype": "i64", "values": {"kind": "integers", "low": 0, "high": "H-1"}}],
+    "outputs": [{"name": "y", "shape": ["T", "H"]}, {"name": "residual_out", "shape": ["T", "H"]},
+                {"name": "count", "shape": [1], "dtype": "i32"}],
+    "dtypes": ["bf16", "f16"],
+    "attributes": {"eps": 1e-6, "interleaved": true},
+    "reduced": "H",
+    "nan": "ignore",
+    "rule": "ref_ratio",
+    "tolerance": {"bf16": {"rtol": 0.02}},
+    "deterministic": false,
+    "speed_shapes": [{"T": 4096, "H": 4096}],
+    "reference": ["def reference(x: Tensor, residual: Tensor, weight: Tensor, pos: Tensor, eps: float):",
+                  "    return x, x, pos"]
+  })");
+}
+
+std::string problems_of(const json& doc) {
+  try {
+    parse_op_file(doc.dump(), "ops/my_op.json");
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::usage);
+    return e.what();
+  }
+  return "";
+}
+
+TEST(OpFile, ValidFileBecomesASignature) {
+  const OpFile f = parse_op_file(valid().dump(), "ops/my_op.json");
+  const OpSignature& op = f.signature;
+  EXPECT_EQ(op.name, "fused_add_rms_norm");
+  EXPECT_EQ(op.origin, "ops/my_op.json");
+  ASSERT_EQ(op.symbols.size(), 2u);
+  EXPECT_EQ(op.symbols[0].name, "T");  // declaration order: the order of a case id's dims
+  EXPECT_EQ(op.symbols[1].multiple_of, 8);
+  ASSERT_EQ(op.inputs.size(), 4u);
+  EXPECT_EQ(op.inputs[0].values.kind, "norm");
+  EXPECT_EQ(op.inputs[1].values.kind, "case");  // the default
+  EXPECT_EQ(op.inputs[2].values.mean, 1);
+  EXPECT_EQ(op.inputs[3].dtype, "i64");
+  EXPECT_EQ(op.inputs[3].values.high_expr, "H-1");
+  EXPECT_EQ(op.tensor_dtype(op.inputs[0], DType::bf16), DType::bf16);
+  EXPECT_EQ(op.tensor_dtype(op.outputs[2], DType::bf16), DType::i32);
+  EXPECT_EQ(op.attributes.at("interleaved"), 1);
+  EXPECT_EQ(op.reduced_symbol, "H");
+  EXPECT_EQ(op.nan_contract, NanContract::ignore);
+  EXPECT_EQ(op.default_rule, "ref_ratio");
+  EXPECT_FALSE(op.deterministic);
+  EXPECT_DOUBLE_EQ(op.tolerance_for(DType::bf16).rtol, 0.02);
+  EXPECT_DOUBLE_EQ(op.tolerance_for(DType::bf16).atol, 1e-5);  // kept from the default
+  EXPECT_DOUBLE_EQ(op.tolerance_for(DType::f16).rtol, 1e-3);
+  ASSERT_EQ(op.speed_shapes.size(), 1u);
+  EXPECT_EQ(op.speed_shapes[0][1], (std::pair<std::string, int64_t>{"H", 4096}));
+  EXPECT_NE(f.reference.find("def reference"), std::string::npos);
+  EXPECT_EQ(op.relations, std::vector<std::string>{"H % 8 == 0"});
+}
+
+TEST(OpFile, EachMistakeNamesFileFieldAndFix) {
+  struct Mistake {
+    std::function<void(json&)> edit;
+    std::string expected;
+  };
+  const std::vector<Mistake> mistakes = {
+      {[](json& d) { d["format"] = "kgate-op/2"; }, "ops/my_op.json: format: \"kgate-op/2\" is not an op file format"},
+      {[](json& d) { d.erase("reference"); }, "ops/my_op.json: reference: required"},
+      {[](json& d) { d["refrence"] = "x"; }, "ops/my_op.json: refrence: unknown key"},
+      {[](json& d) { d["inputs"][0]["shape"][1] = "K"; }, "inputs[0].shape[1]: in \"K\""},
+      {[](json& d) { d["inputs"][3].erase("values"); }, "inputs[3].values: an integer tensor needs values"},
+      {[](json& d) { d["inputs"][0]["values"]["kind"] = "gaussian"; }, "inputs[0].values.kind: \"gaussian\" is not a value kind"},
+      {[](json& d) { d["inputs"][2]["values"]["sigma"] = 1; }, "inputs[2].values.sigma: unknown key"},
+      {[](json& d) { d["dtypes"][0] = "i32"; }, "dtypes[0]: a case dtype must be floating"},
+      {[](json& d) { d["symbols"][1]["max"] = 0; }, "symbols[1].max: is below min"},
+      {[](json& d) { d["reduced"] = "N"; }, "reduced: 'N' is not a declared symbol"},
+      {[](json& d) { d["outputs"][0]["name"] = "x"; }, "outputs[0].name: 'x' is also an input's name"},
+      {[](json& d) { d["relations"][0] = "H %% 8"; }, "relations[0]:"},
+      {[](json& d) { d["speed_shapes"][0].erase("T"); }, "speed_shapes[0]: gives no value for symbol 'T'"},
+      {[](json& d) { d["tolerance"]["bf16"]["rtol"] = -1; }, "tolerance.bf16: tolerances are not negative"},
+      {[](json& d) { d["reference"] = "def ref(x: Tensor):\n    return x\n"; }, "reference: the source defines no function `reference`"},
+      {[](json& d) { d["name"] = "rms norm"; }, "name: \"rms norm\" is not a valid op name"},
+  };
+  for (const auto& m : mistakes) {
+    json d = valid();
+    m.edit(d);
+    const std::string what = problems_of(d);
+    EXPECT_NE(what.find(m.expected), std::string::npos) << "expected: " << m.expected << "\ngot: " << what;
+  }
+}
+
+TEST(OpFile, AllProblemsAreListedAtOnce) {
+  json d = valid();
+  d["dtypes"][0] = "i32";
+  d["reduced"] = "N";
+  d.erase("reference");
+  const std::string what = problems_of(d);
+  EXPECT_NE(what.find("(3 problems)"), std::string::npos) << what;
+}
+
+TEST(OpFile, BrokenJsonAndDuplicateKeys) {
+  try {
+    parse_op_file("{\"format\": \"kgate-op/1\",", "a.json");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("a.json: (document): not valid JSON"), std::string::npos) << e.what();
+  }
+  try {
+    parse_op_file(R"({"format": "kgate-op/1", "name": "a", "name": "b"})", "a.json");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("appears twice"), std::string::npos) << e.what();
+  }
+}
+
+TEST(OpFile, OpsPathsAreFilesOrDirectories) {
+  EXPECT_THROW(op_file_paths("/nonexistent/ops"), Error);
+  const auto paths = op_file_paths(std::string(KGATE_SOURCE_DIR) + "/tests/ops");
+  EXPECT_GE(paths.size(), 4u);
+  for (const auto& p : paths) EXPECT_EQ(p.substr(p.size() - 5), ".json");
+  for (const auto& p : paths) EXPECT_NO_THROW(read_op_file(p)) << p;
+}
+
+}  // namespace
+}  // namespace kgate
