@@ -86,6 +86,11 @@ for k in json.load(open(sys.argv[1]))["kernels"]:
     c = k["correctness"]; m = c.get("minimal") or {}
     print(f"  {k['name']}: {k['outcome']}, failed {c['failed']}/{c['cases']}, minimal {m.get('case', {}).get('id', '-')}: {m.get('message', '')[:160]}")
 PY
+  # The package of the new op, copied out of the tree (it carries its op file), gated with speed.
+  rm -rf "$out/opfiles-pkg" && cp -r "$here/kernels/fused_add_rms_norm/package" "$out/opfiles-pkg"
+  "$kgate" check "$out/opfiles-pkg" --out "$out/opfiles-pkg-report" > "$out/opfiles-pkg.log" 2>&1
+  note "fused_add_rms_norm package copied out of the tree (kgate check PKG): exit $?"
+  sed -n '/^kernel /,$p' "$out/opfiles-pkg.log" | head -12
   KGATE_THROUGHPUT_CASES=${KGATE_THROUGHPUT_CASES:-500} "$build/bin/kgate.bench.case_throughput" \
     --benchmark_filter='rms_norm|softmax_block|op_file_compile' --benchmark_repetitions=3 \
     --benchmark_report_aggregates_only=true > "$out/opfiles_throughput.log" 2>&1

@@ -180,6 +180,7 @@ package::ValidateOptions validate_options(const std::string& arch) {
   package::ValidateOptions options;
   options.compile_options.arch = arch;
   options.check.find_op = [](const std::string& name) { return lookup_op(name); };
+  options.check.load_op_file = [](const std::string& path) { load_op_files(path); };
   for (const auto& op : op_catalogue()) options.check.known_ops.push_back(op.name);
   return options;
 }

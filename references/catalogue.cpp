@@ -12,7 +12,10 @@
 #include <cstdlib>
 #include <deque>
 #include <filesystem>
+#include <fstream>
 #include <limits>
+#include <map>
+#include <sstream>
 #include <mutex>
 #include <set>
 
@@ -80,7 +83,15 @@ struct Catalogue {
   std::deque<OpSignature> signatures;
   std::deque<OpReference> references;
   std::set<std::string> loaded_paths;  // canonical paths of the op files loaded
+  std::map<std::string, std::string> file_text;  // op name -> its op file's bytes
 };
+
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
 
 Catalogue& catalogue_storage() {
   static Catalogue c = [] {
@@ -99,12 +110,20 @@ void add_file(Catalogue& cat, const std::string& file_path) {
   const std::string canonical = fs::weakly_canonical(file_path, ec).string();
   if (cat.loaded_paths.count(canonical)) return;
   OpFile file = read_op_file(file_path);
+  const std::string text = file_bytes(file_path);
+  // The same op file in two places (a package copied out of the tree that carries it, and the
+  // in-tree kernel's) is one op; two different definitions of one name are an error.
+  if (auto it = cat.file_text.find(file.signature.name); it != cat.file_text.end() && it->second == text) {
+    cat.loaded_paths.insert(canonical);
+    return;
+  }
   for (const auto& s : cat.signatures)
     if (s.name == file.signature.name)
       throw_usage("op file " + file_path + ": op '" + s.name + "' is already defined by " + s.origin +
                   "; rename it (\"name\") or load only one of them");
   OpReference ref = script_reference(file);
   cat.loaded_paths.insert(canonical);
+  cat.file_text[file.signature.name] = text;
   cat.signatures.push_back(std::move(file.signature));
   cat.references.push_back(std::move(ref));
 }

@@ -104,7 +104,7 @@ namespace {
 
 const std::vector<std::string> kTopKeys = {
     "format",       "name",          "version", "op",        "description", "attributes", "sources",
-    "include_dirs", "nvrtc_options", "symbols", "workspace", "launches",    "guard"};
+    "include_dirs", "nvrtc_options", "symbols", "workspace", "launches",    "guard",      "op_file"};
 const std::vector<std::string> kLaunchKeys = {"kernel",     "grid", "block",
                                               "shared_mem", "args", "when"};
 const std::vector<std::string> kWhenKeys = {"if", "layouts"};
@@ -463,6 +463,27 @@ class Checker {
     if (!is_identifier(*v)) {
       problem("op", "expected " + expected + " (an identifier), found " + json_quote(*v));
       return;
+    }
+    // An op no kgate builds in travels with the package as its op file (kgate-op/1), a file inside
+    // the package directory like its sources.
+    if (auto it = doc.find("op_file"); it != doc.end()) {
+      fs::path resolved;
+      const std::string err = !it->is_string()
+                                  ? "expected the path of the op file (kgate-op/1) inside the package, found " + describe(*it)
+                                  : package_path_problem(m_.dir, it->get<std::string>(), PathKind::source, &resolved);
+      if (!err.empty()) {
+        problem("op_file", err);
+      } else {
+        m_.op_file = resolved.string();
+        if (options_.load_op_file) {
+          try {
+            options_.load_op_file(m_.op_file);
+          } catch (const std::exception& e) {
+            problem("op_file", e.what());
+            return;
+          }
+        }
+      }
     }
     if (!options_.find_op) return;
     op_ = options_.find_op(*v);

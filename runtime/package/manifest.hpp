@@ -165,6 +165,7 @@ struct PackageManifest {
   std::string name;
   std::string version;
   std::string op;
+  std::string op_file;  ///< the op file (kgate-op/1) the package carries for an op not built in ("" : none)
   std::string description;
   std::vector<Attribute> attributes;
   std::vector<std::string> sources;       ///< package-relative paths, as written
@@ -193,6 +194,9 @@ struct CheckOptions {
   /// Looks an op up in the catalogue (nullptr: unknown op). When unset, the op's name, tensors and
   /// attributes are only checked for syntax.
   std::function<const OpSignature*(const std::string&)> find_op;
+  /// Loads an op file the manifest names ("op_file") into the catalogue before the op is looked
+  /// up; throws Error on an invalid op file. When unset, "op_file" is only checked as a path.
+  std::function<void(const std::string&)> load_op_file;
   /// Names of the known ops, listed in the message for an unknown op.
   std::vector<std::string> known_ops;
 };

@@ -54,6 +54,14 @@ printf '{"format": "kgate-op/1", "name": "half_done", "dtypes": ["f32"]}\n' > "$
 rc=$?
 [ $rc -eq 4 ] || fail "an invalid op file exited $rc, expected 4"
 grep -q "$out.bad_op.json: symbols: required" "$out.bad_op.log" || { cat "$out.bad_op.log"; fail "op file problem not named by file and field"; }
+# A package carries the op file of an op kgate does not build in; a copy outside the tree is the
+# same op, a copy whose op file differs is refused by name.
+rm -rf "$out.pkg" && cp -r "$src/kernels/fused_add_rms_norm/package" "$out.pkg"
+"$kgate" validate --no-compile "$out.pkg" > "$out.pkg.log" 2>&1 || { cat "$out.pkg.log"; fail "a copy of the fused_add_rms_norm package is not valid"; }
+sed -i 's/"eps": 1e-6/"eps": 1e-5/' "$out.pkg/fused_add_rms_norm.op.json"
+"$kgate" validate --no-compile "$out.pkg" > "$out.pkg.log" 2>&1
+[ $? -eq 4 ] && grep -q "op_file: op file .*: op 'fused_add_rms_norm' is already defined by" "$out.pkg.log" ||
+  { cat "$out.pkg.log"; fail "a package redefining an op was not refused"; }
 "$kgate" --ops "$src/tests/ops" replay --kernel softmax_cpu 'softmax_script:f32:B=4,N=33:contiguous:normal:0000000000000001' > "$out.op_mismatch.log" 2>&1
 [ $? -eq 4 ] && grep -q "is for op 'softmax_script' but kernel 'softmax_cpu' implements 'softmax'" "$out.op_mismatch.log" ||
   { cat "$out.op_mismatch.log"; fail "a case of another op was not refused"; }

@@ -28,6 +28,7 @@ const fs::path kKernels = fs::path(KGATE_SOURCE_DIR) / "kernels";
 CheckOptions real_catalogue() {
   CheckOptions o;
   o.find_op = [](const std::string& name) { return lookup_op(name); };
+  o.load_op_file = [](const std::string& path) { load_op_files(path); };
   for (const auto& op : op_catalogue()) o.known_ops.push_back(op.name);
   return o;
 }

@@ -30,7 +30,7 @@ __global__ void k(const T* x, T* y, long long n) {
 
 const char* const kTopKeyList =
     "format, name, version, op, description, attributes, sources, include_dirs, nvrtc_options, "
-    "symbols, workspace, launches, guard";
+    "symbols, workspace, launches, guard, op_file";
 
 /// A minimal valid manifest for softmax; each test breaks one thing.
 json base_manifest() {
@@ -297,6 +297,37 @@ TEST_F(ManifestTest, ParentDirectoryInSource) {
   EXPECT_EQ(only_problem(m), line("sources[0]",
                                   "\"sub/../k.cu\" contains \"..\"; expected a path "
                                   "inside the package directory"));
+}
+
+// "op_file": the op file a package carries for an op not built in, loaded before the op is looked
+// up; a path inside the package like its sources, and its problems are the manifest's.
+TEST_F(ManifestTest, OpFileIsLoadedFromInsideThePackage) {
+  json m = base_manifest();
+  pkg.write("op.json", "{}");
+  std::vector<std::string> loaded;
+  CheckOptions options = testing::catalogue_options();
+  options.load_op_file = [&](const std::string& path) {
+    loaded.push_back(path);
+    if (path.find("bad") != std::string::npos) throw Error(ErrorKind::usage, "op file " + path + " is invalid");
+  };
+  m["op_file"] = "op.json";
+  pkg.write_json("kgate.json", m);
+  PackageManifest out;
+  EXPECT_TRUE(check_manifest(pkg.path(), options, &out).empty());
+  ASSERT_EQ(loaded.size(), 1u);
+  EXPECT_EQ(std::filesystem::path(loaded[0]).filename(), "op.json");
+  EXPECT_EQ(out.op_file, loaded[0]);
+
+  m["op_file"] = "../op.json";
+  EXPECT_EQ(only_problem(m), line("op_file", "\"../op.json\" contains \"..\"; expected a path inside the package directory"));
+  m["op_file"] = 3;
+  EXPECT_EQ(only_problem(m), line("op_file", "expected the path of the op file (kgate-op/1) inside the package, found 3"));
+  pkg.write("bad.json", "{}");
+  m["op_file"] = "bad.json";
+  pkg.write_json("kgate.json", m);
+  const auto ps = lines(check_manifest(pkg.path(), options));
+  ASSERT_EQ(ps.size(), 1u);
+  EXPECT_NE(ps[0].find("op_file: op file "), std::string::npos) << ps[0];
 }
 
 TEST_F(ManifestTest, AbsoluteSourcePath) {
@@ -965,8 +996,8 @@ TEST(ManifestSchema, DescribesTheSameTopLevelKeys) {
   for (const auto& item : schema.at("properties").items()) keys.push_back(item.key());
   std::sort(keys.begin(), keys.end());
   EXPECT_EQ(keys, (std::vector<std::string>{"attributes", "description", "format", "guard",
-                                            "include_dirs", "launches", "name", "nvrtc_options",
-                                            "op", "sources", "symbols", "version", "workspace"}));
+                                            "include_dirs", "launches", "name", "nvrtc_options", "op",
+                                            "op_file", "sources", "symbols", "version", "workspace"}));
   EXPECT_EQ(schema.at("required"), json::parse(R"J(["format", "name", "version", "op", "sources",
                                                    "launches", "guard"])J"));
   // Launch keys and argument kinds as the checker knows them.
