@@ -260,7 +260,7 @@ class Reader {
           continue;
         }
         if (inputs) unknown_keys(t, field, {"name", "shape", "dtype", "values", "keep_dtype_in_oracle"});
-        else unknown_keys(t, field, {"name", "shape", "dtype"});
+        else unknown_keys(t, field, {"name", "shape", "dtype", "alias"});
         TensorSpec spec;
         spec.name = str(t, "name", field + ".name", "", true);
         if (!spec.name.empty() && !is_identifier(spec.name, 64))
@@ -299,10 +299,24 @@ class Reader {
     };
     op.inputs = tensors("inputs", true);
     op.outputs = tensors("outputs", false);
-    for (size_t i = 0; i < op.outputs.size(); ++i)
+    std::set<std::string> aliased;
+    for (size_t i = 0; i < op.outputs.size(); ++i) {
+      const std::string field = "outputs[" + std::to_string(i) + "]";
       for (const auto& in : op.inputs)
-        if (in.name == op.outputs[i].name)
-          problem("outputs[" + std::to_string(i) + "].name", "'" + in.name + "' is also an input's name");
+        if (in.name == op.outputs[i].name) problem(field + ".name", "'" + in.name + "' is also an input's name");
+      op.outputs[i].alias = str(doc["outputs"][i], "alias", field + ".alias", "");
+      if (op.outputs[i].alias.empty()) continue;
+      const int k = op.alias_input(op.outputs[i]);
+      if (k < 0) {
+        problem(field + ".alias", "'" + op.outputs[i].alias + "' is not an input; an in-place output names the input it is written into");
+        continue;
+      }
+      const auto& in = op.inputs[static_cast<size_t>(k)];
+      if (in.shape != op.outputs[i].shape || in.dtype != op.outputs[i].dtype)
+        problem(field + ".alias", "input '" + in.name + "' has another shape or dtype; an in-place output has its input's");
+      if (!aliased.insert(in.name).second)
+        problem(field + ".alias", "input '" + in.name + "' is already written in place by another output");
+    }
 
     if (doc.contains("attributes")) {
       if (!doc["attributes"].is_object()) problem("attributes", "expected an object of name: number, e.g. {\"eps\": 1e-6}");

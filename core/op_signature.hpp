@@ -62,6 +62,10 @@ struct TensorSpec {
   /// Inputs: keep this dtype in the oracle (integer and bool inputs always do; floating inputs are
   /// upcast to float64 unless this is set).
   bool keep_dtype_in_oracle = false;
+  /// Outputs: the input this output is written into (in place), e.g. a residual updated by a
+  /// fused add + norm. The kernel gets the input's buffer as the output; the references see the
+  /// input as it was, and their result for this output is what the buffer must hold afterwards.
+  std::string alias;
 };
 
 /// allclose tolerance: |out - ref| <= atol + rtol * |ref|.
@@ -98,6 +102,14 @@ struct OpSignature {
   std::vector<std::vector<std::pair<std::string, int64_t>>> speed_shapes;
   /// Where the op comes from: "built-in", or the op file's path.
   std::string origin = "built-in";
+
+  /// Index of the input output `o` is written into, or -1 when it is a tensor of its own.
+  int alias_input(const TensorSpec& o) const {
+    if (o.alias.empty()) return -1;
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (inputs[i].name == o.alias) return static_cast<int>(i);
+    return -1;
+  }
 
   /// The dtype of tensor `t` in a case of dtype `case_dtype`.
   DType tensor_dtype(const TensorSpec& t, DType case_dtype) const {

@@ -37,6 +37,7 @@ at::Tensor poison_bits(DType dtype, at::Device device) {
     case DType::i32: return at::full({1}, static_cast<int32_t>(0x7FADBEEF), at::TensorOptions().dtype(at::kInt).device(device));
     case DType::i64: return at::full({1}, static_cast<int64_t>(0x7FFFDEADBEEF0001LL), at::TensorOptions().dtype(at::kLong).device(device));
   }
+  throw Error(ErrorKind::internal, "no poison pattern for this dtype");
 }
 
 at::ScalarType bits_type(DType dtype) {
@@ -351,11 +352,24 @@ CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c, const cor
   Attributes attrs = call_attributes(op, c);
   try {
     const Tensors inputs = ref.make_inputs(c, op, impl_->device);
+    // An input written in place (an output's alias) is the kernel's output buffer; the references
+    // see a copy of it as it was, and it is exempt from the input-integrity check.
+    Tensors ref_inputs = inputs;
+    std::vector<bool> in_place(inputs.size(), false);
+    for (const auto& o : op.outputs)
+      if (const int k = op.alias_input(o); k >= 0) {
+        in_place[static_cast<size_t>(k)] = true;
+        ref_inputs[static_cast<size_t>(k)] = inputs[static_cast<size_t>(k)].clone();
+      }
     std::vector<at::Tensor> snapshots;
     for (const auto& t : inputs) snapshots.push_back(bits_snapshot(t));
     std::vector<GuardedOutput> guarded;
     Tensors outputs;
     for (const auto& o : op.outputs) {
+      if (const int k = op.alias_input(o); k >= 0) {
+        outputs.push_back(inputs[static_cast<size_t>(k)]);
+        continue;
+      }
       guarded.push_back(make_output(concrete_shape(o.shape, c), op.tensor_dtype(o, c.dtype), impl_->device));
       outputs.push_back(guarded.back().output);
     }
@@ -389,11 +403,11 @@ CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c, const cor
     // as such for this case and never blamed on the kernel.
     Tensors expected, oracle;
     try {
-      expected = ref.eager(inputs, attrs);
+      expected = ref.eager(ref_inputs, attrs);
       Tensors upcast;
-      for (size_t i = 0; i < inputs.size(); ++i) {
-        const bool keep = !inputs[i].is_floating_point() || (i < op.inputs.size() && op.inputs[i].keep_dtype_in_oracle);
-        upcast.push_back(keep ? inputs[i] : inputs[i].to(at::kDouble));
+      for (size_t i = 0; i < ref_inputs.size(); ++i) {
+        const bool keep = !ref_inputs[i].is_floating_point() || (i < op.inputs.size() && op.inputs[i].keep_dtype_in_oracle);
+        upcast.push_back(keep ? ref_inputs[i] : ref_inputs[i].to(at::kDouble));
       }
       oracle = ref.oracle(upcast, attrs);
       for (size_t i = 0; i < outputs.size(); ++i) {
@@ -424,7 +438,7 @@ CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c, const cor
     }
     std::vector<size_t> inputs_changed, guards_ok;
     for (size_t i = 0; i < inputs.size(); ++i)
-      inputs_changed.push_back(q.add_int(bits_snapshot(inputs[i]).ne(snapshots[i]).any()));
+      if (!in_place[i]) inputs_changed.push_back(q.add_int(bits_snapshot(inputs[i]).ne(snapshots[i]).any()));
     for (const auto& go : guarded) guards_ok.push_back(q.add_int(guards_intact(go)));
 
     // Every output is judged: floating outputs under the rule, integer outputs exactly; every
@@ -433,13 +447,16 @@ CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c, const cor
       DType dtype;
       PendingComparison vs_reference, vs_oracle, reference_vs_oracle;
       std::optional<size_t> max_ulp;
-      size_t unwritten = 0;
+      std::optional<size_t> unwritten;
     };
     std::vector<PerOutput> per(outputs.size());
     for (size_t i = 0; i < outputs.size(); ++i) {
       PerOutput& p = per[i];
       p.dtype = from_scalar_type(outputs[i].scalar_type());
-      p.unwritten = q.add_int(outputs[i].contiguous().view(bits_type(p.dtype)).eq(poison_bits(p.dtype, impl_->device)).sum());
+      // An in-place output holds the input's values, not poison: an element left unwritten shows
+      // as a wrong value instead.
+      if (op.alias_input(op.outputs[i]) < 0)
+        p.unwritten = q.add_int(outputs[i].contiguous().view(bits_type(p.dtype)).eq(poison_bits(p.dtype, impl_->device)).sum());
       const bool floating = is_floating(p.dtype);
       const auto tol = floating ? rule.tolerance : Tolerance{0, 0};
       const auto out64 = outputs[i].to(at::kDouble);
@@ -477,7 +494,7 @@ CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c, const cor
       if (i == 0 && !sweep_rtols.empty()) result.needed_atol = p.vs_reference.needed_atol(q, sweep_rtols.size());
       m.vs_oracle = p.vs_oracle.resolve(q, nullptr, nullptr);
       m.reference_vs_oracle_max_abs = p.reference_vs_oracle.resolve(q, nullptr, nullptr).max_abs;
-      m.vs_reference.unwritten += q.i(p.unwritten);
+      if (p.unwritten) m.vs_reference.unwritten += q.i(*p.unwritten);
       if (p.max_ulp) m.max_ulp = static_cast<double>(q.i(*p.max_ulp));
       correctness::RuleConfig r = rule;
       if (!is_floating(p.dtype)) {
@@ -579,7 +596,7 @@ std::vector<double> Runner::time_launches(const KernelInfo& kernel, const Case& 
   const Tensors inputs = ref.make_inputs(c, op, impl_->device);
   Tensors outputs;
   for (const auto& o : op.outputs)
-    outputs.push_back(at::empty(concrete_shape(o.shape, c), at::TensorOptions()
+    outputs.push_back(op.alias_input(o) >= 0 ? inputs[static_cast<size_t>(op.alias_input(o))] : at::empty(concrete_shape(o.shape, c), at::TensorOptions()
                                                                .dtype(to_scalar_type(op.tensor_dtype(o, c.dtype)))
                                                                .device(impl_->device)));
   auto& timer = impl_->launch_timer();
@@ -607,15 +624,26 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
   const Attributes attrs = call_attributes(op, c);
   try {
     const Tensors inputs = ref.make_inputs(c, op, impl_->device);
+    // Each kernel arm has its own copy of an input it writes in place (so that one arm's updates
+    // never reach the other's inputs); the eager arm reads the inputs as drawn.
+    Tensors in_candidate = inputs, in_baseline = inputs;
     Tensors out_candidate, out_baseline;
     for (const auto& o : op.outputs) {
+      if (const int k = op.alias_input(o); k >= 0) {
+        const auto i = static_cast<size_t>(k);
+        in_candidate[i] = inputs[i].clone();
+        in_baseline[i] = inputs[i].clone();
+        out_candidate.push_back(in_candidate[i]);
+        out_baseline.push_back(in_baseline[i]);
+        continue;
+      }
       const auto shape = concrete_shape(o.shape, c);
       const auto options = at::TensorOptions().dtype(to_scalar_type(op.tensor_dtype(o, c.dtype))).device(impl_->device);
       out_candidate.push_back(at::empty(shape, options));
       out_baseline.push_back(at::empty(shape, options));
     }
     // Outside the candidate's guard the reference runs: nothing of the kernel to time.
-    if (const auto why = impl_->refusal(kernel, inputs, out_candidate, attrs); !why.empty()) {
+    if (const auto why = impl_->refusal(kernel, in_candidate, out_candidate, attrs); !why.empty()) {
       cmp.decision = Outcome::skipped;
       cmp.note = "not timed: the case is outside the guard of '" + kernel.name + "' (" + why +
                  "), where the reference runs instead";
@@ -623,7 +651,7 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
     }
     // Outside the baseline's guard the baseline falls back to the reference: time that.
     std::string baseline_note;
-    const bool baseline_runs = baseline && impl_->refusal(*baseline, inputs, out_baseline, attrs).empty();
+    const bool baseline_runs = baseline && impl_->refusal(*baseline, in_baseline, out_baseline, attrs).empty();
     if (baseline && !baseline_runs)
       baseline_note = "the case is outside the guard of baseline '" + baseline->name + "': timed its fallback (eager)";
     auto& timer = impl_->launch_timer();
@@ -631,9 +659,9 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
     if (!impl_->timer_note.empty()) cmp.note = impl_->timer_note;
     if (!baseline_note.empty()) cmp.note += (cmp.note.empty() ? "" : "; ") + baseline_note;
     std::function<void()> arm_a = baseline_runs
-                                      ? std::function<void()>([&] { impl_->launch(*baseline, inputs, out_baseline, attrs); })
+                                      ? std::function<void()>([&] { impl_->launch(*baseline, in_baseline, out_baseline, attrs); })
                                       : std::function<void()>([&] { ref.eager(inputs, attrs); });
-    std::function<void()> arm_b = [&] { impl_->launch(kernel, inputs, out_candidate, attrs); };
+    std::function<void()> arm_b = [&] { impl_->launch(kernel, in_candidate, out_candidate, attrs); };
     std::function<void()> between;
     if (options.flush_l2 && impl_->flusher) between = [this] { impl_->flusher->flush(); };
 

@@ -79,6 +79,11 @@ TEST(OpFile, ValidFileBecomesASignature) {
   EXPECT_EQ(op.speed_shapes[0][1], (std::pair<std::string, int64_t>{"H", 4096}));
   EXPECT_NE(f.reference.find("def reference"), std::string::npos);
   EXPECT_EQ(op.relations, std::vector<std::string>{"H % 8 == 0"});
+  EXPECT_EQ(op.alias_input(op.outputs[1]), -1);
+  json in_place = valid();
+  in_place["outputs"][1]["alias"] = "residual";
+  const OpFile g = parse_op_file(in_place.dump(), "ops/my_op.json");
+  EXPECT_EQ(g.signature.alias_input(g.signature.outputs[1]), 1);
 }
 
 TEST(OpFile, EachMistakeNamesFileFieldAndFix) {
@@ -103,6 +108,13 @@ TEST(OpFile, EachMistakeNamesFileFieldAndFix) {
       {[](json& d) { d["tolerance"]["bf16"]["rtol"] = -1; }, "tolerance.bf16: tolerances are not negative"},
       {[](json& d) { d["reference"] = "def ref(x: Tensor):\n    return x\n"; }, "reference: the source defines no function `reference`"},
       {[](json& d) { d["name"] = "rms norm"; }, "name: \"rms norm\" is not a valid op name"},
+      {[](json& d) { d["outputs"][1]["alias"] = "resid"; }, "outputs[1].alias: 'resid' is not an input"},
+      {[](json& d) { d["outputs"][2]["alias"] = "residual"; }, "outputs[2].alias: input 'residual' has another shape or dtype"},
+      {[](json& d) {
+         d["outputs"][1]["alias"] = "residual";
+         d["outputs"][0]["alias"] = "residual";
+       },
+       "outputs[1].alias: input 'residual' is already written in place by another output"},
   };
   for (const auto& m : mistakes) {
     json d = valid();

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <fstream>
 #include <vector>
 
 #include "gates/props/generators.hpp"
@@ -178,6 +179,54 @@ TEST(OpsThroughTheRunner, StaleCheckCatchesAMemoizingKernel) {
   EXPECT_EQ(r.rule, "stale");
   EXPECT_EQ(r.kcase, d);
   EXPECT_NE(r.message.find("stale output"), std::string::npos) << r.message;
+}
+
+// An op file with an output written in place (kgate-op/1 "alias"): s = x + r is stored into r, and
+// y = 2 * s. A correct in-place kernel passes; one that leaves r alone, or that also writes x, fails.
+const char* const kInPlaceOp = R"({
+  "format": "kgate-op/1",
+  "name": "add_in_place_test",
+  "symbols": [{"name": "N", "min": 1, "max": 4096}],
+  "inputs": [{"name": "x", "shape": ["N"]},
+             {"name": "r", "shape": ["N"], "values": {"kind": "normal"}}],
+  "outputs": [{"name": "y", "shape": ["N"]}, {"name": "r_out", "shape": ["N"], "alias": "r"}],
+  "dtypes": ["f32"],
+  "reduced": "N",
+  "reference": "def reference(x: Tensor, r: Tensor) -> Tuple[Tensor, Tensor]:\n    s = x + r\n    return 2.0 * s, s\n"
+})";
+
+void add_in_place(const KernelCall& call, bool store, bool touch_x) {
+  const auto& x = call.inputs.at(0);
+  const auto& r = call.outputs.at(1);  // the same buffer as inputs[1]
+  const auto& y = call.outputs.at(0);
+  for (int64_t i = 0; i < x.sizes[0]; ++i) {
+    const float s = x.as<const float>()[i * x.strides[0]] + r.as<float>()[i * r.strides[0]];
+    y.as<float>()[i * y.strides[0]] = 2.0f * s;
+    if (store) r.as<float>()[i * r.strides[0]] = s;
+  }
+  if (touch_x) const_cast<float*>(x.as<const float>())[0] += 1.0f;
+}
+
+TEST(OpsThroughTheRunner, OutputsWrittenInPlace) {
+  const std::string path = ::testing::TempDir() + "/add_in_place_test.json";
+  { std::ofstream(path) << kInPlaceOp; }
+  load_op_files(path);
+  ASSERT_EQ(find_op("add_in_place_test").alias_input(find_op("add_in_place_test").outputs[1]), 1);
+  const auto kernel = [](const char* name, bool store, bool touch_x) {
+    KernelInfo k = cpu_kernel(name, "add_in_place_test", [=](const KernelCall& c) { add_in_place(c, store, touch_x); });
+    k.dtypes = {DType::f32};
+    return k;
+  };
+  int64_t run = 0;
+  const auto good = failures(kernel("in_place_ok", true, false), 6, &run);
+  EXPECT_TRUE(good.empty()) << ::testing::PrintToString(good);
+  EXPECT_GT(run, 10);
+  const auto lazy = failures(kernel("in_place_not_stored", false, false), 6, &run);
+  ASSERT_FALSE(lazy.empty());
+  EXPECT_NE(lazy.front().find("output 'r_out'"), std::string::npos) << lazy.front();
+  const auto writes_x = failures(kernel("in_place_writes_x", true, true), 6, &run);
+  ASSERT_FALSE(writes_x.empty());
+  EXPECT_NE(writes_x.front().find("modified its input"), std::string::npos) << writes_x.front();
 }
 
 }  // namespace
