@@ -158,6 +158,7 @@ TEST_F(OpFileEquivalence, EveryKernelAndMutantGetsTheSameVerdicts) {
         // nothing about the op file; a correct kernel must have none.
         if (rb.output_fingerprint != rs.output_fingerprint) {
           ++irreproducible;
+          if (rb.outcome == Outcome::failed || rs.outcome == Outcome::failed) ++failed;
           continue;
         }
         EXPECT_EQ(outcome_name(rb.outcome), std::string(outcome_name(rs.outcome))) << rb.message << " | " << rs.message;
