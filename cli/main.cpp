@@ -185,6 +185,7 @@ int main(int argc, char** argv) {
       opt.timing.flush_l2 = !warm;
       // Settings given on the command line win over the config file (global < op < kernel < CLI).
       if (!config_path.empty()) opt.config = kgate::load_config(config_path);
+      for (const auto& p : opt.config.op_files) kgate::add_ops_path(p);
       if (check->count("--cases")) opt.cli.cases = opt.cases;
       if (check->count("--family")) opt.cli.families = opt.families;
       if (check->count("--delta")) opt.cli.delta = opt.timing.interleave.delta;

@@ -354,6 +354,7 @@ int run_sweep(SweepArgs& args) {
   const auto t0 = std::chrono::steady_clock::now();
   auto& opt = args.options;
   if (!args.config_path.empty()) opt.config = load_config(args.config_path);
+  for (const auto& p : opt.config.op_files) add_ops_path(p);
   if (!args.packages.empty() && args.backend == "cpu")
     throw_usage("packages run on the cuda backend: drop --backend cpu (or sweep in-tree cpu kernels with --kernel)");
 

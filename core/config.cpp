@@ -135,12 +135,23 @@ GateSettings Config::resolve(const std::string& op, const std::string& kernel, c
 
 Config parse_config(const json& j, const std::string& path) {
   const Ctx c{path};
-  check_keys(c, j, "", {"format", "global", "ops", "kernels"});
+  check_keys(c, j, "", {"format", "global", "ops", "kernels", "op_files"});
   if (!j.contains("format") || j["format"] != "kgate-config/1")
     c.fail("format", "expected \"kgate-config/1\", found " + (j.contains("format") ? j["format"].dump() : std::string("nothing")));
   Config cfg;
   cfg.path = path;
   if (j.contains("global")) cfg.global = parse_settings(c, j["global"], "global");
+  if (j.contains("op_files")) {
+    if (!j["op_files"].is_array()) c.fail("op_files", "expected an array of op files or directories (as --ops takes)");
+    const auto base = std::filesystem::path(path).parent_path();
+    for (size_t i = 0; i < j["op_files"].size(); ++i) {
+      const auto& v = j["op_files"][i];
+      if (!v.is_string() || v.get<std::string>().empty())
+        c.fail("op_files[" + std::to_string(i) + "]", "expected a path, found " + v.dump());
+      const std::filesystem::path p = v.get<std::string>();
+      cfg.op_files.push_back((p.is_absolute() ? p : base / p).lexically_normal().string());
+    }
+  }
   for (const char* level : {"ops", "kernels"}) {
     if (!j.contains(level)) continue;
     if (!j[level].is_object()) c.fail(level, "expected an object keyed by name");

@@ -46,6 +46,9 @@ struct Config {
   GateSettings global;
   std::map<std::string, GateSettings> ops;
   std::map<std::string, GateSettings> kernels;
+  /// Op files (kgate-op/1) or directories of them to load, as --ops does; relative paths are
+  /// resolved against the config file's directory.
+  std::vector<std::string> op_files;
 
   /// global < op < kernel < cli.
   GateSettings resolve(const std::string& op, const std::string& kernel, const GateSettings& cli) const;

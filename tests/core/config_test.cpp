@@ -48,7 +48,10 @@ std::string error_of(const std::string& text) {
 TEST(Config, ErrorsNameFileFieldAndExpectation) {
   EXPECT_EQ(error_of(R"({"global": {}})"), "cfg.json: format: expected \"kgate-config/1\", found nothing");
   EXPECT_EQ(error_of(R"({"format": "kgate-config/1", "globals": {}})"),
-            "cfg.json: globals: unknown key; expected one of format, global, ops, kernels");
+            "cfg.json: globals: unknown key; expected one of format, global, ops, kernels, op_files");
+  EXPECT_EQ(error_of(R"({"format": "kgate-config/1", "op_files": "ops"})"),
+            "cfg.json: op_files: expected an array of op files or directories (as --ops takes)");
+  EXPECT_EQ(error_of(R"({"format": "kgate-config/1", "op_files": [3]})"), "cfg.json: op_files[0]: expected a path, found 3");
   EXPECT_EQ(error_of(R"({"format": "kgate-config/1", "ops": {"softmax": {"tolerance": {"f8": {}}}}})"),
             "cfg.json: ops.softmax.tolerance.f8: unknown dtype; expected f16, bf16, f32 or f64");
   EXPECT_EQ(error_of(R"({"format": "kgate-config/1", "kernels": {"k": {"alpha": 0.9}}})"),
@@ -59,6 +62,14 @@ TEST(Config, ErrorsNameFileFieldAndExpectation) {
             "cfg.json: global.cases: expected a positive integer, found 0");
   EXPECT_EQ(error_of(R"({"format": "kgate-config/1", "global": {"families": ["fuzzy"]}})"),
             "cfg.json: global.families: unknown family \"fuzzy\"; expected random, ragged, extreme, special or layout");
+}
+
+// Op files named by a config are found next to it, as --ops would find them from there.
+TEST(Config, OpFilesResolveAgainstTheConfigsDirectory) {
+  const auto cfg = parse_config(nlohmann::json::parse(R"({"format": "kgate-config/1",
+                                                         "op_files": ["ops", "/abs/my_op.json", "../shared/x.json"]})"),
+                                "/repo/ci/kgate.json");
+  EXPECT_EQ(cfg.op_files, (std::vector<std::string>{"/repo/ci/ops", "/abs/my_op.json", "/repo/shared/x.json"}));
 }
 
 TEST(Config, MissingFileIsAUsageError) {
