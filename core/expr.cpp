@@ -516,4 +516,18 @@ int64_t evaluate_expr(const std::string& text, const SymbolValues& values) {
   return Expr::parse(text).evaluate(values);
 }
 
+SymbolValues symbol_values(const std::vector<std::pair<std::string, int64_t>>& dims) {
+  SymbolValues values;
+  for (const auto& [name, v] : dims) values[name] = v;
+  return values;
+}
+
+bool is_identifier(const std::string& s, std::size_t max_len) {
+  if (s.empty() || s.size() > max_len) return false;
+  if (!(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  for (char c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
+  return true;
+}
+
 }  // namespace kgate::package

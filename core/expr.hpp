@@ -11,6 +11,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace kgate::package {
@@ -74,5 +75,12 @@ class Expr {
 
 /// Evaluates `text` once (parse + evaluate); convenience for tests and one-off values.
 int64_t evaluate_expr(const std::string& text, const SymbolValues& values);
+
+/// The values of a case's shape symbols (Case::dims), for evaluating expressions over them.
+SymbolValues symbol_values(const std::vector<std::pair<std::string, int64_t>>& dims);
+
+/// A name that expressions, manifests and op files accept: a letter or '_', then letters, digits
+/// and '_', at most `max_len` characters.
+bool is_identifier(const std::string& s, std::size_t max_len = 64);
 
 }  // namespace kgate::package

@@ -29,11 +29,7 @@ namespace {
 
 constexpr size_t kMaxProblems = 100;
 
-bool is_identifier(const std::string& s, size_t max_len = 64) {
-  if (s.empty() || s.size() > max_len) return false;
-  if (!(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
-  return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
-}
+using package::is_identifier;
 
 std::string join(const std::vector<std::string>& v) {
   std::string out;
@@ -479,7 +475,11 @@ class Reader {
 
 }  // namespace
 
-OpFile parse_op_file(const std::string& text, const std::string& path) { return Reader(path).read(text); }
+OpFile parse_op_file(const std::string& text, const std::string& path) {
+  OpFile f = Reader(path).read(text);
+  f.text = text;
+  return f;
+}
 
 OpFile read_op_file(const std::string& path) {
   std::error_code ec;

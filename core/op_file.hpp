@@ -20,6 +20,7 @@ struct OpFile {
   OpSignature signature;   ///< origin = path
   std::string reference;   ///< TorchScript source defining reference(...)
   std::string oracle;      ///< TorchScript source defining oracle(...) ("" : the reference in float64)
+  std::string text;        ///< the file's bytes (two files that define one op alike are one op)
 };
 
 /// Largest op file accepted (a reference is a few lines of TorchScript).

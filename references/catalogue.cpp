@@ -12,10 +12,8 @@
 #include <cstdlib>
 #include <deque>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <map>
-#include <sstream>
 #include <mutex>
 #include <set>
 
@@ -86,12 +84,6 @@ struct Catalogue {
   std::map<std::string, std::string> file_text;  // op name -> its op file's bytes
 };
 
-std::string file_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 Catalogue& catalogue_storage() {
   static Catalogue c = [] {
@@ -110,10 +102,9 @@ void add_file(Catalogue& cat, const std::string& file_path) {
   const std::string canonical = fs::weakly_canonical(file_path, ec).string();
   if (cat.loaded_paths.count(canonical)) return;
   OpFile file = read_op_file(file_path);
-  const std::string text = file_bytes(file_path);
   // The same op file in two places (a package copied out of the tree that carries it, and the
   // in-tree kernel's) is one op; two different definitions of one name are an error.
-  if (auto it = cat.file_text.find(file.signature.name); it != cat.file_text.end() && it->second == text) {
+  if (auto it = cat.file_text.find(file.signature.name); it != cat.file_text.end() && it->second == file.text) {
     cat.loaded_paths.insert(canonical);
     return;
   }
@@ -123,7 +114,7 @@ void add_file(Catalogue& cat, const std::string& file_path) {
                   "; rename it (\"name\") or load only one of them");
   OpReference ref = script_reference(file);
   cat.loaded_paths.insert(canonical);
-  cat.file_text[file.signature.name] = text;
+  cat.file_text[file.signature.name] = file.text;
   cat.signatures.push_back(std::move(file.signature));
   cat.references.push_back(std::move(ref));
 }
@@ -239,9 +230,7 @@ namespace {
 int64_t dim_value(const std::string& expr, const Case& c) {
   const auto digit = [](unsigned char ch) { return std::isdigit(ch) != 0; };
   if (!expr.empty() && std::all_of(expr.begin(), expr.end(), digit)) return std::stoll(expr);
-  package::SymbolValues values;
-  for (const auto& [name, v] : c.dims) values[name] = v;
-  return package::evaluate_expr(expr, values);
+  return package::evaluate_expr(expr, package::symbol_values(c.dims));
 }
 
 }  // namespace

@@ -50,9 +50,7 @@ at::ScalarType opmath(at::ScalarType t) {
 }
 
 int64_t eval_bound(const std::string& text, const Case& c) {
-  package::SymbolValues v;
-  for (const auto& [n, x] : c.dims) v[n] = x;
-  return package::evaluate_expr(text, v);
+  return package::evaluate_expr(text, package::symbol_values(c.dims));
 }
 
 // Integers in [lo, hi] drawn on the host (as embedding's indices are), with the range's ends at
@@ -80,7 +78,7 @@ at::Tensor draw_integers(const Case& c, const ValueDraw& d, at::IntArrayRef shap
   return at::tensor(v, at::TensorOptions().dtype(at::kLong)).reshape(shape).to(to_scalar_type(dtype));
 }
 
-at::Tensor draw_permutations(const ValueDraw&, at::IntArrayRef shape, uint64_t seed, DType dtype) {
+at::Tensor draw_permutations(at::IntArrayRef shape, uint64_t seed, DType dtype) {
   int64_t n = 1;
   for (int64_t s : shape) n *= s;
   const int64_t row = shape.empty() ? 1 : shape.back();
@@ -115,7 +113,7 @@ at::Tensor draw_one(const Case& c, const TensorSpec& spec, DType dtype, uint64_t
   }
   if (d.kind == "mask") return unit().lt(d.p).to(type);
   if (d.kind == "integers") return draw_integers(c, d, shape, seed, dtype).to(device);
-  if (d.kind == "permutation") return draw_permutations(d, shape, seed, dtype).to(device);
+  if (d.kind == "permutation") return draw_permutations(shape, seed, dtype).to(device);
   throw Error(ErrorKind::internal, "unknown value kind '" + d.kind + "'");
 }
 

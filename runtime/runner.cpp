@@ -75,6 +75,34 @@ GuardedOutput make_output(const std::vector<int64_t>& shape, DType dtype, at::De
   return g;
 }
 
+// The outputs of one timed kernel arm (no guard bands, no poison): a new tensor of each output's
+// dtype, or, for an output written in place, the arm's own copy of that input, which replaces it
+// in `arm_inputs` (so that one arm's updates never reach another's inputs).
+Tensors arm_outputs(const OpSignature& op, const Case& c, Tensors& arm_inputs, at::Device device) {
+  Tensors out;
+  for (const auto& o : op.outputs) {
+    if (const int k = op.alias_input(o); k >= 0) {
+      auto& input = arm_inputs[static_cast<size_t>(k)];
+      input = input.clone();
+      out.push_back(input);
+      continue;
+    }
+    out.push_back(at::empty(concrete_shape(o.shape, c),
+                            at::TensorOptions().dtype(to_scalar_type(op.tensor_dtype(o, c.dtype))).device(device)));
+  }
+  return out;
+}
+
+// The rule an output is judged under: the case's rule for floating outputs; integer outputs
+// (indices, counts) must be exact.
+correctness::RuleConfig output_rule(const correctness::RuleConfig& rule, DType dtype) {
+  if (is_floating(dtype)) return rule;
+  correctness::RuleConfig exact = rule;
+  exact.kind = correctness::RuleKind::allclose;
+  exact.tolerance = Tolerance{0, 0};
+  return exact;
+}
+
 // Scalars computed on the device and read back in one transfer: each .item() is a device
 // synchronization, and a case used to make some thirty of them (most of its time for small cases).
 class DeviceScalars {
@@ -458,7 +486,7 @@ CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c, const cor
       if (op.alias_input(op.outputs[i]) < 0)
         p.unwritten = q.add_int(outputs[i].contiguous().view(bits_type(p.dtype)).eq(poison_bits(p.dtype, impl_->device)).sum());
       const bool floating = is_floating(p.dtype);
-      const auto tol = floating ? rule.tolerance : Tolerance{0, 0};
+      const auto tol = output_rule(rule, p.dtype).tolerance;
       const auto out64 = outputs[i].to(at::kDouble);
       const auto ref64 = expected[i].to(at::kDouble);
       p.vs_reference = PendingComparison(q, out64, ref64, tol, Compare::allclose, i == 0 ? sweep_rtols : std::vector<double>{});
@@ -496,12 +524,7 @@ CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c, const cor
       m.reference_vs_oracle_max_abs = p.reference_vs_oracle.resolve(q, nullptr, nullptr).max_abs;
       if (p.unwritten) m.vs_reference.unwritten += q.i(*p.unwritten);
       if (p.max_ulp) m.max_ulp = static_cast<double>(q.i(*p.max_ulp));
-      correctness::RuleConfig r = rule;
-      if (!is_floating(p.dtype)) {
-        r.kind = correctness::RuleKind::allclose;
-        r.tolerance = Tolerance{0, 0};
-      }
-      auto v = correctness::evaluate(r, m, p.dtype);
+      auto v = correctness::evaluate(output_rule(rule, p.dtype), m, p.dtype);
       if (outputs.size() > 1 && !v.message.empty()) v.message = "output '" + op.outputs[i].name + "': " + v.message;
       const bool better = !chosen || (chosen->outcome != Outcome::failed &&
                                       (v.outcome == Outcome::failed || (std::isfinite(v.margin) && v.margin > chosen->margin)));
@@ -593,12 +616,8 @@ std::vector<double> Runner::time_launches(const KernelInfo& kernel, const Case& 
   const OpSignature& op = find_op(c.op);
   const OpReference& ref = op_reference(c.op);
   const Attributes attrs = call_attributes(op, c);
-  const Tensors inputs = ref.make_inputs(c, op, impl_->device);
-  Tensors outputs;
-  for (const auto& o : op.outputs)
-    outputs.push_back(op.alias_input(o) >= 0 ? inputs[static_cast<size_t>(op.alias_input(o))] : at::empty(concrete_shape(o.shape, c), at::TensorOptions()
-                                                               .dtype(to_scalar_type(op.tensor_dtype(o, c.dtype)))
-                                                               .device(impl_->device)));
+  Tensors inputs = ref.make_inputs(c, op, impl_->device);
+  const Tensors outputs = arm_outputs(op, c, inputs, impl_->device);
   auto& timer = impl_->launch_timer();
   std::function<void()> between;
   if (flush_l2 && impl_->flusher) between = [this] { impl_->flusher->flush(); };
@@ -624,24 +643,11 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
   const Attributes attrs = call_attributes(op, c);
   try {
     const Tensors inputs = ref.make_inputs(c, op, impl_->device);
-    // Each kernel arm has its own copy of an input it writes in place (so that one arm's updates
-    // never reach the other's inputs); the eager arm reads the inputs as drawn.
+    // Each kernel arm has its own outputs (and copies of the inputs it writes in place); the eager
+    // arm reads the inputs as drawn.
     Tensors in_candidate = inputs, in_baseline = inputs;
-    Tensors out_candidate, out_baseline;
-    for (const auto& o : op.outputs) {
-      if (const int k = op.alias_input(o); k >= 0) {
-        const auto i = static_cast<size_t>(k);
-        in_candidate[i] = inputs[i].clone();
-        in_baseline[i] = inputs[i].clone();
-        out_candidate.push_back(in_candidate[i]);
-        out_baseline.push_back(in_baseline[i]);
-        continue;
-      }
-      const auto shape = concrete_shape(o.shape, c);
-      const auto options = at::TensorOptions().dtype(to_scalar_type(op.tensor_dtype(o, c.dtype))).device(impl_->device);
-      out_candidate.push_back(at::empty(shape, options));
-      out_baseline.push_back(at::empty(shape, options));
-    }
+    const Tensors out_candidate = arm_outputs(op, c, in_candidate, impl_->device);
+    const Tensors out_baseline = arm_outputs(op, c, in_baseline, impl_->device);
     // Outside the candidate's guard the reference runs: nothing of the kernel to time.
     if (const auto why = impl_->refusal(kernel, in_candidate, out_candidate, attrs); !why.empty()) {
       cmp.decision = Outcome::skipped;

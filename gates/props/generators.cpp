@@ -71,8 +71,7 @@ bool in_domain(const OpSignature& op, const Case& c) {
   for (const auto& s : op.symbols)
     if (s.multiple_of > 1 && c.dim(s.name) % s.multiple_of != 0) return false;
   if (op.relations.empty()) return true;
-  package::SymbolValues values;
-  for (const auto& [name, v] : c.dims) values[name] = v;
+  const auto values = package::symbol_values(c.dims);
   for (const auto& r : op.relations) {
     try {
       if (package::evaluate_expr(r, values) == 0) return false;

@@ -184,14 +184,6 @@ bool is_builtin_symbol(const std::string& name) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }
 
-bool is_identifier(const std::string& s) {
-  if (s.empty() || s.size() > 64) return false;
-  if (!(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
-  for (char c : s)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
-  return true;
-}
-
 std::optional<ScalarType> parse_scalar_type(const std::string& s) {
   if (s == "i32") return ScalarType::i32;
   if (s == "i64") return ScalarType::i64;
