@@ -20,3 +20,5 @@ if [ "${gpus:-0}" -gt 0 ]; then
   echo "==> ci/test.sh: $gpus GPU(s): $spec"
 fi
 ctest --output-on-failure -j "${KGATE_TEST_JOBS:-2}" --timeout 900 "${resources[@]}" "$@"
+# A project of its own, against the installed kgate (find_package), with its tests.
+"$here/ci/consumer.sh" "${resources[@]}"

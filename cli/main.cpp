@@ -10,6 +10,7 @@
 #include "cli/calibrate.hpp"  // kgate calibrate (A/A runs of the speed gate)
 #include "cli/sweep.hpp"      // kgate sweep (tolerance sensitivity)
 #include "cli/commands.hpp"
+#include "cli/main.hpp"
 #include "core/error.hpp"
 #include "core/safe_text.hpp"
 #include "references/catalogue.hpp"
@@ -34,7 +35,7 @@ std::string joined(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int kgate::cli::main(int argc, char** argv) {
   CLI::App app{"kgate " KGATE_VERSION " - regression tester for optimized GPU kernels.\n"
                "Exit codes: 0 pass, 1 correctness failure, 2 speed regression, 3 inconclusive (with\n"
                "--inconclusive-fails), 4 usage/config/package error, 5 internal error."};

@@ -33,7 +33,10 @@ if(NOT Torch_FOUND)
   message(FATAL_ERROR "kgate: LibTorch was not found. Install the torch==2.11.0 wheel (ci/setup.sh does) "
                       "so that `python3 -c 'import torch'` works, or pass -DTorch_DIR=<libtorch>/share/cmake/Torch.")
 endif()
-# Torch's flags stay on the targets that link it: wrap them in one interface target.
+# Torch's flags stay on the targets that link it: wrap them in one interface target. Libraries that
+# are installed link ${KGATE_TORCH_DEPS}: in an installed tree, kgateConfig.cmake finds LibTorch again
+# and defines kgate::torch_deps (no paths of this machine in the exported targets).
+set(KGATE_TORCH_DEPS $<BUILD_INTERFACE:kgate_torch_deps> $<INSTALL_INTERFACE:kgate::torch_deps>)
 add_library(kgate_torch_deps INTERFACE)
 target_link_libraries(kgate_torch_deps INTERFACE ${TORCH_LIBRARIES})
 target_include_directories(kgate_torch_deps SYSTEM INTERFACE ${TORCH_INCLUDE_DIRS})
@@ -49,6 +52,18 @@ if(KGATE_BUILD_TESTS)
 endif()
 if(KGATE_BUILD_BENCHMARKS)
   find_package(benchmark REQUIRED)
+endif()
+# Added to another project (add_subdirectory / FetchContent): its kgate_add_kernel() calls link these
+# from their own directories, which see only global imported targets.
+if(NOT PROJECT_IS_TOP_LEVEL)
+  foreach(t GTest::gtest GTest::gtest_main benchmark::benchmark)
+    if(TARGET ${t})
+      get_target_property(_kgate_aliased ${t} ALIASED_TARGET)
+      if(NOT _kgate_aliased)
+        set_target_properties(${t} PROPERTIES IMPORTED_GLOBAL TRUE)
+      endif()
+    endif()
+  endforeach()
 endif()
 
 # Binaries find libtorch / CUDA libraries through their build rpath; installs get the same.

@@ -20,6 +20,7 @@
 #include "core/error.hpp"
 #include "core/expr.hpp"
 #include "core/op_file.hpp"
+#include "runtime/embedded_op_files.hpp"
 #include "references/counter_rng.hpp"
 #include "references/op_reference.hpp"
 #include "references/script_op.hpp"
@@ -101,7 +102,8 @@ void add_file(Catalogue& cat, const std::string& file_path) {
   std::error_code ec;
   const std::string canonical = fs::weakly_canonical(file_path, ec).string();
   if (cat.loaded_paths.count(canonical)) return;
-  OpFile file = read_op_file(file_path);
+  const std::string* embedded = embedded_op_file(file_path);
+  OpFile file = embedded ? parse_op_file(*embedded, file_path) : read_op_file(file_path);
   // The same op file in two places (a package copied out of the tree that carries it, and the
   // in-tree kernel's) is one op; two different definitions of one name are an error.
   if (auto it = cat.file_text.find(file.signature.name); it != cat.file_text.end() && it->second == file.text) {

@@ -1,7 +1,9 @@
 // The process-wide list of kernels under test.
 #include <algorithm>
+#include <map>
 
 #include "core/error.hpp"
+#include "runtime/embedded_op_files.hpp"
 #include "runtime/kernel.hpp"
 
 namespace kgate {
@@ -10,7 +12,21 @@ std::vector<KernelInfo>& registry() {
   static std::vector<KernelInfo> kernels;
   return kernels;
 }
+std::map<std::string, std::string>& embedded() {
+  static std::map<std::string, std::string> files;
+  return files;
+}
 }  // namespace
+
+bool embed_op_file(const char* path, const unsigned char* text, std::size_t size) {
+  embedded()[path] = std::string(reinterpret_cast<const char*>(text), size);
+  return true;
+}
+
+const std::string* embedded_op_file(const std::string& path) {
+  const auto it = embedded().find(path);
+  return it == embedded().end() ? nullptr : &it->second;
+}
 
 const char* backend_name(Backend backend) { return backend == Backend::cuda ? "cuda" : "cpu"; }
 

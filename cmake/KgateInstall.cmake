@@ -1,0 +1,46 @@
+# `cmake --install`: the kgate command, its package compiler, and what a project of its own needs to
+# make its kernels test targets with find_package(kgate CONFIG REQUIRED):
+#   bin/kgate                          the command (with kgate's own example kernels)
+#   libexec/kgate/kgate-nvrtc-worker   the sandboxed package compiler it runs
+#   lib/libkgate_*.a, include/kgate/   the libraries and headers a kernel, its tests and a command link
+#   lib/cmake/kgate/                   kgateConfig.cmake, the exported targets, kgate_add_kernel()
+#   share/kgate/src/                   the test, benchmark and command mains kgate_add_kernel() builds
+#   share/kgate/schemas/               JSON Schemas of op files and package manifests
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+set(_kgate_libraries kgate_core kgate_kernel_api kgate_speed kgate_gates kgate_bench kgate_cuda
+    kgate_references kgate_nvrtc_worker_lib kgate_package kgate_runner kgate_cli)
+foreach(lib IN LISTS _kgate_libraries)
+  string(REGEX REPLACE "^kgate_" "" export_name "${lib}")
+  set_target_properties(${lib} PROPERTIES EXPORT_NAME ${export_name})
+endforeach()
+set_target_properties(kgate-nvrtc-worker PROPERTIES EXPORT_NAME nvrtc_worker)
+set_target_properties(kgate PROPERTIES EXPORT_NAME kgate)
+
+install(TARGETS kgate EXPORT kgateTargets RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(TARGETS kgate-nvrtc-worker EXPORT kgateTargets RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/kgate)
+install(TARGETS ${_kgate_libraries} EXPORT kgateTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+
+# Headers keep their layout ("runtime/kernel.hpp"): include/kgate is the include directory.
+foreach(dir core runtime runtime/cuda runtime/package gates/correctness gates/props gates/sensitivity
+            gates/speed references bench cli)
+  file(GLOB _headers "${PROJECT_SOURCE_DIR}/${dir}/*.hpp" "${PROJECT_SOURCE_DIR}/${dir}/*.cuh")
+  install(FILES ${_headers} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kgate/${dir})
+endforeach()
+
+set(_kgate_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/kgate)
+install(EXPORT kgateTargets NAMESPACE kgate:: DESTINATION ${_kgate_cmake_dir})
+set(KGATE_BUILT_TORCH_DIR "${Torch_DIR}")
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/kgateConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/kgateConfig.cmake INSTALL_DESTINATION ${_kgate_cmake_dir})
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/kgateConfigVersion.cmake
+  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/kgateConfig.cmake ${PROJECT_BINARY_DIR}/kgateConfigVersion.cmake
+              ${PROJECT_SOURCE_DIR}/cmake/KgateKernels.cmake ${PROJECT_SOURCE_DIR}/cmake/KgateExpectFailure.cmake
+        DESTINATION ${_kgate_cmake_dir})
+install(FILES ${PROJECT_SOURCE_DIR}/tests/kernel_test.cpp ${PROJECT_SOURCE_DIR}/bench/kernel_bench.cpp
+              ${PROJECT_SOURCE_DIR}/cli/kgate_main.cpp
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/kgate/src)
+install(FILES ${PROJECT_SOURCE_DIR}/core/kgate-op.schema.json ${PROJECT_SOURCE_DIR}/runtime/package/kgate-package.schema.json
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/kgate/schemas)

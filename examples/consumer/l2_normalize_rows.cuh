@@ -1,0 +1,39 @@
+// Device code of the l2_normalize kernels: one block per row, fp32 accumulation.
+// kDropTail is the bug of the wrong kernel: it works in groups of 4 and forgets the last N % 4.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+namespace l2n {
+
+template <typename T, bool kDropTail>
+__global__ void normalize_rows(const T* x, T* y, int64_t n, int64_t x_row_stride, int64_t y_row_stride,
+                               float eps) {
+  const T* xr = x + blockIdx.x * x_row_stride;
+  T* yr = y + blockIdx.x * y_row_stride;
+  const int64_t end = kDropTail ? n - n % 4 : n;
+  float sum = 0.f;
+  for (int64_t i = threadIdx.x; i < end; i += blockDim.x) {
+    const float v = static_cast<float>(xr[i]);
+    sum += v * v;
+  }
+  for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
+  __shared__ float warp_sums[32];
+  __shared__ float total;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  if (lane == 0) warp_sums[warp] = sum;
+  __syncthreads();
+  if (warp == 0) {
+    float s = lane < static_cast<int>(blockDim.x / 32) ? warp_sums[lane] : 0.f;
+    for (int offset = 16; offset > 0; offset /= 2) s += __shfl_xor_sync(0xffffffffu, s, offset);
+    if (lane == 0) total = s;
+  }
+  __syncthreads();
+  const float norm = fmaxf(sqrtf(total), eps);
+  for (int64_t i = threadIdx.x; i < end; i += blockDim.x) yr[i] = static_cast<T>(static_cast<float>(xr[i]) / norm);
+}
+
+}  // namespace l2n
