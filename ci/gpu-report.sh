@@ -2,7 +2,7 @@
 # Every GPU measurement in one command, for a GPU runner or a release check:
 #   ci/gpu-report.sh OUT_DIR [stage...]
 # Stages (default: build test gate mutants packages): build, test, gate, mutants, packages,
-# sweep, isolation, throughput, opfiles, calibrate, power, ncu. Logs and reports go under OUT_DIR; a short summary is printed last.
+# sweep, isolation, throughput, opfiles, consumer, torchops, calibrate, power, ncu. Logs and reports go under OUT_DIR; a short summary is printed last.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${1:?usage: ci/gpu-report.sh OUT_DIR [stage...]}
@@ -66,6 +66,28 @@ if has isolation; then
   bash "$here/tests/cli/isolation_gpu.sh" "$kgate" "$out/isolation" > "$out/isolation.log" 2>&1
   note "isolation (illegal address in a worker): exit $?"
   tail -3 "$out/isolation.log"
+fi
+if has consumer; then
+  # A project of its own against the installed kgate (examples/consumer): install, build, ctest.
+  bash "$here/ci/consumer.sh" > "$out/consumer.log" 2>&1
+  note "consumer project (ci/consumer.sh): exit $?; $(grep -E 'install tree|consumer configure|tests passed' "$out/consumer.log" | tr '\n' ' ')"
+  grep -E '\(Failed\)|\(Timeout\)|Skipped' "$out/consumer.log" | head -20
+  cp -r "$build/consumer/Testing" "$out/consumer-Testing" 2>/dev/null
+fi
+if has torchops; then
+  # PyTorch custom ops as candidates: tests/torch_op's library (a CUDA fused_add_rms_norm that writes
+  # the residual in place and returns y; an out= softmax; a wrong out= softmax), gated with speed.
+  lib=$build/tests/torch_op/libkgate_test_ops.so
+  "$kgate" check --torch-library "$lib" --torch-op kgate_test::fused_add_rms_norm=fused_add_rms_norm \
+    --torch-op kgate_test::softmax_out=softmax --out "$out/torchops" > "$out/torchops.log" 2>&1
+  note "torch ops (fused_add_rms_norm in place + returned, softmax out=), with speed: exit $?"
+  sed -n '/^kernel /,$p' "$out/torchops.log" | head -20
+  "$kgate" check --torch-library "$lib" --torch-op kgate_test::softmax_tail_out=softmax --no-speed \
+    --out "$out/torchops-wrong" > "$out/torchops-wrong.log" 2>&1
+  note "torch op softmax_tail_out (wrong): exit $? (expected 1)"
+  sed -n '/^kernel /,$p' "$out/torchops-wrong.log" | head -8
+  "$build/tests/torch_op/kgate.test.torch_op" > "$out/torchops-gtest.log" 2>&1
+  note "torch op tests (gtest, cpu): exit $?"
 fi
 if has opfiles; then
   # Op files: the equivalence with the built-in ops (every kernel and mutant on the GPU), the new

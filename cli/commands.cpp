@@ -23,6 +23,7 @@
 #include "runtime/cuda/device.hpp"
 #include "runtime/package/package_kernel.hpp"
 #include "runtime/package/validate.hpp"
+#include "runtime/torch_op.hpp"
 
 namespace kgate::cli {
 namespace fs = std::filesystem;
@@ -348,9 +349,19 @@ int run_check(const CheckArgs& args) {
 
   std::vector<const KernelInfo*> selected;
   if (args.kernels.empty()) {
-    if (packages.empty())
+    // Packages or torch ops named on the command line are what the run checks; otherwise every
+    // in-tree kernel of the backend.
+    bool torch_ops = false;
+    for (const auto& k : registered_kernels()) torch_ops |= torch_op_memory_note(k.name) != nullptr;
+    if (torch_ops) {
+      for (const auto& k : registered_kernels())
+        if (torch_op_memory_note(k.name) && k.backend == backend) selected.push_back(&k);
+      if (selected.empty())
+        throw_usage(std::string("no --torch-op runs on the ") + backend_name(backend) + " backend (a cpu op is given as cpu/NS::OP=...)");
+    } else if (packages.empty()) {
       for (const auto& k : registered_kernels())
         if (k.backend == backend && !k.mutant) selected.push_back(&k);
+    }
   } else {
     for (const auto& name : args.kernels) {
       const auto& k = find_kernel(name);

@@ -14,6 +14,7 @@
 #include "core/error.hpp"
 #include "core/safe_text.hpp"
 #include "references/catalogue.hpp"
+#include "runtime/torch_op.hpp"
 
 namespace {
 
@@ -46,11 +47,20 @@ int kgate::cli::main(int argc, char** argv) {
   app.fallthrough();
   bool require_sandbox = false;
   double compile_timeout = 0;
-  std::vector<std::string> ops_paths;
+  std::vector<std::string> ops_paths, torch_libraries, torch_ops;
   app.add_option("--ops", ops_paths,
                  "Op file (kgate-op/1) or directory of them: ops of your own, with TorchScript references "
                  "(repeatable; also KGATE_OPS=DIR:DIR)")
       ->type_name("PATH")
+      ->allow_extra_args(false);
+  app.add_option("--torch-library", torch_libraries,
+                 "Shared library of PyTorch custom ops (TORCH_LIBRARY) to load (repeatable)")
+      ->type_name("PATH")
+      ->allow_extra_args(false);
+  app.add_option("--torch-op", torch_ops,
+                 "A custom op as a kernel: [cuda/|cpu/]NS::OP[.OVERLOAD]=KGATE_OP[,SCHEMA_ARG=NAME...] "
+                 "(repeatable; its library given with --torch-library)")
+      ->type_name("SPEC")
       ->allow_extra_args(false);
   app.add_flag("--require-sandbox", require_sandbox,
                "Refuse to compile a package where no compile sandbox (mount namespace or Landlock) can "
@@ -181,12 +191,23 @@ int kgate::cli::main(int argc, char** argv) {
 
   try {
     for (const auto& p : ops_paths) kgate::add_ops_path(p);
+    // Torch ops: registered once the op files they may refer to are loaded (for check, after the
+    // config file's, which may name more libraries and ops).
+    auto register_torch_ops = [&](std::vector<std::string> libraries, std::vector<std::string> specs) {
+      libraries.insert(libraries.end(), torch_libraries.begin(), torch_libraries.end());
+      specs.insert(specs.end(), torch_ops.begin(), torch_ops.end());
+      if (!libraries.empty() && specs.empty())
+        throw kgate::Error(kgate::ErrorKind::usage, "--torch-library needs --torch-op SPEC: name the ops to check");
+      kgate::add_torch_ops(libraries, specs);
+    };
+    if (!*check) register_torch_ops({}, {});
     if (*list) return kgate::cli::run_list(list_args);
     if (*check) {
       opt.timing.flush_l2 = !warm;
       // Settings given on the command line win over the config file (global < op < kernel < CLI).
       if (!config_path.empty()) opt.config = kgate::load_config(config_path);
       for (const auto& p : opt.config.op_files) kgate::add_ops_path(p);
+      register_torch_ops(opt.config.torch_libraries, opt.config.torch_ops);
       if (check->count("--cases")) opt.cli.cases = opt.cases;
       if (check->count("--family")) opt.cli.families = opt.families;
       if (check->count("--delta")) opt.cli.delta = opt.timing.interleave.delta;

@@ -135,7 +135,7 @@ GateSettings Config::resolve(const std::string& op, const std::string& kernel, c
 
 Config parse_config(const json& j, const std::string& path) {
   const Ctx c{path};
-  check_keys(c, j, "", {"format", "global", "ops", "kernels", "op_files"});
+  check_keys(c, j, "", {"format", "global", "ops", "kernels", "op_files", "torch_libraries", "torch_ops"});
   if (!j.contains("format") || j["format"] != "kgate-config/1")
     c.fail("format", "expected \"kgate-config/1\", found " + (j.contains("format") ? j["format"].dump() : std::string("nothing")));
   Config cfg;
@@ -150,6 +150,22 @@ Config parse_config(const json& j, const std::string& path) {
         c.fail("op_files[" + std::to_string(i) + "]", "expected a path, found " + v.dump());
       const std::filesystem::path p = v.get<std::string>();
       cfg.op_files.push_back((p.is_absolute() ? p : base / p).lexically_normal().string());
+    }
+  }
+  for (const char* key : {"torch_libraries", "torch_ops"}) {
+    if (!j.contains(key)) continue;
+    const bool paths = std::string(key) == "torch_libraries";
+    if (!j[key].is_array())
+      c.fail(key, paths ? "expected an array of shared libraries (as --torch-library takes)"
+                        : "expected an array of specs (as --torch-op takes)");
+    const auto base = std::filesystem::path(path).parent_path();
+    for (size_t i = 0; i < j[key].size(); ++i) {
+      const auto& v = j[key][i];
+      if (!v.is_string() || v.get<std::string>().empty())
+        c.fail(std::string(key) + "[" + std::to_string(i) + "]", "expected a string, found " + v.dump());
+      const std::filesystem::path p = v.get<std::string>();
+      if (paths) cfg.torch_libraries.push_back((p.is_absolute() ? p : base / p).lexically_normal().string());
+      else cfg.torch_ops.push_back(v.get<std::string>());
     }
   }
   for (const char* level : {"ops", "kernels"}) {

@@ -49,6 +49,10 @@ struct Config {
   /// Op files (kgate-op/1) or directories of them to load, as --ops does; relative paths are
   /// resolved against the config file's directory.
   std::vector<std::string> op_files;
+  /// PyTorch custom-op libraries (relative to the config file) and the ops of them to check, as
+  /// --torch-library and --torch-op take them.
+  std::vector<std::string> torch_libraries;
+  std::vector<std::string> torch_ops;
 
   /// global < op < kernel < cli.
   GateSettings resolve(const std::string& op, const std::string& kernel, const GateSettings& cli) const;

@@ -19,6 +19,7 @@
 #include "runtime/cuda/check.hpp"
 #include "runtime/cuda/device.hpp"
 #include "runtime/cuda/timer.hpp"
+#include "runtime/torch_op.hpp"
 
 namespace kgate {
 namespace {
@@ -361,7 +362,7 @@ std::string repro_command(const std::string& kernel, const Case& c) {
 
 std::string repro_command(const KernelInfo& kernel, const Case& c) {
   if (kernel.package) return "kgate replay --package '" + kernel.source + "' '" + c.id() + "'";
-  return repro_command(kernel.name, c);
+  return repro_command(kernel.name, c) + torch_op_repro_options(kernel.name);
 }
 
 CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c, const correctness::RuleConfig& rule,

@@ -48,7 +48,7 @@ std::string error_of(const std::string& text) {
 TEST(Config, ErrorsNameFileFieldAndExpectation) {
   EXPECT_EQ(error_of(R"({"global": {}})"), "cfg.json: format: expected \"kgate-config/1\", found nothing");
   EXPECT_EQ(error_of(R"({"format": "kgate-config/1", "globals": {}})"),
-            "cfg.json: globals: unknown key; expected one of format, global, ops, kernels, op_files");
+            "cfg.json: globals: unknown key; expected one of format, global, ops, kernels, op_files, torch_libraries, torch_ops");
   EXPECT_EQ(error_of(R"({"format": "kgate-config/1", "op_files": "ops"})"),
             "cfg.json: op_files: expected an array of op files or directories (as --ops takes)");
   EXPECT_EQ(error_of(R"({"format": "kgate-config/1", "op_files": [3]})"), "cfg.json: op_files[0]: expected a path, found 3");
@@ -70,6 +70,20 @@ TEST(Config, OpFilesResolveAgainstTheConfigsDirectory) {
                                                          "op_files": ["ops", "/abs/my_op.json", "../shared/x.json"]})"),
                                 "/repo/ci/kgate.json");
   EXPECT_EQ(cfg.op_files, (std::vector<std::string>{"/repo/ci/ops", "/abs/my_op.json", "/repo/shared/x.json"}));
+}
+
+// Torch custom-op libraries resolve against the config's directory; specs are kept as written.
+TEST(Config, TorchOpsAndTheirLibraries) {
+  const auto cfg = parse_config(nlohmann::json::parse(R"({"format": "kgate-config/1",
+                                                         "torch_libraries": ["build/libops.so"],
+                                                         "torch_ops": ["mylib::rms=rms_norm,input=x"]})"),
+                                "/repo/ci/kgate.json");
+  EXPECT_EQ(cfg.torch_libraries, (std::vector<std::string>{"/repo/ci/build/libops.so"}));
+  EXPECT_EQ(cfg.torch_ops, (std::vector<std::string>{"mylib::rms=rms_norm,input=x"}));
+  EXPECT_EQ(error_of(R"({"format": "kgate-config/1", "torch_ops": "mylib::rms=rms_norm"})"),
+            "cfg.json: torch_ops: expected an array of specs (as --torch-op takes)");
+  EXPECT_EQ(error_of(R"({"format": "kgate-config/1", "torch_libraries": [""]})"),
+            "cfg.json: torch_libraries[0]: expected a string, found \"\"");
 }
 
 TEST(Config, MissingFileIsAUsageError) {

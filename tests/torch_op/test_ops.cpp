@@ -1,0 +1,72 @@
+// A small library of PyTorch custom ops, registered with TORCH_LIBRARY as production kernels ship:
+// kgate checks them as candidates (--torch-library / --torch-op) in tests/torch_op.
+//   fused_add_rms_norm   residual written in place, y returned as a new tensor; CUDA: a real kernel
+//                        (the device code of kernels/fused_add_rms_norm), CPU: ATen
+//   softmax_out          out= variant (every memory check applies)
+//   softmax_tail_out     wrong on purpose: leaves the last column of `out` unwritten
+//   softmax_renamed      a schema whose argument (q) maps onto nothing without an explicit mapping
+#include <ATen/ATen.h>
+#include <c10/cuda/CUDAStream.h>
+#include <torch/library.h>
+
+#include <cstdint>
+
+#include <cuda_runtime.h>
+
+void kgate_test_launch_fused_add_rms_norm(int dtype, const void* x, void* residual, const void* weight, void* y,
+                                          int64_t rows, int64_t n, float eps, int64_t x_row, int64_t r_row,
+                                          int64_t y_row, cudaStream_t stream);
+
+namespace {
+
+at::Tensor fused_add_rms_norm_aten(const at::Tensor& x, at::Tensor& residual, const at::Tensor& weight, double eps) {
+  const at::Tensor r = (x.to(at::kFloat) + residual.to(at::kFloat)).to(x.scalar_type());
+  residual.copy_(r);
+  const at::Tensor rc = r.to(at::kFloat);
+  const at::Tensor inv_rms = at::rsqrt((rc * rc).mean({-1}, /*keepdim=*/true) + eps);
+  return (rc * inv_rms * weight.to(at::kFloat)).to(x.scalar_type());
+}
+
+at::Tensor fused_add_rms_norm_cuda(const at::Tensor& x, at::Tensor& residual, const at::Tensor& weight, double eps) {
+  const bool rows_contiguous = x.dim() == 2 && x.stride(1) == 1 && residual.stride(1) == 1 && weight.stride(0) == 1;
+  int dtype = -1;
+  if (x.scalar_type() == at::kFloat) dtype = 0;
+  if (x.scalar_type() == at::kHalf) dtype = 1;
+  if (x.scalar_type() == at::kBFloat16) dtype = 2;
+  if (!rows_contiguous || dtype < 0) return fused_add_rms_norm_aten(x, residual, weight, eps);
+  at::Tensor y = at::empty(x.sizes(), x.options());
+  kgate_test_launch_fused_add_rms_norm(dtype, x.data_ptr(), residual.data_ptr(), weight.data_ptr(), y.data_ptr(),
+                                       x.size(0), x.size(1), static_cast<float>(eps), x.stride(0), residual.stride(0),
+                                       y.stride(0), c10::cuda::getCurrentCUDAStream().stream());
+  return y;
+}
+
+at::Tensor& softmax_out(const at::Tensor& x, int64_t dim, at::Tensor& out) {
+  out.copy_(at::softmax(x, dim));
+  return out;
+}
+
+at::Tensor& softmax_tail_out(const at::Tensor& x, int64_t dim, at::Tensor& out) {
+  const int64_t n = x.size(-1);
+  if (n > 1) out.narrow(-1, 0, n - 1).copy_(at::softmax(x, dim).narrow(-1, 0, n - 1));
+  return out;
+}
+
+at::Tensor softmax_renamed(const at::Tensor& q, int64_t dim) { return at::softmax(q, dim); }
+
+}  // namespace
+
+TORCH_LIBRARY(kgate_test, m) {
+  m.def("fused_add_rms_norm(Tensor x, Tensor(a!) residual, Tensor weight, float eps) -> Tensor");
+  m.def("softmax_out(Tensor x, int dim, *, Tensor(a!) out) -> Tensor(a!)");
+  m.def("softmax_tail_out(Tensor x, int dim, *, Tensor(a!) out) -> Tensor(a!)");
+  m.def("softmax_renamed(Tensor q, int dim) -> Tensor");
+}
+
+TORCH_LIBRARY_IMPL(kgate_test, CPU, m) { m.impl("fused_add_rms_norm", fused_add_rms_norm_aten); }
+TORCH_LIBRARY_IMPL(kgate_test, CUDA, m) { m.impl("fused_add_rms_norm", fused_add_rms_norm_cuda); }
+TORCH_LIBRARY_IMPL(kgate_test, CompositeExplicitAutograd, m) {
+  m.impl("softmax_out", softmax_out);
+  m.impl("softmax_tail_out", softmax_tail_out);
+  m.impl("softmax_renamed", softmax_renamed);
+}
