@@ -32,7 +32,11 @@ __global__ void normalize_rows(const T* x, T* y, int64_t n, int64_t x_row_stride
     if (lane == 0) total = s;
   }
   __syncthreads();
-  const float norm = fmaxf(sqrtf(total), eps);
+  // Not fmaxf(sqrtf(total), eps): fmaxf returns eps for a NaN norm, and a row holding a NaN would
+  // come out finite where the reference (clamp_min) propagates the NaN. kgate's special cases
+  // caught exactly that in the first version of this kernel.
+  const float root = sqrtf(total);
+  const float norm = root < eps ? eps : root;
   for (int64_t i = threadIdx.x; i < end; i += blockDim.x) yr[i] = static_cast<T>(static_cast<float>(xr[i]) / norm);
 }
 
