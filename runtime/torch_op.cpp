@@ -20,6 +20,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <stdexcept>
 
 #include "core/error.hpp"
 #include "references/catalogue.hpp"
@@ -224,6 +225,9 @@ Plan plan_for(const TorchOpSpec& spec, const OpSignature& op) {
 }
 
 at::Tensor as_tensor(const TensorView& v, const at::Device& device) {
+  // An empty tensor may have no storage at all (a null pointer), which from_blob cannot place.
+  if (v.numel() == 0 || v.data == nullptr)
+    return at::empty(v.sizes, at::TensorOptions().dtype(scalar_type(v.dtype)).device(device));
   return at::from_blob(v.data, v.sizes, v.strides, at::TensorOptions().dtype(scalar_type(v.dtype)).device(device));
 }
 
@@ -253,7 +257,12 @@ void call_op(const Plan& plan, Backend backend, const KernelCall& kc) {
       case Binding::schema_default: stack.push_back(*schema.arguments()[i].default_value()); break;
     }
   }
-  plan.handle.callBoxed(&stack);
+  try {
+    plan.handle.callBoxed(&stack);
+  } catch (const c10::Error& e) {
+    // The op's own error (a TORCH_CHECK), without the C++ backtrace torch appends.
+    throw std::runtime_error(schema.name() + " raised: " + e.what_without_backtrace());
+  }
   for (size_t r = 0; r < plan.returned_output.size() && r < stack.size(); ++r) {
     const int o = plan.returned_output[r];
     if (o < 0) continue;
