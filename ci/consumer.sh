@@ -33,3 +33,31 @@ echo "    consumer configure $(( (t1 - t0) / 1000000 )) ms, build $(( (t2 - t1) 
 echo "==> ci/consumer.sh: ctest of examples/consumer"
 cd "$consumer"
 ctest --output-on-failure -j "${KGATE_TEST_JOBS:-2}" --timeout 900 "$@"
+
+# Repro lines work when pasted, from another directory, with the command on PATH: the installed
+# kgate (an in-tree mutant) and the project's own kgate (its wrong kernel). Each must replay the
+# failure (exit 1, the unwritten elements named).
+replay_pasted() {  # BIN_DIR KERNEL [OPTIONS...] (options given instead of --kernel KERNEL)
+  local bin=$1 kernel=$2 log="$consumer/replay-$2.log" line
+  shift 2
+  local select=(--kernel "$kernel")
+  [ $# -gt 0 ] && select=("$@")
+  PATH="$bin:$PATH" kgate check --backend cpu "${select[@]}" --cases 16 --no-speed --quiet \
+    --out "$consumer/replay-$kernel" > "$log" 2>&1 || true  # exit 1: the wrong kernel fails
+  line=$(grep -m1 -o 'repro: kgate replay .*' "$log" | sed 's/^repro: //')
+  [ -n "$line" ] || { cat "$log"; echo "ci/consumer.sh: no repro line for $kernel" >&2; return 1; }
+  local rc=0
+  (cd / && PATH="$bin:$PATH" eval "$line") > "$log.replay" 2>&1 || rc=$?
+  if [ "$rc" -ne 1 ] || ! grep -q "never written" "$log.replay"; then
+    cat "$log.replay"; echo "ci/consumer.sh: pasted '$line' exited $rc, expected 1 naming the unwritten elements" >&2
+    return 1
+  fi
+  echo "    pasted repro replays the failure: $line"
+}
+replay_pasted "$prefix/bin" mutant_softmax_cpu_tail_dropped
+replay_pasted "$consumer/bin" l2_normalize_cpu_tail_dropped
+# A torch custom op of an op given with --ops: the line carries --ops, --torch-library, --torch-op.
+if [ -f "$build/tests/torch_op/libkgate_test_ops.so" ]; then
+  replay_pasted "$prefix/bin" torch_softmax_tail_out --ops "$here/tests/ops/softmax.json" \
+    --torch-library "$build/tests/torch_op/libkgate_test_ops.so" --torch-op cpu/kgate_test::softmax_tail_out=softmax_script
+fi

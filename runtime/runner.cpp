@@ -19,6 +19,7 @@
 #include "runtime/cuda/check.hpp"
 #include "runtime/cuda/device.hpp"
 #include "runtime/cuda/timer.hpp"
+#include "runtime/embedded_op_files.hpp"
 #include "runtime/torch_op.hpp"
 
 namespace kgate {
@@ -362,7 +363,13 @@ std::string repro_command(const std::string& kernel, const Case& c) {
 
 std::string repro_command(const KernelInfo& kernel, const Case& c) {
   if (kernel.package) return "kgate replay --package '" + kernel.source + "' '" + c.id() + "'";
-  return repro_command(kernel.name, c) + torch_op_repro_options(kernel.name);
+  // An op from an op file that the kernel does not carry (given with --ops or a config) must be
+  // given again for the line to work when pasted.
+  std::string ops;
+  if (const OpSignature* op = lookup_op(c.op);
+      op && op->origin != "built-in" && kernel.op_file.empty() && !embedded_op_file(op->origin))
+    ops = " --ops '" + op->origin + "'";
+  return repro_command(kernel.name, c) + ops + torch_op_repro_options(kernel.name);
 }
 
 CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c, const correctness::RuleConfig& rule,
