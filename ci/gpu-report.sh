@@ -2,7 +2,7 @@
 # Every GPU measurement in one command, for a GPU runner or a release check:
 #   ci/gpu-report.sh OUT_DIR [stage...]
 # Stages (default: build test gate mutants packages): build, test, gate, mutants, packages,
-# sweep, isolation, throughput, opfiles, consumer, torchops, calibrate, power, ncu. Logs and reports go under OUT_DIR; a short summary is printed last.
+# sweep, isolation, throughput, opfiles, newops, subdir, consumer, torchops, calibrate, power, ncu. Logs and reports go under OUT_DIR; a short summary is printed last.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${1:?usage: ci/gpu-report.sh OUT_DIR [stage...]}
@@ -88,6 +88,48 @@ if has torchops; then
   sed -n '/^kernel /,$p' "$out/torchops-wrong.log" | head -8
   "$build/tests/torch_op/kgate.test.torch_op" > "$out/torchops-gtest.log" 2>&1
   note "torch op tests (gtest, cpu): exit $?"
+fi
+if has newops; then
+  # Ops from op files with their kernels, packages and mutants: rotary embedding (half-split and
+  # interleaved, in place) and cross-entropy with ignore_index.
+  "$kgate" check --kernel rotary_block --kernel rotary_interleaved_block --kernel cross_entropy_rows \
+    --out "$out/newops" > "$out/newops.log" 2>&1
+  note "rotary_block, rotary_interleaved_block, cross_entropy_rows (gate with speed): exit $?"
+  sed -n '/^kernel /,$p' "$out/newops.log" | head -24
+  "$kgate" check "$here/kernels/rotary_embedding/package_half_split" "$here/kernels/rotary_embedding/package_interleaved" \
+    "$here/kernels/cross_entropy/package" --out "$out/newops-pkg" > "$out/newops-pkg.log" 2>&1
+  note "their packages (kgate check PKG...): exit $?"
+  sed -n '/^kernel /,/^$/p' "$out/newops-pkg.log" | head -8
+  "$kgate" check --backend cuda --no-speed --kernel mutant_rotary_positions_int32 --kernel mutant_rotary_last_position \
+    --kernel mutant_rotary_interleaved_as_half_split --kernel mutant_cross_entropy_ignored_counted \
+    --kernel mutant_cross_entropy_no_max_sub --out "$out/newops-mutants" > "$out/newops-mutants.log" 2>&1
+  note "their mutants: exit $? (expected 1)"
+  python3 - "$out/newops-mutants/report.json" <<'PY'
+import json, sys
+for k in json.load(open(sys.argv[1]))["kernels"]:
+    c = k["correctness"]; m = c.get("minimal") or {}
+    print(f"  {k['name']}: {k['outcome']}, failed {c['failed']}/{c['cases']}, minimal {m.get('case', {}).get('id', '-')}: {m.get('message', '')[:150]}")
+PY
+  KGATE_MUTANT_TABLE="$out/newops-mutant-table.json" "$build/tests/gpu/kgate.test.gpu.mutants" \
+    --gtest_filter='*rotary*:*cross_entropy*' > "$out/newops-mutant-suite.log" 2>&1
+  note "mutant suite (rotary, cross_entropy): exit $?; $(grep -E '^\[  (PASSED|FAILED)' "$out/newops-mutant-suite.log" | tr '\n' ' ')"
+fi
+if has subdir; then
+  # kgate added to another project's build (add_subdirectory), that project's kernels gated: the
+  # example consumer, built beside kgate in one tree.
+  sub=$out/subdir-project; rm -rf "$sub" "$build-subdir"; mkdir -p "$sub"
+  printf '%s\n' 'cmake_minimum_required(VERSION 3.25)' 'set(CMAKE_CUDA_ARCHITECTURES 90)' \
+    'project(subdir_consumer LANGUAGES CXX CUDA)' "add_subdirectory($here kgate)" \
+    "add_subdirectory($here/examples/consumer consumer)" > "$sub/CMakeLists.txt"
+  deps=""; [ -f "$here/.deps-prefix" ] && deps=$(cat "$here/.deps-prefix")
+  tp=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>/dev/null | tail -1)
+  { cmake -S "$sub" -B "$build-subdir" -G Ninja -DKGATE_BUILD_BENCHMARKS=OFF -DCMAKE_PREFIX_PATH="$tp${deps:+;$deps}" &&
+    cmake --build "$build-subdir" -j "${KGATE_JOBS:-$(nproc)}" --target kgate kgate.kernel.l2_normalize_rows.test \
+      kgate.kernel.l2_normalize_cpu.test kgate.kernel.l2_normalize_rows_tail_dropped.test \
+      kgate.kernel.l2_normalize_cpu_tail_dropped.test &&
+    ctest --test-dir "$build-subdir/consumer" -j 4 --timeout 300; } > "$out/subdir.log" 2>&1
+  note "consumer via add_subdirectory(kgate): exit $?; $(grep -E 'tests passed' "$out/subdir.log" | tail -1)"
+  grep -E '\(Failed\)|\(Timeout\)' "$out/subdir.log" | head
 fi
 if has opfiles; then
   # Op files: the equivalence with the built-in ops (every kernel and mutant on the GPU), the new

@@ -78,6 +78,14 @@ const std::vector<MutantSpec>& mutant_specs() {
        "row tail (H % 256) neither normalized nor stored"},
       {"mutant_fused_add_rms_norm_norms_x", "fused_add_rms_norm_block",
        "normalizes x instead of x + residual"},
+      // Rotary embedding and cross-entropy, ops declared by op files (kernels/rotary_embedding,
+      // kernels/cross_entropy).
+      {"mutant_rotary_positions_int32", "rotary_block", "int64 positions read as int32"},
+      {"mutant_rotary_last_position", "rotary_block", "the cache's last row never used (positions clamped to P-2)"},
+      {"mutant_rotary_interleaved_as_half_split", "rotary_interleaved_block",
+       "interleaved pairs rotated as half-split pairs"},
+      {"mutant_cross_entropy_ignored_counted", "cross_entropy_rows", "rows with target == ignore_index counted in the mean"},
+      {"mutant_cross_entropy_no_max_sub", "cross_entropy_rows", "exp(x) without subtracting the row max"},
   };
   return specs;
 }
