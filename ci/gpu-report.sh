@@ -119,7 +119,7 @@ if has subdir; then
   # example consumer, built beside kgate in one tree.
   sub=$out/subdir-project; rm -rf "$sub" "$build-subdir"; mkdir -p "$sub"
   printf '%s\n' 'cmake_minimum_required(VERSION 3.25)' 'set(CMAKE_CUDA_ARCHITECTURES 90)' \
-    'project(subdir_consumer LANGUAGES CXX CUDA)' "add_subdirectory($here kgate)" \
+    'project(subdir_consumer LANGUAGES CXX CUDA)' 'enable_testing()' "add_subdirectory($here kgate)" \
     "add_subdirectory($here/examples/consumer consumer)" > "$sub/CMakeLists.txt"
   deps=""; [ -f "$here/.deps-prefix" ] && deps=$(cat "$here/.deps-prefix")
   tp=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>/dev/null | tail -1)
@@ -127,7 +127,7 @@ if has subdir; then
     cmake --build "$build-subdir" -j "${KGATE_JOBS:-$(nproc)}" --target kgate kgate.kernel.l2_normalize_rows.test \
       kgate.kernel.l2_normalize_cpu.test kgate.kernel.l2_normalize_rows_tail_dropped.test \
       kgate.kernel.l2_normalize_cpu_tail_dropped.test &&
-    ctest --test-dir "$build-subdir/consumer" -j 4 --timeout 300; } > "$out/subdir.log" 2>&1
+    ctest --test-dir "$build-subdir/consumer" -j 4 --timeout 300 --no-tests=error; } > "$out/subdir.log" 2>&1
   note "consumer via add_subdirectory(kgate): exit $?; $(grep -E 'tests passed' "$out/subdir.log" | tail -1)"
   grep -E '\(Failed\)|\(Timeout\)' "$out/subdir.log" | head
 fi
