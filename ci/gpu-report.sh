@@ -15,6 +15,15 @@ kgate=$build/bin/kgate
 summary=()
 note() { summary+=("$1"); echo "==> $1"; }
 has() { local s; for s in "${stages[@]}"; do [ "$s" = "$1" ] && return 0; done; return 1; }
+# One line per kernel of a report: outcome, failures, the minimal case and its message.
+mutant_lines() {
+  python3 - "$1" <<'PY'
+import json, sys
+for k in json.load(open(sys.argv[1]))["kernels"]:
+    c = k["correctness"]; m = c.get("minimal") or {}
+    print(f"  {k['name']}: {k['outcome']}, failed {c['failed']}/{c['cases']}, minimal {m.get('case', {}).get('id', '-')}: {m.get('message', '')[:160]}")
+PY
+}
 
 if has build; then
   "$here/ci/setup.sh" > "$out/setup.log" 2>&1 && "$here/ci/build.sh" > "$out/build.log" 2>&1
@@ -104,12 +113,7 @@ if has newops; then
     --kernel mutant_rotary_interleaved_as_half_split --kernel mutant_cross_entropy_ignored_counted \
     --kernel mutant_cross_entropy_no_max_sub --out "$out/newops-mutants" > "$out/newops-mutants.log" 2>&1
   note "their mutants: exit $? (expected 1)"
-  python3 - "$out/newops-mutants/report.json" <<'PY'
-import json, sys
-for k in json.load(open(sys.argv[1]))["kernels"]:
-    c = k["correctness"]; m = c.get("minimal") or {}
-    print(f"  {k['name']}: {k['outcome']}, failed {c['failed']}/{c['cases']}, minimal {m.get('case', {}).get('id', '-')}: {m.get('message', '')[:150]}")
-PY
+  mutant_lines "$out/newops-mutants/report.json"
   KGATE_MUTANT_TABLE="$out/newops-mutant-table.json" "$build/tests/gpu/kgate.test.gpu.mutants" \
     --gtest_filter='*rotary*:*cross_entropy*' > "$out/newops-mutant-suite.log" 2>&1
   note "mutant suite (rotary, cross_entropy): exit $?; $(grep -E '^\[  (PASSED|FAILED)' "$out/newops-mutant-suite.log" | tr '\n' ' ')"
@@ -144,12 +148,7 @@ if has opfiles; then
   "$kgate" check --backend cuda --no-speed --kernel mutant_fused_add_rms_norm_tail_dropped \
     --kernel mutant_fused_add_rms_norm_norms_x --out "$out/opfiles-mutants" > "$out/opfiles-mutants.log" 2>&1
   note "fused_add_rms_norm mutants: exit $? (expected 1)"
-  python3 - "$out/opfiles-mutants/report.json" <<'PY'
-import json, sys
-for k in json.load(open(sys.argv[1]))["kernels"]:
-    c = k["correctness"]; m = c.get("minimal") or {}
-    print(f"  {k['name']}: {k['outcome']}, failed {c['failed']}/{c['cases']}, minimal {m.get('case', {}).get('id', '-')}: {m.get('message', '')[:160]}")
-PY
+  mutant_lines "$out/opfiles-mutants/report.json"
   # The package of the new op, copied out of the tree (it carries its op file), gated with speed.
   rm -rf "$out/opfiles-pkg" && cp -r "$here/kernels/fused_add_rms_norm/package" "$out/opfiles-pkg"
   "$kgate" check "$out/opfiles-pkg" --out "$out/opfiles-pkg-report" > "$out/opfiles-pkg.log" 2>&1
