@@ -16,6 +16,7 @@
 #include "cli/output.hpp"
 #include "cli/worker.hpp"
 #include "core/error.hpp"
+#include "core/report_text.hpp"
 #include "core/html_report.hpp"
 #include "core/rng.hpp"
 #include "core/safe_text.hpp"
@@ -73,14 +74,14 @@ std::string speed_cell(const KernelReport& k) {
 std::string speedup_text(const std::optional<double>& v) { return v ? fmt("x%.3f", *v) : "-"; }
 
 void print_table(const RunReport& report) {
-  std::printf("\n%-34s %-9s %-6s %-14s %-8s %s\n", "kernel", "op", "backend", "correctness", "margin", "speed vs eager (worst)");
+  std::vector<std::vector<std::string>> rows = {{"kernel", "op", "backend", "correctness", "margin", "speed vs eager (worst)"}};
+  for (const auto& k : report.kernels)
+    rows.push_back({k.name, k.op, k.backend, correctness_cell(k), fmt("%.3f", k.correctness.worst_margin), speed_cell(k)});
+  const auto widths = column_widths(rows);
+  std::printf("\n%s\n", aligned_row(rows.front(), widths).c_str());
+  size_t row = 0;
   for (const auto& k : report.kernels) {
-    const std::string corr = std::string(outcome_name(k.outcome == Outcome::failed ? Outcome::failed
-                                                       : k.outcome == Outcome::skipped ? Outcome::skipped
-                                                                                        : Outcome::passed)) +
-                             " " + std::to_string(k.correctness.passed) + "/" + std::to_string(k.correctness.cases);
-    std::printf("%-34s %-9s %-6s %-14s %-8s %s\n", k.name.c_str(), k.op.c_str(), k.backend.c_str(), corr.c_str(),
-                fmt("%.3f", k.correctness.worst_margin).c_str(), speed_cell(k).c_str());
+    std::printf("%s\n", aligned_row(rows[++row], widths).c_str());
     if (k.correctness.fallback > 0)
       std::printf("  %s: %lld of %lld cases outside its guard ran the reference (fallback)\n", k.name.c_str(),
                   static_cast<long long>(k.correctness.fallback), static_cast<long long>(k.correctness.cases));
@@ -262,22 +263,26 @@ int run_list(const ListArgs& args) {
       }
       return out;
     };
+    std::vector<std::vector<std::string>> rows = {{"op", "signature", "dtypes", "defined by"}};
     for (const auto& op : op_catalogue()) {
       std::string dtypes;
       for (DType d : op.dtypes) dtypes += (dtypes.empty() ? "" : ",") + std::string(dtype_name(d));
-      const std::string sig = "(" + tensors(op.inputs) + ") -> (" + tensors(op.outputs) + ")";
-      std::printf("%-22s %-58s %-13s %s\n", op.name.c_str(), sig.c_str(), dtypes.c_str(), op.origin.c_str());
+      rows.push_back({op.name, "(" + tensors(op.inputs) + ") -> (" + tensors(op.outputs) + ")", dtypes, op.origin});
     }
+    const auto widths = column_widths(rows);
+    for (const auto& r : rows) std::printf("%s\n", aligned_row(r, widths).c_str());
     return 0;
   }
-  std::printf("%-34s %-9s %-7s %-14s %s\n", "kernel", "op", "backend", "dtypes", "source");
+  std::vector<std::vector<std::string>> rows = {{"kernel", "op", "backend", "dtypes", "source"}};
   for (const auto& k : registered_kernels()) {
     if (k.mutant && !args.all) continue;
     std::string dtypes;
     for (DType d : k.dtypes) dtypes += (dtypes.empty() ? "" : ",") + std::string(dtype_name(d));
-    std::printf("%-34s %-9s %-7s %-14s %s%s\n", k.name.c_str(), k.op.c_str(), backend_name(k.backend), dtypes.c_str(),
-                k.source.c_str(), k.mutant ? "  (mutant: must be rejected)" : "");
+    rows.push_back({k.name, k.op, backend_name(k.backend), dtypes,
+                    k.source + (k.mutant ? "  (mutant: must be rejected)" : "")});
   }
+  const auto widths = column_widths(rows);
+  for (const auto& r : rows) std::printf("%s\n", aligned_row(r, widths).c_str());
   return 0;
 }
 

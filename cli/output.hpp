@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "runtime/runner.hpp"
 
@@ -39,5 +40,10 @@ class Progress {
   bool quiet_;
   bool tty_;
 };
+
+/// Rows printed as aligned columns: each column as wide as its widest cell (the last one unpadded),
+/// so long kernel and op names never push the next column out of line.
+std::vector<size_t> column_widths(const std::vector<std::vector<std::string>>& rows);
+std::string aligned_row(const std::vector<std::string>& row, const std::vector<size_t>& widths);
 
 }  // namespace kgate::cli

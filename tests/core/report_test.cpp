@@ -4,9 +4,12 @@
 
 #include <cmath>
 #include <regex>
+#include <set>
+#include <map>
 #include <sstream>
 
 #include "core/report.hpp"
+#include "core/report_text.hpp"
 
 namespace kgate {
 namespace {
@@ -94,10 +97,69 @@ TEST(Report, JunitHasOneTestcasePerKernelAndGate) {
   std::ostringstream os;
   write_junit(os, sample_report());
   const auto xml = os.str();
-  EXPECT_NE(xml.find("<testsuites name=\"kgate\" tests=\"3\" failures=\"1\" skipped=\"0\">"), std::string::npos);
+  EXPECT_NE(xml.find("<testsuites name=\"kgate\" tests=\"3\" failures=\"1\" errors=\"0\" time=\""), std::string::npos);
   EXPECT_TRUE(std::regex_search(xml, std::regex("classname=\"kgate.cuda.softmax_tail\" name=\"correctness\"")));
   EXPECT_NE(xml.find("<failure message=\"1 of 33 output elements were never written\nsecond line\">"), std::string::npos);
   EXPECT_NE(xml.find("repro: kgate replay --kernel softmax_tail &#39;softmax:f32"), std::string::npos);
+}
+
+// The attributes the Jenkins xunit schema (junit-10.xsd) allows and requires on each element, and
+// numeric times: checked on every tag the writer emits.
+TEST(Report, JunitAttributesFitTheXunitSchema) {
+  std::ostringstream os;
+  RunReport r = sample_report();
+  r.kernels[0].outcome = Outcome::skipped;
+  write_junit(os, r);
+  const auto xml = os.str();
+  const std::map<std::string, std::pair<std::set<std::string>, std::set<std::string>>> rules = {
+      {"testsuites", {{"name", "time", "tests", "failures", "disabled", "errors"}, {}}},
+      {"testsuite",
+       {{"name", "tests", "disabled", "errors", "failures", "hostname", "id", "package", "skipped", "time", "timestamp"},
+        {"name", "tests"}}},
+      {"testcase", {{"name", "assertions", "time", "classname", "status"}, {"name"}}},
+      {"failure", {{"message", "type"}, {}}},
+      {"skipped", {{"message"}, {}}},
+  };
+  const std::regex tag(R"re(<([a-z-]+)((?:\s+[a-z]+="[^"]*")*)\s*/?>)re"), attr(R"re(([a-z]+)="([^"]*)")re");
+  int checked = 0;
+  for (auto it = std::sregex_iterator(xml.begin(), xml.end(), tag); it != std::sregex_iterator(); ++it) {
+    const std::string name = (*it)[1];
+    const auto rule = rules.find(name);
+    if (rule == rules.end()) continue;
+    ++checked;
+    std::set<std::string> seen;
+    const std::string attrs = (*it)[2];
+    for (auto a = std::sregex_iterator(attrs.begin(), attrs.end(), attr); a != std::sregex_iterator(); ++a) {
+      const std::string key = (*a)[1], value = (*a)[2];
+      seen.insert(key);
+      EXPECT_TRUE(rule->second.first.count(key)) << "<" << name << "> may not carry " << key;
+      if (key == "time" || key == "tests" || key == "failures" || key == "errors" || key == "skipped")
+        EXPECT_TRUE(std::regex_match(value, std::regex(R"([0-9]+(\.[0-9]+)?)"))) << name << " " << key << "=" << value;
+    }
+    for (const auto& required : rule->second.second)
+      EXPECT_TRUE(seen.count(required)) << "<" << name << "> lacks " << required;
+  }
+  EXPECT_GE(checked, 6);
+}
+
+TEST(Report, TheCorrectnessCellCountsWhatItSays) {
+  KernelReport k;
+  k.correctness.cases = 64;
+  k.correctness.passed = 64;
+  EXPECT_EQ(correctness_cell(k), "passed 64/64");
+  k.outcome = Outcome::failed;
+  k.correctness.passed = 56;
+  k.correctness.failed = 8;
+  EXPECT_EQ(correctness_cell(k), "failed 8 of 64");
+  k.correctness = CorrectnessReport{};
+  EXPECT_EQ(correctness_cell(k), "failed, no case ran");
+  k.outcome = Outcome::skipped;
+  EXPECT_EQ(correctness_cell(k), "skipped");
+  k.outcome = Outcome::invalid;
+  k.correctness.cases = 64;
+  k.correctness.passed = 60;
+  k.correctness.reference_errors = 4;
+  EXPECT_EQ(correctness_cell(k), "invalid 60/64");
 }
 
 TEST(Report, MarkdownNamesTheFailureAndRepro) {
