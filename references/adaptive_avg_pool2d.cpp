@@ -35,6 +35,9 @@ OpSignature adaptive_avg_pool2d_signature() {
   op.tolerance[DType::f32] = Tolerance{1e-5, 1e-5};  // summation order of large windows, see above
   op.nan_contract = NanContract::propagate;
   op.deterministic = true;
+  // Timed on CNN-like pools: a 28x28 map to 7x7, and a global pool of a 7x7 map.
+  op.speed_shapes = {{{"B", 32}, {"C", 512}, {"H", 28}, {"W", 28}, {"OH", 7}, {"OW", 7}},
+                     {{"B", 64}, {"C", 512}, {"H", 7}, {"W", 7}, {"OH", 1}, {"OW", 1}}};
   return op;
 }
 

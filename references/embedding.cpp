@@ -26,6 +26,8 @@ OpSignature embedding_signature() {
   for (DType d : op.dtypes) op.tolerance[d] = Tolerance{0, 0};
   op.nan_contract = NanContract::propagate;
   op.deterministic = true;
+  // Timed on LLM-like lookups (the rows-by-columns default suits row ops, not gathers).
+  op.speed_shapes = {{{"T", 4096}, {"V", 32000}, {"D", 4096}}, {{"T", 512}, {"V", 128256}, {"D", 2048}}};
   return op;
 }
 

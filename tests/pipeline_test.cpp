@@ -78,6 +78,21 @@ TEST(Pipeline, SpeedCasesFitTheKernel) {
   }
 }
 
+// Ops that are not rows-by-columns are timed on shapes of their own, not the default guess.
+TEST(Pipeline, GathersAndPoolsAreTimedOnTheirOwnShapes) {
+  KernelInfo any;
+  any.dtypes = {DType::f16};
+  const auto emb = speed_cases(find_op("embedding"), any, 1, 2);
+  ASSERT_EQ(emb.size(), 2u);
+  EXPECT_EQ(emb[0].id().substr(0, std::string("embedding:f16:T=4096,V=32000,D=4096:").size()),
+            "embedding:f16:T=4096,V=32000,D=4096:");
+  EXPECT_EQ(emb[1].dims, (std::vector<std::pair<std::string, int64_t>>{{"T", 512}, {"V", 128256}, {"D", 2048}}));
+  const auto pool = speed_cases(find_op("adaptive_avg_pool2d"), any, 1, 2);
+  ASSERT_EQ(pool.size(), 2u);
+  EXPECT_EQ(pool[1].dims, (std::vector<std::pair<std::string, int64_t>>{
+                              {"B", 64}, {"C", 512}, {"H", 7}, {"W", 7}, {"OH", 1}, {"OW", 1}}));
+}
+
 }  // namespace
 }  // namespace kgate
 
