@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <iostream>
 
@@ -14,6 +15,7 @@
 #include "core/error.hpp"
 #include "core/safe_text.hpp"
 #include "references/catalogue.hpp"
+#include "runtime/kernel.hpp"
 #include "runtime/torch_op.hpp"
 
 namespace {
@@ -82,7 +84,16 @@ int kgate::cli::main(int argc, char** argv) {
   check->add_option("packages", check_args.packages,
                     "Exported package directories (kgate.json) to check on the GPU; cases cover both sides of "
                     "each guard")
-      ->check(CLI::ExistingDirectory);
+      ->check(CLI::Validator(
+          [](std::string& path) -> std::string {
+            std::error_code ec;
+            if (std::filesystem::is_directory(path, ec)) return "";
+            for (const auto& k : kgate::registered_kernels())
+              if (k.name == path)
+                return "'" + path + "' is a kernel, not a package directory: check it with --kernel " + path;
+            return "package directory " + path + " does not exist (a kernel is named with --kernel NAME)";
+          },
+          "DIR"));
   // One value per --kernel / --family, so that package directories after them stay positional.
   check->add_option("--kernel", check_args.kernels,
                     "Kernel to check (repeatable; default: all but mutants, unless packages are given)")

@@ -77,6 +77,12 @@ sed -i 's/"eps": 1e-6/"eps": 1e-5/' "$out.pkg/fused_add_rms_norm.op.json"
 rc=$?
 [ $rc -eq 4 ] || fail "an unknown kernel exited $rc, expected 4"
 grep -q "unknown kernel 'no_such_kernel'" "$out.usage.log" || fail "unknown kernel message missing"
+grep -q "mutant_" "$out.usage.log" && fail "the unknown-kernel message lists the mutants"
+"$kgate" check --backend cpu --kernel softmax_cpv > "$out.typo.log" 2>&1
+[ $? -eq 4 ] && grep -q "did you mean 'softmax_cpu'?" "$out.typo.log" || { cat "$out.typo.log"; fail "no did-you-mean for a typo"; }
+"$kgate" check --backend cpu softmax_cpu > "$out.positional.log" 2>&1
+[ $? -eq 4 ] && grep -q "'softmax_cpu' is a kernel, not a package directory: check it with --kernel softmax_cpu" "$out.positional.log" ||
+  { cat "$out.positional.log"; fail "a kernel name given as a package directory got no hint"; }
 "$kgate" check --cases 0 > /dev/null 2>&1
 [ $? -eq 4 ] || fail "--cases 0 should be a usage error (exit 4)"
 # Isolation: a kernel that crashes and one that hangs fail alone; the correct kernel's result is kept.
