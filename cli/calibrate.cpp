@@ -250,7 +250,7 @@ CLI::App* add_calibrate_command(CLI::App& app, CalibrateArgs& args) {
       ->capture_default_str();
   cmd->add_option("--time-budget", timing.time_budget_s, "Seconds of timing per comparison")
       ->capture_default_str();
-  cmd->add_flag("!--warm", args.timing.flush_l2,
+  cmd->add_flag_callback("--warm", [&args] { args.timing.flush_l2 = false; },
                 "Time with a warm L2 (default: flushed between launches)");
   cmd->add_option("--out", args.out_dir, "Directory for calibrate.json")->capture_default_str();
   cmd->add_option(

@@ -114,8 +114,8 @@ int kgate::cli::main(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   check->add_option("--atol", opt.atol, "Absolute tolerance (overrides the op's default)");
   check->add_option("--rtol", opt.rtol, "Relative tolerance (overrides the op's default)");
-  check->add_flag("!--no-shrink", opt.shrink, "Do not shrink failing cases");
-  check->add_flag("!--no-speed", opt.speed, "Skip the speed gate");
+  check->add_flag_callback("--no-shrink", [&] { opt.shrink = false; }, "Do not shrink failing cases");
+  check->add_flag_callback("--no-speed", [&] { opt.speed = false; }, "Skip the speed gate");
   check->add_option("--speed-cases", opt.speed_cases, "Shapes timed per kernel")->capture_default_str();
   check->add_option("--delta", opt.timing.interleave.delta, "Minimum slowdown that counts as a regression")
       ->capture_default_str();
@@ -124,7 +124,7 @@ int kgate::cli::main(int argc, char** argv) {
       ->capture_default_str();
   bool warm = false;
   check->add_flag("--warm", warm, "Time with a warm L2 (default: flushed between launches)");
-  check->add_flag("!--no-isolate", check_args.isolate,
+  check->add_flag_callback("--no-isolate", [&] { check_args.isolate = false; },
                   "Run every kernel in this process (default: one worker process each, under a watchdog)");
   check->add_option("--kernel-timeout", check_args.kernel_timeout_s,
                     "Seconds before a kernel's worker counts as hung and is killed")
@@ -175,7 +175,7 @@ int kgate::cli::main(int argc, char** argv) {
   kgate::cli::ValidateArgs validate_args;
   auto* validate = app.add_subcommand("validate", "Validate a kernel package: manifest, paths, NVRTC compile (no GPU needed)");
   validate->add_option("package", validate_args.package_dir, "Package directory (holding kgate.json)")->required();
-  validate->add_flag("!--no-compile", validate_args.compile, "Check the manifest only");
+  validate->add_flag_callback("--no-compile", [&] { validate_args.compile = false; }, "Check the manifest only");
   validate->add_option("--arch", validate_args.arch, "GPU architecture to compile for")->capture_default_str();
 
   kgate::cli::CompareArgs compare_args;
@@ -193,6 +193,15 @@ int kgate::cli::main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    // "A subcommand is required" for a mistyped verb: name the verbs instead.
+    if (dynamic_cast<const CLI::RequiredError*>(&e) && argc > 1 && argv[1][0] != '-') {
+      std::string verbs;
+      for (const auto* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+        verbs += (verbs.empty() ? "" : ", ") + sub->get_name();
+      std::fprintf(stderr, "kgate: error: unknown verb '%s'; verbs: %s (kgate --help)\n",
+                   kgate::safe_log_text(argv[1]).c_str(), verbs.c_str());
+      return static_cast<int>(kgate::ExitCode::usage);
+    }
     const int rc = app.exit(e);
     return rc == 0 ? 0 : static_cast<int>(kgate::ExitCode::usage);
   }

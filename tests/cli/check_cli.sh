@@ -78,6 +78,9 @@ rc=$?
 [ $rc -eq 4 ] || fail "an unknown kernel exited $rc, expected 4"
 grep -q "unknown kernel 'no_such_kernel'" "$out.usage.log" || fail "unknown kernel message missing"
 grep -q "mutant_" "$out.usage.log" && fail "the unknown-kernel message lists the mutants"
+"$kgate" bogus > "$out.verb.log" 2>&1
+[ $? -eq 4 ] && grep -q "unknown verb 'bogus'; verbs: list, check" "$out.verb.log" || { cat "$out.verb.log"; fail "a mistyped verb is not named"; }
+"$kgate" check --help | grep -q -- "--no-shrink{" && fail "the help shows --no-shrink{false}"
 "$kgate" check --backend cpu --kernel softmax_cpv > "$out.typo.log" 2>&1
 [ $? -eq 4 ] && grep -q "did you mean 'softmax_cpu'?" "$out.typo.log" || { cat "$out.typo.log"; fail "no did-you-mean for a typo"; }
 "$kgate" check --backend cpu softmax_cpu > "$out.positional.log" 2>&1
