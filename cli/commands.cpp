@@ -560,17 +560,31 @@ int run_replay(const ReplayArgs& args) {
     } catch (const std::exception& e) {
       throw_usage(args.case_ref + ": not valid JSON: " + e.what());
     }
-    // Accept a bare case, a case result, or a report (its first minimal case).
-    if (j.contains("kernels")) {
-      for (const auto& k : j.at("kernels"))
-        if (k.contains("correctness") && k.at("correctness").contains("minimal")) {
-          j = k.at("correctness").at("minimal").at("case");
-          break;
-        }
-    } else if (j.contains("case")) {
+    // Accept a bare case, a case result, or a report: the minimal failing case of the kernel
+    // replayed (else the report's first one).
+    if (j.is_object() && j.contains("kernels") && j.at("kernels").is_array()) {
+      const nlohmann::json* found = nullptr;
+      for (const auto& k : j.at("kernels")) {
+        const auto cr = k.find("correctness");
+        if (cr == k.end() || !cr->is_object()) continue;
+        const auto m = cr->find("minimal");
+        if (m == cr->end() || !m->is_object() || !m->contains("case")) continue;
+        const bool named = k.value("name", "") == args.kernel || (!args.package_dir.empty() && !found);
+        if (named || !found) found = &m->at("case");
+        if (named) break;
+      }
+      if (!found)
+        throw_usage(args.case_ref + " holds no failing case to replay (no kernel of it failed); replay a case id "
+                                    "instead (kgate replay --kernel NAME 'op:dtype:dims:layout:values:seed')");
+      j = *found;
+    } else if (j.is_object() && j.contains("case")) {
       j = j.at("case");
     }
-    c = j.get<Case>();
+    try {
+      c = j.get<Case>();
+    } catch (const nlohmann::json::exception& e) {
+      throw_usage(args.case_ref + " is not a case, a case result or a kgate report: " + e.what());
+    }
   } else {
     c = Case::from_id(args.case_ref);
   }

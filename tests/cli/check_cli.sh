@@ -29,6 +29,10 @@ rc=$?
 [ $rc -eq 1 ] || { cat "$out.replay.log"; fail "replay of the minimal case exited $rc, expected 1"; }
 "$kgate" replay --kernel mutant_softmax_cpu_tail_dropped "$out/bad/report.json" > /dev/null 2>&1
 [ $? -eq 1 ] || fail "replay from report.json did not reproduce the failure"
+# A passing report holds no case to replay: a usage error that says so, not an internal error.
+"$kgate" replay --kernel softmax_cpu "$out/ok/report.json" > "$out.replay-pass.log" 2>&1
+[ $? -eq 4 ] && grep -q "holds no failing case to replay" "$out.replay-pass.log" ||
+  { cat "$out.replay-pass.log"; fail "replay of a passing report.json is not a clear usage error"; }
 
 # replay also runs the behaviour checks: a determinism failure (each single run passes) reproduces.
 nd_case='softmax:f32:B=8,N=4096:contiguous:normal:0000000000000001'
