@@ -29,6 +29,18 @@ rc=$?
 [ $rc -eq 1 ] || { cat "$out.replay.log"; fail "replay of the minimal case exited $rc, expected 1"; }
 "$kgate" replay --kernel mutant_softmax_cpu_tail_dropped "$out/bad/report.json" > /dev/null 2>&1
 [ $? -eq 1 ] || fail "replay from report.json did not reproduce the failure"
+# kgate compare: a new failing kernel and a kernel missing from the new report count (exit 1), and
+# passed -> invalid does (exit 3); the same report against itself is 0.
+"$kgate" compare "$out/ok/report.json" "$out/bad/report.json" > "$out.compare.log" 2>&1
+[ $? -eq 1 ] && grep -q "missing from the new report" "$out.compare.log" && grep -q "new, not passing" "$out.compare.log" ||
+  { cat "$out.compare.log"; fail "compare: a missing kernel and a new failing one must exit 1"; }
+python3 - "$out/ok/report.json" "$out/invalid.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1])); r["kernels"][0]["outcome"] = "invalid"; json.dump(r, open(sys.argv[2], "w"))
+PY
+"$kgate" compare "$out/ok/report.json" "$out/invalid.json" > "$out.compare-invalid.log" 2>&1
+[ $? -eq 3 ] || { cat "$out.compare-invalid.log"; fail "compare: passed -> invalid must exit 3"; }
+"$kgate" compare "$out/ok/report.json" "$out/ok/report.json" > /dev/null 2>&1 || fail "compare of a report with itself must exit 0"
 # A passing report holds no case to replay: a usage error that says so, not an internal error.
 "$kgate" replay --kernel softmax_cpu "$out/ok/report.json" > "$out.replay-pass.log" 2>&1
 [ $? -eq 4 ] && grep -q "holds no failing case to replay" "$out.replay-pass.log" ||
