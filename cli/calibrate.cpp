@@ -239,11 +239,11 @@ CLI::App* add_calibrate_command(CLI::App& app, CalibrateArgs& args) {
       ->check(CLI::IsMember({"cuda", "cpu"}));
   cmd->add_option("--comparisons", args.comparisons, "A/A comparisons per speed case")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(above_zero());
   cmd->add_option("--seed", args.seed, "Master seed")->capture_default_str();
   cmd->add_option("--speed-cases", args.speed_cases, "Shapes timed per kernel")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(above_zero());
   cmd->add_option("--delta", timing.delta, "Minimum slowdown that counts as a regression")
       ->capture_default_str();
   cmd->add_option("--alpha", timing.alpha, "False-positive rate per comparison")

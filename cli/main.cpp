@@ -12,6 +12,7 @@
 #include "cli/sweep.hpp"      // kgate sweep (tolerance sensitivity)
 #include "cli/commands.hpp"
 #include "cli/main.hpp"
+#include "cli/output.hpp"
 #include "core/error.hpp"
 #include "core/safe_text.hpp"
 #include "references/catalogue.hpp"
@@ -70,7 +71,7 @@ int kgate::cli::main(int argc, char** argv) {
   app.add_option("--compile-timeout", compile_timeout,
                  "Seconds a package compile may take before it is stopped (default 300; also "
                  "KGATE_COMPILE_TIMEOUT)")
-      ->check(CLI::PositiveNumber);
+      ->check(kgate::cli::above_zero());
 
   kgate::cli::ListArgs list_args;
   auto* list = app.add_subcommand("list", "List the kernels under test (or the op catalogue with --ops)");
@@ -104,7 +105,7 @@ int kgate::cli::main(int argc, char** argv) {
   check->add_option("--backend", check_args.backend, "cuda or cpu (default: cuda when a GPU is present)")
       ->check(CLI::IsMember({"cuda", "cpu"}));
   check->add_option("--seed", opt.seed, "Master seed: every case derives from it")->capture_default_str();
-  check->add_option("--cases", opt.cases, "Correctness cases per kernel")->capture_default_str()->check(CLI::PositiveNumber);
+  check->add_option("--cases", opt.cases, "Correctness cases per kernel")->capture_default_str()->check(kgate::cli::above_zero());
   check->add_option("--family", opt.families, "Case families (random, ragged, extreme, special, layout)")
       ->allow_extra_args(false);
   check->add_option("--rule", opt.rule, "Correctness rule: allclose, ulp or ref_ratio (default: the op's)")

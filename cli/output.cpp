@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <ctime>
 #include <fstream>
@@ -67,6 +68,17 @@ std::string aligned_row(const std::vector<std::string>& row, const std::vector<s
     if (i + 1 < row.size()) line += std::string((i < widths.size() ? widths[i] : 0) - row[i].size() + 1, ' ');
   }
   return line;
+}
+
+CLI::Validator above_zero() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        if (end == text.c_str() || *end != '\0') return "expected a number, found '" + text + "'";
+        return v > 0 ? "" : "must be above 0, found " + text;
+      },
+      "> 0");
 }
 
 Progress::Progress(bool quiet) : quiet_(quiet), tty_(isatty(fileno(stderr)) != 0) {}

@@ -102,8 +102,9 @@ grep -q "mutant_" "$out.usage.log" && fail "the unknown-kernel message lists the
 "$kgate" check --backend cpu softmax_cpu > "$out.positional.log" 2>&1
 [ $? -eq 4 ] && grep -q "'softmax_cpu' is a kernel, not a package directory: check it with --kernel softmax_cpu" "$out.positional.log" ||
   { cat "$out.positional.log"; fail "a kernel name given as a package directory got no hint"; }
-"$kgate" check --cases 0 > /dev/null 2>&1
+"$kgate" check --cases 0 > "$out.cases0.log" 2>&1
 [ $? -eq 4 ] || fail "--cases 0 should be a usage error (exit 4)"
+grep -q "must be above 0, found 0" "$out.cases0.log" || { cat "$out.cases0.log"; fail "--cases 0 is not explained"; }
 # Isolation: a kernel that crashes and one that hangs fail alone; the correct kernel's result is kept.
 "$kgate" check --backend cpu --kernel softmax_cpu --kernel mutant_softmax_cpu_segfault --kernel mutant_softmax_cpu_hang \
   --kernel-timeout 15 --cases 4 --no-speed --out "$out/iso" > "$out.iso.log" 2>&1
