@@ -93,7 +93,8 @@ json correctness_json(const CorrectnessReport& c) {
               {"warnings", c.warnings},
               {"fallback", c.fallback},
               {"behaviour_checks", c.behaviour_checks},
-              {"reference_errors", c.reference_errors}};
+              {"reference_errors", c.reference_errors},
+              {"seconds", number(c.seconds)}};
   if (c.minimal) out["minimal"] = case_result_json(*c.minimal);
   if (!c.null_calibration.empty()) {
     json nc = json::object();
@@ -117,6 +118,7 @@ CorrectnessReport correctness_from(const json& c) {
   r.fallback = c.value("fallback", int64_t{0});
   r.behaviour_checks = c.value("behaviour_checks", int64_t{0});
   r.reference_errors = c.value("reference_errors", int64_t{0});
+  r.seconds = read_number(c, "seconds");
   if (c.contains("null_calibration"))
     for (auto nk = c.at("null_calibration").begin(); nk != c.at("null_calibration").end(); ++nk)
       for (auto f = nk.value().begin(); f != nk.value().end(); ++f)
@@ -164,7 +166,8 @@ json speed_json(const SpeedComparison& s) {
           {"candidate_median_ns", number(s.candidate_median_ns)},
           {"baseline_ns", samples_json(s.baseline_ns)},
           {"candidate_ns", samples_json(s.candidate_ns)},
-          {"note", s.note}};
+          {"note", s.note},
+          {"seconds", number(s.seconds)}};
 }
 
 SpeedComparison speed_from(const json& j) {
@@ -187,6 +190,7 @@ SpeedComparison speed_from(const json& j) {
   if (j.contains("baseline_ns")) s.baseline_ns = samples_from(j.at("baseline_ns"));
   if (j.contains("candidate_ns")) s.candidate_ns = samples_from(j.at("candidate_ns"));
   s.note = j.value("note", std::string());
+  s.seconds = read_number(j, "seconds");
   return s;
 }
 
@@ -406,8 +410,10 @@ void write_junit(std::ostream& os, const RunReport& report) {
   for (const auto& k : report.kernels) {
     const std::string cls = "kgate." + k.backend + "." + k.name;
     ++tests;
+    // The correctness phase's own time (older reports: the kernel's, which includes the timing).
+    const double correctness_s = k.correctness.seconds > 0 ? k.correctness.seconds : k.seconds;
     body << "    <testcase classname=\"" << markup_escape(cls) << "\" name=\"correctness\" time=\""
-         << fmt(k.seconds, "%.3f") << "\">\n";
+         << fmt(correctness_s, "%.3f") << "\">\n";
     if (k.outcome == Outcome::skipped) {
       ++skipped;
       body << "      <skipped message=\"" << markup_escape(k.message) << "\"/>\n";
@@ -427,7 +433,7 @@ void write_junit(std::ostream& os, const RunReport& report) {
     for (const auto& s : k.speed) {
       ++tests;
       body << "    <testcase classname=\"" << markup_escape(cls) << "\" name=\"speed vs " << markup_escape(s.baseline)
-           << " " << markup_escape(s.kcase.id()) << "\">\n";
+           << " " << markup_escape(s.kcase.id()) << "\" time=\"" << fmt(s.seconds, "%.3f") << "\">\n";
       if (s.decision == Outcome::regressed || s.decision == Outcome::invalid) {
         ++failures;
         body << "      <failure message=\"" << markup_escape(speed_summary(s)) << "\"/>\n";

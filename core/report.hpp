@@ -74,6 +74,7 @@ struct CorrectnessReport {
   /// Cases the op's reference (an op file's TorchScript) failed on: neither passed nor failed; a
   /// kernel with any is not passed (outcome invalid unless it failed).
   int64_t reference_errors = 0;
+  double seconds = 0;  ///< wall time of the correctness phase (cases, shrinking, behaviour checks)
   /// Null-kernel calibration: per null kernel ("zeros", "copy"), per family, cases run and failed.
   /// A family a null kernel passes entirely is too weak (a warning says so).
   std::map<std::string, std::map<std::string, std::pair<int64_t, int64_t>>> null_calibration;
@@ -99,6 +100,7 @@ struct SpeedComparison {
   std::vector<double> baseline_ns;   ///< raw per-launch samples
   std::vector<double> candidate_ns;
   std::string note;
+  double seconds = 0;  ///< wall time of this comparison (warm-up, blocks, statistics)
 };
 
 struct KernelReport {

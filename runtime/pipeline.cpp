@@ -324,6 +324,13 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
   } else if (options.speed && !kernel.timed) {
     report.correctness.warnings.push_back("'" + kernel.name + "' " + kTwinNotTimed);
   } else if (options.speed) {
+    report.correctness.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    auto timed_comparison = [&](const KernelInfo* against, const Case& c) {
+      const auto start = std::chrono::steady_clock::now();
+      SpeedComparison s = runner.time_case(kernel, against, c, timing, options.seed);
+      s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      report.speed.push_back(std::move(s));
+    };
     std::vector<WeightedCase> timed = options.timed_cases;
     if (timed.empty())
       for (auto& c : speed_cases(op, kernel, options.seed, options.speed_cases)) timed.push_back({std::move(c), 0});
@@ -331,11 +338,11 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
       const Case& c = timed[i].kcase;
       say(kernel.name + ": timing " + std::to_string(i + 1) + "/" + std::to_string(timed.size()) + " " + c.id() +
           " vs eager");
-      report.speed.push_back(runner.time_case(kernel, nullptr, c, timing, options.seed));
+      timed_comparison(nullptr, c);
       if (baseline) {
         say(kernel.name + ": timing " + std::to_string(i + 1) + "/" + std::to_string(timed.size()) + " " + c.id() +
             " vs " + baseline->name);
-        report.speed.push_back(runner.time_case(kernel, baseline, c, timing, options.seed));
+        timed_comparison(baseline, c);
       }
     }
     for (const auto& w : timed)
@@ -355,6 +362,7 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
   // Cases the reference could not judge leave the kernel unproven: never a pass.
   if (report.correctness.reference_errors > 0 && report.outcome == Outcome::passed) report.outcome = Outcome::invalid;
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (report.correctness.seconds == 0) report.correctness.seconds = report.seconds;  // no speed phase
   return report;
 }
 

@@ -140,6 +140,25 @@ TEST(Report, JunitAttributesFitTheXunitSchema) {
       EXPECT_TRUE(seen.count(required)) << "<" << name << "> lacks " << required;
   }
   EXPECT_GE(checked, 6);
+  // Every testcase says how long it took: speed testcases too (a reader shows NaN otherwise).
+  const std::regex testcase("<testcase [^>]*>");
+  for (auto it = std::sregex_iterator(xml.begin(), xml.end(), testcase); it != std::sregex_iterator(); ++it)
+    EXPECT_NE(it->str().find(" time=\""), std::string::npos) << it->str();
+}
+
+TEST(Report, PhaseTimesSurviveTheRoundTripAndTimeTheJunitCases) {
+  RunReport r = sample_report();
+  r.kernels[0].seconds = 9;
+  r.kernels[0].correctness.seconds = 2.5;
+  ASSERT_FALSE(r.kernels[0].speed.empty());
+  r.kernels[0].speed[0].seconds = 6.25;
+  const RunReport back = report_from_json(to_json(r));
+  EXPECT_DOUBLE_EQ(back.kernels[0].correctness.seconds, 2.5);
+  EXPECT_DOUBLE_EQ(back.kernels[0].speed[0].seconds, 6.25);
+  std::ostringstream os;
+  write_junit(os, back);
+  EXPECT_NE(os.str().find("name=\"correctness\" time=\"2.500\""), std::string::npos) << os.str();
+  EXPECT_NE(os.str().find("time=\"6.250\""), std::string::npos) << os.str();
 }
 
 TEST(Report, TheCorrectnessCellCountsWhatItSays) {
