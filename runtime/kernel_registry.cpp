@@ -1,9 +1,9 @@
 // The process-wide list of kernels under test.
 #include <algorithm>
-#include <cstdint>
 #include <map>
 
 #include "core/error.hpp"
+#include "core/suggest.hpp"
 #include "runtime/embedded_op_files.hpp"
 #include "runtime/kernel.hpp"
 
@@ -51,38 +51,18 @@ bool register_kernel(KernelInfo info) {
 
 const std::vector<KernelInfo>& registered_kernels() { return registry(); }
 
-namespace {
-/// Edit distance (insertions, deletions, substitutions), for "did you mean".
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
-}
-}  // namespace
-
 const KernelInfo& find_kernel(const std::string& name) {
   for (const auto& k : registry())
     if (k.name == name) return k;
-  // The closest names first (a typo), then the kernels that are not mutants.
-  const KernelInfo* closest = nullptr;
-  size_t best = SIZE_MAX;
-  for (const auto& k : registry())
-    if (const size_t d = edit_distance(name, k.name); d < best) best = d, closest = &k;
+  // The closest name first (a typo), then the kernels that are not mutants.
+  std::vector<std::string> names;
   std::string known;
-  for (const auto& k : registry())
+  for (const auto& k : registry()) {
+    names.push_back(k.name);
     if (!k.mutant) known += (known.empty() ? "" : ", ") + k.name;
-  const std::string hint = closest && best <= std::max<size_t>(2, name.size() / 4)
-                               ? "did you mean '" + closest->name + "'? "
-                               : "";
+  }
+  const std::string guess = closest(name, names);
+  const std::string hint = guess.empty() ? "" : "did you mean '" + guess + "'? ";
   throw_usage("unknown kernel '" + name + "'; " + hint + "kernels: " + (known.empty() ? "(none)" : known) +
               " (`kgate list --all` shows them with the mutants)");
 }

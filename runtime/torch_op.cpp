@@ -73,8 +73,6 @@ std::map<std::string, std::string>& repro_options() {
   return m;
 }
 
-at::ScalarType scalar_type(DType d) { return to_scalar_type(d); }
-
 std::string join(const std::vector<std::string>& v) {
   std::string s;
   for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
@@ -227,8 +225,8 @@ Plan plan_for(const TorchOpSpec& spec, const OpSignature& op) {
 at::Tensor as_tensor(const TensorView& v, const at::Device& device) {
   // An empty tensor may have no storage at all (a null pointer), which from_blob cannot place.
   if (v.numel() == 0 || v.data == nullptr)
-    return at::empty(v.sizes, at::TensorOptions().dtype(scalar_type(v.dtype)).device(device));
-  return at::from_blob(v.data, v.sizes, v.strides, at::TensorOptions().dtype(scalar_type(v.dtype)).device(device));
+    return at::empty(v.sizes, at::TensorOptions().dtype(to_scalar_type(v.dtype)).device(device));
+  return at::from_blob(v.data, v.sizes, v.strides, at::TensorOptions().dtype(to_scalar_type(v.dtype)).device(device));
 }
 
 c10::IValue attribute_value(c10::TypeKind kind, double value) {

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "core/suggest.hpp"
 #include "core/safe_text.hpp"
 #include "core/strict_json.hpp"
 #include "runtime/package/package_files.hpp"
@@ -128,33 +129,6 @@ std::string join(const std::vector<std::string>& items, const char* sep = ", ",
   if (items.size() > max_items)
     out += std::string(sep) + "... (" + std::to_string(items.size()) + " in all)";
   return out;
-}
-
-std::size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diag = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
-
-/// The known name closest to `word`, when it is close enough to be a likely typo.
-std::string closest(const std::string& word, const std::vector<std::string>& known) {
-  std::string best;
-  std::size_t best_d = std::numeric_limits<std::size_t>::max();
-  for (const auto& k : known) {
-    const std::size_t d = edit_distance(word, k);
-    if (d < best_d) best_d = d, best = k;
-  }
-  const std::size_t limit = std::max<std::size_t>(2, word.size() / 3);
-  return best_d <= limit ? best : std::string();
 }
 
 std::string json_quote(const std::string& s) { return quote_untrusted(s); }
