@@ -108,8 +108,8 @@ int kgate::cli::main(int argc, char** argv) {
   check->add_option("--cases", opt.cases, "Correctness cases per kernel")->capture_default_str()->check(kgate::cli::above_zero());
   check->add_option("--family", opt.families, "Case families (random, ragged, extreme, special, layout)")
       ->allow_extra_args(false);
-  check->add_option("--rule", opt.rule, "Correctness rule: allclose, ulp or ref_ratio (default: the op's)")
-      ->check(CLI::IsMember({"allclose", "ulp", "ref_ratio"}));
+  check->add_option("--rule", opt.rule, "Correctness rule: allclose, ulp, ref_ratio or eager_relative (default: eager_relative for f16 and bf16 outputs, else the op's)")
+      ->check(CLI::IsMember({"allclose", "ulp", "ref_ratio", "eager_relative"}));
   std::string config_path;
   check->add_option("--config", config_path, "Config file (kgate-config/1): settings per op and kernel")
       ->check(CLI::ExistingFile);
@@ -169,7 +169,7 @@ int kgate::cli::main(int argc, char** argv) {
       ->excludes(replay_kernel);
   replay->add_option("--arch", replay_args.arch, "NVRTC target for --package (default: the GPU's)");
   replay->add_option("case", replay_args.case_ref, "Case id (op:dtype:dims:layout:values:seed) or JSON file")->required();
-  replay->add_option("--rule", replay_args.rule, "Correctness rule")->check(CLI::IsMember({"allclose", "ulp", "ref_ratio"}));
+  replay->add_option("--rule", replay_args.rule, "Correctness rule")->check(CLI::IsMember({"allclose", "ulp", "ref_ratio", "eager_relative"}));
   replay->add_option("--atol", replay_args.atol, "Absolute tolerance");
   replay->add_option("--rtol", replay_args.rtol, "Relative tolerance");
 

@@ -59,8 +59,8 @@ GateSettings parse_settings(const Ctx& c, const json& j, const std::string& fiel
   }
   if (j.contains("rule")) {
     const auto& r = j["rule"];
-    if (!r.is_string() || (r != "allclose" && r != "ulp" && r != "ref_ratio"))
-      c.fail(f("rule"), "expected \"allclose\", \"ulp\" or \"ref_ratio\", found " + r.dump());
+    if (!r.is_string() || (r != "allclose" && r != "ulp" && r != "ref_ratio" && r != "eager_relative"))
+      c.fail(f("rule"), "expected \"allclose\", \"ulp\", \"ref_ratio\" or \"eager_relative\", found " + r.dump());
     s.rule = r.get<std::string>();
   }
   if (j.contains("atol")) s.atol = number(c, j["atol"], f("atol"), 0, 1e30);

@@ -171,7 +171,7 @@ class Reader {
       problem("format", quote_untrusted(format, 40) + " is not an op file format this kgate reads; expected \"kgate-op/1\"");
       fail();
     }
-    unknown_keys(doc, "", {"format", "name", "summary", "symbols", "relations", "inputs", "outputs", "dtypes",
+    unknown_keys(doc, "", {"format", "name", "summary", "symbols", "relations", "inputs", "outputs", "dtypes", "tolerance_scale",
                            "attributes", "reduced", "nan", "rule", "tolerance", "deterministic", "speed_shapes",
                            "reference", "oracle", "$schema"});
     op.name = str(doc, "name", "name", "", true);
@@ -234,6 +234,7 @@ class Reader {
         try {
           const DType d = parse_dtype(doc["dtypes"][i].is_string() ? doc["dtypes"][i].get<std::string>() : "?");
           if (!is_floating(d)) problem(field, "a case dtype must be floating (f16, bf16, f32, f64); integer tensors take a fixed \"dtype\"");
+          else if (d == DType::f8e4m3) problem(field, "f8e4m3 is not a case dtype (torch computes little in it); give the tensors that hold it \"dtype\": \"f8e4m3\"");
           else op.dtypes.push_back(d);
         } catch (const Error& e) {
           problem(field, e.what());
@@ -256,7 +257,7 @@ class Reader {
           continue;
         }
         if (inputs) unknown_keys(t, field, {"name", "shape", "dtype", "values", "keep_dtype_in_oracle"});
-        else unknown_keys(t, field, {"name", "shape", "dtype", "alias"});
+        else unknown_keys(t, field, {"name", "shape", "dtype", "alias", "index_into", "index_order"});
         TensorSpec spec;
         spec.name = str(t, "name", field + ".name", "", true);
         if (!spec.name.empty() && !is_identifier(spec.name, 64))
@@ -283,6 +284,14 @@ class Reader {
             problem(field + ".dtype", std::string(e.what()) + " (or \"case\": the case's dtype)");
           }
         }
+        if (!inputs) {
+          spec.index_into = str(t, "index_into", field + ".index_into", "");
+          spec.index_order = str(t, "index_order", field + ".index_order", "reference");
+          if (spec.index_order != "reference" && spec.index_order != "any")
+            problem(field + ".index_order", "expected \"reference\" (selected values in the reference's order; ties may swap) or \"any\" (as a set per row)");
+          if (!spec.index_into.empty() && (spec.dtype.empty() || is_floating(parse_dtype(spec.dtype)) || spec.dtype == "bool"))
+            problem(field + ".index_into", "an output holding indices needs an integer \"dtype\" (i64 or i32)");
+        }
         if (inputs) {
           spec.keep_dtype_in_oracle = boolean(t, "keep_dtype_in_oracle", field + ".keep_dtype_in_oracle", false);
           if (t.contains("values")) read_draw(t["values"], field + ".values", spec, symbols);
@@ -295,6 +304,19 @@ class Reader {
     };
     op.inputs = tensors("inputs", true);
     op.outputs = tensors("outputs", false);
+    for (size_t i = 0; i < op.outputs.size(); ++i) {
+      const auto& o = op.outputs[i];
+      if (o.index_into.empty()) continue;
+      const std::string field = "outputs[" + std::to_string(i) + "].index_into";
+      const auto in = std::find_if(op.inputs.begin(), op.inputs.end(), [&](const TensorSpec& t) { return t.name == o.index_into; });
+      if (in == op.inputs.end()) {
+        problem(field, "'" + o.index_into + "' is not an input of the op");
+      } else if (in->shape.empty() || in->shape.size() != o.shape.size() ||
+                 !std::equal(o.shape.begin(), o.shape.end() - 1, in->shape.begin())) {
+        problem(field, "indices select along the last dim of '" + in->name +
+                           "': the output needs its rank and every dim but the last (e.g. [\"B\", \"K\"] into [\"B\", \"N\"])");
+      }
+    }
     std::set<std::string> aliased;
     for (size_t i = 0; i < op.outputs.size(); ++i) {
       const std::string field = "outputs[" + std::to_string(i) + "]";
@@ -339,8 +361,9 @@ class Reader {
     else problem("nan", "expected \"propagate\" (NaN/Inf positions must match the reference) or \"ignore\" (never generated)");
 
     op.default_rule = str(doc, "rule", "rule", "allclose");
-    if (op.default_rule != "allclose" && op.default_rule != "ulp" && op.default_rule != "ref_ratio")
-      problem("rule", "expected allclose, ulp or ref_ratio");
+    if (op.default_rule != "allclose" && op.default_rule != "ulp" && op.default_rule != "ref_ratio" &&
+        op.default_rule != "eager_relative")
+      problem("rule", "expected allclose, ulp, ref_ratio or eager_relative (f16 and bf16 outputs take eager_relative unless this says ulp)");
     op.deterministic = boolean(doc, "deterministic", "deterministic", true);
 
     for (DType d : op.dtypes) op.tolerance[d] = assert_close_tolerance(d);
@@ -367,6 +390,21 @@ class Reader {
           if (t.atol < 0 || t.rtol < 0) problem(field, "tolerances are not negative");
           op.tolerance[d] = t;
         }
+    }
+
+    if (doc.contains("tolerance_scale")) {
+      const auto& ts = doc["tolerance_scale"];
+      if (!ts.is_object()) {
+        problem("tolerance_scale", "expected {\"symbol\": \"K\", \"power\": 0.5}: atol and rtol grow as K^0.5");
+      } else {
+        unknown_keys(ts, "tolerance_scale", {"symbol", "power"});
+        op.tolerance_scale_symbol = str(ts, "symbol", "tolerance_scale.symbol", "", true);
+        op.tolerance_scale_power = num(ts, "power", "tolerance_scale.power", 0.5);
+        if (!op.tolerance_scale_symbol.empty() && !symbols.count(op.tolerance_scale_symbol))
+          problem("tolerance_scale.symbol", "'" + op.tolerance_scale_symbol + "' is not a declared symbol");
+        if (!(op.tolerance_scale_power > 0 && op.tolerance_scale_power <= 2))
+          problem("tolerance_scale.power", "must lie in (0, 2]");
+      }
     }
 
     if (doc.contains("speed_shapes")) {
@@ -444,7 +482,7 @@ class Reader {
     if (d.mean_to_spread <= 0) problem(field + ".mean_to_spread", "must be positive");
     const bool integer_tensor = !spec.dtype.empty() && !is_floating(parse_dtype(spec.dtype));
     if (d.kind == "integers" || d.kind == "permutation") {
-      if (!integer_tensor) problem(field + ".kind", "'" + d.kind + "' values need an integer \"dtype\" (i32 or i64)");
+      if (!integer_tensor) problem(field + ".kind", "'" + d.kind + "' values need an integer \"dtype\" (i64, i32, i8, u8)");
     } else if (integer_tensor && d.kind != "mask") {
       problem(field + ".kind", "an integer tensor takes integers, permutation or mask values");
     }

@@ -66,6 +66,13 @@ struct TensorSpec {
   /// fused add + norm. The kernel gets the input's buffer as the output; the references see the
   /// input as it was, and their result for this output is what the buffer must hold afterwards.
   std::string alias;
+  /// Integer outputs: the input this output indexes along its last dim (top-k indices). Such an
+  /// output is judged by the values it selects: every index in [0, n), no index twice in a row,
+  /// and the selected values equal those the reference's indices select, in order when
+  /// `index_order` is "reference" (ties may swap, their values being equal), as sorted rows when
+  /// it is "any".
+  std::string index_into;
+  std::string index_order = "reference";
 };
 
 /// allclose tolerance: |out - ref| <= atol + rtol * |ref|.
@@ -90,6 +97,10 @@ struct OpSignature {
   std::string reduced_symbol;
   std::vector<DType> dtypes;
   std::map<DType, Tolerance> tolerance;  ///< defaults, as torch.testing.assert_close
+  /// The tolerance grows with this symbol: atol and rtol times value(symbol) ^ power in each case
+  /// (a K-long reduction's rounding error grows as sqrt(K): power 0.5). "" : fixed.
+  std::string tolerance_scale_symbol;
+  double tolerance_scale_power = 0;
   std::map<std::string, double> attributes;  ///< attribute defaults, e.g. dim = -1
   NanContract nan_contract = NanContract::propagate;
   /// The correctness rule used unless a config or the command line says otherwise. "ref_ratio"

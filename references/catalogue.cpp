@@ -164,6 +164,7 @@ double smallest_normal(DType d) {
     case DType::f16: return 6.103515625e-05;
     case DType::bf16:
     case DType::f32: return 1.1754943508222875e-38;
+    case DType::f8e4m3: return 0.015625;
     default: return 2.2250738585072014e-308;
   }
 }
@@ -209,6 +210,10 @@ at::ScalarType to_scalar_type(DType dtype) {
     case DType::f64: return at::kDouble;
     case DType::i32: return at::kInt;
     case DType::i64: return at::kLong;
+    case DType::i8: return at::kChar;
+    case DType::u8: return at::kByte;
+    case DType::b8: return at::kBool;
+    case DType::f8e4m3: return at::kFloat8_e4m3fn;
   }
   return at::kFloat;
 }
@@ -221,6 +226,10 @@ DType from_scalar_type(at::ScalarType type) {
     case at::kDouble: return DType::f64;
     case at::kInt: return DType::i32;
     case at::kLong: return DType::i64;
+    case at::kChar: return DType::i8;
+    case at::kByte: return DType::u8;
+    case at::kBool: return DType::b8;
+    case at::kFloat8_e4m3fn: return DType::f8e4m3;
     default: throw Error(ErrorKind::internal, std::string("unsupported tensor dtype ") + c10::toString(type));
   }
 }

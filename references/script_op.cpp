@@ -10,6 +10,7 @@
 #include <cmath>
 #include <memory>
 #include <numeric>
+#include <optional>
 
 #include "core/error.hpp"
 #include "core/expr.hpp"
@@ -118,6 +119,22 @@ at::Tensor draw_one(const Case& c, const TensorSpec& spec, DType dtype, uint64_t
   throw Error(ErrorKind::internal, "unknown value kind '" + d.kind + "'");
 }
 
+// How TorchScript spells a dtype, for messages.
+std::string torch_dtype_name(at::ScalarType t) {
+  switch (t) {
+    case at::kChar: return "torch.int8";
+    case at::kByte: return "torch.uint8";
+    case at::kBool: return "torch.bool";
+    case at::kFloat8_e4m3fn: return "torch.float8_e4m3fn";
+    case at::kInt: return "torch.int32";
+    case at::kLong: return "torch.int64";
+    case at::kHalf: return "torch.float16";
+    case at::kBFloat16: return "torch.bfloat16";
+    case at::kDouble: return "torch.float64";
+    default: return "torch.float32";
+  }
+}
+
 // A compiled op file: the compilation unit and, per function, how its parameters are filled.
 struct Script {
   std::string op;
@@ -130,6 +147,25 @@ struct Script {
   size_t outputs = 0;
   std::vector<std::string> output_names;
   std::vector<bool> output_integer;
+  std::vector<std::string> output_dtype;  // "" : the case's dtype
+  std::optional<size_t> case_input;       // the input whose dtype is the case's
+
+  /// A parameter `NAME_dtype` of a tensor NAME: the tensor's dtype (TorchScript compiled from C++
+  /// has no `torch.int8` names). For the oracle, floating outputs are float64.
+  std::optional<at::ScalarType> tensor_dtype_parameter(const std::string& name, const Tensors& in, bool oracle_run) const {
+    const std::string suffix = "_dtype";
+    if (name.size() <= suffix.size() || name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
+      return std::nullopt;
+    const std::string tensor = name.substr(0, name.size() - suffix.size());
+    if (const auto it = std::find(input_names.begin(), input_names.end(), tensor); it != input_names.end())
+      return in.at(static_cast<size_t>(it - input_names.begin())).scalar_type();
+    const auto it = std::find(output_names.begin(), output_names.end(), tensor);
+    if (it == output_names.end()) return std::nullopt;
+    const size_t i = static_cast<size_t>(it - output_names.begin());
+    if (oracle_run && !output_integer[i]) return at::kDouble;
+    if (!output_dtype[i].empty()) return to_scalar_type(parse_dtype(output_dtype[i]));
+    return case_input ? in.at(*case_input).scalar_type() : at::kFloat;
+  }
 
   [[noreturn]] void reference_error(const std::string& fn, const std::string& what) const {
     throw ReferenceError("op '" + op + "' (" + path + "): " + fn + "() failed: " + what);
@@ -146,6 +182,8 @@ struct Script {
         stack.emplace_back(in.at(static_cast<size_t>(it - input_names.begin())));
       } else if (name == "compute") {
         stack.emplace_back(compute);
+      } else if (const auto dtype = tensor_dtype_parameter(name, in, oracle_run)) {
+        stack.emplace_back(*dtype);
       } else {
         const double v = attrs.at(name);
         switch (arg.type()->kind()) {
@@ -170,6 +208,20 @@ struct Script {
     if (out.size() != outputs)
       reference_error(fn.name(), "returned " + std::to_string(out.size()) + " tensors; the op file declares " +
                                      std::to_string(outputs) + " outputs");
+    // The eager reference returns each output in its declared dtype: the kernel's output is
+    // compared with it bit for bit (ULP distance, unwritten one-byte elements).
+    if (!oracle_run)
+      for (size_t i = 0; i < out.size(); ++i) {
+        const at::ScalarType want = !output_dtype[i].empty() ? to_scalar_type(parse_dtype(output_dtype[i]))
+                                    : case_input ? in.at(*case_input).scalar_type()
+                                                 : out[i].scalar_type();
+        if (out[i].scalar_type() != want)
+          reference_error(fn.name(), "returned output '" + output_names[i] + "' as " +
+                                         std::string(c10::toString(out[i].scalar_type())) + "; the op file declares " +
+                                         std::string(c10::toString(want)) + " (end with .to(" + output_names[i] +
+                                         "_dtype), a parameter `" + output_names[i] + "_dtype: int` that kgate fills with " +
+                                         torch_dtype_name(want) + ")");
+      }
     if (oracle_run)
       for (size_t i = 0; i < out.size(); ++i)
         if (!output_integer[i] && out[i].scalar_type() != at::kDouble)
@@ -200,6 +252,14 @@ void check_function(const Script& s, const OpFile& file, torch::jit::Function& f
     } else if (name == "compute") {
       if (kind != c10::TypeKind::IntType)
         fail("parameter 'compute' is the compute dtype: annotate it `compute: int` (a torch.dtype)");
+    } else if (name.size() > 6 && name.compare(name.size() - 6, 6, "_dtype") == 0 &&
+               [&] {
+                 const std::string t = name.substr(0, name.size() - 6);
+                 return std::find(s.input_names.begin(), s.input_names.end(), t) != s.input_names.end() ||
+                        std::find(s.output_names.begin(), s.output_names.end(), t) != s.output_names.end();
+               }()) {
+      if (kind != c10::TypeKind::IntType)
+        fail("parameter '" + name + "' is a tensor's dtype: annotate it `" + name + ": int` (a torch.dtype)");
     } else if (op.attributes.count(name) || op.symbol(name)) {
       if (kind != c10::TypeKind::IntType && kind != c10::TypeKind::FloatType && kind != c10::TypeKind::BoolType)
         fail("parameter '" + name + "' is an attribute or a shape symbol: annotate it int, float or bool");
@@ -208,8 +268,8 @@ void check_function(const Script& s, const OpFile& file, torch::jit::Function& f
       for (const auto& n : s.input_names) known += (known.empty() ? "" : ", ") + n;
       for (const auto& [n, v] : op.attributes) known += ", " + n;
       for (const auto& d : op.symbols) known += ", " + d.name;
-      fail("parameter '" + name + "' is neither an input, an attribute, a shape symbol nor 'compute' (known: " +
-           known + ", compute)");
+      fail("parameter '" + name + "' is neither an input, an attribute, a shape symbol, 'compute' nor a tensor's "
+           "'NAME_dtype' (known: " + known + ", compute)");
     }
   }
   for (const auto& n : s.input_names)
@@ -255,6 +315,7 @@ OpReference script_reference(const OpFile& file) {
   for (const auto& t : op.outputs) {
     s->output_names.push_back(t.name);
     s->output_integer.push_back(!t.dtype.empty() && !is_floating(parse_dtype(t.dtype)));
+    s->output_dtype.push_back(t.dtype);
   }
   const std::string source = file.reference + (file.oracle.empty() ? "" : "\n" + file.oracle);
   // The graph executor would profile a reference's first runs and then fuse its elementwise ops
@@ -293,6 +354,7 @@ OpReference script_reference(const OpFile& file) {
   std::optional<size_t> case_input;
   for (size_t i = 0; i < op.inputs.size() && !case_input; ++i)
     if (op.inputs[i].dtype.empty()) case_input = i;
+  s->case_input = case_input;
 
   OpReference r;
   r.make_inputs = [](const Case& c, const OpSignature& sig, at::Device device) { return draw_inputs(c, sig, device); };

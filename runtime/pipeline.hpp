@@ -63,6 +63,10 @@ struct CheckOptions {
 
 props::KernelTraits traits_of(const KernelInfo& kernel);
 
+/// The rule a case of this dtype is judged under when neither the config nor the command line
+/// names one: eager_relative for f16 and bf16 (unless the op asks for ulp), else the op's.
+std::string default_rule(const OpSignature& op, DType dtype);
+
 /// The rule for one case of `kernel`: the op's default rule and tolerance per dtype, overridden by
 /// the config (global < op < kernel), then by the command line / options.
 correctness::RuleConfig rule_for(const OpSignature& op, DType dtype, const CheckOptions& options,

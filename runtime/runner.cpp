@@ -38,12 +38,20 @@ at::Tensor poison_bits(DType dtype, at::Device device) {
     // Integers have no NaN: a value far outside any index or count range an op produces.
     case DType::i32: return at::full({1}, static_cast<int32_t>(0x7FADBEEF), at::TensorOptions().dtype(at::kInt).device(device));
     case DType::i64: return at::full({1}, static_cast<int64_t>(0x7FFFDEADBEEF0001LL), at::TensorOptions().dtype(at::kLong).device(device));
+    // One-byte dtypes: every pattern but bool's 0xA5 is a value a kernel may write (fp8's 0x7F is
+    // its NaN, int8's -128 lies outside symmetric quantization's range), so an element holding the
+    // poison counts as unwritten only where the reference holds something else (unwritten_mask).
+    case DType::i8: return at::full({1}, static_cast<int8_t>(-128), at::TensorOptions().dtype(at::kChar).device(device));
+    case DType::u8:
+    case DType::b8: return at::full({1}, static_cast<int8_t>(static_cast<uint8_t>(0xA5)), at::TensorOptions().dtype(at::kChar).device(device));
+    case DType::f8e4m3: return at::full({1}, static_cast<int8_t>(0x7F), at::TensorOptions().dtype(at::kChar).device(device));
   }
   throw Error(ErrorKind::internal, "no poison pattern for this dtype");
 }
 
 at::ScalarType bits_type(DType dtype) {
   switch (dtype_size(dtype)) {
+    case 1: return at::kChar;
     case 2: return at::kShort;
     case 4: return at::kInt;
     default: return at::kLong;
@@ -97,9 +105,13 @@ Tensors arm_outputs(const OpSignature& op, const Case& c, Tensors& arm_inputs, a
 
 // The rule an output is judged under: the case's rule for floating outputs; integer outputs
 // (indices, counts) must be exact.
-correctness::RuleConfig output_rule(const correctness::RuleConfig& rule, DType dtype) {
+correctness::RuleConfig output_rule(const correctness::RuleConfig& rule, DType dtype, const TensorSpec& spec) {
   if (is_floating(dtype)) return rule;
   correctness::RuleConfig exact = rule;
+  if (!spec.index_into.empty()) {
+    exact.kind = correctness::RuleKind::index;
+    return exact;
+  }
   exact.kind = correctness::RuleKind::allclose;
   exact.tolerance = Tolerance{0, 0};
   return exact;
@@ -162,7 +174,8 @@ std::string g(double v) {
 // Ordered integer image of float bits, so ULP distance is a difference.
 at::Tensor ordered_bits(const at::Tensor& t, DType dtype) {
   auto b = t.contiguous().view(bits_type(dtype)).to(at::kLong);
-  const int64_t mask = dtype_size(dtype) == 2 ? 0x7FFF : dtype_size(dtype) == 4 ? 0x7FFFFFFFLL : 0x7FFFFFFFFFFFFFFFLL;
+  const size_t size = dtype_size(dtype);
+  const int64_t mask = size == 1 ? 0x7F : size == 2 ? 0x7FFF : size == 4 ? 0x7FFFFFFFLL : 0x7FFFFFFFFFFFFFFFLL;
   return at::where(b < 0, -(b.bitwise_and(mask)), b);
 }
 
@@ -372,8 +385,9 @@ std::string repro_command(const KernelInfo& kernel, const Case& c) {
   return repro_command(kernel.name, c) + ops + torch_op_repro_options(kernel.name);
 }
 
-CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c, const correctness::RuleConfig& rule,
+CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c, const correctness::RuleConfig& case_rule,
                               const std::vector<double>& sweep_rtols) {
+  const correctness::RuleConfig rule = correctness::scaled_for(case_rule, c.dims);
   CaseResult result;
   result.kcase = c;
   result.repro = repro_command(kernel, c);
@@ -484,6 +498,9 @@ CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c, const cor
       PendingComparison vs_reference, vs_oracle, reference_vs_oracle;
       std::optional<size_t> max_ulp;
       std::optional<size_t> unwritten;
+      std::optional<size_t> relative_worst, relative_mismatches;
+      std::optional<size_t> index_out_of_range, index_duplicate_rows, index_mismatches;
+      int64_t index_bound = 0;
     };
     std::vector<PerOutput> per(outputs.size());
     for (size_t i = 0; i < outputs.size(); ++i) {
@@ -491,15 +508,64 @@ CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c, const cor
       p.dtype = from_scalar_type(outputs[i].scalar_type());
       // An in-place output holds the input's values, not poison: an element left unwritten shows
       // as a wrong value instead.
-      if (op.alias_input(op.outputs[i]) < 0)
-        p.unwritten = q.add_int(outputs[i].contiguous().view(bits_type(p.dtype)).eq(poison_bits(p.dtype, impl_->device)).sum());
+      if (op.alias_input(op.outputs[i]) < 0) {
+        const auto poison = poison_bits(p.dtype, impl_->device);
+        auto unwritten = outputs[i].contiguous().view(bits_type(p.dtype)).eq(poison);
+        // A one-byte poison is a value kernels write: it marks an element unwritten only where the
+        // reference holds another value (where they agree, the element is right either way).
+        if (dtype_size(p.dtype) == 1 && expected[i].scalar_type() == outputs[i].scalar_type())
+          unwritten = unwritten.logical_and(expected[i].contiguous().view(bits_type(p.dtype)).ne(poison));
+        p.unwritten = q.add_int(unwritten.sum());
+      }
       const bool floating = is_floating(p.dtype);
-      const auto tol = output_rule(rule, p.dtype).tolerance;
+      const auto out_rule = output_rule(rule, p.dtype, op.outputs[i]);
+      const auto tol = out_rule.tolerance;
       const auto out64 = outputs[i].to(at::kDouble);
       const auto ref64 = expected[i].to(at::kDouble);
       p.vs_reference = PendingComparison(q, out64, ref64, tol, Compare::allclose, i == 0 ? sweep_rtols : std::vector<double>{});
       p.vs_oracle = PendingComparison(q, out64, oracle[i].to(at::kDouble), tol, Compare::stats);
       p.reference_vs_oracle = PendingComparison(q, ref64, oracle[i].to(at::kDouble), tol, Compare::max_abs);
+      if (out_rule.kind == correctness::RuleKind::eager_relative && out64.numel() > 0) {
+        // Element by element: |out - oracle| <= k * max(|eager - oracle|, eps * |oracle|) + atol.
+        const auto o64 = oracle[i].to(at::kDouble);
+        const auto finite = at::isfinite(out64) & at::isfinite(o64) & at::isfinite(ref64);
+        const auto zero = at::zeros_like(out64);
+        const auto err = at::where(finite, (out64 - o64).abs(), zero);
+        const auto own = at::where(finite, (ref64 - o64).abs(), zero);
+        const auto allowed = out_rule.ratio_k * at::maximum(own, dtype_eps(p.dtype) * o64.abs()) + tol.atol;
+        const auto ratio = at::where(allowed.gt(0), err / allowed, at::where(err.gt(0), at::full_like(err, INFINITY), zero));
+        p.relative_worst = q.add_double(ratio.max());
+        p.relative_mismatches = q.add_int(ratio.gt(1.0).sum());
+      }
+      if (out_rule.kind == correctness::RuleKind::index && out64.numel() > 0) {
+        const int src = [&] {
+          for (size_t k = 0; k < op.inputs.size(); ++k)
+            if (op.inputs[k].name == op.outputs[i].index_into) return static_cast<int>(k);
+          return -1;
+        }();
+        const at::Tensor& x = ref_inputs.at(static_cast<size_t>(src));
+        const int64_t n = x.size(-1);
+        p.index_bound = n;
+        const auto idx = outputs[i].to(at::kLong);
+        const auto in_range = idx.ge(0) & idx.lt(n);
+        p.index_out_of_range = q.add_int((~in_range).sum());
+        const auto safe = idx.clamp(0, std::max<int64_t>(n - 1, 0));
+        if (idx.size(-1) > 1) {
+          const auto sorted = std::get<0>(idx.sort(-1));
+          const auto dup = sorted.narrow(-1, 1, sorted.size(-1) - 1).eq(sorted.narrow(-1, 0, sorted.size(-1) - 1));
+          p.index_duplicate_rows = q.add_int(dup.any(-1).sum());
+        } else {
+          p.index_duplicate_rows = q.add_int(at::zeros({}, idx.options()));
+        }
+        auto mine = x.gather(-1, safe).to(at::kDouble);
+        auto theirs = x.gather(-1, expected[i].to(at::kLong).clamp(0, std::max<int64_t>(n - 1, 0))).to(at::kDouble);
+        if (op.outputs[i].index_order == "any") {
+          mine = std::get<0>(mine.sort(-1));
+          theirs = std::get<0>(theirs.sort(-1));
+        }
+        const auto same = mine.eq(theirs) | (at::isnan(mine) & at::isnan(theirs));
+        p.index_mismatches = q.add_int(((~same) & in_range).sum());
+      }
       if (floating && out64.numel() > 0 && expected[i].scalar_type() == outputs[i].scalar_type()) {
         const auto finite = at::isfinite(out64) & at::isfinite(ref64);
         const auto ulp = (ordered_bits(outputs[i], p.dtype) - ordered_bits(expected[i].contiguous(), p.dtype)).abs();
@@ -532,7 +598,17 @@ CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c, const cor
       m.reference_vs_oracle_max_abs = p.reference_vs_oracle.resolve(q, nullptr, nullptr).max_abs;
       if (p.unwritten) m.vs_reference.unwritten += q.i(*p.unwritten);
       if (p.max_ulp) m.max_ulp = static_cast<double>(q.i(*p.max_ulp));
-      auto v = correctness::evaluate(output_rule(rule, p.dtype), m, p.dtype);
+      if (p.relative_worst) {
+        m.relative_worst = q.d(*p.relative_worst);
+        m.relative_mismatches = q.i(*p.relative_mismatches);
+      }
+      if (p.index_out_of_range) {
+        m.index_out_of_range = q.i(*p.index_out_of_range);
+        m.index_duplicate_rows = q.i(*p.index_duplicate_rows);
+        m.index_mismatches = q.i(*p.index_mismatches);
+        m.index_bound = p.index_bound;
+      }
+      auto v = correctness::evaluate(output_rule(rule, p.dtype, op.outputs[i]), m, p.dtype);
       if (outputs.size() > 1 && !v.message.empty()) v.message = "output '" + op.outputs[i].name + "': " + v.message;
       const bool better = !chosen || (chosen->outcome != Outcome::failed &&
                                       (v.outcome == Outcome::failed || (std::isfinite(v.margin) && v.margin > chosen->margin)));

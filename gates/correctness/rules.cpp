@@ -1,6 +1,7 @@
 // Correctness rule evaluation.
 #include "gates/correctness/rules.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -20,14 +21,32 @@ const char* rule_name(RuleKind kind) {
     case RuleKind::allclose: return "allclose";
     case RuleKind::ulp: return "ulp";
     case RuleKind::ref_ratio: return "ref_ratio";
+    case RuleKind::eager_relative: return "eager_relative";
+    case RuleKind::index: return "index";
   }
   return "?";
 }
 
+const std::vector<std::string>& rule_names() {
+  static const std::vector<std::string> names = {"allclose", "ulp", "ref_ratio", "eager_relative"};
+  return names;
+}
+
 RuleKind parse_rule(const std::string& name) {
-  for (RuleKind k : {RuleKind::allclose, RuleKind::ulp, RuleKind::ref_ratio})
+  for (RuleKind k : {RuleKind::allclose, RuleKind::ulp, RuleKind::ref_ratio, RuleKind::eager_relative})
     if (name == rule_name(k)) return k;
-  throw_usage("unknown correctness rule '" + name + "': expected allclose, ulp or ref_ratio");
+  throw_usage("unknown correctness rule '" + name + "': expected allclose, ulp, ref_ratio or eager_relative");
+}
+
+RuleConfig scaled_for(const RuleConfig& rule, const std::vector<std::pair<std::string, int64_t>>& dims) {
+  if (rule.scale_symbol.empty() || rule.scale_power == 0) return rule;
+  const auto it = std::find_if(dims.begin(), dims.end(), [&](const auto& d) { return d.first == rule.scale_symbol; });
+  if (it == dims.end()) return rule;
+  RuleConfig scaled = rule;
+  const double factor = std::pow(static_cast<double>(std::max<int64_t>(1, it->second)), rule.scale_power);
+  scaled.tolerance.atol *= factor;
+  scaled.tolerance.rtol *= factor;
+  return scaled;
 }
 
 Verdict evaluate(const RuleConfig& rule, const Measurement& m, DType dtype) {
@@ -51,6 +70,41 @@ Verdict evaluate(const RuleConfig& rule, const Measurement& m, DType dtype) {
     return v;
   }
   switch (rule.kind) {
+    case RuleKind::index: {
+      v.rule = "index";
+      v.allowed = 0;
+      std::string problems;
+      auto add_problem = [&problems](const std::string& p) { problems += (problems.empty() ? "" : "; ") + p; };
+      if (m.index_out_of_range > 0)
+        add_problem(std::to_string(m.index_out_of_range) + " of " + std::to_string(r.elements) +
+                    " indices outside [0, " + std::to_string(m.index_bound) + ")");
+      if (m.index_duplicate_rows > 0)
+        add_problem(std::to_string(m.index_duplicate_rows) + " rows hold an index twice");
+      if (m.index_mismatches > 0)
+        add_problem(std::to_string(m.index_mismatches) + " of " + std::to_string(r.elements) +
+                    " indices select a value other than the reference's (ties may come in any order)");
+      v.observed = static_cast<double>(m.index_out_of_range + m.index_duplicate_rows + m.index_mismatches);
+      v.margin = v.observed > 0 ? INFINITY : 0;
+      if (!problems.empty()) {
+        v.outcome = Outcome::failed;
+        v.message = problems;
+      }
+      break;
+    }
+    case RuleKind::eager_relative: {
+      v.rule = "eager_relative";
+      v.observed = m.relative_worst;
+      v.allowed = 1;
+      v.margin = m.relative_worst;
+      if (m.relative_mismatches > 0 || !(m.relative_worst <= 1)) {
+        v.outcome = Outcome::failed;
+        v.message = std::to_string(m.relative_mismatches) + " of " + std::to_string(r.elements) +
+                    " elements are further from the fp64 oracle than " + g(rule.ratio_k) +
+                    " x max(eager's own error, eps x |oracle|) + atol=" + g(rule.tolerance.atol) +
+                    " (worst at " + g(m.relative_worst) + " x the allowance)";
+      }
+      break;
+    }
     case RuleKind::allclose: {
       v.rule = "allclose";
       v.observed = m.allclose_worst;

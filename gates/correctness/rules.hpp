@@ -3,6 +3,10 @@
 #pragma once
 
 #include <string>
+#include <vector>
+
+#include <cstdint>
+#include <utility>
 
 #include "core/op_signature.hpp"
 #include "core/outcome.hpp"
@@ -10,8 +14,16 @@
 
 namespace kgate::correctness {
 
-enum class RuleKind { allclose, ulp, ref_ratio };
+/// allclose, ulp and ref_ratio (whole-tensor: max kernel error vs the oracle <= k * eager's max
+/// error + floor) can be chosen; eager_relative is ref_ratio element by element, the default for
+/// f16 and bf16 outputs: |out - oracle| <= k * max(|eager - oracle|, eps * |oracle|) + atol for
+/// every element, so a kernel as accurate as eager (a few ulp apart from it) passes, and an error
+/// on a small element cannot hide under a large element's. index is never chosen: it judges an
+/// integer output that holds indices into an input (top-k) by the values they select.
+enum class RuleKind { allclose, ulp, ref_ratio, eager_relative, index };
 const char* rule_name(RuleKind kind);
+/// The rules a user can choose (every kind but index).
+const std::vector<std::string>& rule_names();
 RuleKind parse_rule(const std::string& name);
 
 struct RuleConfig {
@@ -20,7 +32,15 @@ struct RuleConfig {
   double max_ulp = 4;      ///< ulp
   double ratio_k = 4;      ///< ref_ratio: kernel error <= k * reference error + floor
   double ratio_floor = 0;  ///< ref_ratio floor (absolute); 0: derived from the dtype's eps
+  /// The op's tolerance grows with a symbol (a K-long reduction: rtol * sqrt(K)): atol and rtol are
+  /// multiplied by value(scale_symbol) ^ scale_power in each case. Set only while the tolerance
+  /// is the op's own; a tolerance from a config or the command line is taken as given.
+  std::string scale_symbol;
+  double scale_power = 0;
 };
+
+/// `rule` with its tolerance scaled for a case of these dims (scale_symbol; unchanged without one).
+RuleConfig scaled_for(const RuleConfig& rule, const std::vector<std::pair<std::string, int64_t>>& dims);
 
 /// What the runner measured on one case.
 struct Measurement {
@@ -32,6 +52,16 @@ struct Measurement {
   bool inputs_modified = false;
   bool guard_bands_intact = true;
   std::string worst_element;  ///< "index 12: got 0.5, expected 0.25" for the message
+  /// eager_relative: max over elements of |out - oracle| / (k * max(|eager - oracle|, eps*|oracle|)
+  /// + atol), and how many elements exceed 1.
+  double relative_worst = 0;
+  int64_t relative_mismatches = 0;
+  /// index: indices outside [0, n), rows holding an index twice, and indices whose selected value
+  /// differs from the value the reference's index selects (in order, or as sorted rows).
+  int64_t index_out_of_range = 0;
+  int64_t index_duplicate_rows = 0;
+  int64_t index_mismatches = 0;
+  int64_t index_bound = 0;  ///< n
 };
 
 struct Verdict {

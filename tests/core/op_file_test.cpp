@@ -80,6 +80,25 @@ TEST(OpFile, ValidFileBecomesASignature) {
   EXPECT_NE(f.reference.find("def reference"), std::string::npos);
   EXPECT_EQ(op.relations, std::vector<std::string>{"H % 8 == 0"});
   EXPECT_EQ(op.alias_input(op.outputs[1]), -1);
+  EXPECT_TRUE(op.tolerance_scale_symbol.empty());
+
+  // One-byte dtypes, indices and a growing tolerance.
+  json more = valid();
+  more["outputs"][0]["dtype"] = "i8";
+  more["outputs"][1]["dtype"] = "float8_e4m3fn";
+  more["outputs"][2] = {{"name", "top"}, {"shape", {"T", 2}}, {"dtype", "i64"}, {"index_into", "x"}, {"index_order", "any"}};
+  more["inputs"][3]["dtype"] = "bool";
+  more["inputs"][3]["values"] = {{"kind", "mask"}, {"p", 0.25}};
+  more["tolerance_scale"] = {{"symbol", "H"}, {"power", 0.5}};
+  const OpSignature m = parse_op_file(more.dump(), "ops/my_op.json").signature;
+  EXPECT_EQ(m.tensor_dtype(m.outputs[0], DType::bf16), DType::i8);
+  EXPECT_EQ(m.tensor_dtype(m.outputs[1], DType::bf16), DType::f8e4m3);
+  EXPECT_EQ(m.tensor_dtype(m.inputs[3], DType::bf16), DType::b8);
+  EXPECT_EQ(m.outputs[2].index_into, "x");
+  EXPECT_EQ(m.outputs[2].index_order, "any");
+  EXPECT_EQ(m.tolerance_scale_symbol, "H");
+  EXPECT_DOUBLE_EQ(m.tolerance_scale_power, 0.5);
+
   json in_place = valid();
   in_place["outputs"][1]["alias"] = "residual";
   const OpFile g = parse_op_file(in_place.dump(), "ops/my_op.json");
@@ -100,6 +119,13 @@ TEST(OpFile, EachMistakeNamesFileFieldAndFix) {
       {[](json& d) { d["inputs"][0]["values"]["kind"] = "gaussian"; }, "inputs[0].values.kind: \"gaussian\" is not a value kind"},
       {[](json& d) { d["inputs"][2]["values"]["sigma"] = 1; }, "inputs[2].values.sigma: unknown key"},
       {[](json& d) { d["dtypes"][0] = "i32"; }, "dtypes[0]: a case dtype must be floating"},
+      {[](json& d) { d["dtypes"][0] = "f8e4m3"; }, "dtypes[0]: f8e4m3 is not a case dtype"},
+      {[](json& d) { d["outputs"][2]["index_into"] = "w"; }, "outputs[2].index_into: 'w' is not an input of the op"},
+      {[](json& d) { d["outputs"][0]["index_into"] = "x"; }, "outputs[0].index_into: an output holding indices needs an integer \"dtype\""},
+      {[](json& d) { d["outputs"][2]["index_into"] = "x"; }, "outputs[2].index_into: indices select along the last dim of 'x'"},
+      {[](json& d) { d["outputs"][2]["index_order"] = "sorted"; }, "outputs[2].index_order: expected \"reference\""},
+      {[](json& d) { d["tolerance_scale"] = {{"symbol", "K"}}; }, "tolerance_scale.symbol: 'K' is not a declared symbol"},
+      {[](json& d) { d["tolerance_scale"] = {{"symbol", "H"}, {"power", 3}}; }, "tolerance_scale.power: must lie in (0, 2]"},
       {[](json& d) { d["symbols"][1]["max"] = 0; }, "symbols[1].max: is below min"},
       {[](json& d) { d["reduced"] = "N"; }, "reduced: 'N' is not a declared symbol"},
       {[](json& d) { d["outputs"][0]["name"] = "x"; }, "outputs[0].name: 'x' is also an input's name"},
@@ -154,6 +180,29 @@ TEST(OpFile, OpsPathsAreFilesOrDirectories) {
   EXPECT_GE(paths.size(), 4u);
   for (const auto& p : paths) EXPECT_EQ(p.substr(p.size() - 5), ".json");
   for (const auto& p : paths) EXPECT_NO_THROW(read_op_file(p)) << p;
+}
+
+}  // namespace
+}  // namespace kgate
+
+namespace kgate {
+namespace {
+
+TEST(DType, NamesRoundTripAndSizes) {
+  for (DType d : all_dtypes()) EXPECT_EQ(parse_dtype(dtype_name(d)), d) << dtype_name(d);
+  EXPECT_EQ(parse_dtype("int8"), DType::i8);
+  EXPECT_EQ(parse_dtype("float8_e4m3fn"), DType::f8e4m3);
+  EXPECT_EQ(dtype_size(DType::b8), 1u);
+  EXPECT_EQ(dtype_size(DType::f8e4m3), 1u);
+  EXPECT_TRUE(is_floating(DType::f8e4m3));
+  EXPECT_FALSE(is_floating(DType::i8));
+  EXPECT_DOUBLE_EQ(dtype_max(DType::f8e4m3), 448.0);
+  try {
+    parse_dtype("fp4");
+    ADD_FAILURE() << "fp4 parsed";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("i8, u8, bool, f8e4m3"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -99,9 +99,64 @@ TEST(Rules, AMemoryVerdictNamesEveryProblem) {
   EXPECT_EQ(evaluate(rule, m, DType::f32).message, kInputModified);
 }
 
+TEST(Rules, EagerRelativeIsElementwise) {
+  RuleConfig rule;
+  rule.kind = RuleKind::eager_relative;
+  auto m = clean();
+  m.relative_worst = 0.9;  // the runner's element-wise ratio, worst element
+  auto v = evaluate(rule, m, DType::f16);
+  EXPECT_EQ(v.outcome, Outcome::passed);
+  EXPECT_DOUBLE_EQ(v.margin, 0.9);
+  m.relative_worst = 1.5;
+  m.relative_mismatches = 3;
+  v = evaluate(rule, m, DType::f16);
+  EXPECT_EQ(v.outcome, Outcome::failed);
+  EXPECT_EQ(v.rule, "eager_relative");
+  EXPECT_NE(v.message.find("3 of 100 elements are further from the fp64 oracle than 4 x max(eager's own error"),
+            std::string::npos)
+      << v.message;
+  m.relative_worst = NAN;  // never a pass
+  EXPECT_EQ(evaluate(rule, m, DType::f16).outcome, Outcome::failed);
+}
+
+TEST(Rules, IndexRuleNamesEachProblem) {
+  RuleConfig rule;
+  rule.kind = RuleKind::index;
+  auto m = clean();
+  EXPECT_EQ(evaluate(rule, m, DType::i64).outcome, Outcome::passed);
+  m.index_bound = 50;
+  m.index_out_of_range = 1;
+  m.index_duplicate_rows = 2;
+  m.index_mismatches = 3;
+  const auto v = evaluate(rule, m, DType::i64);
+  EXPECT_EQ(v.outcome, Outcome::failed);
+  EXPECT_EQ(v.rule, "index");
+  EXPECT_NE(v.message.find("1 of 100 indices outside [0, 50)"), std::string::npos) << v.message;
+  EXPECT_NE(v.message.find("2 rows hold an index twice"), std::string::npos) << v.message;
+  EXPECT_NE(v.message.find("3 of 100 indices select a value other than the reference's"), std::string::npos);
+  m = clean();
+  m.vs_reference.unwritten = 4;  // the memory checks come first
+  EXPECT_EQ(evaluate(rule, m, DType::i64).rule, "memory");
+}
+
+TEST(Rules, ToleranceScalesWithASymbol) {
+  RuleConfig rule;
+  rule.tolerance = {1e-5, 2e-6};
+  rule.scale_symbol = "K";
+  rule.scale_power = 0.5;
+  const auto scaled = scaled_for(rule, {{"M", 3}, {"K", 400}});
+  EXPECT_DOUBLE_EQ(scaled.tolerance.atol, 2e-4);
+  EXPECT_DOUBLE_EQ(scaled.tolerance.rtol, 4e-5);
+  EXPECT_DOUBLE_EQ(scaled_for(rule, {{"K", 0}}).tolerance.rtol, 2e-6);  // K = 0: no growth
+  rule.scale_symbol.clear();
+  EXPECT_DOUBLE_EQ(scaled_for(rule, {{"K", 400}}).tolerance.rtol, 2e-6);
+}
+
 TEST(Rules, Names) {
   EXPECT_EQ(parse_rule("ref_ratio"), RuleKind::ref_ratio);
+  EXPECT_EQ(parse_rule("eager_relative"), RuleKind::eager_relative);
   EXPECT_THROW(parse_rule("close_enough"), Error);
+  EXPECT_THROW(parse_rule("index"), Error);  // only for index outputs, never chosen
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <numeric>
 #include <fstream>
 #include <vector>
 
@@ -227,6 +228,168 @@ TEST(OpsThroughTheRunner, OutputsWrittenInPlace) {
   const auto writes_x = failures(kernel("in_place_writes_x", true, true), 6, &run);
   ASSERT_FALSE(writes_x.empty());
   EXPECT_NE(writes_x.front().find("modified its input"), std::string::npos) << writes_x.front();
+}
+
+
+// Top-k with values and int64 indices (an `index_into` output): judged by the values the indices
+// select, so ties may come in any order, but each index once and in range.
+const char* const kTopkOp = R"({
+  "format": "kgate-op/1",
+  "name": "topk_test",
+  "symbols": [{"name": "B", "min": 0, "max": 64, "typical_max": 8}, {"name": "N", "min": 1, "max": 512, "typical_max": 64},
+              {"name": "K", "min": 1, "max": 8}],
+  "relations": ["K <= N"],
+  "inputs": [{"name": "x", "shape": ["B", "N"]}],
+  "outputs": [{"name": "values", "shape": ["B", "K"]},
+              {"name": "indices", "shape": ["B", "K"], "dtype": "i64", "index_into": "x"}],
+  "dtypes": ["f32"],
+  "reduced": "N",
+  "reference": "def reference(x: Tensor, K: int) -> Tuple[Tensor, Tensor]:\n    return torch.topk(x, K, -1, True, True)\n"
+})";
+
+enum class TopkBug { none, ties_high_first, duplicate_index, out_of_range };
+
+void topk_rows(const KernelCall& call, TopkBug bug) {
+  const auto& x = call.inputs.at(0);
+  const auto& v = call.outputs.at(0);
+  const auto& ix = call.outputs.at(1);
+  const int64_t n = x.sizes[1], k = v.sizes[1];
+  for (int64_t b = 0; b < x.sizes[0]; ++b) {
+    auto val = [&](int64_t j) { return at(x, b * x.strides[0] + j * x.strides[1]); };
+    // NaN above everything, as torch.topk; of equal values the lower index first (or the higher).
+    auto before = [&](int64_t p, int64_t q) {
+      const float a = val(p), c = val(q);
+      if (std::isnan(a) || std::isnan(c)) return std::isnan(a) && (!std::isnan(c) || (bug == TopkBug::ties_high_first ? p > q : p < q));
+      if (a != c) return a > c;
+      return bug == TopkBug::ties_high_first ? p > q : p < q;
+    };
+    std::vector<int64_t> order(static_cast<size_t>(n));
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), before);
+    for (int64_t i = 0; i < k; ++i) {
+      int64_t j = order[static_cast<size_t>(i)];
+      v.as<float>()[b * v.strides[0] + i * v.strides[1]] = val(j);
+      if (bug == TopkBug::duplicate_index)  // the first position holding this value
+        for (int64_t q = 0; q < n; ++q)
+          if (val(q) == val(j)) {
+            j = q;
+            break;
+          }
+      if (bug == TopkBug::out_of_range && i == k - 1) j = n;
+      ix.as<int64_t>()[b * ix.strides[0] + i * ix.strides[1]] = j;
+    }
+  }
+}
+
+TEST(OpsThroughTheRunner, IndexOutputsAreJudgedByWhatTheySelect) {
+  const std::string path = ::testing::TempDir() + "/topk_test.json";
+  { std::ofstream(path) << kTopkOp; }
+  load_op_files(path);
+  const auto kernel = [](const char* name, TopkBug bug) {
+    return cpu_kernel(name, "topk_test", [=](const KernelCall& c) { topk_rows(c, bug); });
+  };
+  int64_t run = 0;
+  for (TopkBug ok : {TopkBug::none, TopkBug::ties_high_first}) {
+    const auto good = failures(kernel("topk_ok", ok), 8, &run);
+    EXPECT_TRUE(good.empty()) << ::testing::PrintToString(good);
+  }
+  EXPECT_GT(run, 40);
+  const auto dup = failures(kernel("topk_dup", TopkBug::duplicate_index), 8, &run);
+  ASSERT_FALSE(dup.empty());
+  EXPECT_NE(dup.front().find("[index] output 'indices': "), std::string::npos) << dup.front();
+  EXPECT_NE(dup.front().find("hold an index twice"), std::string::npos) << dup.front();
+  const auto oob = failures(kernel("topk_oob", TopkBug::out_of_range), 8, &run);
+  ASSERT_FALSE(oob.empty());
+  EXPECT_NE(oob.front().find("indices outside [0, "), std::string::npos) << oob.front();
+}
+
+// int8 quantization (an i8 output beside an f32 one), and bool and fp8 outputs: one-byte dtypes
+// whose poison is a value kernels may write.
+const char* const kQuantOp = R"op({
+  "format": "kgate-op/1",
+  "name": "quant_test",
+  "symbols": [{"name": "T", "min": 0, "max": 64, "typical_max": 8}, {"name": "H", "min": 1, "max": 512, "typical_max": 64}],
+  "inputs": [{"name": "x", "shape": ["T", "H"], "values": {"kind": "norm", "zero_constant": true}}],
+  "outputs": [{"name": "q", "shape": ["T", "H"], "dtype": "i8"}, {"name": "scale", "shape": ["T", 1], "dtype": "f32"},
+              {"name": "positive", "shape": ["T", "H"], "dtype": "bool"},
+              {"name": "x8", "shape": ["T", "H"], "dtype": "f8e4m3"}],
+  "dtypes": ["f32"],
+  "reduced": "H",
+  "nan": "ignore",
+  "reference": ["def reference(x: Tensor, compute: int, q_dtype: int, x8_dtype: int) -> Tuple[Tensor, Tensor, Tensor, Tensor]:",
+                "    xf = x.to(compute)",
+                "    scale = torch.clamp(torch.amax(torch.abs(xf), -1, keepdim=True), min=1e-10) / 127.0",
+                "    q = torch.clamp(torch.round(xf / scale), -127.0, 127.0).to(q_dtype)",
+                "    return q, scale, x > 0, torch.clamp(x, -448.0, 448.0).to(x8_dtype)"]
+})op";
+
+// float -> float8_e4m3fn bits (bias 7, 3 mantissa bits, no infinities, 0x7F NaN), rounding to
+// nearest even as torch does, or toward zero (a mutant). |f| <= 448 here.
+uint8_t to_e4m3(float f, bool toward_zero) {
+  const uint8_t sign = std::signbit(f) ? 0x80 : 0;
+  const float a = std::fabs(f);
+  if (std::isnan(f)) return sign | 0x7F;
+  const auto round = [&](float v) { return toward_zero ? std::trunc(v) : std::nearbyint(v); };
+  int e = 0;
+  std::frexp(a, &e);  // a = m * 2^e, m in [0.5, 1)
+  int biased = e + 6;
+  if (a == 0 || biased <= 0) return sign | static_cast<uint8_t>(round(a * 512.f));  // subnormal: steps of 2^-9
+  float q = round(std::ldexp(a, 4 - e));  // 1.xxx * 8, in [8, 16]
+  if (q == 16) {
+    q = 8;
+    ++biased;
+  }
+  return sign | static_cast<uint8_t>(biased << 3) | static_cast<uint8_t>(q - 8);
+}
+
+enum class QuantBug { none, truncates, last_unwritten, bool_unwritten, fp8_truncated };
+
+void quant_rows(const KernelCall& call, QuantBug bug) {
+  const auto& x = call.inputs.at(0);
+  const auto& q = call.outputs.at(0);
+  const auto& s = call.outputs.at(1);
+  const auto& pos = call.outputs.at(2);
+  const auto& x8 = call.outputs.at(3);
+  const int64_t h = x.sizes[1];
+  for (int64_t t = 0; t < x.sizes[0]; ++t) {
+    auto val = [&](int64_t j) { return at(x, t * x.strides[0] + j * x.strides[1]); };
+    float amax = 0;
+    for (int64_t j = 0; j < h; ++j) amax = std::fmax(amax, std::fabs(val(j)));
+    const float scale = std::fmax(amax, 1e-10f) / 127.0f;
+    s.as<float>()[t * s.strides[0]] = scale;
+    for (int64_t j = 0; j < h; ++j) {
+      const float r = val(j) / scale;
+      const float rounded = bug == QuantBug::truncates ? std::trunc(r) : std::nearbyint(r);
+      if (!(bug == QuantBug::last_unwritten && j == h - 1))
+        q.as<int8_t>()[t * q.strides[0] + j * q.strides[1]] = static_cast<int8_t>(std::fmin(std::fmax(rounded, -127.f), 127.f));
+      if (!(bug == QuantBug::bool_unwritten && j == 0))
+        pos.as<bool>()[t * pos.strides[0] + j * pos.strides[1]] = val(j) > 0;
+      const float c = std::fmin(std::fmax(val(j), -448.f), 448.f);
+      x8.as<uint8_t>()[t * x8.strides[0] + j * x8.strides[1]] = to_e4m3(c, bug == QuantBug::fp8_truncated);
+    }
+  }
+}
+
+TEST(OpsThroughTheRunner, OneByteOutputs) {
+  const std::string path = ::testing::TempDir() + "/quant_test.json";
+  { std::ofstream(path) << kQuantOp; }
+  load_op_files(path);
+  const auto kernel = [](const char* name, QuantBug bug) {
+    return cpu_kernel(name, "quant_test", [=](const KernelCall& c) { quant_rows(c, bug); });
+  };
+  int64_t run = 0;
+  const auto good = failures(kernel("quant_ok", QuantBug::none), 8, &run);
+  EXPECT_TRUE(good.empty()) << ::testing::PrintToString(good);
+  EXPECT_GT(run, 20);
+  const auto expect_failure = [&](const char* name, QuantBug bug, const std::string& text) {
+    const auto f = failures(kernel(name, bug), 8, &run);
+    ASSERT_FALSE(f.empty()) << name;
+    EXPECT_NE(f.front().find(text), std::string::npos) << name << ": " << f.front();
+  };
+  expect_failure("quant_truncates", QuantBug::truncates, "output 'q': ");
+  expect_failure("quant_last_unwritten", QuantBug::last_unwritten, "were never written");
+  expect_failure("quant_bool_unwritten", QuantBug::bool_unwritten, "were never written");
+  expect_failure("quant_fp8_truncated", QuantBug::fp8_truncated, "output 'x8': ");
 }
 
 }  // namespace
