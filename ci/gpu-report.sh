@@ -2,7 +2,8 @@
 # Every GPU measurement in one command, for a GPU runner or a release check:
 #   ci/gpu-report.sh OUT_DIR [stage...]
 # Stages (default: build test gate mutants packages): build, test, gate, mutants, packages,
-# sweep, isolation, throughput, opfiles, newops, subdir, consumer, torchops, calibrate, power, ncu. Logs and reports go under OUT_DIR; a short summary is printed last.
+# sweep, lowprec, isolation, throughput, opfiles, newops, moreops, subdir, consumer, torchops, calibrate,
+# power, ncu. Logs and reports go under OUT_DIR; a short summary is printed last.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${1:?usage: ci/gpu-report.sh OUT_DIR [stage...]}
@@ -117,6 +118,35 @@ if has newops; then
   KGATE_MUTANT_TABLE="$out/newops-mutant-table.json" "$build/tests/gpu/kgate.test.gpu.mutants" \
     --gtest_filter='*rotary*:*cross_entropy*' > "$out/newops-mutant-suite.log" 2>&1
   note "mutant suite (rotary, cross_entropy): exit $?; $(grep -E '^\[  (PASSED|FAILED)' "$out/newops-mutant-suite.log" | tr '\n' ' ')"
+fi
+if has moreops; then
+  # int8 quantization (i8 + f32 outputs), top-k (values + int64 indices, the index rule) and a GEMM
+  # (tolerance growing with sqrt(K); its kernel is a correctness twin, not timed), with mutants.
+  "$kgate" check --kernel quantize_int8_rows --kernel topk_rows --kernel matmul_tiled \
+    --out "$out/moreops" > "$out/moreops.log" 2>&1
+  note "quantize_int8_rows, topk_rows (gate with speed), matmul_tiled (twin): exit $?"
+  sed -n '/^kernel /,$p' "$out/moreops.log" | head -24
+  "$kgate" check --backend cuda --no-speed --kernel mutant_quantize_int8_truncates \
+    --kernel mutant_quantize_int8_signed_max --kernel mutant_topk_tie_index_repeated --kernel mutant_topk_ties_skipped \
+    --kernel mutant_topk_nan_low --kernel mutant_matmul_k_tail_dropped --kernel mutant_matmul_storage_accum \
+    --out "$out/moreops-mutants" > "$out/moreops-mutants.log" 2>&1
+  note "their mutants: exit $? (expected 1)"
+  mutant_lines "$out/moreops-mutants/report.json"
+  KGATE_MUTANT_TABLE="$out/moreops-mutant-table.json" "$build/tests/gpu/kgate.test.gpu.mutants" \
+    --gtest_filter='*quantize*:*topk*:*matmul*' > "$out/moreops-mutant-suite.log" 2>&1
+  note "mutant suite (quantize, topk, matmul): exit $?; $(grep -E '^\[  (PASSED|FAILED)' "$out/moreops-mutant-suite.log" | tr '\n' ' ')"
+fi
+if has lowprec; then
+  # The f16/bf16 tolerance decision: every CUDA kernel swept under the old defaults (allclose for
+  # every op but group_norm's ref_ratio) and under the new ones (eager_relative for f16 and bf16).
+  printf '%s\n' '{"format": "kgate-config/1", "global": {"rule": "allclose"}, "ops": {"group_norm": {"rule": "ref_ratio"}}}' \
+    > "$out/old-rules.json"
+  "$kgate" sweep --backend cuda --config "$out/old-rules.json" --out "$out/sweep-before" > "$out/sweep-before.log" 2>&1
+  note "sweep with the old rules: exit $?; $(grep -cE 'FRAGILE' "$out/sweep-before.log") FRAGILE rows"
+  grep -E 'FRAGILE|FAILED' "$out/sweep-before.log" | head -20
+  "$kgate" sweep --backend cuda --out "$out/sweep-after" > "$out/sweep-after.log" 2>&1
+  note "sweep with the new default (eager_relative for f16/bf16): exit $?; $(grep -cE 'FRAGILE' "$out/sweep-after.log") FRAGILE rows"
+  grep -E 'FRAGILE|FAILED|group_norm' "$out/sweep-after.log" | head -20
 fi
 if has subdir; then
   # kgate added to another project's build (add_subdirectory), that project's kernels gated: the

@@ -86,6 +86,15 @@ const std::vector<MutantSpec>& mutant_specs() {
        "interleaved pairs rotated as half-split pairs"},
       {"mutant_cross_entropy_ignored_counted", "cross_entropy_rows", "rows with target == ignore_index counted in the mean"},
       {"mutant_cross_entropy_no_max_sub", "cross_entropy_rows", "exp(x) without subtracting the row max"},
+      // int8 quantization, top-k and a GEMM, ops declared by op files (kernels/quantize_int8,
+      // kernels/topk, kernels/gemm).
+      {"mutant_quantize_int8_truncates", "quantize_int8_rows", "x / scale rounded toward zero"},
+      {"mutant_quantize_int8_signed_max", "quantize_int8_rows", "scale from max(x), not max(|x|)"},
+      {"mutant_topk_tie_index_repeated", "topk_rows", "right values, a tied value's index repeated"},
+      {"mutant_topk_ties_skipped", "topk_rows", "values equal to the previous one skipped"},
+      {"mutant_topk_nan_low", "topk_rows", "NaN taken as the smallest value"},
+      {"mutant_matmul_k_tail_dropped", "matmul_tiled", "the last K % 16 products never added"},
+      {"mutant_matmul_storage_accum", "matmul_tiled", "accumulation rounded to the storage dtype"},
   };
   return specs;
 }
