@@ -142,11 +142,11 @@ if has lowprec; then
   printf '%s\n' '{"format": "kgate-config/1", "global": {"rule": "allclose"}, "ops": {"group_norm": {"rule": "ref_ratio"}}}' \
     > "$out/old-rules.json"
   "$kgate" sweep --backend cuda --config "$out/old-rules.json" --out "$out/sweep-before" > "$out/sweep-before.log" 2>&1
-  note "sweep with the old rules: exit $?; $(grep -cE 'FRAGILE' "$out/sweep-before.log") FRAGILE rows"
+  note "sweep with the old rules: exit $?; $(grep -oE '[0-9]+ FRAGILE;' "$out/sweep-before.log" | tail -1 | tr -d ';') kernel x dtype rows"
   grep -E 'FRAGILE|FAILED' "$out/sweep-before.log" | head -20
   "$kgate" sweep --backend cuda --out "$out/sweep-after" > "$out/sweep-after.log" 2>&1
-  note "sweep with the new default (eager_relative for f16/bf16): exit $?; $(grep -cE 'FRAGILE' "$out/sweep-after.log") FRAGILE rows"
-  grep -E 'FRAGILE|FAILED|group_norm' "$out/sweep-after.log" | head -20
+  note "sweep with the new default (eager_relative for f16/bf16): exit $?; $(grep -oE '[0-9]+ FRAGILE;' "$out/sweep-after.log" | tail -1 | tr -d ';') kernel x dtype rows"
+  grep -E '^[a-z_0-9]+ +(f16|bf16|f32) ' "$out/sweep-after.log" | grep -E 'FRAGILE|FAILED|group_norm' | head -20
 fi
 if has subdir; then
   # kgate added to another project's build (add_subdirectory), that project's kernels gated: the

@@ -318,7 +318,8 @@ const char* const kQuantOp = R"op({
   "nan": "ignore",
   "reference": ["def reference(x: Tensor, compute: int, q_dtype: int, x8_dtype: int) -> Tuple[Tensor, Tensor, Tensor, Tensor]:",
                 "    xf = x.to(compute)",
-                "    scale = torch.clamp(torch.amax(torch.abs(xf), -1, keepdim=True), min=1e-10) / 127.0",
+                "    amax = torch.clamp(torch.amax(torch.abs(xf), -1, keepdim=True), min=1e-10)",
+                "    scale = amax / torch.full_like(amax, 127.0)",
                 "    q = torch.clamp(torch.round(xf / scale), -127.0, 127.0).to(q_dtype)",
                 "    return q, scale, x > 0, torch.clamp(x, -448.0, 448.0).to(x8_dtype)"]
 })op";
