@@ -2,6 +2,10 @@
 // package), replay, validate, compare.
 #include "cli/commands.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -10,6 +14,8 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <memory>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -20,6 +26,7 @@
 #include "core/html_report.hpp"
 #include "core/rng.hpp"
 #include "core/safe_text.hpp"
+#include "gates/props/shrink.hpp"
 #include "references/catalogue.hpp"
 #include "runtime/cuda/device.hpp"
 #include "runtime/package/package_kernel.hpp"
@@ -176,6 +183,138 @@ int conclude(RunReport& report, const std::string& out_dir, bool inconclusive_fa
   std::printf("\nreports: %s/report.json, junit.xml, summary.md, report.html — exit %d\n", out_dir.c_str(),
               static_cast<int>(code));
   return static_cast<int>(code);
+}
+
+// Workers per kernel: the first, and one more after each fault.
+constexpr int kMaxFaultRestarts = 16;
+// Shrink candidates of a faulting case, each tried in a fresh worker (a few seconds each).
+constexpr int64_t kMaxFaultShrinkAttempts = 24;
+
+// A message on one line (the progress file holds one case per line).
+std::string one_line(std::string text) {
+  for (char& ch : text)
+    if (ch == '\n' || ch == '\r') ch = ' ';
+  if (text.size() > 2000) text.resize(2000);
+  return text;
+}
+
+// What a worker noted of its correctness cases (its progress file): the cases it finished, the
+// one it started and did not finish, and whether it got to the end of the list.
+struct WorkerProgress {
+  struct Finished {
+    int64_t index = 0;
+    std::string id, outcome, rule, message;
+  };
+  std::vector<Finished> finished;
+  std::optional<int64_t> started;  // index of a case begun and never finished
+  std::string started_id;
+  int64_t total = 0;
+  bool done = false;
+};
+WorkerProgress read_progress(const fs::path& path) {
+  WorkerProgress p;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream f(line);
+    std::string kind;
+    f >> kind;
+    if (kind == "done") {
+      f >> p.total;
+      p.done = true;
+      p.started.reset();
+    } else if (kind == "start") {
+      int64_t index = 0;
+      if (f >> index >> p.total >> p.started_id) p.started = index;
+    } else if (kind == "end") {
+      WorkerProgress::Finished e;
+      if (!(f >> e.index >> p.total >> e.id >> e.outcome >> e.rule)) continue;
+      std::getline(f, e.message);
+      if (!e.message.empty() && e.message.front() == ' ') e.message.erase(0, 1);
+      p.finished.push_back(std::move(e));
+      p.started.reset();
+    }
+  }
+  return p;
+}
+
+// Folds the report of a worker that went on after a fault into the kernel's report so far.
+void merge_resumed(KernelReport& into, KernelReport part) {
+  auto& a = into.correctness;
+  auto& b = part.correctness;
+  a.passed += b.passed;
+  a.failed += b.failed;
+  a.fallback += b.fallback;
+  a.reference_errors += b.reference_errors;
+  a.behaviour_checks += b.behaviour_checks;
+  a.worst_margin = std::max(a.worst_margin, b.worst_margin);
+  a.seconds += b.seconds;
+  for (auto& f : b.failures)
+    if (a.failures.size() < 10) a.failures.push_back(std::move(f));
+  a.faulted.insert(a.faulted.end(), b.faulted.begin(), b.faulted.end());
+  a.not_run = b.not_run;
+  a.resume_at = b.resume_at;
+  for (auto& w : b.warnings)
+    if (std::find(a.warnings.begin(), a.warnings.end(), w) == a.warnings.end()) a.warnings.push_back(std::move(w));
+  // A minimal case that was shrunk (not a fault) wins; the smallest of them.
+  if (b.minimal && (!a.minimal || a.minimal->rule == "fault" ||
+                    (b.minimal->rule != "fault" && b.minimal->kcase.numel_hint() < a.minimal->kcase.numel_hint())))
+    a.minimal = std::move(b.minimal);
+  for (auto& [name, families] : b.null_calibration)
+    for (auto& [family, counts] : families) {
+      auto& c = a.null_calibration[name][family];
+      c.first += counts.first;
+      c.second += counts.second;
+    }
+  if (!part.speed.empty()) into.speed = std::move(part.speed);
+  into.seconds += part.seconds;
+  if (a.failed > 0) into.outcome = Outcome::failed;
+  else if (part.outcome != Outcome::passed) into.outcome = part.outcome;
+}
+
+// The faulting case, shrunk by running each candidate in a fresh worker (a fault ends the CUDA
+// context, so candidates cannot share one). The minimal case is one that ran and faulted.
+void shrink_fault_in_workers(KernelReport& kr, const KernelInfo& k, const std::vector<std::string>& child,
+                             const fs::path& worker_out, const CheckArgs& args) {
+  auto& c = kr.correctness;
+  if (c.minimal && c.minimal->rule != "fault" && c.minimal->rule != "crash") return;  // shrunk in process
+  const CaseResult* fault = nullptr;
+  for (const auto& f : c.failures)
+    if ((f.rule == "fault" || f.rule == "crash") && (!fault || f.kcase.numel_hint() < fault->kcase.numel_hint())) fault = &f;
+  if (!fault) return;
+  const OpSignature& op = find_op(k.op);
+  std::optional<CaseResult> last_fault;
+  const auto faults = [&](const Case& candidate) {
+    std::vector<std::string> attempt = child;
+    for (size_t i = 0; i + 1 < attempt.size(); ++i)
+      if (attempt[i] == "--out") attempt[i + 1] = (worker_out / "shrink").string();
+    attempt.insert(attempt.end(), {"--case", candidate.id(), "--no-speed"});
+    auto w = run_worker(attempt, (worker_out / "shrink" / "report.json").string(), args.kernel_timeout_s);
+    if (!w.ok && !w.hung && read_progress(worker_out / "shrink" / "progress").started) {
+      // It crashed its worker again: that case still fails the same way.
+      CaseResult cr = *fault;
+      cr.kcase = candidate;
+      cr.message = "kernel '" + k.name + "': " + w.failure;
+      cr.repro = k.package ? "kgate replay --package '" + k.source + "' '" + candidate.id() + "'" : repro_command(k, candidate);
+      last_fault = cr;
+      return true;
+    }
+    if (!w.ok || w.report.kernels.empty()) return false;
+    const auto& cr = w.report.kernels.front().correctness;
+    if (cr.faulted.empty() || cr.failures.empty()) return false;
+    last_fault = cr.failures.front();
+    return true;
+  };
+  if (!args.quiet) std::fprintf(stderr, "kgate: %s: shrinking the faulting case %s in fresh workers\n", k.name.c_str(), fault->kcase.id().c_str());
+  const auto shrunk = props::shrink(fault->kcase, op, k.tile_sizes, faults, kMaxFaultShrinkAttempts);
+  CaseResult minimal = *fault;
+  if (shrunk.steps > 0 && last_fault && last_fault->kcase.id() == shrunk.minimal.id()) minimal = *last_fault;
+  else if (shrunk.steps > 0 && faults(shrunk.minimal)) minimal = *last_fault;
+  minimal.kcase.family = fault->kcase.family;
+  c.minimal = minimal;
+  if (!args.quiet)
+    std::fprintf(stderr, "kgate: %s: minimal faulting case %s (%lld reductions, %lld workers)\n", k.name.c_str(),
+                 minimal.kcase.id().c_str(), static_cast<long long>(shrunk.steps), static_cast<long long>(shrunk.attempts));
 }
 
 package::ValidateOptions validate_options(const std::string& arch) {
@@ -444,6 +583,37 @@ int run_check(const CheckArgs& args) {
   if (o.rtol) report.meta.config["rtol"] = *o.rtol;
 
   CheckOptions options = args.options;
+  options.in_worker = args.in_worker;
+  // A worker notes each case before it runs it: if the kernel crashes or hangs the process, its
+  // parent reads which case did it, and goes on after it in a fresh worker.
+  std::shared_ptr<int> progress_fd;
+  if (args.in_worker) {
+    fs::create_directories(args.out_dir);
+    const int fd = ::open((fs::path(args.out_dir) / "progress").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+      progress_fd = std::shared_ptr<int>(new int(fd), [](int* f) {
+        ::close(*f);
+        delete f;
+      });
+      options.on_case = [progress_fd](size_t index, size_t total, const Case& c, const CaseResult* r) {
+        std::string line = index >= total ? "done " + std::to_string(total)
+                           : !r ? "start " + std::to_string(index) + " " + std::to_string(total) + " " + c.id()
+                                : "end " + std::to_string(index) + " " + std::to_string(total) + " " + c.id() + " " +
+                                      outcome_name(r->outcome) + " " + (r->rule.empty() ? "-" : r->rule) + " " +
+                                      one_line(r->message);
+        line += "\n";
+        if (::write(*progress_fd, line.data(), line.size()) < 0) return;  // progress only: never fatal
+      };
+    }
+  }
+  options.resume_at = args.resume_at;
+  if (!args.only_case.empty()) {
+    options.only_cases = {Case::from_id(args.only_case)};
+    options.speed = false;
+    options.shrink = false;
+    options.behaviour_checks = false;
+    options.null_calibration_cases = 0;
+  }
   const Progress progress(args.quiet);
   if (!args.quiet) options.progress = progress;
   const fs::path out(args.out_dir);
@@ -463,39 +633,129 @@ int run_check(const CheckArgs& args) {
       child.insert(child.end(), {"--only", k.name, "--out", worker_out.string(), "--in-worker"});
       // The worker runs the backend decided here (and does not say again why it fell back).
       if (args.backend.empty() && packages.empty()) child.insert(child.end(), {"--backend", backend_name(backend)});
-      auto w = run_worker(child, (worker_out / "report.json").string(), args.kernel_timeout_s);
-      // Its output, bounded and made safe, in the log and in the report.
-      const std::string said = w.output.empty() ? std::string() : safe_log_text(w.output.text());
-      if (!said.empty()) {
-        std::fputs(said.c_str(), stderr);
-        if (said.back() != '\n') std::fputc('\n', stderr);
-      }
-      if (w.output.dropped_bytes() > 0)
-        std::fprintf(stderr, "kgate: %s printed %llu bytes; %llu of them are not shown (the report keeps "
-                             "the first and last lines)\n",
-                     k.name.c_str(), static_cast<unsigned long long>(w.output.total_bytes()),
-                     static_cast<unsigned long long>(w.output.dropped_bytes()));
-      const auto keep_output = [&](KernelReport& kr) {
-        kr.worker_output = said;
-        kr.worker_output_bytes = w.output.total_bytes();
-        kr.worker_output_dropped_bytes = w.output.dropped_bytes();
-      };
-      if (w.ok) {
+      // A fault kills its worker's CUDA context: the worker stops there, and a fresh one goes on
+      // with the remaining cases (at most kMaxFaultRestarts times).
+      std::optional<KernelReport> merged;
+      std::string said_all;
+      uint64_t printed = 0, dropped = 0;
+      int64_t resume_at = 0;
+      for (int restarts = 0;; ++restarts) {
+        std::vector<std::string> attempt = child;
+        if (resume_at > 0) attempt.insert(attempt.end(), {"--resume-at", std::to_string(resume_at)});
+        auto w = run_worker(attempt, (worker_out / "report.json").string(), args.kernel_timeout_s);
+        // Its output, bounded and made safe, in the log and in the report.
+        const std::string said = w.output.empty() ? std::string() : safe_log_text(w.output.text());
+        if (!said.empty()) {
+          std::fputs(said.c_str(), stderr);
+          if (said.back() != '\n') std::fputc('\n', stderr);
+        }
+        if (w.output.dropped_bytes() > 0)
+          std::fprintf(stderr, "kgate: %s printed %llu bytes; %llu of them are not shown (the report keeps "
+                               "the first and last lines)\n",
+                       k.name.c_str(), static_cast<unsigned long long>(w.output.total_bytes()),
+                       static_cast<unsigned long long>(w.output.dropped_bytes()));
+        said_all += said;
+        printed += w.output.total_bytes();
+        dropped += w.output.dropped_bytes();
+        if (!w.ok) {
+          std::fprintf(stderr, "kgate: %s: %s\n", k.name.c_str(), w.failure.c_str());
+          // What the worker noted: the cases it finished keep their results, and the case it was
+          // running when it crashed or hung is that case's failure.
+          const WorkerProgress progress = read_progress(worker_out / "progress");
+          if (!progress.finished.empty() || progress.started || progress.done) {
+            if (!merged) {
+              merged = failed_kernel_report(k.name, k.op, backend_name(backend), k.source, "", 0);
+              merged->correctness.cases = progress.total;
+            }
+            auto& c = merged->correctness;
+            const auto result_of = [&](const std::string& id, Outcome outcome, const std::string& rule,
+                                       const std::string& message) {
+              CaseResult cr;
+              cr.kcase = Case::from_id(id);
+              cr.outcome = outcome;
+              cr.rule = rule;
+              cr.message = message;
+              cr.repro = k.package ? "kgate replay --package '" + k.source + "' '" + id + "'" : repro_command(k, cr.kcase);
+              return cr;
+            };
+            for (const auto& f : progress.finished) {
+              if (f.index < resume_at) continue;
+              if (f.rule == "reference_error") ++c.reference_errors;
+              else if (f.outcome == "failed") {
+                ++c.failed;
+                if (c.failures.size() < 10) c.failures.push_back(result_of(f.id, Outcome::failed, f.rule, f.message));
+              } else {
+                ++c.passed;
+              }
+            }
+            merged->outcome = Outcome::failed;
+            merged->seconds += w.seconds;
+            if (merged->message.empty()) merged->message = w.failure;  // the first crash or hang
+            c.not_run = 0;
+            if (progress.started && *progress.started >= resume_at) {
+              ++c.failed;
+              if (c.failures.size() < 10)
+                c.failures.push_back(result_of(progress.started_id, Outcome::failed, w.hung ? "hang" : "crash",
+                                               "kernel '" + k.name + "': " + w.failure));
+              c.faulted.push_back(progress.started_id);
+              c.resume_at = *progress.started + 1;
+              c.not_run = progress.total - *progress.started - 1;
+            } else if (progress.done) {
+              merged->message = w.failure + ", after the correctness cases (in the behaviour checks or the timing)";
+            }
+            // A hang would likely hang again, each time after the whole --kernel-timeout: stop there.
+            if (!w.hung && c.not_run > 0 && restarts + 1 < kMaxFaultRestarts) {
+              resume_at = c.resume_at;
+              if (!args.quiet)
+                std::fprintf(stderr, "kgate: %s crashed its worker on case %s; going on with the %lld remaining cases in a fresh worker\n",
+                             k.name.c_str(), progress.started_id.c_str(), static_cast<long long>(c.not_run));
+              continue;
+            }
+            if (c.not_run > 0)
+              c.warnings.push_back(std::to_string(c.not_run) + " cases were not run after case " + progress.started_id +
+                                   (w.hung ? " hung (a hung kernel would hang again)" : " crashed its worker, the last of too many"));
+            break;
+          }
+          if (!merged) {
+            merged = failed_kernel_report(k.name, k.op, backend_name(backend), k.source, w.failure, w.seconds);
+          } else {
+            // The cases before this worker ran and keep their results; the rest did not run.
+            merged->outcome = Outcome::failed;
+            merged->correctness.warnings.push_back("the worker that went on from case " + std::to_string(resume_at + 1) +
+                                                   " failed: " + w.failure + "; the cases from there were not run");
+          }
+          break;
+        }
         if (report.meta.device.empty()) {
           report.meta.device = w.report.meta.device;
           report.meta.driver = w.report.meta.driver;
           report.meta.cuda = w.report.meta.cuda;
           report.meta.torch = w.report.meta.torch;
         }
-        for (auto& kr : w.report.kernels) {
-          keep_output(kr);
-          report.kernels.push_back(std::move(kr));
+        if (w.report.kernels.empty()) break;
+        KernelReport part = std::move(w.report.kernels.front());
+        if (!merged) merged = std::move(part);
+        else merge_resumed(*merged, std::move(part));
+        const auto& c = merged->correctness;
+        if (c.not_run == 0) break;
+        if (restarts + 1 >= kMaxFaultRestarts) {
+          merged->correctness.warnings.push_back(
+              std::to_string(c.not_run) + " cases were not run: the kernel faulted " + std::to_string(c.faulted.size()) +
+              " times, and kgate starts at most " + std::to_string(kMaxFaultRestarts) + " workers per kernel");
+          break;
         }
-      } else {
-        std::fprintf(stderr, "kgate: %s: %s\n", k.name.c_str(), w.failure.c_str());
-        report.kernels.push_back(
-            failed_kernel_report(k.name, k.op, backend_name(backend), k.source, w.failure, w.seconds));
-        keep_output(report.kernels.back());
+        resume_at = c.resume_at;
+        if (!args.quiet)
+          std::fprintf(stderr, "kgate: %s faulted on case %s; going on with the %lld remaining cases in a fresh worker\n",
+                       k.name.c_str(), c.faulted.back().c_str(), static_cast<long long>(c.not_run));
+      }
+      if (merged) {
+        if (!merged->correctness.faulted.empty() && args.options.shrink)
+          shrink_fault_in_workers(*merged, k, child, worker_out, args);
+        merged->worker_output = said_all;  // each part made safe and bounded already
+        merged->worker_output_bytes = printed;
+        merged->worker_output_dropped_bytes = dropped;
+        report.kernels.push_back(std::move(*merged));
       }
       write_reports();  // after every kernel: a crash later loses nothing already measured
     }

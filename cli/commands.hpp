@@ -65,6 +65,8 @@ struct CheckArgs {
   double kernel_timeout_s = 1800;    ///< a worker still running after this is killed (hung)
   bool in_worker = false;            ///< this process is a worker: check `only`, write the report
   std::string only;                  ///< the one kernel or package (by name) a worker checks
+  int64_t resume_at = 0;             ///< a worker going on after a fault: skip this many cases
+  std::string only_case;             ///< a worker trying one case id (shrinking a fault)
   /// Google Benchmark JSON outputs (kgate.kernel.NAME.bench --benchmark_out=F
   /// --benchmark_out_format=json) to keep in report.json. Checked before any kernel runs (exit 4 on
   /// a bad file); embedded by the process that writes the final report, never by a worker; they

@@ -132,6 +132,8 @@ int kgate::cli::main(int argc, char** argv) {
       ->capture_default_str();
   check->add_option("--only", check_args.only, "")->group("");   // internal: the worker's kernel
   check->add_flag("--in-worker", check_args.in_worker, "")->group("");
+  check->add_option("--resume-at", check_args.resume_at, "")->group("");  // internal: after a fault
+  check->add_option("--case", check_args.only_case, "")->group("");       // internal: shrinking a fault
   check->add_option("--out", check_args.out_dir, "Directory for report.json, junit.xml and summary.md")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
       ->capture_default_str();

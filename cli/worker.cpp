@@ -86,6 +86,7 @@ WorkerResult run_worker(const std::vector<std::string>& args, const std::string&
   close(out[0]);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (killed) {
+    r.hung = true;
     r.failure = "hung: no result after " + std::to_string(static_cast<int>(timeout_s)) +
                 " s, the worker was killed (raise --kernel-timeout if the kernel is just slow)";
     return r;

@@ -16,6 +16,7 @@ struct WorkerResult {
   int exit_code = -1;       ///< the worker's exit code (when it exited)
   RunReport report;         ///< the worker's report (when ok)
   std::string failure;      ///< why there is no report: crash, hang, bad output
+  bool hung = false;        ///< killed by the watchdog
   double seconds = 0;
   OutputCapture output;     ///< what it printed (stdout and stderr, interleaved), bounded
 };

@@ -96,6 +96,11 @@ json correctness_json(const CorrectnessReport& c) {
               {"reference_errors", c.reference_errors},
               {"seconds", number(c.seconds)}};
   if (c.minimal) out["minimal"] = case_result_json(*c.minimal);
+  if (!c.faulted.empty()) out["faulted"] = c.faulted;
+  if (c.not_run > 0) {
+    out["not_run"] = c.not_run;
+    out["resume_at"] = c.resume_at;
+  }
   if (!c.null_calibration.empty()) {
     json nc = json::object();
     for (const auto& [null_kernel, families] : c.null_calibration)
@@ -119,6 +124,9 @@ CorrectnessReport correctness_from(const json& c) {
   r.behaviour_checks = c.value("behaviour_checks", int64_t{0});
   r.reference_errors = c.value("reference_errors", int64_t{0});
   r.seconds = read_number(c, "seconds");
+  r.faulted = c.value("faulted", std::vector<std::string>{});
+  r.not_run = c.value("not_run", int64_t{0});
+  r.resume_at = c.value("resume_at", int64_t{0});
   if (c.contains("null_calibration"))
     for (auto nk = c.at("null_calibration").begin(); nk != c.at("null_calibration").end(); ++nk)
       for (auto f = nk.value().begin(); f != nk.value().end(); ++f)

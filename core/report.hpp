@@ -75,6 +75,14 @@ struct CorrectnessReport {
   /// kernel with any is not passed (outcome invalid unless it failed).
   int64_t reference_errors = 0;
   double seconds = 0;  ///< wall time of the correctness phase (cases, shrinking, behaviour checks)
+  /// Cases on which the kernel faulted on the GPU (the CUDA context was lost), in the order run.
+  /// Each fault ends its worker process; kgate check goes on with the remaining cases in a fresh one.
+  std::vector<std::string> faulted;
+  /// Cases left unrun (never counted as passed or failed): the correctness loop stops at a fault,
+  /// since nothing more can run in that CUDA context. `resume_at` is the index of the first of them
+  /// in the kernel's case list, where a fresh worker goes on.
+  int64_t not_run = 0;
+  int64_t resume_at = 0;
   /// Null-kernel calibration: per null kernel ("zeros", "copy"), per family, cases run and failed.
   /// A family a null kernel passes entirely is too weak (a warning says so).
   std::map<std::string, std::map<std::string, std::pair<int64_t, int64_t>>> null_calibration;

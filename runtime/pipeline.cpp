@@ -229,15 +229,18 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
   gen.cases = settings.cases.value_or(options.cases);
   gen.families = settings.families.empty() ? options.families : settings.families;
   const auto traits = traits_of(kernel);
-  auto cases = props::generate_cases(op, traits, gen);
-  cases.insert(cases.end(), options.extra_cases.begin(), options.extra_cases.end());
+  auto cases = options.only_cases.empty() ? props::generate_cases(op, traits, gen) : options.only_cases;
+  if (options.only_cases.empty()) cases.insert(cases.end(), options.extra_cases.begin(), options.extra_cases.end());
   report.correctness.cases = static_cast<int64_t>(cases.size());
   const int64_t step = std::max<int64_t>(1, static_cast<int64_t>(cases.size()) / 8);
   std::string closest_repro;  // the passing case nearest its tolerance
   std::string first_reference_error;
-  for (size_t i = 0; i < cases.size(); ++i) {
+  const size_t first_case = static_cast<size_t>(std::clamp<int64_t>(options.resume_at, 0, static_cast<int64_t>(cases.size())));
+  for (size_t i = first_case; i < cases.size(); ++i) {
     const auto& c = cases[i];
+    if (options.on_case) options.on_case(i, cases.size(), c, nullptr);
     auto r = runner.check_case(kernel, c, rule_for(op, c.dtype, options, kernel.name));
+    if (options.on_case) options.on_case(i, cases.size(), c, &r);
     if (r.fallback) ++report.correctness.fallback;
     if (r.rule == "reference_error") {
       // The op's reference failed: the case judges nothing, and the kernel is not blamed.
@@ -252,10 +255,27 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
         closest_repro = r.repro;
       }
     }
+    if (runner.context_lost()) {
+      // Nothing more runs in this CUDA context: stop, and leave the rest unrun (never failed). A
+      // worker's parent goes on at resume_at in a fresh process.
+      report.correctness.faulted.push_back(c.id());
+      report.correctness.resume_at = static_cast<int64_t>(i) + 1;
+      report.correctness.not_run = static_cast<int64_t>(cases.size() - i - 1);
+      say(kernel.name + ": case " + c.id() + " faulted; " + std::to_string(report.correctness.not_run) +
+          " cases left for a fresh process");
+      break;
+    }
     if ((static_cast<int64_t>(i) + 1) % step == 0 || i + 1 == cases.size())
       say(kernel.name + ": correctness " + std::to_string(i + 1) + "/" + std::to_string(cases.size()) + " cases, " +
           std::to_string(report.correctness.failed) + " failed");
   }
+  // The end of the case list: a crash after this line is not a case's (behaviour checks, timing).
+  if (options.on_case && report.correctness.not_run == 0) options.on_case(cases.size(), cases.size(), Case{}, nullptr);
+  if (report.correctness.not_run > 0 && !options.in_worker)
+    report.correctness.warnings.push_back(
+        std::to_string(report.correctness.not_run) + " of " + std::to_string(cases.size()) +
+        " cases were not run: the CUDA context was lost when case " + report.correctness.faulted.back() +
+        " faulted (`kgate check` runs each kernel in worker processes and goes on in a fresh one)");
 
   if (report.correctness.reference_errors > 0)
     report.correctness.warnings.push_back(

@@ -59,6 +59,19 @@ struct CheckOptions {
   /// When non-empty: the cases timed instead of speed_cases(). Those with calls > 0 make the
   /// call-weighted workload view (KernelReport::workload_speedup_vs_eager / _vs_baseline).
   std::vector<WeightedCase> timed_cases;
+  /// A fresh worker going on after a fault: the first `resume_at` cases of the kernel's case list
+  /// are skipped (they ran in the workers before).
+  int64_t resume_at = 0;
+  /// This process is a worker of `kgate check`: a fault's unrun cases are the parent's to run.
+  bool in_worker = false;
+  /// Called before each correctness case runs (result null) and after it (its result), with its
+  /// index in the kernel's case list and the list's length, and once with index == total when the
+  /// list is done. A worker records them, so that its parent knows which case a crash or hang hit
+  /// and what the cases before it gave.
+  std::function<void(size_t index, size_t total, const Case&, const CaseResult* result)> on_case;
+  /// When non-empty: exactly these correctness cases instead of the generated ones (a fresh worker
+  /// trying one shrink candidate of a faulting case).
+  std::vector<Case> only_cases;
 };
 
 props::KernelTraits traits_of(const KernelInfo& kernel);

@@ -119,6 +119,26 @@ assert k["mutant_softmax_cpu_segfault"]["outcome"] == "failed"
 assert "crashed with signal 11" in k["mutant_softmax_cpu_segfault"]["message"], k["mutant_softmax_cpu_segfault"]["message"]
 assert k["mutant_softmax_cpu_hang"]["outcome"] == "failed"
 assert k["mutant_softmax_cpu_hang"]["message"].startswith("hung: no result after 15 s"), k["mutant_softmax_cpu_hang"]["message"]
+# Each crash is the case it happened on; a fresh worker went on with the next one.
+seg = k["mutant_softmax_cpu_segfault"]["correctness"]
+assert seg["failed"] == 4 and len(seg["faulted"]) == 4 and seg["failures"][0]["rule"] == "crash", seg
+hang = k["mutant_softmax_cpu_hang"]["correctness"]
+assert hang["failures"][0]["rule"] == "hang" and hang.get("not_run") == 3, hang
+PY
+# A kernel that crashes its process on some shapes only: a fresh worker goes on after each crash,
+# the other cases pass, each crash names its case, and the minimal case is a crashing case that ran.
+"$kgate" check --backend cpu --kernel mutant_softmax_cpu_crash_some --cases 24 --no-speed --out "$out/some" \
+  > "$out.some.log" 2>&1
+[ $? -eq 1 ] || { cat "$out.some.log"; fail "crash_some run should exit 1"; }
+python3 - "$out/some/report.json" <<'PY' || { cat "$out.some.log"; fail "crash_some report is wrong"; }
+import json, sys
+c = json.load(open(sys.argv[1]))["kernels"][0]["correctness"]
+n_of = lambda case_id: int(case_id.split(":")[2].split(",")[1].split("=")[1])
+assert c["faulted"] and all(n_of(f) % 5 == 0 for f in c["faulted"]), c
+assert c["failed"] == len(c["faulted"]) and c["passed"] + c["failed"] == c["cases"] == 24, c
+assert not c.get("not_run"), c
+assert c["minimal"]["rule"] == "crash" and n_of(c["minimal"]["case"]["id"]) % 5 == 0, c["minimal"]
+print("crash_some:", len(c["faulted"]), "crashing cases,", c["passed"], "passed, minimal", c["minimal"]["case"]["id"])
 PY
 # A kernel that prints ~280 KB per launch (its values right): it passes, kgate's own log stays small,
 # and the report keeps the first and last lines with the dropped byte count.
