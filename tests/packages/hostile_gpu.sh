@@ -69,6 +69,13 @@ bad = 0
 for k in r["kernels"]:
     w = k.get("worker_output", {})
     print(f'{k["name"]:18} {k["outcome"]:8} output {w.get("bytes", 0)} B ({w.get("dropped_bytes", 0)} dropped)  {k["message"][:110]}')
+    c = k["correctness"]
+    if c.get("faulted"):
+        m = c.get("minimal") or {}
+        print(f'  {len(c["faulted"])} cases faulted (each in its own worker), {c["passed"]} passed, {c.get("not_run", 0)} not run; '
+              f'minimal {m.get("case", {}).get("id", "-")} [{m.get("rule", "")}]')
+        if m.get("rule") not in ("fault", "crash", "hang"):
+            print("  UNEXPECTED: the minimal case is not a case that faulted"); bad += 1
     if k["name"] in want and k["outcome"] != want[k["name"]]:
         print(f'  UNEXPECTED: expected {want[k["name"]]}'); bad += 1
 sys.exit(1 if bad else 0)
