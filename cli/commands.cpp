@@ -694,10 +694,11 @@ int run_check(const CheckArgs& args) {
             c.not_run = 0;
             if (progress.started && *progress.started >= resume_at) {
               ++c.failed;
-              if (c.failures.size() < 10)
-                c.failures.push_back(result_of(progress.started_id, Outcome::failed, w.hung ? "hang" : "crash",
-                                               "kernel '" + k.name + "': " + w.failure));
+              const CaseResult hit = result_of(progress.started_id, Outcome::failed, w.hung ? "hang" : "crash",
+                                               "kernel '" + k.name + "': " + w.failure);
+              if (c.failures.size() < 10) c.failures.push_back(hit);
               c.faulted.push_back(progress.started_id);
+              if (!c.minimal) c.minimal = hit;  // it ran and hung or crashed (a crash is shrunk below)
               c.resume_at = *progress.started + 1;
               c.not_run = progress.total - *progress.started - 1;
             } else if (progress.done) {

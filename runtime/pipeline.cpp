@@ -283,9 +283,11 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
         " cases could not be judged: the op's reference failed on them (fix the op file " + op.origin +
         "); first: " + first_reference_error);
 
-  if (options.behaviour_checks && report.correctness.failed == 0 && !runner.context_lost())
+  // A worker that goes on after a fault judges its cases only: the kernel has failed already.
+  const bool resumed = options.resume_at > 0;
+  if (options.behaviour_checks && report.correctness.failed == 0 && !runner.context_lost() && !resumed)
     run_behaviour_checks(runner, kernel, op, cases, options, report);
-  if (options.null_calibration_cases > 0 && !runner.context_lost())
+  if (options.null_calibration_cases > 0 && !runner.context_lost() && !resumed)
     run_null_calibration(runner, kernel, op, cases, options, report);
 
   const double fragile_margin = settings.fragile_margin.value_or(kDefaultFragileMargin);
@@ -354,6 +356,8 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
     } else {
       report.correctness.minimal = *first;
     }
+  } else if (resumed) {
+    // No timing: the faults before this worker failed the kernel.
   } else if (options.speed && !kernel.timed) {
     report.correctness.warnings.push_back("'" + kernel.name + "' " + kTwinNotTimed);
   } else if (options.speed) {
