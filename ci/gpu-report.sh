@@ -132,6 +132,13 @@ if has moreops; then
     --out "$out/moreops-mutants" > "$out/moreops-mutants.log" 2>&1
   note "their mutants: exit $? (expected 1)"
   mutant_lines "$out/moreops-mutants/report.json"
+  "$kgate" check "$here/kernels/quantize_int8/package" "$here/kernels/topk/package" --out "$out/moreops-pkg" \
+    > "$out/moreops-pkg.log" 2>&1
+  note "their packages (quantize, topk: gate with speed): exit $?"
+  sed -n '/^kernel /,/^$/p' "$out/moreops-pkg.log" | head -6
+  "$kgate" check "$here/kernels/gemm/package" --no-speed --out "$out/moreops-pkg-gemm" > "$out/moreops-pkg-gemm.log" 2>&1
+  note "matmul_tiled_pkg (correctness; cuBLAS is faster): exit $?"
+  sed -n '/^kernel /,/^$/p' "$out/moreops-pkg-gemm.log" | head -4
   KGATE_MUTANT_TABLE="$out/moreops-mutant-table.json" "$build/tests/gpu/kgate.test.gpu.mutants" \
     --gtest_filter='*quantize*:*topk*:*matmul*' > "$out/moreops-mutant-suite.log" 2>&1
   note "mutant suite (quantize, topk, matmul): exit $?; $(grep -E '^\[  (PASSED|FAILED)' "$out/moreops-mutant-suite.log" | tr '\n' ' ')"

@@ -1,6 +1,6 @@
 // matmul_tiled: the op of matmul.op.json for bf16, f16 and f32 a and b of any shapes and strides.
-// 64 x 64 output tiles, 16-deep slices of K staged in shared memory as float, 4 x 4 outputs per
-// thread, float32 accumulation. A correctness twin, not a deployment candidate: cuBLAS, which eager
+// The device code is package/matmul_tiled.cuh, shared with the package matmul_tiled_pkg: 64 x 64
+// output tiles, 16-deep slices of K in shared memory as float, float32 accumulation. A correctness twin, not a deployment candidate: cuBLAS, which eager
 // calls, is several times faster (tensor cores), so it is not timed.
 // This source also registers two mutants:
 //   mutant_matmul_k_tail_dropped  the last K % 16 products never added (ragged K)
@@ -12,56 +12,17 @@
 #include <cstdint>
 
 #include "core/error.hpp"
-#include "kernels/common/kgate_device.cuh"
+#include "kernels/gemm/package/matmul_tiled.cuh"
 #include "runtime/cuda/check.hpp"
 #include "runtime/kernel.hpp"
 
 namespace kgate::kernels {
 namespace {
 
-constexpr int kTile = 64, kDepth = 16, kThreads = 256;
+constexpr int kTile = kgate_device::kMatmulTile, kDepth = kgate_device::kMatmulDepth,
+              kThreads = kgate_device::kMatmulThreads;
 
 enum Variant { kCorrect = 0, kKTailDropped = 1, kStorageAccum = 2 };
-
-template <typename T, int kVariant>
-__global__ void matmul_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out, int64_t m,
-                              int64_t n, int64_t k, int64_t a_row, int64_t a_col, int64_t b_row, int64_t b_col,
-                              int64_t o_row, int64_t o_col) {
-  __shared__ float as[kDepth][kTile + 1];
-  __shared__ float bs[kDepth][kTile + 1];
-  const int64_t row0 = static_cast<int64_t>(blockIdx.y) * kTile, col0 = static_cast<int64_t>(blockIdx.x) * kTile;
-  const int tr = threadIdx.x / 16, tc = threadIdx.x % 16;  // this thread: rows tr + 16 i, cols tc + 16 j
-  float acc[4][4] = {};
-  const int64_t k_end = kVariant == kKTailDropped ? k / kDepth * kDepth : k;
-  for (int64_t k0 = 0; k0 < k_end; k0 += kDepth) {
-    for (int e = threadIdx.x; e < kDepth * kTile; e += kThreads) {
-      const int kk = e / kTile, rc = e % kTile;
-      const int64_t r = row0 + rc, kx = k0 + kk, c = col0 + rc;
-      as[kk][rc] = r < m && kx < k_end ? kgate_device::to_float(a[r * a_row + kx * a_col]) : 0.f;
-      bs[kk][rc] = c < n && kx < k_end ? kgate_device::to_float(b[kx * b_row + c * b_col]) : 0.f;
-    }
-    __syncthreads();
-#pragma unroll
-    for (int kk = 0; kk < kDepth; ++kk)
-#pragma unroll
-      for (int i = 0; i < 4; ++i)
-#pragma unroll
-        for (int j = 0; j < 4; ++j) acc[i][j] = fmaf(as[kk][tr + 16 * i], bs[kk][tc + 16 * j], acc[i][j]);
-    if (kVariant == kStorageAccum)
-#pragma unroll
-      for (int i = 0; i < 4; ++i)
-#pragma unroll
-        for (int j = 0; j < 4; ++j) acc[i][j] = kgate_device::to_float(kgate_device::from_float<T>(acc[i][j]));
-    __syncthreads();
-  }
-#pragma unroll
-  for (int i = 0; i < 4; ++i)
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const int64_t r = row0 + tr + 16 * i, c = col0 + tc + 16 * j;
-      if (r < m && c < n) out[r * o_row + c * o_col] = kgate_device::from_float<T>(acc[i][j]);
-    }
-}
 
 template <typename T, int kVariant>
 void run(const KernelCall& call) {
@@ -72,7 +33,7 @@ void run(const KernelCall& call) {
   if (m == 0 || n == 0) return;
   const dim3 grid(static_cast<unsigned>((n + kTile - 1) / kTile), static_cast<unsigned>((m + kTile - 1) / kTile));
   if (grid.y > 65535) throw Error(ErrorKind::usage, "matmul_tiled: M above 65535 * 64 (the guard says so)");
-  matmul_kernel<T, kVariant><<<grid, kThreads, 0, static_cast<cudaStream_t>(call.stream)>>>(
+  kgate_device::matmul_kernel<T, kVariant><<<grid, kThreads, 0, static_cast<cudaStream_t>(call.stream)>>>(
       a.as<const T>(), b.as<const T>(), out.as<T>(), m, n, k, a.strides[0], a.strides[1], b.strides[0], b.strides[1],
       out.strides[0], out.strides[1]);
   KGATE_CUDA_CALL(cudaGetLastError());

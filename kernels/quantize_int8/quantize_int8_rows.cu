@@ -1,6 +1,7 @@
 // quantize_int8_rows: the op of quantize_int8_per_token.op.json for f32, f16 and bf16 rows of any
-// length and strides. One block per row: a block reduction of |x| gives the row's scale, then each
-// element is divided by it and rounded to nearest even, as the op states.
+// length and strides. The device code is package/quantize_int8_rows.cuh, shared with the package
+// quantize_int8_rows_pkg: one block per row reduces |x| to the row's scale, then each element is
+// divided by it and rounded to nearest even, as the op states.
 // This source also registers two mutants:
 //   mutant_quantize_int8_truncates   q = (int)(x / scale): rounds toward zero
 //   mutant_quantize_int8_signed_max  the scale from max(x), not max(|x|): rows led by a negative
@@ -12,7 +13,7 @@
 #include <cstdint>
 
 #include "core/error.hpp"
-#include "kernels/common/kgate_device.cuh"
+#include "kernels/quantize_int8/package/quantize_int8_rows.cuh"
 #include "runtime/cuda/check.hpp"
 #include "runtime/kernel.hpp"
 
@@ -24,36 +25,14 @@ constexpr int kThreads = 256;
 enum Variant { kCorrect = 0, kTruncates = 1, kSignedMax = 2 };
 
 template <typename T, int kVariant>
-__global__ void quantize_rows(const T* __restrict__ x, int8_t* __restrict__ q, float* __restrict__ scale, int64_t h,
-                              int64_t x_row, int64_t x_col, int64_t q_row, int64_t q_col, int64_t s_row) {
-  const int64_t row = blockIdx.x;
-  const T* xr = x + row * x_row;
-  float amax = 0.f;
-  for (int64_t j = threadIdx.x; j < h; j += blockDim.x) {
-    const float v = kgate_device::to_float(xr[j * x_col]);
-    amax = fmaxf(amax, kVariant == kSignedMax ? v : fabsf(v));
-  }
-  __shared__ float partial[32];
-  amax = kgate_device::block_reduce<true>(amax, partial);
-  const float s = fmaxf(amax, 1e-10f) / 127.0f;
-  if (threadIdx.x == 0) scale[row * s_row] = s;
-  int8_t* qr = q + row * q_row;
-  for (int64_t j = threadIdx.x; j < h; j += blockDim.x) {
-    const float r = kgate_device::to_float(xr[j * x_col]) / s;
-    const float v = kVariant == kTruncates ? truncf(r) : rintf(r);
-    qr[j * q_col] = static_cast<int8_t>(fminf(fmaxf(v, -127.f), 127.f));
-  }
-}
-
-template <typename T, int kVariant>
 void run(const KernelCall& call) {
   const TensorView& x = call.inputs.at(0);
   const TensorView& q = call.outputs.at(0);
   const TensorView& scale = call.outputs.at(1);
   const int64_t t = x.sizes[0], h = x.sizes[1];
   if (t == 0) return;
-  quantize_rows<T, kVariant><<<static_cast<unsigned>(t), kThreads, 0, static_cast<cudaStream_t>(call.stream)>>>(
-      x.as<const T>(), q.as<int8_t>(), scale.as<float>(), h, x.strides[0], x.strides[1], q.strides[0], q.strides[1],
+  kgate_device::quantize_int8_rows<T, kVariant><<<static_cast<unsigned>(t), kThreads, 0, static_cast<cudaStream_t>(call.stream)>>>(
+      x.as<const T>(), q.as<signed char>(), scale.as<float>(), h, x.strides[0], x.strides[1], q.strides[0], q.strides[1],
       scale.strides[0]);
   KGATE_CUDA_CALL(cudaGetLastError());
 }

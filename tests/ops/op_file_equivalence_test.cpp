@@ -143,6 +143,10 @@ TEST_F(OpFileEquivalence, EveryKernelAndMutantGetsTheSameVerdicts) {
       const OpSignature& b = find_op(pair->builtin);
       const OpSignature& s = find_op(pair->file_op);
       CheckOptions options;
+      // The ops are compared, not the rules: allclose, whose tolerance is one f16 ulp, fails every
+      // mutant on these cases (eager_relative, the f16/bf16 default, lets a few ulp pass, so
+      // mutant_rms_norm_half_accum fails only on long rows, which the mutant suite reaches).
+      options.rule = "allclose";
       props::GeneratorOptions gen;
       gen.seed = 7;
       gen.cases = 32;

@@ -141,7 +141,7 @@ TEST(ScriptOp, CompileErrorsShowTorchScriptsMessageAndLine) {
 TEST(ScriptOp, SignatureMismatchesAreNamed) {
   json d = base_op();
   d["reference"] = "def reference(x: Tensor, beta: float) -> Tensor:\n    return x * beta\n";
-  EXPECT_NE(error_of(d).find("parameter 'beta' is neither an input, an attribute, a shape symbol nor 'compute'"),
+  EXPECT_NE(error_of(d).find("parameter 'beta' is neither an input, an attribute, a shape symbol, 'compute' nor a tensor's 'NAME_dtype'"),
             std::string::npos)
       << error_of(d);
   d["reference"] = "def reference(alpha: float) -> Tensor:\n    return torch.zeros(1)\n";
