@@ -2,6 +2,7 @@
 // and staged extension with the speed gate's decision at each look.
 #include "bench/interleave.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -79,7 +80,14 @@ InterleaveResult run_interleaved(ArmTimer& timer, const InterleaveOptions& optio
   validate(options);
   InterleaveResult result;
   const double start = timer.seconds_used();
-  auto budget_spent = [&] { return timer.seconds_used() - start >= options.time_budget_s; };
+  // The budget stops the run only once a decision is possible at all (min_blocks), or at the hard
+  // cap of max_budget_factor x the budget.
+  auto budget_spent = [&] {
+    const double used = timer.seconds_used() - start;
+    if (static_cast<int>(result.blocks.size()) < options.min_blocks)
+      return used >= options.time_budget_s * std::max(1.0, options.max_budget_factor);
+    return used >= options.time_budget_s;
+  };
 
   for (int stage = 0; stage < options.max_stages; ++stage) {
     bool out_of_time = false;
@@ -117,6 +125,8 @@ InterleaveResult run_interleaved(ArmTimer& timer, const InterleaveOptions& optio
     if (result.decision.decision != speed::Decision::inconclusive || out_of_time) break;
   }
   result.seconds = timer.seconds_used() - start;
+  if (static_cast<int>(result.blocks.size()) < options.min_blocks && !result.blocks.empty())
+    result.budget_needed_s = result.seconds / static_cast<double>(result.blocks.size()) * options.min_blocks * 1.2;
   return result;
 }
 

@@ -33,6 +33,10 @@ struct InterleaveOptions {
   int max_stages = 4;            ///< at most this many looks; alpha is split across them
   double time_budget_s = 3.0;    ///< stop extending after this much timer time
   double max_dropped_fraction = 0.2;  ///< above this, the comparison is INVALID
+  /// The budget does not stop the run before this many blocks (speed::min_blocks_to_decide: fewer
+  /// can never decide), unless they would take more than `max_budget_factor` x the budget.
+  int min_blocks = 0;
+  double max_budget_factor = 10;
 };
 
 /// One block: the samples of each arm and the block statistic.
@@ -52,6 +56,9 @@ struct InterleaveResult {
   double alpha_last_stage = 0;
   std::vector<Block> blocks;       ///< all blocks, dropped ones included
   double seconds = 0;
+  /// The run stopped at max_budget_factor x the budget with fewer than min_blocks blocks: a
+  /// decision was out of reach, and this is the budget (seconds) that would allow it.
+  double budget_needed_s = 0;
 };
 
 /// Runs interleaved blocks and decides; deterministic given the rng seed and the timer.

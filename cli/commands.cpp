@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <optional>
@@ -198,6 +199,63 @@ std::string one_line(std::string text) {
   return text;
 }
 
+// The per-case watchdog: follows a worker's progress file while it runs, and calls a correctness
+// case hung once it has run for max(floor, 20 x the slowest case so far), at most max(floor, 600 s).
+// Cases after the list (behaviour checks, timing) are bounded by --kernel-timeout alone.
+class CaseWatch {
+ public:
+  CaseWatch(fs::path progress, double floor_s) : path_(std::move(progress)), floor_s_(floor_s) {}
+
+  std::optional<std::string> operator()() {
+    read_new_lines();
+    if (current_.empty()) return std::nullopt;
+    const double ran = seconds_since(started_);
+    const double bound = std::min(std::max(floor_s_, 20 * slowest_s_), std::max(floor_s_, 600.0));
+    if (ran <= bound) return std::nullopt;
+    char text[160];
+    std::snprintf(text, sizeof text, "case %s ran for %.0f s; a case may run %.0f s (max(--case-timeout %.0f s, ",
+                  current_.c_str(), ran, bound, floor_s_);
+    char tail[96];
+    std::snprintf(tail, sizeof tail, "20 x the slowest case so far, %.3g s), at most %.0f s)", slowest_s_,
+                  std::max(floor_s_, 600.0));
+    return std::string(text) + tail;
+  }
+
+ private:
+  static double seconds_since(std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+  }
+  void read_new_lines() {
+    std::ifstream in(path_);
+    if (!in) return;
+    in.seekg(offset_);
+    std::string chunk((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    offset_ += static_cast<std::streamoff>(chunk.size());
+    pending_ += chunk;
+    for (size_t nl; (nl = pending_.find('\n')) != std::string::npos;) {
+      const std::string line = pending_.substr(0, nl);
+      pending_.erase(0, nl + 1);
+      std::istringstream f(line);
+      std::string kind, index, total, id;
+      f >> kind >> index >> total >> id;
+      if (kind == "start") {
+        current_ = id;
+        started_ = std::chrono::steady_clock::now();
+      } else if (kind == "end" || kind == "done") {
+        if (!current_.empty()) slowest_s_ = std::max(slowest_s_, seconds_since(started_));
+        current_.clear();
+      }
+    }
+  }
+
+  fs::path path_;
+  double floor_s_;
+  std::streamoff offset_ = 0;
+  std::string pending_, current_;
+  std::chrono::steady_clock::time_point started_;
+  double slowest_s_ = 0;
+};
+
 // What a worker noted of its correctness cases (its progress file): the cases it finished, the
 // one it started and did not finish, and whether it got to the end of the list.
 struct WorkerProgress {
@@ -289,7 +347,10 @@ void shrink_fault_in_workers(KernelReport& kr, const KernelInfo& k, const std::v
     for (size_t i = 0; i + 1 < attempt.size(); ++i)
       if (attempt[i] == "--out") attempt[i + 1] = (worker_out / "shrink").string();
     attempt.insert(attempt.end(), {"--case", candidate.id(), "--no-speed"});
-    auto w = run_worker(attempt, (worker_out / "shrink" / "report.json").string(), args.kernel_timeout_s);
+    std::error_code ignored;
+    fs::remove(worker_out / "shrink" / "progress", ignored);
+    auto w = run_worker(attempt, (worker_out / "shrink" / "report.json").string(), args.kernel_timeout_s,
+                        CaseWatch(worker_out / "shrink" / "progress", args.case_timeout_s));
     if (!w.ok && !w.hung && read_progress(worker_out / "shrink" / "progress").started) {
       // It crashed its worker again: that case still fails the same way.
       CaseResult cr = *fault;
@@ -584,6 +645,13 @@ int run_check(const CheckArgs& args) {
 
   CheckOptions options = args.options;
   options.in_worker = args.in_worker;
+  // Every speed comparison of the run is Holm-corrected with every other: each must be able to
+  // decide at that strictness.
+  const int64_t run_comparisons =
+      args.run_comparisons > 0 ? args.run_comparisons
+                               : static_cast<int64_t>(selected.size() + packages.size()) * options.speed_cases *
+                                     (baseline ? 2 : 1);
+  options.run_comparisons = run_comparisons;
   // A worker notes each case before it runs it: if the kernel crashes or hangs the process, its
   // parent reads which case did it, and goes on after it in a fresh worker.
   std::shared_ptr<int> progress_fd;
@@ -630,7 +698,8 @@ int run_check(const CheckArgs& args) {
                      backend_name(backend));
       const fs::path worker_out = out / "workers" / k.name;
       std::vector<std::string> child = args.argv;
-      child.insert(child.end(), {"--only", k.name, "--out", worker_out.string(), "--in-worker"});
+      child.insert(child.end(), {"--only", k.name, "--out", worker_out.string(), "--in-worker", "--run-comparisons",
+                                 std::to_string(run_comparisons)});
       // The worker runs the backend decided here (and does not say again why it fell back).
       if (args.backend.empty() && packages.empty()) child.insert(child.end(), {"--backend", backend_name(backend)});
       // A fault kills its worker's CUDA context: the worker stops there, and a fresh one goes on
@@ -642,7 +711,10 @@ int run_check(const CheckArgs& args) {
       for (int restarts = 0;; ++restarts) {
         std::vector<std::string> attempt = child;
         if (resume_at > 0) attempt.insert(attempt.end(), {"--resume-at", std::to_string(resume_at)});
-        auto w = run_worker(attempt, (worker_out / "report.json").string(), args.kernel_timeout_s);
+        std::error_code ignored;
+        fs::remove(worker_out / "progress", ignored);  // the watch must not read the last worker's
+        auto w = run_worker(attempt, (worker_out / "report.json").string(), args.kernel_timeout_s,
+                            CaseWatch(worker_out / "progress", args.case_timeout_s));
         // Its output, bounded and made safe, in the log and in the report.
         const std::string said = w.output.empty() ? std::string() : safe_log_text(w.output.text());
         if (!said.empty()) {

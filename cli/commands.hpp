@@ -63,9 +63,13 @@ struct CheckArgs {
   /// or hang fails that kernel alone. --no-isolate runs everything in this process.
   bool isolate = true;
   double kernel_timeout_s = 1800;    ///< a worker still running after this is killed (hung)
+  /// A correctness case still running after max(this, 20 x the slowest case of the kernel so far),
+  /// at most max(this, 600 s), is hung: its worker is killed and the case fails.
+  double case_timeout_s = 60;
   bool in_worker = false;            ///< this process is a worker: check `only`, write the report
   std::string only;                  ///< the one kernel or package (by name) a worker checks
   int64_t resume_at = 0;             ///< a worker going on after a fault: skip this many cases
+  int64_t run_comparisons = 0;       ///< a worker: speed comparisons in the parent's whole run
   std::string only_case;             ///< a worker trying one case id (shrinking a fault)
   /// Google Benchmark JSON outputs (kgate.kernel.NAME.bench --benchmark_out=F
   /// --benchmark_out_format=json) to keep in report.json. Checked before any kernel runs (exit 4 on

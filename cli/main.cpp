@@ -127,12 +127,18 @@ int kgate::cli::main(int argc, char** argv) {
   check->add_flag("--warm", warm, "Time with a warm L2 (default: flushed between launches)");
   check->add_flag_callback("--no-isolate", [&] { check_args.isolate = false; },
                   "Run every kernel in this process (default: one worker process each, under a watchdog)");
+  check->add_option("--case-timeout", check_args.case_timeout_s,
+                    "Seconds a correctness case may run before it counts as hung: max(this, 20 x the slowest case "
+                    "so far), at most max(this, 600)")
+      ->capture_default_str()
+      ->check(kgate::cli::above_zero());
   check->add_option("--kernel-timeout", check_args.kernel_timeout_s,
                     "Seconds before a kernel's worker counts as hung and is killed")
       ->capture_default_str();
   check->add_option("--only", check_args.only, "")->group("");   // internal: the worker's kernel
   check->add_flag("--in-worker", check_args.in_worker, "")->group("");
   check->add_option("--resume-at", check_args.resume_at, "")->group("");  // internal: after a fault
+  check->add_option("--run-comparisons", check_args.run_comparisons, "")->group("");  // internal: Holm's m
   check->add_option("--case", check_args.only_case, "")->group("");       // internal: shrinking a fault
   check->add_option("--out", check_args.out_dir, "Directory for report.json, junit.xml and summary.md")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)

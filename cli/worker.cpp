@@ -18,7 +18,8 @@ extern char** environ;
 
 namespace kgate::cli {
 
-WorkerResult run_worker(const std::vector<std::string>& args, const std::string& report_path, double timeout_s) {
+WorkerResult run_worker(const std::vector<std::string>& args, const std::string& report_path, double timeout_s,
+                        const std::function<std::optional<std::string>()>& stalled) {
   WorkerResult r;
   std::remove(report_path.c_str());
   std::vector<std::string> argv_storage = {"kgate"};
@@ -60,6 +61,8 @@ WorkerResult run_worker(const std::vector<std::string>& args, const std::string&
   };
   int status = 0;
   bool killed = false;
+  std::string stall_reason;
+  auto last_stall_check = t0;
   for (;;) {
     const pid_t done = waitpid(pid, &status, WNOHANG);
     if (done == pid) break;
@@ -73,6 +76,14 @@ WorkerResult run_worker(const std::vector<std::string>& args, const std::string&
       kill(pid, SIGKILL);
       killed = true;
     }
+    if (!killed && stalled && std::chrono::steady_clock::now() - last_stall_check > std::chrono::milliseconds(200)) {
+      last_stall_check = std::chrono::steady_clock::now();
+      if (auto why = stalled()) {
+        stall_reason = *why;
+        kill(pid, SIGKILL);
+        killed = true;
+      }
+    }
     pollfd p{out[0], POLLIN, 0};
     if (open_pipe && poll(&p, 1, 20) > 0) drain();
     else if (!open_pipe) std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -85,6 +96,11 @@ WorkerResult run_worker(const std::vector<std::string>& args, const std::string&
   }
   close(out[0]);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (killed && !stall_reason.empty()) {
+    r.hung = true;
+    r.failure = "hung: " + stall_reason + "; the worker was killed";
+    return r;
+  }
   if (killed) {
     r.hung = true;
     r.failure = "hung: no result after " + std::to_string(static_cast<int>(timeout_s)) +

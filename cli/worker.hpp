@@ -3,6 +3,8 @@
 // message, and the parent keeps every other kernel's results.
 #pragma once
 
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,7 +27,10 @@ struct WorkerResult {
 /// report the worker wrote to `report_path`. Its stdout and stderr go to one pipe that is drained
 /// as it runs into `output` (first and last 8 KiB kept): a kernel that prints without end neither
 /// floods the log nor stalls the worker.
-WorkerResult run_worker(const std::vector<std::string>& args, const std::string& report_path, double timeout_s);
+/// `stalled`, when given, is asked a few times a second; a reason it returns kills the worker as
+/// hung with that reason (a per-case bound, finer than `timeout_s`).
+WorkerResult run_worker(const std::vector<std::string>& args, const std::string& report_path, double timeout_s,
+                        const std::function<std::optional<std::string>()>& stalled = {});
 
 /// The KernelReport that stands in for a worker that left no report.
 KernelReport failed_kernel_report(const std::string& name, const std::string& op, const std::string& backend,

@@ -12,6 +12,7 @@
 #include <set>
 
 #include "core/rng.hpp"
+#include "gates/speed/decision.hpp"
 #include "gates/props/shrink.hpp"
 #include "references/catalogue.hpp"
 #include "runtime/cuda/check.hpp"
@@ -223,6 +224,14 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
   if (settings.delta) timing.interleave.delta = *settings.delta;
   if (settings.alpha) timing.interleave.alpha = *settings.alpha;
   if (settings.time_budget_s) timing.interleave.time_budget_s = *settings.time_budget_s;
+  // Fewer blocks than this can never decide, however large the slowdown: the budget cannot stop
+  // a comparison before them (unless they take 10x the budget; the note then says what would do).
+  {
+    const int64_t own = (options.timed_cases.empty() ? options.speed_cases : static_cast<int64_t>(options.timed_cases.size())) *
+                        (baseline ? 2 : 1);
+    timing.interleave.min_blocks = speed::min_blocks_to_decide(
+        timing.interleave.alpha, timing.interleave.max_stages, std::max(own, options.run_comparisons));
+  }
 
   props::GeneratorOptions gen;
   gen.seed = options.seed;
@@ -392,6 +401,12 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
       if (baseline) report.workload_speedup_vs_baseline = workload_speedup(report.speed, timed, baseline->name);
     }
     for (const auto& s : report.speed) {
+      // An undecided comparison whose estimate is past delta is never a quiet pass.
+      if (s.decision == Outcome::inconclusive && s.ratio > 1 + s.delta)
+        report.correctness.warnings.push_back(
+            "speed vs " + s.baseline + " on " + s.kcase.id() + " is undecided, but its estimate x" + fmt_g(s.ratio) +
+            " is past delta " + fmt_g(100 * s.delta) + "% (" + std::to_string(s.blocks) + " blocks" +
+            (s.note.empty() ? "" : "; " + s.note) + "); --inconclusive-fails makes this exit 3");
       if (s.decision == Outcome::regressed) report.outcome = Outcome::regressed;
       else if (s.decision == Outcome::invalid && report.outcome == Outcome::passed) report.outcome = Outcome::invalid;
     }

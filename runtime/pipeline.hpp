@@ -62,6 +62,9 @@ struct CheckOptions {
   /// A fresh worker going on after a fault: the first `resume_at` cases of the kernel's case list
   /// are skipped (they ran in the workers before).
   int64_t resume_at = 0;
+  /// Speed comparisons in the whole run (their p-values are Holm-corrected together); sizes the
+  /// fewest blocks a comparison runs (speed::min_blocks_to_decide). 0: this kernel's own.
+  int64_t run_comparisons = 0;
   /// This process is a worker of `kgate check`: a fault's unrun cases are the parent's to run.
   bool in_worker = false;
   /// Called before each correctness case runs (result null) and after it (its result), with its

@@ -786,6 +786,15 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
     cmp.ratio_upper = std::exp(r.decision.upper);
     cmp.p_value = r.decision.p_regression;
     cmp.p_adjusted = cmp.p_value;
+    if (r.budget_needed_s > 0) {
+      char text[200];
+      std::snprintf(text, sizeof text,
+                    "no decision was possible: %zu blocks fit %g x the time budget, and a decision needs %d; "
+                    "--time-budget %.0f would allow it",
+                    r.blocks.size(), options.interleave.max_budget_factor, options.interleave.min_blocks,
+                    std::ceil(r.budget_needed_s));
+      cmp.note += (cmp.note.empty() ? "" : "; ") + std::string(text);
+    }
     if (r.invalid) {
       cmp.decision = Outcome::invalid;
       cmp.note += (cmp.note.empty() ? "" : "; ") + r.invalid_reason;

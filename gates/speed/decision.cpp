@@ -248,6 +248,14 @@ DecisionResult decide(std::vector<double> d, double delta, double alpha) {
   return result;
 }
 
+int min_blocks_to_decide(double alpha, int stages, int64_t comparisons) {
+  if (!(alpha > 0.0 && alpha < 1.0) || stages < 1) throw Error(ErrorKind::internal, "min_blocks_to_decide: bad alpha or stages");
+  const double need = std::min(alpha / stages, alpha / static_cast<double>(std::max<int64_t>(1, comparisons)));
+  int n = 1;
+  while (std::ldexp(1.0, -n) > need && n < 1000) ++n;
+  return n;
+}
+
 double stage_alpha(double alpha, int stage, int stages) {
   if (stages < 1 || stage < 0 || stage >= stages) {
     throw Error(ErrorKind::internal, "stage_alpha: stage " + std::to_string(stage) +

@@ -52,6 +52,12 @@ double binomial_half_upper_tail(int64_t n, int64_t k);
 /// so the chance of any false decision across all looks stays <= alpha.
 double stage_alpha(double alpha, int stage, int stages);
 
+/// The fewest blocks with which a comparison can reach a decision at all: its sign-test bound needs
+/// 0.5^n <= alpha / stages (the first look's share), and a regression must survive the Holm
+/// correction over `comparisons` in the run, 0.5^n * comparisons <= alpha. Fewer blocks can only
+/// end inconclusive, however large the slowdown.
+int min_blocks_to_decide(double alpha, int stages, int64_t comparisons);
+
 /// Holm step-down adjusted p-values (same order as the input); controls the family-wise error rate.
 std::vector<double> holm_adjust(const std::vector<double>& p);
 /// Benjamini-Hochberg adjusted p-values (same order); controls the false discovery rate.

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end checks of the kgate command on the cpu backend (no GPU needed):
-#   kgate check --backend cpu --out DIR  -> exit 0, report.json with the schema, junit.xml
+#   kgate check --backend cpu --out DIR  -> exit 2: softmax_cpu, a plain loop about 20x slower than
+#                                           eager, is REGRESSED even on a 1 s budget (the gate runs
+#                                           the blocks a decision needs); report.json, junit.xml
 #   a mutant                             -> exit 1 with the failing case and repro printed
 #   kgate list --ops                     -> one op per line: name, signature, dtypes, origin
 #   bad usage                            -> exit 4
@@ -12,7 +14,15 @@ fail() { echo "FAIL: $*"; exit 1; }
 
 "$kgate" check --backend cpu --cases 16 --speed-cases 1 --time-budget 1 --out "$out/ok" -q > "$out.ok.log" 2>&1
 rc=$?
-[ $rc -eq 0 ] || { cat "$out.ok.log"; fail "kgate check --backend cpu exited $rc, expected 0"; }
+[ $rc -eq 2 ] || { cat "$out.ok.log"; fail "kgate check --backend cpu exited $rc, expected 2 (softmax_cpu is ~20x slower than eager)"; }
+python3 - "$out/ok/report.json" <<'PY' || { cat "$out.ok.log"; fail "softmax_cpu's speed verdict is wrong"; }
+import json, sys
+k = {x["name"]: x for x in json.load(open(sys.argv[1]))["kernels"]}["softmax_cpu"]
+assert k["correctness"]["failed"] == 0, k["correctness"]
+s = k["speed"][0]
+assert s["decision"] == "regressed" and s["ratio"] > 5, s
+print(f"softmax_cpu: x{s['ratio']:.1f} vs eager, {s['blocks']} blocks on a 1 s budget: {s['decision']}")
+PY
 grep -q '"schema": "kgate-report/1"' "$out/ok/report.json" || fail "report.json lacks the schema"
 grep -q '<testsuites name="kgate"' "$out/ok/junit.xml" || fail "junit.xml missing"
 grep -q 'softmax_cpu' "$out/ok/summary.md" || fail "summary.md does not name the kernel"
@@ -34,11 +44,13 @@ rc=$?
 "$kgate" compare "$out/ok/report.json" "$out/bad/report.json" > "$out.compare.log" 2>&1
 [ $? -eq 1 ] && grep -q "missing from the new report" "$out.compare.log" && grep -q "new, not passing" "$out.compare.log" ||
   { cat "$out.compare.log"; fail "compare: a missing kernel and a new failing one must exit 1"; }
-python3 - "$out/ok/report.json" "$out/invalid.json" <<'PY'
+python3 - "$out/ok/report.json" "$out/passed.json" "$out/invalid.json" <<'PY'
 import json, sys
-r = json.load(open(sys.argv[1])); r["kernels"][0]["outcome"] = "invalid"; json.dump(r, open(sys.argv[2], "w"))
+r = json.load(open(sys.argv[1]))
+for outcome, path in (("passed", sys.argv[2]), ("invalid", sys.argv[3])):
+    r["kernels"][0]["outcome"] = outcome; json.dump(r, open(path, "w"))
 PY
-"$kgate" compare "$out/ok/report.json" "$out/invalid.json" > "$out.compare-invalid.log" 2>&1
+"$kgate" compare "$out/passed.json" "$out/invalid.json" > "$out.compare-invalid.log" 2>&1
 [ $? -eq 3 ] || { cat "$out.compare-invalid.log"; fail "compare: passed -> invalid must exit 3"; }
 "$kgate" compare "$out/ok/report.json" "$out/ok/report.json" > /dev/null 2>&1 || fail "compare of a report with itself must exit 0"
 # A passing report holds no case to replay: a usage error that says so, not an internal error.
@@ -124,6 +136,20 @@ seg = k["mutant_softmax_cpu_segfault"]["correctness"]
 assert seg["failed"] == 4 and len(seg["faulted"]) == 4 and seg["failures"][0]["rule"] == "crash", seg
 hang = k["mutant_softmax_cpu_hang"]["correctness"]
 assert hang["failures"][0]["rule"] == "hang" and hang.get("not_run") == 3, hang
+PY
+# The per-case bound: a hung case is killed after --case-timeout (no slower case came before it), long
+# before --kernel-timeout, and the case it hung on is named.
+start=$SECONDS
+"$kgate" check --backend cpu --kernel mutant_softmax_cpu_hang --case-timeout 2 --cases 4 --no-speed \
+  --out "$out/case-hang" > "$out.case-hang.log" 2>&1
+[ $? -eq 1 ] || { cat "$out.case-hang.log"; fail "the hung case should fail the run"; }
+[ $((SECONDS - start)) -lt 60 ] || fail "--case-timeout 2 took $((SECONDS - start)) s to kill a hung case"
+python3 - "$out/case-hang/report.json" <<'PY' || { cat "$out.case-hang.log"; fail "the per-case hang report is wrong"; }
+import json, sys
+k = json.load(open(sys.argv[1]))["kernels"][0]
+assert k["message"].startswith("hung: case softmax:") and "--case-timeout 2 s" in k["message"], k["message"]
+c = k["correctness"]
+assert c["failures"][0]["rule"] == "hang" and c["minimal"]["rule"] == "hang" and c["not_run"] == 3, c
 PY
 # A kernel that crashes its process on some shapes only: a fresh worker goes on after each crash,
 # the other cases pass, each crash names its case, and the minimal case is a crashing case that ran.

@@ -210,6 +210,35 @@ TEST(Interleave, TimeBudgetEndsTheRunInconclusive) {
   EXPECT_DOUBLE_EQ(r2.alpha_last_stage, options.alpha / options.max_stages);
 }
 
+TEST(Interleave, TheBudgetNeverStopsARunBeforeItCanDecide) {
+  // The same 1 s budget and 0.2 s blocks, a 20x slowdown: with min_blocks (what alpha / 4 and a
+  // run's Holm correction need) the run goes on to 7 blocks and decides.
+  EXPECT_EQ(speed::min_blocks_to_decide(0.05, 4, 3), 7);    // 2^-7 <= 0.0125
+  EXPECT_EQ(speed::min_blocks_to_decide(0.05, 4, 54), 11);  // 2^-11 <= 0.05 / 54 < 2^-10
+  EXPECT_EQ(speed::min_blocks_to_decide(0.05, 1, 1), 5);
+  ConstantTimer timer(1000, 20000);
+  timer.seconds_per_launch = 0.01;
+  InterleaveOptions options;
+  options.time_budget_s = 1.0;
+  options.min_blocks = speed::min_blocks_to_decide(options.alpha, options.max_stages, 3);
+  Rng rng(4);
+  const InterleaveResult r = run_interleaved(timer, options, rng);
+  EXPECT_EQ(r.blocks.size(), 7u);
+  EXPECT_EQ(r.decision.decision, Decision::regression);
+  EXPECT_EQ(r.budget_needed_s, 0);
+
+  // Blocks of 4 s against a 0.1 s budget: the hard cap (10x the budget) stops the run short of
+  // min_blocks; the result says what budget would do.
+  ConstantTimer slow(1000, 20000);
+  slow.seconds_per_launch = 0.2;
+  options.time_budget_s = 0.1;
+  Rng rng2(4);
+  const InterleaveResult capped = run_interleaved(slow, options, rng2);
+  EXPECT_EQ(capped.blocks.size(), 1u);
+  EXPECT_EQ(capped.decision.decision, Decision::inconclusive);
+  EXPECT_NEAR(capped.budget_needed_s, 4.0 * 7 * 1.2, 1e-9);
+}
+
 TEST(Interleave, TooManyDroppedBlocksIsInvalidNeverPass) {
   ConstantTimer timer(1000, 1000);  // identical arms: would clearly PASS at delta 2%
   timer.drop_every = 3;             // 10 of 30 blocks dropped = 33% > 20%
