@@ -260,6 +260,7 @@ int kgate::cli::main(int argc, char** argv) {
       if (sweep->count("--cases")) sweep_args.options.cli.cases = sweep_args.options.cases;
       if (sweep->count("--family")) sweep_args.options.cli.families = sweep_args.options.families;
       sweep_args.command_line = joined(argc, argv);
+      sweep_args.argv.assign(argv + 1, argv + argc);
       return kgate::cli::run_sweep(sweep_args);
     }
   } catch (const kgate::Error& e) {

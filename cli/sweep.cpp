@@ -7,15 +7,19 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <iomanip>
 #include <sstream>
 
 #include "cli/commands.hpp"
 #include "cli/output.hpp"
+#include "cli/worker.hpp"
 #include "core/error.hpp"
 #include "core/report.hpp"
+#include "core/safe_text.hpp"
 #include "gates/sensitivity/sweep.hpp"
 #include "references/catalogue.hpp"
 #include "runtime/cuda/device.hpp"
@@ -235,7 +239,8 @@ bool numeric_rule(const std::string& rule) {
 }
 
 KernelResult sweep_kernel(Runner& runner, const Target& t, const SweepArgs& args, const sensitivity::SweepGrid& grid,
-                          const std::function<void(const std::string&)>& say) {
+                          const std::function<void(const std::string&)>& say,
+                          std::map<DType, std::vector<sensitivity::CaseErrors>>* raw = nullptr) {
   const KernelInfo& kernel = *t.kernel;
   const OpSignature& op = find_op(kernel.op);
   const GateSettings settings = t.options.config.resolve(op.name, kernel.name, t.options.cli);
@@ -256,6 +261,7 @@ KernelResult sweep_kernel(Runner& runner, const Target& t, const SweepArgs& args
     const Case& c = cases[i];
     const auto rule = rule_for(op, c.dtype, t.options, kernel.name);
     const CaseResult r = runner.check_case(kernel, c, rule, grid.rtols);
+    const bool lost = runner.context_lost();  // this case faulted: nothing more runs in this context
     if ((i + 1) % step == 0 || i + 1 == cases.size())
       say(kernel.name + ": " + std::to_string(i + 1) + "/" + std::to_string(cases.size()) + " cases");
     if (r.fallback) {
@@ -283,6 +289,7 @@ KernelResult sweep_kernel(Runner& runner, const Target& t, const SweepArgs& args
       d.worst_repro = r.repro;
       d.worst_message = r.message;
     }
+    if (lost) break;
   }
   for (auto& [dtype, d] : results) {
     const std::string rule = d.sweep.rule;
@@ -290,6 +297,79 @@ KernelResult sweep_kernel(Runner& runner, const Target& t, const SweepArgs& args
     d.sweep.rule = rule;
     k.dtypes.push_back(std::move(d));
   }
+  if (raw) *raw = std::move(per_dtype);
+  return k;
+}
+
+// A worker's result: each dtype's judged cases, before the summary (the parent summarizes, so
+// the worker's file is small and its meaning simple).
+ordered_json raw_json(const KernelResult& k, const std::map<DType, std::vector<sensitivity::CaseErrors>>& per_dtype) {
+  ordered_json dtypes = ordered_json::array();
+  for (const auto& d : k.dtypes) {
+    ordered_json cases = ordered_json::array();
+    for (const auto& e : per_dtype.at(d.sweep.dtype))
+      cases.push_back({{"id", e.case_id}, {"hard", e.hard_failure}, {"hard_rule", e.hard_failure_rule},
+                       {"margin", json_number(e.margin)}, {"max_abs", json_number(e.max_abs)},
+                       {"max_rel", json_number(e.max_rel)}, {"needed_atol", e.needed_atol}});
+    dtypes.push_back({{"dtype", dtype_name(d.sweep.dtype)}, {"rule", d.sweep.rule}, {"atol", d.atol}, {"rtol", d.rtol},
+                      {"worst_case", d.worst_case}, {"worst_repro", d.worst_repro},
+                      {"worst_message", d.worst_message}, {"worst_margin", json_number(d.worst_margin)},
+                      {"cases", cases}});
+  }
+  return {{"name", k.name}, {"op", k.op}, {"backend", k.backend}, {"source", k.source},
+          {"fallback", k.fallback}, {"fragile_margin", k.fragile_margin}, {"dtypes", dtypes}};
+}
+
+double raw_number(const nlohmann::json& j, const char* key) {
+  const auto& v = j.at(key);
+  return v.is_number() ? v.get<double>() : v.is_string() && v.get<std::string>() == "inf" ? INFINITY : NAN;
+}
+
+KernelResult from_raw(const nlohmann::json& j, const sensitivity::SweepGrid& grid) {
+  KernelResult k{j.at("name"), j.at("op"), j.at("backend"), j.at("source"), j.at("fallback"), j.at("fragile_margin"), {}};
+  for (const auto& dj : j.at("dtypes")) {
+    std::vector<sensitivity::CaseErrors> cases;
+    for (const auto& cj : dj.at("cases")) {
+      sensitivity::CaseErrors e;
+      e.case_id = cj.at("id");
+      e.hard_failure = cj.at("hard");
+      e.hard_failure_rule = cj.at("hard_rule");
+      e.margin = raw_number(cj, "margin");
+      e.max_abs = raw_number(cj, "max_abs");
+      e.max_rel = raw_number(cj, "max_rel");
+      for (const auto& a : cj.at("needed_atol")) e.needed_atol.push_back(a.is_number() ? a.get<double>() : INFINITY);
+      cases.push_back(std::move(e));
+    }
+    DtypeResult d;
+    const DType dtype = parse_dtype(dj.at("dtype"));
+    d.sweep = sensitivity::summarize(dtype, cases, grid, k.fragile_margin);
+    d.sweep.rule = dj.at("rule");
+    d.atol = dj.at("atol");
+    d.rtol = dj.at("rtol");
+    d.worst_case = dj.at("worst_case");
+    d.worst_repro = dj.at("worst_repro");
+    d.worst_message = dj.at("worst_message");
+    d.worst_margin = raw_number(dj, "worst_margin");
+    k.dtypes.push_back(std::move(d));
+  }
+  return k;
+}
+
+// The row of a kernel whose worker left no result (a crash, a hang): FAILED, with the reason.
+KernelResult failed_sweep(const KernelInfo& kernel, const std::string& failure) {
+  KernelResult k{kernel.name, kernel.op, backend_name(kernel.backend), kernel.source, 0, kDefaultFragileMargin, {}};
+  DtypeResult d;
+  sensitivity::CaseErrors e;
+  e.case_id = "-";
+  e.hard_failure = true;
+  e.hard_failure_rule = "worker";
+  d.sweep = sensitivity::summarize(kernel.dtypes.empty() ? DType::f32 : kernel.dtypes.front(), {e}, sensitivity::SweepGrid{},
+                                   kDefaultFragileMargin);
+  d.sweep.rule = "-";
+  d.worst_case = "-";
+  d.worst_message = failure;
+  d.worst_margin = INFINITY;
+  k.dtypes.push_back(std::move(d));
   return k;
 }
 
@@ -345,10 +425,18 @@ CLI::App* add_sweep_command(CLI::App& app, SweepArgs& args) {
                   "Margin above which a passing kernel is FRAGILE (default: the config's fragile_margin, else 0.8)")
       ->check(CLI::Range(1e-9, 1.0));
   cmd->add_flag("--fail-on-fragile", args.fail_on_fragile, "Exit 1 when a kernel is FRAGILE");
-  cmd->add_option("--out", args.out_dir, "Directory for sweep.json, sweep.md and sweep.html")->capture_default_str();
+  cmd->add_option("--out", args.out_dir, "Directory for sweep.json, sweep.md and sweep.html")
+      ->capture_default_str()
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // a worker gets its own
   cmd->add_option("--no-device-exit-code", args.no_device_exit_code,
                   "Exit with this code (e.g. 77 = SKIPPED for CTest) when --backend cuda finds no GPU");
   cmd->add_flag("-q,--quiet", args.quiet, "No progress lines");
+  cmd->add_flag_callback("--no-isolate", [&args] { args.isolate = false; },
+                         "Sweep every kernel in this process (default: one worker process each, under a watchdog)");
+  cmd->add_option("--kernel-timeout", args.kernel_timeout_s, "Seconds before a kernel's worker counts as hung")
+      ->capture_default_str();
+  cmd->add_option("--only", args.only, "")->group("");  // internal: the worker's kernel
+  cmd->add_flag("--in-worker", args.in_worker, "")->group("");
   return cmd;
 }
 
@@ -405,11 +493,30 @@ int run_sweep(SweepArgs& args) {
   for (const auto& p : packages) targets.push_back({&p.kernel, package_options(opt, p)});
   if (targets.empty()) throw_usage(std::string("no kernels to sweep on the ") + backend_name(backend) + " backend");
 
+  if (!args.only.empty()) {
+    targets.erase(std::remove_if(targets.begin(), targets.end(), [&](const Target& t) { return t.kernel->name != args.only; }),
+                  targets.end());
+    if (targets.size() != 1) throw_usage("--only " + args.only + ": no such kernel or package in this sweep");
+  }
   fs::create_directories(args.out_dir);
-  Runner runner(backend);
-  const auto env = runner.environment();
   const sensitivity::SweepGrid grid;
   const Progress say(args.quiet);
+  // A worker sweeps its one kernel and writes the judged cases for its parent.
+  if (args.in_worker) {
+    Runner runner(backend);
+    std::map<DType, std::vector<sensitivity::CaseErrors>> raw;
+    const KernelResult k = sweep_kernel(runner, targets.front(), args, grid, say, &raw);
+    say.end_line();
+    write_file_atomically(fs::path(args.out_dir) / "raw.json", raw_json(k, raw).dump() + "\n");
+    return 0;
+  }
+  const bool isolate = args.isolate;
+  std::optional<Runner> runner;
+  RunnerEnvironment env;
+  if (!isolate) {
+    runner.emplace(backend);
+    env = runner->environment();
+  }
 
   ordered_json doc = {{"schema", "kgate-sweep/1"},
                       {"meta", run_meta(args.command_line, backend, env, opt.seed)},
@@ -417,11 +524,41 @@ int run_sweep(SweepArgs& args) {
   const fs::path json_path = fs::path(args.out_dir) / "sweep.json";
   std::vector<KernelResult> results;
   for (size_t i = 0; i < targets.size(); ++i) {
+    const KernelInfo& kernel = *targets[i].kernel;
     if (!args.quiet)
-      std::fprintf(stderr, "[%zu/%zu] %s (%s)\n", i + 1, targets.size(), targets[i].kernel->name.c_str(),
-                   targets[i].kernel->op.c_str());
-    results.push_back(sweep_kernel(runner, targets[i], args, grid, say));
-    say.end_line();
+      std::fprintf(stderr, "[%zu/%zu] %s (%s)%s\n", i + 1, targets.size(), kernel.name.c_str(), kernel.op.c_str(),
+                   isolate ? " in a worker process" : "");
+    if (isolate) {
+      const fs::path worker_out = fs::path(args.out_dir) / "workers" / kernel.name;
+      std::vector<std::string> child = args.argv;
+      child.insert(child.end(), {"--only", kernel.name, "--out", worker_out.string(), "--in-worker"});
+      if (args.backend.empty() && packages.empty()) child.insert(child.end(), {"--backend", backend_name(backend)});
+      std::error_code ignored;
+      fs::remove(worker_out / "raw.json", ignored);
+      const auto w = run_worker(child, "", args.kernel_timeout_s);
+      const std::string said = w.output.empty() ? std::string() : safe_log_text(w.output.text());
+      if (!said.empty()) std::fputs((said + (said.back() == '\n' ? "" : "\n")).c_str(), stderr);
+      std::optional<KernelResult> k;
+      std::string failure = w.failure;
+      if (w.exit_code == 0 && failure.empty()) {
+        try {
+          std::ifstream in(worker_out / "raw.json");
+          k = from_raw(nlohmann::json::parse(in), grid);
+        } catch (const std::exception& e) {
+          failure = std::string("the worker's result is unreadable: ") + e.what();
+        }
+      } else if (failure.empty()) {
+        failure = "the worker exited with code " + std::to_string(w.exit_code);
+      }
+      if (!k) {
+        std::fprintf(stderr, "kgate: %s: %s\n", kernel.name.c_str(), failure.c_str());
+        k = failed_sweep(kernel, "kernel '" + kernel.name + "': " + failure);
+      }
+      results.push_back(std::move(*k));
+    } else {
+      results.push_back(sweep_kernel(*runner, targets[i], args, grid, say));
+      say.end_line();
+    }
     // Written after every kernel: a later crash loses nothing already measured.
     doc["kernels"].push_back(kernel_json(results.back(), grid));
     doc["meta"]["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

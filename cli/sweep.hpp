@@ -34,6 +34,13 @@ struct SweepArgs {
   std::optional<int> no_device_exit_code;
   bool quiet = false;
   std::string command_line;
+  std::vector<std::string> argv;     ///< the arguments after "kgate", to start workers with
+  /// Each kernel is swept in its own worker process (as `kgate check` does): a kernel that faults,
+  /// crashes or hangs fails alone, and every other kernel keeps its rows.
+  bool isolate = true;
+  double kernel_timeout_s = 1800;
+  bool in_worker = false;            ///< this process sweeps `only` and writes its raw cases
+  std::string only;
 };
 
 /// Adds the `sweep` subcommand to `app`, its options bound to `args`.

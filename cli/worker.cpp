@@ -21,7 +21,7 @@ namespace kgate::cli {
 WorkerResult run_worker(const std::vector<std::string>& args, const std::string& report_path, double timeout_s,
                         const std::function<std::optional<std::string>()>& stalled) {
   WorkerResult r;
-  std::remove(report_path.c_str());
+  if (!report_path.empty()) std::remove(report_path.c_str());
   std::vector<std::string> argv_storage = {"kgate"};
   argv_storage.insert(argv_storage.end(), args.begin(), args.end());
   std::vector<char*> argv;
@@ -113,6 +113,10 @@ WorkerResult run_worker(const std::vector<std::string>& args, const std::string&
     return r;
   }
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  if (report_path.empty()) {  // the caller reads what the worker wrote
+    r.ok = true;
+    return r;
+  }
   std::ifstream f(report_path);
   if (!f) {
     r.failure = "the worker exited with code " + std::to_string(r.exit_code) + " without writing a report";

@@ -24,7 +24,8 @@ struct WorkerResult {
 };
 
 /// Runs `/proc/self/exe args...`, waits at most `timeout_s` seconds (then SIGKILL), and reads the
-/// report the worker wrote to `report_path`. Its stdout and stderr go to one pipe that is drained
+/// report the worker wrote to `report_path` (an empty path: nothing is read, and a worker that
+/// exited is ok with its exit code). Its stdout and stderr go to one pipe that is drained
 /// as it runs into `output` (first and last 8 KiB kept): a kernel that prints without end neither
 /// floods the log nor stalls the worker.
 /// `stalled`, when given, is asked a few times a second; a reason it returns kills the worker as

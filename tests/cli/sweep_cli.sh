@@ -85,6 +85,18 @@ rc=$?
 hard=$(field "$out/mutant/sweep.json" 'd["kernels"][0]["dtypes"][0]["hard_failures"]')
 [ "$hard" -gt 0 ] || fail "the tail-dropping mutant has no hard failures"
 
+# Each kernel is swept in its own worker: one that crashes fails alone, and the kernel swept after
+# it keeps its rows (in one process the crash would end the sweep).
+"$kgate" sweep --backend cpu --kernel mutant_softmax_cpu_segfault --kernel softmax_cpu --cases 8 --out "$out/iso" \
+  > "$out/iso.log" 2>&1
+rc=$?
+[ $rc -eq 1 ] || { cat "$out/iso.log"; fail "a sweep with a crashing kernel exited $rc, expected 1"; }
+[ "$(field "$out/iso/sweep.json" 'd["kernels"][0]["dtypes"][0]["verdict"]')" = FAILED ] || fail "the crash is not FAILED"
+field "$out/iso/sweep.json" 'd["kernels"][0]["dtypes"][0]["worst_case"]["message"]' | grep -q "crashed with signal 11" ||
+  fail "the crash's row does not say why"
+[ "$(field "$out/iso/sweep.json" 'd["kernels"][1]["dtypes"][0]["verdict"]')" = ok ] || { cat "$out/iso.log"; fail "softmax_cpu lost its rows to the crash before it"; }
+[ "$(field "$out/iso/sweep.json" 'd["kernels"][1]["dtypes"][0]["cases"]')" = 8 ] || fail "softmax_cpu did not keep its 8 cases"
+
 "$kgate" sweep --backend cpu --kernel no_such_kernel --out "$out/bad" > /dev/null 2>&1
 [ $? -eq 4 ] || fail "an unknown kernel should exit 4"
 "$kgate" sweep --backend cpu --fragile-margin 1.5 > /dev/null 2>&1
