@@ -968,10 +968,15 @@ int run_replay(const ReplayArgs& args) {
 int run_validate(const ValidateArgs& args) {
   package::ValidateOptions options = validate_options(args.arch);
   options.compile = args.compile;
-  const auto report = package::validate_package(args.package_dir, options);
+  // Messages name the package by its full path: `kgate validate .` would otherwise say "in .".
+  std::error_code ec;
+  const fs::path absolute = fs::absolute(args.package_dir, ec);
+  std::string dir = ec ? args.package_dir : absolute.lexically_normal().string();
+  if (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  const auto report = package::validate_package(dir, options);
   if (!report.ok()) {
     std::fprintf(stderr, "%s", package::format_problems(report.problems).c_str());
-    std::fprintf(stderr, "kgate: %zu problem(s) in %s\n", report.problems.size(), args.package_dir.c_str());
+    std::fprintf(stderr, "kgate: %zu problem(s) in %s\n", report.problems.size(), dir.c_str());
     return static_cast<int>(ExitCode::usage);
   }
   std::printf("valid: %s\n", package::format_summary(report).c_str());

@@ -64,6 +64,11 @@ grep -qF "$broken/kgate.json: launches[0].blocks: unknown key \"blocks\"; did yo
 grep -qF "$broken/kgate.json: guard.shapes.N.max: expected an integer >= 0, found \"big\"" "$out/broken.log" ||
   { cat "$out/broken.log"; fail "the wrong value is not reported"; }
 grep -q "kgate: 3 problem(s) in" "$out/broken.log" || { cat "$out/broken.log"; fail "the problem count is missing"; }
+# `kgate validate .` names the package's directory, not ".".
+(cd "$broken" && "$kgate" validate --no-compile .) > "$out/broken-dot.log" 2>&1
+grep -qF "kgate: 3 problem(s) in $(cd "$broken" && pwd -P)" "$out/broken-dot.log" &&
+  grep -qF "$(cd "$broken" && pwd -P)/kgate.json: launches[0].blocks" "$out/broken-dot.log" ||
+  { cat "$out/broken-dot.log"; fail "kgate validate . does not name the package's directory"; }
 
 # A source that does not compile: exit 4 with NVRTC's log.
 bad_src="$out/bad_source"
