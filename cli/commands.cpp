@@ -356,7 +356,7 @@ void shrink_fault_in_workers(KernelReport& kr, const KernelInfo& k, const std::v
       CaseResult cr = *fault;
       cr.kcase = candidate;
       cr.message = "kernel '" + k.name + "': " + w.failure;
-      cr.repro = k.package ? "kgate replay --package '" + k.source + "' '" + candidate.id() + "'" : repro_command(k, candidate);
+      cr.repro = repro_command(k, candidate);
       last_fault = cr;
       return true;
     }
@@ -747,7 +747,7 @@ int run_check(const CheckArgs& args) {
               cr.outcome = outcome;
               cr.rule = rule;
               cr.message = message;
-              cr.repro = k.package ? "kgate replay --package '" + k.source + "' '" + id + "'" : repro_command(k, cr.kcase);
+              cr.repro = repro_command(k, cr.kcase);
               return cr;
             };
             for (const auto& f : progress.finished) {
