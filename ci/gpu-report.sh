@@ -2,7 +2,7 @@
 # Every GPU measurement in one command, for a GPU runner or a release check:
 #   ci/gpu-report.sh OUT_DIR [stage...]
 # Stages (default: build test gate mutants packages): build, test, gate, mutants, packages,
-# sweep, lowprec, isolation, throughput, opfiles, newops, moreops, subdir, consumer, torchops, calibrate,
+# sweep, sandbox, lowprec, isolation, throughput, opfiles, newops, moreops, subdir, consumer, torchops, calibrate,
 # power, ncu. Logs and reports go under OUT_DIR; a short summary is printed last.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -142,6 +142,18 @@ if has moreops; then
   KGATE_MUTANT_TABLE="$out/moreops-mutant-table.json" "$build/tests/gpu/kgate.test.gpu.mutants" \
     --gtest_filter='*quantize*:*topk*:*matmul*' > "$out/moreops-mutant-suite.log" 2>&1
   note "mutant suite (quantize, topk, matmul): exit $?; $(grep -E '^\[  (PASSED|FAILED)' "$out/moreops-mutant-suite.log" | tr '\n' ' ')"
+fi
+if has sandbox; then
+  # Workers confine themselves with Landlock before they start CUDA: kernels, packages and references
+  # must run as usual inside, and --require-sandbox must find the sandbox.
+  KGATE_REQUIRE_SANDBOX=1 "$kgate" check --kernel softmax_block --kernel rms_norm_block --kernel topk_rows \
+    "$here/kernels/quantize_int8/package" --out "$out/sandbox" > "$out/sandbox.log" 2>&1
+  note "sandboxed workers (--require-sandbox; in-tree kernels, TorchScript references, a package): exit $?; $(grep -o '"sandbox": "[^"]*"' "$out/sandbox/report.json" | head -1)"
+  sed -n '/^kernel /,/^$/p' "$out/sandbox.log" | head -8
+  (cd "$build" && ctest -R 'cli.worker_sandbox' --output-on-failure > "$out/sandbox-ctest.log" 2>&1)
+  note "cli.worker_sandbox: exit $?"
+  "$build/tests/package/kgate.test.package" --gtest_filter='RunSandbox.*' > "$out/sandbox-gtest.log" 2>&1
+  note "RunSandbox gtests: exit $?; $(grep -E '^\[  (PASSED|FAILED|SKIPPED)' "$out/sandbox-gtest.log" | tr '\n' ' ')"
 fi
 if has lowprec; then
   # The f16/bf16 tolerance decision: every CUDA kernel swept under the old defaults (allclose for

@@ -488,6 +488,19 @@ int run_list(const ListArgs& args) {
 
 int run_check(const CheckArgs& args) {
   const auto t0 = std::chrono::steady_clock::now();
+  // A worker confines itself before it starts CUDA or runs anything of a package or an op file.
+  std::vector<std::string> readable = args.packages;
+  readable.push_back(args.baseline_package);
+  const std::string sandbox =
+      args.in_worker ? enter_worker_sandbox(readable, args.out_dir)
+                     : args.isolate ? std::string()
+                                    : "none: --no-isolate runs kernels and references in kgate's own process";
+  if (!args.in_worker && !args.isolate) {
+    const char* require = std::getenv("KGATE_REQUIRE_SANDBOX");
+    if (require && std::string(require) == "1")
+      throw_usage("--no-isolate runs kernels and references outside the worker sandbox, and --require-sandbox "
+                  "is set: drop one of them");
+  }
   if (!args.baseline_package.empty() && args.packages.empty())
     throw_usage("--baseline-package compares packages: name the new package too (kgate check NEW_PKG "
                 "--baseline-package " + args.baseline_package + ")");
@@ -640,6 +653,7 @@ int run_check(const CheckArgs& args) {
   if (!args.packages.empty()) report.meta.config["packages"] = args.packages;
   if (!args.shard.empty()) report.meta.config["shard"] = args.shard;
   if (!args.baseline_package.empty()) report.meta.config["baseline_package"] = args.baseline_package;
+  if (!sandbox.empty()) report.meta.config["sandbox"] = sandbox;
   if (o.atol) report.meta.config["atol"] = *o.atol;
   if (o.rtol) report.meta.config["rtol"] = *o.rtol;
 
@@ -798,6 +812,18 @@ int run_check(const CheckArgs& args) {
                                                    " failed: " + w.failure + "; the cases from there were not run");
           }
           break;
+        }
+        // How the workers were confined: the first one's answer, unless a later one was not.
+        if (const auto it = w.report.meta.config.find("sandbox"); it != w.report.meta.config.end() && it->is_string()) {
+          const std::string said_sandbox = it->get<std::string>();
+          const auto have = report.meta.config.find("sandbox");
+          if (have == report.meta.config.end() || said_sandbox.rfind("none", 0) == 0) {
+            if (said_sandbox.rfind("none", 0) == 0 && !args.quiet &&
+                (have == report.meta.config.end() || *have != said_sandbox))
+              std::fprintf(stderr, "kgate: warning: workers run unconfined (%s); --require-sandbox makes this an error\n",
+                           said_sandbox.c_str() + 6);
+            report.meta.config["sandbox"] = said_sandbox;
+          }
         }
         if (report.meta.device.empty()) {
           report.meta.device = w.report.meta.device;

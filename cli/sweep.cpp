@@ -447,6 +447,13 @@ int run_sweep(SweepArgs& args) {
   for (const auto& p : opt.config.op_files) add_ops_path(p);
   if (!args.packages.empty() && args.backend == "cpu")
     throw_usage("packages run on the cuda backend: drop --backend cpu (or sweep in-tree cpu kernels with --kernel)");
+  // A worker confines itself before it starts CUDA or runs anything of a package or an op file.
+  if (args.in_worker) {
+    const std::string sandbox = enter_worker_sandbox(args.packages, args.out_dir);
+    if (sandbox.rfind("none", 0) == 0 && !args.quiet)
+      std::fprintf(stderr, "kgate: warning: the worker runs unconfined (%s); --require-sandbox makes this an error\n",
+                   sandbox.c_str() + 6);
+  }
 
   std::string why;
   const bool have_device = cuda::device_available(&why);

@@ -8,11 +8,18 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <thread>
+
+#include "core/error.hpp"
+#include "runtime/package/compile_sandbox.hpp"
+#include "runtime/package/nvrtc_cache.hpp"
 
 extern char** environ;
 
@@ -27,7 +34,12 @@ WorkerResult run_worker(const std::vector<std::string>& args, const std::string&
   std::vector<char*> argv;
   for (auto& a : argv_storage) argv.push_back(a.data());
   argv.push_back(nullptr);
-  // No shell: the binary and its arguments go straight to posix_spawn.
+  // No shell: the binary and its arguments go straight to posix_spawn, with the environment that a
+  // kernel or a reference may see (the CI job's tokens are not in it).
+  std::vector<std::string> env_storage = package::worker_environment(environ);
+  std::vector<char*> envp;
+  for (auto& e : env_storage) envp.push_back(e.data());
+  envp.push_back(nullptr);
   int out[2];
   if (pipe2(out, O_CLOEXEC) != 0) {
     r.failure = std::string("could not make a pipe for a worker: ") + std::strerror(errno);
@@ -39,7 +51,7 @@ WorkerResult run_worker(const std::vector<std::string>& args, const std::string&
   posix_spawn_file_actions_adddup2(&actions, out[1], 2);
   pid_t pid = 0;
   const auto t0 = std::chrono::steady_clock::now();
-  const int rc = posix_spawn(&pid, "/proc/self/exe", &actions, nullptr, argv.data(), environ);
+  const int rc = posix_spawn(&pid, "/proc/self/exe", &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   close(out[1]);
   if (rc != 0) {
@@ -131,6 +143,43 @@ WorkerResult run_worker(const std::vector<std::string>& args, const std::string&
     r.failure = std::string("the worker's report is unreadable: ") + e.what();
   }
   return r;
+}
+
+std::string enter_worker_sandbox(const std::vector<std::string>& readable, const std::string& out_dir) {
+  namespace fs = std::filesystem;
+  package::RunSandboxPaths paths;
+  for (const auto& p : readable)
+    if (!p.empty()) paths.readable.push_back(fs::absolute(p));
+  if (const char* ops = std::getenv("KGATE_OPS")) {  // op files: directories or files, ':'-separated
+    std::string list = ops;
+    for (size_t at = 0; at <= list.size();) {
+      const size_t colon = std::min(list.find(':', at), list.size());
+      if (colon > at) paths.readable.push_back(list.substr(at, colon - at));
+      at = colon + 1;
+    }
+  }
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  paths.writable.push_back(fs::absolute(out_dir));
+  try {  // the NVRTC cache (a package compiled again in the worker) and its key
+    const fs::path cache = package::default_cache_dir();
+    fs::create_directories(cache, ec);
+    paths.writable.push_back(cache);
+    const fs::path key = package::default_cache_key_file();
+    if (!key.empty()) paths.readable.push_back(key);
+  } catch (const Error&) {
+    // An unusable cache directory is reported where the cache is used.
+  }
+  const auto sandbox = package::enter_run_sandbox(paths);
+  const char* require = std::getenv("KGATE_REQUIRE_SANDBOX");
+  if (sandbox.kind == package::SandboxKind::none) {
+    if (require && std::string(require) == "1")
+      throw Error(ErrorKind::usage, "the worker could not enter its sandbox (" + sandbox.detail +
+                                        ") and --require-sandbox is set: kernels and references run only "
+                                        "sandboxed (Landlock, Linux 5.13 or later)");
+    return std::string("none: ") + sandbox.detail;
+  }
+  return std::string(package::sandbox_kind_name(sandbox.kind)) + (sandbox.detail.empty() ? "" : " (" + sandbox.detail + ")");
 }
 
 KernelReport failed_kernel_report(const std::string& name, const std::string& op, const std::string& backend,

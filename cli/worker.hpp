@@ -33,6 +33,12 @@ struct WorkerResult {
 WorkerResult run_worker(const std::vector<std::string>& args, const std::string& report_path, double timeout_s,
                         const std::function<std::optional<std::string>()>& stalled = {});
 
+/// Enters the run sandbox (package::enter_run_sandbox) in a worker, first of all: `readable` (the
+/// packages) and the op files of KGATE_OPS may be read, `out_dir` and the NVRTC cache written.
+/// Returns how the worker is confined, for its report: "landlock", or "none: REASON". Throws
+/// Error(usage) when it is not confined and KGATE_REQUIRE_SANDBOX=1 (--require-sandbox).
+std::string enter_worker_sandbox(const std::vector<std::string>& readable, const std::string& out_dir);
+
 /// The KernelReport that stands in for a worker that left no report.
 KernelReport failed_kernel_report(const std::string& name, const std::string& op, const std::string& backend,
                                   const std::string& source, const std::string& failure, double seconds);

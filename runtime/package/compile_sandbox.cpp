@@ -12,7 +12,11 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <set>
 #include <string>
 #include <system_error>
 
@@ -136,8 +140,11 @@ std::string enter_mount_namespace(const std::vector<fs::path>& dirs) {
 }
 
 // Landlock (include/uapi/linux/landlock.h), declared here so that older headers build it.
+constexpr uint64_t kLandlockExecute = 1ULL << 0;
+constexpr uint64_t kLandlockWriteFile = 1ULL << 1;
 constexpr uint64_t kLandlockReadFile = 1ULL << 2;
 constexpr uint64_t kLandlockReadDir = 1ULL << 3;
+constexpr uint64_t kLandlockTruncate = 1ULL << 14;
 constexpr uint32_t kLandlockCreateRulesetVersion = 1U << 0;
 constexpr int kLandlockRulePathBeneath = 1;
 
@@ -146,47 +153,92 @@ struct __attribute__((packed)) LandlockPathBeneath {
   int32_t parent_fd;
 };
 
-/// The Landlock sandbox; empty on success, else what failed.
-std::string enter_landlock(const std::vector<fs::path>& dirs) {
+/// One Landlock rule: `path` (a directory: everything below it; or one file) with `access`.
+struct LandlockRule {
+  fs::path path;
+  uint64_t access;
+};
+
+/// The Landlock ABI version, or < 1 with errno when Landlock is not available.
+long landlock_abi() {
+#if defined(SYS_landlock_create_ruleset)
+  return ::syscall(SYS_landlock_create_ruleset, nullptr, 0, kLandlockCreateRulesetVersion);
+#else
+  errno = ENOSYS;
+  return -1;
+#endif
+}
+
+/// Confines the calling thread (and the threads and processes it starts from now on) to `rules`
+/// for the access rights in `handled`; empty on success, else what failed. A rule's path that does
+/// not exist is skipped when `skip_missing`.
+std::string enter_landlock(uint64_t handled, const std::vector<LandlockRule>& rules, bool skip_missing) {
 #if defined(SYS_landlock_create_ruleset) && defined(SYS_landlock_add_rule) && \
     defined(SYS_landlock_restrict_self)
-  const long abi = ::syscall(SYS_landlock_create_ruleset, nullptr, 0, kLandlockCreateRulesetVersion);
+  const uint64_t attr = handled;  // struct landlock_ruleset_attr, first field only
+  const int ruleset = static_cast<int>(::syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0));
+  if (ruleset < 0) return errno_text("landlock_create_ruleset");
+  constexpr uint64_t kFileRights = kLandlockExecute | kLandlockWriteFile | kLandlockReadFile | kLandlockTruncate;
+  for (const auto& r : rules) {
+    const int fd = ::open(r.path.c_str(), O_PATH | O_CLOEXEC);
+    if (fd < 0) {
+      if (skip_missing && (errno == ENOENT || errno == ENOTDIR)) continue;
+      ::close(ruleset);
+      return errno_text("open " + r.path.string());
+    }
+    struct stat st{};
+    const bool dir = ::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
+    // A rule on a file may only carry the rights that apply to files.
+    LandlockPathBeneath rule{(dir ? r.access : r.access & kFileRights) & handled, fd};
+    const long rc = rule.allowed_access == 0
+                        ? 0
+                        : ::syscall(SYS_landlock_add_rule, ruleset, kLandlockRulePathBeneath, &rule, 0);
+    ::close(fd);
+    if (rc != 0) {
+      ::close(ruleset);
+      return errno_text("landlock_add_rule " + r.path.string());
+    }
+  }
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || ::syscall(SYS_landlock_restrict_self, ruleset, 0) != 0) {
+    ::close(ruleset);
+    return errno_text("landlock_restrict_self");
+  }
+  ::close(ruleset);
+  return {};
+#else
+  (void)handled;
+  (void)rules;
+  (void)skip_missing;
+  return "Landlock system calls are unknown to this build";
+#endif
+}
+
+/// The compile's Landlock sandbox: every file-system right handled, only reading `dirs` allowed.
+std::string enter_compile_landlock(const std::vector<fs::path>& dirs) {
+  const long abi = landlock_abi();
   if (abi < 1) return errno_text("Landlock is not available");
   uint64_t handled = (1ULL << 13) - 1;  // ABI 1: execute ... make_sym
   if (abi >= 2) handled |= 1ULL << 13;  // refer
   if (abi >= 3) handled |= 1ULL << 14;  // truncate
   if (abi >= 5) handled |= 1ULL << 15;  // ioctl_dev
-  const uint64_t attr = handled;        // struct landlock_ruleset_attr, first field only
-  const int ruleset = static_cast<int>(
-      ::syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0));
-  if (ruleset < 0) return errno_text("landlock_create_ruleset");
-  for (const auto& d : dirs) {
-    LandlockPathBeneath rule{kLandlockReadFile | kLandlockReadDir, -1};
-    rule.parent_fd = ::open(d.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (rule.parent_fd < 0) {
-      ::close(ruleset);
-      return errno_text("open " + d.string());
-    }
-    const long rc = ::syscall(SYS_landlock_add_rule, ruleset, kLandlockRulePathBeneath, &rule, 0);
-    ::close(rule.parent_fd);
-    if (rc != 0) {
-      ::close(ruleset);
-      return errno_text("landlock_add_rule " + d.string());
-    }
-  }
-  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
-      ::syscall(SYS_landlock_restrict_self, ruleset, 0) != 0) {
-    ::close(ruleset);
-    return errno_text("landlock_restrict_self");
-  }
-  ::close(ruleset);
+  std::vector<LandlockRule> rules;
+  for (const auto& d : dirs) rules.push_back({d, kLandlockReadFile | kLandlockReadDir});
+  if (auto failed = enter_landlock(handled, rules, false); !failed.empty()) return failed;
   if (::access("/proc/self/environ", R_OK) == 0 && ::open("/proc/self/environ", O_RDONLY) >= 0)
     return "Landlock is on but /proc/self/environ can still be opened";
   return {};
-#else
-  (void)dirs;
-  return "Landlock system calls are unknown to this build";
-#endif
+}
+
+/// Threads of this process, from /proc/self/status (0 when it cannot be read).
+int thread_count() {
+  std::FILE* f = std::fopen("/proc/self/status", "r");
+  if (!f) return 0;
+  char line[256];
+  int n = 0;
+  while (std::fgets(line, sizeof line, f))
+    if (std::strncmp(line, "Threads:", 8) == 0) n = std::atoi(line + 8);
+  std::fclose(f);
+  return n;
 }
 
 }  // namespace
@@ -207,7 +259,7 @@ SandboxOutcome enter_compile_sandbox(const std::vector<fs::path>& readable_dirs)
     out.kind = SandboxKind::mount_namespace;
     return out;
   }
-  const std::string ll = enter_landlock(readable_dirs);
+  const std::string ll = enter_compile_landlock(readable_dirs);
   if (ll.empty()) {
     out.kind = SandboxKind::landlock;
     out.detail = "mount namespace refused (" + ns + "); Landlock confines reads, but __has_include "
@@ -217,6 +269,115 @@ SandboxOutcome enter_compile_sandbox(const std::vector<fs::path>& readable_dirs)
   out.kind = SandboxKind::none;
   out.detail = "mount namespace refused (" + ns + "); " + ll;
   return out;
+}
+
+namespace {
+
+/// The files this process has mapped (its shared libraries: each one alone, not its directory,
+/// which may be a build directory beside the user's files), and the site-packages directory of any
+/// that lies in one (LibTorch loads more of its wheel's libraries, and the nvidia-* wheels', later).
+std::vector<fs::path> mapped_library_paths() {
+  std::set<std::string> paths;
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    const auto slash = line.find(" /");
+    if (slash == std::string::npos) continue;
+    std::string file = line.substr(slash + 1);
+    if (const auto deleted = file.find(" (deleted)"); deleted != std::string::npos) file.resize(deleted);
+    paths.insert(file);
+    for (const char* root : {"/site-packages/", "/dist-packages/"})
+      if (const auto at = file.find(root); at != std::string::npos) paths.insert(file.substr(0, at + std::strlen(root) - 1));
+  }
+  return {paths.begin(), paths.end()};
+}
+
+}  // namespace
+
+SandboxOutcome enter_run_sandbox(const RunSandboxPaths& paths) {
+  SandboxOutcome out;
+  const long abi = landlock_abi();
+  if (abi < 1) {
+    out.detail = errno_text("Landlock is not available");
+    return out;
+  }
+  // Reading and writing are confined; executing (kgate's compile worker) and ioctl (the device)
+  // are not handled, so they stay allowed.
+  uint64_t handled = ((1ULL << 13) - 1) & ~kLandlockExecute;  // ABI 1: write_file ... make_sym
+  if (abi >= 2) handled |= 1ULL << 13;                         // refer
+  if (abi >= 3) handled |= kLandlockTruncate;
+  const uint64_t read = kLandlockReadFile | kLandlockReadDir;
+  const uint64_t write = handled;
+  std::vector<LandlockRule> rules;
+  for (const char* p : {"/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/opt", "/sys",
+                        "/proc/driver", "/proc/sys", "/proc/cpuinfo", "/proc/meminfo", "/proc/stat",
+                        "/proc/modules", "/proc/devices", "/proc/version", "/proc/filesystems",
+                        "/proc/self/maps", "/proc/self/smaps", "/proc/self/status", "/proc/self/stat",
+                        "/proc/self/statm", "/proc/self/cgroup", "/proc/self/mountinfo", "/proc/self/mounts",
+                        "/proc/self/limits", "/proc/self/auxv", "/proc/self/cmdline", "/proc/self/comm",
+                        "/proc/self/fd", "/etc/ld.so.cache", "/etc/ld.so.conf",
+                        "/etc/ld.so.conf.d", "/etc/localtime", "/etc/nsswitch.conf", "/etc/host.conf",
+                        "/etc/nvidia", "/etc/OpenCL"})
+    rules.push_back({p, read});
+  for (const auto& p : mapped_library_paths()) rules.push_back({p, read});
+  // kgate itself and its compile worker (executing is not confined; reading them is allowed).
+  std::error_code ec;
+  if (const auto exe = fs::read_symlink("/proc/self/exe", ec); !ec) {
+    rules.push_back({exe, read});
+    rules.push_back({exe.parent_path() / "kgate-nvrtc-worker", read});
+  }
+  if (const char* v = std::getenv("KGATE_NVRTC_WORKER"); v && *v == '/') rules.push_back({v, read});
+  for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
+    if (const char* v = std::getenv(var); v && *v == '/') rules.push_back({v, read});
+  rules.push_back({"/usr/local/cuda", read});
+  for (const auto& p : paths.readable) rules.push_back({p, read});
+  // The CUDA driver writes below /proc/self/task (cuInit fails with CUDA_ERROR_OPERATING_SYSTEM
+  // without it, on the H200 machine): the worker's own threads, whose environ shows the filtered
+  // environment of worker_environment().
+  for (const char* p : {"/tmp", "/var/tmp", "/dev", "/proc/self/task"}) rules.push_back({p, write});
+  if (const char* v = std::getenv("TMPDIR"); v && *v == '/') rules.push_back({v, write});
+  // The CUDA driver's JIT cache.
+  if (const char* v = std::getenv("CUDA_CACHE_PATH"); v && *v == '/') rules.push_back({v, write});
+  else if (const char* home = std::getenv("HOME"); home && *home == '/')
+    rules.push_back({fs::path(home) / ".nv", write});
+  for (const auto& p : paths.writable) rules.push_back({p, write});
+  const int threads = thread_count();
+  if (auto failed = enter_landlock(handled, rules, true); !failed.empty()) {
+    out.detail = failed;
+    return out;
+  }
+  // The promise, checked.
+  for (const std::string probe : {std::string("/proc/self/environ"), "/proc/" + std::to_string(::getppid()) + "/environ"})
+    if (const int fd = ::open(probe.c_str(), O_RDONLY | O_CLOEXEC); fd >= 0) {
+      ::close(fd);
+      out.detail = "Landlock is on but " + probe + " can still be opened";
+      return out;
+    }
+  out.kind = SandboxKind::landlock;
+  if (threads > 1)
+    out.detail = std::to_string(threads - 1) + " thread(s) started before it stay outside the sandbox";
+  return out;
+}
+
+std::vector<std::string> worker_environment(const char* const* env) {
+  static const char* const kNames[] = {"PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR",
+                                       "TERM", "NO_COLOR", "LD_LIBRARY_PATH", "LD_PRELOAD", "XDG_CACHE_HOME",
+                                       "XDG_CONFIG_HOME", "CI", "GITHUB_ACTIONS"};
+  static const char* const kPrefixes[] = {"LC_",     "CUDA_", "NVIDIA_", "KGATE_",  "TORCH_", "PYTORCH_",
+                                          "OMP_",    "GOMP_", "KMP_",    "MKL_",    "CUBLAS", "CUDNN_",
+                                          "NCCL_",   "CTEST_RESOURCE_", "ASAN_", "UBSAN_", "LSAN_", "TSAN_"};
+  std::vector<std::string> kept;
+  for (; env && *env; ++env) {
+    const std::string entry = *env;
+    const auto eq = entry.find('=');
+    if (eq == std::string::npos) continue;
+    const std::string name = entry.substr(0, eq);
+    bool keep = false;
+    for (const char* n : kNames) keep = keep || name == n;
+    for (const char* p : kPrefixes) keep = keep || name.rfind(p, 0) == 0;
+    if (keep) kept.push_back(entry);
+  }
+  return kept;
 }
 
 }  // namespace kgate::package

@@ -38,4 +38,42 @@ struct SandboxOutcome {
 /// Landlock. Irreversible. Never throws.
 SandboxOutcome enter_compile_sandbox(const std::vector<std::filesystem::path>& readable_dirs);
 
+/// The run's own paths that a sandboxed worker may reach, beyond the system's.
+struct RunSandboxPaths {
+  std::vector<std::filesystem::path> readable;  ///< read only (directories, or single files)
+  std::vector<std::filesystem::path> writable;  ///< read, write, create and remove below
+};
+
+/// The sandbox a check or sweep worker enters first, before it starts CUDA, draws a case, or runs a
+/// kernel or a reference: it runs a package's code and TorchScript that a package may embed.
+/// Landlock then lets it read only
+///   - the system's libraries (/usr, /lib*, /opt, /bin, /sbin), each shared library it has loaded
+///     (the file alone: a custom op's library may lie in the user's build directory), the
+///     site-packages directory of LibTorch's wheel, the CUDA toolkit, kgate and its compile worker;
+///   - /dev, /sys, /proc/driver, /proc/sys, a few files of /proc (cpuinfo, meminfo, ...), and of
+///     /proc/self what the CUDA driver and LibTorch read (maps, status, fd/, and task/, which the
+///     driver also writes), not /proc/self/environ (its threads' environ under task/ shows the
+///     filtered environment that worker_environment() leaves);
+///   - the files of /etc that the loader and libc read (ld.so.cache, localtime, nsswitch.conf);
+///   - `paths.readable`;
+/// and write only below `paths.writable`, /tmp, /var/tmp, $TMPDIR, /dev and the CUDA JIT cache.
+/// The rest (the home directory, the repository's .git, other processes' /proc entries and with
+/// them the runner's environment, /etc, /run/secrets) cannot be opened. Executing and ioctl are
+/// not confined (kgate starts its compile worker; CUDA drives the device). Checked after entry:
+/// this process's and its parent's environ cannot be opened.
+/// kind is none, with the reason in detail, where Landlock is unavailable; kind landlock with a
+/// detail when threads started before the call stay outside it (Landlock confines the calling
+/// thread and what it starts).
+SandboxOutcome enter_run_sandbox(const RunSandboxPaths& paths);
+
+/// The environment a worker process gets: `env` (NAME=VALUE entries) without the variables a
+/// kernel or a reference has no business with (the CI job's tokens and keys). Kept: PATH, HOME,
+/// USER, LOGNAME, LANG, LANGUAGE, TZ, TMPDIR, TERM, NO_COLOR, LD_LIBRARY_PATH, LD_PRELOAD,
+/// XDG_CACHE_HOME, XDG_CONFIG_HOME, CI, GITHUB_ACTIONS, and names starting with LC_, CUDA_,
+/// NVIDIA_, KGATE_ (KGATE_CACHE_KEY included: the worker checks cache entries with it, and cannot
+/// read its own environ once sandboxed), TORCH_, PYTORCH_, OMP_, GOMP_, KMP_, MKL_, CUBLAS, CUDNN_,
+/// NCCL_, CTEST_RESOURCE_ and the sanitizers' options.
+std::vector<std::string> worker_environment(const char* const* env);
+
 }  // namespace kgate::package
+

@@ -4,12 +4,19 @@
 //                        (the device code of kernels/fused_add_rms_norm), CPU: ATen
 //   softmax_out          out= variant (every memory check applies)
 //   softmax_tail_out     wrong on purpose: leaves the last column of `out` unwritten
+//   softmax_snoop_out    reads the file $KGATE_TEST_SNOOP_FILE names, or the environment of its parent
+//                        (kgate): wrong (all zeros) when it can, right when the worker sandbox stops it
 //   softmax_renamed      a schema whose argument (q) maps onto nothing without an explicit mapping
 #include <ATen/ATen.h>
 #include <c10/cuda/CUDAStream.h>
 #include <torch/library.h>
 
+#include <unistd.h>
+
 #include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <string>
 
 #include <cuda_runtime.h>
 
@@ -52,6 +59,14 @@ at::Tensor& softmax_tail_out(const at::Tensor& x, int64_t dim, at::Tensor& out) 
   return out;
 }
 
+at::Tensor& softmax_snoop_out(const at::Tensor& x, int64_t dim, at::Tensor& out) {
+  const char* file = std::getenv("KGATE_TEST_SNOOP_FILE");
+  std::ifstream secret(file ? file : "");
+  std::ifstream parent_env("/proc/" + std::to_string(::getppid()) + "/environ");
+  if (secret.good() || parent_env.good()) return out.zero_();  // it could read: the run must fail
+  return out.copy_(at::softmax(x, dim));
+}
+
 at::Tensor softmax_renamed(const at::Tensor& q, int64_t dim) { return at::softmax(q, dim); }
 
 }  // namespace
@@ -60,6 +75,7 @@ TORCH_LIBRARY(kgate_test, m) {
   m.def("fused_add_rms_norm(Tensor x, Tensor(a!) residual, Tensor weight, float eps) -> Tensor");
   m.def("softmax_out(Tensor x, int dim, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("softmax_tail_out(Tensor x, int dim, *, Tensor(a!) out) -> Tensor(a!)");
+  m.def("softmax_snoop_out(Tensor x, int dim, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("softmax_renamed(Tensor q, int dim) -> Tensor");
 }
 
@@ -68,5 +84,6 @@ TORCH_LIBRARY_IMPL(kgate_test, CUDA, m) { m.impl("fused_add_rms_norm", fused_add
 TORCH_LIBRARY_IMPL(kgate_test, CompositeExplicitAutograd, m) {
   m.impl("softmax_out", softmax_out);
   m.impl("softmax_tail_out", softmax_tail_out);
+  m.impl("softmax_snoop_out", softmax_snoop_out);
   m.impl("softmax_renamed", softmax_renamed);
 }
