@@ -4,6 +4,7 @@
 #include "runtime/package/manifest.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <fstream>
 #include <limits>
@@ -105,9 +106,10 @@ namespace {
 
 const std::vector<std::string> kTopKeys = {
     "format",       "name",          "version", "op",        "description", "attributes", "sources",
-    "include_dirs", "nvrtc_options", "symbols", "workspace", "launches",    "guard",      "op_file"};
-const std::vector<std::string> kLaunchKeys = {"kernel",     "grid", "block",
-                                              "shared_mem", "args", "when"};
+    "include_dirs", "nvrtc_options", "symbols", "workspace", "launches",    "guard",      "op_file",
+    "launch_defaults"};
+const std::vector<std::string> kLaunchKeys = {"kernel", "grid", "block", "shared_mem", "args", "when", "for_each"};
+const std::vector<std::string> kLaunchDefaultKeys = {"kernel", "grid", "block", "shared_mem", "args", "when"};
 const std::vector<std::string> kWhenKeys = {"if", "layouts"};
 const std::vector<std::string> kArgKinds = {"tensor",    "workspace", "shape",
                                             "attribute", "scalar",    "stride"};
@@ -116,6 +118,8 @@ const std::vector<std::string> kGuardKeys = {"dtypes", "ranks", "shapes", "layou
 const std::vector<std::string> kRangeKeys = {"min", "max", "multiple_of"};
 const std::vector<std::string> kVariantKeys = {"dims", "dtype", "calls"};
 constexpr std::size_t kMaxLaunches = 16;
+/// Most launches once every "for_each" is expanded.
+constexpr std::size_t kMaxExpandedLaunches = 64;
 constexpr std::size_t kMaxOptions = 64;
 constexpr int kMaxRank = 8;
 
@@ -1112,6 +1116,115 @@ class Checker {
     return true;
   }
 
+  /// Replaces every "{NAME}" of `bindings` in the strings of `v` (keys stay).
+  static json substitute(const json& v, const std::map<std::string, int64_t>& bindings) {
+    if (v.is_string()) {
+      std::string text = v.get<std::string>();
+      for (const auto& [name, value] : bindings) {
+        const std::string key = "{" + name + "}";
+        for (size_t at = text.find(key); at != std::string::npos; at = text.find(key, at))
+          text.replace(at, key.size(), std::to_string(value));
+      }
+      return text;
+    }
+    if (v.is_array()) {
+      json out = json::array();
+      for (const auto& e : v) out.push_back(substitute(e, bindings));
+      return out;
+    }
+    if (v.is_object()) {
+      json out = json::object();
+      for (auto it = v.begin(); it != v.end(); ++it) out[it.key()] = substitute(it.value(), bindings);
+      return out;
+    }
+    return v;
+  }
+
+  /// The bindings a launch's "for_each" lists: {"VPT": [1, 2, 4]} (every combination of the
+  /// lists, in order) or [{"VPT": 1, "LO": 0}, {"VPT": 2, "LO": 32}]. Names are identifiers; values
+  /// integers. Problems are reported and an empty list returned.
+  std::vector<std::map<std::string, int64_t>> for_each_bindings(const json& f, const std::string& field) {
+    const std::string expected =
+        "an object of integer lists, such as {\"VPT\": [1, 2, 4]}, or an array of objects of integers, such "
+        "as [{\"VPT\": 1, \"LO\": 0}, {\"VPT\": 2, \"LO\": 32}]; each {NAME} in the launch's strings is "
+        "replaced by the value";
+    const auto good_name = [&](const std::string& name, const std::string& where) {
+      const bool ok = !name.empty() && name.size() <= 64 && (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_') &&
+                      std::all_of(name.begin(), name.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+      if (!ok) problem(where, "expected an identifier (letters, digits, _) as a for_each name, found " + json_quote(name));
+      return ok;
+    };
+    const auto int_at = [&](const json& v, const std::string& where, int64_t& out) {
+      if (!v.is_number_integer()) {
+        problem(where, "expected an integer, found " + describe(v));
+        return false;
+      }
+      out = v.get<int64_t>();
+      return true;
+    };
+    std::vector<std::map<std::string, int64_t>> out;
+    bool ok = true;
+    if (f.is_object() && !f.empty()) {
+      // Every combination: said as a count before any is made.
+      uint64_t combinations = 1;
+      for (auto it = f.begin(); it != f.end(); ++it)
+        if (it->is_array()) combinations = std::min<uint64_t>(combinations * std::max<size_t>(it->size(), 1), 1u << 20);
+      if (combinations > kMaxExpandedLaunches) {
+        problem(field, "expands to " + std::to_string(combinations) + " launches, more than " +
+                           std::to_string(kMaxExpandedLaunches));
+        return {};
+      }
+      out.push_back({});
+      for (auto it = f.begin(); it != f.end(); ++it) {
+        const std::string where = sub(field, it.key());
+        if (!good_name(it.key(), where)) {
+          ok = false;
+          continue;
+        }
+        if (!it->is_array() || it->empty() || it->size() > kMaxExpandedLaunches) {
+          problem(where, "expected a non-empty array of at most " + std::to_string(kMaxExpandedLaunches) +
+                             " integers, found " + describe(*it));
+          ok = false;
+          continue;
+        }
+        std::vector<std::map<std::string, int64_t>> next;
+        for (std::size_t j = 0; j < it->size(); ++j) {
+          int64_t v = 0;
+          if (!int_at((*it)[j], at(where, j), v)) {
+            ok = false;
+            continue;
+          }
+          for (auto b : out) {
+            b[it.key()] = v;
+            next.push_back(std::move(b));
+          }
+        }
+        out = std::move(next);
+      }
+    } else if (f.is_array() && !f.empty()) {
+      for (std::size_t j = 0; j < f.size() && j <= kMaxExpandedLaunches; ++j) {
+        const json& o = f[j];
+        if (!o.is_object() || o.empty()) {
+          problem(at(field, j), "expected an object of integers, such as {\"VPT\": 1}, found " + describe(o));
+          ok = false;
+          continue;
+        }
+        std::map<std::string, int64_t> b;
+        for (auto it = o.begin(); it != o.end(); ++it) {
+          int64_t v = 0;
+          if (good_name(it.key(), sub(at(field, j), it.key())) && int_at(*it, sub(at(field, j), it.key()), v)) b[it.key()] = v;
+          else ok = false;
+        }
+        out.push_back(std::move(b));
+      }
+    } else {
+      problem(field, "expected " + expected + ", found " + describe(f));
+      return {};
+    }
+    if (!ok) return {};
+    return out;
+  }
+
   void check_launches(const json& doc) {
     auto it = doc.find("launches");
     const std::string expected =
@@ -1124,6 +1237,20 @@ class Checker {
       problem("launches", "expected " + expected + ", found " + describe(*it));
       return;
     }
+    // "launch_defaults": keys a launch that omits them takes from there.
+    json defaults = json::object();
+    if (auto d = doc.find("launch_defaults"); d != doc.end()) {
+      if (!d->is_object()) {
+        problem("launch_defaults", "expected an object with launch keys (kernel, grid, block, shared_mem, args, "
+                                   "when) that launches omitting them take, found " + describe(*d));
+      } else {
+        unknown_keys(*d, "launch_defaults", kLaunchDefaultKeys);
+        for (const auto& k : kLaunchDefaultKeys)
+          if (auto v = d->find(k); v != d->end()) defaults[k] = *v;
+      }
+    }
+    // Each launch, with its defaults and every binding of its "for_each", in order.
+    std::vector<std::pair<std::string, json>> expanded;
     for (std::size_t i = 0; i < it->size(); ++i) {
       const json& l = (*it)[i];
       const std::string field = at("launches", i);
@@ -1133,6 +1260,29 @@ class Checker {
         continue;
       }
       unknown_keys(l, field, kLaunchKeys);
+      json merged = defaults;
+      for (auto kv = l.begin(); kv != l.end(); ++kv)
+        if (kv.key() != "for_each") merged[kv.key()] = kv.value();
+      auto f = l.find("for_each");
+      if (f == l.end()) {
+        expanded.emplace_back(field, std::move(merged));
+        continue;
+      }
+      const auto bindings = for_each_bindings(*f, sub(field, "for_each"));
+      if (bindings.empty()) launches_incomplete_ = true;  // reported; its launches are unknown
+      for (const auto& b : bindings) {
+        std::string label = field + "{";
+        for (const auto& [name, value] : b) label += (label.back() == '{' ? "" : ",") + name + "=" + std::to_string(value);
+        expanded.emplace_back(label + "}", substitute(merged, b));
+      }
+    }
+    if (expanded.size() > kMaxExpandedLaunches) {
+      problem("launches", "expands to " + std::to_string(expanded.size()) + " launches (for_each), more than " +
+                              std::to_string(kMaxExpandedLaunches));
+      launches_incomplete_ = true;
+      return;
+    }
+    for (auto& [field, l] : expanded) {
       Launch launch;
       check_kernel(l, field, launch);
       launch.grid = expr_list(l, field, "grid", 3, "[\"B\", 1, 1]");
@@ -1153,6 +1303,7 @@ class Checker {
       }
       if (auto w = l.find("when"); w != l.end()) check_when(*w, sub(field, "when"), launch);
       check_launch_settings(launch, field);
+      launch.field = field;
       m_.launches.push_back(std::move(launch));
     }
   }
@@ -1202,7 +1353,7 @@ class Checker {
         if (std::find(g.begin(), g.end(), layouts[j]) != g.end()) continue;
         std::vector<std::string> names;
         for (Layout l : g) names.push_back(layout_name(l));
-        problem(at(sub(at("launches", i), "when.layouts"), j),
+        problem(at(sub(m_.launches[i].field, "when.layouts"), j),
                 std::string("layout ") + layout_name(layouts[j]) + " is not in guard.layouts [" +
                     join(names) + "]: calls of that layout fall back to the reference, so the "
                     "launch never runs for them; add it to guard.layouts or remove it here");
@@ -1475,7 +1626,7 @@ class Checker {
   }
 
   void check_outputs_bound() {
-    if (!op_) return;
+    if (!op_ || launches_incomplete_) return;
     std::set<std::string> passed;
     for (const auto& l : m_.launches)
       for (const auto& a : l.args)
@@ -1506,6 +1657,8 @@ class Checker {
   std::size_t dropped_problems_ = 0;
   std::set<std::string> workspace_names_;
   std::vector<ManifestProblem> problems_;
+  /// Some launch could not be read at all (a bad for_each): checks over every launch are skipped.
+  bool launches_incomplete_ = false;
 };
 
 }  // namespace

@@ -117,7 +117,9 @@ struct LaunchCondition {
   std::vector<Layout> layouts;  ///< "layouts": runs only for calls of these layouts (empty: any)
 };
 
-/// One kernel launch of the package's sequence.
+/// One kernel launch of the package's sequence. In kgate.json a launch may take keys it omits from
+/// "launch_defaults", and a "for_each" ({"VPT": [1, 2, 4]}, or [{"VPT": 1, "LO": 0}, ...]) makes
+/// one launch per binding, with each "{NAME}" in its strings replaced by the value.
 struct Launch {
   /// The kernel's C++ name expression for every dtype ("softmax_rows<float>", or an extern "C"
   /// name); empty when `kernel_for_dtype` is used instead.
@@ -129,6 +131,9 @@ struct Launch {
   Expr shared_mem;          ///< dynamic shared memory bytes
   std::vector<KernelArg> args;
   LaunchCondition when;
+  /// Where it is written, for messages: "launches[3]", or "launches[3]{VPT=4}" for one binding of
+  /// a "for_each".
+  std::string field;
 
   /// The name expression launched for `dtype` (empty when none).
   std::string kernel_name(DType dtype) const;

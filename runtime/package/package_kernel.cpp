@@ -527,13 +527,18 @@ class LaunchPlanner {
     }
   }
 
+  /// Where launch `i` is written in kgate.json.
+  std::string launch_field(std::size_t i) const {
+    return m_.launches[i].field.empty() ? "launches[" + std::to_string(i) + "]" : m_.launches[i].field;
+  }
+
   /// Whether launch `i` runs for this call: its "when" holds (the call's layout is listed, the
   /// "if" expression is non-zero).
   bool runs(std::size_t i) const {
     const LaunchCondition& w = m_.launches[i].when;
     if (!w.layouts.empty() && std::find(w.layouts.begin(), w.layouts.end(), layout_) == w.layouts.end())
       return false;
-    return !w.if_expr || eval("launches[" + std::to_string(i) + "].when.if", *w.if_expr) != 0;
+    return !w.if_expr || eval(launch_field(i) + ".when.if", *w.if_expr) != 0;
   }
 
   PlannedWorkspace workspace(std::size_t w) const {
@@ -559,9 +564,10 @@ class LaunchPlanner {
 
   PlannedLaunch launch(std::size_t i, const LaunchPlan& plan) const {
     const Launch& l = m_.launches[i];
-    const std::string field = "launches[" + std::to_string(i) + "]";
+    const std::string field = launch_field(i);
     PlannedLaunch p;
     p.index = i;
+    p.field = field;
     p.name_expression = l.kernel_name(plan.dtype);
     if (p.name_expression.empty())
       fail(field + ".kernel", std::string("no kernel name expression for dtype ") + dtype_name(plan.dtype));
@@ -830,7 +836,7 @@ CUcontext current_context(const cuda::DriverApi& api) {
 void check_parameters(CUfunction f, const PlannedLaunch& l) {
   const FuncGetParamInfoFn info = param_info_function();
   if (!info) return;
-  const std::string where = "launches[" + std::to_string(l.index) + "]: kernel \"" + l.name_expression + "\"";
+  const std::string where = l.field + ": kernel \"" + l.name_expression + "\"";
   for (std::size_t i = 0; i < l.args.size(); ++i) {
     size_t offset = 0, size = 0;
     const CUresult rc = info(f, i, &offset, &size);
@@ -908,7 +914,7 @@ void launch_package(const PackageState& state, const KernelCall& call) {
     }
     for (std::size_t i = 0; i < plan.launches.size(); ++i) {
       const PlannedLaunch& l = plan.launches[i];
-      const std::string where = "launches[" + std::to_string(l.index) + "] (" + l.name_expression + ")";
+      const std::string where = l.field + " (" + l.name_expression + ")";
       CUfunction& f = loaded.functions[l.lowered_name];
       if (!f)
         with_context(where, [&] { KGATE_DRIVER_CALL(api.ModuleGetFunction(&f, loaded.module, l.lowered_name.c_str())); });
@@ -958,7 +964,7 @@ void launch_package(const PackageState& state, const KernelCall& call) {
       KGATE_DRIVER_CALL(api.LaunchKernel(functions[i], l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1],
                                          l.block[2], l.shared_mem, stream, params.data(), nullptr));
     } catch (const Error& e) {  // the context is only built on failure: launches are timed
-      throw Error(e.kind(), "package " + name + ": launches[" + std::to_string(l.index) + "] (" + l.name_expression +
+      throw Error(e.kind(), "package " + name + ": " + l.field + " (" + l.name_expression +
                                 ", grid " + std::to_string(l.grid[0]) + "x" + std::to_string(l.grid[1]) + "x" +
                                 std::to_string(l.grid[2]) + ", block " + std::to_string(l.block[0]) + "x" +
                                 std::to_string(l.block[1]) + "x" + std::to_string(l.block[2]) + ", " +

@@ -132,7 +132,8 @@ struct PlannedArg {
 
 /// One launch of the sequence, evaluated for a call.
 struct PlannedLaunch {
-  std::size_t index = 0;          ///< position in the manifest's "launches"
+  std::size_t index = 0;          ///< position in the manifest's launches, for_each expanded
+  std::string field;              ///< "launches[3]", or "launches[3]{VPT=4}" (Launch::field)
   std::string name_expression;    ///< "softmax_rows<float>"
   std::string lowered_name;       ///< the mangled name in the CUBIN
   std::array<uint32_t, 3> grid{1, 1, 1};

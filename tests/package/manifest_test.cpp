@@ -30,7 +30,7 @@ __global__ void k(const T* x, T* y, long long n) {
 
 const char* const kTopKeyList =
     "format, name, version, op, description, attributes, sources, include_dirs, nvrtc_options, "
-    "symbols, workspace, launches, guard, op_file";
+    "symbols, workspace, launches, guard, op_file, launch_defaults";
 
 /// A minimal valid manifest for softmax; each test breaks one thing.
 json base_manifest() {
@@ -278,7 +278,7 @@ TEST_F(ManifestTest, KernelTypoInLaunch) {
                              line("launches[0].kernal",
                                   "unknown key \"kernal\"; did you mean \"kernel\"? "
                                   "expected one of: kernel, grid, block, shared_mem, "
-                                  "args, when"),
+                                  "args, when, for_each"),
                              line("launches[0].kernel",
                                   "missing; expected a kernel name expression such as "
                                   "\"softmax_rows<float>\", or an object of them per dtype such as "
@@ -842,6 +842,94 @@ TEST_F(ManifestTest, LaunchLayoutOutsideTheGuard) {
                  "guard.layouts or remove it here"));
 }
 
+// --- launch_defaults and for_each ------------------------------------------------------------------
+
+TEST_F(ManifestTest, ForEachExpandsOneLaunchPerBindingWithDefaults) {
+  json m = base_manifest();
+  m["launch_defaults"] = json::parse(R"J({"grid": ["B"], "block": [256],
+      "args": [{"tensor": "x"}, {"tensor": "y"}, {"shape": "N", "type": "i64"}]})J");
+  m["launches"] = json::parse(R"J([
+    {"for_each": {"VPT": [1, 2, 4]}, "kernel": "k<float>", "when": {"if": "N > 32 * {VPT} / 2 && N <= 32 * {VPT}"},
+     "block": ["32 * {VPT}"]},
+    {"for_each": [{"V": 8, "LO": 128}, {"V": 16, "LO": 256}], "kernel": "k<float>", "when": {"if": "N > {LO}"}},
+    {"kernel": "k<float>", "args": [{"tensor": "x"}, {"tensor": "y"}, {"shape": "N", "type": "i32"}]}
+  ])J");
+  PackageManifest out;
+  ASSERT_EQ(problems(m, &out), std::vector<std::string>{});
+  ASSERT_EQ(out.launches.size(), 6u);
+  EXPECT_EQ(out.launches[0].field, "launches[0]{VPT=1}");
+  EXPECT_EQ(out.launches[2].field, "launches[0]{VPT=4}");
+  EXPECT_EQ(out.launches[3].field, "launches[1]{LO=128,V=8}");
+  EXPECT_EQ(out.launches[5].field, "launches[2]");
+  const SymbolValues n100 = {{"B", 3}, {"N", 100}};
+  EXPECT_EQ(out.launches[2].block[0].evaluate(n100), 128);   // 32 * 4
+  EXPECT_EQ(out.launches[2].when.if_expr->evaluate(n100), 1);  // 64 < 100 <= 128
+  EXPECT_EQ(out.launches[1].when.if_expr->evaluate(n100), 0);
+  EXPECT_EQ(out.launches[4].when.if_expr->evaluate(n100), 0);  // N > 256
+  EXPECT_EQ(out.launches[3].grid[0].evaluate(n100), 3);        // from launch_defaults
+  EXPECT_EQ(out.launches[3].args.size(), 3u);
+  EXPECT_EQ(out.launches[5].args[2].type, ScalarType::i32);    // its own args win
+  EXPECT_EQ(out.launches[5].block[0].evaluate(n100), 256);
+}
+
+TEST_F(ManifestTest, ForEachProblemsNameTheBinding) {
+  json m = base_manifest();
+  m["launches"][0]["for_each"] = {{"VPT", {1, 2}}};
+  m["launches"][0]["block"] = {"{VPT} / 0"};
+  const auto ps = problems(m);
+  ASSERT_EQ(ps.size(), 2u) << ::testing::PrintToString(ps);
+  EXPECT_NE(ps[0].find("launches[0]{VPT=1}.block[0]"), std::string::npos) << ps[0];
+  EXPECT_NE(ps[1].find("launches[0]{VPT=2}.block[0]"), std::string::npos) << ps[1];
+
+  m = base_manifest();
+  m["launches"][0]["for_each"] = {{"VPT", json::array()}};
+  EXPECT_EQ(only_problem(m), line("launches[0].for_each.VPT",
+                                  "expected a non-empty array of at most 64 integers, found an array"));
+  m["launches"][0]["for_each"] = {{"VPT", {1, "two"}}};
+  EXPECT_EQ(only_problem(m), line("launches[0].for_each.VPT[1]", "expected an integer, found \"two\""));
+  m["launches"][0]["for_each"] = {{"2x", {1}}};
+  EXPECT_EQ(only_problem(m), line("launches[0].for_each.2x",
+                                  "expected an identifier (letters, digits, _) as a for_each name, found \"2x\""));
+  m["launches"][0]["for_each"] = 3;
+  EXPECT_NE(only_problem(m).find("launches[0].for_each: expected an object of integer lists"), std::string::npos);
+  m["launches"][0]["for_each"] = {{"A", std::vector<int>(9, 1)}, {"B", std::vector<int>(9, 1)}};
+  EXPECT_EQ(only_problem(m), line("launches[0].for_each", "expands to 81 launches, more than 64"));
+  m["launches"][0]["for_each"] = {{"A", std::vector<int>(8, 1)}};
+  m["launches"][1] = m["launches"][0];
+  EXPECT_EQ(problems(m), std::vector<std::string>{});
+  m["launches"][2] = m["launches"][0];
+  m["launches"][3] = m["launches"][0];
+  m["launches"][4] = m["launches"][0];
+  m["launches"][5] = m["launches"][0];
+  m["launches"][6] = m["launches"][0];
+  m["launches"][7] = m["launches"][0];
+  m["launches"][8] = m["launches"][0];
+  EXPECT_EQ(only_problem(m), line("launches", "expands to 72 launches (for_each), more than 64"));
+  // A placeholder left unreplaced is a bad expression, named where it is.
+  m = base_manifest();
+  m["launches"][0]["grid"] = {"{B}"};
+  EXPECT_NE(only_problem(m).find("launches[0].grid[0]"), std::string::npos);
+}
+
+TEST_F(ManifestTest, LaunchDefaultsAreChecked) {
+  json m = base_manifest();
+  m["launch_defaults"] = {{"grdi", {"B"}}};
+  EXPECT_NE(only_problem(m).find("launch_defaults.grdi: unknown key \"grdi\"; did you mean \"grid\"?"), std::string::npos);
+  m["launch_defaults"] = {{"for_each", {{"V", {1}}}}};
+  EXPECT_NE(only_problem(m).find("launch_defaults.for_each: unknown key \"for_each\""), std::string::npos);
+  m["launch_defaults"] = 7;
+  EXPECT_NE(only_problem(m).find("launch_defaults: expected an object with launch keys"), std::string::npos);
+  // A launch that omits a key with no default still misses it.
+  m = base_manifest();
+  const json args = m["launches"][0]["args"];
+  m["launches"][0].erase("args");
+  const auto ps = problems(m);
+  ASSERT_FALSE(ps.empty());
+  EXPECT_NE(ps.front().find("launches[0].args: missing"), std::string::npos) << ps.front();
+  m["launch_defaults"] = {{"args", args}};
+  EXPECT_EQ(problems(m), std::vector<std::string>{});
+}
+
 TEST_F(ManifestTest, BadStrideArguments) {
   json m = base_manifest();
   m["launches"][0]["args"].push_back({{"stride", {"x", 2}}, {"type", "i64"}});
@@ -996,8 +1084,9 @@ TEST(ManifestSchema, DescribesTheSameTopLevelKeys) {
   for (const auto& item : schema.at("properties").items()) keys.push_back(item.key());
   std::sort(keys.begin(), keys.end());
   EXPECT_EQ(keys, (std::vector<std::string>{"attributes", "description", "format", "guard",
-                                            "include_dirs", "launches", "name", "nvrtc_options", "op",
-                                            "op_file", "sources", "symbols", "version", "workspace"}));
+                                            "include_dirs", "launch_defaults", "launches", "name",
+                                            "nvrtc_options", "op", "op_file", "sources", "symbols", "version",
+                                            "workspace"}));
   EXPECT_EQ(schema.at("required"), json::parse(R"J(["format", "name", "version", "op", "sources",
                                                    "launches", "guard"])J"));
   // Launch keys and argument kinds as the checker knows them.
@@ -1005,8 +1094,8 @@ TEST(ManifestSchema, DescribesTheSameTopLevelKeys) {
   for (const auto& item : schema.at("$defs").at("launch").at("properties").items())
     launch_keys.push_back(item.key());
   std::sort(launch_keys.begin(), launch_keys.end());
-  EXPECT_EQ(launch_keys, (std::vector<std::string>{"args", "block", "grid", "kernel", "shared_mem",
-                                                   "when"}));
+  EXPECT_EQ(launch_keys, (std::vector<std::string>{"args", "block", "for_each", "grid", "kernel",
+                                                   "shared_mem", "when"}));
   std::vector<std::string> arg_kinds;
   for (const auto& variant : schema.at("$defs").at("arg").at("oneOf"))
     arg_kinds.push_back(variant.at("required").at(0).get<std::string>());
