@@ -346,11 +346,30 @@ std::vector<Case> guard_boundary_cases(const PackageManifest& manifest, const Op
   std::vector<Case> out;
   std::set<std::string> seen;
   uint64_t index = 0;
+  // The op's relations ("K <= N") hold in every case: where a boundary value breaks one, the other
+  // symbols take their smallest values; a case that still breaks one is not made.
+  const auto relations_hold = [&](const std::map<std::string, int64_t>& dims) {
+    std::vector<std::pair<std::string, int64_t>> list(dims.begin(), dims.end());
+    const auto values = symbol_values(list);
+    for (const auto& r : op.relations) {
+      try {
+        if (evaluate_expr(r, values) == 0) return false;
+      } catch (const Error&) {
+        return false;
+      }
+    }
+    return true;
+  };
   auto add = [&](std::map<std::string, int64_t> dims, const std::string& varied, DType dtype, kgate::Layout layout) {
+    if (!relations_hold(dims)) {
+      for (auto& [name, v] : dims)
+        if (name != varied) v = smallest[name];
+      if (!relations_hold(dims)) return;
+    }
     if (numel_of(dims) > max_elements) {
       for (auto& [name, v] : dims)
         if (name != varied) v = smallest[name];
-      if (numel_of(dims) > max_elements) return;
+      if (numel_of(dims) > max_elements || !relations_hold(dims)) return;
     }
     Case c = make_case(op, dtype, dims, layout, derive_seed(seed, "guard/" + manifest.name, index++));
     c.family = inside_guard(manifest, op, c) ? "guard_inside" : "guard_outside";

@@ -184,6 +184,20 @@ TEST(KernelPackages, SoftmaxSwitchesOnTheRowLength) {
   EXPECT_EQ(s[0].shared_mem, 80000u);
 }
 
+TEST(KernelPackages, GuardBoundaryCasesKeepTheOpsRelations) {
+  // topk's op says K <= N; the guard's boundary N = 1 must not come with K = 3.
+  const Loaded l = load("topk/package");
+  ASSERT_FALSE(l.op->relations.empty());
+  const auto cases = guard_boundary_cases(l.manifest, *l.op, 7);
+  ASSERT_FALSE(cases.empty());
+  bool n_is_one = false;
+  for (const auto& c : cases) {
+    EXPECT_LE(c.dim("K"), c.dim("N")) << c.id();
+    n_is_one |= c.dim("N") == 1;
+  }
+  EXPECT_TRUE(n_is_one) << "the guard's lower bound of N is still tested";
+}
+
 TEST(KernelPackages, GeluSwitchesOnTheLayout) {
   for (const char* dir : {"gelu/package_gelu_elementwise", "gelu/package_gelu_tanh_elementwise"}) {
     SCOPED_TRACE(dir);
