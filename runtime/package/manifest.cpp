@@ -73,6 +73,12 @@ std::string Launch::kernel_name(DType dtype) const {
   return it == kernel_for_dtype.end() ? std::string() : it->second;
 }
 
+bool launch_runs(const Launch& launch, const SymbolValues& values, Layout layout) {
+  const auto& layouts = launch.when.layouts;
+  if (!layouts.empty() && std::find(layouts.begin(), layouts.end(), layout) == layouts.end()) return false;
+  return !launch.when.if_expr || launch.when.if_expr->evaluate(values) != 0;
+}
+
 std::vector<std::string> PackageManifest::name_expressions() const {
   std::set<std::string> names;
   for (const auto& l : launches) {
@@ -114,7 +120,7 @@ const std::vector<std::string> kWhenKeys = {"if", "layouts"};
 const std::vector<std::string> kArgKinds = {"tensor",    "workspace", "shape",
                                             "attribute", "scalar",    "stride"};
 const std::vector<std::string> kWorkspaceKeys = {"name", "dtype", "shape", "zero"};
-const std::vector<std::string> kGuardKeys = {"dtypes", "ranks", "shapes", "layouts", "variants"};
+const std::vector<std::string> kGuardKeys = {"dtypes", "ranks", "shapes", "layouts", "variants", "unmatched"};
 const std::vector<std::string> kRangeKeys = {"min", "max", "multiple_of"};
 const std::vector<std::string> kVariantKeys = {"dims", "dtype", "calls"};
 constexpr std::size_t kMaxLaunches = 16;
@@ -1469,6 +1475,14 @@ class Checker {
     if (auto it = g->find("layouts"); it != g->end())
       m_.guard.layouts = layouts_at("guard.layouts", *it);
     check_variants(*g);
+    if (auto it = g->find("unmatched"); it != g->end()) {
+      if (it->is_string() && (*it == "fallback" || *it == "error"))
+        m_.guard.unmatched_fallback = *it == "fallback";
+      else
+        problem("guard.unmatched",
+                "expected \"error\" (a call inside the guard that no launch's \"when\" matches is a failure, the "
+                "default) or \"fallback\" (such a call runs the reference), found " + describe(*it));
+    }
   }
 
   std::optional<int64_t> int_at(const json& obj, const std::string& field, const std::string& key,

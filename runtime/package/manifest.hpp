@@ -160,7 +160,16 @@ struct Guard {
   std::map<std::string, ShapeRange> shapes;  ///< per shape symbol
   std::vector<Layout> layouts{Layout::contiguous};
   std::vector<Variant> variants;
+  /// "unmatched": "fallback": a call inside the guard that no launch's "when" matches runs the
+  /// reference (it is outside the guard). Default ("error"): such a call is a failure that names
+  /// the conditions, since the kernel would leave the outputs unwritten.
+  bool unmatched_fallback = false;
 };
+
+/// Whether `launch` runs for a call with these symbol values (dtype_size and integer attributes
+/// included) and layout: its "when" layouts list the layout and its "if" is non-zero. Throws
+/// Error when the "if" cannot be evaluated.
+bool launch_runs(const Launch& launch, const SymbolValues& values, Layout layout);
 
 /// A parsed and checked kgate.json.
 struct PackageManifest {

@@ -167,6 +167,21 @@ std::string guard_violation(const PackageManifest& manifest, DType dtype,
     if (r.multiple_of > 1 && v % r.multiple_of != 0)
       return at + " is not a multiple of " + field + ".multiple_of=" + std::to_string(r.multiple_of);
   }
+  if (g.unmatched_fallback && !manifest.launches.empty()) {  // no launch for the call: the reference runs
+    SymbolValues values(dims.begin(), dims.end());
+    for (const auto& a : manifest.attributes)
+      if (a.is_integer) values[a.name] = static_cast<int64_t>(a.value);
+    values[kDtypeSizeSymbol] = static_cast<int64_t>(dtype_size(dtype));
+    bool any = false;
+    for (const auto& l : manifest.launches) {
+      try {
+        any = any || launch_runs(l, values, layout);
+      } catch (const Error&) {
+        any = true;  // the planner reports the expression's error
+      }
+    }
+    if (!any) return "no launch's \"when\" matches the call (guard.unmatched: fallback)";
+  }
   return {};
 }
 
@@ -529,6 +544,13 @@ class LaunchPlanner {
       else
         plan.skipped.push_back(i);
     }
+    // No launch for a call whose outputs hold elements: the kernel would leave them unwritten.
+    bool outputs_empty = true;
+    for (const auto& o : call_.outputs) outputs_empty = outputs_empty && o.numel() == 0;
+    if (plan.launches.empty() && !m_.launches.empty() && !outputs_empty)
+      fail("launches", "no launch runs for this call, so its outputs would stay unwritten: " + missed_conditions() +
+                           ". Widen a launch's \"when\", or set guard.unmatched to \"fallback\" so that such calls "
+                           "run the reference");
     return plan;
   }
 
@@ -558,6 +580,21 @@ class LaunchPlanner {
     if (!w.layouts.empty() && std::find(w.layouts.begin(), w.layouts.end(), layout_) == w.layouts.end())
       return false;
     return !w.if_expr || eval(launch_field(i) + ".when.if", *w.if_expr) != 0;
+  }
+
+  /// Why each launch did not run for this call: `launches[0].when.if "N <= 32" is 0`.
+  std::string missed_conditions() const {
+    std::string out;
+    for (std::size_t i = 0; i < m_.launches.size() && i < 8; ++i) {
+      const LaunchCondition& w = m_.launches[i].when;
+      out += out.empty() ? "" : "; ";
+      if (!w.layouts.empty() && std::find(w.layouts.begin(), w.layouts.end(), layout_) == w.layouts.end())
+        out += launch_field(i) + ".when.layouts does not list " + layout_name(layout_);
+      else if (w.if_expr)
+        out += launch_field(i) + ".when.if \"" + w.if_expr->text() + "\" is 0";
+    }
+    if (m_.launches.size() > 8) out += "; and " + std::to_string(m_.launches.size() - 8) + " more";
+    return out;
   }
 
   PlannedWorkspace workspace(std::size_t w) const {

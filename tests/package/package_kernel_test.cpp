@@ -498,6 +498,47 @@ TEST_F(PackageKernelTest, LaunchesRunWhenTheirConditionHolds) {
   EXPECT_EQ(plan.symbols, (SymbolValues{{"B", 3}, {"N", 1024}, {"dim", -1}}));
 }
 
+TEST_F(PackageKernelTest, ACallNoLaunchMatchesFailsNamingTheConditions) {
+  json m = dispatch_manifest();
+  m["launches"].erase(1);  // no launch for rows that are not whole vectors
+  const std::string e = plan_error(m, call_of(3, 1028));
+  EXPECT_NE(e.find("launches: no launch runs for this call, so its outputs would stay unwritten: "
+                   "launches[0].when.if \"N <= 1024 && N % (16 / dtype_size) == 0\" is 0; "
+                   "launches[1].when.layouts does not list contiguous"),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find("set guard.unmatched to \"fallback\""), std::string::npos) << e;
+  EXPECT_NE(e.find("[B=3, N=1028"), std::string::npos) << e;
+  // Without elements to write there is nothing to miss.
+  const auto manifest = load(m);
+  EXPECT_TRUE(plan_launches(manifest, testing::softmax_op(), kLowered, call_of(0, 1028)).launches.empty());
+  EXPECT_EQ(call_guard_violation(manifest, testing::softmax_op(), call_of(3, 1028)), "");
+}
+
+TEST_F(PackageKernelTest, UnmatchedFallbackPutsTheCallOutsideTheGuard) {
+  json m = dispatch_manifest();
+  m["launches"].erase(1);
+  m["guard"]["unmatched"] = "fallback";
+  const auto manifest = load(m);
+  const auto& op = testing::softmax_op();
+  EXPECT_EQ(call_guard_violation(manifest, op, call_of(3, 1028)),
+            "no launch's \"when\" matches the call (guard.unmatched: fallback)");
+  EXPECT_EQ(call_guard_violation(manifest, op, call_of(3, 1024)), "");
+  Case c;
+  c.op = "softmax";
+  c.dtype = DType::f32;
+  c.layout = kgate::Layout::contiguous;
+  c.dims = {{"B", 3}, {"N", 1028}};
+  EXPECT_EQ(case_guard_violation(manifest, op, c), "no launch's \"when\" matches the call (guard.unmatched: fallback)");
+  c.dims = {{"B", 3}, {"N", 1016}};
+  EXPECT_EQ(case_guard_violation(manifest, op, c), "");
+  m["guard"]["unmatched"] = "ignore";
+  pkg.write_json("kgate.json", m);
+  const auto problems = check_manifest(pkg.path(), testing::catalogue_options());
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0].field, "guard.unmatched");
+}
+
 TEST_F(PackageKernelTest, StrideArgumentsAreTheCallsStrides) {
   const auto manifest = load(dispatch_manifest());
   KernelCall strided = call_of(3, 1000);
