@@ -153,6 +153,9 @@ if has sandbox; then
     "$here/kernels/quantize_int8/package" "$here/kernels/softmax/package" --out "$out/sandbox" > "$out/sandbox.log" 2>&1
   note "sandboxed workers (--require-sandbox; in-tree kernels, TorchScript references, a package): exit $?; $(grep -o '"sandbox": "[^"]*"' "$out/sandbox/report.json" | head -1)"
   sed -n '/^kernel /,/^$/p' "$out/sandbox.log" | head -8
+  # A package typed and sized by macros: six translation units (three dtypes by two block sizes).
+  "$kgate" check "$here/tests/packages/softmax_macro" --no-speed --out "$out/macro" > "$out/macro.log" 2>&1
+  note "softmax_macro_pkg (per-dtype and per-launch -D, 6 CUBINs): exit $?; $(grep -E '^softmax_macro_pkg' "$out/macro.log" | head -1)"
   (cd "$build" && ctest -R 'cli.worker_sandbox' --output-on-failure > "$out/sandbox-ctest.log" 2>&1)
   note "cli.worker_sandbox: exit $?"
   "$build/tests/package/kgate.test.package" --gtest_filter='RunSandbox.*' > "$out/sandbox-gtest.log" 2>&1

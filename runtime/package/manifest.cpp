@@ -79,6 +79,37 @@ bool launch_runs(const Launch& launch, const SymbolValues& values, Layout layout
   return !launch.when.if_expr || launch.when.if_expr->evaluate(values) != 0;
 }
 
+std::vector<CompileUnit> compile_units(const PackageManifest& m) {
+  bool extra = !m.nvrtc_options_for_dtype.empty();
+  for (const auto& l : m.launches) extra = extra || !l.nvrtc_options.empty();
+  if (!extra) {  // one translation unit, as a package without per-dtype or per-launch options has always had
+    CompileUnit u;
+    u.name_expressions = m.name_expressions();
+    for (DType d : m.guard.dtypes)
+      for (std::size_t i = 0; i < m.launches.size(); ++i) u.launches.emplace_back(d, i);
+    return {u};
+  }
+  std::vector<CompileUnit> units;
+  for (DType d : m.guard.dtypes) {
+    for (std::size_t i = 0; i < m.launches.size(); ++i) {
+      std::vector<std::string> options;
+      if (auto it = m.nvrtc_options_for_dtype.find(d); it != m.nvrtc_options_for_dtype.end()) options = it->second;
+      options.insert(options.end(), m.launches[i].nvrtc_options.begin(), m.launches[i].nvrtc_options.end());
+      auto u = std::find_if(units.begin(), units.end(), [&](const CompileUnit& c) { return c.options == options; });
+      if (u == units.end()) {
+        units.push_back({options, {}, {}});
+        u = units.end() - 1;
+      }
+      const std::string name = m.launches[i].kernel_name(d);
+      if (!name.empty() && std::find(u->name_expressions.begin(), u->name_expressions.end(), name) == u->name_expressions.end())
+        u->name_expressions.push_back(name);
+      u->launches.emplace_back(d, i);
+    }
+  }
+  for (auto& u : units) std::sort(u.name_expressions.begin(), u.name_expressions.end());
+  return units;
+}
+
 std::vector<std::string> PackageManifest::name_expressions() const {
   std::set<std::string> names;
   for (const auto& l : launches) {
@@ -113,9 +144,11 @@ namespace {
 const std::vector<std::string> kTopKeys = {
     "format",       "name",          "version", "op",        "description", "attributes", "sources",
     "include_dirs", "nvrtc_options", "symbols", "workspace", "launches",    "guard",      "op_file",
-    "launch_defaults"};
-const std::vector<std::string> kLaunchKeys = {"kernel", "grid", "block", "shared_mem", "args", "when", "for_each"};
-const std::vector<std::string> kLaunchDefaultKeys = {"kernel", "grid", "block", "shared_mem", "args", "when"};
+    "launch_defaults", "nvrtc_options_for_dtype"};
+const std::vector<std::string> kLaunchKeys = {"kernel", "grid", "block", "shared_mem", "args", "when", "nvrtc_options",
+                                              "for_each"};
+const std::vector<std::string> kLaunchDefaultKeys = {"kernel", "grid", "block", "shared_mem", "args", "when",
+                                                     "nvrtc_options"};
 const std::vector<std::string> kWhenKeys = {"if", "layouts"};
 const std::vector<std::string> kArgKinds = {"tensor",    "workspace", "shape",
                                             "attribute", "scalar",    "stride"};
@@ -282,6 +315,7 @@ class Checker {
     check_include_dirs(doc);
     check_nvrtc_options(doc);
     check_guard_dtypes(doc);
+    check_dtype_options(doc);
     check_symbols(doc);
     declare_expression_names();
     check_workspace(doc);
@@ -614,30 +648,52 @@ class Checker {
 
   void check_nvrtc_options(const json& doc) {
     auto it = doc.find("nvrtc_options");
-    if (it == doc.end()) return;
-    if (!it->is_array()) {
-      problem("nvrtc_options",
-              "expected an array of option strings such as [\"-std=c++17\"], "
-              "found " +
-                  describe(*it));
-      return;
+    if (it != doc.end()) m_.nvrtc_options = option_list(*it, "nvrtc_options");
+  }
+
+  /// An array of NVRTC options from the allow-list; the good ones are returned, the others reported.
+  std::vector<std::string> option_list(const json& v, const std::string& field) {
+    std::vector<std::string> out;
+    if (!v.is_array()) {
+      problem(field, "expected an array of option strings such as [\"-std=c++17\"], found " + describe(v));
+      return out;
     }
-    if (it->size() > kMaxOptions) {
-      problem("nvrtc_options", "expected at most " + std::to_string(kMaxOptions) +
-                                   " options, found " + std::to_string(it->size()));
-      return;
+    if (v.size() > kMaxOptions) {
+      problem(field, "expected at most " + std::to_string(kMaxOptions) + " options, found " + std::to_string(v.size()));
+      return out;
     }
-    for (std::size_t i = 0; i < it->size(); ++i) {
-      const json& v = (*it)[i];
-      if (!v.is_string()) {
-        problem(at("nvrtc_options", i), "expected an option string, found " + describe(v));
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      if (!v[i].is_string()) {
+        problem(at(field, i), "expected an option string, found " + describe(v[i]));
         continue;
       }
-      const std::string err = nvrtc_option_problem(v.get<std::string>());
+      const std::string err = nvrtc_option_problem(v[i].get<std::string>());
       if (!err.empty())
-        problem(at("nvrtc_options", i), err);
+        problem(at(field, i), err);
       else
-        m_.nvrtc_options.push_back(v.get<std::string>());
+        out.push_back(v[i].get<std::string>());
+    }
+    return out;
+  }
+
+  /// "nvrtc_options_for_dtype": {"bf16": ["-DENABLE_BF16"]}: options of the dtype's compile only.
+  void check_dtype_options(const json& doc) {
+    auto it = doc.find("nvrtc_options_for_dtype");
+    if (it == doc.end()) return;
+    if (!it->is_object() || it->empty()) {
+      problem("nvrtc_options_for_dtype", "expected an object of option arrays per dtype, such as {\"bf16\": "
+                                         "[\"-DENABLE_BF16\"]}, found " + describe(*it));
+      return;
+    }
+    for (auto e = it->begin(); e != it->end(); ++e) {
+      const std::string field = sub("nvrtc_options_for_dtype", e.key());
+      auto d = dtype_at(field, json(e.key()), true);
+      if (!d) continue;
+      if (std::find(m_.guard.dtypes.begin(), m_.guard.dtypes.end(), *d) == m_.guard.dtypes.end()) {
+        problem(field, json_quote(e.key()) + " is not in guard.dtypes: its options would never be used");
+        continue;
+      }
+      m_.nvrtc_options_for_dtype[*d] = option_list(*e, field);
     }
   }
 
@@ -1248,7 +1304,7 @@ class Checker {
     if (auto d = doc.find("launch_defaults"); d != doc.end()) {
       if (!d->is_object()) {
         problem("launch_defaults", "expected an object with launch keys (kernel, grid, block, shared_mem, args, "
-                                   "when) that launches omitting them take, found " + describe(*d));
+                                   "when, nvrtc_options) that launches omitting them take, found " + describe(*d));
       } else {
         unknown_keys(*d, "launch_defaults", kLaunchDefaultKeys);
         for (const auto& k : kLaunchDefaultKeys)
@@ -1308,6 +1364,7 @@ class Checker {
           check_arg((*args)[j], at(sub(field, "args"), j), launch);
       }
       if (auto w = l.find("when"); w != l.end()) check_when(*w, sub(field, "when"), launch);
+      if (auto o = l.find("nvrtc_options"); o != l.end()) launch.nvrtc_options = option_list(*o, sub(field, "nvrtc_options"));
       check_launch_settings(launch, field);
       launch.field = field;
       m_.launches.push_back(std::move(launch));

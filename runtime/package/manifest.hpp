@@ -131,6 +131,9 @@ struct Launch {
   Expr shared_mem;          ///< dynamic shared memory bytes
   std::vector<KernelArg> args;
   LaunchCondition when;
+  /// NVRTC options of this launch's compile only ("-DVPT=4"): launches (and dtypes) with different
+  /// options are compiled apart (compile_units).
+  std::vector<std::string> nvrtc_options;
   /// Where it is written, for messages: "launches[3]", or "launches[3]{VPT=4}" for one binding of
   /// a "for_each".
   std::string field;
@@ -185,6 +188,8 @@ struct PackageManifest {
   std::vector<std::string> sources;       ///< package-relative paths, as written
   std::vector<std::string> include_dirs;  ///< package-relative paths, as written
   std::vector<std::string> nvrtc_options;
+  /// Options of one dtype's compile only ("nvrtc_options_for_dtype": {"bf16": ["-DENABLE_BF16"]}).
+  std::map<DType, std::vector<std::string>> nvrtc_options_for_dtype;
   std::vector<SymbolBinding> symbols;
   std::vector<Workspace> workspace;
   std::vector<Launch> launches;
@@ -195,6 +200,19 @@ struct PackageManifest {
   /// The declared attribute of that name, or nullptr.
   const Attribute* attribute(const std::string& attribute_name) const;
 };
+
+/// One translation unit of a package: the options it adds to "nvrtc_options" (its dtype's
+/// nvrtc_options_for_dtype, then its launches' own), the kernel name expressions it instantiates,
+/// and the (dtype, launch index) pairs whose kernels come from it.
+struct CompileUnit {
+  std::vector<std::string> options;
+  std::vector<std::string> name_expressions;
+  std::vector<std::pair<DType, std::size_t>> launches;
+};
+
+/// The package's translation units: one (without added options, every name expression) unless some
+/// dtype or launch has options of its own; then one per distinct option set, in order of first use.
+std::vector<CompileUnit> compile_units(const PackageManifest& manifest);
 
 /// One problem found in a package: `<file>: <field>: <message>`.
 struct ManifestProblem {

@@ -524,8 +524,11 @@ std::string nvrtc_version() {
   return std::to_string(major) + "." + std::to_string(minor);
 }
 
-bool try_compile_package(const PackageManifest& m, const CompileOptions& opt, CompileResult& r,
-                         ManifestProblem& problem) {
+namespace {
+
+/// Compiles one translation unit (the manifest's sources, options and name expressions).
+bool try_compile_unit(const PackageManifest& m, const CompileOptions& opt, CompileResult& r,
+                      ManifestProblem& problem) {
   const auto t0 = std::chrono::steady_clock::now();
   r = CompileResult{};
   static const std::regex arch_re("sm_[0-9]{2,3}[af]?");
@@ -581,6 +584,55 @@ bool try_compile_package(const PackageManifest& m, const CompileOptions& opt, Co
       r.cache_entry = cubin_path;
   }
   r.total_seconds = seconds_since(t0);
+  return true;
+}
+
+}  // namespace
+
+bool try_compile_package(const PackageManifest& m, const CompileOptions& opt, CompileResult& r,
+                         ManifestProblem& problem) {
+  const auto units = compile_units(m);
+  if (units.size() == 1 && units.front().options.empty()) return try_compile_unit(m, opt, r, problem);
+  r = CompileResult{};
+  for (std::size_t u = 0; u < units.size(); ++u) {
+    // The unit as a package of its own: its options added, its kernels only.
+    PackageManifest unit = m;
+    unit.nvrtc_options.insert(unit.nvrtc_options.end(), units[u].options.begin(), units[u].options.end());
+    unit.nvrtc_options_for_dtype.clear();
+    unit.launches.clear();
+    for (const auto& name : units[u].name_expressions) {
+      Launch l;
+      l.kernel = name;
+      unit.launches.push_back(std::move(l));
+    }
+    CompileResult part;
+    if (!try_compile_unit(unit, opt, part, problem)) {
+      std::string opts;
+      for (const auto& o : units[u].options) opts += (opts.empty() ? "" : " ") + o;
+      problem.message = "(compiled with " + (opts.empty() ? std::string("no added options") : opts) + ") " + problem.message;
+      return false;
+    }
+    if (u == 0) {
+      r.cubin = part.cubin;
+      r.key = part.key;
+      r.cache_entry = part.cache_entry;
+      r.cache_hit = true;
+      r.sandbox = part.sandbox;
+      r.sandbox_detail = part.sandbox_detail;
+    }
+    r.cache_hit = r.cache_hit && part.cache_hit;
+    if (!part.cache_hit) {
+      r.sandbox = part.sandbox;
+      r.sandbox_detail = part.sandbox_detail;
+    }
+    r.compile_seconds += part.compile_seconds;
+    r.total_seconds += part.total_seconds;
+    if (!part.log.empty()) r.log += part.log;
+    if (r.options.empty()) r.options = part.options;
+    for (const auto& [name, lowered] : part.lowered_names) r.lowered_names[name] = lowered;
+    for (const auto& dl : units[u].launches) r.unit_of[dl] = u;
+    r.units.push_back(std::move(part));
+  }
   return true;
 }
 

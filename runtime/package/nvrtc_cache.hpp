@@ -65,6 +65,12 @@ struct CompileResult {
   /// How the compile was confined (meaningless on a cache hit), and why not better.
   SandboxKind sandbox = SandboxKind::none;
   std::string sandbox_detail;
+  /// A package of several translation units (compile_units: per-dtype or per-launch options): each
+  /// unit's result, in compile_units order; the fields above then hold the first unit's CUBIN and
+  /// key, every unit's lowered names, and the sums of the times. Empty for a package of one unit.
+  std::vector<CompileResult> units;
+  /// With units: the unit whose CUBIN holds the kernel of (dtype, launch index).
+  std::map<std::pair<DType, std::size_t>, std::size_t> unit_of;
 };
 
 /// $KGATE_CACHE_DIR, else $XDG_CACHE_HOME/kgate, else $HOME/.cache/kgate, else kgate-cache-<uid> in

@@ -819,9 +819,11 @@ namespace {
 struct PackageState {
   PackageManifest manifest;
   OpSignature op;
-  std::string cubin;
-  std::map<std::string, std::string> lowered_names;
-  std::string key;  ///< identifies the CUBIN in the module cache
+  std::map<std::string, std::string> lowered_names;  ///< of every unit
+  /// One CUBIN per translation unit (one for most packages), each with the key that identifies it
+  /// in the module cache.
+  std::vector<std::pair<std::string, std::string>> units;  ///< (key, CUBIN)
+  std::map<std::pair<DType, std::size_t>, std::size_t> unit_of;  ///< (dtype, launch) -> unit; empty: 0
 };
 
 /// A CUBIN loaded into one context, with its function handles.
@@ -963,14 +965,24 @@ void launch_package(const PackageState& state, const KernelCall& call) {
   with_context("package " + name, [&] {
     std::lock_guard<std::mutex> lock(module_cache().mutex);
     const CUcontext ctx = current_context(api);
-    LoadedModule& loaded = module_cache().modules[{state.key, ctx}];
-    if (!loaded.module) {
-      with_context("loading its CUBIN (" + std::to_string(state.cubin.size()) + " bytes)",
-                   [&] { KGATE_DRIVER_CALL(api.ModuleLoadData(&loaded.module, state.cubin.data())); });
-    }
     for (std::size_t i = 0; i < plan.launches.size(); ++i) {
       const PlannedLaunch& l = plan.launches[i];
       const std::string where = l.field + " (" + l.name_expression + ")";
+      // The translation unit that holds this launch's kernel for the call's dtype.
+      std::size_t u = 0;
+      if (!state.unit_of.empty()) {
+        const auto it = state.unit_of.find({plan.dtype, l.index});
+        if (it == state.unit_of.end())
+          throw Error(ErrorKind::internal, "package " + name + ": no compile unit for " + where + " and dtype " +
+                                               dtype_name(plan.dtype));
+        u = it->second;
+      }
+      const auto& [key, cubin] = state.units.at(u);
+      LoadedModule& loaded = module_cache().modules[{key, ctx}];
+      if (!loaded.module) {
+        with_context("loading its CUBIN (" + std::to_string(cubin.size()) + " bytes)",
+                     [&] { KGATE_DRIVER_CALL(api.ModuleLoadData(&loaded.module, cubin.data())); });
+      }
       CUfunction& f = loaded.functions[l.lowered_name];
       if (!f)
         with_context(where, [&] { KGATE_DRIVER_CALL(api.ModuleGetFunction(&f, loaded.module, l.lowered_name.c_str())); });
@@ -1042,9 +1054,13 @@ KernelInfo make_package_kernel(const PackageManifest& manifest, const CompileRes
   auto state = std::make_shared<PackageState>();
   state->manifest = manifest;
   state->op = op;
-  state->cubin = compiled.cubin;
   state->lowered_names = compiled.lowered_names;
-  state->key = compiled.key.empty() ? sha256_hex(compiled.cubin) : compiled.key;
+  if (compiled.units.empty()) {
+    state->units.emplace_back(compiled.key.empty() ? sha256_hex(compiled.cubin) : compiled.key, compiled.cubin);
+  } else {
+    for (const auto& u : compiled.units) state->units.emplace_back(u.key.empty() ? sha256_hex(u.cubin) : u.key, u.cubin);
+    state->unit_of = compiled.unit_of;
+  }
   std::shared_ptr<const PackageState> shared = state;
 
   KernelInfo k;

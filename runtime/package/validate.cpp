@@ -35,9 +35,11 @@ std::string format_summary(const ValidationReport& report) {
     char seconds[32];
     std::snprintf(seconds, sizeof seconds, "%.2f",
                   c.cache_hit ? c.total_seconds : c.compile_seconds);
-    out += c.cache_hit ? "; cached CUBIN for " + arch + " (" + seconds + " s)"
-                       : "; compiled for " + arch + " in " + seconds + " s (sandbox: " +
-                             sandbox_kind_name(c.sandbox) + ")";
+    const std::string cubins = c.units.size() > 1 ? std::to_string(c.units.size()) + " CUBINs" : "CUBIN";
+    out += c.cache_hit ? "; cached " + cubins + " for " + arch + " (" + seconds + " s)"
+                       : "; compiled for " + arch + " in " + seconds + " s (" +
+                             (c.units.size() > 1 ? std::to_string(c.units.size()) + " translation units, " : "") +
+                             "sandbox: " + sandbox_kind_name(c.sandbox) + ")";
   }
   return out;
 }

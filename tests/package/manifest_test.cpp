@@ -30,7 +30,7 @@ __global__ void k(const T* x, T* y, long long n) {
 
 const char* const kTopKeyList =
     "format, name, version, op, description, attributes, sources, include_dirs, nvrtc_options, "
-    "symbols, workspace, launches, guard, op_file, launch_defaults";
+    "symbols, workspace, launches, guard, op_file, launch_defaults, nvrtc_options_for_dtype";
 
 /// A minimal valid manifest for softmax; each test breaks one thing.
 json base_manifest() {
@@ -278,7 +278,7 @@ TEST_F(ManifestTest, KernelTypoInLaunch) {
                              line("launches[0].kernal",
                                   "unknown key \"kernal\"; did you mean \"kernel\"? "
                                   "expected one of: kernel, grid, block, shared_mem, "
-                                  "args, when, for_each"),
+                                  "args, when, nvrtc_options, for_each"),
                              line("launches[0].kernel",
                                   "missing; expected a kernel name expression such as "
                                   "\"softmax_rows<float>\", or an object of them per dtype such as "
@@ -911,6 +911,38 @@ TEST_F(ManifestTest, ForEachProblemsNameTheBinding) {
   EXPECT_NE(only_problem(m).find("launches[0].grid[0]"), std::string::npos);
 }
 
+TEST_F(ManifestTest, OptionsPerDtypeAndPerLaunchAreChecked) {
+  json m = base_manifest();
+  m["guard"]["dtypes"] = {"f32", "f16"};
+  m["launches"][0]["kernel"] = "k";
+  m["nvrtc_options_for_dtype"] = {{"f16", {"-DHALF"}}, {"f32", {"-DFLOAT=1"}}};
+  m["launches"][0]["nvrtc_options"] = {"-DTILE=4"};
+  PackageManifest out;
+  ASSERT_EQ(problems(m, &out), std::vector<std::string>{});
+  EXPECT_EQ(out.nvrtc_options_for_dtype.at(DType::f16), std::vector<std::string>{"-DHALF"});
+  EXPECT_EQ(out.launches[0].nvrtc_options, std::vector<std::string>{"-DTILE=4"});
+  const auto units = compile_units(out);
+  ASSERT_EQ(units.size(), 2u);
+  EXPECT_EQ(units[0].options, (std::vector<std::string>{"-DFLOAT=1", "-DTILE=4"}));
+  EXPECT_EQ(units[1].name_expressions, std::vector<std::string>{"k"});
+
+  m["nvrtc_options_for_dtype"] = {{"bf16", {"-DB"}}};
+  EXPECT_EQ(only_problem(m), line("nvrtc_options_for_dtype.bf16",
+                                  "\"bf16\" is not in guard.dtypes: its options would never be used"));
+  m["nvrtc_options_for_dtype"] = {{"f16", {"-I/etc"}}};
+  EXPECT_NE(only_problem(m).find("nvrtc_options_for_dtype.f16[0]: "), std::string::npos);
+  m.erase("nvrtc_options_for_dtype");
+  m["launches"][0]["nvrtc_options"] = {"--include-path=/"};
+  EXPECT_NE(only_problem(m).find("launches[0].nvrtc_options[0]: "), std::string::npos);
+  // Without any, one unit: the package compiles as it always has.
+  PackageManifest base;
+  ASSERT_EQ(problems(base_manifest(), &base), std::vector<std::string>{});
+  const auto one = compile_units(base);
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_TRUE(one.front().options.empty());
+  EXPECT_EQ(one.front().name_expressions, base.name_expressions());
+}
+
 TEST_F(ManifestTest, LaunchDefaultsAreChecked) {
   json m = base_manifest();
   m["launch_defaults"] = {{"grdi", {"B"}}};
@@ -1085,8 +1117,8 @@ TEST(ManifestSchema, DescribesTheSameTopLevelKeys) {
   std::sort(keys.begin(), keys.end());
   EXPECT_EQ(keys, (std::vector<std::string>{"attributes", "description", "format", "guard",
                                             "include_dirs", "launch_defaults", "launches", "name",
-                                            "nvrtc_options", "op", "op_file", "sources", "symbols", "version",
-                                            "workspace"}));
+                                            "nvrtc_options", "nvrtc_options_for_dtype", "op", "op_file", "sources",
+                                            "symbols", "version", "workspace"}));
   EXPECT_EQ(schema.at("required"), json::parse(R"J(["format", "name", "version", "op", "sources",
                                                    "launches", "guard"])J"));
   // Launch keys and argument kinds as the checker knows them.
@@ -1095,7 +1127,7 @@ TEST(ManifestSchema, DescribesTheSameTopLevelKeys) {
     launch_keys.push_back(item.key());
   std::sort(launch_keys.begin(), launch_keys.end());
   EXPECT_EQ(launch_keys, (std::vector<std::string>{"args", "block", "for_each", "grid", "kernel",
-                                                   "shared_mem", "when"}));
+                                                   "nvrtc_options", "shared_mem", "when"}));
   std::vector<std::string> arg_kinds;
   for (const auto& variant : schema.at("$defs").at("arg").at("oneOf"))
     arg_kinds.push_back(variant.at("required").at(0).get<std::string>());

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <set>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -98,6 +99,59 @@ TEST(NvrtcCache, TinyKernelMissThenHit) {
   EXPECT_EQ(warm.key, cold.key);
   EXPECT_EQ(warm.cubin, cold.cubin);
   EXPECT_EQ(warm.lowered_names, cold.lowered_names);
+}
+
+TEST(NvrtcCache, PerDtypeAndPerLaunchOptionsCompileSeparateUnits) {
+  // A kernel typed and sized by macros: SCALAR per dtype, FACTOR per launch (a for_each).
+  TempDir pkg, cache;
+  pkg.write("macro.cu", R"J(
+#include <cuda_fp16.h>
+extern "C" __global__ void scale(const SCALAR* x, SCALAR* y, long long n) {
+  const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i < n) y[i] = SCALAR(float(x[i]) * FACTOR);
+}
+)J");
+  json m = tiny_manifest("macro.cu");
+  m["guard"]["dtypes"] = {"f32", "f16"};
+  m["nvrtc_options_for_dtype"] = {{"f32", {"-DSCALAR=float"}}, {"f16", {"-DSCALAR=__half"}}};
+  m["launches"][0]["kernel"] = "scale";
+  m["launches"][0]["for_each"] = {{"F", {2, 3}}};
+  m["launches"][0]["nvrtc_options"] = {"-DFACTOR={F}"};
+  m["launches"][0]["when"] = {{"if", "N % 2 == {F} - 2"}};
+  pkg.write_json("kgate.json", m);
+  const PackageManifest manifest = load_manifest(pkg.path());
+  const auto units = compile_units(manifest);
+  ASSERT_EQ(units.size(), 4u);
+  EXPECT_EQ(units[0].options, (std::vector<std::string>{"-DSCALAR=float", "-DFACTOR=2"}));
+  EXPECT_EQ(units[3].options, (std::vector<std::string>{"-DSCALAR=__half", "-DFACTOR=3"}));
+  EXPECT_EQ(units[1].launches, (std::vector<std::pair<DType, std::size_t>>{{DType::f32, 1}}));
+
+  const uint64_t before = nvrtc_compile_count();
+  const CompileResult cold = compile_package(manifest, options_in(cache));
+  EXPECT_EQ(nvrtc_compile_count(), before + 4);
+  ASSERT_EQ(cold.units.size(), 4u);
+  std::set<std::string> cubins;
+  for (const auto& u : cold.units) {
+    EXPECT_TRUE(is_elf(u.cubin));
+    cubins.insert(u.cubin);
+  }
+  EXPECT_EQ(cubins.size(), 4u) << "each option set is its own CUBIN";
+  EXPECT_EQ(cold.unit_of.at({DType::f16, 0}), 2u);
+  EXPECT_EQ(cold.unit_of.at({DType::f16, 1}), 3u);
+  EXPECT_EQ(cold.lowered_names.at("scale"), "scale");
+  EXPECT_EQ(cold.cubin, cold.units[0].cubin);
+  const CompileResult warm = compile_package(manifest, options_in(cache));
+  EXPECT_TRUE(warm.cache_hit);
+  EXPECT_EQ(nvrtc_compile_count(), before + 4);
+  EXPECT_EQ(warm.units.size(), 4u);
+
+  // A unit that does not compile names its options.
+  m["nvrtc_options_for_dtype"].erase("f16");
+  pkg.write_json("kgate.json", m);
+  ManifestProblem problem;
+  CompileResult r;
+  EXPECT_FALSE(try_compile_package(load_manifest(pkg.path()), options_in(cache), r, problem));
+  EXPECT_NE(problem.message.find("(compiled with -DFACTOR=2) "), std::string::npos) << problem.message;
 }
 
 TEST(NvrtcCache, ChangedInputsMiss) {
