@@ -2,7 +2,7 @@
 # Every GPU measurement in one command, for a GPU runner or a release check:
 #   ci/gpu-report.sh OUT_DIR [stage...]
 # Stages (default: build test gate mutants packages): build, test, gate, mutants, packages,
-# sweep, sandbox, lowprec, isolation, throughput, opfiles, newops, moreops, subdir, consumer, torchops, calibrate,
+# sweep, sandbox, precompiled, lowprec, isolation, throughput, opfiles, newops, moreops, subdir, consumer, torchops, calibrate,
 # power, ncu. Logs and reports go under OUT_DIR; a short summary is printed last.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -160,6 +160,14 @@ if has sandbox; then
   note "cli.worker_sandbox: exit $?"
   "$build/tests/package/kgate.test.package" --gtest_filter='RunSandbox.*' > "$out/sandbox-gtest.log" 2>&1
   note "RunSandbox gtests: exit $?; $(grep -E '^\[  (PASSED|FAILED|SKIPPED)' "$out/sandbox-gtest.log" | tr '\n' ' ')"
+fi
+if has precompiled; then
+  # Packages of kernels nvcc built ahead of time: a CUBIN for sm_90, PTX the driver compiles, a fatbin.
+  "$kgate" check "$build/tests/precompiled/softmax_pre_cubin" "$build/tests/precompiled/softmax_pre_ptx" \
+    "$build/tests/precompiled/softmax_pre_fatbin" \
+    --out "$out/precompiled" > "$out/precompiled.log" 2>&1
+  note "precompiled packages (CUBIN, PTX, fatbin; with speed): exit $?"
+  sed -n '/^kernel /,/^$/p' "$out/precompiled.log" | head -6
 fi
 if has lowprec; then
   # The f16/bf16 tolerance decision: every CUDA kernel swept under the old defaults (allclose for

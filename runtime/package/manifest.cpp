@@ -144,7 +144,7 @@ namespace {
 const std::vector<std::string> kTopKeys = {
     "format",       "name",          "version", "op",        "description", "attributes", "sources",
     "include_dirs", "nvrtc_options", "symbols", "workspace", "launches",    "guard",      "op_file",
-    "launch_defaults", "nvrtc_options_for_dtype"};
+    "launch_defaults", "nvrtc_options_for_dtype", "cubin", "fatbin", "ptx"};
 const std::vector<std::string> kLaunchKeys = {"kernel", "grid", "block", "shared_mem", "args", "when", "nvrtc_options",
                                               "for_each"};
 const std::vector<std::string> kLaunchDefaultKeys = {"kernel", "grid", "block", "shared_mem", "args", "when",
@@ -633,7 +633,45 @@ class Checker {
     return out;
   }
 
-  void check_sources(const json& doc) { m_.sources = check_paths(doc, "sources", false, true); }
+  void check_sources(const json& doc) {
+    check_binaries(doc);
+    const bool binaries = !m_.cubins.empty() || !m_.fatbin.empty() || !m_.ptx.empty();
+    m_.sources = check_paths(doc, "sources", false, !binaries);
+  }
+
+  /// "cubin": {"sm_90": "k.sm_90.cubin"}, "fatbin": "k.fatbin", "ptx": "k.ptx": precompiled kernels.
+  void check_binaries(const json& doc) {
+    const auto one = [&](const json& v, const std::string& field) -> std::string {
+      if (!v.is_string()) {
+        problem(field, "expected a path relative to the package, found " + describe(v));
+        return {};
+      }
+      const std::string err = package_path_problem(m_.dir, v.get<std::string>(), PathKind::binary, nullptr);
+      if (!err.empty()) {
+        problem(field, err);
+        return {};
+      }
+      return v.get<std::string>();
+    };
+    if (auto it = doc.find("cubin"); it != doc.end()) {
+      static const std::regex arch_re("sm_[0-9]{2,3}[af]?");
+      if (!it->is_object() || it->empty()) {
+        problem("cubin", "expected an object of CUBIN files per architecture, such as {\"sm_90\": "
+                         "\"kernels.sm_90.cubin\"}, found " + describe(*it));
+      } else {
+        for (auto e = it->begin(); e != it->end(); ++e) {
+          const std::string field = sub("cubin", e.key());
+          if (e.key().size() > 8 || !std::regex_match(e.key(), arch_re)) {
+            problem(field, "expected a real architecture such as \"sm_90\" as the key, found " + json_quote(e.key()));
+            continue;
+          }
+          if (auto path = one(*e, field); !path.empty()) m_.cubins[e.key()] = path;
+        }
+      }
+    }
+    if (auto it = doc.find("fatbin"); it != doc.end()) m_.fatbin = one(*it, "fatbin");
+    if (auto it = doc.find("ptx"); it != doc.end()) m_.ptx = one(*it, "ptx");
+  }
 
   void check_include_dirs(const json& doc) {
     m_.include_dirs = check_paths(doc, "include_dirs", true, false);

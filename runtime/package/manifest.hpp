@@ -27,6 +27,8 @@ inline constexpr const char* kPackageFormat = "kgate-package/1";
 inline constexpr const char* kManifestFileName = "kgate.json";
 /// Largest accepted source or header file (bytes).
 inline constexpr std::uintmax_t kMaxSourceBytes = 1u << 20;
+/// Largest accepted precompiled kernel file (CUBIN, fatbin or PTX; bytes).
+inline constexpr std::uintmax_t kMaxBinaryBytes = std::uintmax_t{256} << 20;
 /// Largest accepted manifest (bytes).
 inline constexpr std::uintmax_t kMaxManifestBytes = 1u << 20;
 /// Most files kgate reads from a package's include_dirs, and their largest total size (bytes).
@@ -185,7 +187,14 @@ struct PackageManifest {
   std::string op_file;  ///< the op file (kgate-op/1) the package carries for an op not built in ("" : none)
   std::string description;
   std::vector<Attribute> attributes;
-  std::vector<std::string> sources;       ///< package-relative paths, as written
+  std::vector<std::string> sources;       ///< package-relative paths, as written (may be empty with binaries)
+  /// Precompiled kernels, package-relative: a CUBIN per architecture ("cubin": {"sm_90": "k.cubin"}),
+  /// a fatbin and a PTX file. For a device of architecture A, kgate loads cubin[A], else the
+  /// fatbin, else the PTX (JIT-compiled by the driver), else compiles the sources. Kernel names
+  /// are then the symbols as they appear in the binary (extern "C" names, or mangled ones).
+  std::map<std::string, std::string> cubins;
+  std::string fatbin;
+  std::string ptx;
   std::vector<std::string> include_dirs;  ///< package-relative paths, as written
   std::vector<std::string> nvrtc_options;
   /// Options of one dtype's compile only ("nvrtc_options_for_dtype": {"bf16": ["-DENABLE_BF16"]}).

@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -33,6 +34,7 @@
 
 #include "core/error.hpp"
 #include "core/safe_text.hpp"
+#include "core/suggest.hpp"
 #include "runtime/cuda/check.hpp"
 #include "runtime/package/package_files.hpp"
 #include "runtime/package/nvrtc_worker.hpp"
@@ -587,11 +589,143 @@ bool try_compile_unit(const PackageManifest& m, const CompileOptions& opt, Compi
   return true;
 }
 
+uint64_t read_le(const std::string& img, std::size_t at, int bytes) {
+  uint64_t v = 0;
+  for (int i = bytes - 1; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(img[at + static_cast<std::size_t>(i)]);
+  return v;
+}
+
+/// Loads the precompiled kernel file chosen for `opt.arch`: true when one was loaded (or a problem
+/// found; `ok` says which), false when the package has none for it and its sources are compiled.
+bool load_precompiled(const PackageManifest& m, const CompileOptions& opt, CompileResult& r, ManifestProblem& problem,
+                      bool& ok) {
+  const std::string file = m.manifest_path.string();
+  std::string kind, field, rel;
+  if (auto it = m.cubins.find(opt.arch); it != m.cubins.end()) {
+    kind = "cubin", field = "cubin." + opt.arch, rel = it->second;
+  } else if (!m.fatbin.empty()) {
+    kind = "fatbin", field = "fatbin", rel = m.fatbin;
+  } else if (!m.ptx.empty()) {
+    kind = "ptx", field = "ptx", rel = m.ptx;
+  } else if (!m.cubins.empty() && m.sources.empty()) {
+    std::string archs;
+    for (const auto& [a, path] : m.cubins) archs += (archs.empty() ? "" : ", ") + a;
+    problem = {file, "cubin", "the package ships CUBINs for " + archs + " only, and no fatbin, PTX or sources; this GPU is " +
+                                  opt.arch + " (a CUBIN runs only on its own architecture): add \"" + opt.arch +
+                                  "\" to \"cubin\", a \"ptx\" file (the driver compiles it for any newer GPU), or \"sources\""};
+    ok = false;
+    return true;
+  } else {
+    return false;  // compile the sources
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  fs::path path;
+  if (const std::string err = package_path_problem(m.dir, rel, PathKind::binary, &path); !err.empty()) {
+    problem = {file, field, err};
+    ok = false;
+    return true;
+  }
+  std::string image = read_package_file(path);
+  std::vector<std::string> names;
+  bool names_known = true;
+  if (kind == "cubin") {
+    const auto found = elf_function_names(image);
+    if (!found) {
+      problem = {file, field, json_quote(rel) + " is not a CUBIN (an ELF64 image, as nvcc -cubin or cuobjdump -xelf "
+                                                 "writes); a fatbin goes under \"fatbin\", PTX under \"ptx\""};
+      ok = false;
+      return true;
+    }
+    names = *found;
+  } else if (kind == "ptx") {
+    names = ptx_entry_names(image);
+    if (names.empty()) {
+      problem = {file, field, json_quote(rel) + " holds no .entry: expected PTX text with the package's kernels"};
+      ok = false;
+      return true;
+    }
+    image.push_back('\0');  // cuModuleLoadData reads PTX as a C string
+  } else {
+    names_known = false;  // a fatbin's images may be compressed: the names are checked when it is loaded
+  }
+  for (const auto& expr : m.name_expressions()) {
+    if (names_known && std::find(names.begin(), names.end(), expr) == names.end()) {
+      std::string listed;
+      for (std::size_t i = 0; i < names.size() && i < 24; ++i) listed += (i ? ", " : "") + names[i];
+      const std::string guess = closest(expr, names);
+      problem = {file, field, "kernel " + json_quote(expr) + " is not in " + json_quote(rel) +
+                                  (guess.empty() ? "" : "; did you mean " + json_quote(guess) + "?") + " It holds: " +
+                                  listed + ". With a precompiled file, kernel names are its symbols (extern \"C\" "
+                                  "names, or mangled ones)"};
+      ok = false;
+      return true;
+    }
+    r.lowered_names[expr] = expr;
+  }
+  r.cubin = std::move(image);
+  r.precompiled = kind;
+  r.precompiled_path = rel;
+  r.key = sha256_hex(kind + "\n" + opt.arch + "\n" + r.cubin);
+  r.options = {"--gpu-architecture=" + opt.arch};
+  r.total_seconds = seconds_since(t0);
+  ok = true;
+  return true;
+}
+
 }  // namespace
+
+std::optional<std::vector<std::string>> elf_function_names(const std::string& img) {
+  if (img.size() < 64 || img.compare(0, 4, "\x7f" "ELF") != 0 || img[4] != 2 || img[5] != 1) return std::nullopt;
+  const uint64_t shoff = read_le(img, 0x28, 8), shentsize = read_le(img, 0x3A, 2), shnum = read_le(img, 0x3C, 2);
+  if (shentsize < 64 || shoff > img.size() || shnum > (img.size() - shoff) / shentsize) return std::nullopt;
+  const auto section = [&](uint64_t i, uint64_t field, int bytes) { return read_le(img, shoff + i * shentsize + field, bytes); };
+  std::vector<std::string> names;
+  for (uint64_t i = 0; i < shnum; ++i) {
+    if (section(i, 0x04, 4) != 2) continue;  // SHT_SYMTAB
+    const uint64_t off = section(i, 0x18, 8), size = section(i, 0x20, 8), link = section(i, 0x28, 4);
+    const uint64_t entsize = section(i, 0x38, 8);
+    if (link >= shnum || entsize < 24 || off > img.size() || size > img.size() - off) return std::nullopt;
+    const uint64_t str_off = section(link, 0x18, 8), str_size = section(link, 0x20, 8);
+    if (str_off > img.size() || str_size > img.size() - str_off) return std::nullopt;
+    for (uint64_t at = off; at + entsize <= off + size; at += entsize) {
+      if ((static_cast<unsigned char>(img[at + 4]) & 0xf) != 2) continue;  // STT_FUNC
+      const uint64_t name = read_le(img, at, 4);
+      if (name >= str_size) continue;
+      const std::size_t start = str_off + name;
+      const std::size_t end = img.find('\0', start);
+      if (end == std::string::npos || end > str_off + str_size) continue;
+      names.push_back(img.substr(start, end - start));
+    }
+  }
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
+}
+
+std::vector<std::string> ptx_entry_names(const std::string& ptx) {
+  std::vector<std::string> names;
+  for (std::size_t at = ptx.find(".entry"); at != std::string::npos; at = ptx.find(".entry", at + 6)) {
+    std::size_t p = at + 6;
+    while (p < ptx.size() && std::isspace(static_cast<unsigned char>(ptx[p]))) ++p;
+    std::size_t e = p;
+    while (e < ptx.size() && (std::isalnum(static_cast<unsigned char>(ptx[e])) || ptx[e] == '_' || ptx[e] == '$')) ++e;
+    if (e > p) names.push_back(ptx.substr(p, e - p));
+  }
+  return names;
+}
 
 bool try_compile_package(const PackageManifest& m, const CompileOptions& opt, CompileResult& r,
                          ManifestProblem& problem) {
+  static const std::regex arch_re("sm_[0-9]{2,3}[af]?");
+  if (!std::regex_match(opt.arch, arch_re))
+    throw Error(ErrorKind::usage, "GPU architecture " + json_quote(opt.arch) +
+                                      " is not valid; expected a real architecture such as "
+                                      "\"sm_90\" (a CUBIN is built, so compute_XY is refused)");
+  r = CompileResult{};
+  bool ok = false;
+  if (load_precompiled(m, opt, r, problem, ok)) return ok;
   const auto units = compile_units(m);
+
   if (units.size() == 1 && units.front().options.empty()) return try_compile_unit(m, opt, r, problem);
   r = CompileResult{};
   for (std::size_t u = 0; u < units.size(); ++u) {

@@ -65,6 +65,10 @@ struct CompileResult {
   /// How the compile was confined (meaningless on a cache hit), and why not better.
   SandboxKind sandbox = SandboxKind::none;
   std::string sandbox_detail;
+  /// Set when a precompiled kernel file was loaded instead of compiling: "cubin", "fatbin" or "ptx"
+  /// (`cubin` then holds that file's bytes, a PTX text NUL-terminated), and its package path.
+  std::string precompiled;
+  std::string precompiled_path;
   /// A package of several translation units (compile_units: per-dtype or per-launch options): each
   /// unit's result, in compile_units order; the fields above then hold the first unit's CUBIN and
   /// key, every unit's lowered names, and the sums of the times. Empty for a package of one unit.
@@ -78,11 +82,20 @@ struct CompileResult {
 /// nvrtc/. A cache directory that is writable by everyone or owned by another user is refused.
 std::filesystem::path default_cache_dir();
 
+/// The names of the function symbols of an ELF64 image (a CUBIN's kernels and device functions);
+/// nullopt when the image is not ELF64 or is malformed.
+std::optional<std::vector<std::string>> elf_function_names(const std::string& image);
+
+/// The names of a PTX text's kernels (.entry).
+std::vector<std::string> ptx_entry_names(const std::string& ptx);
+
 /// Compiles the package's sources (one translation unit; several sources are #included in manifest
 /// order) for `options.arch`, registering every launch's kernel name expression and returning the
 /// lowered names. Headers come from the manifest's include_dirs, read by kgate and handed to NVRTC
 /// in memory, so nothing outside the package is read. Throws Error(package) naming the manifest,
-/// the sources and carrying NVRTC's full log when compilation fails; Error(usage) for a bad arch or
+/// the sources and carrying NVRTC's full log when compilation fails; a package that ships a
+/// precompiled kernel file for the architecture (PackageManifest::cubins, fatbin, ptx) is loaded
+/// from it instead, its kernel names checked against the file's symbols; Error(usage) for a bad arch or
 /// an unusable cache directory.
 CompileResult compile_package(const PackageManifest& manifest, const CompileOptions& options = {});
 

@@ -70,14 +70,17 @@ std::string package_path_problem(const fs::path& root, const std::string& relati
            ", outside the package directory (through a symbolic link); expected a path inside it";
   if (kind == PathKind::directory && !fs::is_directory(canon, ec))
     return json_quote(relative) + " is not a directory; expected a directory of headers";
-  if (kind == PathKind::source) {
+  if (kind == PathKind::source || kind == PathKind::binary) {
+    const bool binary = kind == PathKind::binary;
     if (!fs::is_regular_file(canon, ec))
-      return json_quote(relative) + " is not a regular file; expected a CUDA source file";
+      return json_quote(relative) + " is not a regular file; expected " +
+             (binary ? "a CUBIN, fatbin or PTX file" : "a CUDA source file");
     const auto size = fs::file_size(canon, ec);
     if (ec) return json_quote(relative) + " cannot be read: " + ec.message();
-    if (size > kMaxSourceBytes)
+    const std::uintmax_t limit = binary ? kMaxBinaryBytes : kMaxSourceBytes;
+    if (size > limit)
       return json_quote(relative) + " has " + std::to_string(size) + " bytes; expected at most " +
-             std::to_string(kMaxSourceBytes) + " (1 MiB)";
+             std::to_string(limit) + (binary ? " (256 MiB)" : " (1 MiB)");
     if (std::string err = hard_link_problem(canon, relative); !err.empty()) return err;
   }
   if (resolved) *resolved = canon;

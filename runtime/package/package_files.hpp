@@ -12,6 +12,7 @@ namespace kgate::package {
 /// What a manifest path must name.
 enum class PathKind {
   source,     ///< a regular file of at most kMaxSourceBytes
+  binary,     ///< a regular file of at most kMaxBinaryBytes (a precompiled CUBIN, fatbin or PTX)
   directory,  ///< a directory
   any         ///< anything that exists
 };

@@ -35,6 +35,13 @@ std::string format_summary(const ValidationReport& report) {
     char seconds[32];
     std::snprintf(seconds, sizeof seconds, "%.2f",
                   c.cache_hit ? c.total_seconds : c.compile_seconds);
+    if (!c.precompiled.empty()) {
+      char ms[32];
+      std::snprintf(ms, sizeof ms, "%.2f", c.total_seconds);
+      return out + "; precompiled " + (c.precompiled == "ptx" ? "PTX" : c.precompiled) + " " + c.precompiled_path +
+             " for " + arch + (c.precompiled == "ptx" ? " (the driver compiles it when it is loaded)" : "") + " (" + ms +
+             " s)";
+    }
     const std::string cubins = c.units.size() > 1 ? std::to_string(c.units.size()) + " CUBINs" : "CUBIN";
     out += c.cache_hit ? "; cached " + cubins + " for " + arch + " (" + seconds + " s)"
                        : "; compiled for " + arch + " in " + seconds + " s (" +

@@ -30,7 +30,7 @@ __global__ void k(const T* x, T* y, long long n) {
 
 const char* const kTopKeyList =
     "format, name, version, op, description, attributes, sources, include_dirs, nvrtc_options, "
-    "symbols, workspace, launches, guard, op_file, launch_defaults, nvrtc_options_for_dtype";
+    "symbols, workspace, launches, guard, op_file, launch_defaults, nvrtc_options_for_dtype, cubin, fatbin, ptx";
 
 /// A minimal valid manifest for softmax; each test breaks one thing.
 json base_manifest() {
@@ -1115,12 +1115,12 @@ TEST(ManifestSchema, DescribesTheSameTopLevelKeys) {
   std::vector<std::string> keys;
   for (const auto& item : schema.at("properties").items()) keys.push_back(item.key());
   std::sort(keys.begin(), keys.end());
-  EXPECT_EQ(keys, (std::vector<std::string>{"attributes", "description", "format", "guard",
+  EXPECT_EQ(keys, (std::vector<std::string>{"attributes", "cubin", "description", "fatbin", "format", "guard",
                                             "include_dirs", "launch_defaults", "launches", "name",
-                                            "nvrtc_options", "nvrtc_options_for_dtype", "op", "op_file", "sources",
-                                            "symbols", "version", "workspace"}));
-  EXPECT_EQ(schema.at("required"), json::parse(R"J(["format", "name", "version", "op", "sources",
-                                                   "launches", "guard"])J"));
+                                            "nvrtc_options", "nvrtc_options_for_dtype", "op", "op_file", "ptx",
+                                            "sources", "symbols", "version", "workspace"}));
+  EXPECT_EQ(schema.at("required"), json::parse(R"J(["format", "name", "version", "op", "launches", "guard"])J"));
+  EXPECT_EQ(schema.at("anyOf").size(), 4u);  // sources, or a precompiled cubin, fatbin or ptx
   // Launch keys and argument kinds as the checker knows them.
   std::vector<std::string> launch_keys;
   for (const auto& item : schema.at("$defs").at("launch").at("properties").items())
