@@ -2,7 +2,7 @@
 # Every GPU measurement in one command, for a GPU runner or a release check:
 #   ci/gpu-report.sh OUT_DIR [stage...]
 # Stages (default: build test gate mutants packages): build, test, gate, mutants, packages,
-# sweep, sandbox, precompiled, lowprec, isolation, throughput, opfiles, newops, moreops, subdir, consumer, torchops, calibrate,
+# sweep, sandbox, precompiled, allpkgs, lowprec, isolation, throughput, opfiles, newops, moreops, subdir, consumer, torchops, calibrate,
 # power, ncu. Logs and reports go under OUT_DIR; a short summary is printed last.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -168,6 +168,18 @@ if has precompiled; then
     --out "$out/precompiled" > "$out/precompiled.log" 2>&1
   note "precompiled packages (CUBIN, PTX, fatbin; with speed): exit $?"
   sed -n '/^kernel /,/^$/p' "$out/precompiled.log" | head -6
+fi
+if has allpkgs; then
+  # Every in-tree package and the test packages, correctness only. Each launch's parameters as the
+  # driver reports them (cuFuncGetParamInfo) are compared with those kgate read from the CUBIN for
+  # validate: a disagreement is an internal error ("please report this").
+  pkgs=()
+  for d in "$here"/kernels/*/package*/ "$here"/tests/packages/softmax_macro/ "$build"/tests/precompiled/softmax_pre_*/; do
+    [ -f "$d/kgate.json" ] && pkgs+=("$d")
+  done
+  "$kgate" check "${pkgs[@]}" --no-speed --out "$out/allpkgs" > "$out/allpkgs.log" 2>&1
+  note "all packages (${#pkgs[@]}, --no-speed): exit $?; parameter-table disagreements: $(grep -c 'please report' "$out/allpkgs.log")"
+  sed -n '/^kernel /,/^$/p' "$out/allpkgs.log" | head -30
 fi
 if has lowprec; then
   # The f16/bf16 tolerance decision: every CUDA kernel swept under the old defaults (allclose for

@@ -528,6 +528,111 @@ std::string nvrtc_version() {
 
 namespace {
 
+/// The __global__ functions a package's sources and headers define (their names, unqualified).
+std::vector<std::string> global_function_names(const Inputs& in) {
+  std::vector<std::string> names;
+  auto scan = [&](const std::string& text) {
+    for (std::size_t at = text.find("__global__"); at != std::string::npos; at = text.find("__global__", at + 10)) {
+      // The identifier before the first '(' that is not an attribute's (__launch_bounds__(256)).
+      for (std::size_t from = at + 10, tries = 0; tries < 4; ++tries) {
+        const std::size_t paren = text.find('(', from);
+        if (paren == std::string::npos || paren - at > 400) break;
+        std::size_t e = paren;
+        while (e > at && std::isspace(static_cast<unsigned char>(text[e - 1]))) --e;
+        std::size_t b = e;
+        while (b > at && (std::isalnum(static_cast<unsigned char>(text[b - 1])) || text[b - 1] == '_')) --b;
+        const std::string id = text.substr(b, e - b);
+        if (id.rfind("__", 0) == 0) {  // an attribute: skip its arguments
+          const std::size_t close = text.find(')', paren);
+          if (close == std::string::npos) break;
+          from = close + 1;
+          continue;
+        }
+        if (!id.empty()) names.push_back(id);
+        break;
+      }
+    }
+  };
+  scan(in.main_source);
+  for (const auto& h : in.header_sources) scan(h);
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
+}
+
+/// "kgate_device::softmax_rows<float, 4>" -> "softmax_rows".
+std::string base_name(const std::string& expr) {
+  std::string s = expr.substr(0, expr.find('<'));
+  if (const auto colon = s.rfind("::"); colon != std::string::npos) s = s.substr(colon + 2);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
+  while (!s.empty() && (std::isspace(static_cast<unsigned char>(s.front())) || s.front() == '&')) s.erase(s.begin());
+  return s;
+}
+
+/// The launch fields (launches[i].kernel) whose kernel name expression, for some dtype, is `expr`.
+std::string launch_fields_of(const PackageManifest& m, const std::string& expr) {
+  std::string fields;
+  for (std::size_t i = 0; i < m.launches.size(); ++i) {
+    const Launch& l = m.launches[i];
+    bool uses = l.kernel == expr;
+    for (const auto& [d, name] : l.kernel_for_dtype) uses = uses || name == expr;
+    if (!uses) continue;
+    const std::string f = (l.field.empty() ? "launches[" + std::to_string(i) + "]" : l.field) + ".kernel";
+    if (fields.find(f) == std::string::npos) fields += (fields.empty() ? "" : ", ") + f;
+  }
+  return fields;
+}
+
+/// A compile that failed on a kernel name expression (NVRTC reports it in its generated
+/// __nv_name_map, with its internals) becomes a problem of the launch that names it, with a
+/// did-you-mean over the sources' __global__ functions.
+void name_problem(const PackageManifest& m, const Inputs& in, ManifestProblem& problem) {
+  const std::string& log = problem.message;
+  const auto map = log.find("__nv_name_map(");
+  if (map == std::string::npos) return;
+  const std::string pragma = "#pragma nv_mangled_name ";
+  const auto at = log.find(pragma, map);
+  if (at == std::string::npos) return;
+  const auto end = log.find('\n', at);
+  std::string expr = log.substr(at + pragma.size(), end == std::string::npos ? std::string::npos : end - at - pragma.size());
+  while (!expr.empty() && std::isspace(static_cast<unsigned char>(expr.back()))) expr.pop_back();
+  const std::string fields = launch_fields_of(m, expr);
+  if (fields.empty()) return;
+  const auto error_at = log.find("error: ", map);
+  const std::string nvrtc =
+      error_at == std::string::npos ? std::string() : log.substr(error_at + 7, log.find('\n', error_at) - error_at - 7);
+  const auto globals = global_function_names(in);
+  const std::string base = base_name(expr);
+  const std::string guess = closest(base, globals);
+  std::string listed;
+  for (std::size_t i = 0; i < globals.size() && i < 24; ++i) listed += (i ? ", " : "") + globals[i];
+  std::string message = "kernel " + json_quote(expr) + " does not name a kernel of the sources (NVRTC: " + nvrtc + ")";
+  if (!guess.empty() && guess != base) {
+    std::string fixed = expr;
+    fixed.replace(fixed.find(base), base.size(), guess);
+    message += "; did you mean " + json_quote(fixed) + "?";
+  }
+  message += globals.empty() ? " The sources define no __global__ function." : " Their __global__ functions: " + listed + ".";
+  problem.field = fields;
+  problem.message = message;
+}
+
+/// Every name expression must lower to a kernel: a __device__ variable lowers too, but cannot be
+/// launched. False (and a problem on the launch) when one names a symbol that is not a function.
+bool names_are_kernels(const PackageManifest& m, const CompileResult& r, ManifestProblem& problem) {
+  const auto functions = elf_function_names(r.cubin);
+  if (!functions) return true;  // not ELF: cannot tell
+  for (const auto& [expr, lowered] : r.lowered_names) {
+    if (std::binary_search(functions->begin(), functions->end(), lowered)) continue;
+    problem = {m.manifest_path.string(), launch_fields_of(m, expr),
+               "kernel " + json_quote(expr) + " is not a function in the compiled code (a __device__ variable, or a "
+               "__device__ function?); name a __global__ function"};
+    if (problem.field.empty()) problem.field = "launches";
+    return false;
+  }
+  return true;
+}
+
 /// Compiles one translation unit (the manifest's sources, options and name expressions).
 bool try_compile_unit(const PackageManifest& m, const CompileOptions& opt, CompileResult& r,
                       ManifestProblem& problem) {
@@ -565,7 +670,11 @@ bool try_compile_unit(const PackageManifest& m, const CompileOptions& opt, Compi
     r.lowered_names.clear();
   }
 
-  if (!compile(m, opt, in, r, problem)) return false;
+  if (!compile(m, opt, in, r, problem)) {
+    name_problem(m, in, problem);
+    return false;
+  }
+  if (!names_are_kernels(m, r, problem)) return false;
 
   if (mac_key) {
     const std::string digest = sha256_hex(r.cubin);
@@ -702,6 +811,85 @@ std::optional<std::vector<std::string>> elf_function_names(const std::string& im
   return names;
 }
 
+std::optional<std::map<std::string, std::vector<KernelParam>>> cubin_kernel_params(const std::string& img) {
+  if (img.size() < 64 || img.compare(0, 4, "\x7f" "ELF") != 0 || img[4] != 2 || img[5] != 1) return std::nullopt;
+  const uint64_t shoff = read_le(img, 0x28, 8), shentsize = read_le(img, 0x3A, 2), shnum = read_le(img, 0x3C, 2);
+  const uint64_t shstrndx = read_le(img, 0x3E, 2);
+  if (shentsize < 64 || shoff > img.size() || shnum > (img.size() - shoff) / shentsize || shstrndx >= shnum)
+    return std::nullopt;
+  const auto section = [&](uint64_t i, uint64_t field, int bytes) { return read_le(img, shoff + i * shentsize + field, bytes); };
+  const uint64_t names_off = section(shstrndx, 0x18, 8), names_size = section(shstrndx, 0x20, 8);
+  if (names_off > img.size() || names_size > img.size() - names_off) return std::nullopt;
+  std::map<std::string, std::vector<KernelParam>> out;
+  const std::string prefix = ".nv.info.";
+  for (uint64_t i = 0; i < shnum; ++i) {
+    const uint64_t name = section(i, 0x00, 4);
+    if (name >= names_size) continue;
+    const std::size_t end = img.find('\0', names_off + name);
+    if (end == std::string::npos) continue;
+    const std::string section_name = img.substr(names_off + name, end - names_off - name);
+    if (section_name.rfind(prefix, 0) != 0) continue;
+    const uint64_t off = section(i, 0x18, 8), size = section(i, 0x20, 8);
+    if (off > img.size() || size > img.size() - off) return std::nullopt;
+    // Records: format (1: no value, 2: a byte, 3: a half word; 4: a size-prefixed value) and attribute.
+    // EIATTR_KPARAM_INFO (0x17, 12 bytes): index u32, ordinal u16, offset u16, flags u32 whose bits
+    // 18 and up hold the parameter's size in bytes.
+    std::vector<KernelParam> params;
+    for (uint64_t at = off; at + 4 <= off + size;) {
+      const unsigned fmt = static_cast<unsigned char>(img[at]), attr = static_cast<unsigned char>(img[at + 1]);
+      if (fmt == 4) {
+        const uint64_t len = read_le(img, at + 2, 2);
+        if (at + 4 + len > off + size) break;
+        if (attr == 0x17 && len >= 12) {
+          KernelParam p;
+          p.ordinal = static_cast<uint32_t>(read_le(img, at + 8, 2));
+          p.offset = static_cast<uint32_t>(read_le(img, at + 10, 2));
+          p.size = static_cast<uint32_t>(read_le(img, at + 12, 4) >> 18);
+          params.push_back(p);
+        }
+        at += 4 + len;
+      } else if (fmt >= 1 && fmt <= 3) {
+        at += 4;
+      } else {
+        break;  // an unknown record: what was read so far stands
+      }
+    }
+    std::sort(params.begin(), params.end(), [](const KernelParam& a, const KernelParam& b) { return a.ordinal < b.ordinal; });
+    out[section_name.substr(prefix.size())] = std::move(params);
+  }
+  return out;
+}
+
+std::vector<KernelParam> ptx_kernel_params(const std::string& ptx, const std::string& kernel) {
+  std::vector<KernelParam> params;
+  const std::size_t entry = ptx.find(".entry " + kernel + "(");
+  if (entry == std::string::npos) return params;
+  const std::size_t close = ptx.find(')', entry);
+  std::size_t at = ptx.find(".param", entry);
+  uint32_t offset = 0;
+  while (at != std::string::npos && at < close) {
+    const std::size_t line_end = std::min(ptx.find_first_of(",)", at), close);
+    const std::string decl = ptx.substr(at, line_end - at);
+    uint32_t size = 0, align = 0;
+    for (const auto& [type, bytes] : std::vector<std::pair<std::string, uint32_t>>{
+             {".u64", 8}, {".s64", 8}, {".b64", 8}, {".f64", 8}, {".u32", 4}, {".s32", 4}, {".b32", 4}, {".f32", 4},
+             {".u16", 2}, {".s16", 2}, {".b16", 2}, {".f16", 2}, {".u8", 1}, {".s8", 1}, {".b8", 1}})
+      if (decl.find(type + " ") != std::string::npos) {
+        size = bytes;
+        break;
+      }
+    if (const auto a = decl.find(".align "); a != std::string::npos) align = static_cast<uint32_t>(std::atoi(decl.c_str() + a + 7));
+    if (const auto br = decl.find('['); br != std::string::npos) size *= static_cast<uint32_t>(std::atoi(decl.c_str() + br + 1));
+    if (size == 0) return {};  // a declaration this reader does not know: say nothing
+    if (align == 0) align = std::min<uint32_t>(size, 8);
+    offset = (offset + align - 1) / align * align;
+    params.push_back({static_cast<uint32_t>(params.size()), offset, size});
+    offset += size;
+    at = ptx.find(".param", line_end);
+  }
+  return params;
+}
+
 std::vector<std::string> ptx_entry_names(const std::string& ptx) {
   std::vector<std::string> names;
   for (std::size_t at = ptx.find(".entry"); at != std::string::npos; at = ptx.find(".entry", at + 6)) {
@@ -714,8 +902,81 @@ std::vector<std::string> ptx_entry_names(const std::string& ptx) {
   return names;
 }
 
+namespace {
+
+/// Reads the parameter tables of a compile result's kernels (from the CUBIN, or the PTX).
+void read_params(CompileResult& r) {
+  r.params.clear();
+  if (r.precompiled == "ptx") {
+    for (const auto& [expr, lowered] : r.lowered_names)
+      if (auto p = ptx_kernel_params(r.cubin, lowered); !p.empty()) r.params[lowered] = std::move(p);
+    return;
+  }
+  if (auto all = cubin_kernel_params(r.cubin))
+    for (const auto& [expr, lowered] : r.lowered_names)
+      if (auto it = all->find(lowered); it != all->end()) r.params[lowered] = it->second;
+}
+
+/// Each launch's "args" against its kernel's parameters as compiled (count, then size by size), for
+/// every dtype; false with the first mismatch as a problem of the launch.
+bool args_match_params(const PackageManifest& m, const CompileResult& r, ManifestProblem& problem) {
+  for (std::size_t i = 0; i < m.launches.size(); ++i) {
+    const Launch& l = m.launches[i];
+    const std::string field = (l.field.empty() ? "launches[" + std::to_string(i) + "]" : l.field) + ".args";
+    for (DType d : m.guard.dtypes) {
+      const std::string expr = l.kernel_name(d);
+      const auto low = r.lowered_names.find(expr);
+      if (expr.empty() || low == r.lowered_names.end()) continue;
+      const CompileResult* unit = &r;
+      if (auto u = r.unit_of.find({d, i}); u != r.unit_of.end() && u->second < r.units.size()) unit = &r.units[u->second];
+      const auto p = unit->params.find(low->second);
+      if (p == unit->params.end() || p->second.empty()) continue;  // the file could not tell
+      const auto& params = p->second;
+      std::string sizes;
+      for (const auto& q : params) sizes += (sizes.empty() ? "" : ", ") + std::to_string(q.size);
+      const std::string kernel = "kernel " + json_quote(expr) + " (" + dtype_name(d) + ") takes " +
+                                 std::to_string(params.size()) + " parameter(s) of " + sizes + " bytes";
+      if (params.size() != l.args.size()) {
+        problem = {m.manifest_path.string(), field, kernel + ", but \"args\" lists " + std::to_string(l.args.size()) +
+                                                        "; make \"args\" match the kernel's signature"};
+        return false;
+      }
+      for (std::size_t j = 0; j < params.size(); ++j) {
+        const KernelArg& a = l.args[j];
+        const bool pointer = a.kind == KernelArg::Kind::tensor || a.kind == KernelArg::Kind::workspace;
+        const std::size_t bytes = pointer ? 8 : scalar_type_size(a.type);
+        if (bytes == params[j].size) continue;
+        problem = {m.manifest_path.string(), field + "[" + std::to_string(j) + "]",
+                   "is " + std::to_string(bytes) + " bytes" + (pointer ? " (a pointer)" : std::string(" (") + scalar_type_name(a.type) + ")") +
+                       ", but parameter " + std::to_string(j) + " of " + kernel.substr(0, kernel.find(" takes")) + " is " +
+                       std::to_string(params[j].size) + " bytes; fix its \"type\" or the kernel's signature"};
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+/// Compiles (or loads) the package, then checks every launch's arguments against the compiled code.
+bool compile_and_check(const PackageManifest& m, const CompileOptions& opt, CompileResult& r, ManifestProblem& problem);
+
+}  // namespace
+
 bool try_compile_package(const PackageManifest& m, const CompileOptions& opt, CompileResult& r,
                          ManifestProblem& problem) {
+  if (!compile_and_check(m, opt, r, problem)) return false;
+  if (r.units.empty()) {
+    read_params(r);
+  } else {
+    for (auto& u : r.units) read_params(u);
+  }
+  return args_match_params(m, r, problem);
+}
+
+namespace {
+
+bool compile_and_check(const PackageManifest& m, const CompileOptions& opt, CompileResult& r,
+                       ManifestProblem& problem) {
   static const std::regex arch_re("sm_[0-9]{2,3}[af]?");
   if (!std::regex_match(opt.arch, arch_re))
     throw Error(ErrorKind::usage, "GPU architecture " + json_quote(opt.arch) +
@@ -737,6 +998,13 @@ bool try_compile_package(const PackageManifest& m, const CompileOptions& opt, Co
     for (const auto& name : units[u].name_expressions) {
       Launch l;
       l.kernel = name;
+      // Messages name the manifest's own launches that use it.
+      for (const auto& [d, i] : units[u].launches) {
+        const Launch& orig = m.launches[i];
+        if (orig.kernel_name(d) != name) continue;
+        const std::string f = orig.field.empty() ? "launches[" + std::to_string(i) + "]" : orig.field;
+        if (l.field.find(f) == std::string::npos) l.field += (l.field.empty() ? "" : ".kernel, ") + f;
+      }
       unit.launches.push_back(std::move(l));
     }
     CompileResult part;
@@ -769,6 +1037,8 @@ bool try_compile_package(const PackageManifest& m, const CompileOptions& opt, Co
   }
   return true;
 }
+
+}  // namespace
 
 CompileResult compile_package(const PackageManifest& m, const CompileOptions& opt) {
   CompileResult r;

@@ -51,6 +51,13 @@ struct CompileOptions {
   static double compile_timeout_from_environment();
 };
 
+/// One kernel parameter as the compiled code lays it out.
+struct KernelParam {
+  uint32_t ordinal = 0;
+  uint32_t offset = 0;  ///< bytes into the parameter buffer
+  uint32_t size = 0;    ///< bytes
+};
+
 /// A compiled package.
 struct CompileResult {
   std::string cubin;                                 ///< the CUBIN image (binary)
@@ -65,6 +72,10 @@ struct CompileResult {
   /// How the compile was confined (meaningless on a cache hit), and why not better.
   SandboxKind sandbox = SandboxKind::none;
   std::string sandbox_detail;
+  /// Each kernel's parameters (by lowered name), read from the CUBIN (or PTX) without a GPU; empty
+  /// where the file could not tell. Checked against each launch's "args", and on a GPU against
+  /// cuFuncGetParamInfo.
+  std::map<std::string, std::vector<KernelParam>> params;
   /// Set when a precompiled kernel file was loaded instead of compiling: "cubin", "fatbin" or "ptx"
   /// (`cubin` then holds that file's bytes, a PTX text NUL-terminated), and its package path.
   std::string precompiled;
@@ -85,6 +96,16 @@ std::filesystem::path default_cache_dir();
 /// The names of the function symbols of an ELF64 image (a CUBIN's kernels and device functions);
 /// nullopt when the image is not ELF64 or is malformed.
 std::optional<std::vector<std::string>> elf_function_names(const std::string& image);
+
+/// The parameter table of every kernel of a CUBIN (its .nv.info.NAME sections, attribute
+/// EIATTR_KPARAM_INFO: ordinal, offset and size of each parameter), by kernel symbol; nullopt when
+/// the image is not ELF64. The format is not documented: kgate checks it against the driver's
+/// cuFuncGetParamInfo wherever a package runs.
+std::optional<std::map<std::string, std::vector<KernelParam>>> cubin_kernel_params(const std::string& image);
+
+/// The parameters of a PTX kernel's .entry (sizes from their types, offsets aligned); empty when the
+/// kernel is not there or a declaration is not understood.
+std::vector<KernelParam> ptx_kernel_params(const std::string& ptx, const std::string& kernel);
 
 /// The names of a PTX text's kernels (.entry).
 std::vector<std::string> ptx_entry_names(const std::string& ptx);

@@ -822,7 +822,12 @@ struct PackageState {
   std::map<std::string, std::string> lowered_names;  ///< of every unit
   /// One CUBIN per translation unit (one for most packages), each with the key that identifies it
   /// in the module cache.
-  std::vector<std::pair<std::string, std::string>> units;  ///< (key, CUBIN)
+  struct Unit {
+    std::string key;
+    std::string cubin;
+    std::map<std::string, std::vector<KernelParam>> params;  ///< read from the CUBIN, by lowered name
+  };
+  std::vector<Unit> units;
   std::map<std::pair<DType, std::size_t>, std::size_t> unit_of;  ///< (dtype, launch) -> unit; empty: 0
 };
 
@@ -891,10 +896,29 @@ CUcontext current_context(const cuda::DriverApi& api) {
 
 /// Checks the kernel's parameters (count and sizes) against the launch's "args", when the driver
 /// can tell (cuFuncGetParamInfo).
-void check_parameters(CUfunction f, const PlannedLaunch& l) {
+void check_parameters(CUfunction f, const PlannedLaunch& l, const std::vector<KernelParam>* read) {
   const FuncGetParamInfoFn info = param_info_function();
   if (!info) return;
   const std::string where = l.field + ": kernel \"" + l.name_expression + "\"";
+  // The parameter table kgate read from the CUBIN without a GPU (validate checks args against it)
+  // must say what the driver says.
+  if (read && !read->empty()) {
+    for (std::size_t i = 0; i <= read->size(); ++i) {
+      size_t offset = 0, size = 0;
+      const CUresult rc = info(f, i, &offset, &size);
+      if (i == read->size()) {
+        if (rc == CUDA_SUCCESS)
+          throw Error(ErrorKind::internal, where + ": the driver lists more parameters than kgate read from the CUBIN (" +
+                                               std::to_string(read->size()) + "); please report this");
+        break;
+      }
+      if (rc != CUDA_SUCCESS || offset != (*read)[i].offset || size != (*read)[i].size)
+        throw Error(ErrorKind::internal, where + ": parameter " + std::to_string(i) + " is at offset " +
+                                             std::to_string(offset) + ", " + std::to_string(size) + " bytes for the driver, " +
+                                             "but kgate read offset " + std::to_string((*read)[i].offset) + ", " +
+                                             std::to_string((*read)[i].size) + " bytes from the CUBIN; please report this");
+    }
+  }
   for (std::size_t i = 0; i < l.args.size(); ++i) {
     size_t offset = 0, size = 0;
     const CUresult rc = info(f, i, &offset, &size);
@@ -977,7 +1001,9 @@ void launch_package(const PackageState& state, const KernelCall& call) {
                                                dtype_name(plan.dtype));
         u = it->second;
       }
-      const auto& [key, cubin] = state.units.at(u);
+      const auto& unit = state.units.at(u);
+      const std::string& key = unit.key;
+      const std::string& cubin = unit.cubin;
       LoadedModule& loaded = module_cache().modules[{key, ctx}];
       if (!loaded.module) {
         with_context("loading its CUBIN (" + std::to_string(cubin.size()) + " bytes)",
@@ -989,7 +1015,8 @@ void launch_package(const PackageState& state, const KernelCall& call) {
       functions[i] = f;
       if (loaded.params_checked.insert({f, l.index}).second) {
         try {
-          check_parameters(f, l);
+          const auto read = unit.params.find(l.lowered_name);
+          check_parameters(f, l, read == unit.params.end() ? nullptr : &read->second);
         } catch (...) {
           loaded.params_checked.erase({f, l.index});
           throw;
@@ -1056,9 +1083,9 @@ KernelInfo make_package_kernel(const PackageManifest& manifest, const CompileRes
   state->op = op;
   state->lowered_names = compiled.lowered_names;
   if (compiled.units.empty()) {
-    state->units.emplace_back(compiled.key.empty() ? sha256_hex(compiled.cubin) : compiled.key, compiled.cubin);
+    state->units.push_back({compiled.key.empty() ? sha256_hex(compiled.cubin) : compiled.key, compiled.cubin, compiled.params});
   } else {
-    for (const auto& u : compiled.units) state->units.emplace_back(u.key.empty() ? sha256_hex(u.cubin) : u.key, u.cubin);
+    for (const auto& u : compiled.units) state->units.push_back({u.key.empty() ? sha256_hex(u.cubin) : u.key, u.cubin, u.params});
     state->unit_of = compiled.unit_of;
   }
   std::shared_ptr<const PackageState> shared = state;

@@ -258,6 +258,100 @@ TEST(NvrtcCache, MissingKernelNameIsAProblem) {
   EXPECT_NE(report.problems[0].message.find("identifier \"doubel\" is undefined"),
             std::string::npos)
       << report.problems[0].message;
+  EXPECT_EQ(report.problems[0].field, "launches[0].kernel");
+}
+
+TEST(NvrtcCache, MisspelledKernelGetsADidYouMeanOnItsLaunch) {
+  TempDir pkg, cache;
+  pkg.write("tiny.cu", std::string(kTinySource) +
+                           "template <class T> __global__ void __launch_bounds__(128) scale_rows(T* y) { y[0] = T(1); }\n");
+  json manifest = tiny_manifest();
+  manifest["launches"][0]["kernel"] = "scael<float>";
+  pkg.write_json("kgate.json", manifest);
+  ValidateOptions vo;
+  vo.compile_options = options_in(cache);
+  const ValidationReport report = validate_package(pkg.path(), vo);
+  ASSERT_EQ(report.problems.size(), 1u);
+  EXPECT_EQ(report.problems[0].field, "launches[0].kernel");
+  EXPECT_EQ(report.problems[0].message,
+            "kernel \"scael<float>\" does not name a kernel of the sources (NVRTC: identifier \"scael\" is "
+            "undefined); did you mean \"scale<float>\"? Their __global__ functions: scale, scale_rows.");
+}
+
+TEST(NvrtcCache, ArgsAreCheckedAgainstTheCompiledParameterTable) {
+  TempDir pkg, cache;
+  pkg.write("tiny.cu", std::string(kTinySource) +
+                           "extern \"C\" __global__ void mixed(float* y, int n, double s, short h, long long m) {}\n");
+  json manifest = tiny_manifest();
+  pkg.write_json("kgate.json", manifest);
+  const CompileResult r = compile_package(load_manifest(pkg.path()), options_in(cache));
+  ASSERT_EQ(r.params.count("_Z5scaleIfEvPKT_PS0_x"), 1u);
+  const auto& p = r.params.at("_Z5scaleIfEvPKT_PS0_x");
+  ASSERT_EQ(p.size(), 3u);
+  EXPECT_EQ(p[2].offset, 16u);
+  EXPECT_EQ(p[2].size, 8u);
+  // The reader, on every parameter size and alignment.
+  const auto all = cubin_kernel_params(r.cubin);
+  ASSERT_TRUE(all.has_value());
+  ASSERT_EQ(all->count("mixed"), 1u);
+  EXPECT_EQ(r.params.count("mixed"), 0u) << "r.params keeps the package's kernels only";
+  const auto& m = all->at("mixed");
+  ASSERT_EQ(m.size(), 5u);
+  const std::vector<std::pair<uint32_t, uint32_t>> expected = {{0, 8}, {8, 4}, {16, 8}, {24, 2}, {32, 8}};
+  for (std::size_t i = 0; i < m.size(); ++i) {
+    EXPECT_EQ(m[i].ordinal, i);
+    EXPECT_EQ(std::make_pair(m[i].offset, m[i].size), expected[i]) << "parameter " << i;
+  }
+  manifest["launches"][0]["kernel"] = "mixed";
+  manifest["launches"][0]["args"] = json::parse(R"J([{"tensor": "y"}, {"shape": "N", "type": "i32"},
+      {"scalar": 1.0, "type": "f64"}, {"scalar": 1, "type": "i32"}, {"shape": "N", "type": "i64"}])J");
+  pkg.write_json("kgate.json", manifest);
+  ValidateOptions vo;
+  vo.compile_options = options_in(cache);
+  ValidationReport report = validate_package(pkg.path(), vo);
+  ASSERT_EQ(report.problems.size(), 1u);
+  EXPECT_EQ(report.problems[0].field, "launches[0].args[3]");
+  EXPECT_EQ(report.problems[0].message,
+            "is 4 bytes (i32), but parameter 3 of kernel \"mixed\" (f32) is 2 bytes; fix its \"type\" or the kernel's "
+            "signature");
+  manifest["launches"][0]["args"].erase(4);
+  pkg.write_json("kgate.json", manifest);
+  report = validate_package(pkg.path(), vo);
+  ASSERT_EQ(report.problems.size(), 1u);
+  EXPECT_EQ(report.problems[0].field, "launches[0].args");
+  EXPECT_NE(report.problems[0].message.find("takes 5 parameter(s) of 8, 4, 8, 2, 8 bytes, but \"args\" lists 4"),
+            std::string::npos)
+      << report.problems[0].message;
+}
+
+TEST(NvrtcCache, PtxParametersAreReadFromTheEntry) {
+  const std::string ptx = ".version 8.0\n.target sm_90\n.visible .entry k(\n\t.param .u64 k_param_0,\n"
+                          "\t.param .u32 k_param_1,\n\t.param .f64 k_param_2,\n\t.param .align 4 .b8 k_param_3[12]\n)\n{\n}\n";
+  const auto p = ptx_kernel_params(ptx, "k");
+  ASSERT_EQ(p.size(), 4u);
+  EXPECT_EQ(p[1].offset, 8u);
+  EXPECT_EQ(p[1].size, 4u);
+  EXPECT_EQ(p[2].offset, 16u);
+  EXPECT_EQ(p[3].offset, 24u);
+  EXPECT_EQ(p[3].size, 12u);
+  EXPECT_TRUE(ptx_kernel_params(ptx, "other").empty());
+  EXPECT_EQ(ptx_entry_names(ptx), std::vector<std::string>{"k"});
+}
+
+TEST(NvrtcCache, ADeviceVariableIsNotAKernel) {
+  TempDir pkg, cache;
+  pkg.write("tiny.cu", std::string(kTinySource) + "__device__ float scale_factor[4];\n");
+  json manifest = tiny_manifest();
+  manifest["launches"][0]["kernel"] = "scale_factor";
+  pkg.write_json("kgate.json", manifest);
+  ValidateOptions vo;
+  vo.compile_options = options_in(cache);
+  const ValidationReport report = validate_package(pkg.path(), vo);
+  ASSERT_EQ(report.problems.size(), 1u);
+  EXPECT_EQ(report.problems[0].field, "launches[0].kernel");
+  EXPECT_NE(report.problems[0].message.find("kernel \"scale_factor\" is not a function in the compiled code"),
+            std::string::npos)
+      << report.problems[0].message;
 }
 
 TEST(NvrtcCache, HeadersComeFromIncludeDirsOnly) {
