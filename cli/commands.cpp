@@ -76,10 +76,10 @@ const SpeedComparison* worst_against(const KernelReport& k, const std::string& b
 std::string speed_cell(const KernelReport& k) {
   const SpeedComparison* worst = worst_against(k, "eager");
   if (!worst) return "-";
-  return "x" + fmt("%.3f", worst->ratio) + " " + outcome_name(worst->decision);
+  return speed_words(worst->ratio) + ", " + outcome_name(worst->decision);
 }
 
-std::string speedup_text(const std::optional<double>& v) { return v ? fmt("x%.3f", *v) : "-"; }
+std::string speedup_text(const std::optional<double>& v) { return v ? speedup_words(*v) : "-"; }
 
 void print_table(const RunReport& report) {
   std::vector<std::vector<std::string>> rows = {{"kernel", "op", "backend", "correctness", "margin", "speed vs eager (worst)"}};
@@ -99,24 +99,25 @@ void print_table(const RunReport& report) {
         line += " baseline correctness " + std::to_string(k.baseline_correctness->passed) + "/" +
                 std::to_string(k.baseline_correctness->cases) + ";";
       const SpeedComparison* worst = worst_against(k, k.baseline);
-      line += worst ? " speed (worst) x" + fmt("%.3f", worst->ratio) + " " + outcome_name(worst->decision)
+      line += worst ? " speed (worst) " + speed_words(worst->ratio) + ", " + outcome_name(worst->decision)
                     : std::string(" speed not measured");
       std::printf("%s\n", line.c_str());
     }
     if (k.workload_variants > 0) {
       std::string line = "  " + k.name + " workload (" + std::to_string(k.workload_variants) + " variants, " +
-                         std::to_string(k.workload_calls) + " calls): speedup " +
-                         speedup_text(k.workload_speedup_vs_eager) + " vs eager";
-      if (!k.baseline.empty()) line += ", " + speedup_text(k.workload_speedup_vs_baseline) + " vs " + k.baseline;
+                         std::to_string(k.workload_calls) + " calls): " +
+                         speedup_text(k.workload_speedup_vs_eager) + " than eager";
+      if (!k.baseline.empty()) line += ", " + speedup_text(k.workload_speedup_vs_baseline) + " than " + k.baseline;
       std::printf("%s\n", line.c_str());
     }
   }
   for (const auto& k : report.kernels) {
     for (const auto& s : k.speed)
-      std::printf("  %s %s: x%.3f [%.3f, %.3f] vs %s (%.1f us vs %.1f us, %lld blocks, %s) %s%s\n", k.name.c_str(),
-                  s.kcase.id().c_str(), s.ratio, s.ratio_lower, s.ratio_upper, s.baseline.c_str(),
-                  s.candidate_median_ns / 1e3, s.baseline_median_ns / 1e3, static_cast<long long>(s.blocks),
-                  s.timer.c_str(), outcome_name(s.decision), s.note.empty() ? "" : (" — " + s.note).c_str());
+      std::printf("  %s %s: %s than %s (time ratio %.3f [%.3f, %.3f]; %.1f us vs %.1f us, %lld blocks, %s) %s%s\n",
+                  k.name.c_str(), s.kcase.id().c_str(), speed_words(s.ratio).c_str(), s.baseline.c_str(), s.ratio,
+                  s.ratio_lower, s.ratio_upper, s.candidate_median_ns / 1e3, s.baseline_median_ns / 1e3,
+                  static_cast<long long>(s.blocks), s.timer.c_str(), outcome_name(s.decision),
+                  s.note.empty() ? "" : (" — " + s.note).c_str());
     if (k.correctness.minimal) {
       const auto& m = *k.correctness.minimal;
       std::printf("\nFAILED %s: %s\n  minimal case: %s\n  repro: %s\n", k.name.c_str(), m.message.c_str(),
@@ -1065,7 +1066,7 @@ int run_compare(const CompareArgs& args) {
       count(exit_for(nk.outcome));
     }
     rows.push_back({nk.name, ok ? outcome_name(ok->outcome) : "(new)", outcome_name(nk.outcome),
-                    ro > 0 ? fmt("x%.3f", ro) : "-", rn > 0 ? fmt("x%.3f", rn) : "-", verdict});
+                    ro > 0 ? speed_words(ro) : "-", rn > 0 ? speed_words(rn) : "-", verdict});
   }
   for (const auto& k : old_report.kernels) {
     bool present = false;

@@ -1,5 +1,6 @@
 // Report writer: report.html, one self-contained HTML5 page (inline CSS and SVG; no script, no URL).
 #include "core/html_report.hpp"
+#include "core/report_text.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -35,7 +36,7 @@ std::string fmt(double v, const char* spec = "%.3g") {
   return buf;
 }
 
-std::string ratio_text(double r) { return std::isfinite(r) ? "x" + fmt(r, "%.3f") : "-"; }
+std::string ratio_text(double r) { return speed_words(r); }
 
 std::string micros(double ns) { return std::isfinite(ns) ? fmt(ns / 1e3, "%.4g") + "&nbsp;&micro;s" : "-"; }
 
@@ -221,12 +222,17 @@ void write_sample_plot(std::ostream& os, const SpeedComparison& s) {
 }
 
 /// The worst correctness margin on a 0..1.2 bar, with markers at the tolerance (1.0) and the
-/// fragility threshold (0.8). A margin past the scale (Inf for memory failures) fills the bar.
-void write_margin_bar(std::ostream& os, double margin) {
+/// fragility threshold (0.8). A margin past the scale (Inf for memory failures) fills the bar. The
+/// bar of a kernel that failed is red whatever its margin (a crash or a memory failure can leave a
+/// small one).
+void write_margin_bar(std::ostream& os, double margin, bool failed) {
   constexpr double kWidth = 320, kLeft = 10, kPlot = 300, kHeight = 44;
   const auto sx = [&](double m) { return kLeft + std::clamp(m, 0.0, kMarginScale) / kMarginScale * kPlot; };
   const bool known = !std::isnan(margin);
-  const char* css = !known ? "skipped" : margin > 1 ? "failed" : margin > kFragileMarker ? "fragile" : "passed";
+  const char* css = !known ? "skipped"
+                    : failed || margin > 1 ? "failed"
+                    : margin > kFragileMarker ? "fragile"
+                                             : "passed";
   os << "<div class=\"marginbar\"><svg class=\"margin\" viewBox=\"0 0 " << px(kWidth) << " " << px(kHeight)
      << "\" width=\"" << px(kWidth) << "\" height=\"" << px(kHeight) << "\" role=\"img\" aria-label=\"worst margin "
      << fmt(margin, "%.2f") << "\">\n";
@@ -293,7 +299,7 @@ void write_speed(std::ostream& os, const KernelReport& k) {
     return;
   }
   constexpr int kColumns = 13;
-  os << "<div class=\"wrap\"><table class=\"speed\">\n<tr><th>vs</th><th>case</th><th>timer</th><th>ratio</th>"
+  os << "<div class=\"wrap\"><table class=\"speed\">\n<tr><th>vs</th><th>case</th><th>timer</th><th>speed (time ratio)</th>"
         "<th>bounds</th><th>p</th><th>p adj.</th><th>&delta;</th><th>blocks (dropped)</th><th>baseline median</th>"
         "<th>candidate median</th><th>decision</th><th>note</th></tr>\n";
   for (const auto& s : k.speed) {
@@ -327,7 +333,7 @@ void write_kernel(std::ostream& os, const KernelReport& k, size_t index) {
   if (c.fallback > 0) os << "; " << c.fallback << " were outside its guard and ran the reference (fallback)";
   if (c.behaviour_checks > 0) os << "; " << c.behaviour_checks << " behaviour checks";
   os << ".</p>\n";
-  write_margin_bar(os, c.worst_margin);
+  write_margin_bar(os, c.worst_margin, k.outcome == Outcome::failed || c.failed > 0);
   if (c.minimal) write_case_result_block(os, *c.minimal);
   if (!c.failures.empty()) write_failures_table(os, c);
   if (!c.warnings.empty()) {
@@ -350,10 +356,10 @@ void write_kernel(std::ostream& os, const KernelReport& k, size_t index) {
   }
   write_speed(os, k);
   if (k.workload_variants > 0) {
-    os << "<p>Workload (" << k.workload_variants << " variants, " << k.workload_calls << " calls): speedup "
-       << (k.workload_speedup_vs_eager ? ratio_text(*k.workload_speedup_vs_eager) : "-") << " vs eager";
+    os << "<p>Workload (" << k.workload_variants << " variants, " << k.workload_calls << " calls): "
+       << (k.workload_speedup_vs_eager ? speedup_words(*k.workload_speedup_vs_eager) : "-") << " than eager";
     if (!k.baseline.empty())
-      os << ", " << (k.workload_speedup_vs_baseline ? ratio_text(*k.workload_speedup_vs_baseline) : "-") << " vs "
+      os << ", " << (k.workload_speedup_vs_baseline ? speedup_words(*k.workload_speedup_vs_baseline) : "-") << " than "
          << esc(k.baseline);
     os << "</p>\n";
   }

@@ -221,8 +221,9 @@ std::string fmt(double v, const char* spec = "%.3g") {
 }
 
 std::string speed_summary(const SpeedComparison& s) {
-  return "x" + fmt(s.ratio, "%.3f") + " vs " + s.baseline + " [" + fmt(s.ratio_lower, "%.3f") + ", " +
-         fmt(s.ratio_upper, "%.3f") + "], " + std::to_string(s.blocks) + " blocks, " + outcome_name(s.decision);
+  return speed_words(s.ratio) + " than " + s.baseline + " (time ratio " + fmt(s.ratio, "%.3f") + " [" +
+         fmt(s.ratio_lower, "%.3f") + ", " + fmt(s.ratio_upper, "%.3f") + "]), " + std::to_string(s.blocks) +
+         " blocks, " + outcome_name(s.decision);
 }
 
 bool is_failure(Outcome o) { return o == Outcome::failed || o == Outcome::regressed || o == Outcome::invalid; }
@@ -401,6 +402,18 @@ RunReport report_from_json(const nlohmann::json& j) {
   return r;
 }
 
+std::string speed_words(double ratio) {
+  if (!std::isfinite(ratio) || ratio <= 0) return "-";
+  if (std::fabs(ratio - 1.0) < 5e-4) return "same speed";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.3fx %s", ratio < 1 ? 1.0 / ratio : ratio, ratio < 1 ? "faster" : "slower");
+  return buf;
+}
+
+std::string speedup_words(double speedup) {
+  return std::isfinite(speedup) && speedup > 0 ? speed_words(1.0 / speedup) : "-";
+}
+
 std::string correctness_cell(const KernelReport& k) {
   const CorrectnessReport& c = k.correctness;
   if (k.outcome == Outcome::skipped) return "skipped";
@@ -483,7 +496,7 @@ void write_markdown(std::ostream& os, const RunReport& report) {
       const SpeedComparison* worst = eager.front();
       for (const auto* s : eager)
         if (s->ratio > worst->ratio) worst = s;
-      speed = "x" + fmt(worst->ratio, "%.3f") + " (" + worst->kcase.id() + ")";
+      speed = speed_words(worst->ratio) + " (" + worst->kcase.id() + ")";
       decision = outcome_name(worst->decision);
     }
     os << "| `" << k.name << "` | " << k.op << " | " << correctness_cell(k) << " | " << fmt(k.correctness.worst_margin, "%.2f") << " | " << speed
@@ -500,18 +513,17 @@ void write_markdown(std::ostream& os, const RunReport& report) {
       os << "\n**" << k.name << "** vs baseline `" << k.baseline << "`";
       if (k.baseline_correctness)
         os << ": baseline correctness " << k.baseline_correctness->passed << "/" << k.baseline_correctness->cases;
-      if (worst) os << "; worst speed x" << fmt(worst->ratio, "%.3f") << " " << outcome_name(worst->decision);
+      if (worst) os << "; worst speed " << speed_words(worst->ratio) << " " << outcome_name(worst->decision);
       os << "\n";
     }
     if (k.workload_variants > 0) {
       os << "\n**" << k.name << "** workload (" << k.workload_variants << " variants, " << k.workload_calls
-         << " calls): speedup";
-      os << (k.workload_speedup_vs_eager ? " x" + fmt(*k.workload_speedup_vs_eager, "%.3f") : std::string(" -"))
-         << " vs eager";
+         << " calls): ";
+      os << (k.workload_speedup_vs_eager ? speedup_words(*k.workload_speedup_vs_eager) : std::string("-"))
+         << " than eager";
       if (!k.baseline.empty())
-        os << (k.workload_speedup_vs_baseline ? ", x" + fmt(*k.workload_speedup_vs_baseline, "%.3f")
-                                              : std::string(", -"))
-           << " vs " << k.baseline;
+        os << ", " << (k.workload_speedup_vs_baseline ? speedup_words(*k.workload_speedup_vs_baseline) : std::string("-"))
+           << " than " << k.baseline;
       os << "\n";
     }
     if (!k.message.empty() && k.outcome != Outcome::passed) os << "\n**" << k.name << "**: " << k.message << "\n";

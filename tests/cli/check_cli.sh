@@ -21,7 +21,7 @@ k = {x["name"]: x for x in json.load(open(sys.argv[1]))["kernels"]}["softmax_cpu
 assert k["correctness"]["failed"] == 0, k["correctness"]
 s = k["speed"][0]
 assert s["decision"] == "regressed" and s["ratio"] > 5, s
-print(f"softmax_cpu: x{s['ratio']:.1f} vs eager, {s['blocks']} blocks on a 1 s budget: {s['decision']}")
+print(f"softmax_cpu: {s['ratio']:.1f}x slower than eager, {s['blocks']} blocks on a 1 s budget: {s['decision']}")
 PY
 grep -q '"schema": "kgate-report/1"' "$out/ok/report.json" || fail "report.json lacks the schema"
 grep -q '<testsuites name="kgate"' "$out/ok/junit.xml" || fail "junit.xml missing"

@@ -126,7 +126,7 @@ TEST(HtmlReport, ShowsMetaSummaryAndEveryKernel) {
   EXPECT_TRUE(std::regex_search(
       html, std::regex("softmax_block</code></a></td><td>softmax</td><td>cuda</td><td><span class=\"badge passed\">"
                        "passed</span></td><td class=\"num\">64/64</td><td class=\"num\">0</td><td class=\"num\">0\\.31"
-                       "</td><td class=\"num ratio\">x0\\.910</td>")));
+                       "</td><td class=\"num ratio\">1\\.099x faster</td>")));
   // The failing kernel: minimal case, message and repro (escaped quotes), the warning, the margin bar.
   EXPECT_TRUE(contains(html, "Minimal failing case</b> <code>softmax:f32:B=1,N=33:contiguous:normal:"));
   EXPECT_TRUE(contains(html, "1 of 33 output elements were never written"));
@@ -136,6 +136,19 @@ TEST(HtmlReport, ShowsMetaSummaryAndEveryKernel) {
   EXPECT_EQ(count(html, "1.0 tol</text>"), 2u);
   EXPECT_TRUE(contains(html, "<rect class=\"bar failed\""));  // the Inf margin fills the bar in red
   EXPECT_TRUE(contains(html, "<rect class=\"bar passed\""));
+}
+
+TEST(HtmlReport, AFailedKernelsMarginBarIsRedWhateverItsMargin) {
+  // A crash or a memory failure can leave a small margin: the bar must not read as a pass.
+  RunReport r = sample_report();
+  r.kernels.erase(r.kernels.begin());
+  r.kernels[0].correctness.worst_margin = 0.05;
+  const std::string html = render_html(r);
+  EXPECT_TRUE(contains(html, "<rect class=\"bar failed\"")) << "a failed kernel's bar";
+  EXPECT_FALSE(contains(html, "<rect class=\"bar passed\""));
+  r.kernels[0].outcome = Outcome::passed;
+  r.kernels[0].correctness.failed = 0;
+  EXPECT_TRUE(contains(render_html(r), "<rect class=\"bar passed\""));
 }
 
 TEST(HtmlReport, EscapesEveryReportString) {

@@ -181,12 +181,24 @@ TEST(Report, TheCorrectnessCellCountsWhatItSays) {
   EXPECT_EQ(correctness_cell(k), "invalid 60/64");
 }
 
+TEST(Report, SpeedIsStatedOneWayEverywhere) {
+  // A time ratio (kernel / baseline, below 1 faster) and a speedup (baseline / kernel) read alike.
+  EXPECT_EQ(speed_words(0.910), "1.099x faster");
+  EXPECT_EQ(speed_words(1.86), "1.860x slower");
+  EXPECT_EQ(speed_words(1.0002), "same speed");
+  EXPECT_EQ(speed_words(0.0), "-");
+  EXPECT_EQ(speed_words(std::nan("")), "-");
+  EXPECT_EQ(speedup_words(1.15), "1.150x faster");
+  EXPECT_EQ(speedup_words(0.5), "2.000x slower");
+  EXPECT_EQ(speedup_words(1.15), speed_words(1 / 1.15));
+}
+
 TEST(Report, MarkdownNamesTheFailureAndRepro) {
   std::ostringstream os;
   write_markdown(os, sample_report());
   const auto md = os.str();
   EXPECT_NE(md.find("gate failed (exit 1)"), std::string::npos);
-  EXPECT_TRUE(std::regex_search(md, std::regex(R"(\| `softmax_block` \| softmax \| passed 64/64 \| 0\.31 \| x0\.910)")));
+  EXPECT_TRUE(std::regex_search(md, std::regex(R"(\| `softmax_block` \| softmax \| passed 64/64 \| 0\.31 \| 1\.099x faster)")));
   EXPECT_NE(md.find("- repro: `kgate replay --kernel softmax_tail"), std::string::npos);
 }
 

@@ -101,17 +101,18 @@ def worst(against):
     xs = [s for s in k["speed"] if (s["baseline"] == "eager") == (against == "eager") and s["decision"] != "skipped"]
     if not xs: return "-"
     w = max(xs, key=lambda s: s["ratio"] if isinstance(s["ratio"], (int, float)) else 0)
-    return "x%.3f %s" % (w["ratio"], w["decision"])
+    r = w["ratio"]
+    return "%.3fx %s %s" % (1 / r if r < 1 else r, "faster" if r < 1 else "slower", w["decision"])
 wl = k.get("workload", {})
-f = lambda v: "-" if v is None else "x%.3f" % v
-print("%-18s %-9s %-14s %-9s %-20s %-20s %-9s %-9s" % (
+f = lambda v: "-" if v is None else ("%.3fx faster" % v if v >= 1 else "%.3fx slower" % (1 / v))
+print("%-18s %-9s %-14s %-9s %-28s %-28s %-14s %-14s" % (
     k["name"], k["outcome"], "%d/%d" % (c["passed"], c["cases"]), c.get("fallback", 0), worst("eager"),
     worst("baseline") if k.get("baseline") else "-", f(wl.get("speedup_vs_eager")), f(wl.get("speedup_vs_baseline"))))
 m = c.get("minimal")
 if m: print("    minimal failing case: %s\n    %s" % (m["repro"], m["message"]))
 PY
 }
-printf "%-18s %-9s %-14s %-9s %-20s %-20s %-9s %-9s %-6s %s\n" "package" "outcome" "correctness" "fallback" \
+printf "%-18s %-9s %-14s %-9s %-28s %-28s %-14s %-14s %-6s %s\n" "package" "outcome" "correctness" "fallback" \
        "vs eager (worst)" "vs v1 (worst)" "wl/eager" "wl/v1" "exit" "expected"
 status=0
 for i in "${!names[@]}"; do
@@ -122,7 +123,7 @@ for i in "${!names[@]}"; do
   printf "%s %-6s %s\n" "$(echo "$row" | head -1)" "${codes[$i]}" "$ok"
   echo "$row" | tail -n +2
 done
-echo "(wl = call-weighted workload speedup over the guard's variants: > 1 is faster; vs v1 = against the baseline)"
+echo "(wl = call-weighted workload speed over the guard's variants; vs v1 = against the baseline)"
 
 echo
 echo "== 4. replaying the wrong package's minimal case"
