@@ -136,7 +136,7 @@ void record(CorrectnessReport& c, CaseResult r, size_t keep) {
   }
 }
 
-// Stale outputs and bitwise determinism, on the first case of each family.
+// Stale outputs, outputs written before, and bitwise determinism, on the first case of each family.
 void run_behaviour_checks(Runner& runner, const KernelInfo& kernel, const OpSignature& op,
                           const std::vector<Case>& cases, const CheckOptions& options, KernelReport& report) {
   std::set<std::string> families;
@@ -145,6 +145,8 @@ void run_behaviour_checks(Runner& runner, const KernelInfo& kernel, const OpSign
     const auto rule = rule_for(op, c.dtype, options, kernel.name);
     ++report.correctness.behaviour_checks;
     record(report.correctness, runner.check_stale(kernel, c, rule), options.max_failures_kept);
+    ++report.correctness.behaviour_checks;
+    record(report.correctness, runner.check_written_before(kernel, c, rule), options.max_failures_kept);
     if (op.deterministic) {
       ++report.correctness.behaviour_checks;
       record(report.correctness, runner.check_deterministic(kernel, c, rule), options.max_failures_kept);
@@ -351,7 +353,7 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
       if (f.kcase.numel_hint() < first->kcase.numel_hint()) first = &f;
     // A stale or determinism failure needs its behaviour check to show: shrinking it with plain
     // check_case runs would end on a passing case (an empty message, a repro that passes).
-    const bool behaviour = first->rule == "stale" || first->rule == "determinism";
+    const bool behaviour = first->rule == "stale" || first->rule == "determinism" || first->rule == "written_before";
     if (options.shrink && first->rule != "fault" && !behaviour && !runner.context_lost()) {
       say(kernel.name + ": shrinking the failing case " + first->kcase.id());
       const auto shrunk = props::shrink(first->kcase, op, kernel.tile_sizes, [&](const Case& c) {

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <optional>
+#include <random>
 #include <sstream>
 
 #include "core/error.hpp"
@@ -29,12 +30,29 @@ constexpr int64_t kGuardElements = 64;       // canary elements on each side of 
 constexpr uint8_t kGuardByte = 0xA5;
 
 // Poison NaNs with a payload no arithmetic produces, so "never written" differs from "wrote NaN".
-at::Tensor poison_bits(DType dtype, at::Device device) {
+// The payload is drawn per run and case from `salt` (Runner's, from the system's random source),
+// so a kernel cannot learn one pattern and tell a check from real use: a quiet NaN whose payload
+// is neither 0 (the canonical NaN of IEEE arithmetic) nor all ones (CUDA's), with either sign.
+at::Tensor poison_bits(DType dtype, at::Device device, uint64_t salt) {
+  const uint64_t r = salt * 0x9E3779B97F4A7C15ULL ^ (salt >> 29);
+  const auto payload = [&](int bits) {  // in [1, 2^bits - 2]
+    const uint64_t span = (uint64_t{1} << bits) - 2;
+    return 1 + (r >> 8) % span;
+  };
+  const uint64_t sign = r & 1;
   switch (dtype) {
-    case DType::f16: return at::full({1}, static_cast<int16_t>(0x7E5B), at::TensorOptions().dtype(at::kShort).device(device));
-    case DType::bf16: return at::full({1}, static_cast<int16_t>(0x7FA5), at::TensorOptions().dtype(at::kShort).device(device));
-    case DType::f32: return at::full({1}, static_cast<int32_t>(0x7FC0DEAD), at::TensorOptions().dtype(at::kInt).device(device));
-    case DType::f64: return at::full({1}, static_cast<int64_t>(0x7FF8DEADBEEF0001LL), at::TensorOptions().dtype(at::kLong).device(device));
+    case DType::f16:
+      return at::full({1}, static_cast<int16_t>(static_cast<uint16_t>(sign << 15 | 0x7E00 | payload(9))),
+                      at::TensorOptions().dtype(at::kShort).device(device));
+    case DType::bf16:
+      return at::full({1}, static_cast<int16_t>(static_cast<uint16_t>(sign << 15 | 0x7FC0 | payload(6))),
+                      at::TensorOptions().dtype(at::kShort).device(device));
+    case DType::f32:
+      return at::full({1}, static_cast<int32_t>(static_cast<uint32_t>(sign << 31 | 0x7FC00000u | payload(22))),
+                      at::TensorOptions().dtype(at::kInt).device(device));
+    case DType::f64:
+      return at::full({1}, static_cast<int64_t>(sign << 63 | 0x7FF8000000000000ULL | payload(51)),
+                      at::TensorOptions().dtype(at::kLong).device(device));
     // Integers have no NaN: a value far outside any index or count range an op produces.
     case DType::i32: return at::full({1}, static_cast<int32_t>(0x7FADBEEF), at::TensorOptions().dtype(at::kInt).device(device));
     case DType::i64: return at::full({1}, static_cast<int64_t>(0x7FFFDEADBEEF0001LL), at::TensorOptions().dtype(at::kLong).device(device));
@@ -74,14 +92,21 @@ struct GuardedOutput {
   int64_t numel = 0;
 };
 
-GuardedOutput make_output(const std::vector<int64_t>& shape, DType dtype, at::Device device) {
+// `prefill`: the output holds earlier, finite values instead of the poison (a "written before"
+// check: a kernel that writes only where it sees the poison leaves them, and fails).
+GuardedOutput make_output(const std::vector<int64_t>& shape, DType dtype, at::Device device, uint64_t salt,
+                          bool prefill) {
   GuardedOutput g;
   g.numel = 1;
   for (int64_t s : shape) g.numel *= s;
   g.buffer = at::empty({g.numel + 2 * kGuardElements}, at::TensorOptions().dtype(to_scalar_type(dtype)).device(device));
   g.buffer.view(at::kByte).fill_(kGuardByte);
   g.output = g.buffer.narrow(0, kGuardElements, g.numel).view(shape);
-  g.output.view(bits_type(dtype)).copy_(poison_bits(dtype, device).expand({g.numel}).view(shape));
+  if (prefill && is_floating(dtype)) {
+    g.output.copy_(at::randn(shape, at::TensorOptions().dtype(at::kFloat)).to(g.output.options()));
+    return g;
+  }
+  g.output.view(bits_type(dtype)).copy_(poison_bits(dtype, device, salt).expand({g.numel}).view(shape));
   return g;
 }
 
@@ -280,6 +305,10 @@ struct Runner::Impl {
   std::string timer_note;
   std::unique_ptr<cuda::L2Flusher> flusher;
   std::unique_ptr<cuda::Nvml> nvml;
+  /// This run's poison salt (from the system's random source), and whether the next case's outputs
+  /// hold earlier values instead of the poison (Runner::check_stale).
+  uint64_t poison_salt = 0;
+  bool prefill_outputs = false;
 
   void* stream() const {
     return backend == Backend::cuda ? static_cast<void*>(at::cuda::getCurrentCUDAStream().stream()) : nullptr;
@@ -341,6 +370,8 @@ struct Runner::Impl {
 };
 
 Runner::Runner(Backend backend) : impl_(std::make_unique<Impl>()) {
+  std::random_device entropy;
+  impl_->poison_salt = (uint64_t{entropy()} << 32) ^ entropy();
   impl_->backend = backend;
   if (backend == Backend::cuda) {
     std::string why;
@@ -420,7 +451,8 @@ CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c, const cor
         outputs.push_back(inputs[static_cast<size_t>(k)]);
         continue;
       }
-      guarded.push_back(make_output(concrete_shape(o.shape, c), op.tensor_dtype(o, c.dtype), impl_->device));
+      guarded.push_back(make_output(concrete_shape(o.shape, c), op.tensor_dtype(o, c.dtype), impl_->device,
+                                    derive_seed(impl_->poison_salt ^ c.seed, "poison", 0), impl_->prefill_outputs));
       outputs.push_back(guarded.back().output);
     }
     impl_->sync();
@@ -508,8 +540,8 @@ CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c, const cor
       p.dtype = from_scalar_type(outputs[i].scalar_type());
       // An in-place output holds the input's values, not poison: an element left unwritten shows
       // as a wrong value instead.
-      if (op.alias_input(op.outputs[i]) < 0) {
-        const auto poison = poison_bits(p.dtype, impl_->device);
+      if (op.alias_input(op.outputs[i]) < 0 && !(impl_->prefill_outputs && is_floating(p.dtype))) {
+        const auto poison = poison_bits(p.dtype, impl_->device, derive_seed(impl_->poison_salt ^ c.seed, "poison", 0));
         auto unwritten = outputs[i].contiguous().view(bits_type(p.dtype)).eq(poison);
         // A one-byte poison is a value kernels write: it marks an element unwritten only where the
         // reference holds another value (where they agree, the element is right either way).
@@ -849,6 +881,26 @@ CaseResult Runner::check_stale(const KernelInfo& kernel, const Case& c,
   second.kcase = c;  // the pair derives from the first case
   second.repro = repro_command(kernel, c) + "  # then " + next.id();
   return second;
+}
+
+CaseResult Runner::check_written_before(const KernelInfo& kernel, const Case& c, const correctness::RuleConfig& rule) {
+  // The same case into outputs that hold earlier, finite values (as real buffers do) instead of
+  // the poison: a kernel that writes only where it sees the poison, or skips work when the output
+  // already looks computed, leaves them and fails.
+  impl_->prefill_outputs = true;
+  CaseResult r;
+  try {
+    r = check_case(kernel, c, rule);
+  } catch (...) {
+    impl_->prefill_outputs = false;
+    throw;
+  }
+  impl_->prefill_outputs = false;
+  if (r.outcome != Outcome::failed || r.rule == "fault") return r;
+  r.message = "written before: case " + c.id() + " passes into poisoned outputs but fails into outputs that held "
+              "earlier values (does the kernel look at its outputs before writing them?): " + r.message;
+  r.rule = "written_before";
+  return r;
 }
 
 }  // namespace kgate

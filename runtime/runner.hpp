@@ -55,6 +55,11 @@ class Runner {
   CaseResult check_stale(const KernelInfo& kernel, const Case& c,
                          const correctness::RuleConfig& rule);
 
+  /// Runs `c` into outputs that hold earlier, finite values instead of the NaN poison: a kernel
+  /// that writes only where it sees the poison (or skips outputs that look computed) fails, with
+  /// rule "written_before". (The poison's payload also differs per run and case.)
+  CaseResult check_written_before(const KernelInfo& kernel, const Case& c, const correctness::RuleConfig& rule);
+
   /// Determinism check: case `c` twice on fresh outputs; the two outputs must be bitwise equal
   /// (rule "determinism" otherwise). For ops whose contract says deterministic.
   CaseResult check_deterministic(const KernelInfo& kernel, const Case& c,

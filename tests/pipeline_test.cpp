@@ -56,6 +56,39 @@ TEST(Pipeline, MutantFailsWithAMinimalCase) {
   EXPECT_TRUE(report.speed.empty());  // an incorrect kernel is not timed
 }
 
+TEST(Pipeline, AKernelThatWritesOnlyIntoPoisonIsCaughtWrittenBefore) {
+  Runner runner(Backend::cpu);
+  auto o = quick();
+  o.speed = false;
+  const auto& k = find_kernel("mutant_softmax_cpu_spots_poison");
+  o.behaviour_checks = false;  // plain cases run into poisoned outputs: it passes them all
+  EXPECT_EQ(check_kernel(runner, k, o).outcome, Outcome::passed);
+  o.behaviour_checks = true;
+  const auto report = check_kernel(runner, k, o);
+  EXPECT_EQ(report.outcome, Outcome::failed);
+  ASSERT_FALSE(report.correctness.failures.empty());
+  const auto& f = report.correctness.failures.front();
+  EXPECT_EQ(f.rule, "written_before");
+  EXPECT_NE(f.message.find("passes into poisoned outputs but fails into outputs that held earlier values"),
+            std::string::npos)
+      << f.message;
+  // softmax_cpu writes every element whatever its output held.
+  EXPECT_EQ(check_kernel(runner, find_kernel("softmax_cpu"), o).outcome, Outcome::passed);
+}
+
+TEST(Pipeline, ThePoisonIsNotOneFixedPattern) {
+  // A kernel that computes only when its output holds kgate's old fixed NaN (0x7FC0DEAD) is caught
+  // by the ordinary cases: the payload is drawn per run and case.
+  Runner runner(Backend::cpu);
+  auto o = quick();
+  o.speed = false;
+  o.behaviour_checks = false;
+  const auto report = check_kernel(runner, find_kernel("mutant_softmax_cpu_knows_the_poison"), o);
+  EXPECT_EQ(report.outcome, Outcome::failed);
+  EXPECT_EQ(report.correctness.failed, report.correctness.cases - report.correctness.passed);
+  EXPECT_GT(report.correctness.failed, report.correctness.cases / 2);
+}
+
 TEST(Pipeline, ReplayingAnIdGivesTheSameVerdict) {
   Runner runner(Backend::cpu);
   const auto& k = find_kernel("mutant_softmax_cpu_tail_dropped");
