@@ -305,6 +305,7 @@ void merge_resumed(KernelReport& into, KernelReport part) {
   a.failed += b.failed;
   a.fallback += b.fallback;
   a.reference_errors += b.reference_errors;
+  a.skipped += b.skipped;
   a.behaviour_checks += b.behaviour_checks;
   a.worst_margin = std::max(a.worst_margin, b.worst_margin);
   a.seconds += b.seconds;
@@ -768,6 +769,7 @@ int run_check(const CheckArgs& args) {
             for (const auto& f : progress.finished) {
               if (f.index < resume_at) continue;
               if (f.rule == "reference_error") ++c.reference_errors;
+              else if (f.outcome == "skipped") ++c.skipped;
               else if (f.outcome == "failed") {
                 ++c.failed;
                 if (c.failures.size() < 10) c.failures.push_back(result_of(f.id, Outcome::failed, f.rule, f.message));

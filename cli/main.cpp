@@ -106,7 +106,7 @@ int kgate::cli::main(int argc, char** argv) {
       ->check(CLI::IsMember({"cuda", "cpu"}));
   check->add_option("--seed", opt.seed, "Master seed: every case derives from it")->capture_default_str();
   check->add_option("--cases", opt.cases, "Correctness cases per kernel")->capture_default_str()->check(kgate::cli::above_zero());
-  check->add_option("--family", opt.families, "Case families (random, ragged, extreme, special, layout)")
+  check->add_option("--family", opt.families, "Case families (random, ragged, extreme, special, layout, huge)")
       ->allow_extra_args(false);
   check->add_option("--rule", opt.rule, "Correctness rule: allclose, ulp, ref_ratio or eager_relative (default: eager_relative for f16 and bf16 outputs, else the op's)")
       ->check(CLI::IsMember({"allclose", "ulp", "ref_ratio", "eager_relative"}));

@@ -94,6 +94,7 @@ json correctness_json(const CorrectnessReport& c) {
               {"fallback", c.fallback},
               {"behaviour_checks", c.behaviour_checks},
               {"reference_errors", c.reference_errors},
+              {"skipped", c.skipped},
               {"seconds", number(c.seconds)}};
   if (c.minimal) out["minimal"] = case_result_json(*c.minimal);
   if (!c.faulted.empty()) out["faulted"] = c.faulted;
@@ -123,6 +124,7 @@ CorrectnessReport correctness_from(const json& c) {
   r.fallback = c.value("fallback", int64_t{0});
   r.behaviour_checks = c.value("behaviour_checks", int64_t{0});
   r.reference_errors = c.value("reference_errors", int64_t{0});
+  r.skipped = c.value("skipped", int64_t{0});
   r.seconds = read_number(c, "seconds");
   r.faulted = c.value("faulted", std::vector<std::string>{});
   r.not_run = c.value("not_run", int64_t{0});
@@ -421,7 +423,8 @@ std::string correctness_cell(const KernelReport& k) {
   if (k.outcome == Outcome::failed)  // a crash, a hang or a fault outside the cases
     return c.cases == 0 ? "failed, no case ran" : "failed after " + std::to_string(c.passed) + "/" + std::to_string(c.cases);
   const char* word = c.reference_errors > 0 ? "invalid" : "passed";
-  return std::string(word) + " " + std::to_string(c.passed) + "/" + std::to_string(c.cases);
+  return std::string(word) + " " + std::to_string(c.passed) + "/" + std::to_string(c.cases) +
+         (c.skipped > 0 ? ", " + std::to_string(c.skipped) + " skipped" : "");
 }
 
 void write_junit(std::ostream& os, const RunReport& report) {

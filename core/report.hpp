@@ -74,6 +74,9 @@ struct CorrectnessReport {
   /// Cases the op's reference (an op file's TorchScript) failed on: neither passed nor failed; a
   /// kernel with any is not passed (outcome invalid unless it failed).
   int64_t reference_errors = 0;
+  /// Cases not run here (a huge case without the device memory for it): neither passed nor failed;
+  /// each has a warning that says why.
+  int64_t skipped = 0;
   double seconds = 0;  ///< wall time of the correctness phase (cases, shrinking, behaviour checks)
   /// Cases on which the kernel faulted on the GPU (the CUDA context was lost), in the order run.
   /// Each fault ends its worker process; kgate check goes on with the remaining cases in a fresh one.

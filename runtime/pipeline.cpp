@@ -26,6 +26,7 @@ props::KernelTraits traits_of(const KernelInfo& kernel) {
   t.tile_sizes = kernel.tile_sizes;
   t.accepts_strided = kernel.accepts_strided;
   t.accepts_unaligned = kernel.accepts_unaligned;
+  t.huge = kernel.backend == Backend::cuda;
   return t;
 }
 
@@ -141,7 +142,8 @@ void run_behaviour_checks(Runner& runner, const KernelInfo& kernel, const OpSign
                           const std::vector<Case>& cases, const CheckOptions& options, KernelReport& report) {
   std::set<std::string> families;
   for (const auto& c : cases) {
-    if (!families.insert(c.family).second || runner.context_lost()) continue;
+    // The huge case is not run again: it costs seconds and gigabytes each time.
+    if (c.family == "huge" || !families.insert(c.family).second || runner.context_lost()) continue;
     const auto rule = rule_for(op, c.dtype, options, kernel.name);
     ++report.correctness.behaviour_checks;
     record(report.correctness, runner.check_stale(kernel, c, rule), options.max_failures_kept);
@@ -188,6 +190,7 @@ void run_null_calibration(Runner& runner, const KernelInfo& kernel, const OpSign
     const KernelInfo nk = null_kernel(kernel, which);
     auto& per_family = report.correctness.null_calibration[which];
     for (const auto& c : cases) {
+      if (c.family == "huge") continue;
       auto& counts = per_family[c.family.empty() ? "other" : c.family];
       if (counts.first >= options.null_calibration_cases || runner.context_lost()) continue;
       ++counts.first;
@@ -243,6 +246,12 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
   auto cases = options.only_cases.empty() ? props::generate_cases(op, traits, gen) : options.only_cases;
   if (options.only_cases.empty()) cases.insert(cases.end(), options.extra_cases.begin(), options.extra_cases.end());
   report.correctness.cases = static_cast<int64_t>(cases.size());
+  if (traits.huge && options.only_cases.empty() &&
+      (gen.families.empty() || std::find(gen.families.begin(), gen.families.end(), "huge") != gen.families.end())) {
+    std::string why;
+    if (!props::huge_case(op, traits, gen.seed, &why))
+      report.correctness.warnings.push_back("no huge case, so 32-bit index arithmetic is not tested: " + why);
+  }
   const int64_t step = std::max<int64_t>(1, static_cast<int64_t>(cases.size()) / 8);
   std::string closest_repro;  // the passing case nearest its tolerance
   std::string first_reference_error;
@@ -253,7 +262,11 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
     auto r = runner.check_case(kernel, c, rule_for(op, c.dtype, options, kernel.name));
     if (options.on_case) options.on_case(i, cases.size(), c, &r);
     if (r.fallback) ++report.correctness.fallback;
-    if (r.rule == "reference_error") {
+    if (r.outcome == Outcome::skipped) {
+      // Not run here (a huge case without the device memory for it): never a pass, and said.
+      ++report.correctness.skipped;
+      report.correctness.warnings.push_back("case " + c.id() + " (" + c.family + ") " + r.message);
+    } else if (r.rule == "reference_error") {
       // The op's reference failed: the case judges nothing, and the kernel is not blamed.
       if (report.correctness.reference_errors++ == 0) first_reference_error = c.id() + ": " + r.message;
     } else if (r.outcome == Outcome::failed) {
@@ -415,6 +428,14 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
   }
   // Cases the reference could not judge leave the kernel unproven: never a pass.
   if (report.correctness.reference_errors > 0 && report.outcome == Outcome::passed) report.outcome = Outcome::invalid;
+  // No case ran (the families asked for do not apply here): nothing was shown, so nothing passed.
+  if (report.correctness.cases == 0 && report.outcome == Outcome::passed && options.resume_at == 0) {
+    report.outcome = Outcome::skipped;
+    report.correctness.warnings.push_back(
+        "no correctness case applies to '" + kernel.name + "'" +
+        (gen.families.empty() ? std::string() : " in the families asked for") +
+        (traits.huge ? "" : " (the huge family runs on the cuda backend only)") + ": not checked");
+  }
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (report.correctness.seconds == 0) report.correctness.seconds = report.seconds;  // no speed phase
   return report;

@@ -3,6 +3,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <torch/headeronly/version.h>
 #include <cuda_runtime.h>
 
@@ -15,6 +16,7 @@
 
 #include "core/error.hpp"
 #include "core/rng.hpp"
+#include "gates/props/generators.hpp"
 #include "references/catalogue.hpp"
 #include "references/op_reference.hpp"
 #include "runtime/cuda/check.hpp"
@@ -401,6 +403,74 @@ RunnerEnvironment Runner::environment() const {
   return env;
 }
 
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+std::string gib(double bytes) {
+  std::ostringstream o;
+  o.precision(1);
+  o << std::fixed << bytes / kGiB << " GiB";
+  return o.str();
+}
+
+// Why a huge case cannot run here ("" when it can): the cpu backend, or too little free device
+// memory for its tensors, their snapshots and the checks (the float64 oracle's upcast inputs and
+// comparisons too, where the case is judged whole).
+std::string huge_refusal(const OpSignature& op, const Case& c, Backend backend) {
+  if (backend != Backend::cuda) return "a huge case (past 2^31 elements) runs on the cuda backend only";
+  const bool sliced = !props::slice_symbol(op).empty();
+  double need = 0, largest_input = 0;
+  auto elements = [&](const TensorSpec& t) {
+    double n = 1;
+    for (int64_t d : concrete_shape(t.shape, c)) n *= static_cast<double>(d);
+    return n;
+  };
+  for (const auto& t : op.inputs) {
+    const double n = elements(t), size = static_cast<double>(dtype_size(op.tensor_dtype(t, c.dtype)));
+    need += n * (3 * size + 1) + (sliced ? 0 : n * 8);  // tensor, snapshot, its re-read, a mask; upcast
+    largest_input = std::max(largest_input, n);
+  }
+  need += largest_input * 8;  // values are drawn in float64, then converted
+  for (const auto& t : op.outputs) {
+    const double n = elements(t), size = static_cast<double>(dtype_size(op.tensor_dtype(t, c.dtype)));
+    need += n * (2 * size + 1) + (sliced ? 0 : n * (size + 8 * 12));  // the comparisons' float64 temporaries
+  }
+  need = need * 1.25 + 2 * kGiB;
+  c10::cuda::CUDACachingAllocator::emptyCache();
+  size_t free = 0, total = 0;
+  if (cudaMemGetInfo(&free, &total) != cudaSuccess) {
+    cudaGetLastError();
+    return "skipped: the device's free memory could not be read for a huge case";
+  }
+  if (static_cast<double>(free) >= need) return "";
+  return "skipped: the huge case needs about " + gib(need) + " of device memory (" +
+         (sliced ? "judged on slices of its rows" : "judged whole, with its float64 oracle") + "); the device has " +
+         gib(static_cast<double>(free)) + " free of " + gib(static_cast<double>(total));
+}
+
+// A huge case judged on slices: the rows of `symbol` that props::huge_rows picks (the first, the
+// middle, and all from the row holding element 2^31 to the end) are gathered from the references'
+// inputs and from the kernel's outputs, which the checks below then judge as a case of those rows.
+// Unwritten elements are counted over the whole outputs first (except one-byte dtypes, whose
+// poison is a value: those are counted on the slices, where the reference tells them apart).
+void judge_slices(const OpSignature& op, const Case& c, const std::string& symbol, Tensors& outputs,
+                  Tensors& ref_inputs, std::vector<std::optional<size_t>>& whole_unwritten, DeviceScalars& q,
+                  at::Device device, uint64_t poison_salt, bool prefilled) {
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const DType dtype = from_scalar_type(outputs[i].scalar_type());
+    if (op.alias_input(op.outputs[i]) >= 0 || (prefilled && is_floating(dtype)) || dtype_size(dtype) == 1) continue;
+    whole_unwritten[i] = q.add_int(outputs[i].view(bits_type(dtype)).eq(poison_bits(dtype, device, poison_salt)).sum());
+  }
+  const auto rows_list = props::huge_rows(op, c, symbol);
+  const auto rows = at::tensor(rows_list, at::TensorOptions().dtype(at::kLong)).to(device);
+  for (size_t i = 0; i < outputs.size(); ++i) outputs[i] = outputs[i].index_select(0, rows);
+  for (size_t i = 0; i < ref_inputs.size() && i < op.inputs.size(); ++i)
+    if (!op.inputs[i].shape.empty() && op.inputs[i].shape[0] == symbol) ref_inputs[i] = ref_inputs[i].index_select(0, rows);
+}
+
+}  // namespace
+
 std::string repro_command(const std::string& kernel, const Case& c) {
   return "kgate replay --kernel " + kernel + " '" + c.id() + "'";
 }
@@ -431,6 +501,17 @@ CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c, const cor
   const OpSignature& op = find_op(c.op);
   const OpReference& ref = op_reference(c.op);
   Attributes attrs = call_attributes(op, c);
+  // A case past 2^31 elements runs only where the device has the memory for it (else: skipped,
+  // and said); it is judged on slices of its rows where the op allows (judge_slices).
+  const bool huge = props::is_huge(op, c);
+  if (huge) {
+    if (std::string why = huge_refusal(op, c, impl_->backend); !why.empty()) {
+      result.outcome = Outcome::skipped;
+      result.rule = "huge";
+      result.message = why;
+      return result;
+    }
+  }
   try {
     const Tensors inputs = ref.make_inputs(c, op, impl_->device);
     // An input written in place (an output's alias) is the kernel's output buffer; the references
@@ -481,6 +562,21 @@ CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c, const cor
       return result;
     }
 
+    // Everything below is queued on the device and read back at once (DeviceScalars). The inputs
+    // and guard bands are checked whole, before a huge case is cut to its slices.
+    DeviceScalars q;
+    std::vector<size_t> inputs_changed, guards_ok;
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (!in_place[i]) inputs_changed.push_back(q.add_int(bits_snapshot(inputs[i]).ne(snapshots[i]).any()));
+    for (const auto& go : guarded) guards_ok.push_back(q.add_int(guards_intact(go)));
+    snapshots.clear();
+    std::vector<std::optional<size_t>> whole_unwritten(outputs.size());
+    if (huge) {
+      if (const std::string s = props::slice_symbol(op); !s.empty())
+        judge_slices(op, c, s, outputs, ref_inputs, whole_unwritten, q, impl_->device,
+                     derive_seed(impl_->poison_salt ^ c.seed, "poison", 0), impl_->prefill_outputs);
+    }
+
     // The references first: an op file's reference that fails is the op file's problem, reported
     // as such for this case and never blamed on the kernel.
     Tensors expected, oracle;
@@ -508,8 +604,6 @@ CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c, const cor
       return result;
     }
 
-    // Everything below is queued on the device and read back at once (DeviceScalars).
-    DeviceScalars q;
     // A position-weighted sum of the outputs' bits: two runs that differ in any element differ here.
     std::vector<size_t> fingerprints;
     for (size_t i = 0; i < outputs.size(); ++i) {
@@ -518,11 +612,6 @@ CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c, const cor
       const auto weights = at::arange(bits.numel(), bits.options()).mul(2654435761LL).add(static_cast<int64_t>(2 * i + 1));
       fingerprints.push_back(q.add_int(bits.mul(weights).sum()));
     }
-    std::vector<size_t> inputs_changed, guards_ok;
-    for (size_t i = 0; i < inputs.size(); ++i)
-      if (!in_place[i]) inputs_changed.push_back(q.add_int(bits_snapshot(inputs[i]).ne(snapshots[i]).any()));
-    for (const auto& go : guarded) guards_ok.push_back(q.add_int(guards_intact(go)));
-
     // Every output is judged: floating outputs under the rule, integer outputs exactly; every
     // output gets the memory checks.
     struct PerOutput {
@@ -540,7 +629,9 @@ CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c, const cor
       p.dtype = from_scalar_type(outputs[i].scalar_type());
       // An in-place output holds the input's values, not poison: an element left unwritten shows
       // as a wrong value instead.
-      if (op.alias_input(op.outputs[i]) < 0 && !(impl_->prefill_outputs && is_floating(p.dtype))) {
+      if (whole_unwritten[i]) {
+        p.unwritten = whole_unwritten[i];
+      } else if (op.alias_input(op.outputs[i]) < 0 && !(impl_->prefill_outputs && is_floating(p.dtype))) {
         const auto poison = poison_bits(p.dtype, impl_->device, derive_seed(impl_->poison_salt ^ c.seed, "poison", 0));
         auto unwritten = outputs[i].contiguous().view(bits_type(p.dtype)).eq(poison);
         // A one-byte poison is a value kernels write: it marks an element unwritten only where the

@@ -60,12 +60,179 @@ Case base_case(const OpSignature& op, DType dtype, uint64_t seed, const std::str
   return c;
 }
 
+// The nearest multiple of the symbol's multiple_of at or below v, kept within [min, max].
+int64_t to_multiple(const SymbolDomain& d, int64_t v) {
+  if (d.multiple_of <= 1) return v;
+  int64_t m = v / d.multiple_of * d.multiple_of;
+  if (m < d.min) m = (d.min + d.multiple_of - 1) / d.multiple_of * d.multiple_of;
+  return m;
+}
+
 Values pick(Rng& rng, std::initializer_list<Values> choices) {
   std::vector<Values> v(choices);
   return v[static_cast<size_t>(rng.uniform_int(0, static_cast<int64_t>(v.size()) - 1))];
 }
 
 }  // namespace
+
+namespace {
+
+// Elements of `t` at these symbol values, in double (exact to 2^53, saturating beyond); a shape
+// entry that cannot be evaluated counts as 0.
+double tensor_elements(const TensorSpec& t, const package::SymbolValues& values) {
+  double n = 1;
+  for (const auto& e : t.shape) {
+    try {
+      n *= static_cast<double>(package::evaluate_expr(e, values));
+    } catch (const Error&) {
+      return 0;
+    }
+  }
+  return n;
+}
+
+std::vector<const TensorSpec*> tensors_of(const OpSignature& op) {
+  std::vector<const TensorSpec*> out;
+  for (const auto& t : op.inputs) out.push_back(&t);
+  for (const auto& t : op.outputs) out.push_back(&t);
+  return out;
+}
+
+// The tensor with the most elements at the domain's maxima (the one a huge case grows).
+const TensorSpec* largest_at_max(const OpSignature& op) {
+  package::SymbolValues at_max;
+  for (const auto& s : op.symbols) at_max[s.name] = s.max;
+  const TensorSpec* best = nullptr;
+  double most = -1;
+  for (const TensorSpec* t : tensors_of(op)) {
+    const double n = tensor_elements(*t, at_max);
+    if (n > most) {
+      most = n;
+      best = t;
+    }
+  }
+  return best;
+}
+
+bool is_symbol_of(const OpSignature& op, const std::string& entry) { return op.symbol(entry) != nullptr; }
+
+// True when the tensor's shape changes with `symbol` (evaluated at two values of it).
+bool depends_on(const TensorSpec& t, const std::string& symbol, package::SymbolValues values) {
+  values[symbol] = 3;
+  const double a = tensor_elements(t, values);
+  values[symbol] = 5;
+  return tensor_elements(t, values) != a;
+}
+
+}  // namespace
+
+int64_t largest_tensor_numel(const OpSignature& op, const Case& c) {
+  const auto values = package::symbol_values(c.dims);
+  double most = 0;
+  for (const TensorSpec* t : tensors_of(op)) most = std::max(most, tensor_elements(*t, values));
+  return most >= 9.2e18 ? INT64_MAX : static_cast<int64_t>(most);
+}
+
+std::string slice_symbol(const OpSignature& op) {
+  const TensorSpec* big = largest_at_max(op);
+  if (!big || big->shape.empty() || !is_symbol_of(op, big->shape[0]) || op.outputs.empty()) return "";
+  const std::string s = big->shape[0];
+  package::SymbolValues values;
+  for (const auto& d : op.symbols) values[d.name] = 7;
+  for (const auto& t : op.outputs)
+    if (t.shape.empty() || t.shape[0] != s) return "";  // (an in-place output is sliced as its input)
+  for (const auto& t : op.inputs) {
+    if (!t.shape.empty() && t.shape[0] == s) continue;
+    if (depends_on(t, s, values)) return "";
+    // An integer input may hold positions along the symbol (segment offsets): slicing would cut
+    // through what it points at.
+    if (!t.dtype.empty() && !is_floating(parse_dtype(t.dtype))) return "";
+  }
+  for (const auto& t : tensors_of(op))
+    for (size_t k = 1; k < t->shape.size(); ++k)
+      if (t->shape[k] == s) return "";
+  return s;
+}
+
+std::optional<Case> huge_case(const OpSignature& op, const KernelTraits& traits, uint64_t seed, std::string* why) {
+  auto refuse = [&](const std::string& reason) -> std::optional<Case> {
+    if (why) *why = reason;
+    return std::nullopt;
+  };
+  std::vector<DType> dtypes = supported_dtypes(op, traits);
+  if (dtypes.empty()) return refuse("the kernel supports none of the op's dtypes");
+  // The fewest bytes per element: the same index arithmetic in the least memory.
+  const DType dtype = *std::min_element(dtypes.begin(), dtypes.end(),
+                                        [](DType a, DType b) { return dtype_size(a) < dtype_size(b); });
+  const TensorSpec* big = largest_at_max(op);
+  package::SymbolValues at_max;
+  for (const auto& s : op.symbols) at_max[s.name] = s.max;
+  if (!big || tensor_elements(*big, at_max) <= static_cast<double>(kHugeElements))
+    return refuse("op '" + op.name + "' holds at most " +
+                  std::to_string(big ? static_cast<int64_t>(tensor_elements(*big, at_max)) : 0) +
+                  " elements in a tensor (its symbols' max), not past 2^31");
+  std::string grow;  // the symbol scaled to pass 2^31: the big tensor's leading symbol if it has one
+  for (const auto& e : big->shape)
+    if (is_symbol_of(op, e)) {
+      grow = e;
+      break;
+    }
+  if (grow.empty()) return refuse("op '" + op.name + "': tensor '" + big->name + "' has no symbol in its shape");
+
+  Case c = base_case(op, dtype, derive_seed(seed, op.name + "/huge", 0), "huge");
+  c.values = Values::normal;
+  for (auto& [name, v] : c.dims) {
+    const SymbolDomain& d = *op.symbol(name);
+    const int64_t typical = d.typical_max > 0 ? std::min(d.typical_max, d.max) : d.max;
+    v = to_multiple(d, std::clamp<int64_t>(typical, std::max<int64_t>(d.min, 1), d.max));
+  }
+  const SymbolDomain& g = *op.symbol(grow);
+  for (int round = 0; round < 256; ++round) {
+    c.set_dim(grow, 1);
+    const double per_unit = tensor_elements(*big, package::symbol_values(c.dims));
+    if (per_unit <= 0) return refuse("op '" + op.name + "': tensor '" + big->name + "' is empty at typical sizes");
+    // A few rows past the one that holds element 2^31.
+    int64_t need = static_cast<int64_t>(std::floor(static_cast<double>(kHugeElements) / per_unit)) + 2;
+    if (g.multiple_of > 1) need = (need + g.multiple_of - 1) / g.multiple_of * g.multiple_of;
+    if (need <= g.max) {
+      c.set_dim(grow, need);
+      for (int tries = 0; tries < 64 && !in_domain(op, c); ++tries)
+        c.set_dim(grow, c.dim(grow) + std::max<int64_t>(g.multiple_of, 1));
+      if (in_domain(op, c) && c.dim(grow) <= g.max && is_huge(op, c)) return c;
+      return refuse("op '" + op.name + "': no huge shape satisfies its relations");
+    }
+    // The leading symbol alone cannot get there: double the big tensor's other symbols in turn,
+    // the one with the most room first.
+    std::string widen;
+    double room = 1;
+    for (const auto& [name, v] : c.dims) {
+      if (name == grow || !depends_on(*big, name, package::symbol_values(c.dims))) continue;
+      const double r = static_cast<double>(op.symbol(name)->max) / static_cast<double>(std::max<int64_t>(v, 1));
+      if (r > room) {
+        room = r;
+        widen = name;
+      }
+    }
+    if (widen.empty()) return refuse("op '" + op.name + "': no huge shape fits its symbols' max");
+    const SymbolDomain& w = *op.symbol(widen);
+    c.set_dim(widen, to_multiple(w, std::min(w.max, std::max<int64_t>(c.dim(widen), 1) * 2)));
+  }
+  return refuse("op '" + op.name + "': no huge shape found");
+}
+
+std::vector<int64_t> huge_rows(const OpSignature& op, const Case& c, const std::string& symbol) {
+  const int64_t rows = c.dim(symbol);
+  std::set<int64_t> out;
+  for (int64_t r : {int64_t{0}, int64_t{1}, rows / 2})
+    if (r < rows) out.insert(r);
+  Case one = c;
+  one.set_dim(symbol, 1);
+  const int64_t per_row = std::max<int64_t>(1, largest_tensor_numel(op, one));
+  const int64_t first = std::min(rows, kHugeElements / per_row);  // holds element 2^31 (or ends before it)
+  for (int64_t r = std::max<int64_t>(0, first - 1); r < rows && out.size() < 70; ++r) out.insert(r);
+  for (int64_t r = std::max<int64_t>(0, rows - 4); r < rows; ++r) out.insert(r);  // the very end
+  return {out.begin(), out.end()};
+}
 
 bool in_domain(const OpSignature& op, const Case& c) {
   for (const auto& s : op.symbols)
@@ -81,18 +248,6 @@ bool in_domain(const OpSignature& op, const Case& c) {
   }
   return true;
 }
-
-namespace {
-
-// The nearest multiple of the symbol's multiple_of at or below v, kept within [min, max].
-int64_t to_multiple(const SymbolDomain& d, int64_t v) {
-  if (d.multiple_of <= 1) return v;
-  int64_t m = v / d.multiple_of * d.multiple_of;
-  if (m < d.min) m = (d.min + d.multiple_of - 1) / d.multiple_of * d.multiple_of;
-  return m;
-}
-
-}  // namespace
 
 std::vector<int64_t> ragged_sizes(const SymbolDomain& domain, const std::vector<int64_t>& tile_sizes) {
   std::set<int64_t> s = {0, 1, 2, 3, 5, 7, 13, 17, 31, 61, 127, 251, 509, 1021, 2039, 4093};
@@ -121,6 +276,7 @@ std::vector<std::string> applicable_families(const OpSignature& op, const Kernel
   std::vector<std::string> out = {"random", "ragged", "extreme"};
   if (op.nan_contract == NanContract::propagate) out.push_back("special");
   if (traits.accepts_strided || traits.accepts_unaligned) out.push_back("layout");
+  if (traits.huge && huge_case(op, traits, 0)) out.push_back("huge");
   return out;
 }
 
@@ -128,6 +284,10 @@ std::vector<Case> generate_family(const OpSignature& op, const KernelTraits& tra
                                   int64_t count, uint64_t seed, int64_t max_elements) {
   const auto dtypes = supported_dtypes(op, traits);
   if (dtypes.empty()) return {};
+  if (family == "huge") {  // one case: its memory, not its count, is the cost
+    auto c = count > 0 ? huge_case(op, traits, seed) : std::nullopt;
+    return c ? std::vector<Case>{*c} : std::vector<Case>{};
+  }
   std::vector<Case> out;
   for (int64_t i = 0; i < count; ++i) {
     const uint64_t case_seed = derive_seed(seed, op.name + "/" + family, static_cast<uint64_t>(i));
@@ -170,7 +330,7 @@ std::vector<Case> generate_family(const OpSignature& op, const KernelTraits& tra
       c.layout = layouts[static_cast<size_t>(i) % layouts.size()];
       c.values = Values::normal;
     } else {
-      throw_usage("unknown case family '" + family + "': expected random, ragged, extreme, special or layout");
+      throw_usage("unknown case family '" + family + "': expected random, ragged, extreme, special, layout or huge");
     }
     fit_size(c, op, max_elements);
     for (auto& [name, v] : c.dims) v = to_multiple(*op.symbol(name), v);
@@ -202,6 +362,15 @@ std::vector<Case> generate_cases(const OpSignature& op, const KernelTraits& trai
                                 }),
                  families.end());
   if (families.empty()) return {};
+  // The huge family is one case, last (it takes the budget of one).
+  std::vector<Case> huge;
+  if (auto it = std::find(families.begin(), families.end(), "huge"); it != families.end()) {
+    families.erase(it);
+    if (options.cases >= 2 || families.empty()) huge = generate_family(op, traits, "huge", 1, options.seed);
+  }
+  GeneratorOptions rest = options;
+  rest.cases -= static_cast<int64_t>(huge.size());
+  if (families.empty()) return huge;
   // Weights: random and ragged carry most of the budget; each family gets at least one case.
   std::vector<double> weight;
   for (const auto& f : families)
@@ -212,13 +381,14 @@ std::vector<Case> generate_cases(const OpSignature& op, const KernelTraits& trai
   int64_t assigned = 0;
   for (size_t i = 0; i < families.size(); ++i) {
     int64_t n = i + 1 == families.size()
-                    ? options.cases - assigned
-                    : std::max<int64_t>(1, static_cast<int64_t>(std::floor(options.cases * weight[i] / total)));
-    n = std::max<int64_t>(0, std::min(n, options.cases - assigned));
+                    ? rest.cases - assigned
+                    : std::max<int64_t>(1, static_cast<int64_t>(std::floor(rest.cases * weight[i] / total)));
+    n = std::max<int64_t>(0, std::min(n, rest.cases - assigned));
     assigned += n;
     auto cases = generate_family(op, traits, families[i], n, options.seed, options.max_elements);
     out.insert(out.end(), cases.begin(), cases.end());
   }
+  out.insert(out.end(), huge.begin(), huge.end());
   return out;
 }
 

@@ -1,9 +1,11 @@
 // Case generators: every case is a pure function of (op signature, kernel traits, master seed, index).
 // Families: random shapes, ragged shapes (0, 1, 2, primes, 2^k +- 1, tile sizes +- 1, very long rows),
-// extreme-range values, special values (+-0, +-Inf, NaN), and layouts (strided, misaligned).
+// extreme-range values, special values (+-0, +-Inf, NaN), layouts (strided, misaligned), and one
+// huge case past 2^31 elements (32-bit index arithmetic) on the cuda backend.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,7 +20,12 @@ struct KernelTraits {
   std::vector<int64_t> tile_sizes;  ///< ragged cases put these +-1 on the reduced symbol
   bool accepts_strided = false;
   bool accepts_unaligned = true;
+  /// The huge family applies (a device runs the kernel; the cpu backend skips it).
+  bool huge = false;
 };
+
+/// A tensor past this many elements wraps 32-bit index arithmetic: each huge case holds one.
+inline constexpr int64_t kHugeElements = int64_t{1} << 31;
 
 /// The generator families, in the order their GoogleTest suites run.
 inline const std::vector<std::string>& all_families() {
@@ -45,6 +52,28 @@ std::vector<Case> generate_cases(const OpSignature& op, const KernelTraits& trai
 std::vector<Case> generate_family(const OpSignature& op, const KernelTraits& traits,
                                   const std::string& family, int64_t count, uint64_t seed,
                                   int64_t max_elements = int64_t{1} << 24);
+
+/// The most elements any tensor of the op holds in this case (saturates at INT64_MAX).
+int64_t largest_tensor_numel(const OpSignature& op, const Case& c);
+
+/// True when some tensor of the case holds more than kHugeElements elements.
+inline bool is_huge(const OpSignature& op, const Case& c) { return largest_tensor_numel(op, c) > kHugeElements; }
+
+/// The huge family's case for the op: its largest tensor just past 2^31 elements (a few rows past
+/// it), contiguous normal values, the supported dtype of fewest bytes. nullopt when the op's
+/// domain cannot hold such a tensor; `why` then says so.
+std::optional<Case> huge_case(const OpSignature& op, const KernelTraits& traits, uint64_t seed,
+                              std::string* why = nullptr);
+
+/// The symbol a huge case of the op is judged in slices along (""): the leading dim of every
+/// output and of the op's largest tensor. Every input either leads with it or is floating and
+/// does not depend on it (integer inputs may index along it, as cu_seqlens does). The op's rows
+/// along it are assumed independent, as they are for row, norm, gather and matmul ops.
+std::string slice_symbol(const OpSignature& op);
+
+/// The rows of `symbol` a huge case is judged on: the first rows, one in the middle, and every row
+/// of the largest tensor from the one holding element 2^31 to the end (at most 64 of them).
+std::vector<int64_t> huge_rows(const OpSignature& op, const Case& c, const std::string& symbol);
 
 /// True when the case's dims respect the op's domain beyond min/max: every symbol's multiple_of
 /// and every relation ("H % G == 0").

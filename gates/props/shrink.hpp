@@ -18,7 +18,8 @@ struct ShrinkResult {
 
 /// Greedy shrinking: values toward the simplest family, layout toward contiguous, every symbol
 /// toward its minimum (1 first, then smaller tile boundaries, halving, minus one). `still_fails`
-/// is called on candidates; at most `max_attempts` calls. Deterministic.
+/// is called on candidates; at most `max_attempts` calls (12 for a huge case, whose candidates all
+/// stay past 2^31 elements). Deterministic.
 ShrinkResult shrink(const Case& failing, const OpSignature& op, const std::vector<int64_t>& tile_sizes,
                     const std::function<bool(const Case&)>& still_fails, int64_t max_attempts = 200);
 

@@ -135,5 +135,113 @@ TEST(Shrink, RespectsTheAttemptBudget) {
   EXPECT_EQ(r.minimal.dim("N"), 70001);
 }
 
+// ---- the huge family: one case past 2^31 elements (32-bit index arithmetic) ----
+
+OpSignature big_rows_op() {
+  OpSignature op = rows_op();
+  op.symbols = {{"B", 1, 65536, 256}, {"N", 1, 262144, 8192}};
+  op.dtypes = {DType::f32, DType::bf16};
+  return op;
+}
+
+TEST(HugeFamily, HoldsATensorJustPast2To31Elements) {
+  KernelTraits t;
+  t.huge = true;
+  std::string why;
+  const auto c = huge_case(big_rows_op(), t, 7, &why);
+  ASSERT_TRUE(c) << why;
+  EXPECT_EQ(c->family, "huge");
+  EXPECT_EQ(c->dtype, DType::bf16);  // the fewest bytes for the same indices
+  EXPECT_EQ(c->layout, Layout::contiguous);
+  const int64_t n = largest_tensor_numel(big_rows_op(), *c);
+  EXPECT_GT(n, kHugeElements) << c->id();
+  EXPECT_LE(n, kHugeElements + 3 * c->dim("N")) << c->id();  // a few rows past the threshold
+  EXPECT_LE(c->dim("B"), 65536);
+  EXPECT_LE(c->dim("N"), 262144);
+  EXPECT_TRUE(is_huge(big_rows_op(), *c));
+  EXPECT_TRUE(in_domain(big_rows_op(), *c));
+  // Deterministic, and it replays from its id.
+  EXPECT_EQ(huge_case(big_rows_op(), t, 7)->id(), c->id());
+  EXPECT_TRUE(is_huge(big_rows_op(), Case::from_id(c->id())));
+}
+
+TEST(HugeFamily, WidensTheOtherSymbolsWhenTheLeadingOneTopsOut) {
+  OpSignature op = big_rows_op();
+  op.symbols = {{"B", 1, 1000, 16}, {"N", 1, 1 << 23, 1024, 8}};  // B*N past 2^31 needs N >= 2^21
+  KernelTraits t;
+  const auto c = huge_case(op, t, 1);
+  ASSERT_TRUE(c);
+  EXPECT_LE(c->dim("B"), 1000);
+  EXPECT_EQ(c->dim("N") % 8, 0);
+  EXPECT_TRUE(is_huge(op, *c)) << c->id();
+}
+
+TEST(HugeFamily, AnOpThatCannotHoldItHasNoneAndSaysWhy) {
+  std::string why;
+  EXPECT_FALSE(huge_case(rows_op(), KernelTraits{}, 1, &why));  // at most 4096 x 100000 elements
+  EXPECT_NE(why.find("not past 2^31"), std::string::npos) << why;
+  KernelTraits t;
+  t.huge = true;
+  const auto f = applicable_families(rows_op(), t);
+  EXPECT_EQ(std::count(f.begin(), f.end(), "huge"), 0);
+}
+
+TEST(HugeFamily, OnlyOnADeviceAndOneCaseLast) {
+  KernelTraits t;
+  GeneratorOptions o;
+  o.cases = 20;
+  auto f = applicable_families(big_rows_op(), t);
+  EXPECT_EQ(std::count(f.begin(), f.end(), "huge"), 0);  // the cpu backend skips it
+  for (const auto& c : generate_cases(big_rows_op(), t, o)) EXPECT_FALSE(is_huge(big_rows_op(), c)) << c.id();
+  t.huge = true;
+  f = applicable_families(big_rows_op(), t);
+  EXPECT_EQ(std::count(f.begin(), f.end(), "huge"), 1);
+  const auto cases = generate_cases(big_rows_op(), t, o);
+  ASSERT_EQ(cases.size(), 20u);
+  EXPECT_EQ(cases.back().family, "huge");
+  EXPECT_EQ(std::count_if(cases.begin(), cases.end(), [](const Case& c) { return c.family == "huge"; }), 1);
+  o.families = {"random"};
+  for (const auto& c : generate_cases(big_rows_op(), t, o)) EXPECT_NE(c.family, "huge");
+}
+
+TEST(HugeFamily, IsJudgedOnSlicesOfIndependentRowsOnly) {
+  EXPECT_EQ(slice_symbol(big_rows_op()), "B");
+  OpSignature weighted = big_rows_op();
+  weighted.inputs.push_back({"weight", {"N"}});  // floating, no B: kept whole
+  EXPECT_EQ(slice_symbol(weighted), "B");
+  OpSignature varlen = big_rows_op();
+  varlen.inputs.push_back({"offsets", {"S"}, "i32"});  // integers that may point along B
+  varlen.symbols.push_back({"S", 1, 64, 8});
+  EXPECT_EQ(slice_symbol(varlen), "");
+  OpSignature in_place = big_rows_op();
+  in_place.outputs[0].alias = "x";  // written into its input: sliced as the input is
+  EXPECT_EQ(slice_symbol(in_place), "B");
+  OpSignature loss = big_rows_op();
+  loss.outputs = {{"loss", {"1"}}};  // reduces over every row
+  EXPECT_EQ(slice_symbol(loss), "");
+}
+
+TEST(HugeFamily, SlicesHoldEveryRowPastTheThresholdAndASampleBefore) {
+  KernelTraits t;
+  const auto c = *huge_case(big_rows_op(), t, 3);
+  const auto rows = huge_rows(big_rows_op(), c, "B");
+  const int64_t b = c.dim("B"), first = kHugeElements / c.dim("N");
+  ASSERT_TRUE(std::is_sorted(rows.begin(), rows.end()));
+  EXPECT_EQ(rows.front(), 0);
+  EXPECT_EQ(rows.back(), b - 1);
+  for (int64_t r = first; r < b; ++r) EXPECT_NE(std::find(rows.begin(), rows.end(), r), rows.end()) << r;
+  EXPECT_NE(std::find(rows.begin(), rows.end(), b / 2), rows.end());
+  EXPECT_LT(rows.size(), 80u);
+}
+
+TEST(HugeFamily, ShrinkingNeverGoesBelowTheThreshold) {
+  KernelTraits t;
+  const auto c = *huge_case(big_rows_op(), t, 3);
+  const auto r = shrink(c, big_rows_op(), {32}, [](const Case&) { return true; });
+  EXPECT_TRUE(is_huge(big_rows_op(), r.minimal)) << r.minimal.id();
+  EXPECT_LE(r.attempts, 12);
+  EXPECT_LT(r.minimal.numel_hint(), c.numel_hint() + 1);
+}
+
 }  // namespace
 }  // namespace kgate::props

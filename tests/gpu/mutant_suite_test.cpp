@@ -52,6 +52,8 @@ const std::vector<MutantSpec>& mutant_specs() {
        "ragged tail dropped (N % 32 never read or written)"},
       {"mutant_softmax_no_max_sub", "softmax_block",
        "softmax without max-subtraction (exp overflows)"},
+      {"mutant_softmax_int32_offset", "softmax_block",
+       "row offset in 32-bit int (wraps past 2^31 elements)"},
       {"mutant_layer_norm_one_pass", "layer_norm_block",
        "one-pass variance E[x^2]-E[x]^2 (cancellation)"},
       {"mutant_rms_norm_half_accum", "rms_norm_block",
@@ -338,6 +340,10 @@ TEST_P(TwinPasses, EveryFamilyAndTheStaleCheck) {
   row.op = twin.op;
   auto judge = [&](const Case& c, bool stale) {
     const auto r = run_case(twin, c, stale);
+    if (r.outcome == Outcome::skipped) {  // a huge case without the memory for it: said, not counted
+      std::printf("[  SKIPPED ] %s on %s: %s\n", twin.name.c_str(), c.id().c_str(), r.message.c_str());
+      return;
+    }
     ++row.cases;
     if (r.outcome != Outcome::failed) return;
     ++row.failed;
