@@ -3,7 +3,7 @@
 #   ci/gpu-report.sh OUT_DIR [stage...]
 # Stages (default: build test gate mutants packages): build, test, gate, mutants, packages,
 # sweep, sandbox, precompiled, allpkgs, lowprec, isolation, throughput, opfiles, newops, moreops, subdir, consumer, torchops, calibrate,
-# power, ncu. Logs and reports go under OUT_DIR; a short summary is printed last.
+# huge, sanitize, power, ncu. Logs and reports go under OUT_DIR; a short summary is printed last.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${1:?usage: ci/gpu-report.sh OUT_DIR [stage...]}
@@ -71,6 +71,50 @@ if has sweep; then
   "$kgate" sweep "${pkgs[@]}" --out "$out/sweep-packages" > "$out/sweep-packages.log" 2>&1
   note "sweep (kgate sweep, ${#pkgs[@]} in-tree packages): exit $?"
   sed -n '/^kernel /,$p' "$out/sweep-packages.log" | head -60
+fi
+if has huge; then
+  # The huge family alone (one case past 2^31 elements per kernel, no timing): every CUDA kernel and
+  # every in-tree package, its cost, then the int32-offset mutant it must reject.
+  pkgs=()
+  for d in "$here"/kernels/*/package*/; do [ -f "$d/kgate.json" ] && pkgs+=("$d"); done
+  "$kgate" check --backend cuda --family huge --no-speed --out "$out/huge" > "$out/huge.log" 2>&1
+  note "huge family (every CUDA kernel, one case each, no timing): exit $?"
+  "$kgate" check --backend cuda --family huge --no-speed "${pkgs[@]}" --out "$out/huge-packages" > "$out/huge-packages.log" 2>&1
+  note "huge family (${#pkgs[@]} in-tree packages): exit $?"
+  for r in "$out/huge/report.json" "$out/huge-packages/report.json"; do
+    python3 - "$r" <<'PY'
+import json, sys
+try:
+    ks = json.load(open(sys.argv[1]))["kernels"]
+except Exception as e:
+    print(f"  no report: {e}"); sys.exit(0)
+for k in ks:
+    c = k["correctness"]
+    f = (c.get("failures") or [{}])[0]
+    w = [x for x in c.get("warnings", []) if "huge" in x]
+    print(f"  {k['name']:34s} {k['outcome']:8s} cases {c['cases']} passed {c['passed']} failed {c['failed']} "
+          f"skipped {c.get('skipped', 0)} {c['seconds']:.2f} s {f.get('case', {}).get('id', '')} {(f.get('message') or '')[:100]} {' '.join(w)[:160]}")
+PY
+  done
+  "$kgate" check --backend cuda --kernel mutant_softmax_int32_offset --family huge --no-speed --out "$out/huge-mutant" > "$out/huge-mutant.log" 2>&1
+  note "int32-offset mutant, huge family: exit $? (expected 1)"
+  mutant_lines "$out/huge-mutant/report.json"
+fi
+if has sanitize; then
+  # --sanitize: compute-sanitizer on two good kernels (memcheck, racecheck) and on a kernel that
+  # reads out of bounds (memcheck must name it).
+  ls -l /usr/local/cuda/bin/compute-sanitizer 2>&1 | head -1
+  for tool in memcheck racecheck; do
+    "$kgate" check --backend cuda --kernel softmax_block --kernel rms_norm_block --no-speed --cases 16 \
+      --sanitize $tool --sanitize-cases 2 --out "$out/sanitize-$tool" > "$out/sanitize-$tool.log" 2>&1
+    note "sanitize $tool (softmax_block, rms_norm_block; 2 cases each): exit $?"
+    grep -h "sanitize $tool" "$out/sanitize-$tool.log" | head -4
+    python3 -c "import json,sys; [print('  ', k['name'], k['outcome'], [w[:300] for w in k['correctness']['warnings'] if 'sanitize' in w]) for k in json.load(open(sys.argv[1]))['kernels']]" "$out/sanitize-$tool/report.json"
+  done
+  "$kgate" check --backend cuda --kernel mutant_softmax_illegal_address --no-speed --cases 8 --no-shrink \
+    --sanitize memcheck --sanitize-cases 1 --out "$out/sanitize-bad" > "$out/sanitize-bad.log" 2>&1
+  note "sanitize memcheck on an out-of-bounds kernel: exit $? (expected 1)"
+  python3 -c "import json,sys; [print('  ', k['name'], k['outcome'], [f['rule']+': '+f['message'][:300] for f in k['correctness']['failures'] if f['rule']=='memcheck'], [w[:200] for w in k['correctness']['warnings'] if 'sanitize' in w]) for k in json.load(open(sys.argv[1]))['kernels']]" "$out/sanitize-bad/report.json"
 fi
 if has isolation; then
   bash "$here/tests/cli/isolation_gpu.sh" "$kgate" "$out/isolation" > "$out/isolation.log" 2>&1

@@ -21,6 +21,7 @@
 #include <sstream>
 
 #include "cli/output.hpp"
+#include "cli/sanitize.hpp"
 #include "cli/worker.hpp"
 #include "core/error.hpp"
 #include "core/report_text.hpp"
@@ -380,6 +381,78 @@ void shrink_fault_in_workers(KernelReport& kr, const KernelInfo& k, const std::v
                  minimal.kcase.id().c_str(), static_cast<long long>(shrunk.steps), static_cast<long long>(shrunk.attempts));
 }
 
+// --sanitize: the largest case of each family, each in a fresh worker under compute-sanitizer (a
+// finding is a failure of its case; a sanitizer that cannot run is said, SKIPPED, and changes
+// nothing). Caching is off in those workers, so that every tensor is an allocation of its own and
+// memcheck sees its bounds.
+void sanitize_in_workers(KernelReport& kr, const KernelInfo& k, const LoadedPackage* package,
+                         const std::vector<std::string>& child, const fs::path& worker_out, const CheckArgs& args) {
+  auto& c = kr.correctness;
+  const std::string& tool = args.sanitize;
+  std::string looked;
+  const auto sanitizer = find_compute_sanitizer(&looked);
+  if (!sanitizer) {
+    c.warnings.push_back("sanitize " + tool + ": SKIPPED: compute-sanitizer was not found (looked at " + looked +
+                         "; KGATE_COMPUTE_SANITIZER may name it)");
+    return;
+  }
+  std::vector<Case> all;
+  if (package) {
+    all = package_options(args.options, *package).extra_cases;  // inside the guard, where the kernel runs
+  } else {
+    props::GeneratorOptions gen;
+    gen.seed = args.options.seed;
+    gen.cases = args.options.cases;
+    gen.families = args.options.families;
+    auto traits = traits_of(k);
+    traits.huge = false;
+    all = props::generate_cases(find_op(k.op), traits, gen);
+  }
+  const auto subset = sanitize_subset(all, args.sanitize_cases);
+  WorkerLaunch launch;
+  launch.wrapper = {*sanitizer, "--tool", tool, "--print-limit", "10", "--error-exitcode", "0"};
+  launch.env = {"PYTORCH_NO_CUDA_MEMORY_CACHING=1"};
+  std::string said;
+  int64_t with_errors = 0;
+  for (size_t n = 0; n < subset.size(); ++n) {
+    const Case& kc = subset[n];
+    std::vector<std::string> attempt = child;
+    for (size_t j = 0; j + 1 < attempt.size(); ++j)
+      if (attempt[j] == "--out") attempt[j + 1] = (worker_out / "sanitize").string();
+    attempt.insert(attempt.end(), {"--case", kc.id(), "--no-speed"});
+    if (!args.quiet)
+      std::fprintf(stderr, "kgate: %s: compute-sanitizer %s on case %zu/%zu %s\n", k.name.c_str(), tool.c_str(), n + 1,
+                   subset.size(), kc.id().c_str());
+    const auto w = run_worker(attempt, "", std::min(args.kernel_timeout_s, 900.0), {}, launch);
+    const auto f = parse_sanitizer_output(w.output.text());
+    if (!f.completed) {
+      c.warnings.push_back("sanitize " + tool + ": SKIPPED: compute-sanitizer did not finish case " + kc.id() + ": " +
+                           safe_log_text(w.failure.empty() ? f.reason : w.failure + "; " + f.reason));
+      return;  // it would refuse the rest the same way
+    }
+    char secs[32];
+    std::snprintf(secs, sizeof secs, " (%.1f s)", w.seconds);
+    said += (said.empty() ? "" : ", ") + kc.id() + " " + std::to_string(f.errors) + secs;
+    if (f.errors == 0) continue;
+    ++with_errors;
+    CaseResult cr;
+    cr.kcase = kc;
+    cr.outcome = Outcome::failed;
+    cr.rule = tool;
+    std::string first;
+    for (const auto& l : f.first) first += (first.empty() ? "" : "; ") + l;
+    cr.message = "compute-sanitizer " + tool + " found " + std::to_string(f.errors) + " error(s) in this case: " +
+                 safe_log_text(first);
+    cr.repro = repro_command(k, kc) + "  # under compute-sanitizer --tool " + tool;
+    ++c.failed;
+    if (c.failures.size() < 10) c.failures.push_back(cr);
+    if (!c.minimal) c.minimal = cr;
+    kr.outcome = Outcome::failed;
+  }
+  c.warnings.push_back("sanitize " + tool + ": " + std::to_string(subset.size()) + " case(s) under compute-sanitizer, " +
+                       std::to_string(with_errors) + " with errors (errors per case: " + said + ")");
+}
+
 package::ValidateOptions validate_options(const std::string& arch) {
   package::ValidateOptions options;
   options.compile_options.arch = arch;
@@ -620,6 +693,10 @@ int run_check(const CheckArgs& args) {
     if (selected.size() + packages.size() != 1) throw_usage("--only " + args.only + ": no such kernel or package in this run");
   }
   const bool isolate = args.isolate && !args.in_worker;
+  if (!args.sanitize.empty() && !args.in_worker) {
+    if (!isolate) throw_usage("--sanitize runs cases in workers under compute-sanitizer: leave out --no-isolate");
+    if (backend != Backend::cuda) throw_usage("--sanitize needs the cuda backend: compute-sanitizer checks GPU kernels");
+  }
 
   fs::create_directories(args.out_dir);
   // Isolated runs start no CUDA context here: the workers do the work.
@@ -854,6 +931,9 @@ int run_check(const CheckArgs& args) {
       if (merged) {
         if (!merged->correctness.faulted.empty() && args.options.shrink)
           shrink_fault_in_workers(*merged, k, child, worker_out, args);
+        if (!args.sanitize.empty())
+          sanitize_in_workers(*merged, k, i < selected.size() ? nullptr : &packages[i - selected.size()], child,
+                              worker_out, args);
         merged->worker_output = said_all;  // each part made safe and bounded already
         merged->worker_output_bytes = printed;
         merged->worker_output_dropped_bytes = dropped;

@@ -79,6 +79,10 @@ struct CheckArgs {
   /// "i/n": check only shard i (1-based) of n: the kernels and packages of this run, sorted by
   /// name, that fall to i in turn. `kgate merge` joins the shards' reports. Empty: everything.
   std::string shard;
+  /// --sanitize TOOL: after each kernel, its largest case of each family (at most sanitize_cases)
+  /// runs again, each in a worker under compute-sanitizer (cli/sanitize.hpp). Empty: off.
+  std::string sanitize;
+  int64_t sanitize_cases = 6;
   CheckOptions options;
 };
 int run_check(const CheckArgs& args);

@@ -13,6 +13,7 @@
 #include "cli/commands.hpp"
 #include "cli/main.hpp"
 #include "cli/output.hpp"
+#include "cli/sanitize.hpp"
 #include "core/error.hpp"
 #include "core/safe_text.hpp"
 #include "references/catalogue.hpp"
@@ -135,6 +136,13 @@ int kgate::cli::main(int argc, char** argv) {
   check->add_option("--kernel-timeout", check_args.kernel_timeout_s,
                     "Seconds before a kernel's worker counts as hung and is killed")
       ->capture_default_str();
+  check->add_option("--sanitize", check_args.sanitize,
+                    "Run each kernel's largest case of each family (up to 2^20 elements) again under NVIDIA "
+                    "compute-sanitizer with this tool, each in its own worker; a finding fails its case")
+      ->check(CLI::IsMember(kgate::cli::sanitizer_tools()));
+  check->add_option("--sanitize-cases", check_args.sanitize_cases, "Cases per kernel under --sanitize")
+      ->capture_default_str()
+      ->check(kgate::cli::above_zero());
   check->add_option("--only", check_args.only, "")->group("");   // internal: the worker's kernel
   check->add_flag("--in-worker", check_args.in_worker, "")->group("");
   check->add_option("--resume-at", check_args.resume_at, "")->group("");  // internal: after a fault

@@ -26,10 +26,22 @@ extern char** environ;
 namespace kgate::cli {
 
 WorkerResult run_worker(const std::vector<std::string>& args, const std::string& report_path, double timeout_s,
-                        const std::function<std::optional<std::string>()>& stalled) {
+                        const std::function<std::optional<std::string>()>& stalled, const WorkerLaunch& launch) {
   WorkerResult r;
   if (!report_path.empty()) std::remove(report_path.c_str());
   std::vector<std::string> argv_storage = {"kgate"};
+  std::string program = "/proc/self/exe";
+  if (!launch.wrapper.empty()) {
+    std::error_code ec;
+    const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+    if (ec) {
+      r.failure = "could not find the kgate binary to start a worker under " + launch.wrapper.front() + ": " + ec.message();
+      return r;
+    }
+    program = launch.wrapper.front();
+    argv_storage = launch.wrapper;
+    argv_storage.push_back(self.string());
+  }
   argv_storage.insert(argv_storage.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& a : argv_storage) argv.push_back(a.data());
@@ -37,6 +49,7 @@ WorkerResult run_worker(const std::vector<std::string>& args, const std::string&
   // No shell: the binary and its arguments go straight to posix_spawn, with the environment that a
   // kernel or a reference may see (the CI job's tokens are not in it).
   std::vector<std::string> env_storage = package::worker_environment(environ);
+  env_storage.insert(env_storage.end(), launch.env.begin(), launch.env.end());
   std::vector<char*> envp;
   for (auto& e : env_storage) envp.push_back(e.data());
   envp.push_back(nullptr);
@@ -51,7 +64,7 @@ WorkerResult run_worker(const std::vector<std::string>& args, const std::string&
   posix_spawn_file_actions_adddup2(&actions, out[1], 2);
   pid_t pid = 0;
   const auto t0 = std::chrono::steady_clock::now();
-  const int rc = posix_spawn(&pid, "/proc/self/exe", &actions, nullptr, argv.data(), envp.data());
+  const int rc = posix_spawn(&pid, program.c_str(), &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   close(out[1]);
   if (rc != 0) {

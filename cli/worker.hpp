@@ -30,8 +30,15 @@ struct WorkerResult {
 /// floods the log nor stalls the worker.
 /// `stalled`, when given, is asked a few times a second; a reason it returns kills the worker as
 /// hung with that reason (a per-case bound, finer than `timeout_s`).
+/// How a worker is started besides its arguments: under a wrapper program (compute-sanitizer and
+/// its options; the kgate binary's path follows them), with more environment variables.
+struct WorkerLaunch {
+  std::vector<std::string> wrapper;
+  std::vector<std::string> env;
+};
 WorkerResult run_worker(const std::vector<std::string>& args, const std::string& report_path, double timeout_s,
-                        const std::function<std::optional<std::string>()>& stalled = {});
+                        const std::function<std::optional<std::string>()>& stalled = {},
+                        const WorkerLaunch& launch = {});
 
 /// Enters the run sandbox (package::enter_run_sandbox) in a worker, first of all: `readable` (the
 /// packages) and the op files of KGATE_OPS may be read, `out_dir` and the NVRTC cache written.

@@ -106,6 +106,10 @@ rc=$?
 [ $rc -eq 4 ] || fail "an unknown kernel exited $rc, expected 4"
 grep -q "unknown kernel 'no_such_kernel'" "$out.usage.log" || fail "unknown kernel message missing"
 grep -q "mutant_" "$out.usage.log" && fail "the unknown-kernel message lists the mutants"
+"$kgate" check --backend cpu --kernel softmax_cpu --sanitize memcheck > "$out.san.log" 2>&1
+[ $? -eq 4 ] && grep -q "needs the cuda backend" "$out.san.log" || { cat "$out.san.log"; fail "--sanitize on the cpu backend is not refused"; }
+"$kgate" check --backend cpu --kernel softmax_cpu --sanitize memchek > "$out.san2.log" 2>&1
+[ $? -eq 4 ] && grep -q "memcheck" "$out.san2.log" || { cat "$out.san2.log"; fail "an unknown --sanitize tool is not refused"; }
 "$kgate" bogus > "$out.verb.log" 2>&1
 [ $? -eq 4 ] && grep -q "unknown verb 'bogus'; verbs: list, check" "$out.verb.log" || { cat "$out.verb.log"; fail "a mistyped verb is not named"; }
 "$kgate" check --help | grep -q -- "--no-shrink{" && fail "the help shows --no-shrink{false}"
