@@ -323,6 +323,7 @@ class Checker {
     check_guard(doc);
     check_when_layouts();
     check_outputs_bound();
+    check_launches_at_largest_call();
     return finish();
   }
 
@@ -1731,6 +1732,62 @@ class Checker {
       else
         ok = false;
       if (ok) m_.guard.variants.push_back(std::move(var));
+    }
+  }
+
+  /// Launch settings at the largest call the guard admits (each shape symbol at its guard.shapes
+  /// max, else the op's): an expression that overflows int64 there, a grid axis past CUDA's limit or
+  /// more shared memory than a block gets would fail such calls at run time, so each is refused
+  /// here. A launch whose `when.if` excludes that call, and expressions of other symbols
+  /// (strides), are not judged.
+  void check_launches_at_largest_call() {
+    if (!op_ || launches_incomplete_ || op_->symbols.empty()) return;
+    SymbolValues largest;
+    std::string shape;
+    for (const auto& s : op_->symbols) {
+      int64_t v = s.max;
+      if (auto it = m_.guard.shapes.find(s.name); it != m_.guard.shapes.end() && it->second.max > 0)
+        v = std::min(v, it->second.max);
+      largest[s.name] = v;
+      shape += (shape.empty() ? "" : ", ") + s.name + "=" + std::to_string(v);
+    }
+    for (const auto& [name, value] : op_->attributes)
+      if (std::isfinite(value) && value == std::floor(value) && std::fabs(value) < 9e15)
+        largest.emplace(name, static_cast<int64_t>(value));
+    largest[kDtypeSizeSymbol] = 8;
+    static const int64_t kGridMax[3] = {2147483647, 65535, 65535};
+    static const char* kAxis[3] = {"x", "y", "z"};
+    const std::string where = " at the largest call the guard admits (" + shape + ")";
+    for (const auto& l : m_.launches) {
+      bool failed = false;
+      const auto value = [&](const Expr& e, const std::string& field) -> std::optional<int64_t> {
+        if (e.is_constant()) return std::nullopt;  // judged on its own (check_launch_settings)
+        for (const auto& s : e.symbols())
+          if (!largest.count(s)) return std::nullopt;
+        try {
+          return e.evaluate(largest);
+        } catch (const Error& err) {
+          problem(field, "\"" + e.text() + "\" cannot be evaluated" + where + ": " + err.what() +
+                             "; bound the symbols in guard.shapes (\"max\") or compute in smaller steps");
+          failed = true;
+          return std::nullopt;
+        }
+      };
+      if (l.when.if_expr) {
+        const auto runs = value(*l.when.if_expr, sub(sub(l.field, "when"), "if"));
+        if (failed || (runs && *runs == 0)) continue;
+      }
+      for (std::size_t d = 0; d < l.grid.size() && d < 3; ++d)
+        if (const auto v = value(l.grid[d], at(sub(l.field, "grid"), d)); v && *v > kGridMax[d])
+          problem(at(sub(l.field, "grid"), d),
+                  "\"" + l.grid[d].text() + "\" is " + std::to_string(*v) + where + ", past CUDA's " + kAxis[d] +
+                      "-grid limit of " + std::to_string(kGridMax[d]) + "; bound the symbols in guard.shapes" +
+                      (d == 0 ? ", or give each block more work" : ", or put the large count on the x axis"));
+      for (std::size_t d = 0; d < l.block.size() && d < 3; ++d) value(l.block[d], at(sub(l.field, "block"), d));
+      if (const auto v = value(l.shared_mem, sub(l.field, "shared_mem")); v && *v > kMaxSharedMemBytes)
+        problem(sub(l.field, "shared_mem"), "\"" + l.shared_mem.text() + "\" is " + std::to_string(*v) + " bytes" + where +
+                                                "; a block gets at most " + std::to_string(kMaxSharedMemBytes) +
+                                                ": bound the symbols in guard.shapes");
     }
   }
 

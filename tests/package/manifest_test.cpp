@@ -996,7 +996,8 @@ TEST_F(ManifestTest, BuiltInSymbolNamesAreReserved) {
                                   "of the call's dtype); choose another symbol name"));
   m = base_manifest();
   m["launches"][0]["grid"] = {"ceil_div(B * N, 16 / dtype_size)"};
-  EXPECT_TRUE(problems(m).empty());
+  m["guard"]["shapes"] = {{"B", {{"min", 0}, {"max", 1024}}}};  // else the grid passes 2^31 - 1
+  EXPECT_TRUE(problems(m).empty()) << ::testing::PrintToString(problems(m));
   EXPECT_EQ(builtin_symbol_names(), std::vector<std::string>{"dtype_size"});
 }
 
@@ -1247,6 +1248,39 @@ TEST_F(ManifestTest, LaunchSettingsThatCanNeverRunAreRefused) {
   json m = base_manifest();
   m["launches"][0]["grid"] = {"(B > 1) * (1024 / (B - 1)) + 1"};
   EXPECT_TRUE(problems(m).empty()) << ::testing::PrintToString(problems(m));
+}
+
+TEST_F(ManifestTest, LaunchSettingsAreJudgedAtTheLargestCallTheGuardAdmits) {
+  // softmax's B reaches 65536: a y-grid of B fails the largest calls.
+  json m = base_manifest();
+  m["launches"][0]["grid"] = {1, "B"};
+  std::string all;
+  for (const auto& p : problems(m)) all += p + "\n";
+  EXPECT_NE(all.find("launches[0].grid[1]: \"B\" is 65536 at the largest call the guard admits (B=65536, N=262144), "
+                     "past CUDA's y-grid limit of 65535"),
+            std::string::npos)
+      << all;
+  m["guard"]["shapes"] = {{"B", {{"min", 0}, {"max", 4096}}}};  // bounded by the guard: fine
+  EXPECT_TRUE(problems(m).empty()) << ::testing::PrintToString(problems(m));
+  m = base_manifest();
+  m["launches"][0]["grid"] = {1, "B"};
+  m["launches"][0]["when"] = {{"if", "B <= 1024"}};  // never runs for the largest call
+  EXPECT_TRUE(problems(m).empty()) << ::testing::PrintToString(problems(m));
+  // An expression of symbols that overflows int64 for the largest call.
+  m = base_manifest();
+  m["launches"][0]["grid"] = {"N * N * N * N / 1024"};
+  all.clear();
+  for (const auto& p : problems(m)) all += p + "\n";
+  EXPECT_NE(all.find("launches[0].grid[0]: \"N * N * N * N / 1024\" cannot be evaluated at the largest call"),
+            std::string::npos)
+      << all;
+  m["guard"]["shapes"] = {{"N", {{"min", 1}, {"max", 64}}}};
+  EXPECT_TRUE(problems(m).empty()) << ::testing::PrintToString(problems(m));
+  m = base_manifest();
+  m["launches"][0]["shared_mem"] = "N * 4";  // 1 MiB at N=262144
+  all.clear();
+  for (const auto& p : problems(m)) all += p + "\n";
+  EXPECT_NE(all.find("launches[0].shared_mem: \"N * 4\" is 1048576 bytes at the largest call"), std::string::npos) << all;
 }
 
 TEST_F(ManifestTest, TooManyArgumentsForTheParameterSpace) {
