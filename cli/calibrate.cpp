@@ -3,18 +3,23 @@
 #include "cli/calibrate.hpp"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <limits>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "cli/output.hpp"
+#include "cli/worker.hpp"
 #include "core/error.hpp"
 #include "core/rng.hpp"
+#include "core/safe_text.hpp"
 #include "gates/speed/calibration.hpp"
 #include "references/catalogue.hpp"
 #include "runtime/cuda/device.hpp"
@@ -158,6 +163,58 @@ nlohmann::ordered_json run_json(const AaRun& run) {
           {"note", c.note}};
 }
 
+/// The inverse of run_exact_json (a worker's runs, read back by its parent): what the summaries and the
+/// table use.
+// run_json with every number exact: Inf and NaN as strings (an unbounded confidence bound is +Inf,
+// which calibrate.json writes as null).
+nlohmann::ordered_json run_exact_json(const AaRun& run) {
+  const auto exact = [](double v) -> nlohmann::ordered_json {
+    if (std::isfinite(v)) return v;
+    return std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf";
+  };
+  const SpeedComparison& c = run.comparison;
+  auto j = run_json(run);
+  j["ratio"] = exact(c.ratio);
+  j["ratio_lower"] = exact(c.ratio_lower);
+  j["ratio_upper"] = exact(c.ratio_upper);
+  j["p_value"] = exact(c.p_value);
+  j["baseline_median_ns"] = exact(c.baseline_median_ns);
+  j["candidate_median_ns"] = exact(c.candidate_median_ns);
+  j["launch_cv"] = exact(run.noise.cv);
+  j["block_sd"] = exact(run.noise.block_sd);
+  return j;
+}
+
+AaRun run_from_json(const nlohmann::json& j) {
+  const auto num = [&](const char* key) {
+    const auto it = j.find(key);
+    if (it != j.end() && it->is_number()) return it->get<double>();
+    if (it != j.end() && it->is_string()) {
+      const auto t = it->get<std::string>();
+      if (t == "inf") return std::numeric_limits<double>::infinity();
+      if (t == "-inf") return -std::numeric_limits<double>::infinity();
+    }
+    return std::numeric_limits<double>::quiet_NaN();
+  };
+  AaRun r;
+  SpeedComparison& c = r.comparison;
+  c.decision = parse_outcome(j.value("decision", std::string("invalid")));
+  c.ratio = num("ratio");
+  c.ratio_lower = num("ratio_lower");
+  c.ratio_upper = num("ratio_upper");
+  c.p_value = num("p_value");
+  c.blocks = j.value("blocks", int64_t{0});
+  c.dropped_blocks = j.value("dropped_blocks", int64_t{0});
+  c.baseline_median_ns = num("baseline_median_ns");
+  c.candidate_median_ns = num("candidate_median_ns");
+  c.timer = j.value("timer", std::string());
+  c.note = j.value("note", std::string());
+  r.noise.cv = num("launch_cv");
+  r.noise.block_sd = num("block_sd");
+  r.seconds = j.value("seconds", 0.0);
+  return r;
+}
+
 /// "f32 B=4096,N=1024": a case's dtype and shape, short enough for a table column.
 std::string short_case(const Case& c) {
   std::string s = std::string(dtype_name(c.dtype)) + " ";
@@ -252,11 +309,20 @@ CLI::App* add_calibrate_command(CLI::App& app, CalibrateArgs& args) {
       ->capture_default_str();
   cmd->add_flag_callback("--warm", [&args] { args.timing.flush_l2 = false; },
                 "Time with a warm L2 (default: flushed between launches)");
-  cmd->add_option("--out", args.out_dir, "Directory for calibrate.json")->capture_default_str();
+  cmd->add_option("--out", args.out_dir, "Directory for calibrate.json")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
+      ->capture_default_str();
   cmd->add_option(
       "--no-device-exit-code", args.no_device_exit_code,
       "Exit with this code (e.g. 77 = SKIPPED for CTest) when --backend cuda finds no GPU");
   cmd->add_flag("-q,--quiet", args.quiet, "No progress lines");
+  cmd->add_flag_callback("--no-isolate", [&args] { args.isolate = false; },
+                         "Calibrate in this process instead of one worker process per kernel");
+  cmd->add_option("--kernel-timeout", args.kernel_timeout_s,
+                  "Seconds before a kernel's worker counts as hung and is killed")
+      ->capture_default_str();
+  cmd->add_option("--only", args.only, "")->group("");  // internal: the worker's kernel
+  cmd->add_flag("--in-worker", args.in_worker, "")->group("");
   return cmd;
 }
 
@@ -284,36 +350,48 @@ int run_calibrate(const CalibrateArgs& args) {
     throw_usage(std::string("no kernels to calibrate on the ") + backend_name(backend) +
                 " backend");
 
+  if (!args.only.empty()) {  // a worker: its one kernel
+    selected.erase(std::remove_if(selected.begin(), selected.end(),
+                                  [&](const KernelInfo* k) { return k->name != args.only; }),
+                   selected.end());
+    if (selected.size() != 1) throw_usage("--only " + args.only + ": no such kernel in this calibration");
+  }
+
   fs::create_directories(args.out_dir);
   const fs::path out = fs::path(args.out_dir) / "calibrate.json";
-  Runner runner(backend);
-  const auto env = runner.environment();
+  const bool isolate = args.isolate && !args.in_worker;
+  // Isolated runs start no CUDA context here: the workers do the work.
+  std::optional<Runner> runner;
+  RunnerEnvironment env;
+  if (!isolate) {
+    runner.emplace(backend);
+    env = runner->environment();
+  }
   const auto& il = args.timing.interleave;
   const Progress say(args.quiet);
 
-  nlohmann::ordered_json meta = run_meta(args.command_line, backend, env, args.seed);
-  meta["config"] = {{"comparisons", args.comparisons},
-                    {"speed_cases", args.speed_cases},
-                    {"delta", il.delta},
-                    {"alpha", il.alpha},
-                    {"time_budget_s", il.time_budget_s},
-                    {"launches_per_arm", il.launches_per_arm},
-                    {"blocks_per_stage", il.blocks_per_stage},
-                    {"max_stages", il.max_stages},
-                    {"flush_l2", args.timing.flush_l2}};
+  const auto make_meta = [&] {
+    nlohmann::ordered_json meta = run_meta(args.command_line, backend, env, args.seed);
+    meta["config"] = {{"comparisons", args.comparisons},
+                      {"speed_cases", args.speed_cases},
+                      {"delta", il.delta},
+                      {"alpha", il.alpha},
+                      {"time_budget_s", il.time_budget_s},
+                      {"launches_per_arm", il.launches_per_arm},
+                      {"blocks_per_stage", il.blocks_per_stage},
+                      {"max_stages", il.max_stages},
+                      {"flush_l2", args.timing.flush_l2},
+                      {"isolate", isolate || args.in_worker}};
+    return meta;
+  };
   nlohmann::ordered_json doc = {{"schema", "kgate-calibrate/1"},
-                                {"meta", meta},
+                                {"meta", make_meta()},
                                 {"kernels", nlohmann::ordered_json::array()}};
 
-  std::vector<std::vector<CaseRuns>> all(selected.size());
-  bool some_case_empty = false;
-  for (size_t ki = 0; ki < selected.size(); ++ki) {
-    const KernelInfo& kernel = *selected[ki];
+  // One kernel's A/A runs in this process; `partial` gets its JSON after every case.
+  const auto calibrate_kernel = [&](const KernelInfo& kernel, std::vector<CaseRuns>& runs_out,
+                                    const std::function<void(const nlohmann::ordered_json&)>& partial) {
     const auto cases = speed_cases(find_op(kernel.op), kernel, args.seed, args.speed_cases);
-    if (!args.quiet) {
-      std::fprintf(stderr, "[%zu/%zu] %s: %zu case(s) x %d A/A comparisons\n", ki + 1,
-                   selected.size(), kernel.name.c_str(), cases.size(), args.comparisons);
-    }
     nlohmann::ordered_json kj = {{"name", kernel.name},
                                  {"op", kernel.op},
                                  {"backend", backend_name(kernel.backend)},
@@ -321,54 +399,131 @@ int run_calibrate(const CalibrateArgs& args) {
     for (const Case& c : cases) {
       CaseRuns cr{c, {}};
       for (int i = 0; i < args.comparisons; ++i) {
-        if (runner.context_lost()) {
-          throw Error(ErrorKind::device, "the CUDA context was lost while calibrating '" +
-                                             kernel.name +
+        if (runner->context_lost()) {
+          throw Error(ErrorKind::device, "the CUDA context was lost while calibrating '" + kernel.name +
                                              "': calibration stopped (see calibrate.json)");
         }
         const auto start = std::chrono::steady_clock::now();
-        const uint64_t seed = derive_seed(args.seed, "calibrate/" + kernel.name + "/" + c.id(),
-                                          static_cast<uint64_t>(i));
+        const uint64_t seed = derive_seed(args.seed, "calibrate/" + kernel.name + "/" + c.id(), static_cast<uint64_t>(i));
         AaRun run;
-        run.comparison = runner.time_case(kernel, &kernel, c, args.timing, seed);
-        run.seconds =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        run.comparison = runner->time_case(kernel, &kernel, c, args.timing, seed);
+        run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         run.noise = sample_noise(run.comparison, il.launches_per_arm);
         const auto& cmp = run.comparison;
         char line[256];
-        std::snprintf(line, sizeof line,
-                      "%s %s: A/A %d/%d %s x%.4f [%.4f, %.4f] %lld blocks %.2f s",
-                      kernel.name.c_str(), short_case(c).c_str(), i + 1, args.comparisons,
-                      outcome_name(cmp.decision), cmp.ratio, cmp.ratio_lower, cmp.ratio_upper,
-                      static_cast<long long>(cmp.blocks), run.seconds);
+        std::snprintf(line, sizeof line, "%s %s: A/A %d/%d %s x%.4f [%.4f, %.4f] %lld blocks %.2f s", kernel.name.c_str(),
+                      short_case(c).c_str(), i + 1, args.comparisons, outcome_name(cmp.decision), cmp.ratio,
+                      cmp.ratio_lower, cmp.ratio_upper, static_cast<long long>(cmp.blocks), run.seconds);
         say(line);
         cr.runs.push_back(std::move(run));
       }
       say.end_line();
-
       std::vector<const AaRun*> runs;
       nlohmann::ordered_json rj = nlohmann::ordered_json::array();
       for (const AaRun& r : cr.runs) {
         runs.push_back(&r);
         rj.push_back(run_json(r));
       }
-      const auto s = summarize(runs);
-      some_case_empty |= s.valid == 0;
-      kj["cases"].push_back(
-          {{"case", c.id()}, {"summary", summary_json(s, runs)}, {"comparisons", rj}});
-      all[ki].push_back(std::move(cr));
-      // Rewritten after every case: an interrupted calibration keeps what it measured.
-      nlohmann::ordered_json partial = doc;
-      partial["kernels"].push_back(kj);
-      write_file_atomically(out, partial.dump(2) + "\n");
+      kj["cases"].push_back({{"case", c.id()}, {"summary", summary_json(summarize(runs), runs)}, {"comparisons", rj}});
+      runs_out.push_back(std::move(cr));
+      partial(kj);  // an interrupted calibration keeps what it measured
+    }
+    return kj;
+  };
+
+  if (args.in_worker) {
+    std::vector<CaseRuns> runs;
+    const auto write = [&](const nlohmann::ordered_json& kj) {
+      nlohmann::ordered_json exact = nlohmann::ordered_json::array();
+      for (const auto& cr : runs) {
+        nlohmann::ordered_json rs = nlohmann::ordered_json::array();
+        for (const auto& r : cr.runs) rs.push_back(run_exact_json(r));
+        exact.push_back({{"case", cr.kcase.id()}, {"runs", rs}});
+      }
+      const nlohmann::ordered_json w = {{"kernel", kj},
+                                        {"runs", exact},
+                                        {"environment",
+                                         {{"device", env.device}, {"driver", env.driver}, {"cuda", env.cuda}, {"torch", env.torch}}}};
+      write_file_atomically(fs::path(args.out_dir) / "kernel.json", w.dump(2) + "\n");
+    };
+    write(calibrate_kernel(*selected.front(), runs, write));
+    return 0;
+  }
+
+  std::vector<std::vector<CaseRuns>> all(selected.size());
+  bool some_case_empty = false;
+  for (size_t ki = 0; ki < selected.size(); ++ki) {
+    const KernelInfo& kernel = *selected[ki];
+    if (!args.quiet)
+      std::fprintf(stderr, "[%zu/%zu] %s: %lld speed case(s) x %d A/A comparisons%s\n", ki + 1, selected.size(),
+                   kernel.name.c_str(), static_cast<long long>(args.speed_cases), args.comparisons,
+                   isolate ? ", in a worker process" : "");
+    nlohmann::ordered_json kj;
+    if (isolate) {
+      // The kernel in a worker: a fault, crash or hang loses its own rows only (and not the cases
+      // it finished: the worker rewrites kernel.json after each).
+      const fs::path worker_out = fs::path(args.out_dir) / "workers" / kernel.name;
+      std::error_code ignored;
+      fs::remove(worker_out / "kernel.json", ignored);
+      std::vector<std::string> child = args.argv;
+      child.insert(child.end(), {"--only", kernel.name, "--out", worker_out.string(), "--in-worker"});
+      if (args.backend.empty()) child.insert(child.end(), {"--backend", backend_name(backend)});
+      const auto w = run_worker(child, "", args.kernel_timeout_s);
+      const std::string said = w.output.empty() ? std::string() : safe_log_text(w.output.text());
+      if (!said.empty()) std::fputs((said + (said.back() == '\n' ? "" : "\n")).c_str(), stderr);
+      std::string failure = w.failure;
+      if (failure.empty() && w.exit_code != 0) failure = "the worker exited with code " + std::to_string(w.exit_code);
+      try {
+        std::ifstream in(worker_out / "kernel.json");
+        if (in) {
+          const auto j = nlohmann::json::parse(in);
+          kj = nlohmann::ordered_json::parse(j.at("kernel").dump());
+          if (env.device.empty()) {
+            const auto& e = j.at("environment");
+            env.device = e.value("device", "");
+            env.driver = e.value("driver", "");
+            env.cuda = e.value("cuda", "");
+            env.torch = e.value("torch", "");
+            const auto seconds = doc["meta"].value("seconds", 0.0);
+            doc["meta"] = make_meta();
+            doc["meta"]["seconds"] = seconds;
+          }
+          for (const auto& cj : j.at("runs")) {
+            CaseRuns cr{Case::from_id(cj.at("case").get<std::string>()), {}};
+            for (const auto& rj : cj.at("runs")) cr.runs.push_back(run_from_json(rj));
+            all[ki].push_back(std::move(cr));
+          }
+        }
+      } catch (const std::exception& e) {
+        if (failure.empty()) failure = std::string("the worker's kernel.json is unreadable: ") + e.what();
+      }
+      if (kj.is_null())
+        kj = {{"name", kernel.name}, {"op", kernel.op}, {"backend", backend_name(kernel.backend)},
+              {"cases", nlohmann::ordered_json::array()}};
+      if (!failure.empty()) {
+        const std::string message = "kernel '" + kernel.name + "': " + failure + " (" +
+                                    std::to_string(all[ki].size()) + " speed case(s) finished before it are kept)";
+        std::fprintf(stderr, "kgate: %s\n", message.c_str());
+        kj["error"] = message;
+        some_case_empty = true;
+      }
+    } else {
+      kj = calibrate_kernel(kernel, all[ki], [&](const nlohmann::ordered_json& partial_kj) {
+        nlohmann::ordered_json partial = doc;
+        partial["kernels"].push_back(partial_kj);
+        write_file_atomically(out, partial.dump(2) + "\n");
+      });
     }
     std::vector<const AaRun*> pooled;
-    for (const auto& cr : all[ki])
-      for (const auto& r : cr.runs) pooled.push_back(&r);
+    for (const auto& cr : all[ki]) {
+      std::vector<const AaRun*> runs;
+      for (const auto& r : cr.runs) runs.push_back(&r);
+      some_case_empty |= summarize(runs).valid == 0;
+      pooled.insert(pooled.end(), runs.begin(), runs.end());
+    }
     kj["summary"] = summary_json(summarize(pooled), pooled);
     doc["kernels"].push_back(kj);
-    doc["meta"]["seconds"] =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    doc["meta"]["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     write_file_atomically(out, doc.dump(2) + "\n");
   }
 

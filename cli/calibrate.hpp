@@ -28,6 +28,13 @@ struct CalibrateArgs {
   std::optional<int> no_device_exit_code;  ///< exit code when --backend cuda finds no GPU
   bool quiet = false;
   std::string command_line;  ///< recorded in calibrate.json
+  std::vector<std::string> argv;  ///< the arguments after "kgate", to start workers with
+  /// Each kernel is calibrated in its own worker process under a watchdog (default): a kernel that
+  /// faults, crashes or hangs loses only its own rows. --no-isolate calibrates in this process.
+  bool isolate = true;
+  double kernel_timeout_s = 1800;
+  bool in_worker = false;   ///< this process is a worker: calibrate `only`, write kernel.json
+  std::string only;
 };
 
 /// Adds the `calibrate` subcommand to `app`, its options bound to `args`; main() dispatches to

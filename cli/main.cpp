@@ -261,6 +261,7 @@ int kgate::cli::main(int argc, char** argv) {
     if (*merge) return kgate::cli::run_merge(merge_args);
     if (*calibrate) {
       calibrate_args.command_line = joined(argc, argv);
+      calibrate_args.argv.assign(argv + 1, argv + argc);
       return kgate::cli::run_calibrate(calibrate_args);
     }
     if (*sweep) {

@@ -27,6 +27,21 @@ grep -q '^softmax_cpu ' "$out/cal.log" || { cat "$out/cal.log"; fail "no table r
 grep -q 'false positives: [0-9]* of 3 valid A/A comparisons' "$out/cal.log" ||
   { cat "$out/cal.log"; fail "false-positive summary line missing"; }
 
+# Each kernel calibrates in its own worker: a kernel that crashes loses its own rows only.
+"$kgate" calibrate --backend cpu --kernel mutant_softmax_cpu_segfault --kernel softmax_cpu --comparisons 2 \
+  --speed-cases 1 --time-budget 0.2 --out "$out/crash" > "$out/crash.log" 2>&1
+rc=$?
+[ $rc -eq 3 ] || { cat "$out/crash.log"; fail "a crashing kernel's calibration exited $rc, expected 3"; }
+python3 - "$out/crash/calibrate.json" <<'PY' || { cat "$out/crash.log"; fail "the crash cost the other kernel its rows"; }
+import json, sys
+k = {x["name"]: x for x in json.load(open(sys.argv[1]))["kernels"]}
+bad, good = k["mutant_softmax_cpu_segfault"], k["softmax_cpu"]
+assert "crashed with signal 11" in bad["error"], bad
+assert "error" not in good and len(good["cases"]) == 1 and len(good["cases"][0]["comparisons"]) == 2, good
+print("crash isolated:", bad["error"][:100])
+PY
+grep -q "^softmax_cpu " "$out/crash.log" || { cat "$out/crash.log"; fail "no table row for softmax_cpu after the crash"; }
+
 "$kgate" calibrate --backend cpu --kernel no_such_kernel --out "$out/bad" > "$out/bad.log" 2>&1
 rc=$?
 [ $rc -eq 4 ] || fail "an unknown kernel exited $rc, expected 4"
