@@ -472,7 +472,18 @@ int run_calibrate(const CalibrateArgs& args) {
       const std::string said = w.output.empty() ? std::string() : safe_log_text(w.output.text());
       if (!said.empty()) std::fputs((said + (said.back() == '\n' ? "" : "\n")).c_str(), stderr);
       std::string failure = w.failure;
-      if (failure.empty() && w.exit_code != 0) failure = "the worker exited with code " + std::to_string(w.exit_code);
+      if (failure.empty() && w.exit_code != 0) {
+        // Its last line says why (a lost CUDA context, a usage error).
+        std::string last;
+        for (size_t end = said.size(); end > 0 && last.empty();) {
+          const size_t start = said.rfind('\n', end - 1);
+          const size_t from = start == std::string::npos ? 0 : start + 1;
+          last = said.substr(from, end - from);
+          while (!last.empty() && (last.back() == '\n' || last.back() == ' ')) last.pop_back();
+          end = start == std::string::npos ? 0 : start;
+        }
+        failure = "the worker exited with code " + std::to_string(w.exit_code) + (last.empty() ? "" : ": " + last);
+      }
       try {
         std::ifstream in(worker_out / "kernel.json");
         if (in) {
