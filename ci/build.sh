@@ -2,7 +2,7 @@
 # Configures and builds kgate into ${KGATE_BUILD_DIR:-build} (after ci/setup.sh).
 # KGATE_BUILD_TARGETS="a b" builds only those targets (default: everything).
 set -euo pipefail
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+here=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)  # (through symlinks)
 build=${KGATE_BUILD_DIR:-$here/build}
 prefix=""
 [ -f "$here/.deps-prefix" ] && prefix=$(cat "$here/.deps-prefix")
@@ -10,8 +10,13 @@ torch_prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)' 2
   || { echo "ci/build.sh: torch is not importable: run ci/setup.sh" >&2; exit 1; }
 export PATH=${CUDA_HOME:-/usr/local/cuda}/bin:$PATH
 jobs=${KGATE_JOBS:-$(nproc)}
+# ccache, where it is installed (the workflow caches its directory); KGATE_CCACHE=0 leaves it out.
+launcher=()
+if [ "${KGATE_CCACHE:-1}" != 0 ] && command -v ccache > /dev/null 2>&1; then
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+fi
 echo "==> ci/build.sh: configuring $build"
-cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=${KGATE_BUILD_TYPE:-RelWithDebInfo} \
+cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=${KGATE_BUILD_TYPE:-RelWithDebInfo} "${launcher[@]}" \
   -DCMAKE_CUDA_ARCHITECTURES=${KGATE_CUDA_ARCHS:-90} \
   -DCMAKE_PREFIX_PATH="$torch_prefix${prefix:+;$prefix}" > "$build.configure.log" 2>&1 \
   || { cat "$build.configure.log"; echo "ci/build.sh: configure failed" >&2; exit 1; }

@@ -4,7 +4,7 @@
 # Prints the install tree's size and the consumer's configure and build times.
 # Extra arguments go to the consumer's ctest.
 set -euo pipefail
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+here=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)  # (through symlinks)
 build=${KGATE_BUILD_DIR:-$here/build}
 prefix="$build/install"
 consumer="$build/consumer"

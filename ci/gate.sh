@@ -9,7 +9,7 @@
 # repetitions, skipped without a GPU) and its JSON is kept in report.json; it decides nothing.
 # KGATE_GOOGLE_BENCHMARK=0 leaves that out.
 set -euo pipefail
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+here=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)  # (through symlinks)
 "$here/ci/setup.sh"
 "$here/ci/build.sh"
 build=${KGATE_BUILD_DIR:-$here/build}

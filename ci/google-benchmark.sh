@@ -11,7 +11,7 @@
 # Quick by default: KGATE_BENCH_REPETITIONS (5), KGATE_BENCH_MIN_TIME (0.01 s per repetition),
 # KGATE_BENCH_TIMEOUT (300 s per kernel).
 set -uo pipefail
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+here=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)  # (through symlinks)
 out=${1:?usage: ci/google-benchmark.sh OUT_DIR [kgate check arguments...]}
 shift
 build=${KGATE_BUILD_DIR:-$here/build}

@@ -5,7 +5,7 @@
 # sweep, sandbox, precompiled, allpkgs, lowprec, isolation, throughput, opfiles, newops, moreops, subdir, consumer, torchops, calibrate,
 # huge, sanitize, power, ncu. Logs and reports go under OUT_DIR; a short summary is printed last.
 set -uo pipefail
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+here=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)  # (through symlinks)
 out=${1:?usage: ci/gpu-report.sh OUT_DIR [stage...]}
 shift
 stages=("$@")

@@ -3,7 +3,7 @@
 # for runners without a registry: copy DIR there and run KGATE_OFFLINE_BUNDLE=DIR ci/setup.sh.
 # LibTorch is not bundled: such runners use the torch wheel already installed there.
 set -euo pipefail
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+here=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)  # (through symlinks)
 dir=${1:-$here/.deps-bundle}
 mkdir -p "$dir"
 cd "$dir"

@@ -3,10 +3,11 @@
 #   Debian packages (cmake, ninja, GoogleTest, Google Benchmark, nlohmann/json, CLI11) and the
 #   torch==2.11.0 wheel (LibTorch, CUDA 13.0 build) from the Python package index.
 # Offline runners: KGATE_OFFLINE_BUNDLE=DIR (made by ci/offline-bundle.sh) unpacks the bundled .deb
-# files with `dpkg -x` into $KGATE_DEPS_PREFIX (default .deps/) instead of using apt.
+# files with `dpkg -x` into $KGATE_DEPS_PREFIX (default .deps/) instead of using apt, and is
+# remembered for later calls (KGATE_OFFLINE_BUNDLE=none goes back to apt).
 # The CUDA toolkit (nvcc, NVRTC, CUPTI) is expected at /usr/local/cuda (or $CUDA_HOME).
 set -euo pipefail
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+here=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)  # (through symlinks)
 PACKAGES=(cmake ninja-build g++ libgtest-dev googletest libbenchmark-dev libbenchmark1debian nlohmann-json3-dev libcli11-dev)
 TORCH_SPEC=${KGATE_TORCH_SPEC:-torch==2.11.0}
 
@@ -16,13 +17,24 @@ die() { echo "ci/setup.sh: error: $*" >&2; exit 1; }
 cuda=${CUDA_HOME:-/usr/local/cuda}
 [ -x "$cuda/bin/nvcc" ] || die "no CUDA toolkit at $cuda (nvcc missing). Install CUDA 13.0 or set CUDA_HOME."
 
-if [ -n "${KGATE_OFFLINE_BUNDLE:-}" ]; then
+# The offline bundle is remembered (.deps-bundle-path): later calls, ci/test.sh's and ci/gate.sh's
+# included, use it without KGATE_OFFLINE_BUNDLE set again; KGATE_OFFLINE_BUNDLE=none forgets it.
+bundle=${KGATE_OFFLINE_BUNDLE:-}
+if [ "$bundle" = none ]; then
+  rm -f "$here/.deps-bundle-path"
+  bundle=""
+elif [ -z "${KGATE_OFFLINE_BUNDLE+set}" ] && [ -f "$here/.deps-bundle-path" ]; then
+  bundle=$(cat "$here/.deps-bundle-path")
+  step "using the offline bundle $bundle remembered from an earlier call (KGATE_OFFLINE_BUNDLE=none forgets it)"
+fi
+if [ -n "$bundle" ]; then
   prefix=${KGATE_DEPS_PREFIX:-$here/.deps}
-  step "unpacking the offline bundle $KGATE_OFFLINE_BUNDLE into $prefix"
-  ls "$KGATE_OFFLINE_BUNDLE"/*.deb > /dev/null 2>&1 || die "no .deb files in $KGATE_OFFLINE_BUNDLE (run ci/offline-bundle.sh where a registry is reachable)"
+  step "unpacking the offline bundle $bundle into $prefix"
+  ls "$bundle"/*.deb > /dev/null 2>&1 || die "no .deb files in $bundle (run ci/offline-bundle.sh where a registry is reachable)"
   mkdir -p "$prefix"
-  for deb in "$KGATE_OFFLINE_BUNDLE"/*.deb; do dpkg -x "$deb" "$prefix" || die "dpkg -x $deb failed"; done
+  for deb in "$bundle"/*.deb; do dpkg -x "$deb" "$prefix" || die "dpkg -x $deb failed"; done
   echo "$prefix/usr" > "$here/.deps-prefix"
+  (cd "$bundle" && pwd) > "$here/.deps-bundle-path"
 else
   missing=()
   for p in "${PACKAGES[@]}"; do
@@ -47,5 +59,11 @@ else
   step "installing $TORCH_SPEC from the Python package index (LibTorch; ~3 GB with its CUDA libraries)"
   python3 -m pip install --quiet --disable-pip-version-check "$TORCH_SPEC" \
     || die "pip install $TORCH_SPEC failed (set KGATE_TORCH_SPEC, or pass -DTorch_DIR to CMake)"
+fi
+# PyYAML: the tests of the workflow and of the README's CI examples parse YAML.
+if ! python3 -c 'import yaml' > /dev/null 2>&1; then
+  step "installing PyYAML from the Python package index (the CI-example tests read YAML)"
+  python3 -m pip install --quiet --disable-pip-version-check pyyaml \
+    || echo "ci/setup.sh: warning: PyYAML could not be installed; the ci.* tests will fail" >&2
 fi
 step "done"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test command: set up, build, run every CTest test. GPU tests show as SKIPPED without a GPU.
 set -euo pipefail
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+here=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)  # (through symlinks)
 "$here/ci/setup.sh"
 "$here/ci/build.sh"
 build=${KGATE_BUILD_DIR:-$here/build}
@@ -19,6 +19,8 @@ if [ "${gpus:-0}" -gt 0 ]; then
   resources=(--resource-spec-file "$spec")
   echo "==> ci/test.sh: $gpus GPU(s): $spec"
 fi
-ctest --output-on-failure -j "${KGATE_TEST_JOBS:-2}" --timeout 900 "${resources[@]}" "$@"
+# JUnit (build/ctest-junit.xml) for the workflow's test report.
+ctest --output-on-failure -j "${KGATE_TEST_JOBS:-2}" --timeout 900 --output-junit "$build/ctest-junit.xml" \
+  "${resources[@]}" "$@"
 # A project of its own, against the installed kgate (find_package), with its tests.
 "$here/ci/consumer.sh" "${resources[@]}"
