@@ -1789,6 +1789,32 @@ class Checker {
                                                 "; a block gets at most " + std::to_string(kMaxSharedMemBytes) +
                                                 ": bound the symbols in guard.shapes");
     }
+    // Workspaces whose size depends on the call: their bytes at that largest call.
+    for (std::size_t i = 0; i < m_.workspace.size(); ++i) {
+      const Workspace& ws = m_.workspace[i];
+      const std::string field = at(std::string("workspace"), i) + ".shape";
+      int64_t elements = 1;
+      bool known = true, depends = false;
+      for (std::size_t d = 0; d < ws.shape.size() && known; ++d) {
+        const Expr& e = ws.shape[d];
+        depends = depends || !e.is_constant();
+        for (const auto& s : e.symbols()) known = known && largest.count(s) > 0;
+        if (!known) break;
+        try {
+          const int64_t v = e.evaluate(largest);
+          if (v > 0 && __builtin_mul_overflow(elements, v, &elements)) elements = std::numeric_limits<int64_t>::max();
+        } catch (const Error& err) {
+          problem(at(field, d), "\"" + e.text() + "\" cannot be evaluated" + where + ": " + err.what() +
+                                    "; bound the symbols in guard.shapes (\"max\")");
+          known = false;
+        }
+      }
+      if (known && depends &&
+          (elements > kMaxWorkspaceBytes / 8 ||
+           elements * static_cast<int64_t>(dtype_size(ws.dtype)) > kMaxWorkspaceBytes))
+        problem(field, "the workspace would take more than 2^48 bytes (256 TiB)" + where +
+                           ", more than any GPU holds: bound the symbols in guard.shapes");
+    }
   }
 
   void check_outputs_bound() {

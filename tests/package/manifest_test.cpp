@@ -1277,6 +1277,13 @@ TEST_F(ManifestTest, LaunchSettingsAreJudgedAtTheLargestCallTheGuardAdmits) {
   m["guard"]["shapes"] = {{"N", {{"min", 1}, {"max", 64}}}};
   EXPECT_TRUE(problems(m).empty()) << ::testing::PrintToString(problems(m));
   m = base_manifest();
+  m["workspace"] = json::array({{{"name", "w"}, {"dtype", "f32"}, {"shape", {"N * N * N"}}}});  // 2^54 x 4 bytes
+  all.clear();
+  for (const auto& p : problems(m)) all += p + "\n";
+  EXPECT_NE(all.find("workspace[0].shape: the workspace would take more than 2^48 bytes (256 TiB) at the largest call"),
+            std::string::npos)
+      << all;
+  m = base_manifest();
   m["launches"][0]["shared_mem"] = "N * 4";  // 1 MiB at N=262144
   all.clear();
   for (const auto& p : problems(m)) all += p + "\n";
