@@ -320,7 +320,7 @@ void write_speed(std::ostream& os, const KernelReport& k) {
 
 void write_kernel(std::ostream& os, const KernelReport& k, size_t index) {
   const auto& c = k.correctness;
-  os << "<section class=\"kernel\" id=\"k" << index << "\">\n<h2><code>" << esc(k.name) << "</code> "
+  os << "<section class=\"kernel" << (k.outcome == Outcome::passed ? " ok" : "") << "\" id=\"k" << index << "\">\n<h2><code>" << esc(k.name) << "</code> "
      << badge(k.outcome) << "</h2>\n";
   os << "<p class=\"sub\">op <b>" << esc_or_dash(k.op) << "</b>, backend <b>" << esc_or_dash(k.backend) << "</b>";
   if (!k.source.empty()) os << ", source <code>" << esc(k.source) << "</code>";
@@ -366,18 +366,67 @@ void write_kernel(std::ostream& os, const KernelReport& k, size_t index) {
   os << "</section>\n";
 }
 
+void write_summary_rows(std::ostream& os, const RunReport& report, const char* order, const std::vector<size_t>& rows);
+
+// How bad an outcome is, for the "failures first" order: failed first, passed last.
+int severity(Outcome o) {
+  switch (o) {
+    case Outcome::failed: return 0;
+    case Outcome::regressed: return 1;
+    case Outcome::invalid: return 2;
+    case Outcome::inconclusive: return 3;
+    case Outcome::fragile: return 4;
+    case Outcome::skipped: return 5;
+    case Outcome::passed: return 6;
+  }
+  return 7;
+}
+
+// The summary table, once per order: run order, failures first, worst margin first, slowest first.
+// The page has no script (every string in it comes from the report), so the order and the failure
+// filter are radio buttons and a checkbox read by CSS (:has); a browser without :has shows the
+// run order, unfiltered.
 void write_summary_table(std::ostream& os, const RunReport& report) {
   if (report.kernels.empty()) {
     os << "<p class=\"note\">No kernels in this report.</p>\n";
     return;
   }
-  os << "<div class=\"wrap\"><table class=\"summary\">\n<tr><th>kernel</th><th>op</th><th>backend</th><th>outcome</th>"
+  os << "<div class=\"controls\">order: "
+        "<input type=\"radio\" name=\"order\" id=\"order-run\" checked><label for=\"order-run\">as run</label> "
+        "<input type=\"radio\" name=\"order\" id=\"order-outcome\"><label for=\"order-outcome\">failures first</label> "
+        "<input type=\"radio\" name=\"order\" id=\"order-margin\"><label for=\"order-margin\">worst margin first</label> "
+        "<input type=\"radio\" name=\"order\" id=\"order-speed\"><label for=\"order-speed\">slowest first</label> "
+        "&middot; <input type=\"checkbox\" id=\"only-failing\"><label for=\"only-failing\">only kernels that did not "
+        "pass</label></div>\n";
+  std::vector<size_t> run(report.kernels.size());
+  for (size_t i = 0; i < run.size(); ++i) run[i] = i;
+  const auto& ks = report.kernels;
+  const auto margin = [&](size_t i) {
+    const double m = ks[i].correctness.worst_margin;
+    return std::isnan(m) ? -INFINITY : m;
+  };
+  const auto slowness = [&](size_t i) {
+    const SpeedComparison* w = worst_vs_eager(ks[i]);
+    return w && std::isfinite(w->ratio) ? w->ratio : -INFINITY;
+  };
+  std::vector<size_t> by_outcome = run, by_margin = run, by_speed = run;
+  std::stable_sort(by_outcome.begin(), by_outcome.end(),
+                   [&](size_t a, size_t b) { return severity(ks[a].outcome) < severity(ks[b].outcome); });
+  std::stable_sort(by_margin.begin(), by_margin.end(), [&](size_t a, size_t b) { return margin(a) > margin(b); });
+  std::stable_sort(by_speed.begin(), by_speed.end(), [&](size_t a, size_t b) { return slowness(a) > slowness(b); });
+  const std::pair<const char*, const std::vector<size_t>*> orders[] = {
+      {"order-run", &run}, {"order-outcome", &by_outcome}, {"order-margin", &by_margin}, {"order-speed", &by_speed}};
+  for (const auto& [order, rows] : orders) write_summary_rows(os, report, order, *rows);
+}
+
+void write_summary_rows(std::ostream& os, const RunReport& report, const char* order, const std::vector<size_t>& rows) {
+  os << "<div class=\"wrap\"><table class=\"summary " << order << "\">\n<tr><th>kernel</th><th>op</th><th>backend</th><th>outcome</th>"
         "<th>correctness</th><th>failed</th><th>worst margin</th><th>speed vs eager</th><th>case</th>"
         "<th>decision</th></tr>\n";
-  for (size_t i = 0; i < report.kernels.size(); ++i) {
+  for (size_t i : rows) {
     const auto& k = report.kernels[i];
     const SpeedComparison* worst = worst_vs_eager(k);
-    os << "<tr class=\"kernel\"><td><a href=\"#k" << i << "\"><code>" << esc(k.name) << "</code></a></td><td>"
+    os << "<tr class=\"kernel" << (k.outcome == Outcome::passed ? " ok" : "") << "\"><td><a href=\"#k" << i << "\"><code>" << esc(k.name) << "</code></a></td><td>"
        << esc_or_dash(k.op) << "</td><td>" << esc_or_dash(k.backend) << "</td><td>" << badge(k.outcome)
        << "</td><td class=\"num\">" << k.correctness.passed << "/" << k.correctness.cases << "</td><td class=\"num"
        << (k.correctness.failed > 0 ? " failed" : "") << "\">" << k.correctness.failed << "</td><td class=\"num\">"
@@ -490,6 +539,14 @@ svg .bar.fragile{fill:#d4a72c}
 svg .bar.failed{fill:#cf222e}
 svg .mark-tol{stroke:#cf222e;stroke-width:2}
 svg .mark-fragile{stroke:#9a6700;stroke-width:2;stroke-dasharray:3 2}
+.controls{margin:6px 0;font-size:13px}
+.controls label{margin-right:10px}
+table.summary:not(.order-run){display:none}
+body:has(#order-outcome:checked) table.order-run,body:has(#order-margin:checked) table.order-run,
+body:has(#order-speed:checked) table.order-run{display:none}
+body:has(#order-outcome:checked) table.order-outcome,body:has(#order-margin:checked) table.order-margin,
+body:has(#order-speed:checked) table.order-speed{display:table}
+body:has(#only-failing:checked) tr.kernel.ok,body:has(#only-failing:checked) section.kernel.ok{display:none}
 )";
 
 }  // namespace

@@ -115,8 +115,8 @@ TEST(HtmlReport, ShowsMetaSummaryAndEveryKernel) {
     EXPECT_TRUE(contains(html, std::string("<code>") + name + "</code>")) << name;
     EXPECT_GE(count(html, name), 2u) << name << ": in the summary table and in its own section";
   }
-  EXPECT_EQ(count(html, "<tr class=\"kernel\">"), 2u);  // one summary row per kernel
-  EXPECT_EQ(count(html, "<section class=\"kernel\""), 2u);
+  EXPECT_EQ(count(html, "<tr class=\"kernel"), 8u);  // one summary row per kernel in each of 4 orders
+  EXPECT_EQ(count(html, "<section class=\"kernel"), 2u);
   EXPECT_TRUE(contains(html, "<th>device</th><td>NVIDIA H200</td>"));
   EXPECT_TRUE(contains(html, "<th>driver</th><td>550.54.15</td>"));
   EXPECT_TRUE(contains(html, "<th>seed</th><td>7</td>"));
@@ -172,6 +172,28 @@ TEST(HtmlReport, EscapesEveryReportString) {
   // message, warning, repro, note, baseline column, meta command, meta device, page subtitle at least.
   EXPECT_GE(count(html, escaped), 8u);
   EXPECT_TRUE(contains(html, "<code>tail&lt;b&gt;</code>"));
+}
+
+TEST(HtmlReport, SortsAndFiltersTheSummaryWithoutAScript) {
+  const auto html = render_html(sample_report());  // softmax_block (passed), then softmax_tail (failed)
+  const auto table = [&](const std::string& order) {
+    const size_t at = html.find("<table class=\"summary " + order + "\">");
+    EXPECT_NE(at, std::string::npos) << order;
+    return at == std::string::npos ? std::string() : html.substr(at, html.find("</table>", at) - at);
+  };
+  const auto first = [](const std::string& t) { return t.find("softmax_block") < t.find("softmax_tail"); };
+  EXPECT_TRUE(first(table("order-run")));       // as run
+  EXPECT_FALSE(first(table("order-outcome")));  // failures first
+  EXPECT_FALSE(first(table("order-margin")));   // the failure's margin is Inf
+  EXPECT_TRUE(contains(html, "<input type=\"radio\" name=\"order\" id=\"order-run\" checked>"));
+  EXPECT_TRUE(contains(html, "<input type=\"checkbox\" id=\"only-failing\">"));
+  // The filter hides what passed (rows and sections marked ok), by CSS alone.
+  EXPECT_TRUE(contains(html, "body:has(#only-failing:checked) tr.kernel.ok"));
+  EXPECT_EQ(count(html, "<tr class=\"kernel ok\">"), 4u);
+  EXPECT_EQ(count(html, "<section class=\"kernel ok\""), 1u);
+  EXPECT_EQ(count(html, "<section class=\"kernel\""), 1u);
+  EXPECT_TRUE(contains(html, "table.summary:not(.order-run){display:none}"));  // without :has, the run order
+  EXPECT_FALSE(contains(html, "<script"));
 }
 
 TEST(HtmlReport, HasNoScriptAndNoUrl) {
