@@ -150,7 +150,10 @@ TEST(PackageFallback, CheckKernelCoversBothSidesAndTheBaseline) {
       << (report.correctness.failures.empty() ? "" : report.correctness.failures[0].message);
   EXPECT_GT(report.correctness.fallback, 0);
   EXPECT_LT(report.correctness.fallback, report.correctness.cases);
-  EXPECT_TRUE(report.correctness.warnings.empty()) << report.correctness.warnings[0];
+  // Both sides of the guard ran: no coverage warning. (A speed warning may appear: an undecided
+  // comparison on a loaded 2-core machine says so, and that is timing, not what this test checks.)
+  for (const auto& w : report.correctness.warnings)
+    EXPECT_EQ(w.find("outside the guard of 'cpu_guarded'"), std::string::npos) << w;
 
   EXPECT_EQ(report.baseline, "cpu_guarded@1.0.0");
   ASSERT_TRUE(report.baseline_correctness.has_value());
