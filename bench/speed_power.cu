@@ -2,7 +2,7 @@
 // Synthetic kernels whose work is a number of units -- float4 elements streamed from one buffer to
 // another (cold L2), or iterations of a compute loop -- are sized to run about 3, 30 and 300 us.
 // For each size, a baseline is timed against itself (A/A) and against variants doing exactly 1%,
-// 2% and 5% more work, with the CUPTI launch timer and bench::run_interleaved, repeatedly: the
+// 2% and 5% more work, with the CUPTI launch timer and speed::run_interleaved, repeatedly: the
 // table gives detection and false-positive rates, block counts and the GPU / wall time each
 // decision cost. --ncu-kernels only launches the base kernels, for comparing CUPTI medians with
 // Nsight Compute's gpu__time_duration (bench/ncu_compare.sh).
@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/interleave.hpp"
+#include "gates/speed/interleave.hpp"
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "gates/speed/calibration.hpp"
@@ -32,6 +32,11 @@
 #include "runtime/cuda/timer.hpp"
 
 namespace kgate::bench::power {
+using speed::ArmTimer;
+using speed::InterleaveOptions;
+using speed::InterleaveResult;
+using speed::run_interleaved;
+using speed::Block;
 
 /// Streams n float4 from `in` to `out` with a little arithmetic: one thread per element, so the
 /// work is exactly proportional to n.

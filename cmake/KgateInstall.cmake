@@ -9,7 +9,7 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-set(_kgate_libraries kgate_core kgate_kernel_api kgate_speed kgate_gates kgate_bench kgate_cuda
+set(_kgate_libraries kgate_core kgate_kernel_api kgate_speed kgate_gates kgate_cuda
     kgate_references kgate_nvrtc_worker_lib kgate_package kgate_runner kgate_cli)
 foreach(lib IN LISTS _kgate_libraries)
   string(REGEX REPLACE "^kgate_" "" export_name "${lib}")
@@ -24,7 +24,7 @@ install(TARGETS ${_kgate_libraries} EXPORT kgateTargets ARCHIVE DESTINATION ${CM
 
 # Headers keep their layout ("runtime/kernel.hpp"): include/kgate is the include directory.
 foreach(dir core runtime runtime/cuda runtime/package gates/correctness gates/props gates/sensitivity
-            gates/speed references bench cli)
+            gates/speed references cli)
   file(GLOB _headers "${PROJECT_SOURCE_DIR}/${dir}/*.hpp" "${PROJECT_SOURCE_DIR}/${dir}/*.cuh")
   install(FILES ${_headers} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kgate/${dir})
 endforeach()

@@ -777,8 +777,8 @@ CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c, const cor
 
 namespace {
 
-// Times two arms (baseline, candidate) through the shared launch timer, for bench::run_interleaved.
-class ArmPair final : public bench::ArmTimer {
+// Times two arms (baseline, candidate) through the shared launch timer, for speed::run_interleaved.
+class ArmPair final : public speed::ArmTimer {
  public:
   ArmPair(cuda::LaunchTimer& timer, std::function<void()> a, std::function<void()> b, std::function<void()> between,
           cuda::Nvml* nvml)
@@ -891,7 +891,7 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
 
     ArmPair arms(timer, arm_a, arm_b, between, impl_->nvml.get());
     Rng rng(derive_seed(seed, "interleave/" + kernel.name + "/" + c.id(), 0));
-    const auto r = bench::run_interleaved(arms, options.interleave, rng);
+    const auto r = speed::run_interleaved(arms, options.interleave, rng);
     impl_->sync();
     cmp.blocks = static_cast<int64_t>(r.blocks.size());
     for (const auto& b : r.blocks) {

@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "bench/interleave.hpp"
+#include "gates/speed/interleave.hpp"
 #include "core/report.hpp"
 #include "gates/correctness/rules.hpp"
 #include "runtime/kernel.hpp"
@@ -22,7 +22,7 @@ struct RunnerEnvironment {
 };
 
 struct TimingOptions {
-  bench::InterleaveOptions interleave;
+  speed::InterleaveOptions interleave;
   bool flush_l2 = true;   ///< cold-cache timing (default); false: warm
   int max_warmup_batches = 20;
 };

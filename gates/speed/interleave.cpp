@@ -1,6 +1,6 @@
 // Interleaved A/B timing: counterbalanced blocks in randomized order, dropped-block bookkeeping,
 // and staged extension with the speed gate's decision at each look.
-#include "bench/interleave.hpp"
+#include "gates/speed/interleave.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -8,7 +8,7 @@
 
 #include "core/error.hpp"
 
-namespace kgate::bench {
+namespace kgate::speed {
 namespace {
 
 void validate(const InterleaveOptions& options) {
@@ -130,4 +130,4 @@ InterleaveResult run_interleaved(ArmTimer& timer, const InterleaveOptions& optio
   return result;
 }
 
-}  // namespace kgate::bench
+}  // namespace kgate::speed

@@ -11,7 +11,7 @@
 #include "core/rng.hpp"
 #include "gates/speed/decision.hpp"
 
-namespace kgate::bench {
+namespace kgate::speed {
 
 /// Something that can time the baseline (arm 0) and the candidate (arm 1).
 class ArmTimer {
@@ -76,4 +76,4 @@ struct InterleaveResult {
 /// Throws a usage Error for unusable options.
 InterleaveResult run_interleaved(ArmTimer& timer, const InterleaveOptions& options, Rng& rng);
 
-}  // namespace kgate::bench
+}  // namespace kgate::speed

@@ -1,7 +1,7 @@
-// Unit tests of the interleaved A/B runner (bench/interleave) with fake timers, and simulations of
+// Unit tests of the interleaved A/B runner (gates/speed/interleave) with fake timers, and simulations of
 // the whole speed gate on a synthetic GPU: power at known slowdowns, the A/A false-positive rate,
 // and robustness to slow drift. Every simulation is seeded, so each figure is reproducible.
-#include "bench/interleave.hpp"
+#include "gates/speed/interleave.hpp"
 
 #include <gtest/gtest.h>
 
@@ -15,7 +15,7 @@
 #include "core/error.hpp"
 #include "core/rng.hpp"
 
-namespace kgate::bench {
+namespace kgate::speed {
 namespace {
 
 using speed::Decision;
@@ -513,4 +513,4 @@ TEST(SpeedGateSimulation, SlowDriftDoesNotCreateRegressions) {
 }
 
 }  // namespace
-}  // namespace kgate::bench
+}  // namespace kgate::speed
