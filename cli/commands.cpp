@@ -333,6 +333,15 @@ void merge_resumed(KernelReport& into, KernelReport part) {
   else if (part.outcome != Outcome::passed) into.outcome = part.outcome;
 }
 
+// A worker's arguments that try one case of the kernel alone, without timing, writing under
+// `out_dir` (shrinking a fault, --sanitize).
+std::vector<std::string> one_case_args(std::vector<std::string> child, const fs::path& out_dir, const Case& c) {
+  for (size_t i = 0; i + 1 < child.size(); ++i)
+    if (child[i] == "--out") child[i + 1] = out_dir.string();
+  child.insert(child.end(), {"--case", c.id(), "--no-speed"});
+  return child;
+}
+
 // The faulting case, shrunk by running each candidate in a fresh worker (a fault ends the CUDA
 // context, so candidates cannot share one). The minimal case is one that ran and faulted.
 void shrink_fault_in_workers(KernelReport& kr, const KernelInfo& k, const std::vector<std::string>& child,
@@ -346,10 +355,7 @@ void shrink_fault_in_workers(KernelReport& kr, const KernelInfo& k, const std::v
   const OpSignature& op = find_op(k.op);
   std::optional<CaseResult> last_fault;
   const auto faults = [&](const Case& candidate) {
-    std::vector<std::string> attempt = child;
-    for (size_t i = 0; i + 1 < attempt.size(); ++i)
-      if (attempt[i] == "--out") attempt[i + 1] = (worker_out / "shrink").string();
-    attempt.insert(attempt.end(), {"--case", candidate.id(), "--no-speed"});
+    const auto attempt = one_case_args(child, worker_out / "shrink", candidate);
     std::error_code ignored;
     fs::remove(worker_out / "shrink" / "progress", ignored);
     auto w = run_worker(attempt, (worker_out / "shrink" / "report.json").string(), args.kernel_timeout_s,
@@ -416,10 +422,7 @@ void sanitize_in_workers(KernelReport& kr, const KernelInfo& k, const LoadedPack
   int64_t with_errors = 0;
   for (size_t n = 0; n < subset.size(); ++n) {
     const Case& kc = subset[n];
-    std::vector<std::string> attempt = child;
-    for (size_t j = 0; j + 1 < attempt.size(); ++j)
-      if (attempt[j] == "--out") attempt[j + 1] = (worker_out / "sanitize").string();
-    attempt.insert(attempt.end(), {"--case", kc.id(), "--no-speed"});
+    const auto attempt = one_case_args(child, worker_out / "sanitize", kc);
     if (!args.quiet)
       std::fprintf(stderr, "kgate: %s: compute-sanitizer %s on case %zu/%zu %s\n", k.name.c_str(), tool.c_str(), n + 1,
                    subset.size(), kc.id().c_str());

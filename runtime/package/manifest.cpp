@@ -975,9 +975,7 @@ class Checker {
           elements = std::numeric_limits<int64_t>::max();
         }
       }
-      if (known && ok &&
-          (elements > kMaxWorkspaceBytes / 8 ||
-           elements * static_cast<int64_t>(dtype_size(ws.dtype)) > kMaxWorkspaceBytes)) {
+      if (known && ok && workspace_too_big(elements, ws.dtype)) {
         problem(sub(field, "shape"), "the workspace would take more than 2^48 bytes (256 TiB), "
                                      "more than any GPU holds");
         ok = false;
@@ -1463,6 +1461,15 @@ class Checker {
     }
   }
 
+  /// CUDA's grid limit per axis, and the axes' names.
+  static constexpr int64_t kGridMax[3] = {2147483647, 65535, 65535};
+  static constexpr const char* kAxis[3] = {"x", "y", "z"};
+
+  /// More bytes than any GPU holds (2^48) for `elements` of `dtype`, without overflowing.
+  static bool workspace_too_big(int64_t elements, DType dtype) {
+    return elements > kMaxWorkspaceBytes / 8 || elements * static_cast<int64_t>(dtype_size(dtype)) > kMaxWorkspaceBytes;
+  }
+
   /// Evaluates `e` where it can be judged before any call: a constant is evaluated; an expression
   /// of symbols is tried at a few values, and an error it gives at all of them (a constant divisor
   /// of 0, an overflow) is one it gives always. Reports the error and returns nullopt; returns the
@@ -1495,9 +1502,7 @@ class Checker {
   /// Launch settings that can never run: CUDA's limits on grid, block and shared memory, checked
   /// for constants, and expressions that cannot be evaluated for any call.
   void check_launch_settings(const Launch& launch, const std::string& field) {
-    static const int64_t kGridMax[3] = {2147483647, 65535, 65535};
     static const int64_t kBlockMax[3] = {1024, 1024, 64};
-    static const char* kAxis[3] = {"x", "y", "z"};
     for (std::size_t d = 0; d < launch.grid.size() && d < 3; ++d)
       if (auto v = judge(launch.grid[d], at(sub(field, "grid"), d)); v && (*v < 1 || *v > kGridMax[d]))
         problem(at(sub(field, "grid"), d), std::string("a grid's ") + kAxis[d] + " size is 1 to " +
@@ -1755,8 +1760,6 @@ class Checker {
       if (std::isfinite(value) && value == std::floor(value) && std::fabs(value) < 9e15)
         largest.emplace(name, static_cast<int64_t>(value));
     largest[kDtypeSizeSymbol] = 8;
-    static const int64_t kGridMax[3] = {2147483647, 65535, 65535};
-    static const char* kAxis[3] = {"x", "y", "z"};
     const std::string where = " at the largest call the guard admits (" + shape + ")";
     for (const auto& l : m_.launches) {
       bool failed = false;
@@ -1809,9 +1812,7 @@ class Checker {
           known = false;
         }
       }
-      if (known && depends &&
-          (elements > kMaxWorkspaceBytes / 8 ||
-           elements * static_cast<int64_t>(dtype_size(ws.dtype)) > kMaxWorkspaceBytes))
+      if (known && depends && workspace_too_big(elements, ws.dtype))
         problem(field, "the workspace would take more than 2^48 bytes (256 TiB)" + where +
                            ", more than any GPU holds: bound the symbols in guard.shapes");
     }
