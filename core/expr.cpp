@@ -19,7 +19,8 @@ constexpr int kMaxDepth = 64;
 enum class Op {
   literal, symbol, neg, add, sub, mul, div, mod, ceil_div, min, max, round_up,
   eq, ne, lt, le, gt, ge,  // comparisons: 1 or 0
-  logical_not, logical_and, logical_or
+  logical_not, logical_and, logical_or,
+  conditional  // c ? a : b: `cond` is c, lhs a, rhs b
 };
 
 bool is_comparison(Op op) {
@@ -36,6 +37,7 @@ struct Expr::Node {
   std::size_t column = 1;  // 1-based column of the literal, symbol, operator or function name
   std::shared_ptr<const Node> lhs;
   std::shared_ptr<const Node> rhs;
+  std::shared_ptr<const Node> cond;  // conditional: the condition
 };
 
 namespace {
@@ -127,12 +129,12 @@ class Parser {
       fail(text_, pos_ + 1,
            "'" + std::string(1, c) + "' is not an operator; expected " +
                (c == '=' ? "== to compare" : c == '&' ? "&& (logical and)" : "|| (logical or)"));
-    static const std::string punct = "+-*/%(),<>!";
+    static const std::string punct = "+-*/%(),<>!?:";
     if (punct.find(c) == std::string::npos)
       fail(text_, pos_ + 1,
            "unexpected character '" + std::string(1, c) +
                "'; expected a number, a symbol, a function call, an operator (+ - * / % == != < "
-               "<= > >= && || !) or parentheses");
+               "<= > >= && || ! ?:) or parentheses");
     tok_.kind = Token::punct;
     tok_.text = std::string(1, c);
     ++pos_;
@@ -152,8 +154,27 @@ class Parser {
     return n;
   }
 
+  /// c ? a : b, right-associative as in C ("a ? b : c ? d : e" is "a ? b : (c ? d : e)").
   NodePtr expression(int depth) {
     enter(depth, tok_.column);
+    NodePtr c = logical_or(depth);
+    if (!is("?")) return c;
+    const std::size_t column = tok_.column;
+    advance();
+    NodePtr a = expression(depth + 1);
+    if (!is(":")) fail(text_, tok_.column, "expected ':' of the '?' at column " + std::to_string(column) + ", found " + found());
+    advance();
+    NodePtr b = expression(depth + 1);
+    auto n = std::make_shared<Expr::Node>();
+    n->op = Op::conditional;
+    n->column = column;
+    n->cond = std::move(c);
+    n->lhs = std::move(a);
+    n->rhs = std::move(b);
+    return n;
+  }
+
+  NodePtr logical_or(int depth) {
     NodePtr lhs = logical_and(depth);
     while (is("||")) {
       const std::size_t column = tok_.column;
@@ -317,6 +338,7 @@ void collect_symbols(const Expr::Node& n, std::vector<std::string>& out) {
     out.push_back(n.name);
     return;
   }
+  if (n.cond) collect_symbols(*n.cond, out);
   if (n.lhs) collect_symbols(*n.lhs, out);
   if (n.rhs) collect_symbols(*n.rhs, out);
 }
@@ -324,6 +346,8 @@ void collect_symbols(const Expr::Node& n, std::vector<std::string>& out) {
 const Expr::Node* first_unknown(const Expr::Node& n,
                                 const std::set<std::string, std::less<>>& known) {
   if (n.op == Op::symbol) return known.count(n.name) ? nullptr : &n;
+  if (n.cond)
+    if (const auto* u = first_unknown(*n.cond, known)) return u;
   if (n.lhs)
     if (const auto* u = first_unknown(*n.lhs, known)) return u;
   if (n.rhs)
@@ -357,6 +381,8 @@ class Evaluator {
         return eval(*n.lhs) != 0 && eval(*n.rhs) != 0 ? 1 : 0;
       case Op::logical_or:
         return eval(*n.lhs) != 0 || eval(*n.rhs) != 0 ? 1 : 0;
+      case Op::conditional:  // only the chosen side is evaluated, as in C
+        return eval(*n.cond) != 0 ? eval(*n.lhs) : eval(*n.rhs);
       default:
         break;
     }
@@ -461,6 +487,7 @@ void collect_bounds(const Expr::Node& n, const std::string& symbol, const std::s
       }
     }
   }
+  if (n.cond) collect_bounds(*n.cond, symbol, text, out);
   if (n.lhs) collect_bounds(*n.lhs, symbol, text, out);
   if (n.rhs) collect_bounds(*n.rhs, symbol, text, out);
 }

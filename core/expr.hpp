@@ -25,7 +25,8 @@ const std::vector<std::string>& expr_function_names();
 /// A parsed integer expression.
 ///
 /// Grammar (C precedence, left-associative binary operators):
-///   expr       := and ('||' and)*
+///   expr       := or ('?' expr ':' expr)?
+///   or         := and ('||' and)*
 ///   and        := comparison ('&&' comparison)*
 ///   comparison := sum (('==' | '!=' | '<' | '<=' | '>' | '>=') sum)?
 ///   sum        := term (('+' | '-') term)*
@@ -34,8 +35,9 @@ const std::vector<std::string>& expr_function_names();
 ///   primary    := INTEGER | SYMBOL | FUNCTION '(' expr ',' expr ')' | '(' expr ')'
 /// FUNCTION is one of ceil_div, min, max, round_up. '/' and '%' truncate toward zero as in C.
 /// Comparisons and ! && || give 1 or 0 (any non-zero operand is true); && and || evaluate their
-/// right side only when the left does not decide. Comparisons do not chain ("a < b < c" is an
-/// error), which C would read as "(a < b) < c".
+/// right side only when the left does not decide, and "c ? a : b" (right-associative) only the
+/// side it picks. Comparisons do not chain ("a < b < c" is an error), which C would read as
+/// "(a < b) < c".
 class Expr {
  public:
   struct Node;

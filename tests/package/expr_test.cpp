@@ -131,6 +131,25 @@ TEST(Expr, LogicalOperatorsShortCircuit) {
             "in \"D >= 0 && N / D > 2\" at column 13: division by zero (D is 0)");
 }
 
+TEST(Expr, ConditionalOperator) {
+  EXPECT_EQ(eval("1 ? 2 : 3"), 2);
+  EXPECT_EQ(eval("0 ? 2 : 3"), 3);
+  EXPECT_EQ(eval("N % 8 == 0 ? N / 8 : N", {{"N", 64}}), 8);
+  EXPECT_EQ(eval("N % 8 == 0 ? N / 8 : N", {{"N", 63}}), 63);
+  // Lowest precedence, right-associative: "a ? b : c ? d : e" is "a ? b : (c ? d : e)".
+  EXPECT_EQ(eval("0 ? 1 : 0 ? 2 : 3"), 3);
+  EXPECT_EQ(eval("1 || 0 ? 5 : 6"), 5);
+  EXPECT_EQ(eval("(1 ? 4 : 5) * 2"), 8);
+  EXPECT_EQ(eval("max(N > 4 ? N : 4, 2)", {{"N", 9}}), 9);
+  // Only the picked side is evaluated: no division by zero, no missing symbol.
+  EXPECT_EQ(eval("N == 0 ? 0 : 64 / N", {{"N", 0}}), 0);
+  EXPECT_EQ(eval("1 ? 7 : unknown"), 7);
+  EXPECT_EQ((std::vector<std::string>{"c", "a", "b"}), Expr::parse("c ? a : b").symbols());
+  EXPECT_EQ((std::vector<int64_t>{16, 1024}), Expr::parse("N > 1024 ? 1 : N < 16").comparison_bounds("N"));
+  EXPECT_EQ(parse_error("N ? 1"), "in \"N ? 1\" at column 6: expected ':' of the '?' at column 3, found end of expression");
+  EXPECT_EQ(parse_error("N : 1"), "in \"N : 1\" at column 3: expected an operator, found ':'");
+}
+
 TEST(Expr, ComparisonBounds) {
   EXPECT_EQ(Expr::parse("N > 32 && N <= 64").comparison_bounds("N"),
             (std::vector<int64_t>{32, 64}));
@@ -205,7 +224,7 @@ TEST(Expr, ParseErrorsNameTheColumn) {
             "ceil_div, max, min, round_up");
   EXPECT_EQ(parse_error("N ^ 2"),
             "in \"N ^ 2\" at column 3: unexpected character '^'; expected a number, a symbol, a "
-            "function call, an operator (+ - * / % == != < <= > >= && || !) or parentheses");
+            "function call, an operator (+ - * / % == != < <= > >= && || ! ?:) or parentheses");
   EXPECT_EQ(parse_error("N * 2.5"),
             "in \"N * 2.5\" at column 6: expected a decimal integer, found '.' in a number");
   EXPECT_EQ(parse_error("N = 2"),
