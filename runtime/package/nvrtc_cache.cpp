@@ -925,10 +925,11 @@ bool args_match_params(const PackageManifest& m, const CompileResult& r, Manifes
     const std::string field = (l.field.empty() ? "launches[" + std::to_string(i) + "]" : l.field) + ".args";
     for (DType d : m.guard.dtypes) {
       const std::string expr = l.kernel_name(d);
-      const auto low = r.lowered_names.find(expr);
-      if (expr.empty() || low == r.lowered_names.end()) continue;
       const CompileResult* unit = &r;
       if (auto u = r.unit_of.find({d, i}); u != r.unit_of.end() && u->second < r.units.size()) unit = &r.units[u->second];
+      // The unit's own lowered name: a plain kernel typed by a macro is mangled differently per unit.
+      const auto low = unit->lowered_names.find(expr);
+      if (expr.empty() || low == unit->lowered_names.end()) continue;
       const auto p = unit->params.find(low->second);
       if (p == unit->params.end() || p->second.empty()) continue;  // the file could not tell
       const auto& params = p->second;
@@ -1031,7 +1032,8 @@ bool compile_and_check(const PackageManifest& m, const CompileOptions& opt, Comp
     r.total_seconds += part.total_seconds;
     if (!part.log.empty()) r.log += part.log;
     if (r.options.empty()) r.options = part.options;
-    for (const auto& [name, lowered] : part.lowered_names) r.lowered_names[name] = lowered;
+    // Merged for messages and single-unit callers; launches resolve each unit's own (PackageState).
+    for (const auto& [name, lowered] : part.lowered_names) r.lowered_names.emplace(name, lowered);
     for (const auto& dl : units[u].launches) r.unit_of[dl] = u;
     r.units.push_back(std::move(part));
   }

@@ -826,6 +826,9 @@ struct PackageState {
     std::string key;
     std::string cubin;
     std::map<std::string, std::vector<KernelParam>> params;  ///< read from the CUBIN, by lowered name
+    /// This unit's own lowered names: a plain (non-template) kernel whose parameter types come from
+    /// a macro ("floatX" set by -DENABLE_BF16) has another mangled name in each unit.
+    std::map<std::string, std::string> lowered_names;
   };
   std::vector<Unit> units;
   std::map<std::pair<DType, std::size_t>, std::size_t> unit_of;  ///< (dtype, launch) -> unit; empty: 0
@@ -1009,13 +1012,17 @@ void launch_package(const PackageState& state, const KernelCall& call) {
         with_context("loading its CUBIN (" + std::to_string(cubin.size()) + " bytes)",
                      [&] { KGATE_DRIVER_CALL(api.ModuleLoadData(&loaded.module, cubin.data())); });
       }
-      CUfunction& f = loaded.functions[l.lowered_name];
+      std::string lowered = l.lowered_name;
+      if (const auto own = unit.lowered_names.find(l.name_expression);
+          own != unit.lowered_names.end() && !own->second.empty())
+        lowered = own->second;
+      CUfunction& f = loaded.functions[lowered];
       if (!f)
-        with_context(where, [&] { KGATE_DRIVER_CALL(api.ModuleGetFunction(&f, loaded.module, l.lowered_name.c_str())); });
+        with_context(where, [&] { KGATE_DRIVER_CALL(api.ModuleGetFunction(&f, loaded.module, lowered.c_str())); });
       functions[i] = f;
       if (loaded.params_checked.insert({f, l.index}).second) {
         try {
-          const auto read = unit.params.find(l.lowered_name);
+          const auto read = unit.params.find(lowered);
           check_parameters(f, l, read == unit.params.end() ? nullptr : &read->second);
         } catch (...) {
           loaded.params_checked.erase({f, l.index});
@@ -1083,9 +1090,11 @@ KernelInfo make_package_kernel(const PackageManifest& manifest, const CompileRes
   state->op = op;
   state->lowered_names = compiled.lowered_names;
   if (compiled.units.empty()) {
-    state->units.push_back({compiled.key.empty() ? sha256_hex(compiled.cubin) : compiled.key, compiled.cubin, compiled.params});
+    state->units.push_back({compiled.key.empty() ? sha256_hex(compiled.cubin) : compiled.key, compiled.cubin,
+                            compiled.params, compiled.lowered_names});
   } else {
-    for (const auto& u : compiled.units) state->units.push_back({u.key.empty() ? sha256_hex(u.cubin) : u.key, u.cubin, u.params});
+    for (const auto& u : compiled.units)
+      state->units.push_back({u.key.empty() ? sha256_hex(u.cubin) : u.key, u.cubin, u.params, u.lowered_names});
     state->unit_of = compiled.unit_of;
   }
   std::shared_ptr<const PackageState> shared = state;

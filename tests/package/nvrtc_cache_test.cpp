@@ -278,6 +278,42 @@ TEST(NvrtcCache, MisspelledKernelGetsADidYouMeanOnItsLaunch) {
             "undefined); did you mean \"scale<float>\"? Their __global__ functions: scale, scale_rows.");
 }
 
+TEST(NvrtcCache, APlainKernelTypedByAMacroHasItsOwnNameInEachUnit) {
+  // llm.c's style: one non-template kernel over "floatX", set per dtype. Its mangled name differs per
+  // unit, and each unit's kernel is looked up (and its parameters checked) under its own name.
+  TempDir pkg, cache;
+  pkg.write("floatx.cu", R"J(
+#include <cuda_fp16.h>
+__global__ void twice(floatX* y, const floatX* x, IDX n) {
+  const IDX i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = floatX(float(x[i]) * 2.0f);
+}
+)J");
+  json m = tiny_manifest("floatx.cu");
+  m["guard"]["dtypes"] = {"f32", "f16"};
+  m["nvrtc_options_for_dtype"] = {{"f32", {"-DfloatX=float", "-DIDX=int"}}, {"f16", {"-DfloatX=__half", "-DIDX=int"}}};
+  m["launches"][0]["kernel"] = "twice";
+  m["launches"][0]["args"] = {{{"tensor", "y"}}, {{"tensor", "x"}}, {{"shape", "N"}, {"type", "i32"}}};
+  pkg.write_json("kgate.json", m);
+  const CompileResult r = compile_package(load_manifest(pkg.path()), options_in(cache));
+  ASSERT_EQ(r.units.size(), 2u);
+  const std::string f32 = r.units[0].lowered_names.at("twice"), f16 = r.units[1].lowered_names.at("twice");
+  EXPECT_EQ(f32, "_Z5twicePfPKfi");
+  EXPECT_EQ(f16, "_Z5twiceP6__halfPKS_i");
+  EXPECT_EQ(r.units[0].params.count(f32), 1u);
+  EXPECT_EQ(r.units[1].params.count(f16), 1u);
+
+  // A parameter that is wrong in the first unit only is still found there.
+  m["nvrtc_options_for_dtype"]["f32"] = {"-DfloatX=float", "-DIDX=long long"};
+  pkg.write_json("kgate.json", m);
+  ManifestProblem problem;
+  CompileResult bad;
+  EXPECT_FALSE(try_compile_package(load_manifest(pkg.path()), options_in(cache), bad, problem));
+  EXPECT_EQ(problem.field, "launches[0].args[2]");
+  EXPECT_EQ(problem.message, "is 4 bytes (i32), but parameter 2 of kernel \"twice\" (f32) is 8 bytes; fix its \"type\" or "
+                             "the kernel's signature");
+}
+
 TEST(NvrtcCache, ArgsAreCheckedAgainstTheCompiledParameterTable) {
   TempDir pkg, cache;
   pkg.write("tiny.cu", std::string(kTinySource) +
