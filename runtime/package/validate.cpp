@@ -3,6 +3,8 @@
 
 #include <cstdio>
 
+#include "runtime/package/kernel_types.hpp"
+
 namespace kgate::package {
 
 ValidationReport validate_package(const std::filesystem::path& dir,
@@ -13,10 +15,15 @@ ValidationReport validate_package(const std::filesystem::path& dir,
   if (!report.problems.empty() || !options.compile) return report;
   CompileResult result;
   ManifestProblem problem;
-  if (try_compile_package(report.manifest, options.compile_options, result, problem))
-    report.compiled = std::move(result);
-  else
+  if (!try_compile_package(report.manifest, options.compile_options, result, problem)) {
     report.problems.push_back(std::move(problem));
+    return report;
+  }
+  // Sizes matched; the types, where the kernels' mangled names give them.
+  if (options.check.find_op)
+    if (const OpSignature* op = options.check.find_op(report.manifest.op))
+      for (auto& p : args_match_types(report.manifest, *op, result)) report.problems.push_back(std::move(p));
+  report.compiled = std::move(result);
   return report;
 }
 

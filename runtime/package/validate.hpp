@@ -30,7 +30,8 @@ struct ValidationReport {
 };
 
 /// Checks the manifest (every problem), then, when it is clean and `options.compile` is set,
-/// compiles the package (a compile error becomes a problem carrying NVRTC's log). Throws only for
+/// compiles the package (a compile error becomes a problem carrying NVRTC's log) and, with the
+/// op known, checks each launch's argument types against the kernels' (args_match_types). Throws only for
 /// errors outside the package: an invalid --arch or an unusable cache directory (Error(usage)).
 ValidationReport validate_package(const std::filesystem::path& dir,
                                   const ValidateOptions& options = {});
