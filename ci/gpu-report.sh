@@ -205,6 +205,16 @@ if has sandbox; then
   "$build/tests/package/kgate.test.package" --gtest_filter='RunSandbox.*' > "$out/sandbox-gtest.log" 2>&1
   note "RunSandbox gtests: exit $?; $(grep -E '^\[  (PASSED|FAILED|SKIPPED)' "$out/sandbox-gtest.log" | tr '\n' ' ')"
 fi
+if has require; then
+  # guard.require: the honest guard passes (row-padded views inside, the rest through the reference);
+  # the same kernel with the row-stride predicate left out faults on padded rows and fails.
+  "$kgate" check "$here/tests/packages/gelu_rows_vec" --no-speed --out "$out/require" > "$out/require.log" 2>&1
+  note "gelu_rows_vec_pkg (guard.require stated): exit $? (expected 0); $(grep -E '^gelu_rows_vec_pkg' "$out/require.log" | head -1)"
+  "$kgate" check "$here/tests/packages/gelu_rows_vec_unstated" --no-speed --out "$out/require-unstated" \
+    > "$out/require-unstated.log" 2>&1
+  note "gelu_rows_vec_unstated_pkg (row-stride predicate left out): exit $? (expected 1); $(grep -E '^gelu_rows_vec_unstated_pkg' "$out/require-unstated.log" | head -1)"
+  grep -m3 -E 'minimal|misaligned' "$out/require-unstated.log"
+fi
 if has precompiled; then
   # Packages of kernels nvcc built ahead of time: a CUBIN for sm_90, PTX the driver compiles, a fatbin.
   "$kgate" check "$build/tests/precompiled/softmax_pre_cubin" "$build/tests/precompiled/softmax_pre_ptx" \

@@ -34,14 +34,16 @@ const char* layout_name(Layout layout) {
     case Layout::contiguous: return "contiguous";
     case Layout::strided: return "strided";
     case Layout::offset: return "offset";
+    case Layout::padded: return "padded";
+    case Layout::offset16: return "offset16";
   }
   return "?";
 }
 
 Layout parse_layout(const std::string& name) {
-  for (Layout l : {Layout::contiguous, Layout::strided, Layout::offset})
+  for (Layout l : {Layout::contiguous, Layout::strided, Layout::offset, Layout::padded, Layout::offset16})
     if (name == layout_name(l)) return l;
-  throw_usage("unknown layout '" + name + "': expected contiguous, strided or offset");
+  throw_usage("unknown layout '" + name + "': expected contiguous, strided, offset, padded or offset16");
 }
 
 const char* values_name(Values values) {

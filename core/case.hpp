@@ -18,7 +18,13 @@ enum class Layout {
   contiguous,  ///< row-major, aligned
   strided,     ///< every other element of a wider buffer along the last dim (non-contiguous view)
   offset,      ///< contiguous, but starting one element into the storage (misaligns vector loads)
+  padded,      ///< rows padded: the last dim is unit-stride, each row's stride exceeds its length
+               ///< (a column slice x[:, :N] of a wider tensor); tensors of rank < 2 stay contiguous
+  offset16,    ///< contiguous, starting 16 bytes into the storage: 16-byte aligned, not 256 (x[1:])
 };
+
+/// Elements of padding after each row in the padded layout (row stride = row length + this).
+inline constexpr int64_t kPaddedLayoutElements = 3;
 
 /// Which family the input values are drawn from.
 enum class Values {

@@ -375,6 +375,25 @@ at::Tensor apply_layout(const at::Tensor& t, Layout layout, at::Device device) {
       view.copy_(t);
       return view;
     }
+    case Layout::padded: {
+      if (t.dim() < 2) return t.to(device).contiguous();
+      // 3 elements of padding: each row starts at an odd element, so a kernel that vectorizes rows
+      // because the last dim is contiguous and the base aligned, without looking at the row stride,
+      // reads across rows.
+      auto wide_sizes = t.sizes().vec();
+      wide_sizes.back() += kPaddedLayoutElements;
+      auto buffer = at::zeros(wide_sizes, opts);
+      auto view = buffer.narrow(-1, 0, t.size(-1));
+      view.copy_(t);
+      return view;
+    }
+    case Layout::offset16: {
+      const int64_t shift = std::max<int64_t>(1, 16 / static_cast<int64_t>(t.element_size()));
+      auto flat = at::zeros({t.numel() + shift}, opts);
+      auto view = flat.narrow(0, shift, t.numel()).view(t.sizes());
+      view.copy_(t);
+      return view;
+    }
   }
   return t.to(device);
 }

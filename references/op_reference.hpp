@@ -47,7 +47,9 @@ at::Tensor make_values(Values family, at::IntArrayRef sizes, DType dtype, uint64
                        at::Device device = at::kCPU);
 
 /// Lays `t` (contiguous, on any device) out per the case's layout on `device`: strided = every other
-/// element of a buffer twice as wide in the last dim; offset = one element into the storage.
+/// element of a buffer twice as wide in the last dim; offset = one element into the storage;
+/// padded = the first columns of a buffer kPaddedLayoutElements wider (rank >= 2; contiguous
+/// below); offset16 = 16 bytes into the storage (1 element for 8-byte types and wider).
 at::Tensor apply_layout(const at::Tensor& t, Layout layout, at::Device device);
 
 at::ScalarType to_scalar_type(DType dtype);

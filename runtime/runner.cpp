@@ -28,7 +28,9 @@
 namespace kgate {
 namespace {
 
-constexpr int64_t kGuardElements = 64;       // canary elements on each side of every output
+// Canary bytes on each side of every output: 256, so that every output starts 256-byte aligned (as
+// a fresh allocation does) and a package's guard can predict its alignment (guard.require's align_T).
+constexpr int64_t kGuardBytes = 256;
 constexpr uint8_t kGuardByte = 0xA5;
 
 // Poison NaNs with a payload no arithmetic produces, so "never written" differs from "wrote NaN".
@@ -92,6 +94,7 @@ struct GuardedOutput {
   at::Tensor buffer;  // whole allocation
   at::Tensor output;  // the view handed to the kernel
   int64_t numel = 0;
+  int64_t guard_elements = 0;  // on each side: kGuardBytes of the dtype
 };
 
 // `prefill`: the output holds earlier, finite values instead of the poison (a "written before"
@@ -101,9 +104,10 @@ GuardedOutput make_output(const std::vector<int64_t>& shape, DType dtype, at::De
   GuardedOutput g;
   g.numel = 1;
   for (int64_t s : shape) g.numel *= s;
-  g.buffer = at::empty({g.numel + 2 * kGuardElements}, at::TensorOptions().dtype(to_scalar_type(dtype)).device(device));
+  g.guard_elements = kGuardBytes / static_cast<int64_t>(dtype_size(dtype));
+  g.buffer = at::empty({g.numel + 2 * g.guard_elements}, at::TensorOptions().dtype(to_scalar_type(dtype)).device(device));
   g.buffer.view(at::kByte).fill_(kGuardByte);
-  g.output = g.buffer.narrow(0, kGuardElements, g.numel).view(shape);
+  g.output = g.buffer.narrow(0, g.guard_elements, g.numel).view(shape);
   if (prefill && is_floating(dtype)) {
     g.output.copy_(at::randn(shape, at::TensorOptions().dtype(at::kFloat)).to(g.output.options()));
     return g;
@@ -182,8 +186,8 @@ class DeviceScalars {
 at::Tensor guards_intact(const GuardedOutput& g) {
   const int64_t elem = static_cast<int64_t>(g.buffer.element_size());
   auto bytes = g.buffer.view(at::kByte);
-  auto head = bytes.narrow(0, 0, kGuardElements * elem);
-  auto tail = bytes.narrow(0, (kGuardElements + g.numel) * elem, kGuardElements * elem);
+  auto head = bytes.narrow(0, 0, g.guard_elements * elem);
+  auto tail = bytes.narrow(0, (g.guard_elements + g.numel) * elem, g.guard_elements * elem);
   return head.eq(kGuardByte).all().logical_and(tail.eq(kGuardByte).all());
 }
 

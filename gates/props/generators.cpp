@@ -275,7 +275,7 @@ std::vector<int64_t> ragged_sizes(const SymbolDomain& domain, const std::vector<
 std::vector<std::string> applicable_families(const OpSignature& op, const KernelTraits& traits) {
   std::vector<std::string> out = {"random", "ragged", "extreme"};
   if (op.nan_contract == NanContract::propagate) out.push_back("special");
-  if (traits.accepts_strided || traits.accepts_unaligned) out.push_back("layout");
+  out.push_back("layout");  // offset16 for every kernel; more for those that accept strided / unaligned
   if (traits.huge && huge_case(op, traits, 0)) out.push_back("huge");
   return out;
 }
@@ -324,9 +324,12 @@ std::vector<Case> generate_family(const OpSignature& op, const KernelTraits& tra
       c.values = Values::special;
     } else if (family == "layout") {
       std::vector<Layout> layouts;
+      // Every kernel takes a contiguous tensor that is 16-byte aligned but not 256-byte aligned
+      // (a slice x[1:]); row-padded views are strided ones with a unit-stride last dim.
       if (traits.accepts_strided) layouts.push_back(Layout::strided);
       if (traits.accepts_unaligned) layouts.push_back(Layout::offset);
-      if (layouts.empty()) return {};
+      if (traits.accepts_strided) layouts.push_back(Layout::padded);
+      layouts.push_back(Layout::offset16);
       c.layout = layouts[static_cast<size_t>(i) % layouts.size()];
       c.values = Values::normal;
     } else {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <limits>
 #include <regex>
@@ -65,6 +66,27 @@ const char* layout_name(Layout layout) {
 const std::vector<std::string>& builtin_symbol_names() {
   static const std::vector<std::string> names = {kDtypeSizeSymbol};
   return names;
+}
+
+std::vector<std::string> tensor_symbol_names(const OpSignature& op) {
+  std::vector<std::string> out;
+  auto add = [&](const TensorSpec& t) {
+    out.push_back("numel_" + t.name);
+    out.push_back("align_" + t.name);
+    for (std::size_t d = 0; d < t.shape.size(); ++d) out.push_back("stride_" + t.name + "_" + std::to_string(d));
+  };
+  for (const auto& t : op.inputs) add(t);
+  for (const auto& t : op.outputs) add(t);
+  return out;
+}
+
+bool is_tensor_symbol_form(const std::string& name) {
+  auto has_prefix = [&](const char* p) { return name.rfind(p, 0) == 0 && name.size() > std::strlen(p); };
+  if (has_prefix("numel_") || has_prefix("align_")) return true;
+  if (!has_prefix("stride_")) return false;
+  const auto last = name.rfind('_');
+  return last > 7 && last + 1 < name.size() &&
+         name.find_first_not_of("0123456789", last + 1) == std::string::npos;
 }
 
 std::string Launch::kernel_name(DType dtype) const {
@@ -153,7 +175,9 @@ const std::vector<std::string> kWhenKeys = {"if", "layouts"};
 const std::vector<std::string> kArgKinds = {"tensor",    "workspace", "shape",
                                             "attribute", "scalar",    "stride"};
 const std::vector<std::string> kWorkspaceKeys = {"name", "dtype", "shape", "zero"};
-const std::vector<std::string> kGuardKeys = {"dtypes", "ranks", "shapes", "layouts", "variants", "unmatched"};
+const std::vector<std::string> kGuardKeys = {"dtypes", "ranks", "shapes", "layouts", "variants", "unmatched", "require"};
+/// Most predicates of guard.require.
+constexpr std::size_t kMaxRequire = 32;
 const std::vector<std::string> kRangeKeys = {"min", "max", "multiple_of"};
 const std::vector<std::string> kVariantKeys = {"dims", "dtype", "calls"};
 constexpr std::size_t kMaxLaunches = 16;
@@ -831,6 +855,12 @@ class Checker {
                            "choose another symbol name");
         continue;
       }
+      if (is_tensor_symbol_form(name)) {
+        problem(field, json_quote(name) +
+                           " has the form of a tensor symbol (numel_T, align_T, stride_T_D), which guard.require "
+                           "and when.if name for the call's tensors; choose another symbol name");
+        continue;
+      }
       // Declared, even if its binding below is wrong: expressions naming it are not at fault.
       known_symbols_.insert(name);
       declared_symbols_.push_back(name);
@@ -867,8 +897,9 @@ class Checker {
     for (const auto& b : builtin_symbol_names()) known_symbols_.insert(b);
   }
 
-  /// Parses an expression (a string or a JSON integer) and checks its symbols.
-  std::optional<Expr> expr_at(const std::string& field, const json& v) {
+  /// Parses an expression (a string or a JSON integer) and checks its symbols; `tensors`: it may
+  /// also name the call's tensor symbols (guard.require, when.if).
+  std::optional<Expr> expr_at(const std::string& field, const json& v, bool tensors = false) {
     std::string text;
     if (v.is_number_integer())
       text = std::to_string(v.get<int64_t>());
@@ -881,7 +912,18 @@ class Checker {
     }
     try {
       Expr e = Expr::parse(text);
-      e.check_symbols(known_symbols_);
+      if (!tensors) {
+        e.check_symbols(known_symbols_);
+        return e;
+      }
+      auto known = known_symbols_;
+      if (op_) {
+        for (const auto& t : tensor_symbol_names(*op_)) known.insert(t);
+      } else {  // the op's tensors are not known here: any name of the form is taken
+        for (const auto& s : e.symbols())
+          if (is_tensor_symbol_form(s)) known.insert(s);
+      }
+      e.check_symbols(known);
       return e;
     } catch (const Error& e) {
       problem(field, e.what());
@@ -1419,7 +1461,7 @@ class Checker {
     }
     unknown_keys(w, field, kWhenKeys);
     if (auto e = w.find("if"); e != w.end())
-      if (auto x = expr_at(sub(field, "if"), *e)) launch.when.if_expr = *x;
+      if (auto x = expr_at(sub(field, "if"), *e, true)) launch.when.if_expr = *x;
     if (auto l = w.find("layouts"); l != w.end())
       launch.when.layouts = layouts_at(sub(field, "layouts"), *l);
   }
@@ -1576,6 +1618,32 @@ class Checker {
     if (auto it = g->find("layouts"); it != g->end())
       m_.guard.layouts = layouts_at("guard.layouts", *it);
     check_variants(*g);
+    if (auto it = g->find("require"); it != g->end()) {
+      if (!it->is_array() || it->empty() || it->size() > kMaxRequire) {
+        problem("guard.require", "expected an array of 1 to " + std::to_string(kMaxRequire) +
+                                     " predicates (integer expressions that every call inside the guard makes "
+                                     "non-zero), such as [\"B * N % 8 == 0\", \"stride_x_1 == 1\"], found " +
+                                     describe(*it));
+      } else {
+        for (std::size_t i = 0; i < it->size(); ++i) {
+          const std::string f = at("guard.require", i);
+          if (!(*it)[i].is_string()) {
+            problem(f, "expected a predicate such as \"align_x >= 16\", found " + describe((*it)[i]));
+            continue;
+          }
+          auto e = expr_at(f, (*it)[i], true);
+          if (!e) continue;
+          if (e->is_constant()) {
+            if (const auto v = judge(*e, f))
+              problem(f, "\"" + e->text() + "\" names no symbol, so it is always " +
+                             (*v != 0 ? "true: remove it" : "false: nothing would be inside the guard"));
+          } else {
+            judge(*e, f);
+            m_.guard.require.push_back(std::move(*e));
+          }
+        }
+      }
+    }
     if (auto it = g->find("unmatched"); it != g->end()) {
       if (it->is_string() && (*it == "fallback" || *it == "error"))
         m_.guard.unmatched_fallback = *it == "fallback";
@@ -1760,6 +1828,14 @@ class Checker {
       if (std::isfinite(value) && value == std::floor(value) && std::fabs(value) < 9e15)
         largest.emplace(name, static_cast<int64_t>(value));
     largest[kDtypeSizeSymbol] = 8;
+    // A call that guard.require leaves out is not admitted: nothing to judge there.
+    for (const auto& r : m_.guard.require) {
+      try {
+        if (r.evaluate(largest) == 0) return;
+      } catch (const Error&) {
+        return;  // names tensor symbols, or does not evaluate there
+      }
+    }
     const std::string where = " at the largest call the guard admits (" + shape + ")";
     for (const auto& l : m_.launches) {
       bool failed = false;

@@ -55,6 +55,16 @@ inline constexpr int64_t kMaxVariantCalls = int64_t{1} << 40;
 const std::vector<std::string>& builtin_symbol_names();
 inline constexpr const char* kDtypeSizeSymbol = "dtype_size";
 
+/// The symbols of a call's tensors that guard.require and a launch's when.if may name, for each
+/// op tensor T: "numel_T" (its elements), "stride_T_D" for D from 0 to its rank - 1 (in
+/// elements) and "align_T" (the largest power of two, at most kMaxAlignSymbol, that divides the
+/// address of its first element, in bytes). In op tensor order, inputs first.
+std::vector<std::string> tensor_symbol_names(const OpSignature& op);
+inline constexpr int64_t kMaxAlignSymbol = 256;
+/// True for a name of those forms for some tensor name ("numel_x", "stride_x_1", "align_x"):
+/// manifest symbols and attributes may not take such names.
+bool is_tensor_symbol_form(const std::string& name);
+
 /// The C type of a scalar kernel argument.
 enum class ScalarType { i32, i64, u32, u64, f32, f64 };
 /// "i32", "i64", "u32", "u64", "f32", "f64", as written in manifests.
@@ -165,6 +175,10 @@ struct Guard {
   std::map<std::string, ShapeRange> shapes;  ///< per shape symbol
   std::vector<Layout> layouts{Layout::contiguous};
   std::vector<Variant> variants;
+  /// "require": predicates every call inside the guard satisfies (each evaluates non-zero), over
+  /// the shape symbols, integer attributes, dtype_size and the call's tensor symbols
+  /// (tensor_symbol_names): "B * N % 8 == 0", "stride_x_1 == 1", "align_x >= 16".
+  std::vector<Expr> require;
   /// "unmatched": "fallback": a call inside the guard that no launch's "when" matches runs the
   /// reference (it is outside the guard). Default ("error"): such a call is a failure that names
   /// the conditions, since the kernel would leave the outputs unwritten.

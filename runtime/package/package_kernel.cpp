@@ -108,10 +108,115 @@ std::optional<int64_t> pick_value(int64_t target, int64_t lo, int64_t hi, int64_
   return std::nullopt;
 }
 
+/// Row-major strides of `sizes` (a dimension of size 0 counts as 1, as in PyTorch).
+std::vector<int64_t> row_major_strides(const std::vector<int64_t>& sizes) {
+  std::vector<int64_t> strides(sizes.size(), 1);
+  int64_t s = 1;
+  for (std::size_t i = sizes.size(); i-- > 0;) {
+    strides[i] = s;
+    s *= std::max<int64_t>(sizes[i], 1);
+  }
+  return strides;
+}
+
+/// The largest power of two, at most kMaxAlignSymbol, dividing `bytes` (0: kMaxAlignSymbol).
+int64_t alignment_of(uint64_t bytes) {
+  if (bytes == 0) return kMaxAlignSymbol;
+  return std::min<int64_t>(kMaxAlignSymbol, static_cast<int64_t>(bytes & (~bytes + 1)));
+}
+
+void put_tensor_values(SymbolValues& out, const std::string& name, int64_t numel, int64_t align,
+                       const std::vector<int64_t>& strides) {
+  out["numel_" + name] = numel;
+  out["align_" + name] = align;
+  for (std::size_t d = 0; d < strides.size(); ++d) out["stride_" + name + "_" + std::to_string(d)] = strides[d];
+}
+
+/// The values guard.require and when.if see: the shape symbols, integer attributes, dtype_size
+/// and the tensor symbols.
+SymbolValues predicate_values(const PackageManifest& manifest, DType dtype, const std::map<std::string, int64_t>& dims,
+                              const SymbolValues& tensors) {
+  SymbolValues values(dims.begin(), dims.end());
+  for (const auto& a : manifest.attributes)
+    if (a.is_integer) values[a.name] = static_cast<int64_t>(a.value);
+  values[kDtypeSizeSymbol] = static_cast<int64_t>(dtype_size(dtype));
+  for (const auto& [k, v] : tensors) values[k] = v;
+  return values;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
 // The guard
+
+SymbolValues call_tensor_values(const OpSignature& op, const KernelCall& call) {
+  SymbolValues out;
+  auto visit = [&](const TensorSpec& spec, const TensorView& t) {
+    put_tensor_values(out, spec.name, t.numel(), alignment_of(reinterpret_cast<uintptr_t>(t.data)), t.strides);
+  };
+  for (std::size_t i = 0; i < op.inputs.size() && i < call.inputs.size(); ++i) visit(op.inputs[i], call.inputs[i]);
+  for (std::size_t i = 0; i < op.outputs.size() && i < call.outputs.size(); ++i) visit(op.outputs[i], call.outputs[i]);
+  return out;
+}
+
+SymbolValues case_tensor_values(const OpSignature& op, const Case& c) {
+  SymbolValues out;
+  const SymbolValues dims = symbol_values(c.dims);
+  std::vector<std::pair<int64_t, std::vector<int64_t>>> inputs;  // align, strides
+  auto sizes_of = [&](const TensorSpec& t) {
+    std::vector<int64_t> sizes;
+    for (const auto& e : t.shape) sizes.push_back(evaluate_expr(e, dims));
+    return sizes;
+  };
+  auto numel_of_sizes = [](const std::vector<int64_t>& sizes) {
+    int64_t n = 1;
+    for (int64_t s : sizes) n *= s;
+    return n;
+  };
+  for (const auto& t : op.inputs) {
+    const auto sizes = sizes_of(t);
+    const int64_t elem = static_cast<int64_t>(dtype_size(op.tensor_dtype(t, c.dtype)));
+    std::vector<int64_t> strides = row_major_strides(sizes);
+    int64_t align = kMaxAlignSymbol;
+    switch (c.layout) {
+      case kgate::Layout::contiguous:
+        break;
+      case kgate::Layout::strided:  // every other element of a buffer twice as wide
+        if (!sizes.empty()) {
+          auto wide = sizes;
+          wide.back() *= 2;
+          strides = row_major_strides(wide);
+          strides.back() = 2;
+        }
+        break;
+      case kgate::Layout::offset:  // one element in
+        align = alignment_of(static_cast<uint64_t>(elem));
+        break;
+      case kgate::Layout::padded:  // rows kPaddedLayoutElements longer (rank >= 2)
+        if (sizes.size() >= 2) {
+          auto wide = sizes;
+          wide.back() += kPaddedLayoutElements;
+          strides = row_major_strides(wide);
+        }
+        break;
+      case kgate::Layout::offset16:  // 16 bytes in
+        align = alignment_of(static_cast<uint64_t>(std::max<int64_t>(16, elem)));
+        break;
+    }
+    put_tensor_values(out, t.name, numel_of_sizes(sizes), align, strides);
+    inputs.emplace_back(align, strides);
+  }
+  for (const auto& t : op.outputs) {
+    if (const int k = op.alias_input(t); k >= 0) {  // written in place: the input's view
+      const auto& [align, strides] = inputs[static_cast<std::size_t>(k)];
+      put_tensor_values(out, t.name, numel_of_sizes(sizes_of(t)), align, strides);
+      continue;
+    }
+    const auto sizes = sizes_of(t);
+    put_tensor_values(out, t.name, numel_of_sizes(sizes), kMaxAlignSymbol, row_major_strides(sizes));
+  }
+  return out;
+}
 
 Layout to_package_layout(kgate::Layout layout) {
   switch (layout) {
@@ -121,6 +226,10 @@ Layout to_package_layout(kgate::Layout layout) {
       return Layout::strided;
     case kgate::Layout::offset:
       return Layout::offset;
+    case kgate::Layout::padded:  // not contiguous
+      return Layout::strided;
+    case kgate::Layout::offset16:  // contiguous and 16-byte aligned
+      return Layout::contiguous;
   }
   return Layout::contiguous;
 }
@@ -140,7 +249,8 @@ Layout call_layout(const KernelCall& call) {
 }
 
 std::string guard_violation(const PackageManifest& manifest, DType dtype,
-                            const std::map<std::string, int64_t>& dims, Layout layout, int rank) {
+                            const std::map<std::string, int64_t>& dims, Layout layout, int rank,
+                            const SymbolValues& tensors) {
   const Guard& g = manifest.guard;
   if (!in_dtypes(g, dtype)) {
     std::vector<std::string> names;
@@ -167,11 +277,21 @@ std::string guard_violation(const PackageManifest& manifest, DType dtype,
     if (r.multiple_of > 1 && v % r.multiple_of != 0)
       return at + " is not a multiple of " + field + ".multiple_of=" + std::to_string(r.multiple_of);
   }
+  if (g.require.empty() && !g.unmatched_fallback) return {};
+  const SymbolValues values = predicate_values(manifest, dtype, dims, tensors);
+  for (std::size_t i = 0; i < g.require.size(); ++i) {
+    const Expr& r = g.require[i];
+    const std::string field = "guard.require[" + std::to_string(i) + "] \"" + r.text() + "\"";
+    std::string shown;  // the values of the symbols it names
+    for (const auto& s : r.symbols())
+      if (auto it = values.find(s); it != values.end()) shown += (shown.empty() ? "" : ", ") + s + "=" + std::to_string(it->second);
+    try {
+      if (r.evaluate(values) == 0) return field + " is 0 (" + shown + ")";
+    } catch (const Error& e) {
+      return field + " cannot be evaluated (" + e.what() + ")";
+    }
+  }
   if (g.unmatched_fallback && !manifest.launches.empty()) {  // no launch for the call: the reference runs
-    SymbolValues values(dims.begin(), dims.end());
-    for (const auto& a : manifest.attributes)
-      if (a.is_integer) values[a.name] = static_cast<int64_t>(a.value);
-    values[kDtypeSizeSymbol] = static_cast<int64_t>(dtype_size(dtype));
     bool any = false;
     for (const auto& l : manifest.launches) {
       try {
@@ -223,7 +343,7 @@ std::string case_guard_violation(const PackageManifest& manifest, const OpSignat
   if (ranks.empty() && !op.inputs.empty()) ranks.push_back(static_cast<int64_t>(op.inputs[0].shape.size()));
   const int rank = ranks.empty() ? 0 : static_cast<int>(ranks.front());
   const std::string why = guard_violation(manifest, c.dtype, case_symbol_values(manifest, op, c),
-                                          to_package_layout(c.layout), rank);
+                                          to_package_layout(c.layout), rank, case_tensor_values(op, c));
   if (!why.empty()) return why;
   for (int64_t r : ranks)
     if (auto v = rank_violation(manifest.guard, r); !v.empty()) return v;
@@ -273,7 +393,9 @@ std::string call_guard_violation(const PackageManifest& manifest, const OpSignat
   int rank = 0;
   if (auto why = bind_call_symbols(manifest, op, call, dims, rank); !why.empty()) return why;
   const DType dtype = call.inputs.empty() ? DType::f32 : call.inputs[0].dtype;
-  if (auto why = guard_violation(manifest, dtype, dims, call_layout(call), rank); !why.empty()) return why;
+  if (auto why = guard_violation(manifest, dtype, dims, call_layout(call), rank, call_tensor_values(op, call));
+      !why.empty())
+    return why;
   for (const auto& a : manifest.attributes) {
     auto it = call.attributes.find(a.name);
     if (it == call.attributes.end())
@@ -413,11 +535,70 @@ std::vector<Case> guard_boundary_cases(const PackageManifest& manifest, const Op
       add(dims, s.name, dtype_in, kgate::Layout::contiguous);
     }
   }
+  // Both sides of every guard.require predicate: for each shape symbol it names, the nearest
+  // values around the inside point where it flips (the tensor symbols flip with the layouts below).
+  for (const auto& pred : manifest.guard.require) {
+    for (const auto& ms : pred.symbols()) {
+      auto os = op_symbol.find(ms);
+      if (os == op_symbol.end()) continue;
+      const SymbolDomain* d = op.symbol(os->second);
+      if (!d) continue;
+      const auto holds = [&](int64_t v) -> std::optional<bool> {
+        auto dims = inside;
+        dims[d->name] = v;
+        const Case c = make_case(op, dtype_in, dims, kgate::Layout::contiguous, 0);
+        try {
+          return pred.evaluate(predicate_values(manifest, dtype_in, case_symbol_values(manifest, op, c),
+                                                case_tensor_values(op, c))) != 0;
+        } catch (const Error&) {
+          return std::nullopt;
+        }
+      };
+      const int64_t lo = std::max<int64_t>(d->min, 0), hi = d->max, at = inside[d->name];
+      std::set<int64_t> candidates = {lo, hi};
+      for (int64_t k = 0; k <= 32; ++k) {
+        if (at - k >= lo) candidates.insert(at - k);
+        if (at <= hi - k) candidates.insert(at + k);
+      }
+      for (int64_t b : pred.comparison_bounds(ms))
+        for (int64_t v : {b - 1, b, b + 1})
+          if (v >= lo && v <= hi) candidates.insert(v);
+      // Adjacent candidates that disagree bracket a flip: bisect to the two neighbouring values.
+      std::vector<std::pair<int64_t, bool>> known;
+      for (int64_t v : candidates)
+        if (auto h = holds(v)) known.emplace_back(v, *h);
+      std::vector<std::pair<int64_t, int64_t>> flips;
+      for (std::size_t i = 1; i < known.size(); ++i) {
+        if (known[i].second == known[i - 1].second) continue;
+        int64_t a = known[i - 1].first, b = known[i].first;
+        const bool at_a = known[i - 1].second;
+        while (b - a > 1) {
+          const int64_t mid = a + (b - a) / 2;
+          const auto h = holds(mid);
+          if (!h) break;
+          (*h == at_a ? a : b) = mid;
+        }
+        flips.emplace_back(a, b);
+      }
+      // The flips nearest the inside point (at most two per symbol and predicate).
+      std::sort(flips.begin(), flips.end(), [&](const auto& x, const auto& y) {
+        return std::llabs(x.first - at) < std::llabs(y.first - at);
+      });
+      for (std::size_t i = 0; i < flips.size() && i < 2; ++i)
+        for (int64_t v : {flips[i].first, flips[i].second}) {
+          auto dims = inside;
+          dims[d->name] = v;
+          add(dims, d->name, dtype_in, kgate::Layout::contiguous);
+        }
+    }
+  }
   for (DType d : op.dtypes)
     if (!in_dtypes(manifest.guard, d)) add(inside, "", d, kgate::Layout::contiguous);
   add(inside, "", dtype_in, kgate::Layout::contiguous);
   add(inside, "", dtype_in, kgate::Layout::strided);
   add(inside, "", dtype_in, kgate::Layout::offset);
+  add(inside, "", dtype_in, kgate::Layout::padded);
+  add(inside, "", dtype_in, kgate::Layout::offset16);
   return out;
 }
 
@@ -455,8 +636,24 @@ std::optional<Case> move_inside_guard(const PackageManifest& manifest, const OpS
     if (!v) return std::nullopt;
     out.set_dim(os, *v);
   }
-  if (!inside_guard(manifest, op, out)) return std::nullopt;
-  return out;
+  if (inside_guard(manifest, op, out)) return out;
+  // Outside by a guard.require predicate ("B * N % 8 == 0"): the nearest larger value of one of the
+  // symbols it names that brings the case inside.
+  const auto op_symbol = op_symbols_of(manifest, op);
+  for (int64_t step = 1; step <= 64; ++step)
+    for (const auto& pred : manifest.guard.require)
+      for (const auto& ms : pred.symbols()) {
+        auto it = op_symbol.find(ms);
+        if (it == op_symbol.end() || !case_has(out, it->second)) continue;
+        const std::string& os = it->second;
+        Case moved = out;
+        const auto r = manifest.guard.shapes.find(ms);
+        const int64_t mult = r == manifest.guard.shapes.end() ? 1 : std::max<int64_t>(1, r->second.multiple_of);
+        if (out.dim(os) > std::numeric_limits<int64_t>::max() - step * mult) continue;
+        moved.set_dim(os, out.dim(os) + step * mult);
+        if (inside_guard(manifest, op, moved)) return moved;
+      }
+  return std::nullopt;
 }
 
 std::vector<int64_t> guard_tile_sizes(const PackageManifest& manifest, const OpSignature& op) {
@@ -535,6 +732,7 @@ class LaunchPlanner {
     symbols_ = &plan.symbols;
     values_ = plan.symbols;
     values_[kDtypeSizeSymbol] = static_cast<int64_t>(dtype_size(plan.dtype));
+    for (const auto& [k, v] : call_tensor_values(op_, call_)) values_[k] = v;  // for when.if
     layout_ = call_layout(call_);
 
     for (std::size_t w = 0; w < m_.workspace.size(); ++w) plan.workspaces.push_back(workspace(w));

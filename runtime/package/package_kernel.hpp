@@ -37,9 +37,19 @@ Layout to_package_layout(kgate::Layout layout);
 /// when any tensor's base pointer is not 16-byte aligned, else `contiguous`.
 Layout call_layout(const KernelCall& call);
 
+/// The tensor symbols (tensor_symbol_names) of a call: each tensor's numel, strides and the
+/// alignment of its first element.
+SymbolValues call_tensor_values(const OpSignature& op, const KernelCall& call);
+
+/// The tensor symbols a case's call will have: every input laid out per the case's layout as the
+/// references lay inputs out (apply_layout; allocations 256-byte aligned), outputs contiguous and
+/// 256-byte aligned (the runner's guard bands keep that), an output written in place as its input.
+SymbolValues case_tensor_values(const OpSignature& op, const Case& c);
+
 /// Why a call of `dtype` with the manifest's shape symbols at `dims`, tensors of rank `rank` and
 /// layout `layout` is outside the manifest's guard; "" when it is inside. Checks, in this order,
-/// guard.dtypes, guard.ranks, guard.layouts, then guard.shapes in the order of "symbols". Messages:
+/// guard.dtypes, guard.ranks, guard.layouts, guard.shapes in the order of "symbols", then each
+/// guard.require predicate (with `tensors`, the call's tensor symbols). Messages:
 ///   "dtype f16 is not in guard.dtypes [f32]"
 ///   "rank 3 is not in guard.ranks [2]"
 ///   "layout strided is not in guard.layouts [contiguous]"
@@ -47,8 +57,10 @@ Layout call_layout(const KernelCall& call);
 ///   "N=0 is below guard.shapes.N.min=1"
 ///   "N=257 is not a multiple of guard.shapes.N.multiple_of=8"
 ///   "symbol N has no value"  (a symbol missing from `dims`)
+///   "guard.require[0] \"B * N % 8 == 0\" is 0 (B=3, N=7)"
 std::string guard_violation(const PackageManifest& manifest, DType dtype,
-                            const std::map<std::string, int64_t>& dims, Layout layout, int rank);
+                            const std::map<std::string, int64_t>& dims, Layout layout, int rank,
+                            const SymbolValues& tensors = {});
 
 /// The manifest's symbol values for a case: each symbol's tensor dimension, looked up through the
 /// op's symbolic tensor shapes ("N": ["x", -1] and x:[B, N] give the case's N). Symbols whose
@@ -85,8 +97,8 @@ std::map<std::string, std::string> op_symbols_of(const PackageManifest& manifest
 ///   - for every guard.shapes range: min-1, min, max, max+1 (and, with multiple_of > 1, a multiple
 ///     and the value above it), the other symbols at small values inside the guard;
 ///   - one case per op dtype that is not in guard.dtypes;
-///   - one case per layout (strided, offset) that is not in guard.layouts, and one per
-///     non-contiguous layout that is.
+///   - one case per drawn layout (strided, offset, padded: row-padded, offset16: 16-byte but not
+///     256-byte aligned), on either side of guard.layouts.
 /// Family "guard_inside" or "guard_outside" by case_guard_violation; values "normal"; seeds derive
 /// from `seed`. Values outside the op's domain (e.g. max+1 when max is the op's max) are skipped.
 std::vector<Case> guard_boundary_cases(const PackageManifest& manifest, const OpSignature& op,

@@ -28,6 +28,12 @@ TEST(Case, IdIsReadable) {
 TEST(Case, IdRoundTrips) {
   const Case c = sample();
   EXPECT_EQ(Case::from_id(c.id()), c);
+  for (Layout l : {Layout::contiguous, Layout::strided, Layout::offset, Layout::padded, Layout::offset16}) {
+    Case d = sample();
+    d.layout = l;
+    EXPECT_EQ(Case::from_id(d.id()), d) << d.id();
+    EXPECT_NE(d.id().find(std::string(":") + layout_name(l) + ":"), std::string::npos) << d.id();
+  }
 }
 
 TEST(Case, JsonRoundTrips) {

@@ -75,13 +75,21 @@ TEST(Generators, RaggedSizesRespectZeroOnlyWhenAllowed) {
 TEST(Generators, FamiliesFollowKernelTraits) {
   KernelTraits t;
   t.accepts_unaligned = false;
+  // Every kernel gets contiguous tensors that are 16-byte but not 256-byte aligned.
   auto f = applicable_families(rows_op(), t);
-  EXPECT_EQ(std::count(f.begin(), f.end(), "layout"), 0);
+  EXPECT_EQ(std::count(f.begin(), f.end(), "layout"), 1);
+  for (const auto& c : generate_family(rows_op(), t, "layout", 6, 3)) EXPECT_EQ(c.layout, Layout::offset16);
+  // A kernel that takes strided views also gets row-padded ones, and never a misaligned base.
   t.accepts_strided = true;
   f = applicable_families(rows_op(), t);
   EXPECT_EQ(std::count(f.begin(), f.end(), "layout"), 1);
-  const auto layouts = generate_family(rows_op(), t, "layout", 10, 3);
-  for (const auto& c : layouts) EXPECT_EQ(c.layout, Layout::strided);
+  std::set<Layout> seen;
+  for (const auto& c : generate_family(rows_op(), t, "layout", 9, 3)) seen.insert(c.layout);
+  EXPECT_EQ(seen, (std::set<Layout>{Layout::strided, Layout::padded, Layout::offset16}));
+  t.accepts_unaligned = true;
+  seen.clear();
+  for (const auto& c : generate_family(rows_op(), t, "layout", 12, 3)) seen.insert(c.layout);
+  EXPECT_EQ(seen, (std::set<Layout>{Layout::strided, Layout::offset, Layout::padded, Layout::offset16}));
   auto op = rows_op();
   op.nan_contract = NanContract::ignore;
   f = applicable_families(op, t);

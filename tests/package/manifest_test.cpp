@@ -821,7 +821,8 @@ TEST_F(ManifestTest, BadLaunchConditions) {
   m["launches"][1]["when"] = {{"if", "M > 1024"}};
   EXPECT_EQ(only_problem(m), line("launches[1].when.if",
                                   "in \"M > 1024\" at column 1: unknown symbol 'M'; known "
-                                  "symbols: B, N, dim, dtype_size"));
+                                  "symbols: B, N, align_x, align_y, dim, dtype_size, numel_x, numel_y, "
+                                  "stride_x_0, stride_x_1, stride_y_0, stride_y_1"));
   m["launches"][1]["when"] = {{"layouts", {"rowmajor"}}};
   EXPECT_EQ(only_problem(m), line("launches[1].when.layouts[0]",
                                   "expected one of contiguous, strided, offset; found "
@@ -999,6 +1000,45 @@ TEST_F(ManifestTest, BuiltInSymbolNamesAreReserved) {
   m["guard"]["shapes"] = {{"B", {{"min", 0}, {"max", 1024}}}};  // else the grid passes 2^31 - 1
   EXPECT_TRUE(problems(m).empty()) << ::testing::PrintToString(problems(m));
   EXPECT_EQ(builtin_symbol_names(), std::vector<std::string>{"dtype_size"});
+}
+
+TEST_F(ManifestTest, GuardRequirePredicates) {
+  json m = base_manifest();
+  m["guard"]["require"] = {"B * N % 8 == 0", "stride_x_1 == 1 ? align_x >= 16 : numel_y < 65536"};
+  EXPECT_TRUE(problems(m).empty()) << ::testing::PrintToString(problems(m));
+  PackageManifest out;
+  problems(m, &out);
+  ASSERT_EQ(out.guard.require.size(), 2u);
+  EXPECT_EQ(out.guard.require[1].text(), "stride_x_1 == 1 ? align_x >= 16 : numel_y < 65536");
+
+  m["guard"]["require"] = {"stride_x_2 == 1"};  // x has rank 2
+  EXPECT_NE(only_problem(m).find("guard.require[0]: in \"stride_x_2 == 1\" at column 1: unknown symbol 'stride_x_2'"),
+            std::string::npos)
+      << only_problem(m);
+  m["guard"]["require"] = {"16 % 8 == 0"};
+  EXPECT_EQ(only_problem(m), line("guard.require[0]", "\"16 % 8 == 0\" names no symbol, so it is always true: remove it"));
+  m["guard"]["require"] = json::array();
+  EXPECT_NE(only_problem(m).find("guard.require: expected an array of 1 to 32 predicates"), std::string::npos);
+  m["guard"]["require"] = {7};
+  EXPECT_EQ(only_problem(m), line("guard.require[0]", "expected a predicate such as \"align_x >= 16\", found 7"));
+
+  // when.if sees the tensor symbols too; other expressions do not.
+  m = base_manifest();
+  m["launches"][0]["when"] = {{"if", "align_x >= 16 && stride_x_0 == N"}};
+  EXPECT_TRUE(problems(m).empty()) << ::testing::PrintToString(problems(m));
+  m["launches"][0]["grid"] = {"numel_x"};
+  EXPECT_NE(only_problem(m).find("unknown symbol 'numel_x'"), std::string::npos) << only_problem(m);
+
+  // Names of that form are reserved.
+  m = base_manifest();
+  m["symbols"]["numel_rows"] = {"x", 0};
+  EXPECT_NE(only_problem(m).find("symbols.numel_rows: \"numel_rows\" has the form of a tensor symbol"),
+            std::string::npos);
+  EXPECT_TRUE(is_tensor_symbol_form("stride_x_1"));
+  EXPECT_TRUE(is_tensor_symbol_form("stride_cu_seqlens_0"));
+  EXPECT_FALSE(is_tensor_symbol_form("stride_x"));
+  EXPECT_FALSE(is_tensor_symbol_form("stride_x_y"));
+  EXPECT_FALSE(is_tensor_symbol_form("numel_"));
 }
 
 TEST_F(ManifestTest, AttributeArgumentOfTheOpNeedNotBePinned) {

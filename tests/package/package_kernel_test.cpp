@@ -441,6 +441,123 @@ TEST_F(PackageKernelTest, VariantsTileSizesAndMovingInside) {
   EXPECT_EQ(moved("softmax:f16:B=128,N=1024:contiguous:normal:0000000000000001"), "none");
 }
 
+/// A guard that states what a kernel assumes beyond ranges: rows may be padded but elements in a
+/// row are contiguous, the element count is a multiple of 8, the base 16-byte aligned.
+json require_manifest() {
+  json m = plan_manifest();
+  m["guard"]["layouts"] = {"contiguous", "strided", "offset"};
+  m["guard"]["require"] = {"B * N % 8 == 0", "stride_x_1 == 1 && stride_y_1 == 1", "align_x >= 16",
+                           "numel_x < 2147483648"};
+  return m;
+}
+
+TEST_F(PackageKernelTest, RequirePredicatesJudgeTheCallsTensors) {
+  const auto manifest = load(require_manifest());
+  const auto& op = testing::softmax_op();
+  ASSERT_EQ(manifest.guard.require.size(), 4u);
+  EXPECT_EQ(call_guard_violation(manifest, op, call_of(4, 300)), "");
+  EXPECT_EQ(call_guard_violation(manifest, op, call_of(3, 300)), "guard.require[0] \"B * N % 8 == 0\" is 0 (B=3, N=300)");
+
+  // Row-padded rows: unit element stride, row stride > N: inside.
+  KernelCall padded = call_of(4, 300);
+  padded.inputs[0].strides = {303, 1};
+  EXPECT_EQ(call_layout(padded), Layout::strided);
+  EXPECT_EQ(call_guard_violation(manifest, op, padded), "");
+  // Every other element: outside, naming the strides.
+  KernelCall strided = call_of(4, 300);
+  strided.inputs[0].strides = {600, 2};
+  EXPECT_EQ(call_guard_violation(manifest, op, strided),
+            "guard.require[1] \"stride_x_1 == 1 && stride_y_1 == 1\" is 0 (stride_x_1=2, stride_y_1=1)");
+  // A base 16 bytes past a 256-byte boundary is inside; 4 bytes past is not.
+  KernelCall at16 = call_of(4, 300);
+  at16.inputs[0].data = reinterpret_cast<void*>(uintptr_t{0x10010});
+  EXPECT_EQ(call_guard_violation(manifest, op, at16), "");
+  KernelCall at4 = call_of(4, 300);
+  at4.inputs[0].data = reinterpret_cast<void*>(uintptr_t{0x10004});
+  EXPECT_EQ(call_guard_violation(manifest, op, at4), "guard.require[2] \"align_x >= 16\" is 0 (align_x=4)");
+
+  const SymbolValues t = call_tensor_values(op, at16);
+  EXPECT_EQ(t.at("numel_x"), 1200);
+  EXPECT_EQ(t.at("align_x"), 16);
+  EXPECT_EQ(t.at("align_y"), 256);  // capped at kMaxAlignSymbol
+  EXPECT_EQ(t.at("stride_x_0"), 300);
+  EXPECT_EQ(t.at("stride_y_1"), 1);
+  EXPECT_EQ(tensor_symbol_names(op),
+            (std::vector<std::string>{"numel_x", "align_x", "stride_x_0", "stride_x_1", "numel_y", "align_y",
+                                      "stride_y_0", "stride_y_1"}));
+}
+
+TEST_F(PackageKernelTest, CaseTensorValuesFollowTheLayouts) {
+  const auto& op = testing::softmax_op();
+  auto values = [&](const char* layout, DType d = DType::f32) {
+    Case c = Case::from_id(std::string("softmax:f32:B=4,N=10:") + layout + ":normal:0000000000000001");
+    c.dtype = d;
+    return case_tensor_values(op, c);
+  };
+  auto is = [](const SymbolValues& v, int64_t s0, int64_t s1, int64_t align) {
+    return v.at("stride_x_0") == s0 && v.at("stride_x_1") == s1 && v.at("align_x") == align &&
+           v.at("numel_x") == 40 && v.at("stride_y_0") == 10 && v.at("align_y") == 256;
+  };
+  EXPECT_TRUE(is(values("contiguous"), 10, 1, 256));
+  EXPECT_TRUE(is(values("strided"), 20, 2, 256));
+  EXPECT_TRUE(is(values("offset"), 10, 1, 4));
+  EXPECT_TRUE(is(values("offset", DType::f16), 10, 1, 2));
+  EXPECT_TRUE(is(values("padded"), 10 + kPaddedLayoutElements, 1, 256));
+  EXPECT_TRUE(is(values("offset16"), 10, 1, 16));
+  EXPECT_TRUE(is(values("offset16", DType::bf16), 10, 1, 16));
+}
+
+TEST_F(PackageKernelTest, BoundaryCasesProbeBothSidesOfEveryRequirePredicate) {
+  json m = plan_manifest();
+  m["guard"]["layouts"] = {"contiguous", "strided", "offset"};
+  m["guard"]["require"] = {"B * N % 8 == 0", "N < 1000 || B == 1", "stride_x_1 == 1", "align_x >= 16"};
+  const auto manifest = load(m);
+  const auto& op = testing::softmax_op();
+  std::set<std::string> reasons;
+  std::set<kgate::Layout> inside_layouts, outside_layouts;
+  int inside = 0;
+  for (const auto& c : guard_boundary_cases(manifest, op, 5)) {
+    const std::string why = case_guard_violation(manifest, op, c);
+    EXPECT_EQ(c.family, why.empty() ? "guard_inside" : "guard_outside") << c.id();
+    if (why.empty()) {
+      ++inside;
+      inside_layouts.insert(c.layout);
+    } else {
+      reasons.insert(why.substr(0, why.find(" is 0")));
+      outside_layouts.insert(c.layout);
+    }
+  }
+  EXPECT_GT(inside, 0);
+  // Each predicate has a case outside it, found by the search (products, "||") or by the layouts.
+  EXPECT_TRUE(reasons.count("guard.require[0] \"B * N % 8 == 0\""));
+  EXPECT_TRUE(reasons.count("guard.require[1] \"N < 1000 || B == 1\""));
+  EXPECT_TRUE(reasons.count("guard.require[2] \"stride_x_1 == 1\""));
+  EXPECT_TRUE(reasons.count("guard.require[3] \"align_x >= 16\""));
+  // Row-padded and 16-byte (not 256-byte) aligned views are inside; strided and offset are not.
+  EXPECT_TRUE(inside_layouts.count(kgate::Layout::padded));
+  EXPECT_TRUE(inside_layouts.count(kgate::Layout::offset16));
+  EXPECT_TRUE(outside_layouts.count(kgate::Layout::strided));
+  EXPECT_TRUE(outside_layouts.count(kgate::Layout::offset));
+
+  // The flip of "N < 1000 || B == 1" is found exactly: N=999 inside and N=1000 outside (B=3).
+  std::map<int64_t, std::string> by_n;
+  for (const auto& c : guard_boundary_cases(manifest, op, 5))
+    if (c.layout == kgate::Layout::contiguous && c.dtype == DType::f32 && c.dim("B") == 3) by_n[c.dim("N")] = c.family;
+  EXPECT_EQ(by_n.count(999) ? by_n[999] : "missing", "guard_outside");  // 3 * 999 % 8 != 0
+  EXPECT_EQ(by_n.count(1000) ? by_n[1000] : "missing", "guard_outside");
+}
+
+TEST_F(PackageKernelTest, MovingInsideMeetsTheRequirePredicates) {
+  json m = plan_manifest();
+  m["guard"]["require"] = {"B * N % 8 == 0"};
+  const auto manifest = load(m);
+  const auto& op = testing::softmax_op();
+  const auto c = move_inside_guard(manifest, op, Case::from_id("softmax:f32:B=3,N=1001:strided:normal:0000000000000001"));
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->id(), "softmax:f32:B=8,N=1001:contiguous:normal:0000000000000001");
+  EXPECT_TRUE(inside_guard(manifest, op, *c));
+}
+
 /// A dispatch on the row length, the dtype and the layout: a vector kernel for short contiguous or
 /// offset rows, a row kernel (with the call's strides) otherwise.
 json dispatch_manifest() {

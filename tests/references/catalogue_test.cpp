@@ -97,6 +97,19 @@ void check_inputs(const OpSignature& op, const Case& c, const Tensors& in) {
   if (c.layout == Layout::strided && in[0].dim() > 0 && in[0].size(-1) > 1) {
     EXPECT_FALSE(in[0].is_contiguous());
   }
+  // Row-padded: unit-stride rows, each kPaddedLayoutElements longer in storage.
+  if (c.layout == Layout::padded && in[0].dim() >= 2) {
+    EXPECT_EQ(in[0].stride(-1), 1) << c.id();
+    EXPECT_EQ(in[0].stride(-2), in[0].size(-1) + kPaddedLayoutElements) << c.id();
+  }
+  // 16 bytes into the storage: 16-byte aligned, not 256-byte aligned.
+  if (c.layout == Layout::offset16 && in[0].numel() > 0) {
+    EXPECT_TRUE(in[0].is_contiguous()) << c.id();
+    EXPECT_EQ(in[0].storage_offset() * static_cast<int64_t>(in[0].element_size()),
+              std::max<int64_t>(16, static_cast<int64_t>(in[0].element_size())))
+        << c.id();
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(in[0].data_ptr()) % 64, 16u) << c.id();  // CPU storage: 64-aligned
+  }
   if (op.name == "embedding") {
     const auto& idx = in[1];
     EXPECT_EQ(idx.scalar_type(), at::kLong);
