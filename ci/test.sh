@@ -11,6 +11,11 @@ cd "$build"
 # so timing tests never share a GPU with another test.
 resources=()
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+# Ids are CUDA ordinals as the tests see them: within CUDA_VISIBLE_DEVICES when it is set. Each test
+# takes the GPU CTest assigns it (CTEST_RESOURCE_GROUP_0_GPUS, read by kgate before CUDA starts).
+if [ -n "${CUDA_VISIBLE_DEVICES:-}" ] && [ "${gpus:-0}" -gt 0 ]; then
+  gpus=$(tr ',' '\n' <<< "$CUDA_VISIBLE_DEVICES" | grep -c .)
+fi
 if [ "${gpus:-0}" -gt 0 ]; then
   spec="$build/ctest-resources.json"
   { printf '{"version": {"major": 1, "minor": 0}, "local": [{"gpus": ['

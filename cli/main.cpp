@@ -17,6 +17,7 @@
 #include "core/error.hpp"
 #include "core/safe_text.hpp"
 #include "references/catalogue.hpp"
+#include "runtime/cuda/device.hpp"
 #include "runtime/kernel.hpp"
 #include "runtime/torch_op.hpp"
 
@@ -51,6 +52,12 @@ int kgate::cli::main(int argc, char** argv) {
   app.fallthrough();
   bool require_sandbox = false;
   double compile_timeout = 0;
+  int device = -1;
+  app.add_option("--device", device,
+                 "The GPU to run on: its CUDA ordinal as this process sees it (after CUDA_VISIBLE_DEVICES); "
+                 "worker processes inherit it (default 0, or the GPU CTest assigned the test)")
+      ->type_name("N")
+      ->check(CLI::NonNegativeNumber);
   std::vector<std::string> ops_paths, torch_libraries, torch_ops;
   app.add_option("--ops", ops_paths,
                  "Op file (kgate-op/1) or directory of them: ops of your own, with TorchScript references "
@@ -224,6 +231,17 @@ int kgate::cli::main(int argc, char** argv) {
   }
 
   if (require_sandbox) ::setenv("KGATE_REQUIRE_SANDBOX", "1", 1);
+  if (device >= 0) {  // before anything starts CUDA
+    try {
+      kgate::cuda::select_device(device);
+    } catch (const kgate::Error& e) {
+      std::fprintf(stderr, "kgate: error: %s\n", e.what());
+      return static_cast<int>(kgate::ExitCode::usage);
+    }
+    // A GPU was asked for: no quiet fallback to the cpu backend when it is not there (exit 4).
+    for (std::string* backend : {&check_args.backend, &sweep_args.backend, &calibrate_args.backend})
+      if (backend->empty()) *backend = "cuda";
+  }
   if (compile_timeout > 0) ::setenv("KGATE_COMPILE_TIMEOUT", std::to_string(compile_timeout).c_str(), 1);
 
   try {

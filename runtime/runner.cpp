@@ -397,8 +397,11 @@ RunnerEnvironment Runner::environment() const {
               std::to_string(TORCH_VERSION_PATCH);
   if (impl_->backend == Backend::cuda) {
     const auto info = cuda::device_info();
+    // Name, architecture, and which GPU: the ordinal selected (--device, or CTest's) and the UUID
+    // (nvidia-smi -L), so that a report from a runner of several GPUs says which one it timed.
     env.device = info.name + " (sm_" + std::to_string(info.sm_major) + std::to_string(info.sm_minor) + ", " +
-                 std::to_string(info.multiprocessors) + " SMs)";
+                 std::to_string(info.multiprocessors) + " SMs; " +
+                 (info.selected.empty() ? std::string("device 0") : info.selected) + ", " + info.uuid + ")";
     env.driver = info.driver;
     env.cuda = info.runtime;
   } else {

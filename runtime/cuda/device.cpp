@@ -4,6 +4,12 @@
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "core/error.hpp"
 #include "runtime/cuda/check.hpp"
 
 namespace kgate::cuda {
@@ -14,7 +20,7 @@ using nvmlReturn_t = int;
 using nvmlDevice_t = void*;
 using InitFn = nvmlReturn_t (*)();
 using ShutdownFn = nvmlReturn_t (*)();
-using GetHandleFn = nvmlReturn_t (*)(unsigned, nvmlDevice_t*);
+using GetHandleByUuidFn = nvmlReturn_t (*)(const char*, nvmlDevice_t*);
 using GetClockFn = nvmlReturn_t (*)(nvmlDevice_t, int, unsigned*);
 using GetTempFn = nvmlReturn_t (*)(nvmlDevice_t, int, unsigned*);
 using GetReasonsFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned long long*);
@@ -28,7 +34,9 @@ std::string version_string(int v) { return std::to_string(v / 1000) + "." + std:
 
 }  // namespace
 
-bool device_available(std::string* why) {
+namespace {
+
+bool any_device(std::string* why) {
   int count = 0;
   const cudaError_t rc = cudaGetDeviceCount(&count);
   if (rc != cudaSuccess) {
@@ -48,11 +56,97 @@ bool device_available(std::string* why) {
   return true;
 }
 
+}  // namespace
+
+bool device_available(std::string* why) {
+  const bool ok = any_device(why);
+  // Name the selection: "--device 3" on a machine of one GPU shows as no device at all.
+  if (!ok && why)
+    if (const char* s = std::getenv("KGATE_DEVICE"))
+      *why += std::string(" (") + s + " was selected, with --device or by CTest; CUDA_VISIBLE_DEVICES=" +
+              (std::getenv("CUDA_VISIBLE_DEVICES") ? std::getenv("CUDA_VISIBLE_DEVICES") : "") + ")";
+  return ok;
+}
+
+std::string visible_devices_for(int ordinal, const char* visible) {
+  if (ordinal < 0) throw Error(ErrorKind::usage, "--device " + std::to_string(ordinal) + ": expected a device ordinal >= 0");
+  if (!visible) return std::to_string(ordinal);
+  std::vector<std::string> entries;
+  std::string cur;
+  for (const char* p = visible;; ++p) {
+    if (*p == ',' || *p == '\0') {
+      if (!cur.empty()) entries.push_back(cur);
+      cur.clear();
+      if (*p == '\0') break;
+    } else if (*p != ' ') {
+      cur += *p;
+    }
+  }
+  if (static_cast<std::size_t>(ordinal) >= entries.size())
+    throw Error(ErrorKind::usage, "--device " + std::to_string(ordinal) + ": this process sees " +
+                                      std::to_string(entries.size()) + " device(s) (CUDA_VISIBLE_DEVICES=" + visible +
+                                      "); devices are numbered from 0 within that list");
+  return entries[static_cast<std::size_t>(ordinal)];
+}
+
+void select_device(int ordinal) {
+  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  const std::string before = visible ? visible : "";
+  const std::string only = visible_devices_for(ordinal, visible);
+  ::setenv("CUDA_VISIBLE_DEVICES", only.c_str(), 1);
+  const std::string what = "device " + std::to_string(ordinal) +
+                           (visible ? " (of CUDA_VISIBLE_DEVICES=" + before + ")" : std::string());
+  ::setenv("KGATE_DEVICE", what.c_str(), 1);
+}
+
+std::optional<int> ctest_assigned_gpu() {
+  const char* count = std::getenv("CTEST_RESOURCE_GROUP_COUNT");
+  const char* gpus = std::getenv("CTEST_RESOURCE_GROUP_0_GPUS");
+  if (!count || !gpus) return std::nullopt;
+  // "id:1,slots:1": one GPU per test (several would be "id:0,slots:1;id:1,slots:1").
+  const char* id = std::strstr(gpus, "id:");
+  if (!id) return std::nullopt;
+  char* end = nullptr;
+  const long v = std::strtol(id + 3, &end, 10);
+  if (end == id + 3 || v < 0 || v > 1024) return std::nullopt;
+  return static_cast<int>(v);
+}
+
+namespace {
+
+// A test CTest runs with RESOURCE_GROUPS gpus:1 (ci/test.sh writes one slot per GPU, ids = device
+// ordinals) uses the GPU CTest assigned it, before anything starts CUDA: two timing tests never share
+// a GPU, and none sits idle. `kgate --device N` then counts within that one device.
+const bool kCtestGpuSelected = [] {
+  if (std::getenv("KGATE_DEVICE")) return false;  // selected already (a worker of a kgate that did)
+  const auto id = ctest_assigned_gpu();
+  if (!id) return false;
+  try {
+    select_device(*id);
+    return true;
+  } catch (const Error& e) {
+    std::fprintf(stderr, "kgate: CTest assigned GPU %d, which this process cannot select: %s\n", *id, e.what());
+    return false;
+  }
+}();
+
+std::string uuid_text(const cudaUUID_t& u) {
+  const auto* b = reinterpret_cast<const unsigned char*>(u.bytes);
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
+                b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+  return buf;
+}
+
+}  // namespace
+
 DeviceInfo device_info(int device) {
   DeviceInfo info;
   cudaDeviceProp prop{};
   KGATE_CUDA_CALL(cudaGetDeviceProperties(&prop, device));
   info.name = prop.name;
+  info.uuid = uuid_text(prop.uuid);
+  if (const char* s = std::getenv("KGATE_DEVICE")) info.selected = s;
   info.sm_major = prop.major;
   info.sm_minor = prop.minor;
   info.multiprocessors = prop.multiProcessorCount;
@@ -82,16 +176,23 @@ Nvml::Nvml() {
     return;
   }
   auto init = reinterpret_cast<InitFn>(dlsym(lib_, "nvmlInit_v2"));
-  auto get = reinterpret_cast<GetHandleFn>(dlsym(lib_, "nvmlDeviceGetHandleByIndex_v2"));
+  auto get = reinterpret_cast<GetHandleByUuidFn>(dlsym(lib_, "nvmlDeviceGetHandleByUUID"));
   if (!init || !get || init() != 0) {
     reason_ = "NVML failed to initialize: no clock/throttle data";
     return;
   }
-  nvmlDevice_t dev = nullptr;
+  // By UUID: NVML's indices ignore CUDA_VISIBLE_DEVICES (and --device), CUDA's ordinals do not.
   int ordinal = 0;
-  cudaGetDevice(&ordinal);
-  if (get(static_cast<unsigned>(ordinal), &dev) != 0) {
-    reason_ = "NVML has no handle for device " + std::to_string(ordinal);
+  cudaDeviceProp prop{};
+  if (cudaGetDevice(&ordinal) != cudaSuccess || cudaGetDeviceProperties(&prop, ordinal) != cudaSuccess) {
+    cudaGetLastError();
+    reason_ = "no current CUDA device for NVML: no clock/throttle data";
+    return;
+  }
+  const std::string uuid = uuid_text(prop.uuid);
+  nvmlDevice_t dev = nullptr;
+  if (get(uuid.c_str(), &dev) != 0) {
+    reason_ = "NVML has no device " + uuid + " (CUDA device " + std::to_string(ordinal) + "): no clock/throttle data";
     return;
   }
   device_ = dev;

@@ -11,8 +11,25 @@ namespace kgate::cuda {
 /// True when the runtime sees at least one device; otherwise `why` says what is missing.
 bool device_available(std::string* why = nullptr);
 
+/// The CUDA_VISIBLE_DEVICES value that leaves only device `ordinal` (as this process numbers the
+/// devices: the `ordinal`-th entry of `visible`, the current CUDA_VISIBLE_DEVICES, when it is set;
+/// else `ordinal` itself). Throws Error(usage) for a negative ordinal or one past the list.
+std::string visible_devices_for(int ordinal, const char* visible);
+
+/// Makes device `ordinal` the only one this process and its workers see (as device 0), by setting
+/// CUDA_VISIBLE_DEVICES; must run before CUDA starts. Remembers the ordinal and the former list in
+/// KGATE_DEVICE (reports name them). Throws Error(usage) as visible_devices_for.
+void select_device(int ordinal);
+
+/// The GPU CTest assigned this process (CTEST_RESOURCE_GROUP_0_GPUS = "id:1,slots:1" for a test
+/// that declares RESOURCE_GROUPS gpus:1 under a resource spec whose ids are device ordinals), or
+/// nullopt outside such a test.
+std::optional<int> ctest_assigned_gpu();
+
 struct DeviceInfo {
   std::string name;
+  std::string uuid;      ///< "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", as nvidia-smi -L prints it
+  std::string selected;  ///< "device 1 (of CUDA_VISIBLE_DEVICES=0,1)" after select_device; else ""
   std::string driver;   ///< e.g. "13.0"
   std::string runtime;  ///< e.g. "13.0"
   int sm_major = 0;
@@ -32,7 +49,8 @@ struct ClockSample {
   std::string describe() const;
 };
 
-/// NVML, when present. `sample()` returns nullopt when NVML is missing or fails.
+/// NVML, when present, for the current CUDA device, found by its UUID (NVML numbers devices its own
+/// way, ignoring CUDA_VISIBLE_DEVICES). `sample()` returns nullopt when NVML is missing or fails.
 class Nvml {
  public:
   Nvml();

@@ -199,5 +199,17 @@ if ! ldconfig -p 2>/dev/null | grep -q 'libcuda.so.1 '; then
   [ $rc -eq 4 ] || { cat "$out.nogpu.log"; fail "--backend cuda without a driver exited $rc, expected 4"; }
   grep -q "no NVIDIA driver is installed (libcuda.so.1 cannot be loaded)" "$out.nogpu.log" \
     || { cat "$out.nogpu.log"; fail "the missing driver is not named"; }
+  # --device asks for a GPU: no fallback to the cpu backend, and the message names the selection.
+  "$kgate" check --device 1 --cases 4 --out "$out/nogpu-device" > "$out.nogpu-device.log" 2>&1
+  rc=$?
+  [ $rc -eq 4 ] || { cat "$out.nogpu-device.log"; fail "--device 1 without a GPU exited $rc, expected 4"; }
+  grep -q "device 1 was selected, with --device or by CTest; CUDA_VISIBLE_DEVICES=1" "$out.nogpu-device.log" \
+    || { cat "$out.nogpu-device.log"; fail "the selected device is not named"; }
 fi
+# A device past CUDA_VISIBLE_DEVICES is a usage error before anything runs.
+CUDA_VISIBLE_DEVICES=0 "$kgate" check --device 2 --backend cpu --out "$out/device2" > "$out.device2.log" 2>&1
+rc=$?
+[ $rc -eq 4 ] || { cat "$out.device2.log"; fail "--device 2 with one visible device exited $rc, expected 4"; }
+grep -q -- "--device 2: this process sees 1 device(s) (CUDA_VISIBLE_DEVICES=0)" "$out.device2.log" \
+  || { cat "$out.device2.log"; fail "--device 2's message"; }
 echo "check_cli: all passed"
