@@ -341,6 +341,7 @@ class Checker {
     check_guard_dtypes(doc);
     check_dtype_options(doc);
     check_symbols(doc);
+    check_ranks_against_op();
     declare_expression_names();
     check_workspace(doc);
     check_launches(doc);
@@ -887,6 +888,31 @@ class Checker {
       }
       if (!ok) continue;
       m_.symbols.push_back({name, v[0].get<std::string>(), static_cast<int>(dim)});
+    }
+  }
+
+  /// guard.ranks applies to every tensor the symbols bind to. The op fixes each tensor's rank, so a
+  /// listed set that leaves one out puts every call outside the guard: the package would pass
+  /// without its kernels ever running.
+  void check_ranks_against_op() {
+    if (!op_ || m_.guard.ranks.empty()) return;
+    std::set<std::string> seen;
+    for (const auto& s : m_.symbols) {
+      if (!seen.insert(s.tensor).second) continue;
+      const TensorSpec* t = nullptr;
+      for (const auto* list : {&op_->inputs, &op_->outputs})
+        for (const auto& spec : *list)
+          if (spec.name == s.tensor) t = &spec;
+      if (!t) continue;
+      const int rank = static_cast<int>(t->shape.size());
+      if (std::find(m_.guard.ranks.begin(), m_.guard.ranks.end(), rank) != m_.guard.ranks.end()) continue;
+      std::string listed;
+      for (int r : m_.guard.ranks) listed += (listed.empty() ? "" : ", ") + std::to_string(r);
+      problem("guard.ranks", "[" + listed + "] leaves out rank " + std::to_string(rank) + ", the rank of op " +
+                                 json_quote(m_.op) + "'s tensor " + json_quote(s.tensor) + " (bound by symbol " + s.name +
+                                 "): every call would fall outside the guard and the package's kernels would never "
+                                 "run; list " + std::to_string(rank) + ", or leave guard.ranks out");
+      return;
     }
   }
 

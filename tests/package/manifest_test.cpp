@@ -1002,6 +1002,17 @@ TEST_F(ManifestTest, BuiltInSymbolNamesAreReserved) {
   EXPECT_EQ(builtin_symbol_names(), std::vector<std::string>{"dtype_size"});
 }
 
+TEST_F(ManifestTest, GuardRanksTheOpsTensorsCannotHaveAreRefused) {
+  json m = base_manifest();
+  m["guard"]["ranks"] = {3};
+  m["symbols"] = {{"B", {"x", 0}}, {"N", {"x", -1}}};
+  EXPECT_EQ(only_problem(m), line("guard.ranks", "[3] leaves out rank 2, the rank of op \"softmax\"'s tensor \"x\" "
+                                                 "(bound by symbol B): every call would fall outside the guard and "
+                                                 "the package's kernels would never run; list 2, or leave guard.ranks out"));
+  m["guard"]["ranks"] = {2, 3};
+  EXPECT_TRUE(problems(m).empty()) << ::testing::PrintToString(problems(m));
+}
+
 TEST_F(ManifestTest, GuardRequirePredicates) {
   json m = base_manifest();
   m["guard"]["require"] = {"B * N % 8 == 0", "stride_x_1 == 1 ? align_x >= 16 : numel_y < 65536"};
