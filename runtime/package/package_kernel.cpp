@@ -561,8 +561,8 @@ std::vector<Case> guard_boundary_cases(const PackageManifest& manifest, const Op
         if (at <= hi - k) candidates.insert(at + k);
       }
       for (int64_t b : pred.comparison_bounds(ms))
-        for (int64_t v : {b - 1, b, b + 1})
-          if (v >= lo && v <= hi) candidates.insert(v);
+        if (b > lo && b < hi)  // then b - 1 and b + 1 cannot overflow
+          for (int64_t v : {b - 1, b, b + 1}) candidates.insert(v);
       // Adjacent candidates that disagree bracket a flip: bisect to the two neighbouring values.
       std::vector<std::pair<int64_t, bool>> known;
       for (int64_t v : candidates)
