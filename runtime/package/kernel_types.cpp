@@ -168,10 +168,9 @@ std::vector<ManifestProblem> args_match_types(const PackageManifest& m, const Op
     for (DType d : m.guard.dtypes) {
       if (reported) break;
       const std::string expr = l.kernel_name(d);
-      const CompileResult* unit = &r;
-      if (auto u = r.unit_of.find({d, i}); u != r.unit_of.end() && u->second < r.units.size()) unit = &r.units[u->second];
-      const auto low = unit->lowered_names.find(expr);
-      if (expr.empty() || low == unit->lowered_names.end()) continue;
+      const CompileResult& unit = compile_unit_for(r, d, i);
+      const auto low = unit.lowered_names.find(expr);
+      if (expr.empty() || low == unit.lowered_names.end()) continue;
       const auto types = mangled_param_types(low->second);
       if (!types || types->size() != l.args.size()) continue;  // extern "C", or counted apart (sizes)
       for (std::size_t j = 0; j < l.args.size() && !reported; ++j) {

@@ -902,6 +902,11 @@ std::vector<std::string> ptx_entry_names(const std::string& ptx) {
   return names;
 }
 
+const CompileResult& compile_unit_for(const CompileResult& r, DType dtype, std::size_t launch) {
+  const auto u = r.unit_of.find({dtype, launch});
+  return u != r.unit_of.end() && u->second < r.units.size() ? r.units[u->second] : r;
+}
+
 namespace {
 
 /// Reads the parameter tables of a compile result's kernels (from the CUBIN, or the PTX).
@@ -925,13 +930,12 @@ bool args_match_params(const PackageManifest& m, const CompileResult& r, Manifes
     const std::string field = (l.field.empty() ? "launches[" + std::to_string(i) + "]" : l.field) + ".args";
     for (DType d : m.guard.dtypes) {
       const std::string expr = l.kernel_name(d);
-      const CompileResult* unit = &r;
-      if (auto u = r.unit_of.find({d, i}); u != r.unit_of.end() && u->second < r.units.size()) unit = &r.units[u->second];
       // The unit's own lowered name: a plain kernel typed by a macro is mangled differently per unit.
-      const auto low = unit->lowered_names.find(expr);
-      if (expr.empty() || low == unit->lowered_names.end()) continue;
-      const auto p = unit->params.find(low->second);
-      if (p == unit->params.end() || p->second.empty()) continue;  // the file could not tell
+      const CompileResult& unit = compile_unit_for(r, d, i);
+      const auto low = unit.lowered_names.find(expr);
+      if (expr.empty() || low == unit.lowered_names.end()) continue;
+      const auto p = unit.params.find(low->second);
+      if (p == unit.params.end() || p->second.empty()) continue;  // the file could not tell
       const auto& params = p->second;
       std::string sizes;
       for (const auto& q : params) sizes += (sizes.empty() ? "" : ", ") + std::to_string(q.size);

@@ -88,6 +88,10 @@ struct CompileResult {
   std::map<std::pair<DType, std::size_t>, std::size_t> unit_of;
 };
 
+/// The compile result that holds launch `launch`'s kernel for `dtype`: its unit (CompileResult::
+/// unit_of), or `r` itself for a package of one unit.
+const CompileResult& compile_unit_for(const CompileResult& r, DType dtype, std::size_t launch);
+
 /// $KGATE_CACHE_DIR, else $XDG_CACHE_HOME/kgate, else $HOME/.cache/kgate, else kgate-cache-<uid> in
 /// the system's temporary directory (never one shared by users). The NVRTC entries go below it in
 /// nvrtc/. A cache directory that is writable by everyone or owned by another user is refused.

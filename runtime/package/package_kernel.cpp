@@ -132,6 +132,11 @@ void put_tensor_values(SymbolValues& out, const std::string& name, int64_t numel
   for (std::size_t d = 0; d < strides.size(); ++d) out["stride_" + name + "_" + std::to_string(d)] = strides[d];
 }
 
+/// Whether the guard reads the call's tensor symbols: its require predicates do, and so may the
+/// launches' when.if it evaluates for "unmatched": "fallback". Other guards skip building them (a
+/// map per call, on the path of every launch).
+bool guard_reads_tensors(const Guard& g) { return !g.require.empty() || g.unmatched_fallback; }
+
 /// The values guard.require and when.if see: the shape symbols, integer attributes, dtype_size
 /// and the tensor symbols.
 SymbolValues predicate_values(const PackageManifest& manifest, DType dtype, const std::map<std::string, int64_t>& dims,
@@ -343,7 +348,8 @@ std::string case_guard_violation(const PackageManifest& manifest, const OpSignat
   if (ranks.empty() && !op.inputs.empty()) ranks.push_back(static_cast<int64_t>(op.inputs[0].shape.size()));
   const int rank = ranks.empty() ? 0 : static_cast<int>(ranks.front());
   const std::string why = guard_violation(manifest, c.dtype, case_symbol_values(manifest, op, c),
-                                          to_package_layout(c.layout), rank, case_tensor_values(op, c));
+                                          to_package_layout(c.layout), rank,
+                                          guard_reads_tensors(manifest.guard) ? case_tensor_values(op, c) : SymbolValues{});
   if (!why.empty()) return why;
   for (int64_t r : ranks)
     if (auto v = rank_violation(manifest.guard, r); !v.empty()) return v;
@@ -393,7 +399,8 @@ std::string call_guard_violation(const PackageManifest& manifest, const OpSignat
   int rank = 0;
   if (auto why = bind_call_symbols(manifest, op, call, dims, rank); !why.empty()) return why;
   const DType dtype = call.inputs.empty() ? DType::f32 : call.inputs[0].dtype;
-  if (auto why = guard_violation(manifest, dtype, dims, call_layout(call), rank, call_tensor_values(op, call));
+  if (auto why = guard_violation(manifest, dtype, dims, call_layout(call), rank,
+                                 guard_reads_tensors(manifest.guard) ? call_tensor_values(op, call) : SymbolValues{});
       !why.empty())
     return why;
   for (const auto& a : manifest.attributes) {
@@ -732,7 +739,9 @@ class LaunchPlanner {
     symbols_ = &plan.symbols;
     values_ = plan.symbols;
     values_[kDtypeSizeSymbol] = static_cast<int64_t>(dtype_size(plan.dtype));
-    for (const auto& [k, v] : call_tensor_values(op_, call_)) values_[k] = v;  // for when.if
+    // For when.if; only a package with conditions reads them.
+    if (std::any_of(m_.launches.begin(), m_.launches.end(), [](const Launch& l) { return l.when.if_expr.has_value(); }))
+      for (const auto& [k, v] : call_tensor_values(op_, call_)) values_[k] = v;
     layout_ = call_layout(call_);
 
     for (std::size_t w = 0; w < m_.workspace.size(); ++w) plan.workspaces.push_back(workspace(w));
