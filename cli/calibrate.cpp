@@ -309,6 +309,9 @@ CLI::App* add_calibrate_command(CLI::App& app, CalibrateArgs& args) {
       ->capture_default_str();
   cmd->add_flag_callback("--warm", [&args] { args.timing.flush_l2 = false; },
                 "Time with a warm L2 (default: flushed between launches)");
+  cmd->add_flag("--unchecked-timing", args.unchecked_timing,
+                "Time as kgate did before checked timing (one buffer set, no checked launches), to measure "
+                "what checking costs; kgate check always checks");
   cmd->add_option("--out", args.out_dir, "Directory for calibrate.json")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
       ->capture_default_str();
@@ -381,6 +384,7 @@ int run_calibrate(const CalibrateArgs& args) {
                       {"blocks_per_stage", il.blocks_per_stage},
                       {"max_stages", il.max_stages},
                       {"flush_l2", args.timing.flush_l2},
+                      {"checked_timing", !args.unchecked_timing},
                       {"isolate", isolate || args.in_worker}};
     return meta;
   };
@@ -406,7 +410,10 @@ int run_calibrate(const CalibrateArgs& args) {
         const auto start = std::chrono::steady_clock::now();
         const uint64_t seed = derive_seed(args.seed, "calibrate/" + kernel.name + "/" + c.id(), static_cast<uint64_t>(i));
         AaRun run;
-        run.comparison = runner->time_case(kernel, &kernel, c, args.timing, seed);
+        const auto rule = rule_for(find_op(kernel.op), c.dtype, CheckOptions{}, kernel.name);
+        TimingOptions timing = args.timing;
+        if (args.unchecked_timing) timing.pools = 1;
+        run.comparison = runner->time_case(kernel, &kernel, c, timing, seed, args.unchecked_timing ? nullptr : &rule);
         run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         run.noise = sample_noise(run.comparison, il.launches_per_arm);
         const auto& cmp = run.comparison;

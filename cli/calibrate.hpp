@@ -33,6 +33,8 @@ struct CalibrateArgs {
   /// faults, crashes or hangs loses only its own rows. --no-isolate calibrates in this process.
   bool isolate = true;
   double kernel_timeout_s = 1800;
+  /// One buffer set and no checked launches (to measure what checked timing costs).
+  bool unchecked_timing = false;
   bool in_worker = false;   ///< this process is a worker: calibrate `only`, write kernel.json
   std::string only;
 };

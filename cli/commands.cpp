@@ -168,6 +168,8 @@ void write_report_files(const RunReport& report, const fs::path& out) {
 /// The end of a run (kgate check, kgate merge): the multiple-comparison correction over every
 /// comparison, the reports, the table, GitHub annotations and step summary; returns the exit code.
 int conclude(RunReport& report, const std::string& out_dir, bool inconclusive_fails) {
+  // The policy every writer follows (JUnit, the summary, the annotations agree with the exit code).
+  report.meta.config["inconclusive_fails"] = inconclusive_fails;
   adjust_speed_decisions(report.kernels);
   write_report_files(report, out_dir);
   print_table(report);

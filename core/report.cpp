@@ -159,7 +159,7 @@ std::vector<double> samples_from(const json& j) {
 }
 
 json speed_json(const SpeedComparison& s) {
-  return {{"baseline", s.baseline},
+  json j = {{"baseline", s.baseline},
           {"case", s.kcase},
           {"decision", outcome_name(s.decision)},
           {"timer", s.timer},
@@ -177,7 +177,13 @@ json speed_json(const SpeedComparison& s) {
           {"baseline_ns", samples_json(s.baseline_ns)},
           {"candidate_ns", samples_json(s.candidate_ns)},
           {"note", s.note},
-          {"seconds", number(s.seconds)}};
+          {"seconds", number(s.seconds)},
+          {"pools", s.pools}};
+  json checked = json::array();
+  for (const auto& l : s.checked_launches) checked.push_back({l.block, l.arm, l.launch});
+  j["checked_launches"] = checked;
+  if (s.wrong_while_timed) j["wrong_while_timed"] = case_result_json(*s.wrong_while_timed);
+  return j;
 }
 
 SpeedComparison speed_from(const json& j) {
@@ -201,6 +207,11 @@ SpeedComparison speed_from(const json& j) {
   if (j.contains("candidate_ns")) s.candidate_ns = samples_from(j.at("candidate_ns"));
   s.note = j.value("note", std::string());
   s.seconds = read_number(j, "seconds");
+  s.pools = j.value("pools", 1);
+  for (const auto& l : j.value("checked_launches", json::array()))
+    if (l.is_array() && l.size() == 3)
+      s.checked_launches.push_back({l[0].get<int64_t>(), l[1].get<int>(), l[2].get<int64_t>()});
+  if (j.contains("wrong_while_timed")) s.wrong_while_timed = case_result_from(j.at("wrong_while_timed"));
   return s;
 }
 
@@ -229,6 +240,18 @@ std::string speed_summary(const SpeedComparison& s) {
 }
 
 bool is_failure(Outcome o) { return o == Outcome::failed || o == Outcome::regressed || o == Outcome::invalid; }
+
+// The run's policy (meta.config.inconclusive_fails, from --inconclusive-fails): whether an
+// inconclusive or INVALID speed decision fails the gate (exit 3). JUnit, the summary and the
+// annotations follow it, as the exit code does.
+bool inconclusive_fails(const RunReport& report) {
+  const auto& c = report.meta.config;
+  return c.is_object() && c.contains("inconclusive_fails") && c.at("inconclusive_fails").is_boolean() &&
+         c.at("inconclusive_fails").get<bool>();
+}
+
+// Said wherever an INVALID or inconclusive result does not fail the gate.
+constexpr const char* kNotFailing = "does not fail the gate without --inconclusive-fails";
 
 }  // namespace
 
@@ -430,6 +453,7 @@ std::string correctness_cell(const KernelReport& k) {
 void write_junit(std::ostream& os, const RunReport& report) {
   // One testcase per kernel x gate (correctness, speed vs each baseline).
   int tests = 0, failures = 0, skipped = 0;
+  const bool policy = inconclusive_fails(report);
   std::ostringstream body;
   for (const auto& k : report.kernels) {
     const std::string cls = "kgate." + k.backend + "." + k.name;
@@ -441,6 +465,18 @@ void write_junit(std::ostream& os, const RunReport& report) {
     if (k.outcome == Outcome::skipped) {
       ++skipped;
       body << "      <skipped message=\"" << markup_escape(k.message) << "\"/>\n";
+    } else if (k.outcome == Outcome::invalid && k.correctness.failed == 0 && k.correctness.reference_errors > 0) {
+      // The op's reference could not judge some cases: unproven, as the exit code counts it.
+      const std::string why = std::to_string(k.correctness.reference_errors) + " of " +
+                              std::to_string(k.correctness.cases) + " cases could not be judged (reference errors)";
+      if (policy) {
+        ++failures;
+        body << "      <failure message=\"" << markup_escape("INVALID: " + why) << "\"/>\n";
+      } else {
+        ++skipped;
+        body << "      <skipped message=\"" << markup_escape("INVALID (" + std::string(kNotFailing) + "): " + why)
+             << "\"/>\n";
+      }
     } else if (k.outcome == Outcome::failed || k.correctness.failed > 0) {
       ++failures;
       const CaseResult* shown = k.correctness.minimal ? &*k.correctness.minimal
@@ -458,9 +494,17 @@ void write_junit(std::ostream& os, const RunReport& report) {
       ++tests;
       body << "    <testcase classname=\"" << markup_escape(cls) << "\" name=\"speed vs " << markup_escape(s.baseline)
            << " " << markup_escape(s.kcase.id()) << "\" time=\"" << fmt(s.seconds, "%.3f") << "\">\n";
-      if (s.decision == Outcome::regressed || s.decision == Outcome::invalid) {
+      const bool undecided = s.decision == Outcome::invalid || s.decision == Outcome::inconclusive;
+      if (s.decision == Outcome::regressed || s.decision == Outcome::failed || (undecided && policy)) {
         ++failures;
-        body << "      <failure message=\"" << markup_escape(speed_summary(s)) << "\"/>\n";
+        std::string why = s.wrong_while_timed ? s.wrong_while_timed->message : speed_summary(s);
+        if (s.decision == Outcome::invalid && !s.note.empty()) why += ": " + s.note;
+        body << "      <failure message=\"" << markup_escape(why) << "\"/>\n";
+      } else if (s.decision == Outcome::invalid) {
+        // An unusable measurement is no pass: skipped, saying why and that it does not fail.
+        ++skipped;
+        body << "      <skipped message=\"" << markup_escape("INVALID (" + std::string(kNotFailing) + "): " + s.note)
+             << "\"/>\n";
       } else if (s.decision == Outcome::skipped) {
         ++skipped;
         body << "      <skipped message=\"" << markup_escape(s.note) << "\"/>\n";
@@ -481,7 +525,7 @@ void write_junit(std::ostream& os, const RunReport& report) {
 }
 
 void write_markdown(std::ostream& os, const RunReport& report) {
-  const auto code = report.exit_code(false);
+  const auto code = report.exit_code(inconclusive_fails(report));
   os << "## kgate: " << (code == ExitCode::ok ? "all gates passed" : "gate failed (exit " +
                                                                          std::to_string(static_cast<int>(code)) + ")")
      << "\n\n";
@@ -501,6 +545,12 @@ void write_markdown(std::ostream& os, const RunReport& report) {
         if (s->ratio > worst->ratio) worst = s;
       speed = speed_words(worst->ratio) + " (" + worst->kcase.id() + ")";
       decision = outcome_name(worst->decision);
+      for (const auto* s : eager)
+        if (s->decision == Outcome::invalid) {
+          decision = std::string(outcome_name(Outcome::invalid)) +
+                     (inconclusive_fails(report) ? " (fails the gate)" : std::string(" (") + kNotFailing + ")");
+          break;
+        }
     }
     os << "| `" << k.name << "` | " << k.op << " | " << correctness_cell(k) << " | " << fmt(k.correctness.worst_margin, "%.2f") << " | " << speed
        << " | " << decision << " |\n";
@@ -550,10 +600,10 @@ void write_github_annotations(std::ostream& os, const RunReport& report) {
       os << "::error title=kgate correctness::" << annotation_escape(msg) << "\n";
     }
     for (const auto& s : k.speed) {
-      if (is_failure(s.decision))
+      if (is_failure(s.decision) && (s.decision != Outcome::invalid || inconclusive_fails(report)))
         os << "::error title=kgate speed::" << annotation_escape(k.name + " " + s.kcase.id() + ": " + speed_summary(s))
            << "\n";
-      else if (s.decision == Outcome::inconclusive)
+      else if (s.decision == Outcome::inconclusive || s.decision == Outcome::invalid)
         os << "::warning title=kgate speed::"
            << annotation_escape(k.name + " " + s.kcase.id() + ": " + speed_summary(s)) << "\n";
     }

@@ -112,6 +112,20 @@ struct SpeedComparison {
   std::vector<double> candidate_ns;
   std::string note;
   double seconds = 0;  ///< wall time of this comparison (warm-up, blocks, statistics)
+  /// Checked timing: the timed launches whose outputs were judged, one per kernel arm per block,
+  /// each drawn from the system's random source: (block, arm, launch), arm 0 the baseline and 1 the
+  /// candidate, launch the arm's index in its block (0 to 2 x launches per arm - 1). With the case
+  /// seed (each block's inputs derive from it) they replay the checks.
+  struct CheckedLaunch {
+    int64_t block = 0;
+    int arm = 1;
+    int64_t launch = 0;
+  };
+  std::vector<CheckedLaunch> checked_launches;
+  int pools = 1;  ///< buffer sets each arm's launches cycled through (launch i used set i % pools)
+  /// The candidate's output was wrong in a timed launch ("wrong while timed"): the comparison's
+  /// decision is failed, and this result joins the kernel's correctness failures.
+  std::optional<CaseResult> wrong_while_timed;
 };
 
 struct KernelReport {

@@ -387,21 +387,34 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
     report.correctness.warnings.push_back("'" + kernel.name + "' " + kTwinNotTimed);
   } else if (options.speed) {
     report.correctness.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    // Checked timing: a timed launch whose output is wrong fails the kernel's correctness, and
+    // ends its timing (what it measured is not a correct kernel's time).
+    bool wrong_while_timed = false;
     auto timed_comparison = [&](const KernelInfo* against, const Case& c) {
       const auto start = std::chrono::steady_clock::now();
-      SpeedComparison s = runner.time_case(kernel, against, c, timing, options.seed);
+      const auto rule = rule_for(op, c.dtype, options, kernel.name);
+      SpeedComparison s = runner.time_case(kernel, against, c, timing, options.seed, &rule);
       s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (s.wrong_while_timed) {
+        wrong_while_timed = true;
+        say(kernel.name + ": " + s.wrong_while_timed->message);
+        ++report.correctness.cases;
+        ++report.correctness.failed;
+        report.correctness.failures.push_back(*s.wrong_while_timed);
+        report.correctness.minimal = *s.wrong_while_timed;
+        report.outcome = Outcome::failed;
+      }
       report.speed.push_back(std::move(s));
     };
     std::vector<WeightedCase> timed = options.timed_cases;
     if (timed.empty())
       for (auto& c : speed_cases(op, kernel, options.seed, options.speed_cases)) timed.push_back({std::move(c), 0});
-    for (size_t i = 0; i < timed.size(); ++i) {
+    for (size_t i = 0; i < timed.size() && !wrong_while_timed; ++i) {
       const Case& c = timed[i].kcase;
       say(kernel.name + ": timing " + std::to_string(i + 1) + "/" + std::to_string(timed.size()) + " " + c.id() +
           " vs eager");
       timed_comparison(nullptr, c);
-      if (baseline) {
+      if (baseline && !wrong_while_timed) {
         say(kernel.name + ": timing " + std::to_string(i + 1) + "/" + std::to_string(timed.size()) + " " + c.id() +
             " vs " + baseline->name);
         timed_comparison(baseline, c);
@@ -423,6 +436,7 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
             "speed vs " + s.baseline + " on " + s.kcase.id() + " is undecided, but its estimate x" + fmt_g(s.ratio) +
             " is past delta " + fmt_g(100 * s.delta) + "% (" + std::to_string(s.blocks) + " blocks" +
             (s.note.empty() ? "" : "; " + s.note) + "); --inconclusive-fails makes this exit 3");
+      if (report.outcome == Outcome::failed) continue;
       if (s.decision == Outcome::regressed) report.outcome = Outcome::regressed;
       else if (s.decision == Outcome::invalid && report.outcome == Outcome::passed) report.outcome = Outcome::invalid;
     }

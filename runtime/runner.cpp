@@ -6,7 +6,9 @@
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <torch/headeronly/version.h>
 #include <cuda_runtime.h>
+#include <sys/random.h>
 
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -283,6 +285,214 @@ class PendingComparison {
          worst_out_ = 0, worst_target_ = 0;
   std::vector<size_t> needed_atol_;
 };
+
+// What a caller queued on `q` about memory before judging: per input not written in place, 1 if
+// it changed; per guarded output, 1 if both guard bands hold; per output, the unwritten elements
+// counted already (a huge case's slices).
+struct MemorySlots {
+  std::vector<size_t> inputs_changed, guards_ok;
+  std::vector<std::optional<size_t>> unwritten;
+};
+
+// Judges `outputs`, written by a kernel from `ref_inputs` (the inputs as they were before the
+// launch), against the eager reference and the fp64 oracle under `rule`, and fills `result`'s
+// verdict fields. `poison`: the salt of the NaN poison the outputs held before the launch, so that
+// elements left holding it count as unwritten (nullopt: they held something else, and an unwritten
+// element shows as a wrong value); `floating_prefilled`: floating outputs held earlier values
+// instead. Returns false, with `result` invalid (rule reference_error), when the op's reference
+// fails: that is the op's problem, never blamed on the kernel. Without `with_oracle` the fp64
+// oracle is not run (the eager reference stands in for it): for rules that judge against eager
+// only (allclose, ulp, index), where it would change no verdict.
+bool judge_outputs(const OpSignature& op, const OpReference& ref, const Case& c, const correctness::RuleConfig& rule,
+                   const Attributes& attrs, const Tensors& ref_inputs, const Tensors& outputs, DeviceScalars& q,
+                   const MemorySlots& memory, std::optional<uint64_t> poison, bool floating_prefilled,
+                   at::Device device, const std::vector<double>& sweep_rtols, CaseResult& result,
+                   bool with_oracle = true) {
+  // The references first: an op file's reference that fails is the op file's problem, reported
+  // as such for this case and never blamed on the kernel.
+  Tensors expected, oracle;
+  try {
+    expected = ref.eager(ref_inputs, attrs);
+    if (with_oracle) {
+      Tensors upcast;
+      for (size_t i = 0; i < ref_inputs.size(); ++i) {
+        const bool keep = !ref_inputs[i].is_floating_point() || (i < op.inputs.size() && op.inputs[i].keep_dtype_in_oracle);
+        upcast.push_back(keep ? ref_inputs[i] : ref_inputs[i].to(at::kDouble));
+      }
+      oracle = ref.oracle(upcast, attrs);
+    } else {
+      oracle = expected;
+    }
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      const auto& name = op.outputs[i].name;
+      if (i >= expected.size() || i >= oracle.size())
+        throw ReferenceError("op '" + op.name + "': the reference returned no output '" + name + "'");
+      if (expected[i].sizes() != outputs[i].sizes() || oracle[i].sizes() != outputs[i].sizes())
+        throw ReferenceError("op '" + op.name + "' (" + op.origin + "): output '" + name + "' of the reference has shape " +
+                             c10::str(expected[i].sizes()) + " (oracle " + c10::str(oracle[i].sizes()) +
+                             "), the op declares " + c10::str(outputs[i].sizes()) + " for this case");
+    }
+  } catch (const ReferenceError& e) {
+    result.outcome = Outcome::invalid;
+    result.rule = "reference_error";
+    result.message = std::string("reference error (the op's, not the kernel's): ") + e.what();
+    return false;
+  }
+
+  // A position-weighted sum of the outputs' bits: two runs that differ in any element differ here.
+  std::vector<size_t> fingerprints;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (outputs[i].numel() == 0) continue;
+    const auto bits = outputs[i].contiguous().view(bits_type(from_scalar_type(outputs[i].scalar_type()))).reshape({-1}).to(at::kLong);
+    const auto weights = at::arange(bits.numel(), bits.options()).mul(2654435761LL).add(static_cast<int64_t>(2 * i + 1));
+    fingerprints.push_back(q.add_int(bits.mul(weights).sum()));
+  }
+  // Every output is judged: floating outputs under the rule, integer outputs exactly; every
+  // output gets the memory checks.
+  struct PerOutput {
+    DType dtype;
+    PendingComparison vs_reference, vs_oracle, reference_vs_oracle;
+    std::optional<size_t> max_ulp;
+    std::optional<size_t> unwritten;
+    std::optional<size_t> relative_worst, relative_mismatches;
+    std::optional<size_t> index_out_of_range, index_duplicate_rows, index_mismatches;
+    int64_t index_bound = 0;
+  };
+  std::vector<PerOutput> per(outputs.size());
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    PerOutput& p = per[i];
+    p.dtype = from_scalar_type(outputs[i].scalar_type());
+    // An in-place output holds the input's values, not poison: an element left unwritten shows
+    // as a wrong value instead.
+    if (i < memory.unwritten.size() && memory.unwritten[i]) {
+      p.unwritten = memory.unwritten[i];
+    } else if (poison && op.alias_input(op.outputs[i]) < 0 && !(floating_prefilled && is_floating(p.dtype))) {
+      const auto poison_value = poison_bits(p.dtype, device, *poison);
+      auto unwritten = outputs[i].contiguous().view(bits_type(p.dtype)).eq(poison_value);
+      // A one-byte poison is a value kernels write: it marks an element unwritten only where the
+      // reference holds another value (where they agree, the element is right either way).
+      if (dtype_size(p.dtype) == 1 && expected[i].scalar_type() == outputs[i].scalar_type())
+        unwritten = unwritten.logical_and(expected[i].contiguous().view(bits_type(p.dtype)).ne(poison_value));
+      p.unwritten = q.add_int(unwritten.sum());
+    }
+    const bool floating = is_floating(p.dtype);
+    const auto out_rule = output_rule(rule, p.dtype, op.outputs[i]);
+    const auto tol = out_rule.tolerance;
+    const auto out64 = outputs[i].to(at::kDouble);
+    const auto ref64 = expected[i].to(at::kDouble);
+    p.vs_reference = PendingComparison(q, out64, ref64, tol, Compare::allclose, i == 0 ? sweep_rtols : std::vector<double>{});
+    if (with_oracle) {  // else both stay empty: no oracle ran
+      p.vs_oracle = PendingComparison(q, out64, oracle[i].to(at::kDouble), tol, Compare::stats);
+      p.reference_vs_oracle = PendingComparison(q, ref64, oracle[i].to(at::kDouble), tol, Compare::max_abs);
+    }
+    if (out_rule.kind == correctness::RuleKind::eager_relative && out64.numel() > 0) {
+      // Element by element: |out - oracle| <= k * max(|eager - oracle|, eps * |oracle|) + atol.
+      const auto o64 = oracle[i].to(at::kDouble);
+      const auto finite = at::isfinite(out64) & at::isfinite(o64) & at::isfinite(ref64);
+      const auto zero = at::zeros_like(out64);
+      const auto err = at::where(finite, (out64 - o64).abs(), zero);
+      const auto own = at::where(finite, (ref64 - o64).abs(), zero);
+      const auto allowed = out_rule.ratio_k * at::maximum(own, dtype_eps(p.dtype) * o64.abs()) + tol.atol;
+      const auto ratio = at::where(allowed.gt(0), err / allowed, at::where(err.gt(0), at::full_like(err, INFINITY), zero));
+      p.relative_worst = q.add_double(ratio.max());
+      p.relative_mismatches = q.add_int(ratio.gt(1.0).sum());
+    }
+    if (out_rule.kind == correctness::RuleKind::index && out64.numel() > 0) {
+      const int src = [&] {
+        for (size_t k = 0; k < op.inputs.size(); ++k)
+          if (op.inputs[k].name == op.outputs[i].index_into) return static_cast<int>(k);
+        return -1;
+      }();
+      const at::Tensor& x = ref_inputs.at(static_cast<size_t>(src));
+      const int64_t n = x.size(-1);
+      p.index_bound = n;
+      const auto idx = outputs[i].to(at::kLong);
+      const auto in_range = idx.ge(0) & idx.lt(n);
+      p.index_out_of_range = q.add_int((~in_range).sum());
+      const auto safe = idx.clamp(0, std::max<int64_t>(n - 1, 0));
+      if (idx.size(-1) > 1) {
+        const auto sorted = std::get<0>(idx.sort(-1));
+        const auto dup = sorted.narrow(-1, 1, sorted.size(-1) - 1).eq(sorted.narrow(-1, 0, sorted.size(-1) - 1));
+        p.index_duplicate_rows = q.add_int(dup.any(-1).sum());
+      } else {
+        p.index_duplicate_rows = q.add_int(at::zeros({}, idx.options()));
+      }
+      auto mine = x.gather(-1, safe).to(at::kDouble);
+      auto theirs = x.gather(-1, expected[i].to(at::kLong).clamp(0, std::max<int64_t>(n - 1, 0))).to(at::kDouble);
+      if (op.outputs[i].index_order == "any") {
+        mine = std::get<0>(mine.sort(-1));
+        theirs = std::get<0>(theirs.sort(-1));
+      }
+      const auto same = mine.eq(theirs) | (at::isnan(mine) & at::isnan(theirs));
+      p.index_mismatches = q.add_int(((~same) & in_range).sum());
+    }
+    if (floating && out64.numel() > 0 && expected[i].scalar_type() == outputs[i].scalar_type()) {
+      const auto finite = at::isfinite(out64) & at::isfinite(ref64);
+      const auto ulp = (ordered_bits(outputs[i], p.dtype) - ordered_bits(expected[i].contiguous(), p.dtype)).abs();
+      p.max_ulp = q.add_int(at::where(finite, ulp, at::zeros_like(ulp)).max());
+    }
+  }
+  q.fetch();
+
+  if (!fingerprints.empty()) {
+    uint64_t fp = 0;
+    for (size_t slot : fingerprints) fp = fp * 1000003u + static_cast<uint64_t>(q.i(slot));
+    result.output_fingerprint = fp;
+  }
+  bool inputs_modified = false, guards_intact_all = true;
+  for (size_t slot : memory.inputs_changed)
+    if (q.i(slot) != 0) inputs_modified = true;
+  for (size_t slot : memory.guards_ok)
+    if (q.i(slot) == 0) guards_intact_all = false;
+  // The case's verdict: the first output that fails, else the one nearest its tolerance.
+  std::optional<correctness::Verdict> chosen;
+  correctness::Measurement chosen_m;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    PerOutput& p = per[i];
+    correctness::Measurement m;
+    m.inputs_modified = inputs_modified;
+    m.guard_bands_intact = guards_intact_all;
+    m.vs_reference = p.vs_reference.resolve(q, &m.allclose_worst, &m.worst_element);
+    if (i == 0 && !sweep_rtols.empty()) result.needed_atol = p.vs_reference.needed_atol(q, sweep_rtols.size());
+    m.vs_oracle = p.vs_oracle.resolve(q, nullptr, nullptr);
+    m.reference_vs_oracle_max_abs = p.reference_vs_oracle.resolve(q, nullptr, nullptr).max_abs;
+    if (p.unwritten) m.vs_reference.unwritten += q.i(*p.unwritten);
+    if (p.max_ulp) m.max_ulp = static_cast<double>(q.i(*p.max_ulp));
+    if (p.relative_worst) {
+      m.relative_worst = q.d(*p.relative_worst);
+      m.relative_mismatches = q.i(*p.relative_mismatches);
+    }
+    if (p.index_out_of_range) {
+      m.index_out_of_range = q.i(*p.index_out_of_range);
+      m.index_duplicate_rows = q.i(*p.index_duplicate_rows);
+      m.index_mismatches = q.i(*p.index_mismatches);
+      m.index_bound = p.index_bound;
+    }
+    auto v = correctness::evaluate(output_rule(rule, p.dtype, op.outputs[i]), m, p.dtype);
+    if (outputs.size() > 1 && !v.message.empty()) v.message = "output '" + op.outputs[i].name + "': " + v.message;
+    const bool better = !chosen || (chosen->outcome != Outcome::failed &&
+                                    (v.outcome == Outcome::failed || (std::isfinite(v.margin) && v.margin > chosen->margin)));
+    if (better) {
+      chosen = v;
+      chosen_m = m;
+    }
+  }
+  correctness::Verdict verdict;
+  if (chosen) verdict = *chosen;
+  const correctness::Measurement& m = chosen_m;
+  result.outcome = verdict.outcome;
+  result.rule = verdict.rule;
+  result.observed = verdict.observed;
+  result.allowed = verdict.allowed;
+  result.margin = verdict.margin;
+  result.message = verdict.message;
+  result.vs_reference = m.vs_reference;
+  result.vs_oracle = m.vs_oracle;
+  result.reference_vs_oracle_max_abs = m.reference_vs_oracle_max_abs;
+  result.guard_bands_intact = m.guard_bands_intact;
+  result.inputs_modified = m.inputs_modified;
+  return true;
+}
 
 class ChronoTimer final : public cuda::LaunchTimer {
  public:
@@ -584,183 +794,11 @@ CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c, const cor
                      derive_seed(impl_->poison_salt ^ c.seed, "poison", 0), impl_->prefill_outputs);
     }
 
-    // The references first: an op file's reference that fails is the op file's problem, reported
-    // as such for this case and never blamed on the kernel.
-    Tensors expected, oracle;
-    try {
-      expected = ref.eager(ref_inputs, attrs);
-      Tensors upcast;
-      for (size_t i = 0; i < ref_inputs.size(); ++i) {
-        const bool keep = !ref_inputs[i].is_floating_point() || (i < op.inputs.size() && op.inputs[i].keep_dtype_in_oracle);
-        upcast.push_back(keep ? ref_inputs[i] : ref_inputs[i].to(at::kDouble));
-      }
-      oracle = ref.oracle(upcast, attrs);
-      for (size_t i = 0; i < outputs.size(); ++i) {
-        const auto& name = op.outputs[i].name;
-        if (i >= expected.size() || i >= oracle.size())
-          throw ReferenceError("op '" + op.name + "': the reference returned no output '" + name + "'");
-        if (expected[i].sizes() != outputs[i].sizes() || oracle[i].sizes() != outputs[i].sizes())
-          throw ReferenceError("op '" + op.name + "' (" + op.origin + "): output '" + name + "' of the reference has shape " +
-                               c10::str(expected[i].sizes()) + " (oracle " + c10::str(oracle[i].sizes()) +
-                               "), the op declares " + c10::str(outputs[i].sizes()) + " for this case");
-      }
-    } catch (const ReferenceError& e) {
-      result.outcome = Outcome::invalid;
-      result.rule = "reference_error";
-      result.message = std::string("reference error (the op's, not the kernel's): ") + e.what();
+    MemorySlots memory{std::move(inputs_changed), std::move(guards_ok), std::move(whole_unwritten)};
+    const std::optional<uint64_t> poison = derive_seed(impl_->poison_salt ^ c.seed, "poison", 0);
+    if (!judge_outputs(op, ref, c, rule, attrs, ref_inputs, outputs, q, memory, poison, impl_->prefill_outputs,
+                       impl_->device, sweep_rtols, result))
       return result;
-    }
-
-    // A position-weighted sum of the outputs' bits: two runs that differ in any element differ here.
-    std::vector<size_t> fingerprints;
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      if (outputs[i].numel() == 0) continue;
-      const auto bits = outputs[i].contiguous().view(bits_type(from_scalar_type(outputs[i].scalar_type()))).reshape({-1}).to(at::kLong);
-      const auto weights = at::arange(bits.numel(), bits.options()).mul(2654435761LL).add(static_cast<int64_t>(2 * i + 1));
-      fingerprints.push_back(q.add_int(bits.mul(weights).sum()));
-    }
-    // Every output is judged: floating outputs under the rule, integer outputs exactly; every
-    // output gets the memory checks.
-    struct PerOutput {
-      DType dtype;
-      PendingComparison vs_reference, vs_oracle, reference_vs_oracle;
-      std::optional<size_t> max_ulp;
-      std::optional<size_t> unwritten;
-      std::optional<size_t> relative_worst, relative_mismatches;
-      std::optional<size_t> index_out_of_range, index_duplicate_rows, index_mismatches;
-      int64_t index_bound = 0;
-    };
-    std::vector<PerOutput> per(outputs.size());
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      PerOutput& p = per[i];
-      p.dtype = from_scalar_type(outputs[i].scalar_type());
-      // An in-place output holds the input's values, not poison: an element left unwritten shows
-      // as a wrong value instead.
-      if (whole_unwritten[i]) {
-        p.unwritten = whole_unwritten[i];
-      } else if (op.alias_input(op.outputs[i]) < 0 && !(impl_->prefill_outputs && is_floating(p.dtype))) {
-        const auto poison = poison_bits(p.dtype, impl_->device, derive_seed(impl_->poison_salt ^ c.seed, "poison", 0));
-        auto unwritten = outputs[i].contiguous().view(bits_type(p.dtype)).eq(poison);
-        // A one-byte poison is a value kernels write: it marks an element unwritten only where the
-        // reference holds another value (where they agree, the element is right either way).
-        if (dtype_size(p.dtype) == 1 && expected[i].scalar_type() == outputs[i].scalar_type())
-          unwritten = unwritten.logical_and(expected[i].contiguous().view(bits_type(p.dtype)).ne(poison));
-        p.unwritten = q.add_int(unwritten.sum());
-      }
-      const bool floating = is_floating(p.dtype);
-      const auto out_rule = output_rule(rule, p.dtype, op.outputs[i]);
-      const auto tol = out_rule.tolerance;
-      const auto out64 = outputs[i].to(at::kDouble);
-      const auto ref64 = expected[i].to(at::kDouble);
-      p.vs_reference = PendingComparison(q, out64, ref64, tol, Compare::allclose, i == 0 ? sweep_rtols : std::vector<double>{});
-      p.vs_oracle = PendingComparison(q, out64, oracle[i].to(at::kDouble), tol, Compare::stats);
-      p.reference_vs_oracle = PendingComparison(q, ref64, oracle[i].to(at::kDouble), tol, Compare::max_abs);
-      if (out_rule.kind == correctness::RuleKind::eager_relative && out64.numel() > 0) {
-        // Element by element: |out - oracle| <= k * max(|eager - oracle|, eps * |oracle|) + atol.
-        const auto o64 = oracle[i].to(at::kDouble);
-        const auto finite = at::isfinite(out64) & at::isfinite(o64) & at::isfinite(ref64);
-        const auto zero = at::zeros_like(out64);
-        const auto err = at::where(finite, (out64 - o64).abs(), zero);
-        const auto own = at::where(finite, (ref64 - o64).abs(), zero);
-        const auto allowed = out_rule.ratio_k * at::maximum(own, dtype_eps(p.dtype) * o64.abs()) + tol.atol;
-        const auto ratio = at::where(allowed.gt(0), err / allowed, at::where(err.gt(0), at::full_like(err, INFINITY), zero));
-        p.relative_worst = q.add_double(ratio.max());
-        p.relative_mismatches = q.add_int(ratio.gt(1.0).sum());
-      }
-      if (out_rule.kind == correctness::RuleKind::index && out64.numel() > 0) {
-        const int src = [&] {
-          for (size_t k = 0; k < op.inputs.size(); ++k)
-            if (op.inputs[k].name == op.outputs[i].index_into) return static_cast<int>(k);
-          return -1;
-        }();
-        const at::Tensor& x = ref_inputs.at(static_cast<size_t>(src));
-        const int64_t n = x.size(-1);
-        p.index_bound = n;
-        const auto idx = outputs[i].to(at::kLong);
-        const auto in_range = idx.ge(0) & idx.lt(n);
-        p.index_out_of_range = q.add_int((~in_range).sum());
-        const auto safe = idx.clamp(0, std::max<int64_t>(n - 1, 0));
-        if (idx.size(-1) > 1) {
-          const auto sorted = std::get<0>(idx.sort(-1));
-          const auto dup = sorted.narrow(-1, 1, sorted.size(-1) - 1).eq(sorted.narrow(-1, 0, sorted.size(-1) - 1));
-          p.index_duplicate_rows = q.add_int(dup.any(-1).sum());
-        } else {
-          p.index_duplicate_rows = q.add_int(at::zeros({}, idx.options()));
-        }
-        auto mine = x.gather(-1, safe).to(at::kDouble);
-        auto theirs = x.gather(-1, expected[i].to(at::kLong).clamp(0, std::max<int64_t>(n - 1, 0))).to(at::kDouble);
-        if (op.outputs[i].index_order == "any") {
-          mine = std::get<0>(mine.sort(-1));
-          theirs = std::get<0>(theirs.sort(-1));
-        }
-        const auto same = mine.eq(theirs) | (at::isnan(mine) & at::isnan(theirs));
-        p.index_mismatches = q.add_int(((~same) & in_range).sum());
-      }
-      if (floating && out64.numel() > 0 && expected[i].scalar_type() == outputs[i].scalar_type()) {
-        const auto finite = at::isfinite(out64) & at::isfinite(ref64);
-        const auto ulp = (ordered_bits(outputs[i], p.dtype) - ordered_bits(expected[i].contiguous(), p.dtype)).abs();
-        p.max_ulp = q.add_int(at::where(finite, ulp, at::zeros_like(ulp)).max());
-      }
-    }
-    q.fetch();
-
-    if (!fingerprints.empty()) {
-      uint64_t fp = 0;
-      for (size_t slot : fingerprints) fp = fp * 1000003u + static_cast<uint64_t>(q.i(slot));
-      result.output_fingerprint = fp;
-    }
-    bool inputs_modified = false, guards_intact_all = true;
-    for (size_t slot : inputs_changed)
-      if (q.i(slot) != 0) inputs_modified = true;
-    for (size_t slot : guards_ok)
-      if (q.i(slot) == 0) guards_intact_all = false;
-    // The case's verdict: the first output that fails, else the one nearest its tolerance.
-    std::optional<correctness::Verdict> chosen;
-    correctness::Measurement chosen_m;
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      PerOutput& p = per[i];
-      correctness::Measurement m;
-      m.inputs_modified = inputs_modified;
-      m.guard_bands_intact = guards_intact_all;
-      m.vs_reference = p.vs_reference.resolve(q, &m.allclose_worst, &m.worst_element);
-      if (i == 0 && !sweep_rtols.empty()) result.needed_atol = p.vs_reference.needed_atol(q, sweep_rtols.size());
-      m.vs_oracle = p.vs_oracle.resolve(q, nullptr, nullptr);
-      m.reference_vs_oracle_max_abs = p.reference_vs_oracle.resolve(q, nullptr, nullptr).max_abs;
-      if (p.unwritten) m.vs_reference.unwritten += q.i(*p.unwritten);
-      if (p.max_ulp) m.max_ulp = static_cast<double>(q.i(*p.max_ulp));
-      if (p.relative_worst) {
-        m.relative_worst = q.d(*p.relative_worst);
-        m.relative_mismatches = q.i(*p.relative_mismatches);
-      }
-      if (p.index_out_of_range) {
-        m.index_out_of_range = q.i(*p.index_out_of_range);
-        m.index_duplicate_rows = q.i(*p.index_duplicate_rows);
-        m.index_mismatches = q.i(*p.index_mismatches);
-        m.index_bound = p.index_bound;
-      }
-      auto v = correctness::evaluate(output_rule(rule, p.dtype, op.outputs[i]), m, p.dtype);
-      if (outputs.size() > 1 && !v.message.empty()) v.message = "output '" + op.outputs[i].name + "': " + v.message;
-      const bool better = !chosen || (chosen->outcome != Outcome::failed &&
-                                      (v.outcome == Outcome::failed || (std::isfinite(v.margin) && v.margin > chosen->margin)));
-      if (better) {
-        chosen = v;
-        chosen_m = m;
-      }
-    }
-    correctness::Verdict verdict;
-    if (chosen) verdict = *chosen;
-    const correctness::Measurement& m = chosen_m;
-    result.outcome = verdict.outcome;
-    result.rule = verdict.rule;
-    result.observed = verdict.observed;
-    result.allowed = verdict.allowed;
-    result.margin = verdict.margin;
-    result.message = verdict.message;
-    result.vs_reference = m.vs_reference;
-    result.vs_oracle = m.vs_oracle;
-    result.reference_vs_oracle_max_abs = m.reference_vs_oracle_max_abs;
-    result.guard_bands_intact = m.guard_bands_intact;
-    result.inputs_modified = m.inputs_modified;
     if (result.fallback) {
       // The reference ran: the verdict checks the fallback wrote every output, nothing more.
       const std::string note = "fallback: outside the guard of '" + kernel.name + "' (" + refusal +
@@ -784,16 +822,86 @@ CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c, const cor
 
 namespace {
 
-// Times two arms (baseline, candidate) through the shared launch timer, for speed::run_interleaved.
-class ArmPair final : public speed::ArmTimer {
+}  // namespace
+
+namespace cuda {
+cudaError_t launch_swap_elements(void* a, void* b, int size, cudaStream_t stream);  // l2_flush.cu
+}  // namespace cuda
+
+namespace {
+
+// 64 bits from the system's cryptographic random source (getrandom): which timed launch of a block
+// is checked cannot be predicted from the run's seed, nor from anything a kernel can read.
+uint64_t system_random() {
+  uint64_t v = 0;
+  if (getrandom(&v, sizeof v, 0) == static_cast<ssize_t>(sizeof v)) return v;
+  std::random_device entropy;
+  return (uint64_t{entropy()} << 32) ^ entropy();
+}
+
+// Thrown by CheckedArms::block_done when a checked timed launch's output fails the case's rule.
+struct WrongWhileTimed {
+  int arm = 1;
+  CaseResult result;
+};
+
+// The two arms of a timed comparison (0 the baseline, 1 the candidate), for speed::run_interleaved,
+// with checked timing. Each arm's launches cycle through `sets` buffer sets (its i-th launch in a
+// block uses set i % sets), and one launch per block of each checked arm, at an index drawn from
+// the system's random source, is judged: `prepare` runs just before it and `capture` right after
+// it, both between launches (unmeasured, before the L2 flush); `judge` runs at the end of the
+// block, then the block's inputs are redrawn. So a kernel cannot tell a checked launch from the
+// others, nor live on a result cached by pointer across blocks.
+class CheckedArms final : public speed::ArmTimer {
  public:
-  ArmPair(cuda::LaunchTimer& timer, std::function<void()> a, std::function<void()> b, std::function<void()> between,
-          cuda::Nvml* nvml)
-      : timer_(timer), arms_{std::move(a), std::move(b)}, between_(std::move(between)), nvml_(nvml),
-        start_(std::chrono::steady_clock::now()) {}
+  struct Hooks {
+    std::function<void(int arm, size_t set)> launch;
+    std::function<void()> flush;  // before every launch (empty: warm timing)
+    std::function<void(int arm, size_t set)> perturb;  // before every timed launch, unmeasured
+    std::function<void(int arm, size_t set)> prepare;
+    std::function<void(int arm, size_t set)> capture;
+    /// Judges the block's captures (throws WrongWhileTimed) and redraws the inputs for the next.
+    std::function<void(int64_t block, const std::array<int64_t, 2>& checked_set)> block_done;
+  };
+
+  CheckedArms(cuda::LaunchTimer& timer, size_t sets, int64_t launches_per_block, std::array<bool, 2> checked,
+              Hooks hooks, cuda::Nvml* nvml)
+      : timer_(timer), sets_(std::max<size_t>(1, sets)), launches_per_block_(std::max<int64_t>(1, launches_per_block)),
+        checked_(checked), hooks_(std::move(hooks)), nvml_(nvml), start_(std::chrono::steady_clock::now()) {}
+
+  /// Off during warm-up; switching it on starts block 0 (counts, check indices, disturbances reset).
+  void set_checking(bool on) {
+    checking_ = on;
+    count_ = {0, 0};
+    disturbance_.reset();
+    clocks_.clear();
+    if (on) draw_check_indices();
+  }
 
   std::vector<double> measure(int arm, int launches) override {
-    auto ns = timer_.time(arms_[arm], launches, between_);
+    int64_t& n = count_[static_cast<size_t>(arm)];
+    const int64_t check_at = checking_ ? check_at_[static_cast<size_t>(arm)] : -1;
+    std::optional<size_t> captured;  // the set of the checked launch, until its outputs are copied
+    const std::function<void()> between = [&] {
+      if (captured) {
+        hooks_.capture(arm, *captured);
+        captured.reset();
+      }
+      if (checking_ && hooks_.perturb) hooks_.perturb(arm, static_cast<size_t>(n) % sets_);
+      if (n == check_at) {
+        checked_set_[static_cast<size_t>(arm)] = static_cast<int64_t>(static_cast<size_t>(n) % sets_);
+        hooks_.prepare(arm, static_cast<size_t>(n) % sets_);
+      }
+      if (hooks_.flush) hooks_.flush();
+    };
+    const auto launch = [&] {
+      const int64_t i = n++;
+      const size_t set = static_cast<size_t>(i) % sets_;
+      hooks_.launch(arm, set);
+      if (i == check_at) captured = set;
+    };
+    auto ns = timer_.time(launch, launches, between);
+    if (captured) hooks_.capture(arm, *captured);
     if (nvml_) {
       if (auto s = nvml_->sample()) {
         if (s->throttled()) disturbance_ = s->describe();
@@ -807,17 +915,41 @@ class ArmPair final : public speed::ArmTimer {
     disturbance_.reset();
     return d;
   }
+  void block_done() override {
+    if (checking_) {
+      for (int arm = 0; arm < 2; ++arm)
+        if (checked_[static_cast<size_t>(arm)] && checked_set_[static_cast<size_t>(arm)] >= 0)
+          checked_launches_.push_back({block_, arm, check_at_[static_cast<size_t>(arm)]});
+      hooks_.block_done(block_, checked_set_);
+    }
+    ++block_;
+    count_ = {0, 0};
+    if (checking_) draw_check_indices();
+  }
   double seconds_used() const override {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   }
-  const std::vector<unsigned>& clocks() const { return clocks_; }
+  const std::vector<SpeedComparison::CheckedLaunch>& checked_launches() const { return checked_launches_; }
 
  private:
+  void draw_check_indices() {
+    for (size_t arm = 0; arm < 2; ++arm) {
+      check_at_[arm] = checked_[arm] ? static_cast<int64_t>(system_random() % static_cast<uint64_t>(launches_per_block_)) : -1;
+      checked_set_[arm] = -1;
+    }
+  }
+
   cuda::LaunchTimer& timer_;
-  std::function<void()> arms_[2];
-  std::function<void()> between_;
+  size_t sets_;
+  int64_t launches_per_block_;
+  std::array<bool, 2> checked_;
+  Hooks hooks_;
   cuda::Nvml* nvml_;
   std::chrono::steady_clock::time_point start_;
+  bool checking_ = false;
+  int64_t block_ = 0;
+  std::array<int64_t, 2> count_{0, 0}, check_at_{-1, -1}, checked_set_{-1, -1};
+  std::vector<SpeedComparison::CheckedLaunch> checked_launches_;
   std::optional<std::string> disturbance_;
   std::vector<unsigned> clocks_;
 };
@@ -841,7 +973,7 @@ std::vector<double> Runner::time_launches(const KernelInfo& kernel, const Case& 
 }
 
 SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* baseline, const Case& c,
-                                  const TimingOptions& options, uint64_t seed) {
+                                  const TimingOptions& options, uint64_t seed, const correctness::RuleConfig* rule) {
   SpeedComparison cmp;
   cmp.kcase = c;
   cmp.baseline = baseline ? baseline->name : "eager";
@@ -855,15 +987,32 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
   const OpSignature& op = find_op(c.op);
   const OpReference& ref = op_reference(c.op);
   const Attributes attrs = call_attributes(op, c);
+  const size_t sets = static_cast<size_t>(std::max(1, options.pools));
+  cmp.pools = static_cast<int>(sets);
+  // Block b's inputs of buffer set s: the case's generator with a seed derived from the case's.
+  const auto drawn_case = [&](int64_t block, size_t set) {
+    Case d = c;
+    d.seed = derive_seed(c.seed, "timed/" + std::to_string(block), set);
+    return d;
+  };
   try {
-    const Tensors inputs = ref.make_inputs(c, op, impl_->device);
-    // Each kernel arm has its own outputs (and copies of the inputs it writes in place); the eager
-    // arm reads the inputs as drawn.
-    Tensors in_candidate = inputs, in_baseline = inputs;
-    const Tensors out_candidate = arm_outputs(op, c, in_candidate, impl_->device);
-    const Tensors out_baseline = arm_outputs(op, c, in_baseline, impl_->device);
+    // Per buffer set, the drawn inputs; each kernel arm has its own outputs (and copies of the
+    // inputs it writes in place); the eager arm reads the inputs as drawn. Every set comes from
+    // the same generator as the case, so the sets share its layouts and alignment.
+    std::vector<Tensors> drawn(sets);
+    for (size_t s = 0; s < sets; ++s) drawn[s] = ref.make_inputs(drawn_case(0, s), op, impl_->device);
+    struct ArmBuffers {
+      const KernelInfo* kernel = nullptr;  // nullptr: the eager reference
+      std::vector<Tensors> inputs, outputs;
+    };
+    std::array<ArmBuffers, 2> arm;
+    arm[1].kernel = &kernel;
+    for (size_t s = 0; s < sets; ++s) {
+      arm[1].inputs.push_back(drawn[s]);
+      arm[1].outputs.push_back(arm_outputs(op, c, arm[1].inputs[s], impl_->device));
+    }
     // Outside the candidate's guard the reference runs: nothing of the kernel to time.
-    if (const auto why = impl_->refusal(kernel, in_candidate, out_candidate, attrs); !why.empty()) {
+    if (const auto why = impl_->refusal(kernel, arm[1].inputs[0], arm[1].outputs[0], attrs); !why.empty()) {
       cmp.decision = Outcome::skipped;
       cmp.note = "not timed: the case is outside the guard of '" + kernel.name + "' (" + why +
                  "), where the reference runs instead";
@@ -871,35 +1020,163 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
     }
     // Outside the baseline's guard the baseline falls back to the reference: time that.
     std::string baseline_note;
-    const bool baseline_runs = baseline && impl_->refusal(*baseline, in_baseline, out_baseline, attrs).empty();
-    if (baseline && !baseline_runs)
-      baseline_note = "the case is outside the guard of baseline '" + baseline->name + "': timed its fallback (eager)";
+    if (baseline) {
+      Tensors in = drawn[0];
+      const Tensors out = arm_outputs(op, c, in, impl_->device);
+      if (impl_->refusal(*baseline, in, out, attrs).empty()) arm[0].kernel = baseline;
+      else baseline_note = "the case is outside the guard of baseline '" + baseline->name + "': timed its fallback (eager)";
+    }
+    for (size_t s = 0; s < sets; ++s) {
+      arm[0].inputs.push_back(drawn[s]);
+      if (arm[0].kernel) arm[0].outputs.push_back(arm_outputs(op, c, arm[0].inputs[s], impl_->device));
+    }
     auto& timer = impl_->launch_timer();
     cmp.timer = timer.name();
     if (!impl_->timer_note.empty()) cmp.note = impl_->timer_note;
     if (!baseline_note.empty()) cmp.note += (cmp.note.empty() ? "" : "; ") + baseline_note;
-    std::function<void()> arm_a = baseline_runs
-                                      ? std::function<void()>([&] { impl_->launch(*baseline, in_baseline, out_baseline, attrs); })
-                                      : std::function<void()>([&] { ref.eager(inputs, attrs); });
-    std::function<void()> arm_b = [&] { impl_->launch(kernel, in_candidate, out_candidate, attrs); };
-    std::function<void()> between;
-    if (options.flush_l2 && impl_->flusher) between = [this] { impl_->flusher->flush(); };
+
+    // Checked timing: what the checked launch of each arm saw and wrote.
+    const bool checking = rule != nullptr;
+    const correctness::RuleConfig case_rule = rule ? correctness::scaled_for(*rule, c.dims) : correctness::RuleConfig{};
+    const uint64_t poison = derive_seed(impl_->poison_salt ^ c.seed, "poison/timed", 0);
+    // The fp64 oracle only where the verdict reads it (it is the costliest part of a check).
+    bool needs_oracle = case_rule.kind == correctness::RuleKind::ref_ratio;
+    for (const auto& o : op.outputs)
+      needs_oracle |= output_rule(case_rule, op.tensor_dtype(o, c.dtype), o).kind == correctness::RuleKind::eager_relative;
+    struct Check {
+      Tensors inputs_before, outputs_after;
+      std::vector<at::Tensor> input_changed;  // per input not written in place: 1 if the launch changed it
+    };
+    std::array<Check, 2> check;
+    CheckedArms::Hooks hooks;
+    hooks.launch = [&](int a, size_t s) {
+      const ArmBuffers& b = arm[static_cast<size_t>(a)];
+      if (b.kernel) impl_->launch(*b.kernel, b.inputs[s], b.outputs[s], attrs);
+      else ref.eager(b.inputs[s], attrs);
+    };
+    if (options.flush_l2 && impl_->flusher) hooks.flush = [this] { impl_->flusher->flush(); };
+    // Before every timed launch two elements of each floating input of its set trade places (the
+    // same values in another order, so the case's distribution is kept): no two launches of a block
+    // see the same inputs, and a result cached by content (say, by a hash of a sample of the
+    // input) goes stale. Integer inputs (indices, offsets) keep their order: it may be a contract.
+    Rng order(system_random());
+    hooks.perturb = [&](int a, size_t s) {
+      for (const auto& t : arm[static_cast<size_t>(a)].inputs[s]) {
+        if (!t.is_floating_point() || t.numel() < 2) continue;
+        std::array<int64_t, 2> offset{0, 0};  // in elements, through the strides
+        for (auto& o : offset) {
+          int64_t linear = order.uniform_int(0, t.numel() - 1);
+          for (int64_t d = t.dim() - 1; d >= 0; --d) {
+            o += (linear % t.size(d)) * t.stride(d);
+            linear /= t.size(d);
+          }
+        }
+        const int64_t size = static_cast<int64_t>(t.element_size());
+        auto* base = static_cast<unsigned char*>(t.data_ptr());
+        unsigned char* x = base + offset[0] * size;
+        unsigned char* y = base + offset[1] * size;
+        if (x == y) continue;
+        if (impl_->backend == Backend::cuda) {
+          KGATE_CUDA_CALL(cuda::launch_swap_elements(x, y, static_cast<int>(size),
+                                                     static_cast<cudaStream_t>(impl_->stream())));
+        } else {
+          for (int64_t i = 0; i < size; ++i) std::swap(x[i], y[i]);
+        }
+      }
+    };
+    hooks.prepare = [&](int a, size_t s) {
+      ArmBuffers& b = arm[static_cast<size_t>(a)];
+      Check& k = check[static_cast<size_t>(a)];
+      k = Check{};
+      for (const auto& t : b.inputs[s]) k.inputs_before.push_back(t.clone());
+      // Outputs not written in place start with values a kernel cannot tell from earlier results
+      // (random, finite; integers: the poison), so an element it leaves unwritten reads wrong.
+      for (size_t i = 0; i < op.outputs.size(); ++i) {
+        if (op.alias_input(op.outputs[i]) >= 0) continue;
+        at::Tensor out = b.outputs[s][i];
+        const DType dt = from_scalar_type(out.scalar_type());
+        if (is_floating(dt)) out.copy_(at::randn(out.sizes(), out.options().dtype(at::kFloat)).to(out.scalar_type()));
+        else out.view(bits_type(dt)).copy_(poison_bits(dt, impl_->device, poison).expand({out.numel()}).view(out.sizes()));
+      }
+    };
+    hooks.capture = [&](int a, size_t s) {
+      const ArmBuffers& b = arm[static_cast<size_t>(a)];
+      Check& k = check[static_cast<size_t>(a)];
+      for (const auto& t : b.outputs[s]) k.outputs_after.push_back(t.clone());
+      for (size_t i = 0; i < b.inputs[s].size(); ++i) {
+        bool in_place = false;
+        for (const auto& o : op.outputs) in_place |= op.alias_input(o) == static_cast<int>(i);
+        if (!in_place) k.input_changed.push_back(bits_snapshot(b.inputs[s][i]).ne(bits_snapshot(k.inputs_before[i])).any());
+      }
+    };
+    hooks.block_done = [&](int64_t block, const std::array<int64_t, 2>& checked_set) {
+      for (size_t a = 0; a < 2; ++a) {
+        if (checked_set[a] < 0 || check[a].outputs_after.empty()) continue;
+        DeviceScalars q;
+        MemorySlots memory;
+        for (const auto& t : check[a].input_changed) memory.inputs_changed.push_back(q.add_int(t));
+        CaseResult r;
+        r.kcase = drawn_case(block, static_cast<size_t>(checked_set[a]));
+        judge_outputs(op, ref, r.kcase, case_rule, attrs, check[a].inputs_before, check[a].outputs_after, q, memory,
+                      poison, true, impl_->device, {}, r, needs_oracle);
+        check[a] = Check{};
+        if (r.outcome == Outcome::failed) throw WrongWhileTimed{static_cast<int>(a), std::move(r)};
+      }
+      // The next block's inputs: the same buffers (pointers), new values from the same generator.
+      for (size_t s = 0; s < sets; ++s) {
+        const Tensors fresh = ref.make_inputs(drawn_case(block + 1, s), op, impl_->device);
+        for (size_t i = 0; i < fresh.size(); ++i) drawn[s][i].copy_(fresh[i]);
+        for (auto& b : arm)
+          for (size_t i = 0; i < b.inputs[s].size(); ++i)
+            if (!b.inputs[s][i].is_same(drawn[s][i])) b.inputs[s][i].copy_(drawn[s][i]);
+      }
+    };
+    const std::array<bool, 2> checked{checking && arm[0].kernel != nullptr, checking};
+    CheckedArms arms(timer, sets, 2 * static_cast<int64_t>(options.interleave.launches_per_arm), checked, std::move(hooks),
+                     impl_->nvml.get());
 
     // Warm-up until the median of a batch is stable (within 2% of the previous batch), both arms.
+    arms.set_checking(false);
     double prev_a = 0, prev_b = 0;
     for (int batch = 0; batch < options.max_warmup_batches; ++batch) {
-      const double ma = median_of(timer.time(arm_a, 10, between));
-      const double mb = median_of(timer.time(arm_b, 10, between));
+      const double ma = median_of(arms.measure(0, 10));
+      const double mb = median_of(arms.measure(1, 10));
       const bool stable = batch > 0 && std::abs(ma - prev_a) <= 0.02 * prev_a && std::abs(mb - prev_b) <= 0.02 * prev_b;
       prev_a = ma;
       prev_b = mb;
       if (stable) break;
     }
 
-    ArmPair arms(timer, arm_a, arm_b, between, impl_->nvml.get());
+    arms.set_checking(checking);
     Rng rng(derive_seed(seed, "interleave/" + kernel.name + "/" + c.id(), 0));
-    const auto r = speed::run_interleaved(arms, options.interleave, rng);
+    speed::InterleaveResult r;
+    try {
+      r = speed::run_interleaved(arms, options.interleave, rng);
+    } catch (WrongWhileTimed& wrong) {
+      impl_->sync();
+      cmp.checked_launches = arms.checked_launches();
+      const auto& last = cmp.checked_launches.back();
+      const std::string where = "block " + std::to_string(last.block) + ", launch " + std::to_string(last.launch + 1) +
+                                " of " + std::to_string(2 * options.interleave.launches_per_arm) + " (buffer set " +
+                                std::to_string(static_cast<size_t>(last.launch) % sets) + ")";
+      CaseResult& w = wrong.result;
+      if (wrong.arm == 1) {
+        w.rule = "wrong_while_timed";
+        w.message = "wrong while timed: '" + kernel.name + "' passed its checks, but its output in a timed launch (" +
+                    where + ", inputs of case " + w.kcase.id() + ") fails: " + w.message;
+        w.repro = repro_command(kernel, w.kcase);
+        cmp.decision = Outcome::failed;
+        cmp.note += (cmp.note.empty() ? "" : "; ") + w.message;
+        cmp.wrong_while_timed = std::move(w);
+      } else {
+        cmp.decision = Outcome::invalid;
+        cmp.note += (cmp.note.empty() ? "" : "; ") + std::string("baseline '") + arm[0].kernel->name +
+                    "' was wrong in a timed launch (" + where + "): " + w.message;
+      }
+      return cmp;
+    }
     impl_->sync();
+    cmp.checked_launches = arms.checked_launches();
     cmp.blocks = static_cast<int64_t>(r.blocks.size());
     for (const auto& b : r.blocks) {
       if (b.dropped) {

@@ -25,6 +25,9 @@ struct TimingOptions {
   speed::InterleaveOptions interleave;
   bool flush_l2 = true;   ///< cold-cache timing (default); false: warm
   int max_warmup_batches = 20;
+  /// Checked timing: each arm's launches cycle through this many buffer sets, whose inputs are
+  /// redrawn (same buffers, new values) between blocks.
+  int pools = 2;
 };
 
 class Runner {
@@ -68,8 +71,14 @@ class Runner {
   /// Times `kernel` against `baseline` (nullptr: the eager reference), interleaved. A case outside
   /// the kernel's guard is not timed (decision skipped, with a note); outside the baseline's guard
   /// the baseline's fallback (the eager reference) is timed, with a note.
+  /// Checked timing: the arms' launches cycle through `options.pools` buffer sets, redrawn between
+  /// blocks. With `rule`, one launch per block of each kernel arm, at an index from the system's
+  /// random source (SpeedComparison::checked_launches), is judged under it: a wrong candidate
+  /// output ends the comparison as failed, with `wrong_while_timed` (rule "wrong_while_timed");
+  /// a wrong baseline output makes it invalid.
   SpeedComparison time_case(const KernelInfo& kernel, const KernelInfo* baseline, const Case& c,
-                            const TimingOptions& options, uint64_t seed);
+                            const TimingOptions& options, uint64_t seed,
+                            const correctness::RuleConfig* rule = nullptr);
 
   /// Times `count` launches of `kernel` alone on case `c` (device ns each), for Google Benchmark.
   std::vector<double> time_launches(const KernelInfo& kernel, const Case& c, int count, bool flush_l2);

@@ -2,8 +2,10 @@
 // with a speed comparison against eager; a mutant fails with a shrunk minimal case and a repro.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <map>
 #include <memory>
+#include <set>
 
 #include "references/catalogue.hpp"
 #include "runtime/pipeline.hpp"
@@ -37,6 +39,66 @@ TEST(Pipeline, CorrectCpuKernelPassesAndIsTimed) {
   EXPECT_GE(s.blocks, 3);  // the time budget may stop it before the first full stage
   EXPECT_GT(s.ratio, 0.0);
   EXPECT_FALSE(s.candidate_ns.empty());
+}
+
+// One small timed case (the speed shapes take ~0.1 s a launch on a cpu).
+CheckOptions quick_small_timing() {
+  auto o = quick();
+  o.cases = 8;
+  o.timed_cases = {{Case::from_id("softmax:f32:B=64,N=512:contiguous:normal:0000000000000007"), 0}};
+  return o;
+}
+
+TEST(Pipeline, TimedLaunchesAreCheckedOnePerBlockAtRandom) {
+  Runner runner(Backend::cpu);
+  const auto report = check_kernel(runner, find_kernel("softmax_cpu"), quick_small_timing());
+  ASSERT_NE(report.outcome, Outcome::failed) << (report.speed.empty() ? "" : report.speed[0].note);
+  ASSERT_EQ(report.speed.size(), 1u);
+  const auto& s = report.speed[0];
+  EXPECT_EQ(s.pools, 2);
+  EXPECT_FALSE(s.wrong_while_timed.has_value());
+  // Eager is the baseline: only the candidate's launches are checked, one per block.
+  ASSERT_EQ(static_cast<int64_t>(s.checked_launches.size()), s.blocks);
+  const int per_block = 2 * quick().timing.interleave.launches_per_arm;
+  std::set<int64_t> indices;
+  for (size_t i = 0; i < s.checked_launches.size(); ++i) {
+    EXPECT_EQ(s.checked_launches[i].block, static_cast<int64_t>(i));
+    EXPECT_EQ(s.checked_launches[i].arm, 1);
+    EXPECT_GE(s.checked_launches[i].launch, 0);
+    EXPECT_LT(s.checked_launches[i].launch, per_block);
+    indices.insert(s.checked_launches[i].launch);
+  }
+  if (s.blocks >= 8) EXPECT_GT(indices.size(), 1u) << "the checked launch is always the same one";
+}
+
+// Gaming kernels that are right on every call the checks make: only a checked timed launch shows.
+TEST(Pipeline, AKernelRightOnlyOnItsFirstCallsFailsWrongWhileTimed) {
+  Runner runner(Backend::cpu);
+  const auto o = quick_small_timing();
+  const auto report = check_kernel(runner, find_kernel("mutant_softmax_cpu_right_first_calls"), o);
+  EXPECT_EQ(report.outcome, Outcome::failed);
+  ASSERT_EQ(report.speed.size(), 1u);
+  const auto& s = report.speed[0];
+  EXPECT_EQ(s.decision, Outcome::failed);
+  ASSERT_TRUE(s.wrong_while_timed.has_value()) << s.note;
+  EXPECT_EQ(s.wrong_while_timed->rule, "wrong_while_timed");
+  EXPECT_NE(s.wrong_while_timed->message.find("wrong while timed"), std::string::npos) << s.wrong_while_timed->message;
+  ASSERT_TRUE(report.correctness.minimal.has_value());
+  EXPECT_EQ(report.correctness.minimal->rule, "wrong_while_timed");
+  EXPECT_EQ(report.correctness.failed, 1);
+  EXPECT_EQ(report.correctness.cases, o.cases + 1);
+  EXPECT_FALSE(s.checked_launches.empty());
+}
+
+TEST(Pipeline, AKernelThatCachesByPointerFailsWhileTimed) {
+  Runner runner(Backend::cpu);
+  const auto report = check_kernel(runner, find_kernel("mutant_softmax_cpu_caches_by_pointer"), quick_small_timing());
+  EXPECT_EQ(report.outcome, Outcome::failed);
+  ASSERT_FALSE(report.correctness.failures.empty());
+  // The checks may meet a reused address first (the stale-output check); else timing does.
+  const auto& rule = report.correctness.failures.front().rule;
+  EXPECT_TRUE(rule == "wrong_while_timed" || rule == "stale") << rule << ": " << report.correctness.failures.front().message;
+  std::printf("caches_by_pointer: caught by rule %s\n", rule.c_str());
 }
 
 TEST(Pipeline, MutantFailsWithAMinimalCase) {

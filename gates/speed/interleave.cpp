@@ -71,6 +71,7 @@ Block run_block(ArmTimer& timer, int launches, Rng& rng) {
   // Always asked, so that the timer sees one call per block even when the block is already dropped.
   std::optional<std::string> disturbance = timer.block_disturbance();
   if (disturbance && !block.dropped) block.dropped = *disturbance;
+  timer.block_done();
   return block;
 }
 

@@ -21,6 +21,9 @@ class ArmTimer {
   virtual std::vector<double> measure(int arm, int launches) = 0;
   /// Called after each block: a reason to drop the block (e.g. "thermal throttle"), or nullopt.
   virtual std::optional<std::string> block_disturbance() { return std::nullopt; }
+  /// Called at the end of each block, after block_disturbance(): e.g. to judge the block's checked
+  /// launches and redraw the inputs for the next one. May throw to end the run.
+  virtual void block_done() {}
   /// Seconds of device (or wall) time consumed so far, for the budget.
   virtual double seconds_used() const = 0;
 };

@@ -21,6 +21,16 @@ __global__ void read_flush_kernel(const int4* __restrict__ buffer, int64_t count
   if (acc != 0) *sink = acc;
 }
 
+// Swaps two elements of `size` bytes (checked timing's per-launch change of an input: the same
+// values, in another order).
+__global__ void swap_elements_kernel(unsigned char* a, unsigned char* b, int size) {
+  for (int i = 0; i < size; ++i) {
+    const unsigned char t = a[i];
+    a[i] = b[i];
+    b[i] = t;
+  }
+}
+
 }  // namespace
 
 /// Launches the read flush over `bytes` of `buffer` (zero-filled, 16-byte aligned) on `stream`.
@@ -30,6 +40,12 @@ cudaError_t launch_read_flush(const void* buffer, size_t bytes, int* sink, int m
   const int threads = 512;
   const int blocks = (multiprocessors > 0 ? multiprocessors : 132) * 4;
   read_flush_kernel<<<blocks, threads, 0, stream>>>(static_cast<const int4*>(buffer), count, sink);
+  return cudaGetLastError();
+}
+
+/// Swaps the `size`-byte elements at `a` and `b` (device memory) on `stream`: one thread.
+cudaError_t launch_swap_elements(void* a, void* b, int size, cudaStream_t stream) {
+  swap_elements_kernel<<<1, 1, 0, stream>>>(static_cast<unsigned char*>(a), static_cast<unsigned char*>(b), size);
   return cudaGetLastError();
 }
 

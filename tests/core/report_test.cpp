@@ -146,6 +146,61 @@ TEST(Report, JunitAttributesFitTheXunitSchema) {
     EXPECT_NE(it->str().find(" time=\""), std::string::npos) << it->str();
 }
 
+// INVALID: JUnit, the summary, the annotations and the exit code say the same thing under the
+// run's policy (meta.config.inconclusive_fails): a failure and exit 3 with it; without it exit 0,
+// a skipped testcase and a warning, each saying that it does not fail the gate.
+TEST(Report, WritersAndExitCodeAgreeOnInvalid) {
+  for (const bool policy : {false, true}) {
+    RunReport r = sample_report();
+    r.kernels.pop_back();
+    r.kernels[0].speed[0].decision = Outcome::invalid;
+    r.kernels[0].speed[0].note = "12 of 30 blocks dropped (limit 20%); first reason: thermal throttle";
+    r.meta.config = {{"inconclusive_fails", policy}};
+    const auto code = r.exit_code(policy);
+    EXPECT_EQ(code, policy ? ExitCode::inconclusive : ExitCode::ok);
+    std::ostringstream junit, md, gh;
+    write_junit(junit, r);
+    write_markdown(md, r);
+    write_github_annotations(gh, r);
+    const std::string xml = junit.str();
+    EXPECT_EQ(xml.find("failures=\"1\"") != std::string::npos, policy) << xml;
+    EXPECT_NE(xml.find("thermal throttle"), std::string::npos) << xml;
+    EXPECT_EQ(xml.find("<skipped message=\"INVALID (does not fail the gate") != std::string::npos, !policy) << xml;
+    EXPECT_EQ(md.str().find("all gates passed") != std::string::npos, !policy) << md.str();
+    EXPECT_EQ(md.str().find("gate failed (exit 3)") != std::string::npos, policy) << md.str();
+    EXPECT_EQ(gh.str().find("::error title=kgate speed::") != std::string::npos, policy) << gh.str();
+    EXPECT_EQ(gh.str().find("::warning title=kgate speed::") != std::string::npos, !policy) << gh.str();
+  }
+}
+
+TEST(Report, CheckedTimingSurvivesTheRoundTripAndFailsTheJunitCase) {
+  RunReport r = sample_report();
+  r.kernels.pop_back();
+  auto& s = r.kernels[0].speed[0];
+  s.pools = 2;
+  s.checked_launches = {{0, 1, 7}, {1, 1, 2}, {1, 0, 9}};
+  CaseResult w;
+  w.kcase = s.kcase;
+  w.outcome = Outcome::failed;
+  w.rule = "wrong_while_timed";
+  w.message = "wrong while timed: 'softmax_block' passed its checks, but its output in a timed launch fails";
+  s.wrong_while_timed = w;
+  s.decision = Outcome::failed;
+  const RunReport back = report_from_json(nlohmann::json::parse(to_json(r).dump()));
+  const auto& b = back.kernels[0].speed[0];
+  EXPECT_EQ(b.pools, 2);
+  ASSERT_EQ(b.checked_launches.size(), 3u);
+  EXPECT_EQ(b.checked_launches[2].block, 1);
+  EXPECT_EQ(b.checked_launches[2].arm, 0);
+  EXPECT_EQ(b.checked_launches[2].launch, 9);
+  ASSERT_TRUE(b.wrong_while_timed.has_value());
+  EXPECT_EQ(b.wrong_while_timed->rule, "wrong_while_timed");
+  EXPECT_EQ(to_json(back), to_json(r));
+  std::ostringstream os;
+  write_junit(os, back);
+  EXPECT_NE(os.str().find("<failure message=\"wrong while timed"), std::string::npos) << os.str();
+}
+
 TEST(Report, PhaseTimesSurviveTheRoundTripAndTimeTheJunitCases) {
   RunReport r = sample_report();
   r.kernels[0].seconds = 9;

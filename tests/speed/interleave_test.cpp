@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <stdexcept>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -40,10 +42,18 @@ class ConstantTimer : public ArmTimer {
   }
   double seconds_used() const override { return seconds_; }
 
+  void block_done() override {
+    ++done;
+    EXPECT_EQ(done, blocks) << "block_done() comes once per block, after block_disturbance()";
+    if (throw_at_block > 0 && done == throw_at_block) throw std::runtime_error("wrong while timed");
+  }
+
   double seconds_per_launch = 1e-5;
   int drop_every = 0;
+  int throw_at_block = 0;
   std::vector<int> arms;  ///< every measure() call's arm, in order
   int blocks = 0;         ///< block_disturbance() calls
+  int done = 0;           ///< block_done() calls
 
  private:
   double ns_[2];
@@ -141,6 +151,21 @@ TEST(Interleave, DeterministicGivenSeed) {
     }
   }
   EXPECT_FALSE(same_as_other_seed);
+}
+
+TEST(Interleave, EveryBlockEndsWithBlockDoneWhichMayEndTheRun) {
+  ConstantTimer timer(1000, 1000);
+  InterleaveOptions options;
+  Rng rng(5);
+  const InterleaveResult r = run_interleaved(timer, options, rng);
+  EXPECT_EQ(timer.done, static_cast<int>(r.blocks.size()));
+  // A checked timed launch that fails ends the run there (the caller reports it).
+  ConstantTimer failing(1000, 1000);
+  failing.throw_at_block = 3;
+  Rng rng2(5);
+  EXPECT_THROW(run_interleaved(failing, options, rng2), std::runtime_error);
+  EXPECT_EQ(failing.done, 3);
+  EXPECT_EQ(failing.arms.size(), 12u);  // 3 blocks x 4 half-blocks, nothing after
 }
 
 TEST(Interleave, BigEffectStopsAtTheFirstLook) {
