@@ -159,6 +159,8 @@ nlohmann::ordered_json run_json(const AaRun& run) {
           {"launch_cv", json_number(run.noise.cv)},
           {"block_sd", json_number(run.noise.block_sd)},
           {"seconds", run.seconds},
+          {"check_seconds", json_number(c.check_seconds)},
+          {"checked_launches", c.checked_launches.size()},
           {"timer", c.timer},
           {"note", c.note}};
 }

@@ -178,7 +178,8 @@ json speed_json(const SpeedComparison& s) {
           {"candidate_ns", samples_json(s.candidate_ns)},
           {"note", s.note},
           {"seconds", number(s.seconds)},
-          {"pools", s.pools}};
+          {"pools", s.pools},
+          {"check_seconds", number(s.check_seconds)}};
   json checked = json::array();
   for (const auto& l : s.checked_launches) checked.push_back({l.block, l.arm, l.launch});
   j["checked_launches"] = checked;
@@ -208,6 +209,7 @@ SpeedComparison speed_from(const json& j) {
   s.note = j.value("note", std::string());
   s.seconds = read_number(j, "seconds");
   s.pools = j.value("pools", 1);
+  s.check_seconds = read_number(j, "check_seconds");
   for (const auto& l : j.value("checked_launches", json::array()))
     if (l.is_array() && l.size() == 3)
       s.checked_launches.push_back({l[0].get<int64_t>(), l[1].get<int>(), l[2].get<int64_t>()});

@@ -123,6 +123,8 @@ struct SpeedComparison {
   };
   std::vector<CheckedLaunch> checked_launches;
   int pools = 1;  ///< buffer sets each arm's launches cycled through (launch i used set i % pools)
+  /// Wall seconds of `seconds` that checked timing's own work took (copies, checks, new contents).
+  double check_seconds = 0;
   /// The candidate's output was wrong in a timed launch ("wrong while timed"): the comparison's
   /// decision is failed, and this result joins the kernel's correctness failures.
   std::optional<CaseResult> wrong_while_timed;

@@ -830,6 +830,26 @@ cudaError_t launch_swap_elements(void* a, void* b, int size, cudaStream_t stream
 
 namespace {
 
+// A tolerance against the eager reference that implies the rule: an output within it of eager
+// passes `rule` (so a timed launch that it clears needs no oracle). allclose: the rule's own.
+// eager_relative (|out - oracle| <= k max(|eager - oracle|, eps |oracle|) + atol): since
+// |out - oracle| <= |out - eager| + |eager - oracle|, |out - eager| <= (k - 1) eps |eager| / 2 +
+// atol suffices (|eager| <= 2 max(|oracle|, |eager - oracle|)). ulp: max_ulp eps |eager| / 2 (an
+// ulp is at least eps |x| / 2). ref_ratio and index: the floor or exact. Outside it, the rule
+// itself judges.
+Tolerance lean_tolerance(const correctness::RuleConfig& rule, DType dtype) {
+  const double eps = dtype_eps(dtype);
+  switch (rule.kind) {
+    case correctness::RuleKind::allclose: return rule.tolerance;
+    case correctness::RuleKind::eager_relative:
+      return Tolerance{rule.tolerance.atol, std::max(0.0, rule.ratio_k - 1) * eps / 2};
+    case correctness::RuleKind::ulp: return Tolerance{0, rule.max_ulp * eps / 2};
+    case correctness::RuleKind::ref_ratio: return Tolerance{rule.ratio_floor, 0};
+    case correctness::RuleKind::index: return Tolerance{0, 0};
+  }
+  return Tolerance{0, 0};
+}
+
 // 64 bits from the system's cryptographic random source (getrandom): which timed launch of a block
 // is checked cannot be predicted from the run's seed, nor from anything a kernel can read.
 uint64_t system_random() {
@@ -1045,9 +1065,25 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
       needs_oracle |= output_rule(case_rule, op.tensor_dtype(o, c.dtype), o).kind == correctness::RuleKind::eager_relative;
     struct Check {
       Tensors inputs_before, outputs_after;
-      std::vector<at::Tensor> input_changed;  // per input not written in place: 1 if the launch changed it
+      std::vector<at::Tensor> input_changed;  // right after the launch, per input not written in place
     };
     std::array<Check, 2> check;
+    // What a checked launch's outputs hold before it: values a kernel cannot tell from earlier
+    // results (random, finite; integers: the poison), drawn once and copied in.
+    Tensors fills;
+    for (size_t i = 0; i < op.outputs.size(); ++i) {
+      const at::Tensor& out = arm[1].outputs[0][i];
+      const DType dt = from_scalar_type(out.scalar_type());
+      if (is_floating(dt)) fills.push_back(at::randn(out.sizes(), out.options().dtype(at::kFloat)).to(out.scalar_type()));
+      else fills.push_back(poison_bits(dt, impl_->device, poison).expand({out.numel()}).view(out.sizes()).view(out.scalar_type()));
+    }
+    // Wall time spent on checked timing's own work (copies, checks, new contents), for the report.
+    double check_seconds = 0;
+    const auto timed_work = [&check_seconds](const auto& work) {
+      const auto start = std::chrono::steady_clock::now();
+      work();
+      check_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    };
     CheckedArms::Hooks hooks;
     hooks.launch = [&](int a, size_t s) {
       const ArmBuffers& b = arm[static_cast<size_t>(a)];
@@ -1060,7 +1096,7 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
     // see the same inputs, and a result cached by content (say, by a hash of a sample of the
     // input) goes stale. Integer inputs (indices, offsets) keep their order: it may be a contract.
     Rng order(system_random());
-    hooks.perturb = [&](int a, size_t s) {
+    const auto swap_two = [&](int a, size_t s) {
       for (const auto& t : arm[static_cast<size_t>(a)].inputs[s]) {
         if (!t.is_floating_point() || t.numel() < 2) continue;
         std::array<int64_t, 2> offset{0, 0};  // in elements, through the strides
@@ -1084,52 +1120,86 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
         }
       }
     };
+    hooks.perturb = [&](int a, size_t s) { timed_work([&] { swap_two(a, s); }); };
+    std::vector<bool> in_place(op.inputs.size(), false);
+    for (const auto& o : op.outputs)
+      if (const int k = op.alias_input(o); k >= 0 && static_cast<size_t>(k) < in_place.size()) in_place[static_cast<size_t>(k)] = true;
     hooks.prepare = [&](int a, size_t s) {
-      ArmBuffers& b = arm[static_cast<size_t>(a)];
-      Check& k = check[static_cast<size_t>(a)];
-      k = Check{};
-      for (const auto& t : b.inputs[s]) k.inputs_before.push_back(t.clone());
-      // Outputs not written in place start with values a kernel cannot tell from earlier results
-      // (random, finite; integers: the poison), so an element it leaves unwritten reads wrong.
-      for (size_t i = 0; i < op.outputs.size(); ++i) {
-        if (op.alias_input(op.outputs[i]) >= 0) continue;
-        at::Tensor out = b.outputs[s][i];
-        const DType dt = from_scalar_type(out.scalar_type());
-        if (is_floating(dt)) out.copy_(at::randn(out.sizes(), out.options().dtype(at::kFloat)).to(out.scalar_type()));
-        else out.view(bits_type(dt)).copy_(poison_bits(dt, impl_->device, poison).expand({out.numel()}).view(out.sizes()));
-      }
+      timed_work([&] {
+        ArmBuffers& b = arm[static_cast<size_t>(a)];
+        Check& k = check[static_cast<size_t>(a)];
+        k = Check{};
+        for (const auto& t : b.inputs[s]) k.inputs_before.push_back(t.clone());
+        // Outputs not written in place start with the fill, so an element left unwritten reads wrong.
+        for (size_t i = 0; i < op.outputs.size(); ++i)
+          if (op.alias_input(op.outputs[i]) < 0) b.outputs[s][i].copy_(fills[i]);
+      });
     };
     hooks.capture = [&](int a, size_t s) {
-      const ArmBuffers& b = arm[static_cast<size_t>(a)];
-      Check& k = check[static_cast<size_t>(a)];
-      for (const auto& t : b.outputs[s]) k.outputs_after.push_back(t.clone());
-      for (size_t i = 0; i < b.inputs[s].size(); ++i) {
-        bool in_place = false;
-        for (const auto& o : op.outputs) in_place |= op.alias_input(o) == static_cast<int>(i);
-        if (!in_place) k.input_changed.push_back(bits_snapshot(b.inputs[s][i]).ne(bits_snapshot(k.inputs_before[i])).any());
+      timed_work([&] {
+        Check& k = check[static_cast<size_t>(a)];
+        const ArmBuffers& b = arm[static_cast<size_t>(a)];
+        for (const auto& t : b.outputs[s]) k.outputs_after.push_back(t.clone());
+        // Now, before a later launch's swap changes this set's inputs.
+        for (size_t i = 0; i < k.inputs_before.size(); ++i) {
+          if (i < in_place.size() && in_place[i]) continue;
+          const auto bits = bits_type(from_scalar_type(b.inputs[s][i].scalar_type()));
+          k.input_changed.push_back(b.inputs[s][i].view(bits).ne(k.inputs_before[i].view(bits)).any());
+        }
+      });
+    };
+    // A first look, cheap: each output against the eager reference under a tolerance that implies
+    // the case's rule (lean_tolerance), the inputs against their copies. Only a launch that this
+    // look does not clear is judged under the rule itself (judge_outputs, the oracle included).
+    const auto cleared = [&](size_t a) {
+      const Check& k = check[a];
+      const Tensors expected = ref.eager(k.inputs_before, attrs);
+      if (expected.size() < k.outputs_after.size()) return false;
+      at::Tensor bad = at::zeros({}, at::TensorOptions().dtype(at::kBool).device(impl_->device));
+      for (size_t i = 0; i < k.outputs_after.size(); ++i) {
+        const at::Tensor& out = k.outputs_after[i];
+        const at::Tensor& want = expected[i];
+        if (want.sizes() != out.sizes() || want.scalar_type() != out.scalar_type()) return false;
+        const DType dt = from_scalar_type(out.scalar_type());
+        if (!is_floating(dt)) {
+          bad = bad.logical_or(out.ne(want).any());
+          continue;
+        }
+        const Tolerance tol = lean_tolerance(output_rule(case_rule, dt, op.outputs[i]), dt);
+        bad = bad.logical_or(at::isclose(out, want, tol.rtol, tol.atol, /*equal_nan=*/true).logical_not().any());
       }
+      for (const auto& changed : k.input_changed) bad = bad.logical_or(changed);
+      return !bad.item<bool>();
     };
     hooks.block_done = [&](int64_t block, const std::array<int64_t, 2>& checked_set) {
-      for (size_t a = 0; a < 2; ++a) {
-        if (checked_set[a] < 0 || check[a].outputs_after.empty()) continue;
-        DeviceScalars q;
-        MemorySlots memory;
-        for (const auto& t : check[a].input_changed) memory.inputs_changed.push_back(q.add_int(t));
-        CaseResult r;
-        r.kcase = drawn_case(block, static_cast<size_t>(checked_set[a]));
-        judge_outputs(op, ref, r.kcase, case_rule, attrs, check[a].inputs_before, check[a].outputs_after, q, memory,
-                      poison, true, impl_->device, {}, r, needs_oracle);
-        check[a] = Check{};
-        if (r.outcome == Outcome::failed) throw WrongWhileTimed{static_cast<int>(a), std::move(r)};
-      }
-      // The next block's inputs: the same buffers (pointers), new values from the same generator.
-      for (size_t s = 0; s < sets; ++s) {
-        const Tensors fresh = ref.make_inputs(drawn_case(block + 1, s), op, impl_->device);
-        for (size_t i = 0; i < fresh.size(); ++i) drawn[s][i].copy_(fresh[i]);
-        for (auto& b : arm)
-          for (size_t i = 0; i < b.inputs[s].size(); ++i)
-            if (!b.inputs[s][i].is_same(drawn[s][i])) b.inputs[s][i].copy_(drawn[s][i]);
-      }
+      std::optional<WrongWhileTimed> wrong;
+      timed_work([&] {
+        for (size_t a = 0; a < 2 && !wrong; ++a) {
+          if (checked_set[a] < 0 || check[a].outputs_after.empty()) continue;
+          const size_t set = static_cast<size_t>(checked_set[a]);
+          if (!cleared(a)) {
+            DeviceScalars q;
+            MemorySlots memory;
+            for (const auto& changed : check[a].input_changed) memory.inputs_changed.push_back(q.add_int(changed));
+            CaseResult r;
+            r.kcase = bank_case(bank_entry(block, set));
+            judge_outputs(op, ref, r.kcase, case_rule, attrs, check[a].inputs_before, check[a].outputs_after, q, memory,
+                          poison, true, impl_->device, {}, r, needs_oracle);
+            if (r.outcome == Outcome::failed) wrong = WrongWhileTimed{static_cast<int>(a), std::move(r)};
+          }
+          check[a] = Check{};
+        }
+        if (wrong) return;
+        // The next block's contents: the same buffers (pointers), the next bank entries.
+        for (size_t s = 0; s < sets; ++s) {
+          const Tensors& next = bank[bank_entry(block + 1, s)];
+          for (size_t i = 0; i < next.size(); ++i) drawn[s][i].copy_(next[i]);
+          for (auto& b : arm)
+            for (size_t i = 0; i < b.inputs[s].size(); ++i)
+              if (!b.inputs[s][i].is_same(drawn[s][i])) b.inputs[s][i].copy_(drawn[s][i]);
+        }
+      });
+      if (wrong) throw std::move(*wrong);
     };
     const std::array<bool, 2> checked{checking && arm[0].kernel != nullptr, checking};
     CheckedArms arms(timer, sets, 2 * static_cast<int64_t>(options.interleave.launches_per_arm), checked, std::move(hooks),
@@ -1155,6 +1225,7 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
     } catch (WrongWhileTimed& wrong) {
       impl_->sync();
       cmp.checked_launches = arms.checked_launches();
+      cmp.check_seconds = check_seconds;
       const auto& last = cmp.checked_launches.back();
       const std::string where = "block " + std::to_string(last.block) + ", launch " + std::to_string(last.launch + 1) +
                                 " of " + std::to_string(2 * options.interleave.launches_per_arm) + " (buffer set " +
@@ -1177,6 +1248,7 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
     }
     impl_->sync();
     cmp.checked_launches = arms.checked_launches();
+    cmp.check_seconds = check_seconds;
     cmp.blocks = static_cast<int64_t>(r.blocks.size());
     for (const auto& b : r.blocks) {
       if (b.dropped) {
