@@ -113,12 +113,18 @@ void print_table(const RunReport& report) {
     }
   }
   for (const auto& k : report.kernels) {
-    for (const auto& s : k.speed)
+    for (const auto& s : k.speed) {
+      if (s.decision == Outcome::unchanged || s.decision == Outcome::skipped || s.blocks == 0) {
+        // Not timed: no figures, the note says why.
+        std::printf("  %s %s: %s — %s\n", k.name.c_str(), s.kcase.id().c_str(), outcome_name(s.decision), s.note.c_str());
+        continue;
+      }
       std::printf("  %s %s: %s than %s (time ratio %.3f [%.3f, %.3f]; %.1f us vs %.1f us, %lld blocks, %s) %s%s\n",
                   k.name.c_str(), s.kcase.id().c_str(), speed_words(s.ratio).c_str(), s.baseline.c_str(), s.ratio,
                   s.ratio_lower, s.ratio_upper, s.candidate_median_ns / 1e3, s.baseline_median_ns / 1e3,
                   static_cast<long long>(s.blocks), s.timer.c_str(), outcome_name(s.decision),
                   s.note.empty() ? "" : (" — " + s.note).c_str());
+    }
     if (k.correctness.minimal) {
       const auto& m = *k.correctness.minimal;
       std::printf("\nFAILED %s: %s\n  minimal case: %s\n  repro: %s\n", k.name.c_str(), m.message.c_str(),

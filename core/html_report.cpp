@@ -378,6 +378,7 @@ int severity(Outcome o) {
     case Outcome::fragile: return 4;
     case Outcome::skipped: return 5;
     case Outcome::passed: return 6;
+    case Outcome::unchanged: return 6;
   }
   return 7;
 }

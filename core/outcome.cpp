@@ -14,13 +14,14 @@ const char* outcome_name(Outcome outcome) {
     case Outcome::invalid: return "invalid";
     case Outcome::skipped: return "skipped";
     case Outcome::fragile: return "fragile";
+    case Outcome::unchanged: return "unchanged";
   }
   return "?";
 }
 
 Outcome parse_outcome(const std::string& name) {
   for (Outcome o : {Outcome::passed, Outcome::failed, Outcome::regressed, Outcome::inconclusive,
-                    Outcome::invalid, Outcome::skipped, Outcome::fragile})
+                    Outcome::invalid, Outcome::skipped, Outcome::fragile, Outcome::unchanged})
     if (name == outcome_name(o)) return o;
   throw_usage("unknown outcome '" + name + "' in report");
 }

@@ -13,6 +13,7 @@ enum class Outcome {
   invalid,       ///< the measurement is unusable (e.g. too many throttled blocks)
   skipped,       ///< not run here (e.g. no GPU): never counted as a pass
   fragile,       ///< passes, but uses more of its error budget than the fragility threshold
+  unchanged,     ///< candidate and baseline compile to byte-identical code: not timed, nothing changed
 };
 
 const char* outcome_name(Outcome outcome);

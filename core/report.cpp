@@ -236,6 +236,9 @@ std::string fmt(double v, const char* spec = "%.3g") {
 }
 
 std::string speed_summary(const SpeedComparison& s) {
+  // Not timed: no figures to state, the note says why.
+  if (s.decision == Outcome::unchanged || s.decision == Outcome::skipped)
+    return std::string(outcome_name(s.decision)) + " vs " + s.baseline + ": " + s.note;
   return speed_words(s.ratio) + " than " + s.baseline + " (time ratio " + fmt(s.ratio, "%.3f") + " [" +
          fmt(s.ratio_lower, "%.3f") + ", " + fmt(s.ratio_upper, "%.3f") + "]), " + std::to_string(s.blocks) +
          " blocks, " + outcome_name(s.decision);

@@ -55,6 +55,10 @@ struct KernelInfo {
   /// An exported kernel package (runtime/package): `source` is its directory, and a case is
   /// replayed with `kgate replay --package DIR` instead of `--kernel NAME`.
   bool package = false;
+  /// A digest of the code the kernel runs, where kgate knows it (packages: every CUBIN and the
+  /// manifest but its name, version and description); "" elsewhere. Two kernels with the same
+  /// non-empty digest run the same code: their speed comparison is UNCHANGED and not timed.
+  std::string code_digest;
 };
 
 /// Adds a kernel; throws an internal Error on a duplicate name.

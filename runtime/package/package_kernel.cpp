@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <fstream>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
@@ -15,6 +16,8 @@
 #include <mutex>
 #include <set>
 #include <type_traits>
+
+#include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
 #include "core/rng.hpp"
@@ -1283,6 +1286,22 @@ void launch_package(const PackageState& state, const KernelCall& call) {
   }
 }
 
+// Every CUBIN (in unit order) and the manifest as parsed, less what names the package (name,
+// version, description): two packages with equal digests launch the same code the same way.
+std::string code_digest(const PackageManifest& manifest, const PackageState& state) {
+  std::string text;
+  for (const auto& u : state.units) text += "unit " + sha256_hex(u.cubin) + "\n";
+  try {
+    std::ifstream in(manifest.manifest_path);
+    nlohmann::json j = nlohmann::json::parse(in);
+    for (const char* key : {"name", "version", "description"}) j.erase(key);
+    text += j.dump();
+  } catch (const std::exception&) {
+    return {};  // no digest: never UNCHANGED
+  }
+  return sha256_hex(text);
+}
+
 }  // namespace
 
 KernelInfo make_package_kernel(const PackageManifest& manifest, const CompileResult& compiled, const OpSignature& op) {
@@ -1316,6 +1335,7 @@ KernelInfo make_package_kernel(const PackageManifest& manifest, const CompileRes
   k.accepts_unaligned = true;
   k.source = manifest.dir.string();
   k.package = true;
+  k.code_digest = code_digest(manifest, *shared);
   k.accepts = [shared](const KernelCall& call) {
     return call_guard_violation(shared->manifest, shared->op, call).empty();
   };

@@ -135,6 +135,30 @@ TEST(PackageFallback, TimingOutsideTheGuardIsSkipped) {
       << vs_old.note;
 }
 
+TEST(PackageFallback, ByteIdenticalCodeIsUnchangedAndNotTimed) {
+  Runner runner(Backend::cpu);
+  auto k = guarded_kernel("cpu_new", 300, false);
+  auto old = guarded_kernel("cpu_old", 300, false);
+  k.code_digest = old.code_digest = "5f2c0e3d9a1b7c44";
+  TimingOptions t = quick().timing;
+  const auto same = runner.time_case(k, &old, softmax_case(4, 256), t, 1);
+  EXPECT_EQ(same.decision, Outcome::unchanged);
+  EXPECT_TRUE(same.candidate_ns.empty());
+  EXPECT_EQ(same.blocks, 0);
+  EXPECT_NE(same.note.find("'cpu_new' and baseline 'cpu_old' run byte-identical code"), std::string::npos) << same.note;
+  // Other code, or no digest on one side: timed.
+  old.code_digest = "0000000000000000";
+  EXPECT_NE(runner.time_case(k, &old, softmax_case(4, 256), t, 1).decision, Outcome::unchanged);
+  old.code_digest.clear();
+  k.code_digest.clear();
+  EXPECT_NE(runner.time_case(k, &old, softmax_case(4, 256), t, 1).decision, Outcome::unchanged);
+  // A kernel against itself (kgate calibrate's A/A) is timed.
+  k.code_digest = "5f2c0e3d9a1b7c44";
+  const auto aa = runner.time_case(k, &k, softmax_case(4, 256), t, 1);
+  EXPECT_NE(aa.decision, Outcome::unchanged);
+  EXPECT_FALSE(aa.candidate_ns.empty());
+}
+
 TEST(PackageFallback, CheckKernelCoversBothSidesAndTheBaseline) {
   Runner runner(Backend::cpu);
   const auto k = guarded_kernel("cpu_guarded", 300, false);

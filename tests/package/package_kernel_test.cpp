@@ -772,6 +772,26 @@ TEST_F(PackageKernelTest, KernelInfoOfAPackage) {
   EXPECT_THROW(make_package_kernel(manifest, empty, testing::softmax_op()), Error);
 }
 
+TEST_F(PackageKernelTest, CodeDigestNamesTheCodeNotThePackage) {
+  CompileResult compiled;
+  compiled.cubin = "\x7f" "ELF not really";
+  compiled.lowered_names = {{"k", "k"}};
+  json m = boundary_manifest();
+  const std::string first = make_package_kernel(load(m), compiled, testing::softmax_op()).code_digest;
+  EXPECT_EQ(first.size(), 64u);
+  // Another name, version and description: the same code.
+  m["name"] = "bounded_v2";
+  m["version"] = "2.0.0";
+  m["description"] = "renamed";
+  EXPECT_EQ(make_package_kernel(load(m), compiled, testing::softmax_op()).code_digest, first);
+  // Another CUBIN, or another launch configuration: other code.
+  CompileResult other = compiled;
+  other.cubin = "\x7f" "ELF other";
+  EXPECT_NE(make_package_kernel(load(m), other, testing::softmax_op()).code_digest, first);
+  m["launches"][0]["block"] = json::array({"128"});
+  EXPECT_NE(make_package_kernel(load(m), compiled, testing::softmax_op()).code_digest, first);
+}
+
 TEST(CudaCheck, ErrorSummaryDropsKgatesOwnLocation) {
   // A kernel's fault is reported by the CUDA error, not by the kgate call that noticed it.
   const std::string what = cuda::format_api_error(
