@@ -35,6 +35,24 @@ namespace {
 constexpr int64_t kGuardBytes = 256;
 constexpr uint8_t kGuardByte = 0xA5;
 
+// 64 bits from the system's cryptographic random source (getrandom): the run's poison payload and
+// the timed launch of a block that is checked cannot be predicted from the run's seed, nor from
+// anything a kernel can read.
+uint64_t system_random() {
+  uint64_t v = 0;
+  if (getrandom(&v, sizeof v, 0) == static_cast<ssize_t>(sizeof v)) return v;
+  std::random_device entropy;
+  return (uint64_t{entropy()} << 32) ^ entropy();
+}
+
+// Per input of `op`, whether an output is written into it in place (an output's alias).
+std::vector<bool> written_in_place(const OpSignature& op, size_t inputs) {
+  std::vector<bool> in_place(inputs, false);
+  for (const auto& o : op.outputs)
+    if (const int k = op.alias_input(o); k >= 0 && static_cast<size_t>(k) < inputs) in_place[static_cast<size_t>(k)] = true;
+  return in_place;
+}
+
 // Poison NaNs with a payload no arithmetic produces, so "never written" differs from "wrote NaN".
 // The payload is drawn per run and case from `salt` (Runner's, from the system's random source),
 // so a kernel cannot learn one pattern and tell a check from real use: a quiet NaN whose payload
@@ -586,8 +604,7 @@ struct Runner::Impl {
 };
 
 Runner::Runner(Backend backend) : impl_(std::make_unique<Impl>()) {
-  std::random_device entropy;
-  impl_->poison_salt = (uint64_t{entropy()} << 32) ^ entropy();
+  impl_->poison_salt = system_random();
   impl_->backend = backend;
   if (backend == Backend::cuda) {
     std::string why;
@@ -734,12 +751,9 @@ CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c, const cor
     // An input written in place (an output's alias) is the kernel's output buffer; the references
     // see a copy of it as it was, and it is exempt from the input-integrity check.
     Tensors ref_inputs = inputs;
-    std::vector<bool> in_place(inputs.size(), false);
-    for (const auto& o : op.outputs)
-      if (const int k = op.alias_input(o); k >= 0) {
-        in_place[static_cast<size_t>(k)] = true;
-        ref_inputs[static_cast<size_t>(k)] = inputs[static_cast<size_t>(k)].clone();
-      }
+    const std::vector<bool> in_place = written_in_place(op, inputs.size());
+    for (size_t k = 0; k < inputs.size(); ++k)
+      if (in_place[k]) ref_inputs[k] = inputs[k].clone();
     std::vector<at::Tensor> snapshots;
     for (const auto& t : inputs) snapshots.push_back(bits_snapshot(t));
     std::vector<GuardedOutput> guarded;
@@ -848,15 +862,6 @@ Tolerance lean_tolerance(const correctness::RuleConfig& rule, DType dtype) {
     case correctness::RuleKind::index: return Tolerance{0, 0};
   }
   return Tolerance{0, 0};
-}
-
-// 64 bits from the system's cryptographic random source (getrandom): which timed launch of a block
-// is checked cannot be predicted from the run's seed, nor from anything a kernel can read.
-uint64_t system_random() {
-  uint64_t v = 0;
-  if (getrandom(&v, sizeof v, 0) == static_cast<ssize_t>(sizeof v)) return v;
-  std::random_device entropy;
-  return (uint64_t{entropy()} << 32) ^ entropy();
 }
 
 // Thrown by CheckedArms::block_done when a checked timed launch's output fails the case's rule.
@@ -1138,9 +1143,7 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
       }
     };
     hooks.perturb = [&](int a, size_t s) { timed_work([&] { swap_two(a, s); }); };
-    std::vector<bool> in_place(op.inputs.size(), false);
-    for (const auto& o : op.outputs)
-      if (const int k = op.alias_input(o); k >= 0 && static_cast<size_t>(k) < in_place.size()) in_place[static_cast<size_t>(k)] = true;
+    const std::vector<bool> in_place = written_in_place(op, op.inputs.size());
     hooks.prepare = [&](int a, size_t s) {
       timed_work([&] {
         ArmBuffers& b = arm[static_cast<size_t>(a)];
@@ -1243,7 +1246,13 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
       impl_->sync();
       cmp.checked_launches = arms.checked_launches();
       cmp.check_seconds = check_seconds;
-      const auto& last = cmp.checked_launches.back();
+      // The failing arm's checked launch of the last block (the other arm's may follow it).
+      SpeedComparison::CheckedLaunch last;
+      for (auto it = cmp.checked_launches.rbegin(); it != cmp.checked_launches.rend(); ++it)
+        if (it->arm == wrong.arm) {
+          last = *it;
+          break;
+        }
       const std::string where = "block " + std::to_string(last.block) + ", launch " + std::to_string(last.launch + 1) +
                                 " of " + std::to_string(2 * options.interleave.launches_per_arm) + " (buffer set " +
                                 std::to_string(static_cast<size_t>(last.launch) % sets) + ")";

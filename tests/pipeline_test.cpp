@@ -90,6 +90,25 @@ TEST(Pipeline, AKernelRightOnlyOnItsFirstCallsFailsWrongWhileTimed) {
   EXPECT_FALSE(s.checked_launches.empty());
 }
 
+TEST(Pipeline, ABaselineWrongWhileTimedMakesTheComparisonInvalidAndIsNamed) {
+  Runner runner(Backend::cpu);
+  const auto o = quick_small_timing();
+  const Case& c = o.timed_cases.at(0).kcase;
+  const auto rule = rule_for(find_op("softmax"), c.dtype, o);
+  const auto& baseline = find_kernel("mutant_softmax_cpu_right_first_calls");
+  const auto s = runner.time_case(find_kernel("softmax_cpu"), &baseline, c, o.timing, 1, &rule);
+  EXPECT_EQ(s.decision, Outcome::invalid) << s.note;
+  EXPECT_FALSE(s.wrong_while_timed.has_value());  // the candidate is not blamed
+  // The note names the baseline's checked launch of the last block, not the candidate's.
+  const SpeedComparison::CheckedLaunch* last = nullptr;
+  for (const auto& l : s.checked_launches)
+    if (l.arm == 0) last = &l;
+  ASSERT_NE(last, nullptr);
+  const std::string where = "baseline 'mutant_softmax_cpu_right_first_calls' was wrong in a timed launch (block " +
+                            std::to_string(last->block) + ", launch " + std::to_string(last->launch + 1) + " of ";
+  EXPECT_NE(s.note.find(where), std::string::npos) << s.note;
+}
+
 TEST(Pipeline, AKernelThatCachesByPointerFailsWhileTimed) {
   Runner runner(Backend::cpu);
   const auto report = check_kernel(runner, find_kernel("mutant_softmax_cpu_caches_by_pointer"), quick_small_timing());
