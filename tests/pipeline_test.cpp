@@ -75,7 +75,11 @@ TEST(Pipeline, TimedLaunchesAreCheckedOnePerBlockAtRandom) {
 TEST(Pipeline, AKernelRightOnlyOnItsFirstCallsFailsWrongWhileTimed) {
   Runner runner(Backend::cpu);
   const auto o = quick_small_timing();
-  const auto report = check_kernel(runner, find_kernel("mutant_softmax_cpu_right_first_calls"), o);
+  const auto& k = find_kernel("mutant_softmax_cpu_right_first_calls");
+  // 40 of its 64 right calls on the timed shape spent first (still right): with the warm-up's 20
+  // or more, the first block goes past them however early the comparison could decide.
+  runner.time_launches(k, o.timed_cases.at(0).kcase, 40, false);
+  const auto report = check_kernel(runner, k, o);
   EXPECT_EQ(report.outcome, Outcome::failed);
   ASSERT_EQ(report.speed.size(), 1u);
   const auto& s = report.speed[0];
@@ -96,6 +100,9 @@ TEST(Pipeline, ABaselineWrongWhileTimedMakesTheComparisonInvalidAndIsNamed) {
   const Case& c = o.timed_cases.at(0).kcase;
   const auto rule = rule_for(find_op("softmax"), c.dtype, o);
   const auto& baseline = find_kernel("mutant_softmax_cpu_right_first_calls");
+  // Past its 64 right calls on this shape first: a comparison that decides early (a loaded
+  // machine's warm-up can stop at two batches) would otherwise end before the baseline goes wrong.
+  runner.time_launches(baseline, c, 65, false);
   const auto s = runner.time_case(find_kernel("softmax_cpu"), &baseline, c, o.timing, 1, &rule);
   EXPECT_EQ(s.decision, Outcome::invalid) << s.note;
   EXPECT_FALSE(s.wrong_while_timed.has_value());  // the candidate is not blamed
