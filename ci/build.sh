@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Configures and builds kgate into ${KGATE_BUILD_DIR:-build} (after ci/setup.sh).
-# KGATE_BUILD_TARGETS="a b" builds only those targets (default: everything).
+# KGATE_BUILD_TARGETS="a b" builds only those targets (default: everything). KGATE_BUILD_TYPE
+# (RelWithDebInfo), KGATE_DEBUG_INFO (lines: -g1, the default; full: -g), KGATE_JOBS (nproc).
 set -euo pipefail
 here=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)  # (through symlinks)
 build=${KGATE_BUILD_DIR:-$here/build}
@@ -17,6 +18,7 @@ if [ "${KGATE_CCACHE:-1}" != 0 ] && command -v ccache > /dev/null 2>&1; then
 fi
 echo "==> ci/build.sh: configuring $build"
 cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=${KGATE_BUILD_TYPE:-RelWithDebInfo} "${launcher[@]}" \
+  ${KGATE_DEBUG_INFO:+-DKGATE_DEBUG_INFO=$KGATE_DEBUG_INFO} \
   -DCMAKE_CUDA_ARCHITECTURES=${KGATE_CUDA_ARCHS:-90} \
   -DCMAKE_PREFIX_PATH="$torch_prefix${prefix:+;$prefix}" > "$build.configure.log" 2>&1 \
   || { cat "$build.configure.log"; echo "ci/build.sh: configure failed" >&2; exit 1; }

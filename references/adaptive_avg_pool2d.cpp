@@ -14,6 +14,8 @@
 // (~1e-6 for a 64x64 window, ~3e-6 for 512x64), which 1.3e-6 does not absorb once |y| >> 1.
 // NaN contract (as ATen): a window with a NaN, or with both +Inf and -Inf, averages to NaN; one
 // with only +Inf (-Inf) to +Inf (-Inf).
+#include <ATen/ops/adaptive_avg_pool2d.h>
+#include <ATen/ops/mean.h>
 #include <algorithm>
 
 #include "core/error.hpp"

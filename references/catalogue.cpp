@@ -3,6 +3,14 @@
 // declarations and one line in kOps below, and the file in references/CMakeLists.txt.
 #include "references/catalogue.hpp"
 
+#include <ATen/TensorOperators.h>  // the tensor arithmetic below (it brings ATen/Functions.h)
+#include <ATen/ops/empty.h>
+#include <ATen/ops/full.h>
+#include <ATen/ops/full_like.h>
+#include <ATen/ops/where.h>
+#include <ATen/ops/zeros.h>
+#include <ATen/ops/zeros_like.h>
+
 #include <ATen/Parallel.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <cuda_runtime.h>

@@ -6,6 +6,8 @@
 // the case's value family. Layouts apply to both inputs.
 // Tolerance: exact (atol = rtol = 0) — a gather copies bits, so any difference is a wrong row.
 // NaN contract: the NaN/Inf positions of the gathered rows, exactly.
+#include <ATen/ops/embedding.h>
+#include <ATen/ops/tensor.h>
 #include <algorithm>
 #include <vector>
 

@@ -4,6 +4,8 @@
 // Two ops because a case carries no attributes of its own, so each variant gets its own cases and
 // kernels. NaN contract (as ATen's CUDA kernel): gelu(-Inf) = -Inf * 0 = NaN, gelu(+Inf) = +Inf;
 // NaN propagates. B may be 0 (an empty batch).
+#include <ATen/ops/gelu.h>
+
 #include "references/op_reference.hpp"
 
 namespace kgate {

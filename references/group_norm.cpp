@@ -8,6 +8,8 @@
 // log2(mean/spread) bits of a * x; at 4 its own error stays under the f32 tolerance. all_equal rows
 // are zeros; weight N(1, 0.5^2) and bias N(0, 0.5^2) stay finite (special values go into x only).
 // NaN contract (as ATen): a group with any NaN or +-Inf is NaN everywhere.
+#include <ATen/ops/group_norm.h>
+
 #include "core/rng.hpp"
 #include "references/op_reference.hpp"
 

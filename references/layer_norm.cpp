@@ -4,6 +4,8 @@
 // bias are N(1, 0.5^2) and N(0, 0.5^2), finite in every family — special values go into x only
 // (for an infinite weight, Inf vs NaN depends on the evaluation order, which is no contract).
 // NaN contract (as ATen): a row with any NaN or +-Inf is NaN everywhere.
+#include <ATen/ops/layer_norm.h>
+
 #include "core/rng.hpp"
 #include "references/op_reference.hpp"
 

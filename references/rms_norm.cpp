@@ -8,6 +8,9 @@
 // except NaN at each Inf (mean(x^2) = Inf, rsqrt = 0, Inf * 0 = NaN); a row with NaN is NaN
 // everywhere. Values: make_norm_values (mean/spread 16; non-zero constant rows are fine without a
 // mean); weight N(1, 0.5^2), finite in every family.
+#include <ATen/ops/mean.h>
+#include <ATen/ops/rsqrt.h>
+
 #include "core/rng.hpp"
 #include "references/op_reference.hpp"
 
@@ -35,8 +38,8 @@ namespace {
 at::Tensor rms_norm_formula(const at::Tensor& x, const at::Tensor& weight, double eps,
                             at::ScalarType compute) {
   const auto xc = x.to(compute);
-  const auto inv_rms = at::rsqrt(at::mean(xc * xc, {-1}, /*keepdim=*/true) + eps);
-  return (xc * inv_rms * weight.to(compute)).to(x.scalar_type());
+  const auto inv_rms = at::rsqrt(at::mean(xc.mul(xc), {-1}, /*keepdim=*/true).add(eps));
+  return xc.mul(inv_rms).mul(weight.to(compute)).to(x.scalar_type());
 }
 
 }  // namespace

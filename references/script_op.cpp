@@ -1,6 +1,11 @@
 // Op files on the torch side: declared value draws, and TorchScript references.
 #include "references/script_op.hpp"
 
+#include <ATen/TensorOperators.h>  // the tensor arithmetic below (it brings ATen/Functions.h)
+#include <ATen/ops/ones_like.h>
+#include <ATen/ops/softmax.h>
+#include <ATen/ops/tensor.h>
+
 #include <torch/csrc/jit/api/compilation_unit.h>
 #include <torch/csrc/jit/api/function_impl.h>
 #include <torch/csrc/jit/runtime/graph_executor.h>

@@ -7,6 +7,7 @@
 // matter of rounding order.
 // NaN contract (as ATen): silu(-Inf) = -Inf / Inf = NaN; NaN, Inf * 0 and Inf - Inf follow IEEE.
 // B may be 0 (an empty batch).
+#include <ATen/ops/silu.h>
 #include <cmath>
 
 #include "references/op_reference.hpp"
@@ -39,7 +40,7 @@ OpReference silu_and_mul_reference() {
   auto run = [](const Tensors& in, const Attributes&) {
     const auto& x = in[0];
     const int64_t h = x.size(-1) / 2;
-    return Tensors{at::silu(x.narrow(-1, 0, h)) * x.narrow(-1, h, h)};
+    return Tensors{at::silu(x.narrow(-1, 0, h)).mul(x.narrow(-1, h, h))};
   };
   r.eager = run;
   r.oracle = run;  // on float64 inputs

@@ -2,6 +2,9 @@
 // two references.
 // NaN contract (as ATen): a row holding a NaN, a +Inf, or only -Inf is NaN everywhere; for
 // log_softmax a -Inf element of an otherwise finite row gives -Inf.
+#include <ATen/ops/log_softmax.h>
+#include <ATen/ops/softmax.h>
+
 #include "references/op_reference.hpp"
 
 namespace kgate {

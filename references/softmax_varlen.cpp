@@ -6,6 +6,9 @@
 // with probability 1/4, and in half of the cases one member gets about half of T (a very long
 // member). T may be 0 (every member empty). Layouts apply to x only.
 // NaN contract (as softmax): a member holding a NaN, a +Inf, or only -Inf is NaN everywhere.
+#include <ATen/ops/empty.h>
+#include <ATen/ops/softmax.h>
+#include <ATen/ops/tensor.h>
 #include <algorithm>
 #include <cmath>
 #include <vector>

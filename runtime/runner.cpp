@@ -1,7 +1,23 @@
 // The runner (the one place, with references/, that includes torch headers).
 #include "runtime/runner.hpp"
 
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/TensorOperators.h>  // the tensor arithmetic below (it brings ATen/Functions.h)
+#include <ATen/ops/arange.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/full.h>
+#include <ATen/ops/full_like.h>
+#include <ATen/ops/isclose.h>
+#include <ATen/ops/isfinite.h>
+#include <ATen/ops/isnan.h>
+#include <ATen/ops/maximum.h>
+#include <ATen/ops/randn.h>
+#include <ATen/ops/stack.h>
+#include <ATen/ops/tensor.h>
+#include <ATen/ops/where.h>
+#include <ATen/ops/zeros.h>
+#include <ATen/ops/zeros_like.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <torch/headeronly/version.h>

@@ -2,7 +2,9 @@
 // schema onto an op signature.
 #include "runtime/torch_op.hpp"
 
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/from_blob.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>

@@ -2,6 +2,7 @@
 // for every family with the signature's shapes and dtypes (integer inputs in range); the eager
 // reference and the fp64 oracle agree on finite cases; dim expressions and call attributes; and the
 // contracts the references document (rms_norm's Inf rows, norm value families, exact embedding).
+#include <ATen/ATen.h>  // op_reference.hpp brings only the tensor type
 #include <gtest/gtest.h>
 
 #include <algorithm>
