@@ -2,7 +2,9 @@
 # make its kernels test targets with find_package(kgate CONFIG REQUIRED):
 #   bin/kgate                          the command (with kgate's own example kernels)
 #   libexec/kgate/kgate-nvrtc-worker   the sandboxed package compiler it runs
-#   lib/libkgate_*.a, include/kgate/   the libraries and headers a kernel, its tests and a command link
+#   lib/libkgate_*.so, include/kgate/  the libraries and headers a kernel, its tests and a command link
+#                                      (shared: the runner is linked once, not into every executable;
+#                                      libkgate_cli.a is the command's verbs, linked into one kgate)
 #   lib/cmake/kgate/                   kgateConfig.cmake, the exported targets, kgate_add_kernel()
 #   share/kgate/src/                   the test, benchmark and command mains kgate_add_kernel() builds
 #   share/kgate/schemas/               JSON Schemas of op files and package manifests
@@ -10,7 +12,7 @@ include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 set(_kgate_libraries kgate_core kgate_kernel_api kgate_speed kgate_gates kgate_cuda
-    kgate_references kgate_nvrtc_worker_lib kgate_package kgate_runner kgate_cli)
+    kgate_references kgate_package kgate_runner kgate_cli)
 foreach(lib IN LISTS _kgate_libraries)
   string(REGEX REPLACE "^kgate_" "" export_name "${lib}")
   set_target_properties(${lib} PROPERTIES EXPORT_NAME ${export_name})
@@ -18,9 +20,22 @@ endforeach()
 set_target_properties(kgate-nvrtc-worker PROPERTIES EXPORT_NAME nvrtc_worker)
 set_target_properties(kgate PROPERTIES EXPORT_NAME kgate)
 
+# kgate's libraries are shared (lib/ of the build tree, lib/ of an install): the runner, LibTorch's
+# users and the kernel registry exist once per process, and the many per-kernel test and benchmark
+# executables link them in seconds instead of each carrying a copy.
+# Installed binaries find kgate's libraries beside them (lib/), LibTorch and CUDA where they were linked
+# (CMAKE_INSTALL_RPATH_USE_LINK_PATH).
+set_target_properties(kgate PROPERTIES INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
+foreach(lib IN LISTS _kgate_libraries)
+  get_target_property(_kgate_type ${lib} TYPE)
+  if(_kgate_type STREQUAL "SHARED_LIBRARY")
+    set_target_properties(${lib} PROPERTIES INSTALL_RPATH "$ORIGIN" LIBRARY_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/lib)
+  endif()
+endforeach()
 install(TARGETS kgate EXPORT kgateTargets RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(TARGETS kgate-nvrtc-worker EXPORT kgateTargets RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/kgate)
-install(TARGETS ${_kgate_libraries} EXPORT kgateTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(TARGETS ${_kgate_libraries} EXPORT kgateTargets
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 
 # Headers keep their layout ("runtime/kernel.hpp"): include/kgate is the include directory.
 foreach(dir core runtime runtime/cuda runtime/package gates/correctness gates/props gates/sensitivity
