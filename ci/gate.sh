@@ -5,13 +5,21 @@
 # the cuda backend is required, so a runner whose GPU or driver is missing fails with exit 4 instead
 # of passing on the cpu backend. Exits with kgate's exit code (0 pass, 1 incorrect,
 # 2 slower, 3 inconclusive with --inconclusive-fails, 4 usage). Extra arguments go to `kgate check`.
-# Before it, each kernel's Google Benchmark target runs (ci/google-benchmark.sh; a few quick
-# repetitions, skipped without a GPU) and its JSON is kept in report.json; it decides nothing.
+# Before it, each kernel's Google Benchmark target is built and runs (ci/google-benchmark.sh; a few
+# quick repetitions) and its JSON is kept in report.json; it decides nothing.
 # KGATE_GOOGLE_BENCHMARK=0 leaves that out.
 set -euo pipefail
 here=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)  # (through symlinks)
+# Each step's wall time is printed at the end ("==> ci/gate.sh: took ...").
+steps=()
+mark() { steps+=("$1 ${SECONDS}s"); SECONDS=0; }
+SECONDS=0
 "$here/ci/setup.sh"
-"$here/ci/build.sh"
+mark setup
+# Only what the gate runs: the kgate command (and its package compiler); ci/google-benchmark.sh
+# builds the benchmark executables it runs. KGATE_BUILD_TARGETS="" builds everything.
+KGATE_BUILD_TARGETS=${KGATE_BUILD_TARGETS-kgate} "$here/ci/build.sh"
+mark build
 build=${KGATE_BUILD_DIR:-$here/build}
 out=${KGATE_REPORTS:-$here/reports}
 gb_args=()
@@ -21,6 +29,7 @@ if [ "${KGATE_GOOGLE_BENCHMARK:-1}" != 0 ]; then
   for f in "$gb_dir"/*.json; do
     [ -f "$f" ] && gb_args+=(--benchmark-json "$f")
   done
+  mark google-benchmark
 fi
 backend_args=()
 if [ "${KGATE_EXPECT_GPU:-0}" = 1 ] && [[ " $* " != *" --backend "* ]]; then
@@ -31,5 +40,6 @@ set +e
 "$build/bin/kgate" check --out "$out" "${backend_args[@]}" "${gb_args[@]}" "$@"
 rc=$?
 set -e
-echo "==> ci/gate.sh: kgate exited $rc (reports in $out)"
+mark "kgate check"
+echo "==> ci/gate.sh: kgate exited $rc (reports in $out); took: $(IFS=,; echo "${steps[*]}" | sed 's/,/, /g')"
 exit $rc

@@ -51,6 +51,21 @@ if [[ $shard =~ ^([0-9]+)/([0-9]+)$ ]] && [ "${BASH_REMATCH[2]}" -ge 1 ]; then
   done
 fi
 
+# Build the benchmarks about to run (nothing to do where they are up to date). A target that does not
+# exist (KGATE_BUILD_BENCHMARKS=OFF) or fails to build is named below and left out.
+# KGATE_BENCH_BUILD=0 runs what is there.
+if [ "${KGATE_BENCH_BUILD:-1}" != 0 ] && [ ${#kernels[@]} -gt 0 ] && [ -f "$build/CMakeCache.txt" ]; then
+  targets=()
+  for name in "${kernels[@]}"; do targets+=("kgate.kernel.$name.bench"); done
+  say "building ${#targets[@]} benchmark executable(s)"
+  if ! cmake --build "$build" -j "${KGATE_JOBS:-$(nproc)}" --target "${targets[@]}" > "$build/google-benchmark.build.log" 2>&1; then
+    for t in "${targets[@]}"; do
+      cmake --build "$build" --target "$t" >> "$build/google-benchmark.build.log" 2>&1 \
+        || say "${t#kgate.kernel.}: its benchmark did not build (see $build/google-benchmark.build.log)"
+    done
+  fi
+fi
+
 rm -rf "$out"
 mkdir -p "$out"
 for name in "${kernels[@]}"; do
