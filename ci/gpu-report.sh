@@ -67,7 +67,7 @@ if has sweep; then
   note "sweep (kgate sweep, all CUDA kernels): exit $?"
   sed -n '/^kernel /,$p' "$out/sweep.log" | head -60
   pkgs=()
-  for d in "$here"/kernels/*/package*/; do [ -f "$d/kgate.json" ] && pkgs+=("$d"); done
+  for d in "$build"/kernels/*/package*/; do [ -f "$d/kgate.json" ] && pkgs+=("$d"); done
   "$kgate" sweep "${pkgs[@]}" --out "$out/sweep-packages" > "$out/sweep-packages.log" 2>&1
   note "sweep (kgate sweep, ${#pkgs[@]} in-tree packages): exit $?"
   sed -n '/^kernel /,$p' "$out/sweep-packages.log" | head -60
@@ -76,7 +76,7 @@ if has huge; then
   # The huge family alone (one case past 2^31 elements per kernel, no timing): every CUDA kernel and
   # every in-tree package, its cost, then the int32-offset mutant it must reject.
   pkgs=()
-  for d in "$here"/kernels/*/package*/; do [ -f "$d/kgate.json" ] && pkgs+=("$d"); done
+  for d in "$build"/kernels/*/package*/; do [ -f "$d/kgate.json" ] && pkgs+=("$d"); done
   "$kgate" check --backend cuda --family huge --no-speed --out "$out/huge" > "$out/huge.log" 2>&1
   note "huge family (every CUDA kernel, one case each, no timing): exit $?"
   "$kgate" check --backend cuda --family huge --no-speed "${pkgs[@]}" --out "$out/huge-packages" > "$out/huge-packages.log" 2>&1
@@ -150,8 +150,8 @@ if has newops; then
     --out "$out/newops" > "$out/newops.log" 2>&1
   note "rotary_block, rotary_interleaved_block, cross_entropy_rows (gate with speed): exit $?"
   sed -n '/^kernel /,$p' "$out/newops.log" | head -24
-  "$kgate" check "$here/kernels/rotary_embedding/package_half_split" "$here/kernels/rotary_embedding/package_interleaved" \
-    "$here/kernels/cross_entropy/package" --out "$out/newops-pkg" > "$out/newops-pkg.log" 2>&1
+  "$kgate" check "$build/kernels/rotary_embedding/package_half_split" "$build/kernels/rotary_embedding/package_interleaved" \
+    "$build/kernels/cross_entropy/package" --out "$out/newops-pkg" > "$out/newops-pkg.log" 2>&1
   note "their packages (kgate check PKG...): exit $?"
   sed -n '/^kernel /,/^$/p' "$out/newops-pkg.log" | head -8
   "$kgate" check --backend cuda --no-speed --kernel mutant_rotary_positions_int32 --kernel mutant_rotary_last_position \
@@ -176,13 +176,13 @@ if has moreops; then
     --out "$out/moreops-mutants" > "$out/moreops-mutants.log" 2>&1
   note "their mutants: exit $? (expected 1)"
   mutant_lines "$out/moreops-mutants/report.json"
-  "$kgate" check "$here/kernels/quantize_int8/package" "$here/kernels/topk/package" --out "$out/moreops-pkg" \
+  "$kgate" check "$build/kernels/quantize_int8/package" "$build/kernels/topk/package" --out "$out/moreops-pkg" \
     > "$out/moreops-pkg.log" 2>&1
   note "their packages (quantize, topk: gate with speed): exit $?"
   sed -n '/^kernel /,/^$/p' "$out/moreops-pkg.log" | head -6
   # The GEMM package is timed against eager (cuBLAS): its speed is measured, and a slower kernel
   # is REGRESSED (exit 2).
-  "$kgate" check "$here/kernels/gemm/package" --out "$out/moreops-pkg-gemm" > "$out/moreops-pkg-gemm.log" 2>&1
+  "$kgate" check "$build/kernels/gemm/package" --out "$out/moreops-pkg-gemm" > "$out/moreops-pkg-gemm.log" 2>&1
   note "matmul_tiled_pkg with speed vs eager (cuBLAS): exit $?"
   sed -n '/^kernel /,/^$/p' "$out/moreops-pkg-gemm.log" | head -4
   grep -E "^  (speed|  f|  b)|x[0-9.]+ " "$out/moreops-pkg-gemm.log" | head -8
@@ -194,7 +194,7 @@ if has sandbox; then
   # Workers confine themselves with Landlock before they start CUDA: kernels, packages and references
   # must run as usual inside, and --require-sandbox must find the sandbox.
   KGATE_REQUIRE_SANDBOX=1 "$kgate" check --kernel softmax_block --kernel rms_norm_block --kernel topk_rows \
-    "$here/kernels/quantize_int8/package" "$here/kernels/softmax/package" --out "$out/sandbox" > "$out/sandbox.log" 2>&1
+    "$build/kernels/quantize_int8/package" "$build/kernels/softmax/package" --out "$out/sandbox" > "$out/sandbox.log" 2>&1
   note "sandboxed workers (--require-sandbox; in-tree kernels, TorchScript references, a package): exit $?; $(grep -o '"sandbox": "[^"]*"' "$out/sandbox/report.json" | head -1)"
   sed -n '/^kernel /,/^$/p' "$out/sandbox.log" | head -8
   # A package typed and sized by macros: six translation units (three dtypes by two block sizes).
@@ -228,7 +228,7 @@ if has allpkgs; then
   # driver reports them (cuFuncGetParamInfo) are compared with those kgate read from the CUBIN for
   # validate: a disagreement is an internal error ("please report this").
   pkgs=()
-  for d in "$here"/kernels/*/package*/ "$here"/tests/packages/softmax_macro/ "$build"/tests/precompiled/softmax_pre_*/; do
+  for d in "$build"/kernels/*/package*/ "$here"/tests/packages/softmax_macro/ "$build"/tests/precompiled/softmax_pre_*/; do
     [ -f "$d/kgate.json" ] && pkgs+=("$d")
   done
   "$kgate" check "${pkgs[@]}" --no-speed --out "$out/allpkgs" > "$out/allpkgs.log" 2>&1
@@ -279,7 +279,7 @@ if has opfiles; then
   note "fused_add_rms_norm mutants: exit $? (expected 1)"
   mutant_lines "$out/opfiles-mutants/report.json"
   # The package of the new op, copied out of the tree (it carries its op file), gated with speed.
-  rm -rf "$out/opfiles-pkg" && cp -r "$here/kernels/fused_add_rms_norm/package" "$out/opfiles-pkg"
+  rm -rf "$out/opfiles-pkg" && cp -r "$build/kernels/fused_add_rms_norm/package" "$out/opfiles-pkg"
   "$kgate" check "$out/opfiles-pkg" --out "$out/opfiles-pkg-report" > "$out/opfiles-pkg.log" 2>&1
   note "fused_add_rms_norm package copied out of the tree (kgate check PKG): exit $?"
   sed -n '/^kernel /,$p' "$out/opfiles-pkg.log" | head -12

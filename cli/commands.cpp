@@ -31,6 +31,7 @@
 #include "gates/props/shrink.hpp"
 #include "references/catalogue.hpp"
 #include "runtime/cuda/device.hpp"
+#include "runtime/package/pack.hpp"
 #include "runtime/package/package_kernel.hpp"
 #include "runtime/package/validate.hpp"
 #include "runtime/torch_op.hpp"
@@ -1101,6 +1102,23 @@ int run_validate(const ValidateArgs& args) {
   }
   std::printf("valid: %s\n", package::format_summary(report).c_str());
   return 0;
+}
+
+int run_pack(const PackArgs& args) {
+  package::PackResult packed;
+  try {
+    packed = package::pack_package(args.source_dir, args.out_dir);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "kgate: %s\n", e.what());
+    return static_cast<int>(ExitCode::usage);
+  }
+  if (!args.quiet) {
+    std::printf("packed: %s -> %s (%zu files, hashes in %s)\n", args.source_dir.c_str(), args.out_dir.c_str(),
+                packed.files.size(), package::kPackRecordFileName);
+    for (const auto& r : packed.rewritten) std::printf("  %s\n", r.c_str());
+  }
+  ValidateArgs validate{args.out_dir, args.compile, args.arch};
+  return run_validate(validate);
 }
 
 namespace {

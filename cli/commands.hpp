@@ -123,6 +123,17 @@ struct ValidateArgs {
 };
 int run_validate(const ValidateArgs& args);
 
+/// kgate pack SRC OUT: a source package (include_dirs may reach outside it) copied into a
+/// self-contained one, then validated as `kgate validate OUT` would.
+struct PackArgs {
+  std::string source_dir;
+  std::string out_dir;
+  bool compile = true;
+  std::string arch = "sm_90";
+  bool quiet = false;
+};
+int run_pack(const PackArgs& args);
+
 struct CompareArgs {
   std::string old_report;
   std::string new_report;

@@ -202,6 +202,16 @@ int kgate::cli::main(int argc, char** argv) {
   validate->add_flag_callback("--no-compile", [&] { validate_args.compile = false; }, "Check the manifest only");
   validate->add_option("--arch", validate_args.arch, "GPU architecture to compile for")->capture_default_str();
 
+  kgate::cli::PackArgs pack_args;
+  auto* pack = app.add_subcommand("pack", "Make a source package self-contained: copy it and the include_dirs it "
+                                          "reaches outside itself into OUT (hashes in kgate-pack.json), then validate OUT");
+  pack->add_option("source", pack_args.source_dir, "Source package directory (holding kgate.json)")->required();
+  pack->add_option("out", pack_args.out_dir, "Directory to write the packed package to (new, empty, or an earlier pack)")
+      ->required();
+  pack->add_flag_callback("--no-compile", [&] { pack_args.compile = false; }, "Validate the manifest only (no NVRTC)");
+  pack->add_option("--arch", pack_args.arch, "GPU architecture to compile for")->capture_default_str();
+  pack->add_flag("-q,--quiet", pack_args.quiet, "Print only the validation line");
+
   kgate::cli::CompareArgs compare_args;
   auto* compare = app.add_subcommand("compare", "Compare two kgate reports (old.json new.json)");
   compare->add_option("old", compare_args.old_report, "Earlier report")->required()->check(CLI::ExistingFile);
@@ -275,6 +285,7 @@ int kgate::cli::main(int argc, char** argv) {
     }
     if (*replay) return kgate::cli::run_replay(replay_args);
     if (*validate) return kgate::cli::run_validate(validate_args);
+    if (*pack) return kgate::cli::run_pack(pack_args);
     if (*compare) return kgate::cli::run_compare(compare_args);
     if (*merge) return kgate::cli::run_merge(merge_args);
     if (*calibrate) {

@@ -645,7 +645,12 @@ class Checker {
       const std::string err = package_path_problem(
           m_.dir, rel, directory ? PathKind::directory : PathKind::source, &resolved);
       if (!err.empty()) {
-        problem(field, err);
+        // An include directory outside: a source package, which kgate pack makes self-contained.
+        const fs::path p(rel);
+        const bool outside = directory && std::find(p.begin(), p.end(), fs::path("..")) != p.end();
+        problem(field, err + (outside ? "; a source package whose include_dirs reach outside it is packed "
+                                        "first: kgate pack SRC OUT copies those headers in"
+                                      : ""));
         continue;
       }
       // Two names (links) of one file: 2,000 symbolic links to one source once took 4.4 GB.

@@ -91,7 +91,8 @@ rc=$?
 
 # A package carries the op file of an op kgate does not build in; a copy outside the tree is the
 # same op, a copy whose op file differs is refused by name.
-rm -rf "$out.pkg" && cp -r "$src/kernels/fused_add_rms_norm/package" "$out.pkg"
+rm -rf "$out.pkg" && "$kgate" pack --no-compile -q "$src/kernels/fused_add_rms_norm/package" "$out.pkg" > "$out.pack.log" 2>&1 ||
+  { cat "$out.pack.log"; fail "kgate pack of the fused_add_rms_norm source package failed"; }
 "$kgate" validate --no-compile "$out.pkg" > "$out.pkg.log" 2>&1 || { cat "$out.pkg.log"; fail "a copy of the fused_add_rms_norm package is not valid"; }
 sed -i 's/"eps": 1e-6/"eps": 1e-5/' "$out.pkg/fused_add_rms_norm.op.json"
 "$kgate" validate --no-compile "$out.pkg" > "$out.pkg.log" 2>&1

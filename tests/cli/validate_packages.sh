@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
 # `kgate validate` over every package of the repository (no GPU needed: NVRTC compiles on the host):
-#   every kernels/<op>/package*, runtime/package/examples/*, tests/packages/* -> exit 0, "valid: ..."
+#   every packed kernels/<op>/package* (BUILD_DIR/kernels/..., kgate pack's output),
+#   runtime/package/examples/*, tests/packages/*                             -> exit 0, "valid: ..."
 #   every in-tree cuda kernel NAME (kgate_add_kernel in kernels/*/CMakeLists.txt) ships a package
 #   named NAME_pkg under kernels/<op>/package*/
+#   a source package whose include_dirs reach outside it                    -> exit 4, naming kgate pack
 #   a second validate of an unchanged package                                 -> a cache hit
 #   a broken manifest / a source that does not compile                        -> exit 4, one
 #                                                                                `<file>: <field>: <message>` per problem
 #   kgate check on a broken package                                           -> exit 4 (before any GPU work)
-# Usage: validate_packages.sh KGATE SOURCE_DIR OUT_DIR
+# Usage: validate_packages.sh KGATE SOURCE_DIR BUILD_DIR OUT_DIR
 set -u
 kgate=$1
 src=$2
-out=$3
+build=$3
+out=$4
 rm -rf "$out"
 mkdir -p "$out"
 export KGATE_CACHE_DIR="$out/nvrtc-cache"  # a fresh cache: the first compile is cold
@@ -19,7 +22,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 
 n=0
 kernel_packages=" "  # names of the packages under kernels/, from their "valid: NAME VERSION ..." line
-for pkg in "$src"/kernels/*/package* "$src"/runtime/package/examples/* "$src"/tests/packages/*; do
+for pkg in "$build"/kernels/*/package* "$src"/runtime/package/examples/* "$src"/tests/packages/*; do
   [ -f "$pkg/kgate.json" ] || continue
   "$kgate" validate "$pkg" > "$out/validate.log" 2>&1
   rc=$?
@@ -27,11 +30,19 @@ for pkg in "$src"/kernels/*/package* "$src"/runtime/package/examples/* "$src"/te
   grep -q "^valid: .*compiled for sm_" "$out/validate.log" || { cat "$out/validate.log"; fail "no 'valid: ... compiled' summary for $pkg"; }
   echo "ok: $(cat "$out/validate.log")"
   case "$pkg" in
-    "$src"/kernels/*) kernel_packages+="$(sed -n 's/^valid: \([^ ]*\) .*/\1/p' "$out/validate.log") " ;;
+    "$build"/kernels/*) kernel_packages+="$(sed -n 's/^valid: \([^ ]*\) .*/\1/p' "$out/validate.log") " ;;
   esac
   n=$((n + 1))
 done
-[ $n -ge 6 ] || fail "only $n packages were validated (expected kernels/*/package*, the example and tests/packages/*)"
+[ $n -ge 6 ] || fail "only $n packages were validated (expected the packed kernels/*/package*, the example and tests/packages/*)"
+[ "$kernel_packages" != " " ] || fail "no packed package under $build/kernels (the build's kgate_packages target packs them)"
+
+# The source packages themselves are not self-contained: validate refuses them and names the fix.
+"$kgate" validate --no-compile "$src/kernels/softmax/package" > "$out/source.log" 2>&1
+rc=$?
+[ $rc -eq 4 ] && grep -q 'include_dirs\[1\]: "../../common" contains ".."' "$out/source.log" &&
+  grep -q "kgate pack" "$out/source.log" ||
+  { cat "$out/source.log"; fail "validate of a source package exited $rc, expected 4 naming include_dirs[1] and kgate pack"; }
 
 # Every in-tree cuda kernel ships its package, so the package path checks every kernel too.
 # kgate_add_kernel(NAME OP op BACKEND cuda SOURCES ...) may span lines: join each CMakeLists first.
@@ -49,7 +60,7 @@ for cmake in "$src"/kernels/*/CMakeLists.txt; do
 done
 [ $missing -eq 0 ] || fail "$missing in-tree cuda kernel(s) without a package"
 
-"$kgate" validate "$src/kernels/softmax/package" > "$out/again.log" 2>&1 || fail "second validate failed"
+"$kgate" validate "$build/kernels/softmax/package" > "$out/again.log" 2>&1 || fail "second validate failed"
 grep -q "cached CUBIN" "$out/again.log" || { cat "$out/again.log"; fail "the second validate was not a cache hit"; }
 
 # A broken manifest: a misspelt key and a wrong value; every problem is reported, then exit 4.

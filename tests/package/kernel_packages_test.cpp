@@ -1,4 +1,5 @@
-// Tests of the in-tree kernels' packages (kernels/<op>/package*/), host side, no GPU: every
+// Tests of the in-tree kernels' packages (kernels/<op>/package*/ as the build packs them into
+// build/kernels/), host side, no GPU: every
 // manifest is valid against the real op catalogue, and for calls on both sides of each switch of a
 // kernel's launcher (row length, dtype, layout) the package plans the launches that launcher makes:
 // the same kernel instance, grid, block and arguments. The packages compile the kernels' own device
@@ -23,7 +24,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const fs::path kKernels = fs::path(KGATE_SOURCE_DIR) / "kernels";
+/// The packed packages (the build's `kgate pack` of each kernels/<op>/package*/).
+const fs::path kKernels = fs::path(KGATE_PACKED_KERNELS_DIR);
 
 CheckOptions real_catalogue() {
   CheckOptions o;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # GPU demonstration of exported kernel packages (needs a GPU; run by hand or by the lead):
-#   1. NVRTC compile, cold vs cache hit (the demo packages and every kernels/*/package*):
+#   1. NVRTC compile, cold vs cache hit (the demo packages and every packed kernels/*/package*):
 #      `kgate validate` twice per package with a fresh
 #      KGATE_CACHE_DIR, printing the seconds from the summary line and the wall time;
 #   2. `kgate check tests/packages/softmax_v2_{fast,slow,wrong} --baseline-package softmax_v1`
@@ -20,7 +20,8 @@ out=$2
 shift 2
 extra=("$@")
 here=$(cd "$(dirname "$0")" && pwd)
-repo=$(cd "$here/../.." && pwd)
+# The in-tree packages as the build packs them (KGATE in BUILD/bin/: BUILD/kernels/<op>/package*).
+packed=${KGATE_BUILD_DIR:-$(dirname "$(dirname "$kgate")")}/kernels
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 export KGATE_CACHE_DIR="$out/nvrtc-cache"
@@ -41,7 +42,7 @@ echo "== 1. NVRTC compile: cold (fresh KGATE_CACHE_DIR=$KGATE_CACHE_DIR) vs cach
 echo "   (seconds: NVRTC / cache look-up from kgate validate's summary; wall: the whole process, LibTorch load included)"
 printf "%-32s %-12s %-10s %-12s %-10s\n" "package" "cold (s)" "wall (s)" "cached (s)" "wall (s)"
 for pkg in "$here/softmax_v1" "$here/softmax_v2_fast" "$here/softmax_v2_slow" "$here/softmax_v2_wrong" \
-           "$repo"/kernels/*/package*; do
+           "$packed"/*/package*; do
   label=$(sed -n 's/^ *"name": "\([^"]*\)".*/\1/p' "$pkg/kgate.json" | head -1)
   t0=$(now)
   cold=$("$kgate" validate "$pkg" 2>&1)
@@ -68,7 +69,7 @@ declare -a names dirs expects baselines
 names+=(softmax_v2_fast);   dirs+=("$here/softmax_v2_fast");   expects+=(0); baselines+=(yes)
 names+=(softmax_v2_slow);   dirs+=("$here/softmax_v2_slow");   expects+=(2); baselines+=(yes)
 names+=(softmax_v2_wrong);  dirs+=("$here/softmax_v2_wrong");  expects+=(1); baselines+=(yes)
-names+=(softmax_block_pkg); dirs+=("$repo/kernels/softmax/package"); expects+=(0); baselines+=(no)
+names+=(softmax_block_pkg); dirs+=("$packed/softmax/package"); expects+=(0); baselines+=(no)
 declare -a codes
 for i in "${!names[@]}"; do
   name=${names[$i]}

@@ -1,0 +1,212 @@
+// kgate pack: copies a source package and the include directories it reaches outside itself into a
+// self-contained package (see pack.hpp).
+#include "runtime/package/pack.hpp"
+
+#include <unistd.h>
+
+#include <fstream>
+#include <map>
+#include <set>
+#include <system_error>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
+#include "core/safe_text.hpp"
+#include "core/strict_json.hpp"
+#include "runtime/package/manifest.hpp"
+#include "runtime/package/package_files.hpp"
+#include "runtime/package/sha256.hpp"
+
+namespace kgate::package {
+
+namespace fs = std::filesystem;
+using ordered_json = nlohmann::ordered_json;
+
+namespace {
+
+std::string shown(const std::string& s) { return quote_untrusted(s); }
+
+class Packer {
+ public:
+  Packer(fs::path src, fs::path tmp) : src_(std::move(src)), tmp_(std::move(tmp)) {
+    manifest_ = (src_ / kManifestFileName).string();
+  }
+
+  PackResult run() {
+    const std::string text = read_package_file(src_ / kManifestFileName);
+    std::string duplicate;
+    try {
+      parse_strict_json(text, &duplicate);
+    } catch (const std::exception& e) {
+      fail("", std::string("is not valid JSON: ") + e.what());
+    }
+    if (!duplicate.empty()) fail("", "has the key " + shown(duplicate) + " twice in one object");
+    ordered_json doc = ordered_json::parse(text);
+    if (!doc.is_object()) fail("", "must hold a JSON object");
+
+    if (auto it = doc.find("sources"); it != doc.end()) {
+      if (!it->is_array()) fail("sources", "expected an array of paths");
+      for (std::size_t i = 0; i < it->size(); ++i) copy_listed((*it)[i], "sources[" + std::to_string(i) + "]");
+    }
+    for (const char* key : {"op_file", "fatbin", "ptx"})
+      if (auto it = doc.find(key); it != doc.end()) copy_listed(*it, key);
+    if (auto it = doc.find("cubin"); it != doc.end()) {
+      if (!it->is_object()) fail("cubin", "expected an object of CUBIN files per architecture");
+      for (auto e = it->begin(); e != it->end(); ++e) copy_listed(e.value(), "cubin." + e.key());
+    }
+    bool rewritten = false;
+    if (auto it = doc.find("include_dirs"); it != doc.end()) {
+      if (!it->is_array()) fail("include_dirs", "expected an array of directories");
+      for (std::size_t i = 0; i < it->size(); ++i) {
+        const std::string field = "include_dirs[" + std::to_string(i) + "]";
+        if (!(*it)[i].is_string()) fail(field, "expected a directory path");
+        const std::string dir = (*it)[i].get<std::string>();
+        const std::string packed = include_dir(dir, field);
+        if (packed != dir) {
+          result_.rewritten.push_back(field + ": " + dir + " -> " + packed);
+          (*it)[i] = packed;
+          rewritten = true;
+        }
+      }
+    }
+    // The manifest: the author's bytes when nothing changed, else the rewritten document.
+    const std::string out_text = rewritten ? doc.dump(2) + "\n" : text;
+    write(tmp_ / kManifestFileName, out_text);
+    result_.files.insert(result_.files.begin(),
+                         {kManifestFileName, kManifestFileName, Sha256().update(out_text).hex()});
+
+    ordered_json record = {{"format", "kgate-pack/1"}, {"source", src_.string()}, {"files", ordered_json::array()}};
+    for (const auto& f : result_.files)
+      record["files"].push_back({{"path", f.path}, {"from", f.from}, {"sha256", f.sha256}});
+    write(tmp_ / kPackRecordFileName, record.dump(2) + "\n");
+    return std::move(result_);
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& field, const std::string& message) {
+    throw Error(ErrorKind::package, manifest_ + (field.empty() ? " " : ": " + field + ": ") + message);
+  }
+
+  /// A file the manifest names: inside the source package, copied to the same relative path.
+  void copy_listed(const ordered_json& v, const std::string& field) {
+    if (!v.is_string()) fail(field, "expected a path relative to the package");
+    const std::string rel = v.get<std::string>();
+    fs::path resolved;
+    const std::string err = package_path_problem(src_, rel, PathKind::any, &resolved);
+    if (!err.empty())
+      fail(field, err + (rel.find("..") != std::string::npos
+                             ? " (only include_dirs may reach outside a source package; move the file in)"
+                             : ""));
+    copy(resolved, own_path(fs::path(rel).lexically_normal().string(), field), rel);
+  }
+
+  /// A path of the source package itself, which must stay clear of _packed/ (kgate pack's own).
+  std::string own_path(const std::string& rel, const std::string& field) {
+    if (!rel.empty() && fs::path(rel).begin()->string() == "_packed")
+      fail(field, shown(rel) + " is under _packed/, where kgate pack puts the headers it copies from "
+                                "outside the package; rename that directory");
+    return rel;
+  }
+
+  /// An include directory: one inside the package keeps its path; one outside is copied to
+  /// _packed/<its name> and the manifest entry is rewritten to that. Returns the entry to write.
+  std::string include_dir(const std::string& dir, const std::string& field) {
+    if (dir.empty()) fail(field, "expected a non-empty directory path");
+    const fs::path rel(dir);
+    if (rel.is_absolute() || rel.has_root_name())
+      fail(field, shown(dir) + " is an absolute path; write it relative to the package directory");
+    std::error_code ec;
+    const fs::path canon = fs::canonical(src_ / rel, ec);
+    if (ec || !fs::is_directory(canon, ec))
+      fail(field, shown(dir) + " is not a directory (relative to " + shown(src_.string()) + ")");
+    std::vector<PackageFile> headers;
+    std::size_t files = 0;
+    std::uintmax_t bytes = 0;
+    if (is_inside(src_, canon)) {
+      const std::string inside = canon.lexically_relative(src_).string();
+      const std::string err = scan_include_dir(src_, inside.empty() ? "." : inside, headers, files, bytes);
+      if (!err.empty()) fail(field, err);
+      for (const auto& h : headers)
+        copy(h.path, own_path((fs::path(inside) / h.name).lexically_normal().string(), field),
+             (fs::path(dir) / h.name).lexically_normal().string());
+      // "sub/../inc" would not pass as a packed path: write it plainly.
+      return dir.find("..") == std::string::npos ? dir : (inside.empty() ? "." : inside);
+    }
+    std::string target = "_packed/" + canon.filename().string();
+    for (int n = 2; !used_dirs_.insert(target).second; ++n)
+      target = "_packed/" + canon.filename().string() + "-" + std::to_string(n);
+    const std::string err = scan_include_dir(canon, ".", headers, files, bytes);
+    if (!err.empty()) fail(field, shown(dir) + ": " + err);
+    if (headers.empty()) fail(field, shown(dir) + " holds no header files (.h .cuh .hpp ...)");
+    for (const auto& h : headers)
+      copy(h.path, (fs::path(target) / h.name).lexically_normal().string(),
+           (fs::path(dir) / h.name).lexically_normal().string());
+    return target;
+  }
+
+  void copy(const fs::path& from, const std::string& to, const std::string& shown_from) {
+    if (!copied_.insert(to).second) return;  // a source inside an include directory, say
+    const std::string bytes = read_package_file(from);
+    write(tmp_ / to, bytes);
+    result_.files.push_back({to, shown_from, Sha256().update(bytes).hex()});
+  }
+
+  static void write(const fs::path& path, const std::string& bytes) {
+    std::error_code ec;
+    fs::create_directories(path.parent_path(), ec);
+    std::ofstream f(path, std::ios::binary);
+    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    f.close();
+    if (ec || !f) throw Error(ErrorKind::package, "cannot write " + shown(path.string()));
+  }
+
+  fs::path src_, tmp_;
+  std::string manifest_;
+  PackResult result_;
+  std::set<std::string> copied_, used_dirs_;
+};
+
+}  // namespace
+
+PackResult pack_package(const fs::path& src_dir, const fs::path& out_dir) {
+  std::error_code ec;
+  const fs::path src = fs::canonical(src_dir, ec);
+  if (ec || !fs::is_directory(src))
+    throw Error(ErrorKind::usage, "kgate pack: " + shown(src_dir.string()) + " is not a directory");
+  if (!fs::exists(src / kManifestFileName))
+    throw Error(ErrorKind::usage, "kgate pack: " + shown(src_dir.string()) + " has no " +
+                                      kManifestFileName + " (give the package's directory)");
+  const fs::path out = fs::weakly_canonical(fs::absolute(out_dir), ec);
+  if (ec || out.filename().empty())
+    throw Error(ErrorKind::usage, "kgate pack: " + shown(out_dir.string()) + " is not a usable directory name");
+  if (is_inside(out, src) || is_inside(src, out))
+    throw Error(ErrorKind::usage, "kgate pack: the packed package " + shown(out.string()) +
+                                      " and the source package " + shown(src.string()) +
+                                      " must not contain one another; write it elsewhere (e.g. the build tree)");
+  if (fs::exists(out, ec)) {
+    const bool empty_dir = fs::is_directory(out, ec) && fs::is_empty(out, ec);
+    if (!empty_dir && !fs::exists(out / kPackRecordFileName, ec))
+      throw Error(ErrorKind::usage, "kgate pack: " + shown(out.string()) +
+                                        " exists and is not a packed package (no " + kPackRecordFileName +
+                                        "); kgate pack replaces only its own output: choose a new or empty directory");
+  }
+  fs::create_directories(out.parent_path(), ec);
+  const fs::path tmp = out.parent_path() / ("." + out.filename().string() + ".packing-" + std::to_string(::getpid()));
+  fs::remove_all(tmp, ec);
+  PackResult result;
+  try {
+    result = Packer(src, tmp).run();
+    fs::remove_all(out, ec);
+    if (ec) throw Error(ErrorKind::package, "kgate pack: cannot replace " + shown(out.string()) + ": " + ec.message());
+    fs::rename(tmp, out, ec);
+    if (ec) throw Error(ErrorKind::package, "kgate pack: cannot move the packed package to " + shown(out.string()) + ": " + ec.message());
+  } catch (...) {
+    std::error_code ignored;
+    fs::remove_all(tmp, ignored);
+    throw;
+  }
+  return result;
+}
+
+}  // namespace kgate::package

@@ -1,0 +1,37 @@
+// kgate pack: a source package made self-contained. A package that kgate checks or validates reads
+// no file outside its directory, but in a source tree several packages share headers. A *source*
+// package may therefore list include directories outside it ("include_dirs": ["../../common"]);
+// packing copies the package and those headers into a new directory, rewrites those entries to the
+// copies, and records where every file came from and its SHA-256 (kgate-pack.json). The packed
+// package is then an ordinary one: every path stays inside it.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace kgate::package {
+
+/// The record beside a packed package's manifest.
+inline constexpr const char* kPackRecordFileName = "kgate-pack.json";
+
+struct PackedFile {
+  std::string path;    ///< in the packed package, relative to it
+  std::string from;    ///< where it was copied from, relative to the source package
+  std::string sha256;  ///< of its bytes
+};
+
+struct PackResult {
+  std::vector<PackedFile> files;
+  std::vector<std::string> rewritten;  ///< "include_dirs[1]: ../../common -> _packed/common"
+};
+
+/// Packs the source package `src` into `out`. `out` must not exist, be an empty directory, or be an
+/// earlier packed package (it holds kgate-pack.json), which is replaced; the new package is written
+/// beside it and renamed into place, so a failure leaves `out` as it was. Throws Error(package) with
+/// the manifest field and the fix for what cannot be packed (a missing file, an include directory
+/// that is absolute or not a directory, a source outside the package: only include directories may
+/// be outside). The packed package is not validated here (the caller does: kgate pack validates it).
+PackResult pack_package(const std::filesystem::path& src, const std::filesystem::path& out);
+
+}  // namespace kgate::package
