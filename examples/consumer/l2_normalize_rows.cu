@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "l2_normalize_rows.cuh"
+#include "runtime/dispatch.hpp"  // dispatch_floating, cuda_kernel
 #include "runtime/kernel.hpp"
 
 #ifndef L2N_DROP_TAIL
@@ -28,23 +29,13 @@ void run(const kgate::KernelCall& call) {
 }
 
 void launch(const kgate::KernelCall& call) {
-  switch (call.inputs.at(0).dtype) {
-    case kgate::DType::f32: return run<float>(call);
-    case kgate::DType::f16: return run<__half>(call);
-    case kgate::DType::bf16: return run<__nv_bfloat16>(call);
-    default: throw std::runtime_error(L2N_NAME ": f32, f16 or bf16 only");
-  }
+  kgate::dispatch_floating(call.inputs.at(0).dtype, L2N_NAME,
+                           [&](auto t) { run<kgate::element_t<decltype(t)>>(call); });
 }
 
 KGATE_REGISTER_KERNEL(([] {
-  kgate::KernelInfo k;
-  k.name = L2N_NAME;
-  k.op = "l2_normalize";
-  k.backend = kgate::Backend::cuda;
-  k.dtypes = {kgate::DType::f32, kgate::DType::f16, kgate::DType::bf16};
+  kgate::KernelInfo k = kgate::cuda_kernel(L2N_NAME, "l2_normalize", __FILE__, launch);
   k.tile_sizes = {256};
-  k.source = __FILE__;
-  k.launch = launch;
   return k;
 })());
 

@@ -11,6 +11,7 @@
 #include "kernels/adaptive_avg_pool2d/package/adaptive_avg_pool2d_cells.cuh"
 #include "kernels/common/elementwise.cuh"
 #include "runtime/cuda/check.hpp"
+#include "runtime/dispatch.hpp"
 #include "runtime/kernel.hpp"
 
 namespace kgate::kernels {
@@ -37,26 +38,17 @@ void run(const KernelCall& call) {
 }
 
 void launch(const KernelCall& call) {
-  switch (call.inputs.at(0).dtype) {
-    case DType::f32: return run<float>(call);
-    case DType::f16: return run<__half>(call);
-    case DType::bf16: return run<__nv_bfloat16>(call);
-    default: throw Error(ErrorKind::usage, "adaptive_avg_pool2d_direct: unsupported dtype");
-  }
+  dispatch_floating(call.inputs.at(0).dtype, "adaptive_avg_pool2d_direct",
+                    [&](auto t) { run<element_t<decltype(t)>>(call); });
 }
 
 KGATE_REGISTER_KERNEL(([] {
-  KernelInfo k;
-  k.name = "adaptive_avg_pool2d_direct";
-  k.op = "adaptive_avg_pool2d";
-  k.backend = Backend::cuda;
-  k.dtypes = {DType::f32, DType::f16, DType::bf16};
+  KernelInfo k = cuda_kernel("adaptive_avg_pool2d_direct", "adaptive_avg_pool2d",
+                             "kernels/adaptive_avg_pool2d/adaptive_avg_pool2d_direct.cu", launch);
   k.tile_sizes = {};
   k.accepts_strided = true;
   k.accepts_unaligned = true;
   k.timed = false;  // correctness twin for the mutant suite, not a tuned kernel
-  k.source = "kernels/adaptive_avg_pool2d/adaptive_avg_pool2d_direct.cu";
-  k.launch = launch;
   return k;
 })());
 

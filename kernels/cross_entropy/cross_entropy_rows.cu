@@ -15,6 +15,7 @@
 #include "core/error.hpp"
 #include "kernels/cross_entropy/package/cross_entropy_rows.cuh"
 #include "runtime/cuda/check.hpp"
+#include "runtime/dispatch.hpp"
 #include "runtime/kernel.hpp"
 
 namespace kgate::kernels {
@@ -42,27 +43,17 @@ void run(const KernelCall& call) {
 
 template <int kVariant>
 void launch(const KernelCall& call) {
-  switch (call.inputs.at(0).dtype) {
-    case DType::f32: return run<float, kVariant>(call);
-    case DType::f16: return run<__half, kVariant>(call);
-    case DType::bf16: return run<__nv_bfloat16, kVariant>(call);
-    default: throw Error(ErrorKind::usage, "cross_entropy_rows: f32, f16 or bf16 logits only");
-  }
+  dispatch_floating(call.inputs.at(0).dtype, "cross_entropy_rows",
+                    [&](auto t) { run<element_t<decltype(t)>, kVariant>(call); });
 }
 
 KernelInfo info(const char* name, void (*fn)(const KernelCall&), bool mutant, const char* catches) {
-  KernelInfo k;
-  k.name = name;
-  k.op = "cross_entropy";
-  k.backend = Backend::cuda;
-  k.dtypes = {DType::f32, DType::f16, DType::bf16};
+  KernelInfo k = cuda_kernel(name, "cross_entropy", "kernels/cross_entropy/cross_entropy_rows.cu", fn);
   k.tile_sizes = {kThreads};
   k.accepts_strided = true;
   k.accepts_unaligned = true;
-  k.source = "kernels/cross_entropy/cross_entropy_rows.cu";
   k.mutant = mutant;
   k.expected_catch = catches;
-  k.launch = fn;
   return k;
 }
 

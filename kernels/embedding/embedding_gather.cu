@@ -12,6 +12,7 @@
 #include "kernels/common/elementwise.cuh"
 #include "kernels/embedding/package/embedding_rows.cuh"
 #include "runtime/cuda/check.hpp"
+#include "runtime/dispatch.hpp"
 #include "runtime/kernel.hpp"
 
 namespace kgate::kernels {
@@ -44,17 +45,12 @@ void launch(const KernelCall& call) {
 }
 
 KGATE_REGISTER_KERNEL(([] {
-  KernelInfo k;
-  k.name = "embedding_gather";
-  k.op = "embedding";
-  k.backend = Backend::cuda;
-  k.dtypes = {DType::f32, DType::f16, DType::bf16};
+  KernelInfo k = cuda_kernel("embedding_gather", "embedding",
+                             "kernels/embedding/embedding_gather.cu", launch);
   k.tile_sizes = {};
   k.accepts_strided = true;
   k.accepts_unaligned = true;
   k.timed = false;  // correctness twin for the mutant suite, not a tuned kernel
-  k.source = "kernels/embedding/embedding_gather.cu";
-  k.launch = launch;
   return k;
 })());
 

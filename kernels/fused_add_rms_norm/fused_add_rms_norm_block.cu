@@ -10,6 +10,7 @@
 #include "core/error.hpp"
 #include "kernels/fused_add_rms_norm/package/fused_add_rms_norm_rows.cuh"
 #include "runtime/cuda/check.hpp"
+#include "runtime/dispatch.hpp"
 #include "runtime/kernel.hpp"
 
 namespace kgate::kernels {
@@ -34,27 +35,18 @@ void run(const KernelCall& call) {
 
 template <int kVariant>
 void launch(const KernelCall& call) {
-  switch (call.inputs.at(0).dtype) {
-    case DType::f32: return run<float, kVariant>(call);
-    case DType::f16: return run<__half, kVariant>(call);
-    case DType::bf16: return run<__nv_bfloat16, kVariant>(call);
-    default: throw Error(ErrorKind::usage, "fused_add_rms_norm_block: unsupported dtype");
-  }
+  dispatch_floating(call.inputs.at(0).dtype, "fused_add_rms_norm_block",
+                    [&](auto t) { run<element_t<decltype(t)>, kVariant>(call); });
 }
 
 KernelInfo info(const char* name, void (*fn)(const KernelCall&), bool mutant, const char* catches) {
-  KernelInfo k;
-  k.name = name;
-  k.op = "fused_add_rms_norm";
-  k.backend = Backend::cuda;
-  k.dtypes = {DType::f32, DType::f16, DType::bf16};
+  KernelInfo k = cuda_kernel(name, "fused_add_rms_norm",
+                             "kernels/fused_add_rms_norm/fused_add_rms_norm_block.cu", fn);
   k.tile_sizes = {kThreads};
   k.accepts_strided = false;
   k.accepts_unaligned = true;
-  k.source = "kernels/fused_add_rms_norm/fused_add_rms_norm_block.cu";
   k.mutant = mutant;
   k.expected_catch = catches;
-  k.launch = fn;
   return k;
 }
 

@@ -15,6 +15,7 @@
 #include "kernels/common/elementwise.cuh"
 #include "kernels/gelu/package_gelu_elementwise/gelu_kernels.cuh"
 #include "runtime/cuda/check.hpp"
+#include "runtime/dispatch.hpp"
 #include "runtime/kernel.hpp"
 
 namespace kgate::kernels::gelu_detail {
@@ -56,12 +57,8 @@ void run(const KernelCall& call, const char* name) {
 /// Runs the kernel on the call's dtype.
 template <bool kTanh>
 void launch(const KernelCall& call, const char* name) {
-  switch (call.inputs.at(0).dtype) {
-    case DType::f32: return run<float, kTanh>(call, name);
-    case DType::f16: return run<__half, kTanh>(call, name);
-    case DType::bf16: return run<__nv_bfloat16, kTanh>(call, name);
-    default: throw Error(ErrorKind::usage, std::string(name) + ": unsupported dtype");
-  }
+  dispatch_floating(call.inputs.at(0).dtype, name,
+                    [&](auto t) { run<element_t<decltype(t)>, kTanh>(call, name); });
 }
 
 }  // namespace kgate::kernels::gelu_detail

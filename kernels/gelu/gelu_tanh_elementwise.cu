@@ -3,24 +3,21 @@
 // package_gelu_elementwise/gelu_kernels.cuh; package_gelu_tanh_elementwise/ is this kernel as a
 // package).
 #include "kernels/gelu/gelu_elementwise.cuh"
+#include "runtime/dispatch.hpp"
 
 namespace kgate::kernels {
 namespace {
 
 KGATE_REGISTER_KERNEL(([] {
-  KernelInfo k;
-  k.name = "gelu_tanh_elementwise";
-  k.op = "gelu_tanh";
-  k.backend = Backend::cuda;
-  k.dtypes = {DType::f32, DType::f16, DType::bf16};
+  KernelInfo k = cuda_kernel("gelu_tanh_elementwise", "gelu_tanh",
+                             "kernels/gelu/gelu_tanh_elementwise.cu",
+                             [](const KernelCall& call) {
+                               gelu_detail::launch<true>(call, "gelu_tanh_elementwise");
+                             });
   k.tile_sizes = {kElementwiseThreads};
   k.accepts_strided = true;
   k.accepts_unaligned = true;
   k.timed = false;  // correctness twin for the mutant suite, not a tuned kernel
-  k.source = "kernels/gelu/gelu_tanh_elementwise.cu";
-  k.launch = [](const KernelCall& call) {
-    gelu_detail::launch<true>(call, "gelu_tanh_elementwise");
-  };
   return k;
 })());
 

@@ -14,6 +14,7 @@
 #include "core/error.hpp"
 #include "kernels/gemm/package/matmul_tiled.cuh"
 #include "runtime/cuda/check.hpp"
+#include "runtime/dispatch.hpp"
 #include "runtime/kernel.hpp"
 
 namespace kgate::kernels {
@@ -41,12 +42,8 @@ void run(const KernelCall& call) {
 
 template <int kVariant>
 void launch(const KernelCall& call) {
-  switch (call.inputs.at(0).dtype) {
-    case DType::f32: return run<float, kVariant>(call);
-    case DType::f16: return run<__half, kVariant>(call);
-    case DType::bf16: return run<__nv_bfloat16, kVariant>(call);
-    default: throw Error(ErrorKind::usage, "matmul_tiled: bf16, f16 or f32 only");
-  }
+  dispatch_floating(call.inputs.at(0).dtype, "matmul_tiled",
+                    [&](auto t) { run<element_t<decltype(t)>, kVariant>(call); });
 }
 
 KernelInfo info(const char* name, void (*fn)(const KernelCall&), bool mutant, const char* catches) {

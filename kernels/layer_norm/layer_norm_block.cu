@@ -10,6 +10,7 @@
 #include "core/error.hpp"
 #include "kernels/layer_norm/package/layer_norm_rows.cuh"
 #include "runtime/cuda/check.hpp"
+#include "runtime/dispatch.hpp"
 #include "runtime/kernel.hpp"
 
 namespace kgate::kernels {
@@ -38,26 +39,17 @@ void run(const KernelCall& call) {
 }
 
 void launch(const KernelCall& call) {
-  switch (call.inputs.at(0).dtype) {
-    case DType::f32: return run<float>(call);
-    case DType::f16: return run<__half>(call);
-    case DType::bf16: return run<__nv_bfloat16>(call);
-    default: throw Error(ErrorKind::usage, "layer_norm_block: unsupported dtype");
-  }
+  dispatch_floating(call.inputs.at(0).dtype, "layer_norm_block",
+                    [&](auto t) { run<element_t<decltype(t)>>(call); });
 }
 
 KGATE_REGISTER_KERNEL(([] {
-  KernelInfo k;
-  k.name = "layer_norm_block";
-  k.op = "layer_norm";
-  k.backend = Backend::cuda;
-  k.dtypes = {DType::f32, DType::f16, DType::bf16};
+  KernelInfo k = cuda_kernel("layer_norm_block", "layer_norm",
+                             "kernels/layer_norm/layer_norm_block.cu", launch);
   k.tile_sizes = {kThreads};
   k.accepts_strided = true;
   k.accepts_unaligned = true;
   k.timed = false;  // correctness twin for the mutant suite, not a tuned kernel
-  k.source = "kernels/layer_norm/layer_norm_block.cu";
-  k.launch = launch;
   return k;
 })());
 

@@ -12,6 +12,7 @@
 #include "core/error.hpp"
 #include "kernels/log_softmax/package/log_softmax_rows.cuh"
 #include "runtime/cuda/check.hpp"
+#include "runtime/dispatch.hpp"
 #include "runtime/kernel.hpp"
 
 namespace kgate::kernels {
@@ -64,26 +65,17 @@ void run(const KernelCall& call) {
 }
 
 void launch(const KernelCall& call) {
-  switch (call.inputs.at(0).dtype) {
-    case DType::f32: return run<float>(call);
-    case DType::f16: return run<__half>(call);
-    case DType::bf16: return run<__nv_bfloat16>(call);
-    default: throw Error(ErrorKind::usage, "log_softmax_block: unsupported dtype");
-  }
+  dispatch_floating(call.inputs.at(0).dtype, "log_softmax_block",
+                    [&](auto t) { run<element_t<decltype(t)>>(call); });
 }
 
 KGATE_REGISTER_KERNEL(([] {
-  KernelInfo k;
-  k.name = "log_softmax_block";
-  k.op = "log_softmax";
-  k.backend = Backend::cuda;
-  k.dtypes = {DType::f32, DType::f16, DType::bf16};
+  KernelInfo k = cuda_kernel("log_softmax_block", "log_softmax",
+                             "kernels/log_softmax/log_softmax_block.cu", launch);
   k.tile_sizes = {32, 1024};
   k.accepts_strided = false;
   k.accepts_unaligned = true;
   k.timed = false;  // correctness twin for the mutant suite, not a tuned kernel
-  k.source = "kernels/log_softmax/log_softmax_block.cu";
-  k.launch = launch;
   return k;
 })());
 

@@ -15,6 +15,7 @@
 #include "core/error.hpp"
 #include "kernels/quantize_int8/package/quantize_int8_rows.cuh"
 #include "runtime/cuda/check.hpp"
+#include "runtime/dispatch.hpp"
 #include "runtime/kernel.hpp"
 
 namespace kgate::kernels {
@@ -39,27 +40,18 @@ void run(const KernelCall& call) {
 
 template <int kVariant>
 void launch(const KernelCall& call) {
-  switch (call.inputs.at(0).dtype) {
-    case DType::f32: return run<float, kVariant>(call);
-    case DType::f16: return run<__half, kVariant>(call);
-    case DType::bf16: return run<__nv_bfloat16, kVariant>(call);
-    default: throw Error(ErrorKind::usage, "quantize_int8_rows: f32, f16 or bf16 x only");
-  }
+  dispatch_floating(call.inputs.at(0).dtype, "quantize_int8_rows",
+                    [&](auto t) { run<element_t<decltype(t)>, kVariant>(call); });
 }
 
 KernelInfo info(const char* name, void (*fn)(const KernelCall&), bool mutant, const char* catches) {
-  KernelInfo k;
-  k.name = name;
-  k.op = "quantize_int8_per_token";
-  k.backend = Backend::cuda;
-  k.dtypes = {DType::f32, DType::f16, DType::bf16};
+  KernelInfo k = cuda_kernel(name, "quantize_int8_per_token",
+                             "kernels/quantize_int8/quantize_int8_rows.cu", fn);
   k.tile_sizes = {kThreads};
   k.accepts_strided = true;
   k.accepts_unaligned = true;
-  k.source = "kernels/quantize_int8/quantize_int8_rows.cu";
   k.mutant = mutant;
   k.expected_catch = catches;
-  k.launch = fn;
   return k;
 }
 

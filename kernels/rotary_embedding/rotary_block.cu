@@ -15,6 +15,7 @@
 #include "core/error.hpp"
 #include "kernels/rotary_embedding/package_half_split/rotary_rows.cuh"
 #include "runtime/cuda/check.hpp"
+#include "runtime/dispatch.hpp"
 #include "runtime/kernel.hpp"
 
 namespace kgate::kernels {
@@ -41,27 +42,17 @@ void run(const KernelCall& call) {
 
 template <bool kInterleaved, int kVariant>
 void launch(const KernelCall& call) {
-  switch (call.inputs.at(0).dtype) {
-    case DType::f32: return run<float, kInterleaved, kVariant>(call);
-    case DType::f16: return run<__half, kInterleaved, kVariant>(call);
-    case DType::bf16: return run<__nv_bfloat16, kInterleaved, kVariant>(call);
-    default: throw Error(ErrorKind::usage, "rotary_block: f32, f16 or bf16 only");
-  }
+  dispatch_floating(call.inputs.at(0).dtype, "rotary_block",
+                    [&](auto t) { run<element_t<decltype(t)>, kInterleaved, kVariant>(call); });
 }
 
 KernelInfo info(const char* name, const char* op, void (*fn)(const KernelCall&), bool mutant, const char* catches) {
-  KernelInfo k;
-  k.name = name;
-  k.op = op;
-  k.backend = Backend::cuda;
-  k.dtypes = {DType::f32, DType::f16, DType::bf16};
+  KernelInfo k = cuda_kernel(name, op, "kernels/rotary_embedding/rotary_block.cu", fn);
   k.tile_sizes = {kThreads};
   k.accepts_strided = true;
   k.accepts_unaligned = true;
-  k.source = "kernels/rotary_embedding/rotary_block.cu";
   k.mutant = mutant;
   k.expected_catch = catches;
-  k.launch = fn;
   return k;
 }
 

@@ -12,6 +12,7 @@
 #include "kernels/common/elementwise.cuh"
 #include "kernels/silu_and_mul/package/silu_and_mul_rows.cuh"
 #include "runtime/cuda/check.hpp"
+#include "runtime/dispatch.hpp"
 #include "runtime/kernel.hpp"
 
 namespace kgate::kernels {
@@ -45,27 +46,18 @@ void run(const KernelCall& call) {
 }
 
 void launch(const KernelCall& call) {
-  switch (call.inputs.at(0).dtype) {
-    case DType::f32: return run<float>(call);
-    case DType::f16: return run<__half>(call);
-    case DType::bf16: return run<__nv_bfloat16>(call);
-    default: throw Error(ErrorKind::usage, "silu_and_mul_vec: unsupported dtype");
-  }
+  dispatch_floating(call.inputs.at(0).dtype, "silu_and_mul_vec",
+                    [&](auto t) { run<element_t<decltype(t)>>(call); });
 }
 
 KGATE_REGISTER_KERNEL(([] {
-  KernelInfo k;
-  k.name = "silu_and_mul_vec";
-  k.op = "silu_and_mul";
-  k.backend = Backend::cuda;
-  k.dtypes = {DType::f32, DType::f16, DType::bf16};
+  KernelInfo k = cuda_kernel("silu_and_mul_vec", "silu_and_mul",
+                             "kernels/silu_and_mul/silu_and_mul_vec.cu", launch);
   k.tile_sizes = {4,
                   8};  // elements per 16-byte vector (f32; f16/bf16): H around them switches paths
   k.accepts_strided = true;
   k.accepts_unaligned = true;
   k.timed = false;  // correctness twin for the mutant suite, not a tuned kernel
-  k.source = "kernels/silu_and_mul/silu_and_mul_vec.cu";
-  k.launch = launch;
   return k;
 })());
 

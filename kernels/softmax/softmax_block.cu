@@ -15,6 +15,7 @@
 #include "core/error.hpp"
 #include "kernels/softmax/package/softmax_rows.cuh"
 #include "runtime/cuda/check.hpp"
+#include "runtime/dispatch.hpp"
 #include "runtime/kernel.hpp"
 
 namespace kgate::kernels {
@@ -83,25 +84,15 @@ void run(const KernelCall& call) {
 }
 
 void launch(const KernelCall& call) {
-  switch (call.inputs.at(0).dtype) {
-    case DType::f32: return run<float>(call);
-    case DType::f16: return run<__half>(call);
-    case DType::bf16: return run<__nv_bfloat16>(call);
-    default: throw Error(ErrorKind::usage, "softmax_block: unsupported dtype");
-  }
+  dispatch_floating(call.inputs.at(0).dtype, "softmax_block",
+                    [&](auto t) { run<element_t<decltype(t)>>(call); });
 }
 
 KGATE_REGISTER_KERNEL(([] {
-  KernelInfo k;
-  k.name = "softmax_block";
-  k.op = "softmax";
-  k.backend = Backend::cuda;
-  k.dtypes = {DType::f32, DType::f16, DType::bf16};
+  KernelInfo k = cuda_kernel("softmax_block", "softmax", "kernels/softmax/softmax_block.cu", launch);
   k.tile_sizes = {32, 1024, 16384, kSmemRowMax};
   k.accepts_strided = false;
   k.accepts_unaligned = true;
-  k.source = "kernels/softmax/softmax_block.cu";
-  k.launch = launch;
   return k;
 })());
 

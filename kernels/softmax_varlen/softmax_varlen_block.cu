@@ -11,6 +11,7 @@
 #include "core/error.hpp"
 #include "kernels/softmax_varlen/package/softmax_varlen_members.cuh"
 #include "runtime/cuda/check.hpp"
+#include "runtime/dispatch.hpp"
 #include "runtime/kernel.hpp"
 
 namespace kgate::kernels {
@@ -39,26 +40,17 @@ void run(const KernelCall& call) {
 }
 
 void launch(const KernelCall& call) {
-  switch (call.inputs.at(0).dtype) {
-    case DType::f32: return run<float>(call);
-    case DType::f16: return run<__half>(call);
-    case DType::bf16: return run<__nv_bfloat16>(call);
-    default: throw Error(ErrorKind::usage, "softmax_varlen_block: unsupported dtype");
-  }
+  dispatch_floating(call.inputs.at(0).dtype, "softmax_varlen_block",
+                    [&](auto t) { run<element_t<decltype(t)>>(call); });
 }
 
 KGATE_REGISTER_KERNEL(([] {
-  KernelInfo k;
-  k.name = "softmax_varlen_block";
-  k.op = "softmax_varlen";
-  k.backend = Backend::cuda;
-  k.dtypes = {DType::f32, DType::f16, DType::bf16};
+  KernelInfo k = cuda_kernel("softmax_varlen_block", "softmax_varlen",
+                             "kernels/softmax_varlen/softmax_varlen_block.cu", launch);
   k.tile_sizes = {kThreads};
   k.accepts_strided = true;
   k.accepts_unaligned = true;
   k.timed = false;  // correctness twin for the mutant suite, not a tuned kernel
-  k.source = "kernels/softmax_varlen/softmax_varlen_block.cu";
-  k.launch = launch;
   return k;
 })());
 

@@ -18,6 +18,7 @@
 #include "core/error.hpp"
 #include "kernels/topk/package/topk_rows.cuh"
 #include "runtime/cuda/check.hpp"
+#include "runtime/dispatch.hpp"
 #include "runtime/kernel.hpp"
 
 namespace kgate::kernels {
@@ -46,24 +47,15 @@ void run(const KernelCall& call) {
 
 template <int kVariant>
 void launch(const KernelCall& call) {
-  switch (call.inputs.at(0).dtype) {
-    case DType::f32: return run<float, kVariant>(call);
-    case DType::f16: return run<__half, kVariant>(call);
-    case DType::bf16: return run<__nv_bfloat16, kVariant>(call);
-    default: throw Error(ErrorKind::usage, "topk_rows: f32, f16 or bf16 x only");
-  }
+  dispatch_floating(call.inputs.at(0).dtype, "topk_rows",
+                    [&](auto t) { run<element_t<decltype(t)>, kVariant>(call); });
 }
 
 KernelInfo info(const char* name, void (*fn)(const KernelCall&), bool mutant, const char* catches) {
-  KernelInfo k;
-  k.name = name;
-  k.op = "topk_last_dim";
-  k.backend = Backend::cuda;
-  k.dtypes = {DType::f32, DType::f16, DType::bf16};
+  KernelInfo k = cuda_kernel(name, "topk_last_dim", "kernels/topk/topk_rows.cu", fn);
   k.tile_sizes = {kThreads, kMaxRow};
   k.accepts_strided = true;
   k.accepts_unaligned = true;
-  k.source = "kernels/topk/topk_rows.cu";
   k.accepts = [](const KernelCall& call) { return call.inputs.at(0).sizes.at(1) <= kMaxRow; };
   k.rejection_reason = [](const KernelCall& call) {
     return "rows of " + std::to_string(call.inputs.at(0).sizes.at(1)) + " elements; the kernel takes at most " +
@@ -71,7 +63,6 @@ KernelInfo info(const char* name, void (*fn)(const KernelCall&), bool mutant, co
   };
   k.mutant = mutant;
   k.expected_catch = catches;
-  k.launch = fn;
   return k;
 }
 
