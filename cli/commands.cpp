@@ -1101,6 +1101,14 @@ int run_validate(const ValidateArgs& args) {
     return static_cast<int>(ExitCode::usage);
   }
   std::printf("valid: %s\n", package::format_summary(report).c_str());
+  // A packed package edited since: valid, but no longer what its source packs to.
+  const auto drift = package::pack_drift(dir);
+  if (!drift.empty()) {
+    std::string files;
+    for (const auto& d : drift) files += (files.empty() ? "" : ", ") + d;
+    std::fprintf(stderr, "kgate: note: %s differs from its %s (edited after kgate pack): %s; pack it again from its source\n",
+                 dir.c_str(), package::kPackRecordFileName, files.c_str());
+  }
   return 0;
 }
 

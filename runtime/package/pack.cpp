@@ -169,6 +169,31 @@ class Packer {
 
 }  // namespace
 
+std::vector<std::string> pack_drift(const fs::path& dir) {
+  std::vector<std::string> out;
+  const fs::path record_path = dir / kPackRecordFileName;
+  std::error_code ec;
+  if (!fs::exists(record_path, ec)) return out;
+  const fs::path root = fs::canonical(dir, ec);
+  if (ec) return out;
+  try {
+    const auto record = nlohmann::json::parse(read_package_file(record_path));
+    for (const auto& f : record.at("files")) {
+      const std::string path = f.at("path").get<std::string>();
+      fs::path resolved;
+      if (!package_path_problem(root, path, PathKind::any, &resolved).empty()) {
+        out.push_back(path + " (missing)");
+        continue;
+      }
+      if (Sha256().update(read_package_file(resolved)).hex() != f.at("sha256").get<std::string>())
+        out.push_back(path + " (changed)");
+    }
+  } catch (const std::exception& e) {
+    out.push_back(std::string(kPackRecordFileName) + " (unreadable: " + e.what() + ")");
+  }
+  return out;
+}
+
 PackResult pack_package(const fs::path& src_dir, const fs::path& out_dir) {
   std::error_code ec;
   const fs::path src = fs::canonical(src_dir, ec);

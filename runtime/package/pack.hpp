@@ -34,4 +34,10 @@ struct PackResult {
 /// be outside). The packed package is not validated here (the caller does: kgate pack validates it).
 PackResult pack_package(const std::filesystem::path& src, const std::filesystem::path& out);
 
+/// For a packed package (one with kgate-pack.json): each recorded file that is missing or whose
+/// SHA-256 differs from the record ("_packed/common/kgate_device.cuh (changed)"), i.e. the package
+/// was edited after packing. Empty when it is as packed, or not a packed package. An unreadable
+/// record is one entry naming it.
+std::vector<std::string> pack_drift(const std::filesystem::path& dir);
+
 }  // namespace kgate::package

@@ -3,7 +3,8 @@
 #   an in-tree source package (include_dirs ../../common)   -> exit 0, the headers copied to
 #       _packed/common/, the manifest rewritten, hashes in kgate-pack.json, "valid: ... compiled"
 #   two include directories outside (gelu_tanh: a sibling package's and common/) -> both packed
-#   packing again into the same OUT                          -> replaced, exit 0
+#   a packed package edited afterwards                       -> still valid, a note names the file
+#   packing again into the same OUT                          -> replaced, exit 0, no note
 #   a package of a project of its own, outside this tree     -> packed and valid
 #   OUT is a directory of other files / OUT inside SRC       -> exit 4, nothing touched
 #   a source file outside the package, an absolute include dir, a missing include dir -> exit 4 naming
@@ -59,11 +60,21 @@ grep -q 'include_dirs\[1\]: ../package_gelu_elementwise -> _packed/package_gelu_
   { cat "$out/gelu_tanh.log"; fail "both outside include directories should be packed"; }
 echo "ok: gelu_tanh packed with two outside include directories"
 
+# Edited after packing: still valid, with a note naming the file; packing again clears it.
+echo "// edited" >> "$out/softmax/_packed/common/kgate_device.cuh"
+rm "$out/softmax/softmax_rows.cuh" && cp "$src/kernels/softmax/package/softmax_rows.cuh" "$out/softmax/"  # same bytes
+"$kgate" validate --no-compile "$out/softmax" > "$out/drift.log" 2>&1 || { cat "$out/drift.log"; fail "an edited packed package is still valid"; }
+grep -q "note: .*softmax differs from its kgate-pack.json (edited after kgate pack): _packed/common/kgate_device.cuh (changed); pack it again" "$out/drift.log" &&
+  ! grep -q "softmax_rows.cuh" "$out/drift.log" || { cat "$out/drift.log"; fail "validate did not name the one edited file"; }
+echo "ok: $(grep note: "$out/drift.log")"
+
 # Again into the same OUT: replaced.
 echo stale > "$out/softmax/_packed/common/stale.cuh"
 "$kgate" pack --no-compile -q "$src/kernels/softmax/package" "$out/softmax" > "$out/again.log" 2>&1 ||
   { cat "$out/again.log"; fail "packing again into an earlier pack failed"; }
 [ ! -e "$out/softmax/_packed/common/stale.cuh" ] || fail "packing again kept a file of the earlier pack"
+"$kgate" validate --no-compile "$out/softmax" > "$out/drift2.log" 2>&1 && ! grep -q "note:" "$out/drift2.log" ||
+  { cat "$out/drift2.log"; fail "a fresh pack is not as recorded"; }
 grep -q '^packed:' "$out/again.log" && fail "--quiet still printed the packed: line"
 
 # A project of its own, outside this tree: shared headers beside its packages.
