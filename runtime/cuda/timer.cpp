@@ -24,9 +24,11 @@ struct ActivitySink {
   uint64_t dropped = 0;
 };
 
+// Never destroyed: CUPTI's own thread may still deliver a buffer while the process exits, after
+// static destructors ran (a static Runner's timer flushing at exit crashed there).
 ActivitySink& sink() {
-  static ActivitySink s;
-  return s;
+  static ActivitySink* s = new ActivitySink;
+  return *s;
 }
 
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
