@@ -57,11 +57,13 @@ const char* values_name(Values values) {
     case Values::clustered_max: return "clustered_max";
     case Values::pm_pairs: return "pm_pairs";
     case Values::special: return "special";
+    case Values::captured: return "captured";
   }
   return "?";
 }
 
 Values parse_values(const std::string& name) {
+  if (name == "captured") return Values::captured;
   for (Values v : {Values::normal, Values::uniform, Values::extreme, Values::tiny, Values::large_mean,
                    Values::all_equal, Values::clustered_max, Values::pm_pairs, Values::special})
     if (name == values_name(v)) return v;
@@ -97,7 +99,9 @@ std::string Case::id() const {
   for (size_t i = 0; i < dims.size(); ++i) os << (i ? "," : "") << dims[i].first << '=' << dims[i].second;
   char seed_hex[17];
   std::snprintf(seed_hex, sizeof seed_hex, "%016" PRIx64, seed);
-  os << ':' << layout_name(layout) << ':' << values_name(values) << ':' << seed_hex;
+  os << ':' << layout_name(layout) << ':' << values_name(values);
+  if (values == Values::captured) os << '=' << captured;
+  os << ':' << seed_hex;
   return os.str();
 }
 
@@ -126,7 +130,14 @@ Case Case::from_id(const std::string& id) {
     }
   }
   c.layout = parse_layout(parts[3]);
-  c.values = parse_values(parts[4]);
+  if (parts[4].rfind("captured=", 0) == 0) {
+    c.values = Values::captured;
+    c.captured = parts[4].substr(9);
+    c.captured_path = c.captured;
+    if (c.captured.empty()) throw_usage("malformed case id '" + id + "': 'captured=' names no file");
+  } else {
+    c.values = parse_values(parts[4]);
+  }
   try {
     size_t used = 0;
     c.seed = std::stoull(parts[5], &used, 16);
@@ -139,7 +150,7 @@ Case Case::from_id(const std::string& id) {
 
 bool Case::operator==(const Case& o) const {
   return op == o.op && dtype == o.dtype && dims == o.dims && layout == o.layout &&
-         values == o.values && seed == o.seed;
+         values == o.values && seed == o.seed && captured == o.captured;
 }
 
 void to_json(nlohmann::json& j, const Case& c) {
@@ -154,6 +165,7 @@ void to_json(nlohmann::json& j, const Case& c) {
        {"dim_order", order},    {"layout", layout_name(c.layout)},
        {"values", values_name(c.values)}, {"seed", c.seed},
        {"family", c.family}};
+  if (c.values == Values::captured) j["captured"] = c.captured;
 }
 
 void from_json(const nlohmann::json& j, Case& c) {
@@ -172,6 +184,10 @@ void from_json(const nlohmann::json& j, Case& c) {
   }
   c.layout = parse_layout(j.value("layout", std::string("contiguous")));
   c.values = parse_values(j.value("values", std::string("normal")));
+  c.captured = j.value("captured", std::string());
+  c.captured_path = c.captured;
+  if (c.values == Values::captured && c.captured.empty())
+    throw_usage("a case of captured values names no file (\"captured\")");
   c.seed = j.value("seed", uint64_t{0});
   c.family = j.value("family", std::string());
 }

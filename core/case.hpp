@@ -37,6 +37,7 @@ enum class Values {
   clustered_max,  ///< many elements equal to the row maximum
   pm_pairs,       ///< +x / -x pairs
   special,        ///< +-0, +-Inf and NaN sprinkled into normal values
+  captured,       ///< the tensors of a captured-inputs file (safetensors), not drawn
 };
 
 const char* layout_name(Layout layout);
@@ -52,13 +53,18 @@ struct Case {
   Values values = Values::normal;
   uint64_t seed = 0;
   std::string family;  ///< generator family that produced it (random, ragged, ...); not in the id
+  /// Values::captured: the file's name as the package or command line gives it (in the id, as
+  /// "captured=NAME"), and where it lies (not in the id: replay resolves the name again).
+  std::string captured;
+  std::string captured_path;
 
   /// Value of a shape symbol; throws if the case has no such symbol.
   int64_t dim(const std::string& name) const;
   void set_dim(const std::string& name, int64_t value);
   int64_t numel_hint() const;
 
-  /// "softmax:f32:B=4,N=257:contiguous:normal:00000000deadbeef" — everything needed to replay.
+  /// "softmax:f32:B=4,N=257:contiguous:normal:00000000deadbeef" — everything needed to replay
+  /// ("...:contiguous:captured=inputs/llama.safetensors:0000000000000001" for captured inputs).
   std::string id() const;
   /// Inverse of id(); throws a usage Error naming the part that is malformed.
   static Case from_id(const std::string& id);
