@@ -28,6 +28,7 @@
 #include "core/html_report.hpp"
 #include "core/rng.hpp"
 #include "core/safe_text.hpp"
+#include "core/safetensors.hpp"
 #include "gates/props/shrink.hpp"
 #include "references/catalogue.hpp"
 #include "runtime/cuda/device.hpp"
@@ -95,6 +96,11 @@ void print_table(const RunReport& report) {
     if (k.correctness.fallback > 0)
       std::printf("  %s: %lld of %lld cases outside its guard ran the reference (fallback)\n", k.name.c_str(),
                   static_cast<long long>(k.correctness.fallback), static_cast<long long>(k.correctness.cases));
+    for (const auto& r : k.correctness.captured)
+      std::printf("  %s: captured inputs %s: %s%s\n", k.name.c_str(), inline_untrusted(r.kcase.captured).c_str(),
+                  outcome_name(r.outcome),
+                  r.outcome == Outcome::passed ? fmt(" (margin %.3f)", r.margin).c_str()
+                                               : (" [" + r.rule + "] " + inline_untrusted(r.message, 300)).c_str());
     if (!k.baseline.empty()) {
       std::string line = "  " + k.name + " vs baseline " + k.baseline + ":";
       if (k.baseline_correctness)
@@ -322,6 +328,7 @@ void merge_resumed(KernelReport& into, KernelReport part) {
   for (auto& f : b.failures)
     if (a.failures.size() < 10) a.failures.push_back(std::move(f));
   a.faulted.insert(a.faulted.end(), b.faulted.begin(), b.faulted.end());
+  for (auto& r : b.captured) a.captured.push_back(std::move(r));
   a.not_run = b.not_run;
   a.resume_at = b.resume_at;
   for (auto& w : b.warnings)
@@ -535,6 +542,7 @@ CheckOptions package_options(const CheckOptions& base, const LoadedPackage& p) {
   if (variants.empty())
     for (const auto& c : speed_cases(*p.op, p.kernel, base.seed, base.speed_cases))
       if (auto inside = package::move_inside_guard(p.manifest, *p.op, c)) o.timed_cases.push_back({*inside, 0});
+  for (const auto& f : p.manifest.captured_inputs) o.captured.push_back({f, (p.manifest.dir / f).string()});
   return o;
 }
 
@@ -578,6 +586,7 @@ int run_check(const CheckArgs& args) {
   // A worker confines itself before it starts CUDA or runs anything of a package or an op file.
   std::vector<std::string> readable = args.packages;
   readable.push_back(args.baseline_package);
+  for (const auto& f : args.options.captured) readable.push_back(f.path);  // --captured files
   const std::string sandbox =
       args.in_worker ? enter_worker_sandbox(readable, args.out_dir)
                      : args.isolate ? std::string()
@@ -678,6 +687,20 @@ int run_check(const CheckArgs& args) {
   }
   if (selected.empty() && packages.empty())
     throw_usage(std::string("no kernels to check on the ") + backend_name(backend) + " backend");
+  // --captured: each file must fit every kernel it applies to, and apply to one at least, before
+  // anything runs.
+  for (const auto& f : args.options.captured) {
+    std::vector<std::pair<std::string, std::string>> kernel_ops;  // (kernel, op)
+    for (const KernelInfo* k : selected) kernel_ops.emplace_back(k->name, k->op);
+    for (const auto& p : packages) kernel_ops.emplace_back(p.kernel.name, p.kernel.op);
+    bool applies = false;
+    for (const auto& [name, op] : kernel_ops) {
+      if (!captured_cases(find_op(op), {f}, args.options.seed, name).empty()) applies = true;
+    }
+    if (!applies)
+      throw_usage("--captured " + f.path + ": its __metadata__ names op '" +
+                  read_safetensors_header(f.path).metadata.at("op") + "', which no kernel of this run implements");
+  }
   if (!args.shard.empty()) {  // this runner's share of the kernels and packages
     const Shard shard = parse_shard(args.shard);
     std::vector<std::string> names;
@@ -1056,6 +1079,15 @@ int run_replay(const ReplayArgs& args) {
   if (kernel.op != c.op)
     throw_usage("case " + c.id() + " is for op '" + c.op + "' but kernel '" + kernel.name + "' implements '" +
                 kernel.op + "'");
+  // A package's captured inputs are named relative to it; others, as given (from the directory
+  // kgate check ran in).
+  if (c.values == Values::captured && package) {
+    if (std::find(package->manifest.captured_inputs.begin(), package->manifest.captured_inputs.end(), c.captured) ==
+        package->manifest.captured_inputs.end())
+      throw_usage("case " + c.id() + " reads captured inputs '" + c.captured + "', which package " +
+                  package->manifest.name + " does not list in captured_inputs");
+    c.captured_path = (package->manifest.dir / c.captured).string();
+  }
   Runner runner(kernel.backend);
   CheckOptions options;
   options.rule = args.rule;

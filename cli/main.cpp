@@ -123,6 +123,15 @@ int kgate::cli::main(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   check->add_option("--atol", opt.atol, "Absolute tolerance (overrides the op's default)");
   check->add_option("--rtol", opt.rtol, "Relative tolerance (overrides the op's default)");
+  check->add_option_function<std::vector<std::string>>(
+           "--captured",
+           [&](const std::vector<std::string>& files) {
+             for (const auto& f : files) opt.captured.push_back({f, f});
+           },
+           "Captured inputs (safetensors: one call's input tensors by the op's input names) run as fixed "
+           "cases, each reported under its file name; repeatable")
+      ->check(CLI::ExistingFile)
+      ->allow_extra_args(false);
   check->add_flag_callback("--no-shrink", [&] { opt.shrink = false; }, "Do not shrink failing cases");
   check->add_flag_callback("--no-speed", [&] { opt.speed = false; }, "Skip the speed gate");
   check->add_option("--speed-cases", opt.speed_cases, "Shapes timed per kernel")->capture_default_str();

@@ -1,6 +1,7 @@
 // Report writers: JSON ("kgate-report/1"), JUnit XML, Markdown summary, GitHub annotations.
 #include "core/report.hpp"
 #include "core/report_text.hpp"
+#include "core/safe_text.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -98,6 +99,11 @@ json correctness_json(const CorrectnessReport& c) {
               {"seconds", number(c.seconds)}};
   if (c.minimal) out["minimal"] = case_result_json(*c.minimal);
   if (!c.faulted.empty()) out["faulted"] = c.faulted;
+  if (!c.captured.empty()) {
+    json captured = json::array();
+    for (const auto& r : c.captured) captured.push_back(case_result_json(r));
+    out["captured"] = captured;
+  }
   if (c.not_run > 0) {
     out["not_run"] = c.not_run;
     out["resume_at"] = c.resume_at;
@@ -120,6 +126,7 @@ CorrectnessReport correctness_from(const json& c) {
   r.worst_margin = read_number(c, "worst_margin");
   for (const auto& f : c.value("failures", json::array())) r.failures.push_back(case_result_from(f));
   if (c.contains("minimal")) r.minimal = case_result_from(c.at("minimal"));
+  for (const auto& f : c.value("captured", json::array())) r.captured.push_back(case_result_from(f));
   r.warnings = c.value("warnings", std::vector<std::string>{});
   r.fallback = c.value("fallback", int64_t{0});
   r.behaviour_checks = c.value("behaviour_checks", int64_t{0});
@@ -564,6 +571,10 @@ void write_markdown(std::ostream& os, const RunReport& report) {
     if (k.correctness.fallback > 0)
       os << "\n**" << k.name << "**: " << k.correctness.fallback << " of " << k.correctness.cases
          << " cases were outside its guard and ran the reference (fallback)\n";
+    for (const auto& r : k.correctness.captured)
+      os << "\n**" << k.name << "**: captured inputs `" << inline_untrusted(r.kcase.captured) << "`: "
+         << outcome_name(r.outcome) << (r.outcome == Outcome::passed ? "" : " [" + r.rule + "] " + inline_untrusted(r.message))
+         << "\n";
     if (!k.baseline.empty()) {
       const SpeedComparison* worst = nullptr;
       for (const auto& s : k.speed)

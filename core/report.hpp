@@ -70,6 +70,9 @@ struct CorrectnessReport {
   std::optional<CaseResult> minimal;    ///< the shrunk failing case
   std::vector<std::string> warnings;    ///< e.g. weak case families
   int64_t fallback = 0;                 ///< cases outside the kernel's guard (the reference ran)
+  /// Every captured-inputs case (Values::captured) and how it went, passed or not: each is
+  /// reported under its file's name.
+  std::vector<CaseResult> captured;
   int64_t behaviour_checks = 0;         ///< stale-output and determinism checks run (failures count in failed)
   /// Cases the op's reference (an op file's TorchScript) failed on: neither passed nor failed; a
   /// kernel with any is not passed (outcome invalid unless it failed).

@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <filesystem>
 #include <limits>
@@ -27,6 +28,8 @@
 
 #include "core/error.hpp"
 #include "core/expr.hpp"
+#include "core/captured.hpp"
+#include "core/safetensors.hpp"
 #include "core/op_file.hpp"
 #include "runtime/embedded_op_files.hpp"
 #include "references/counter_rng.hpp"
@@ -337,8 +340,30 @@ at::Tensor make_values(Values family, at::IntArrayRef sizes, DType dtype, uint64
       }
       break;
     }
+    case Values::captured:
+      throw Error(ErrorKind::internal, "captured values are read from their file (captured_inputs), not drawn");
   }
   return x.to(to_scalar_type(dtype));
+}
+
+Tensors case_inputs(const OpReference& ref, const Case& c, const OpSignature& op, at::Device device) {
+  if (c.values != Values::captured) return ref.make_inputs(c, op, device);
+  // The file is read again (not trusted from when the case was made): its shapes must still be
+  // the case's.
+  const Case now = captured_case(op, c.captured, c.captured_path, c.seed);
+  if (now.dims != c.dims || now.dtype != c.dtype)
+    throw Error(ErrorKind::package, "captured inputs '" + c.captured + "' changed since case " + c.id() +
+                                        " was made from them: it now reads as " + now.id());
+  const SafetensorsFile file = read_safetensors_header(c.captured_path);
+  Tensors inputs;
+  for (const auto& in : op.inputs) {
+    const SafetensorsTensor& t = *file.find(in.name);
+    auto bytes = read_safetensors_data(file, t);
+    auto cpu = at::empty(t.shape, at::TensorOptions().dtype(to_scalar_type(op.tensor_dtype(in, c.dtype))));
+    if (!bytes.empty()) std::memcpy(cpu.data_ptr(), bytes.data(), bytes.size());
+    inputs.push_back(device.is_cpu() ? cpu : cpu.to(device));
+  }
+  return inputs;
 }
 
 at::Tensor make_norm_values(Values family, at::IntArrayRef sizes, DType dtype, uint64_t seed,

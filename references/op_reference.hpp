@@ -40,6 +40,10 @@ class ReferenceError : public Error {
 /// The torch side of an op; throws a usage Error for an unknown op.
 const OpReference& op_reference(const std::string& name);
 
+/// The inputs of case `c`: ref.make_inputs, or for captured values (Values::captured) the
+/// tensors of its safetensors file, as stored, on `device`.
+Tensors case_inputs(const OpReference& ref, const Case& c, const OpSignature& op, at::Device device);
+
 /// Values of one family for a tensor of `sizes`, drawn in float64 on `device` from `seed` by a
 /// counter-based generator (counter_rng.hpp: element i depends only on seed and i, so a case has
 /// the same values on every run and GPU, and the GPU draws them in one launch), then cast to

@@ -11,7 +11,9 @@
 #include <map>
 #include <set>
 
+#include "core/captured.hpp"
 #include "core/rng.hpp"
+#include "core/safetensors.hpp"
 #include "gates/speed/decision.hpp"
 #include "gates/props/shrink.hpp"
 #include "references/catalogue.hpp"
@@ -19,6 +21,31 @@
 #include "runtime/torch_op.hpp"
 
 namespace kgate {
+
+std::vector<Case> captured_cases(const OpSignature& op, const std::vector<CapturedFile>& files, uint64_t seed,
+                                 const std::string& kernel) {
+  std::vector<Case> cases;
+  for (const auto& f : files) {
+    const auto header = read_safetensors_header(f.path);
+    const auto named = header.metadata.find("op");
+    if (named != header.metadata.end() && named->second != op.name) continue;
+    try {
+      cases.push_back(captured_case(op, f.name, f.path, derive_seed(seed, "captured/" + f.name, 0)));
+    } catch (const Error& e) {
+      throw Error(e.kind(), std::string(e.what()) + " (checking kernel " + kernel + " of op " + op.name +
+                                (named == header.metadata.end()
+                                     ? "; a file whose __metadata__ has \"op\" applies to that op's kernels only)"
+                                     : ")"));
+    }
+  }
+  return cases;
+}
+
+void resolve_captured(Case& c, const std::vector<CapturedFile>& files) {
+  if (c.values != Values::captured) return;
+  for (const auto& f : files)
+    if (f.name == c.captured) c.captured_path = f.path;
+}
 
 props::KernelTraits traits_of(const KernelInfo& kernel) {
   props::KernelTraits t;
@@ -244,7 +271,12 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
   gen.families = settings.families.empty() ? options.families : settings.families;
   const auto traits = traits_of(kernel);
   auto cases = options.only_cases.empty() ? props::generate_cases(op, traits, gen) : options.only_cases;
-  if (options.only_cases.empty()) cases.insert(cases.end(), options.extra_cases.begin(), options.extra_cases.end());
+  if (options.only_cases.empty()) {
+    cases.insert(cases.end(), options.extra_cases.begin(), options.extra_cases.end());
+    const auto captured = captured_cases(op, options.captured, gen.seed, kernel.name);
+    cases.insert(cases.end(), captured.begin(), captured.end());
+  }
+  for (auto& c : cases) resolve_captured(c, options.captured);
   report.correctness.cases = static_cast<int64_t>(cases.size());
   if (traits.huge && options.only_cases.empty() &&
       (gen.families.empty() || std::find(gen.families.begin(), gen.families.end(), "huge") != gen.families.end())) {
@@ -262,6 +294,7 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
     auto r = runner.check_case(kernel, c, rule_for(op, c.dtype, options, kernel.name));
     if (options.on_case) options.on_case(i, cases.size(), c, &r);
     if (r.fallback) ++report.correctness.fallback;
+    if (c.values == Values::captured) report.correctness.captured.push_back(r);
     if (r.outcome == Outcome::skipped) {
       // Not run here (a huge case without the device memory for it): never a pass, and said.
       ++report.correctness.skipped;

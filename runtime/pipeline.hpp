@@ -30,6 +30,12 @@ inline constexpr const char* kTwinNotTimed =
 /// config's fragile_margin or --fragile-margin says otherwise.
 inline constexpr double kDefaultFragileMargin = 0.8;
 
+/// A captured-inputs file (core/captured.hpp): its name in case ids and where it lies.
+struct CapturedFile {
+  std::string name;
+  std::string path;
+};
+
 struct CheckOptions {
   uint64_t seed = 1;
   int64_t cases = 64;
@@ -56,6 +62,10 @@ struct CheckOptions {
   /// Correctness cases run after the generated ones (e.g. both sides of every boundary of a
   /// package's guard, and its captured variants).
   std::vector<Case> extra_cases;
+  /// Captured-inputs files (a package's captured_inputs, --captured): each one whose __metadata__
+  /// names no op or this kernel's op is a correctness case after the generated ones (it must fit
+  /// the op). A captured case of only_cases finds its file here by name.
+  std::vector<CapturedFile> captured;
   /// When non-empty: the cases timed instead of speed_cases(). Those with calls > 0 make the
   /// call-weighted workload view (KernelReport::workload_speedup_vs_eager / _vs_baseline).
   std::vector<WeightedCase> timed_cases;
@@ -78,6 +88,15 @@ struct CheckOptions {
 };
 
 props::KernelTraits traits_of(const KernelInfo& kernel);
+
+/// The cases of the captured-inputs files that apply to `op` (no "op" in their __metadata__, or
+/// this op's name). Throws a package Error naming the file and `kernel` when one does not fit.
+std::vector<Case> captured_cases(const OpSignature& op, const std::vector<CapturedFile>& files, uint64_t seed,
+                                 const std::string& kernel);
+
+/// A captured case made from its id (a worker's --case, replay) finds its file among `files` by
+/// name; other cases are left alone.
+void resolve_captured(Case& c, const std::vector<CapturedFile>& files);
 
 /// The rule a case of this dtype is judged under when neither the config nor the command line
 /// names one: eager_relative for f16 and bf16 (unless the op asks for ulp), else the op's.

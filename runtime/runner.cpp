@@ -763,7 +763,7 @@ CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c, const cor
     }
   }
   try {
-    const Tensors inputs = ref.make_inputs(c, op, impl_->device);
+    const Tensors inputs = case_inputs(ref, c, op, impl_->device);
     // An input written in place (an output's alias) is the kernel's output buffer; the references
     // see a copy of it as it was, and it is exempt from the input-integrity check.
     Tensors ref_inputs = inputs;
@@ -1003,7 +1003,7 @@ std::vector<double> Runner::time_launches(const KernelInfo& kernel, const Case& 
   const OpSignature& op = find_op(c.op);
   const OpReference& ref = op_reference(c.op);
   const Attributes attrs = call_attributes(op, c);
-  Tensors inputs = ref.make_inputs(c, op, impl_->device);
+  Tensors inputs = case_inputs(ref, c, op, impl_->device);
   const Tensors outputs = arm_outputs(op, c, inputs, impl_->device);
   auto& timer = impl_->launch_timer();
   std::function<void()> between;
@@ -1051,13 +1051,13 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
   const auto bank_entry = [&](int64_t block, size_t set) { return (static_cast<size_t>(block) + set) % bank_size; };
   try {
     std::vector<Tensors> bank;
-    for (size_t e = 0; e < bank_size; ++e) bank.push_back(ref.make_inputs(bank_case(e), op, impl_->device));
+    for (size_t e = 0; e < bank_size; ++e) bank.push_back(case_inputs(ref, bank_case(e), op, impl_->device));
     // Per buffer set, the drawn inputs; each kernel arm has its own outputs (and copies of the
     // inputs it writes in place); the eager arm reads the inputs as drawn. Every set comes from
     // the same generator as the case, so the sets share its layouts and alignment.
     std::vector<Tensors> drawn(sets);
     for (size_t s = 0; s < sets; ++s) {
-      drawn[s] = ref.make_inputs(bank_case(bank_entry(0, s)), op, impl_->device);
+      drawn[s] = case_inputs(ref, bank_case(bank_entry(0, s)), op, impl_->device);
     }
     struct ArmBuffers {
       const KernelInfo* kernel = nullptr;  // nullptr: the eager reference

@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/captured.hpp"
 #include "core/error.hpp"
 #include "core/suggest.hpp"
 #include "core/safe_text.hpp"
@@ -166,7 +167,7 @@ namespace {
 const std::vector<std::string> kTopKeys = {
     "format",       "name",          "version", "op",        "description", "attributes", "sources",
     "include_dirs", "nvrtc_options", "symbols", "workspace", "launches",    "guard",      "op_file",
-    "launch_defaults", "nvrtc_options_for_dtype", "cubin", "fatbin", "ptx"};
+    "launch_defaults", "nvrtc_options_for_dtype", "cubin", "fatbin", "ptx", "captured_inputs"};
 const std::vector<std::string> kLaunchKeys = {"kernel", "grid", "block", "shared_mem", "args", "when", "nvrtc_options",
                                               "for_each"};
 const std::vector<std::string> kLaunchDefaultKeys = {"kernel", "grid", "block", "shared_mem", "args", "when",
@@ -346,6 +347,7 @@ class Checker {
     check_workspace(doc);
     check_launches(doc);
     check_guard(doc);
+    check_captured_inputs(doc);
     check_when_layouts();
     check_outputs_bound();
     check_launches_at_largest_call();
@@ -607,13 +609,13 @@ class Checker {
   }
 
   /// Checks a list of package-relative paths; `directory` selects include dirs over sources.
-  std::vector<std::string> check_paths(const json& doc, const std::string& key, bool directory,
-                                       bool required) {
+  std::vector<std::string> check_paths(const json& doc, const std::string& key, PathKind kind, bool required) {
     std::vector<std::string> out;
     auto it = doc.find(key);
-    const std::string expected = directory
-                                     ? "an array of directories relative to the package"
-                                     : "a non-empty array of source files relative to the package";
+    const bool directory = kind == PathKind::directory;
+    const std::string expected = directory                ? "an array of directories relative to the package"
+                                 : kind == PathKind::data ? "an array of safetensors files relative to the package"
+                                                          : "a non-empty array of source files relative to the package";
     if (it == doc.end()) {
       if (required) problem(key, "missing; expected " + expected + ", such as [\"kernel.cu\"]");
       return out;
@@ -642,8 +644,7 @@ class Checker {
         continue;
       }
       fs::path resolved;
-      const std::string err = package_path_problem(
-          m_.dir, rel, directory ? PathKind::directory : PathKind::source, &resolved);
+      const std::string err = package_path_problem(m_.dir, rel, kind, &resolved);
       if (!err.empty()) {
         // An include directory outside: a source package, which kgate pack makes self-contained.
         const fs::path p(rel);
@@ -664,10 +665,36 @@ class Checker {
     return out;
   }
 
+  /// "captured_inputs": ["captured/llama_b4.safetensors"]: one call's input tensors per file, run
+  /// as fixed cases; each must fit the op (tensor names, dtypes, shapes; core/captured.hpp).
+  void check_captured_inputs(const json& doc) {
+    const auto files = check_paths(doc, "captured_inputs", PathKind::data, false);  // the usable paths
+    std::set<std::string> left(files.begin(), files.end());
+    const auto it = doc.find("captured_inputs");
+    for (std::size_t i = 0; it != doc.end() && it->is_array() && i < it->size(); ++i) {
+      if (!(*it)[i].is_string() || left.erase((*it)[i].get<std::string>()) == 0) continue;
+      const std::string rel = (*it)[i].get<std::string>();
+      const std::string field = at("captured_inputs", i);
+      if (rel.find(':') != std::string::npos) {
+        problem(field, json_quote(rel) + " holds a ':', which case ids cannot carry; rename the file");
+        continue;
+      }
+      if (op_) {
+        try {
+          captured_case(*op_, rel, (m_.dir / rel).string(), 0);
+        } catch (const Error& e) {
+          problem(field, e.what());
+          continue;
+        }
+      }
+      m_.captured_inputs.push_back(rel);
+    }
+  }
+
   void check_sources(const json& doc) {
     check_binaries(doc);
     const bool binaries = !m_.cubins.empty() || !m_.fatbin.empty() || !m_.ptx.empty();
-    m_.sources = check_paths(doc, "sources", false, !binaries);
+    m_.sources = check_paths(doc, "sources", PathKind::source, !binaries);
   }
 
   /// "cubin": {"sm_90": "k.sm_90.cubin"}, "fatbin": "k.fatbin", "ptx": "k.ptx": precompiled kernels.
@@ -705,7 +732,7 @@ class Checker {
   }
 
   void check_include_dirs(const json& doc) {
-    m_.include_dirs = check_paths(doc, "include_dirs", true, false);
+    m_.include_dirs = check_paths(doc, "include_dirs", PathKind::directory, false);
     std::size_t files = 0;
     std::uintmax_t bytes = 0;
     for (std::size_t i = 0; i < m_.include_dirs.size(); ++i) {

@@ -210,6 +210,8 @@ struct PackageManifest {
   std::string fatbin;
   std::string ptx;
   std::vector<std::string> include_dirs;  ///< package-relative paths, as written
+  /// Captured-inputs files (safetensors), package-relative: fixed correctness cases.
+  std::vector<std::string> captured_inputs;
   std::vector<std::string> nvrtc_options;
   /// Options of one dtype's compile only ("nvrtc_options_for_dtype": {"bf16": ["-DENABLE_BF16"]}).
   std::map<DType, std::vector<std::string>> nvrtc_options_for_dtype;

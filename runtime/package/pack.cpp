@@ -51,6 +51,11 @@ class Packer {
     }
     for (const char* key : {"op_file", "fatbin", "ptx"})
       if (auto it = doc.find(key); it != doc.end()) copy_listed(*it, key);
+    if (auto it = doc.find("captured_inputs"); it != doc.end()) {
+      if (!it->is_array()) fail("captured_inputs", "expected an array of paths");
+      for (std::size_t i = 0; i < it->size(); ++i)
+        copy_listed((*it)[i], "captured_inputs[" + std::to_string(i) + "]");
+    }
     if (auto it = doc.find("cubin"); it != doc.end()) {
       if (!it->is_object()) fail("cubin", "expected an object of CUBIN files per architecture");
       for (auto e = it->begin(); e != it->end(); ++e) copy_listed(e.value(), "cubin." + e.key());

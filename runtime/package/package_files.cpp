@@ -70,11 +70,11 @@ std::string package_path_problem(const fs::path& root, const std::string& relati
            ", outside the package directory (through a symbolic link); expected a path inside it";
   if (kind == PathKind::directory && !fs::is_directory(canon, ec))
     return json_quote(relative) + " is not a directory; expected a directory of headers";
-  if (kind == PathKind::source || kind == PathKind::binary) {
-    const bool binary = kind == PathKind::binary;
+  if (kind == PathKind::source || kind == PathKind::binary || kind == PathKind::data) {
+    const bool binary = kind != PathKind::source;
     if (!fs::is_regular_file(canon, ec))
       return json_quote(relative) + " is not a regular file; expected " +
-             (binary ? "a CUBIN, fatbin or PTX file" : "a CUDA source file");
+             (kind == PathKind::data ? "a safetensors file" : binary ? "a CUBIN, fatbin or PTX file" : "a CUDA source file");
     const auto size = fs::file_size(canon, ec);
     if (ec) return json_quote(relative) + " cannot be read: " + ec.message();
     const std::uintmax_t limit = binary ? kMaxBinaryBytes : kMaxSourceBytes;

@@ -13,6 +13,7 @@ namespace kgate::package {
 enum class PathKind {
   source,     ///< a regular file of at most kMaxSourceBytes
   binary,     ///< a regular file of at most kMaxBinaryBytes (a precompiled CUBIN, fatbin or PTX)
+  data,       ///< a regular file of at most kMaxBinaryBytes (captured inputs: safetensors)
   directory,  ///< a directory
   any         ///< anything that exists
 };

@@ -30,7 +30,8 @@ __global__ void k(const T* x, T* y, long long n) {
 
 const char* const kTopKeyList =
     "format, name, version, op, description, attributes, sources, include_dirs, nvrtc_options, "
-    "symbols, workspace, launches, guard, op_file, launch_defaults, nvrtc_options_for_dtype, cubin, fatbin, ptx";
+    "symbols, workspace, launches, guard, op_file, launch_defaults, nvrtc_options_for_dtype, cubin, fatbin, ptx, "
+    "captured_inputs";
 
 /// A minimal valid manifest for softmax; each test breaks one thing.
 json base_manifest() {
@@ -246,6 +247,16 @@ TEST_F(ManifestTest, OpMustBeAnIdentifier) {
   EXPECT_EQ(only_problem(m), line("op",
                                   "expected the name of the op the package implements, such "
                                   "as \"softmax\" (an identifier), found \"soft max\""));
+}
+
+TEST_F(ManifestTest, CapturedInputsMustBeAnArrayOfFilesInsideThePackage) {
+  json m = base_manifest();
+  m["captured_inputs"] = json::object({{"a", 1}});
+  EXPECT_EQ(only_problem(m), line("captured_inputs",
+                                  "expected an array of safetensors files relative to the package, found an object"));
+  m["captured_inputs"] = json::array({"../x.safetensors"});
+  EXPECT_EQ(only_problem(m), line("captured_inputs[0]",
+                                  "\"../x.safetensors\" contains \"..\"; expected a path inside the package directory"));
 }
 
 TEST_F(ManifestTest, UnknownTopLevelKeySuggestsClosest) {
@@ -1167,7 +1178,7 @@ TEST(ManifestSchema, DescribesTheSameTopLevelKeys) {
   std::vector<std::string> keys;
   for (const auto& item : schema.at("properties").items()) keys.push_back(item.key());
   std::sort(keys.begin(), keys.end());
-  EXPECT_EQ(keys, (std::vector<std::string>{"attributes", "cubin", "description", "fatbin", "format", "guard",
+  EXPECT_EQ(keys, (std::vector<std::string>{"attributes", "captured_inputs", "cubin", "description", "fatbin", "format", "guard",
                                             "include_dirs", "launch_defaults", "launches", "name",
                                             "nvrtc_options", "nvrtc_options_for_dtype", "op", "op_file", "ptx",
                                             "sources", "symbols", "version", "workspace"}));
