@@ -35,6 +35,17 @@ backend_args=()
 if [ "${KGATE_EXPECT_GPU:-0}" = 1 ] && [[ " $* " != *" --backend "* ]]; then
   backend_args=(--backend cuda)
 fi
+# Every GPU of the runner at once (--devices all: one kernel per GPU at a time), unless the arguments
+# pick the devices or KGATE_DEVICES says otherwise (KGATE_DEVICES=0 keeps to one GPU).
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+if [ -n "${CUDA_VISIBLE_DEVICES:-}" ] && [ "${gpus:-0}" -gt 0 ]; then gpus=$(tr ',' '\n' <<< "$CUDA_VISIBLE_DEVICES" | grep -c .); fi
+if [[ " $* " != *" --device"* ]] && [[ " $* " != *" --backend cpu "* ]]; then
+  if [ -n "${KGATE_DEVICES:-}" ]; then
+    [ "$KGATE_DEVICES" = 0 ] || backend_args+=(--devices "$KGATE_DEVICES")
+  elif [ "${gpus:-0}" -gt 1 ]; then
+    backend_args+=(--devices all)
+  fi
+fi
 echo "==> ci/gate.sh: kgate check --out $out ${backend_args[*]} ${gb_args[*]} $*"
 set +e
 "$build/bin/kgate" check --out "$out" "${backend_args[@]}" "${gb_args[@]}" "$@"

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -15,10 +16,12 @@
 #include <iostream>
 #include <iterator>
 #include <map>
+#include <mutex>
 #include <memory>
 #include <optional>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "cli/output.hpp"
 #include "cli/sanitize.hpp"
@@ -516,6 +519,40 @@ void check_unique_package_names(const std::vector<std::string>& dirs,
   }
 }
 
+std::vector<int> parse_devices(const std::string& text, int count, const char* visible) {
+  std::vector<int> out;
+  if (text == "all") {
+    if (count <= 0)
+      throw_usage("--devices all: this process sees no CUDA device" +
+                  std::string(visible ? " (CUDA_VISIBLE_DEVICES=" + std::string(visible) + ")" : ""));
+    for (int d = 0; d < count; ++d) out.push_back(d);
+    return out;
+  }
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    size_t used = 0;
+    int d = -1;
+    try {
+      d = std::stoi(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size() || d < 0)
+      throw_usage("--devices " + text + ": '" + item + "' is not a device ordinal; expected 'all' or ordinals such as 0,1");
+    if (std::find(out.begin(), out.end(), d) != out.end())
+      throw_usage("--devices " + text + ": device " + item + " is listed twice");
+    if (count > 0 && d >= count)
+      throw_usage("--devices " + text + ": this process sees " + std::to_string(count) + " device(s)" +
+                  (visible ? " (CUDA_VISIBLE_DEVICES=" + std::string(visible) + ")" : std::string()) +
+                  "; ordinals are numbered from 0");
+    if (visible) cuda::visible_devices_for(d, visible);  // inside CUDA_VISIBLE_DEVICES (throws)
+    out.push_back(d);
+  }
+  if (out.empty()) throw_usage("--devices: expected 'all' or ordinals such as 0,1");
+  return out;
+}
+
 CheckOptions package_options(const CheckOptions& base, const LoadedPackage& p) {
   CheckOptions o = base;
   constexpr int64_t kMaxElements = int64_t{1} << 24;
@@ -819,7 +856,10 @@ int run_check(const CheckArgs& args) {
   };
   const size_t total = selected.size() + packages.size();
   if (isolate) {
-    for (size_t i = 0; i < total; ++i) {
+    std::mutex meta_mutex;  // report.meta, written from each GPU's thread
+    // One kernel or package, in workers on `device` (nullopt: the GPU selected for this process).
+    const auto check_isolated = [&](size_t i, std::optional<int> device) -> std::optional<KernelReport> {
+      const double started = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       const KernelInfo& k = i < selected.size() ? *selected[i] : packages[i - selected.size()].kernel;
       if (!args.quiet)
         std::fprintf(stderr, "[%zu/%zu] %s (%s, %s) in a worker process\n", i + 1, total, k.name.c_str(), k.op.c_str(),
@@ -828,11 +868,13 @@ int run_check(const CheckArgs& args) {
       std::vector<std::string> child = args.argv;
       child.insert(child.end(), {"--only", k.name, "--out", worker_out.string(), "--in-worker", "--run-comparisons",
                                  std::to_string(run_comparisons)});
+      if (device) child.insert(child.end(), {"--device", std::to_string(*device)});
       // The worker runs the backend decided here (and does not say again why it fell back).
       if (args.backend.empty() && packages.empty()) child.insert(child.end(), {"--backend", backend_name(backend)});
       // A fault kills its worker's CUDA context: the worker stops there, and a fresh one goes on
       // with the remaining cases (at most kMaxFaultRestarts times).
       std::optional<KernelReport> merged;
+      std::string worker_device;  // as the worker named it (name, ordinal, UUID)
       std::string said_all;
       uint64_t printed = 0, dropped = 0;
       int64_t resume_at = 0;
@@ -928,23 +970,27 @@ int run_check(const CheckArgs& args) {
           }
           break;
         }
-        // How the workers were confined: the first one's answer, unless a later one was not.
-        if (const auto it = w.report.meta.config.find("sandbox"); it != w.report.meta.config.end() && it->is_string()) {
-          const std::string said_sandbox = it->get<std::string>();
-          const auto have = report.meta.config.find("sandbox");
-          if (have == report.meta.config.end() || said_sandbox.rfind("none", 0) == 0) {
-            if (said_sandbox.rfind("none", 0) == 0 && !args.quiet &&
-                (have == report.meta.config.end() || *have != said_sandbox))
-              std::fprintf(stderr, "kgate: warning: workers run unconfined (%s); --require-sandbox makes this an error\n",
-                           said_sandbox.c_str() + 6);
-            report.meta.config["sandbox"] = said_sandbox;
+        worker_device = w.report.meta.device;
+        {
+          std::lock_guard<std::mutex> lock(meta_mutex);  // workers on several GPUs report at once
+          // How the workers were confined: the first one's answer, unless a later one was not.
+          if (const auto it = w.report.meta.config.find("sandbox"); it != w.report.meta.config.end() && it->is_string()) {
+            const std::string said_sandbox = it->get<std::string>();
+            const auto have = report.meta.config.find("sandbox");
+            if (have == report.meta.config.end() || said_sandbox.rfind("none", 0) == 0) {
+              if (said_sandbox.rfind("none", 0) == 0 && !args.quiet &&
+                  (have == report.meta.config.end() || *have != said_sandbox))
+                std::fprintf(stderr, "kgate: warning: workers run unconfined (%s); --require-sandbox makes this an error\n",
+                             said_sandbox.c_str() + 6);
+              report.meta.config["sandbox"] = said_sandbox;
+            }
           }
-        }
-        if (report.meta.device.empty()) {
-          report.meta.device = w.report.meta.device;
-          report.meta.driver = w.report.meta.driver;
-          report.meta.cuda = w.report.meta.cuda;
-          report.meta.torch = w.report.meta.torch;
+          if (report.meta.device.empty()) {
+            report.meta.device = w.report.meta.device;
+            report.meta.driver = w.report.meta.driver;
+            report.meta.cuda = w.report.meta.cuda;
+            report.meta.torch = w.report.meta.torch;
+          }
         }
         if (w.report.kernels.empty()) break;
         KernelReport part = std::move(w.report.kernels.front());
@@ -972,9 +1018,40 @@ int run_check(const CheckArgs& args) {
         merged->worker_output = said_all;  // each part made safe and bounded already
         merged->worker_output_bytes = printed;
         merged->worker_output_dropped_bytes = dropped;
-        report.kernels.push_back(std::move(*merged));
+        merged->worker_device = worker_device.empty() ? std::string(backend_name(backend)) : worker_device;
+        merged->worker_ordinal = device.value_or(-1);
+        merged->worker_start_s = started;
+        merged->worker_end_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       }
-      write_reports();  // after every kernel: a crash later loses nothing already measured
+      return merged;
+    };
+    if (args.devices.size() <= 1) {
+      const std::optional<int> device = args.devices.empty() ? std::nullopt : std::optional<int>(args.devices.front());
+      for (size_t i = 0; i < total; ++i) {
+        if (auto kr = check_isolated(i, device)) report.kernels.push_back(std::move(*kr));
+        write_reports();  // after every kernel: a crash later loses nothing already measured
+      }
+    } else {
+      // One thread per GPU takes the next kernel when its last one is done: a GPU never runs two.
+      // The report keeps the kernels' order, and is written after each one as before.
+      std::vector<std::optional<KernelReport>> done(total);
+      std::atomic<size_t> next{0};
+      std::mutex done_mutex;
+      const auto serve = [&](int device) {
+        for (size_t i = next++; i < total; i = next++) {
+          auto kr = check_isolated(i, device);
+          std::lock_guard<std::mutex> lock(done_mutex);
+          done[i] = std::move(kr);
+          std::lock_guard<std::mutex> meta_lock(meta_mutex);
+          report.kernels.clear();
+          for (const auto& d : done)
+            if (d) report.kernels.push_back(*d);
+          write_reports();
+        }
+      };
+      std::vector<std::thread> gpus;
+      for (int d : args.devices) gpus.emplace_back(serve, d);
+      for (auto& t : gpus) t.join();
     }
   }
   for (size_t i = 0; i < selected.size() && !isolate; ++i) {

@@ -37,6 +37,11 @@ std::string device_arch();
 /// call counts) as the timed cases, or, without variants, the usual speed shapes moved inside.
 CheckOptions package_options(const CheckOptions& base, const LoadedPackage& p);
 
+/// --devices: "all" (every one of the `count` devices this process sees) or ordinals "0,1,...",
+/// each below `count` when a driver answers (count > 0) and inside CUDA_VISIBLE_DEVICES
+/// (`visible`, may be null), none twice. Throws a usage Error naming the entry that is wrong.
+std::vector<int> parse_devices(const std::string& text, int count, const char* visible);
+
 struct ListArgs {
   bool ops = false;
   bool all = false;  ///< include mutants
@@ -67,6 +72,9 @@ struct CheckArgs {
   /// at most max(this, 600 s), is hung: its worker is killed and the case fails.
   double case_timeout_s = 60;
   bool in_worker = false;            ///< this process is a worker: check `only`, write the report
+  /// --devices: the GPUs whose workers run at once, one kernel (or package) per GPU at a time, as
+  /// CUDA ordinals of this process. Empty: one worker at a time on the selected (or first) GPU.
+  std::vector<int> devices;
   std::string only;                  ///< the one kernel or package (by name) a worker checks
   int64_t resume_at = 0;             ///< a worker going on after a fault: skip this many cases
   int64_t run_comparisons = 0;       ///< a worker: speed comparisons in the parent's whole run

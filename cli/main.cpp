@@ -123,6 +123,11 @@ int kgate::cli::main(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   check->add_option("--atol", opt.atol, "Absolute tolerance (overrides the op's default)");
   check->add_option("--rtol", opt.rtol, "Relative tolerance (overrides the op's default)");
+  std::string devices_text;
+  check->add_option("--devices", devices_text,
+                    "GPUs to use at once: 'all' or ordinals such as 0,1. Kernels and packages are dealt to one "
+                    "worker per GPU, and a GPU never runs two at once; one report, Holm over the whole run")
+      ->type_name("all|N,M,...");
   check->add_option_function<std::vector<std::string>>(
            "--captured",
            [&](const std::vector<std::string>& files) {
@@ -250,6 +255,17 @@ int kgate::cli::main(int argc, char** argv) {
   }
 
   if (require_sandbox) ::setenv("KGATE_REQUIRE_SANDBOX", "1", 1);
+  if (!devices_text.empty() && !check_args.in_worker) {  // a worker gets its one --device
+    try {
+      if (device >= 0) throw kgate::Error(kgate::ErrorKind::usage, "--device and --devices: give one of them");
+      check_args.devices = kgate::cli::parse_devices(devices_text, kgate::cuda::device_count(),
+                                                     std::getenv("CUDA_VISIBLE_DEVICES"));
+    } catch (const kgate::Error& e) {
+      std::fprintf(stderr, "kgate: error: %s\n", e.what());
+      return static_cast<int>(kgate::ExitCode::usage);
+    }
+    if (check_args.backend.empty()) check_args.backend = "cuda";  // GPUs were asked for: no cpu fallback
+  }
   if (device >= 0) {  // before anything starts CUDA
     try {
       kgate::cuda::select_device(device);

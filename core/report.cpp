@@ -304,6 +304,11 @@ nlohmann::json to_json(const RunReport& report) {
                    {"seconds", k.seconds},
                    {"correctness", correctness_json(k.correctness)},
                    {"speed", speed}};
+    if (!k.worker_device.empty())
+    {
+      kernel["worker"] = {{"device", k.worker_device}, {"start_s", number(k.worker_start_s)}, {"end_s", number(k.worker_end_s)}};
+      if (k.worker_ordinal >= 0) kernel["worker"]["ordinal"] = k.worker_ordinal;
+    }
     if (k.worker_output_bytes > 0)
       kernel["worker_output"] = {{"text", k.worker_output},
                                  {"bytes", k.worker_output_bytes},
@@ -409,6 +414,13 @@ RunReport report_from_json(const nlohmann::json& j) {
     k.outcome = parse_outcome(kj.at("outcome").get<std::string>());
     k.message = kj.value("message", std::string());
     k.seconds = kj.value("seconds", 0.0);
+    if (kj.contains("worker") && kj.at("worker").is_object()) {
+      const auto& w = kj.at("worker");
+      k.worker_device = w.value("device", std::string());
+      k.worker_start_s = read_number(w, "start_s");
+      k.worker_end_s = read_number(w, "end_s");
+      k.worker_ordinal = w.value("ordinal", -1);
+    }
     if (kj.contains("worker_output")) {
       const auto& w = kj.at("worker_output");
       k.worker_output = w.value("text", std::string());

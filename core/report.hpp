@@ -146,6 +146,13 @@ struct KernelReport {
   std::string worker_output;
   uint64_t worker_output_bytes = 0;
   uint64_t worker_output_dropped_bytes = 0;
+  /// Where and when its workers ran (kgate check with workers): the device as the worker named it
+  /// (name, ordinal, UUID; "cpu" on the cpu backend) and the seconds since the run began at which
+  /// its first worker started and its last one ended. Empty device: not recorded.
+  std::string worker_device;
+  int worker_ordinal = -1;  ///< the --devices ordinal its workers were given (-1: none)
+  double worker_start_s = 0;
+  double worker_end_s = 0;
   CorrectnessReport correctness;
   std::vector<SpeedComparison> speed;
   double seconds = 0;

@@ -89,6 +89,15 @@ std::string visible_devices_for(int ordinal, const char* visible) {
   return entries[static_cast<std::size_t>(ordinal)];
 }
 
+int device_count() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return count;
+}
+
 void select_device(int ordinal) {
   const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
   const std::string before = visible ? visible : "";

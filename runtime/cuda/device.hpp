@@ -21,6 +21,9 @@ std::string visible_devices_for(int ordinal, const char* visible);
 /// KGATE_DEVICE (reports name them). Throws Error(usage) as visible_devices_for.
 void select_device(int ordinal);
 
+/// CUDA devices this process sees (after CUDA_VISIBLE_DEVICES); 0 without a driver. Starts no context.
+int device_count();
+
 /// The GPU CTest assigned this process (CTEST_RESOURCE_GROUP_0_GPUS = "id:1,slots:1" for a test
 /// that declares RESOURCE_GROUPS gpus:1 under a resource spec whose ids are device ordinals), or
 /// nullopt outside such a test.
