@@ -1,4 +1,4 @@
-// The Google Benchmark target of one kernel (kgate_add_kernel builds it with KGATE_KERNEL_NAME):
+// The Google Benchmark target of one kernel (kgate_add_kernel links it with the kernel's name):
 // one benchmark per speed shape, manual time = device time per launch (CUPTI; chrono on cpu).
 // Run with --benchmark_repetitions=N --benchmark_enable_random_interleaving=true; its JSON output
 // (--benchmark_out=F --benchmark_out_format=json) goes into the report with `kgate check
@@ -13,6 +13,13 @@
 #include "references/catalogue.hpp"
 #include "runtime/cuda/device.hpp"
 #include "runtime/pipeline.hpp"
+
+// Compiled once for every kernel: each executable defines its kernel's name (kgate_add_kernel
+// generates that one line); -DKGATE_KERNEL_NAME="name" still works for a build of one's own.
+#ifndef KGATE_KERNEL_NAME
+extern "C" const char kgate_kernel_name[];
+#define KGATE_KERNEL_NAME kgate_kernel_name
+#endif
 
 namespace {
 

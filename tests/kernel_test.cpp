@@ -1,4 +1,4 @@
-// The GoogleTest target of one kernel (kgate_add_kernel builds it with KGATE_KERNEL_NAME): one test
+// The GoogleTest target of one kernel (kgate_add_kernel links it with the kernel's name): one test
 // per property family — random, ragged, extreme, special, layout (the case families), memory and
 // determinism. CUDA kernels report SKIPPED (visibly) on machines without a GPU.
 // Knobs: KGATE_TEST_CASES (cases per case family, 24), KGATE_TEST_MEMORY_CASES (cases of the
@@ -14,6 +14,13 @@
 #include "references/catalogue.hpp"
 #include "runtime/cuda/device.hpp"
 #include "runtime/pipeline.hpp"
+
+// Compiled once for every kernel: each executable defines its kernel's name (kgate_add_kernel
+// generates that one line); -DKGATE_KERNEL_NAME="name" still works for a build of one's own.
+#ifndef KGATE_KERNEL_NAME
+extern "C" const char kgate_kernel_name[];
+#define KGATE_KERNEL_NAME kgate_kernel_name
+#endif
 
 namespace kgate {
 namespace {
