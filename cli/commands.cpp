@@ -765,6 +765,8 @@ int run_check(const CheckArgs& args) {
     if (selected.size() + packages.size() != 1) throw_usage("--only " + args.only + ": no such kernel or package in this run");
   }
   const bool isolate = args.isolate && !args.in_worker;
+  if (!args.devices.empty() && !args.in_worker && !isolate)
+    throw_usage("--devices runs one worker process per GPU: leave out --no-isolate");
   if (!args.sanitize.empty() && !args.in_worker) {
     if (!isolate) throw_usage("--sanitize runs cases in workers under compute-sanitizer: leave out --no-isolate");
     if (backend != Backend::cuda) throw_usage("--sanitize needs the cuda backend: compute-sanitizer checks GPU kernels");

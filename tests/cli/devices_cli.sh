@@ -50,6 +50,9 @@ PY
 [ $? -eq 4 ] && grep -q -- "--device and --devices: give one of them" "$out/both.log" || { cat "$out/both.log"; fail "--device with --devices was not refused"; }
 CUDA_VISIBLE_DEVICES=0 "$kgate" check --backend cpu --devices 0,1 --kernel softmax_cpu --out "$out/bad" > "$out/visible.log" 2>&1
 [ $? -eq 4 ] && grep -q -- "sees 1 device(s) (CUDA_VISIBLE_DEVICES=0)" "$out/visible.log" || { cat "$out/visible.log"; fail "a device outside CUDA_VISIBLE_DEVICES was not refused"; }
+"$kgate" check --backend cpu --devices 0,1 --no-isolate --kernel softmax_cpu --out "$out/bad" > "$out/noisolate.log" 2>&1
+[ $? -eq 4 ] && grep -q -- "--devices runs one worker process per GPU: leave out --no-isolate" "$out/noisolate.log" ||
+  { cat "$out/noisolate.log"; fail "--devices with --no-isolate was not refused"; }
 if ! ldconfig -p 2>/dev/null | grep -q 'libcuda.so.1 '; then
   "$kgate" check --devices all --kernel softmax_cpu --out "$out/bad" > "$out/all.log" 2>&1
   [ $? -eq 4 ] && grep -q -- "--devices all: this process sees no CUDA device" "$out/all.log" || { cat "$out/all.log"; fail "--devices all without a GPU was not refused"; }
