@@ -7,6 +7,6 @@ here=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)  # (throu
 dir=${1:-$here/.deps-bundle}
 mkdir -p "$dir"
 cd "$dir"
-apt-get download libgtest-dev googletest libbenchmark-dev libbenchmark1debian nlohmann-json3-dev libcli11-dev \
+apt-get download libgtest-dev googletest libbenchmark-dev libbenchmark1debian nlohmann-json3-dev libcli11-dev libvalijson-dev \
   || { echo "ci/offline-bundle.sh: apt-get download failed (run apt-get update first?)" >&2; exit 1; }
 echo "offline bundle: $(ls "$dir"/*.deb | wc -l) packages in $dir"

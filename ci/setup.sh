@@ -8,7 +8,7 @@
 # The CUDA toolkit (nvcc, NVRTC, CUPTI) is expected at /usr/local/cuda (or $CUDA_HOME).
 set -euo pipefail
 here=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)  # (through symlinks)
-PACKAGES=(cmake ninja-build g++ libgtest-dev googletest libbenchmark-dev libbenchmark1debian nlohmann-json3-dev libcli11-dev)
+PACKAGES=(cmake ninja-build g++ libgtest-dev googletest libbenchmark-dev libbenchmark1debian nlohmann-json3-dev libcli11-dev libvalijson-dev)
 TORCH_SPEC=${KGATE_TORCH_SPEC:-torch==2.11.0}
 
 step() { echo "==> ci/setup.sh: $*"; }

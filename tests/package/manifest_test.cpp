@@ -1172,7 +1172,7 @@ TEST(ManifestSchema, DescribesTheSameTopLevelKeys) {
   std::ifstream in(std::filesystem::path(KGATE_PACKAGE_SOURCE_DIR) / "kgate-package.schema.json");
   ASSERT_TRUE(in);
   const json schema = json::parse(in);
-  EXPECT_EQ(schema.at("$schema"), "https://json-schema.org/draft/2020-12/schema");
+  EXPECT_EQ(schema.at("$schema"), "http://json-schema.org/draft-07/schema#");
   EXPECT_EQ(schema.at("properties").at("format").at("const"), kPackageFormat);
   EXPECT_EQ(schema.at("additionalProperties"), false);
   std::vector<std::string> keys;
