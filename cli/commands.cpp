@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -1039,21 +1040,29 @@ int run_check(const CheckArgs& args) {
       std::vector<std::optional<KernelReport>> done(total);
       std::atomic<size_t> next{0};
       std::mutex done_mutex;
+      std::exception_ptr error;  // the first error of any thread: no more kernels are dealt
       const auto serve = [&](int device) {
-        for (size_t i = next++; i < total; i = next++) {
-          auto kr = check_isolated(i, device);
+        try {
+          for (size_t i = next++; i < total; i = next++) {
+            auto kr = check_isolated(i, device);
+            std::lock_guard<std::mutex> lock(done_mutex);
+            done[i] = std::move(kr);
+            std::lock_guard<std::mutex> meta_lock(meta_mutex);
+            report.kernels.clear();
+            for (const auto& d : done)
+              if (d) report.kernels.push_back(*d);
+            write_reports();
+          }
+        } catch (...) {
           std::lock_guard<std::mutex> lock(done_mutex);
-          done[i] = std::move(kr);
-          std::lock_guard<std::mutex> meta_lock(meta_mutex);
-          report.kernels.clear();
-          for (const auto& d : done)
-            if (d) report.kernels.push_back(*d);
-          write_reports();
+          if (!error) error = std::current_exception();
+          next = total;
         }
       };
       std::vector<std::thread> gpus;
       for (int d : args.devices) gpus.emplace_back(serve, d);
       for (auto& t : gpus) t.join();
+      if (error) std::rethrow_exception(error);  // what was measured is in the report already
     }
   }
   for (size_t i = 0; i < selected.size() && !isolate; ++i) {
