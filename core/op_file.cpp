@@ -173,7 +173,7 @@ class Reader {
     }
     unknown_keys(doc, "", {"format", "name", "summary", "symbols", "relations", "inputs", "outputs", "dtypes", "tolerance_scale",
                            "attributes", "reduced", "nan", "rule", "tolerance", "deterministic", "speed_shapes",
-                           "reference", "oracle", "$schema"});
+                           "min_bytes", "reference", "oracle", "$schema"});
     op.name = str(doc, "name", "name", "", true);
     if (!op.name.empty() && !is_identifier(op.name))
       problem("name", quote_untrusted(op.name, 60) +
@@ -428,6 +428,26 @@ class Reader {
           unknown_keys(s, field, std::vector<std::string>(symbols.begin(), symbols.end()));
           op.speed_shapes.push_back(std::move(shape));
         }
+    }
+
+    // Speed of light: expressions over the shape symbols, dtype_size and bytes_<tensor>.
+    if (doc.contains("min_bytes")) {
+      const auto& m = doc["min_bytes"];
+      if (!m.is_object()) {
+        problem("min_bytes", "expected {\"read\": \"bytes_x\", \"written\": \"bytes_y\"}");
+      } else {
+        unknown_keys(m, "min_bytes", {"read", "written"});
+        std::set<std::string, std::less<>> known = symbols;
+        known.insert("dtype_size");
+        for (const auto* list : {&op.inputs, &op.outputs})
+          for (const auto& t : *list) known.insert("bytes_" + t.name);
+        for (const char* key : {"read", "written"}) {
+          const std::string field = std::string("min_bytes.") + key;
+          const std::string text = str(m, key, field, "");
+          if (!text.empty() && expression(text, field, known))
+            (std::string(key) == "read" ? op.min_bytes_read : op.min_bytes_written) = text;
+        }
+      }
     }
 
     f.reference = source(doc, "reference");

@@ -111,6 +111,12 @@ struct OpSignature {
   std::vector<std::string> relations;
   /// Shapes the speed gate times (symbol -> value; empty: the default rows-by-columns guess).
   std::vector<std::vector<std::pair<std::string, int64_t>>> speed_shapes;
+  /// Speed of light: the bytes any correct kernel must read and write for a case, as integer
+  /// expressions over the shape symbols, `dtype_size` (the case dtype's bytes) and `bytes_T` (the
+  /// bytes of op tensor T). A gather reads the rows it gathers, not its whole table. Timing
+  /// reports each case's fraction of the device's copy bandwidth, and a cold-cache time below
+  /// the floor is INVALID. "" and "": no floor declared.
+  std::string min_bytes_read, min_bytes_written;
   /// Where the op comes from: "built-in", or the op file's path.
   std::string origin = "built-in";
 

@@ -29,6 +29,8 @@ OpSignature adaptive_avg_pool2d_signature() {
   op.summary = "y = adaptive_avg_pool2d(x, [OH, OW]) for x:[B,C,H,W], y:[B,C,OH,OW]";
   op.inputs = {{"x", {"B", "C", "H", "W"}}};
   op.outputs = {{"y", {"B", "C", "OH", "OW"}}};
+  op.min_bytes_read = "bytes_x";
+  op.min_bytes_written = "bytes_y";
   op.symbols = {{"B", 1, 64, 8},   {"C", 1, 512, 64}, {"H", 1, 512, 64},
                 {"W", 1, 512, 64}, {"OH", 1, 64, 8},  {"OW", 1, 64, 8}};
   op.reduced_symbol = "W";

@@ -22,6 +22,9 @@ OpSignature embedding_signature() {
   op.summary = "y = weight[indices] for weight:[V,D], indices:[T] (int64 in [0,V)), y:[T,D]";
   op.inputs = {{"weight", {"V", "D"}}, {"indices", {"T"}}};
   op.outputs = {{"y", {"T", "D"}}};
+  // A gather: the rows it reads are at most T of the table (repeated indices read one row).
+  op.min_bytes_read = "bytes_indices";
+  op.min_bytes_written = "bytes_y";
   op.symbols = {{"T", 0, 65536, 1024}, {"V", 1, 262144, 4096}, {"D", 1, 16384, 512}};
   op.reduced_symbol = "D";
   op.dtypes = {DType::f32, DType::f16, DType::bf16};

@@ -17,6 +17,8 @@ OpSignature gelu_op(bool tanh) {
   op.summary = std::string("y = gelu(x, approximate='") + (tanh ? "tanh" : "none") + "') elementwise over x:[B,N]";
   op.inputs = {{"x", {"B", "N"}}};
   op.outputs = {{"y", {"B", "N"}}};
+  op.min_bytes_read = "bytes_x";
+  op.min_bytes_written = "bytes_y";
   op.symbols = {{"B", 0, 65536, 512}, {"N", 1, 262144, 8192}};
   op.reduced_symbol = "N";
   op.dtypes = {DType::f32, DType::f16, DType::bf16};

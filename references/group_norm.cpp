@@ -24,6 +24,8 @@ OpSignature group_norm_signature() {
       "weight/bias:[G,CG]";
   op.inputs = {{"x", {"B", "G", "CG", "HW"}}, {"weight", {"G", "CG"}}, {"bias", {"G", "CG"}}};
   op.outputs = {{"y", {"B", "G", "CG", "HW"}}};
+  op.min_bytes_read = "bytes_x + bytes_weight + bytes_bias";
+  op.min_bytes_written = "bytes_y";
   op.symbols = {{"B", 1, 256, 16}, {"G", 1, 64, 32}, {"CG", 1, 256, 16}, {"HW", 1, 65536, 1024}};
   op.reduced_symbol = "HW";
   op.dtypes = {DType::f32, DType::f16, DType::bf16};

@@ -17,6 +17,8 @@ OpSignature layer_norm_signature() {
   op.summary = "y = layer_norm(x, [N], weight, bias, eps) over rows of x:[B,N]";
   op.inputs = {{"x", {"B", "N"}}, {"weight", {"N"}}, {"bias", {"N"}}};
   op.outputs = {{"y", {"B", "N"}}};
+  op.min_bytes_read = "bytes_x + bytes_weight + bytes_bias";
+  op.min_bytes_written = "bytes_y";
   op.symbols = {{"B", 1, 65536, 512}, {"N", 1, 65536, 8192}};
   op.reduced_symbol = "N";
   op.dtypes = {DType::f32, DType::f16, DType::bf16};

@@ -22,6 +22,8 @@ OpSignature rms_norm_signature() {
   op.summary = "y = x * rsqrt(mean(x^2, -1) + eps) * weight over rows of x:[B,N], weight:[N]";
   op.inputs = {{"x", {"B", "N"}}, {"weight", {"N"}}};
   op.outputs = {{"y", {"B", "N"}}};
+  op.min_bytes_read = "bytes_x + bytes_weight";
+  op.min_bytes_written = "bytes_y";
   op.symbols = {{"B", 1, 65536, 512}, {"N", 1, 65536, 8192}};
   op.reduced_symbol = "N";
   op.dtypes = {DType::f32, DType::f16, DType::bf16};

@@ -20,6 +20,8 @@ OpSignature silu_and_mul_signature() {
   op.summary = "y = silu(x[:, :H]) * x[:, H:] for x:[B,2H], y:[B,H]";
   op.inputs = {{"x", {"B", "2*H"}}};
   op.outputs = {{"y", {"B", "H"}}};
+  op.min_bytes_read = "bytes_x";
+  op.min_bytes_written = "bytes_y";
   op.symbols = {{"B", 0, 65536, 512}, {"H", 1, 32768, 4096}};
   op.reduced_symbol = "H";
   op.dtypes = {DType::f32, DType::f16, DType::bf16};

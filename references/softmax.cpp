@@ -16,6 +16,8 @@ OpSignature row_op(const std::string& name) {
   op.summary = "y = " + name + "(x, dim=-1) over rows of x:[B,N]";
   op.inputs = {{"x", {"B", "N"}}};
   op.outputs = {{"y", {"B", "N"}}};
+  op.min_bytes_read = "bytes_x";
+  op.min_bytes_written = "bytes_y";
   op.symbols = {{"B", 1, 65536, 512}, {"N", 1, 262144, 8192}};
   op.reduced_symbol = "N";
   op.dtypes = {DType::f32, DType::f16, DType::bf16};

@@ -25,6 +25,8 @@ OpSignature softmax_varlen_signature() {
       "y[cu[s]:cu[s+1]] = softmax(x[cu[s]:cu[s+1]]) for packed x:[T], cu_seqlens:[S+1] (int32)";
   op.inputs = {{"x", {"T"}}, {"cu_seqlens", {"S+1"}}};
   op.outputs = {{"y", {"T"}}};
+  op.min_bytes_read = "bytes_x + bytes_cu_seqlens";
+  op.min_bytes_written = "bytes_y";
   op.symbols = {{"S", 1, 4096, 64}, {"T", 0, 2097152, 65536}};
   op.reduced_symbol = "T";
   op.dtypes = {DType::f32, DType::f16, DType::bf16};

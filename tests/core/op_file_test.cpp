@@ -150,6 +150,23 @@ TEST(OpFile, EachMistakeNamesFileFieldAndFix) {
   }
 }
 
+TEST(OpFile, MinBytesDeclaresTheSpeedOfLightFloor) {
+  json d = valid();
+  d["min_bytes"] = {{"read", "bytes_x + bytes_residual + bytes_weight"}, {"written", "bytes_y + T * dtype_size"}};
+  const OpSignature op = parse_op_file(d.dump(), "ops/my_op.json").signature;
+  EXPECT_EQ(op.min_bytes_read, "bytes_x + bytes_residual + bytes_weight");
+  EXPECT_EQ(op.min_bytes_written, "bytes_y + T * dtype_size");
+  EXPECT_TRUE(parse_op_file(valid().dump(), "ops/my_op.json").signature.min_bytes_read.empty());  // optional
+
+  json typo = valid();
+  typo["min_bytes"] = {{"read", "bytes_z"}};
+  EXPECT_NE(problems_of(typo).find("ops/my_op.json: min_bytes.read: "), std::string::npos) << problems_of(typo);
+  EXPECT_NE(problems_of(typo).find("bytes_z"), std::string::npos) << problems_of(typo);
+  json key = valid();
+  key["min_bytes"] = {{"reads", "bytes_x"}};
+  EXPECT_NE(problems_of(key).find("min_bytes.reads: unknown key"), std::string::npos) << problems_of(key);
+}
+
 TEST(OpFile, AllProblemsAreListedAtOnce) {
   json d = valid();
   d["dtypes"][0] = "i32";

@@ -10,6 +10,7 @@
 #include <set>
 #include <string>
 
+#include "core/expr.hpp"
 #include "gates/props/generators.hpp"
 #include "references/catalogue.hpp"
 #include "references/op_reference.hpp"
@@ -79,6 +80,34 @@ TEST_P(EveryOp, SignatureIsConsistent) {
   for (const auto& s : op.symbols) c.dims.emplace_back(s.name, 2);
   for (const auto& t : op.inputs) EXPECT_NO_THROW(concrete_shape(t.shape, c)) << t.name;
   for (const auto& t : op.outputs) EXPECT_NO_THROW(concrete_shape(t.shape, c)) << t.name;
+}
+
+// Every in-tree op declares its speed-of-light floor, and the floor is a floor: positive, and no
+// more than every tensor read and written once.
+TEST_P(EveryOp, DeclaresASpeedOfLightFloorNoLargerThanItsTensors) {
+  const auto& op = find_op(GetParam());
+  ASSERT_FALSE(op.min_bytes_read.empty()) << op.name << " declares no min_bytes.read";
+  ASSERT_FALSE(op.min_bytes_written.empty()) << op.name << " declares no min_bytes.written";
+  Case c;
+  c.op = op.name;
+  c.dtype = op.dtypes.front();
+  for (const auto& s : op.symbols) c.dims.emplace_back(s.name, std::max<int64_t>(s.min, std::min<int64_t>(s.max, 8)));
+  package::SymbolValues values(c.dims.begin(), c.dims.end());
+  values["dtype_size"] = static_cast<int64_t>(dtype_size(c.dtype));
+  int64_t all_in = 0, all_out = 0;
+  for (const auto* list : {&op.inputs, &op.outputs})
+    for (const auto& t : *list) {
+      int64_t bytes = static_cast<int64_t>(dtype_size(op.tensor_dtype(t, c.dtype)));
+      for (int64_t d : concrete_shape(t.shape, c)) bytes *= d;
+      values["bytes_" + t.name] = bytes;
+      (list == &op.inputs ? all_in : all_out) += bytes;
+    }
+  const int64_t read = package::evaluate_expr(op.min_bytes_read, values);
+  const int64_t written = package::evaluate_expr(op.min_bytes_written, values);
+  EXPECT_GT(read, 0) << op.min_bytes_read;
+  EXPECT_GT(written, 0) << op.min_bytes_written;
+  EXPECT_LE(read, all_in) << op.min_bytes_read;
+  EXPECT_LE(written, all_out) << op.min_bytes_written;
 }
 
 // Checks the inputs of `c` against the signature (shapes, dtypes, layouts, integer ranges).
