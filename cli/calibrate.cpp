@@ -161,6 +161,7 @@ nlohmann::ordered_json run_json(const AaRun& run) {
           {"seconds", run.seconds},
           {"check_seconds", json_number(c.check_seconds)},
           {"checked_launches", c.checked_launches.size()},
+          {"checks_judged", c.checks_judged},
           {"timer", c.timer},
           {"note", c.note}};
 }

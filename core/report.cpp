@@ -186,10 +186,21 @@ json speed_json(const SpeedComparison& s) {
           {"note", s.note},
           {"seconds", number(s.seconds)},
           {"pools", s.pools},
-          {"check_seconds", number(s.check_seconds)}};
+          {"check_seconds", number(s.check_seconds)},
+          {"checks_judged", s.checks_judged}};
   json checked = json::array();
   for (const auto& l : s.checked_launches) checked.push_back({l.block, l.arm, l.launch});
   j["checked_launches"] = checked;
+  if (!s.baseline_kernels.empty() || !s.candidate_kernels.empty())
+    j["kernels"] = {{"baseline", s.baseline_kernels}, {"candidate", s.candidate_kernels}};
+  if (s.sm_clock_max_mhz > 0) j["sm_clock_mhz"] = {s.sm_clock_min_mhz, s.sm_clock_max_mhz};
+  if (s.sol_read_bytes + s.sol_written_bytes > 0)
+    j["speed_of_light"] = {{"read_bytes", number(s.sol_read_bytes)},
+                           {"written_bytes", number(s.sol_written_bytes)},
+                           {"ceiling_bytes_per_s", number(s.sol_ceiling_bytes_per_s)},
+                           {"candidate_fraction", number(s.sol_candidate_fraction)},
+                           {"baseline_fraction", number(s.sol_baseline_fraction)},
+                           {"enforced", s.sol_enforced}};
   if (s.wrong_while_timed) j["wrong_while_timed"] = case_result_json(*s.wrong_while_timed);
   return j;
 }
@@ -217,9 +228,26 @@ SpeedComparison speed_from(const json& j) {
   s.seconds = read_number(j, "seconds");
   s.pools = j.value("pools", 1);
   s.check_seconds = read_number(j, "check_seconds");
+  s.checks_judged = j.value("checks_judged", int64_t{0});
   for (const auto& l : j.value("checked_launches", json::array()))
     if (l.is_array() && l.size() == 3)
       s.checked_launches.push_back({l[0].get<int64_t>(), l[1].get<int>(), l[2].get<int64_t>()});
+  if (const auto k = j.find("kernels"); k != j.end() && k->is_object()) {
+    s.baseline_kernels = k->value("baseline", std::vector<std::string>{});
+    s.candidate_kernels = k->value("candidate", std::vector<std::string>{});
+  }
+  if (const auto c = j.find("sm_clock_mhz"); c != j.end() && c->is_array() && c->size() == 2) {
+    s.sm_clock_min_mhz = (*c)[0].get<unsigned>();
+    s.sm_clock_max_mhz = (*c)[1].get<unsigned>();
+  }
+  if (const auto l = j.find("speed_of_light"); l != j.end() && l->is_object()) {
+    s.sol_read_bytes = read_number(*l, "read_bytes");
+    s.sol_written_bytes = read_number(*l, "written_bytes");
+    s.sol_ceiling_bytes_per_s = read_number(*l, "ceiling_bytes_per_s");
+    s.sol_candidate_fraction = read_number(*l, "candidate_fraction");
+    s.sol_baseline_fraction = read_number(*l, "baseline_fraction");
+    s.sol_enforced = l->value("enforced", false);
+  }
   if (j.contains("wrong_while_timed")) s.wrong_while_timed = case_result_from(j.at("wrong_while_timed"));
   return s;
 }

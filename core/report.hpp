@@ -128,6 +128,22 @@ struct SpeedComparison {
   int pools = 1;  ///< buffer sets each arm's launches cycled through (launch i used set i % pools)
   /// Wall seconds of `seconds` that checked timing's own work took (copies, checks, new contents).
   double check_seconds = 0;
+  /// Checked launches the first look against eager did not clear, judged under the rule itself.
+  int64_t checks_judged = 0;
+  /// The kernels one launch of each arm started (warm-up's last launch; every timed launch must
+  /// start the same, else the comparison is INVALID): "name<<<grid, block>>>", sorted. Empty when
+  /// the timer does not see kernels (events, the cpu backend) or for the eager arm's
+  /// "baseline_kernels" when nothing was timed.
+  std::vector<std::string> baseline_kernels, candidate_kernels;
+  /// NVML's SM clock over the timed blocks (MHz; 0: not read).
+  unsigned sm_clock_min_mhz = 0, sm_clock_max_mhz = 0;
+  /// Speed of light (OpSignature::min_bytes_*): the case's floor in bytes, the device's copy
+  /// bandwidth (bytes read + written per second; measured once per process by a copy kernel, cold
+  /// cache), and each arm's fraction of it at its median time. read + written = 0: no floor
+  /// declared. `sol_enforced`: cold-cache timing, where a median below the floor is INVALID.
+  double sol_read_bytes = 0, sol_written_bytes = 0, sol_ceiling_bytes_per_s = 0;
+  double sol_candidate_fraction = 0, sol_baseline_fraction = 0;
+  bool sol_enforced = false;
   /// The candidate's output was wrong in a timed launch ("wrong while timed"): the comparison's
   /// decision is failed, and this result joins the kernel's correctness failures.
   std::optional<CaseResult> wrong_while_timed;

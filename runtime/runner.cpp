@@ -24,20 +24,26 @@
 #include <cuda_runtime.h>
 #include <sys/random.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <optional>
 #include <random>
 #include <sstream>
+#include <tuple>
 
 #include "core/error.hpp"
+#include "core/expr.hpp"
 #include "core/rng.hpp"
 #include "gates/props/generators.hpp"
+#include "gates/speed/speed_of_light.hpp"
 #include "references/catalogue.hpp"
 #include "references/op_reference.hpp"
 #include "runtime/cuda/check.hpp"
+#include "runtime/cuda/compare.hpp"
 #include "runtime/cuda/device.hpp"
 #include "runtime/cuda/timer.hpp"
 #include "runtime/embedded_op_files.hpp"
@@ -605,6 +611,26 @@ struct Runner::Impl {
     return why.empty() ? "outside the kernel's guard" : why;
   }
 
+  /// Speed of light's ceiling: the copy bandwidth, measured at the first timed case that has a
+  /// floor (each process measures it; nothing kept on disk can be edited into a lower ceiling).
+  /// 0 off the GPU, or when the copy failed (light_note says why).
+  double light_ceiling_bytes_per_s = -1;
+  double l2_bytes = 0;
+  std::string light_note;
+  double light_ceiling() {
+    if (light_ceiling_bytes_per_s >= 0) return light_ceiling_bytes_per_s;
+    light_ceiling_bytes_per_s = 0;
+    if (backend != Backend::cuda) return 0;
+    launch_timer();
+    try {
+      l2_bytes = static_cast<double>(cuda::device_info().l2_bytes);
+      light_ceiling_bytes_per_s = cuda::copy_bandwidth(stream(), *timer, *flusher);
+    } catch (const Error& e) {
+      light_note = std::string("no speed-of-light ceiling: ") + e.what();
+    }
+    return light_ceiling_bytes_per_s;
+  }
+
   cuda::LaunchTimer& launch_timer() {
     if (!timer) {
       if (backend == Backend::cuda) {
@@ -886,6 +912,20 @@ struct WrongWhileTimed {
   CaseResult result;
 };
 
+// Thrown by CheckedArms::measure when a timed block breaks what the comparison rests on: the
+// kernels a launch starts changed, a module was loaded inside a timed launch, another process
+// used the GPU. The comparison is INVALID for `reason`.
+struct TimingInvalid {
+  std::string reason;
+};
+
+std::string joined_kernels(const cuda::KernelSet& set) {
+  if (set.empty()) return "(none)";
+  std::string out;
+  for (const auto& k : set) out += (out.empty() ? "" : "; ") + k;
+  return out;
+}
+
 // The two arms of a timed comparison (0 the baseline, 1 the candidate), for speed::run_interleaved,
 // with checked timing. Each arm's launches cycle through `sets` buffer sets (its i-th launch in a
 // block uses set i % sets), and one launch per block of each checked arm, at an index drawn from
@@ -898,25 +938,43 @@ class CheckedArms final : public speed::ArmTimer {
   struct Hooks {
     std::function<void(int arm, size_t set)> launch;
     std::function<void()> flush;  // before every launch (empty: warm timing)
-    std::function<void(int arm, size_t set)> perturb;  // before every timed launch, unmeasured
+    /// Before every timed launch, unmeasured; `before_flush`: a flush follows at once (and no
+    /// check of this launch's inputs comes between).
+    std::function<void(int arm, size_t set, bool before_flush)> perturb;
     std::function<void(int arm, size_t set)> prepare;
     std::function<void(int arm, size_t set)> capture;
     /// Judges the block's captures (throws WrongWhileTimed) and redraws the inputs for the next.
     std::function<void(int64_t block, const std::array<int64_t, 2>& checked_set)> block_done;
   };
 
-  CheckedArms(cuda::LaunchTimer& timer, size_t sets, int64_t launches_per_block, std::array<bool, 2> checked,
-              Hooks hooks, cuda::Nvml* nvml)
-      : timer_(timer), sets_(std::max<size_t>(1, sets)), launches_per_block_(std::max<int64_t>(1, launches_per_block)),
-        checked_(checked), hooks_(std::move(hooks)), nvml_(nvml), start_(std::chrono::steady_clock::now()) {}
+  /// `entries`: the bank of input contents; block b's buffer set s holds entry (b + s) % entries.
+  CheckedArms(cuda::LaunchTimer& timer, size_t sets, size_t entries, int64_t launches_per_block,
+              std::array<bool, 2> checked, Hooks hooks, cuda::Nvml* nvml, std::array<std::string, 2> arm_names)
+      : timer_(timer), sets_(std::max<size_t>(1, sets)), entries_(std::max<size_t>(1, entries)),
+        launches_per_block_(std::max<int64_t>(1, launches_per_block)),
+        checked_(checked), hooks_(std::move(hooks)), nvml_(nvml), arm_names_(std::move(arm_names)),
+        start_(std::chrono::steady_clock::now()) {}
 
-  /// Off during warm-up; switching it on starts block 0 (counts, check indices, disturbances reset).
-  void set_checking(bool on) {
-    checking_ = on;
+  /// Ends warm-up and starts block 0 (counts, check indices, disturbances reset); `check`: checked
+  /// timing (one judged launch per kernel arm per block).
+  void begin_blocks(bool check) {
+    timed_ = true;
+    checking_ = check;
     count_ = {0, 0};
     disturbance_.reset();
     clocks_.clear();
-    if (on) draw_check_indices();
+    if (check) draw_check_indices();
+  }
+  /// The kernels one launch of `arm` starts on the first bank entry, as warm-up showed them.
+  cuda::KernelSet kernels(int arm) const {
+    const auto it = kernels_.find({arm, 0});
+    return it == kernels_.end() ? cuda::KernelSet{} : it->second;
+  }
+  /// NVML's SM clock over the timed blocks: {min, max} MHz, {0, 0} when not read.
+  std::pair<unsigned, unsigned> clock_range() const {
+    if (clocks_.empty()) return {0, 0};
+    const auto [lo, hi] = std::minmax_element(clocks_.begin(), clocks_.end());
+    return {*lo, *hi};
   }
 
   std::vector<double> measure(int arm, int launches) override {
@@ -928,7 +986,8 @@ class CheckedArms final : public speed::ArmTimer {
         hooks_.capture(arm, *captured);
         captured.reset();
       }
-      if (checking_ && hooks_.perturb) hooks_.perturb(arm, static_cast<size_t>(n) % sets_);
+      if (checking_ && hooks_.perturb)
+        hooks_.perturb(arm, static_cast<size_t>(n) % sets_, n != check_at && static_cast<bool>(hooks_.flush));
       if (n == check_at) {
         checked_set_[static_cast<size_t>(arm)] = static_cast<int64_t>(static_cast<size_t>(n) % sets_);
         hooks_.prepare(arm, static_cast<size_t>(n) % sets_);
@@ -943,17 +1002,28 @@ class CheckedArms final : public speed::ArmTimer {
     };
     auto ns = timer_.time(launch, launches, between);
     if (captured) hooks_.capture(arm, *captured);
-    if (nvml_) {
-      if (auto s = nvml_->sample()) {
-        if (s->throttled()) disturbance_ = s->describe();
-        clocks_.push_back(s->sm_clock_mhz);
-      }
-    }
+    check_kernels(arm, n - launches);
     return ns;
   }
+  // Once per block: NVML's clocks and throttle reasons (a throttled block is dropped), and the
+  // processes on the GPU (another one makes the comparison INVALID).
   std::optional<std::string> block_disturbance() override {
     auto d = disturbance_;
     disturbance_.reset();
+    if (nvml_ && timed_) {
+      if (auto s = nvml_->sample()) {
+        if (s->throttled() && !d) d = s->describe();
+        clocks_.push_back(s->sm_clock_mhz);
+      }
+      if (const auto others = nvml_->other_processes(); others && !others->empty()) {
+        std::string list;
+        for (const auto& p : *others)
+          list += (list.empty() ? "" : ", ") + std::string("pid ") + std::to_string(p.pid) + " (" +
+                  std::to_string(p.used_bytes >> 20) + " MiB)";
+        throw TimingInvalid{std::to_string(others->size()) + " other process(es) held the GPU during block " +
+                            std::to_string(block_) + ": " + list + "; a timing must have the GPU to itself"};
+      }
+    }
     return d;
   }
   void block_done() override {
@@ -973,6 +1043,35 @@ class CheckedArms final : public speed::ArmTimer {
   const std::vector<SpeedComparison::CheckedLaunch>& checked_launches() const { return checked_launches_; }
 
  private:
+  // The kernel-set check. Warm-up's launches say which kernels (names, grids, blocks) a launch of
+  // each arm starts on each input contents (the bank entry: a kernel, eager's varlen softmax say,
+  // may pick its kernels by its integer inputs); every timed launch on the same contents must start
+  // the same, on whatever stream or thread: a change (work moved elsewhere, a kernel that runs
+  // otherwise when timed) makes the comparison INVALID. An entry warm-up did not reach is learned
+  // at its first timed launch. A module loaded inside a timed launch (a lazy load or a run-time
+  // compile: they belong before the first timed block) makes it INVALID too.
+  void check_kernels(int arm, int64_t first_launch) {
+    const auto& sets = timer_.launch_kernels();
+    const std::string& name = arm_names_[static_cast<size_t>(arm)];
+    for (size_t j = 0; j < sets.size(); ++j) {
+      const int64_t launch = first_launch + static_cast<int64_t>(j);
+      const size_t set = static_cast<size_t>(launch) % sets_;
+      const size_t entry = (static_cast<size_t>(timed_ ? block_ : 0) + set) % entries_;
+      auto [it, first_seen] = kernels_.try_emplace({arm, entry}, sets[j]);
+      if (!timed_) it->second = sets[j];  // warm-up: its last launch on these contents
+      if (!timed_ || first_seen || sets[j] == it->second) continue;
+      throw TimingInvalid{"the kernels of a timed launch changed: warm-up's launches of '" + name + "' started [" +
+                          joined_kernels(it->second) + "], its launch " + std::to_string(launch + 1) + " of block " +
+                          std::to_string(block_) + " (same input contents) started [" + joined_kernels(sets[j]) +
+                          "] (work moved to other kernels, or a kernel that runs differently when timed)"};
+    }
+    if (!timed_) return;
+    if (const int loads = timer_.module_loads(); loads > 0)
+      throw TimingInvalid{std::to_string(loads) + " module(s) loaded inside a timed launch of '" + name + "' (block " +
+                          std::to_string(block_) + "): a lazy load or a run-time compile; every module must be loaded "
+                          "before the first timed block"};
+  }
+
   void draw_check_indices() {
     for (size_t arm = 0; arm < 2; ++arm) {
       check_at_[arm] = checked_[arm] ? static_cast<int64_t>(system_random() % static_cast<uint64_t>(launches_per_block_)) : -1;
@@ -982,11 +1081,15 @@ class CheckedArms final : public speed::ArmTimer {
 
   cuda::LaunchTimer& timer_;
   size_t sets_;
+  size_t entries_;
   int64_t launches_per_block_;
   std::array<bool, 2> checked_;
   Hooks hooks_;
   cuda::Nvml* nvml_;
+  std::array<std::string, 2> arm_names_;
+  std::map<std::pair<int, size_t>, cuda::KernelSet> kernels_;  // (arm, bank entry) -> its launch's kernels
   std::chrono::steady_clock::time_point start_;
+  bool timed_ = false;  // warm-up is over
   bool checking_ = false;
   int64_t block_ = 0;
   std::array<int64_t, 2> count_{0, 0}, check_at_{-1, -1}, checked_set_{-1, -1};
@@ -996,6 +1099,27 @@ class CheckedArms final : public speed::ArmTimer {
 };
 
 double median_of(std::vector<double> v) { return speed::median(std::move(v)); }
+
+// The case's speed-of-light floor (OpSignature::min_bytes_*), from the case's shape symbols, its
+// dtype's size and the bytes of each op tensor as drawn; no floor when the op declares none.
+speed::LightFloor light_floor(const OpSignature& op, const Case& c, const Tensors& inputs, const Tensors& outputs) {
+  speed::LightFloor floor;
+  if (op.min_bytes_read.empty() && op.min_bytes_written.empty()) return floor;
+  package::SymbolValues values(c.dims.begin(), c.dims.end());
+  values["dtype_size"] = static_cast<int64_t>(dtype_size(c.dtype));
+  const auto add = [&](const std::vector<TensorSpec>& specs, const Tensors& tensors) {
+    for (size_t i = 0; i < specs.size() && i < tensors.size(); ++i)
+      values["bytes_" + specs[i].name] = tensors[i].numel() * static_cast<int64_t>(tensors[i].element_size());
+  };
+  add(op.inputs, inputs);
+  add(op.outputs, outputs);
+  const auto bytes = [&](const std::string& text) {
+    return text.empty() ? 0.0 : static_cast<double>(package::Expr::parse(text).evaluate(values));
+  };
+  floor.read_bytes = bytes(op.min_bytes_read);
+  floor.written_bytes = bytes(op.min_bytes_written);
+  return floor;
+}
 
 }  // namespace
 
@@ -1084,13 +1208,26 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
       if (impl_->refusal(*baseline, in, out, attrs).empty()) arm[0].kernel = baseline;
       else baseline_note = "the case is outside the guard of baseline '" + baseline->name + "': timed its fallback (eager)";
     }
-    for (size_t s = 0; s < sets; ++s) {
-      arm[0].inputs.push_back(drawn[s]);
-      if (arm[0].kernel) arm[0].outputs.push_back(arm_outputs(op, c, arm[0].inputs[s], impl_->device));
+    // A kernel baseline runs in the candidate's buffers (outputs, and the input copies it writes in
+    // place): the two arms never run at once, and on the same addresses neither gains from where
+    // its buffers fell (the L2 partition and DRAM channels an address maps to; an A/A of one kernel
+    // in two sets of buffers measured a steady 0.6% apart on the H200). The eager arm reads the
+    // drawn inputs and allocates its outputs as eager code does.
+    if (arm[0].kernel) {
+      arm[0].inputs = arm[1].inputs;
+      arm[0].outputs = arm[1].outputs;
+    } else {
+      arm[0].inputs = drawn;
     }
     auto& timer = impl_->launch_timer();
     cmp.timer = timer.name();
     if (!impl_->timer_note.empty()) cmp.note = impl_->timer_note;
+    speed::LightFloor light = light_floor(op, c, drawn[0], arm[1].outputs[0]);
+    if (light.read_bytes + light.written_bytes > 0) {
+      light.ceiling_bytes_per_s = impl_->light_ceiling();
+      light.l2_bytes = impl_->l2_bytes;
+      if (!impl_->light_note.empty()) cmp.note += (cmp.note.empty() ? "" : "; ") + impl_->light_note;
+    }
     if (!baseline_note.empty()) cmp.note += (cmp.note.empty() ? "" : "; ") + baseline_note;
 
     // Checked timing: what the checked launch of each arm saw and wrote.
@@ -1104,7 +1241,12 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
     struct Check {
       Tensors inputs_before, outputs_after;
       std::vector<at::Tensor> input_changed;  // right after the launch, per input not written in place
+      at::Tensor flags;  // cuda: [0] an output not close, [1 + i] input i changed (non-zero: yes)
+      std::vector<int64_t> flag_of_input;  // input_changed[j] is flags[flag_of_input[j]] when >= 0
+      at::Tensor bad;    // the first look's ATen verdict, where no flag kernel applied (bool; true: not cleared)
+      bool mismatch = false;  // the reference's outputs do not fit the kernel's: not cleared
     };
+    const bool on_gpu = impl_->backend == Backend::cuda;
     std::array<Check, 2> check;
     // What a checked launch's outputs hold before it: values a kernel cannot tell from earlier
     // results (random, finite; integers: the poison), drawn once and copied in.
@@ -1134,7 +1276,8 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
     // see the same inputs, and a result cached by content (say, by a hash of a sample of the
     // input) goes stale. Integer inputs (indices, offsets) keep their order: it may be a contract.
     Rng order(system_random());
-    const auto swap_two = [&](int a, size_t s) {
+    // before_flush: the flush kernel that follows does the swap (no launch of its own).
+    const auto swap_two = [&](int a, size_t s, bool before_flush) {
       for (const auto& t : arm[static_cast<size_t>(a)].inputs[s]) {
         if (!t.is_floating_point() || t.numel() < 2) continue;
         std::array<int64_t, 2> offset{0, 0};  // in elements, through the strides
@@ -1150,7 +1293,9 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
         unsigned char* x = base + offset[0] * size;
         unsigned char* y = base + offset[1] * size;
         if (x == y) continue;
-        if (impl_->backend == Backend::cuda) {
+        if (impl_->backend == Backend::cuda && before_flush && impl_->flusher) {
+          impl_->flusher->swap_at_flush(x, y, static_cast<int>(size));
+        } else if (impl_->backend == Backend::cuda) {
           KGATE_CUDA_CALL(cuda::launch_swap_elements(x, y, static_cast<int>(size),
                                                      static_cast<cudaStream_t>(impl_->stream())));
         } else {
@@ -1158,65 +1303,164 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
         }
       }
     };
-    hooks.perturb = [&](int a, size_t s) { timed_work([&] { swap_two(a, s); }); };
+    hooks.perturb = [&](int a, size_t s, bool before_flush) { timed_work([&] { swap_two(a, s, before_flush); }); };
     const std::vector<bool> in_place = written_in_place(op, op.inputs.size());
+    // The copies checked timing makes between launches: on the GPU, into buffers allocated once
+    // per comparison, as raw asynchronous copies where both sides are contiguous (an ATen op costs
+    // the host several times a cudaMemcpyAsync, and the host's time between launches is the wall
+    // time checked timing adds).
+    const auto copy_into = [&](at::Tensor& dst, const at::Tensor& src) {
+      if (on_gpu && dst.defined() && dst.is_contiguous() && src.is_contiguous() && dst.nbytes() == src.nbytes() &&
+          dst.scalar_type() == src.scalar_type()) {
+        KGATE_CUDA_CALL(cudaMemcpyAsync(dst.data_ptr(), src.data_ptr(), src.nbytes(), cudaMemcpyDeviceToDevice,
+                                        static_cast<cudaStream_t>(impl_->stream())));
+        return;
+      }
+      if (dst.defined() && dst.sizes() == src.sizes() && dst.scalar_type() == src.scalar_type()) dst.copy_(src);
+      else dst = src.clone(at::MemoryFormat::Contiguous);
+    };
+    const int64_t flags_per_arm = 1 + static_cast<int64_t>(op.inputs.size());
+    at::Tensor all_flags;  // both arms' flags: one read per block
+    std::array<Tensors, 2> before_buffers, after_buffers;
+    if (on_gpu) {
+      all_flags = at::zeros({2 * flags_per_arm}, at::TensorOptions().dtype(at::kInt).device(impl_->device));
+      for (size_t a = 0; a < 2; ++a) {
+        for (const auto& t : arm[1].inputs[0]) before_buffers[a].push_back(at::empty(t.sizes(), t.options()));
+        for (const auto& t : arm[1].outputs[0]) after_buffers[a].push_back(at::empty(t.sizes(), t.options()));
+      }
+    }
     hooks.prepare = [&](int a, size_t s) {
       timed_work([&] {
         ArmBuffers& b = arm[static_cast<size_t>(a)];
         Check& k = check[static_cast<size_t>(a)];
         k = Check{};
-        for (const auto& t : b.inputs[s]) k.inputs_before.push_back(t.clone());
+        for (size_t i = 0; i < b.inputs[s].size(); ++i) {
+          at::Tensor dst = on_gpu ? before_buffers[static_cast<size_t>(a)][i] : at::Tensor();
+          copy_into(dst, b.inputs[s][i]);
+          k.inputs_before.push_back(dst);
+        }
+        if (on_gpu) {
+          k.flags = all_flags.narrow(0, a * flags_per_arm, flags_per_arm);
+          KGATE_CUDA_CALL(cudaMemsetAsync(k.flags.data_ptr(), 0, k.flags.nbytes(),
+                                          static_cast<cudaStream_t>(impl_->stream())));
+        }
         // Outputs not written in place start with the fill, so an element left unwritten reads wrong.
         for (size_t i = 0; i < op.outputs.size(); ++i)
-          if (op.alias_input(op.outputs[i]) < 0) b.outputs[s][i].copy_(fills[i]);
-      });
-    };
-    hooks.capture = [&](int a, size_t s) {
-      timed_work([&] {
-        Check& k = check[static_cast<size_t>(a)];
-        const ArmBuffers& b = arm[static_cast<size_t>(a)];
-        for (const auto& t : b.outputs[s]) k.outputs_after.push_back(t.clone());
-        // Now, before a later launch's swap changes this set's inputs.
-        for (size_t i = 0; i < k.inputs_before.size(); ++i) {
-          if (i < in_place.size() && in_place[i]) continue;
-          const auto bits = bits_type(from_scalar_type(b.inputs[s][i].scalar_type()));
-          k.input_changed.push_back(b.inputs[s][i].view(bits).ne(k.inputs_before[i].view(bits)).any());
-        }
+          if (op.alias_input(op.outputs[i]) < 0) copy_into(b.outputs[s][i], fills[i]);
       });
     };
     // A first look, cheap: each output against the eager reference under a tolerance that implies
     // the case's rule (lean_tolerance), the inputs against their copies. Only a launch that this
     // look does not clear is judged under the rule itself (judge_outputs, the oracle included).
-    const auto cleared = [&](size_t a) {
-      const Check& k = check[a];
+    // It is queued right after the checked launch, between timed launches, so the host work runs
+    // while the GPU still works through the launches queued before it; on the GPU each comparison
+    // is one kernel raising the arm's flags, read back once at the block's end (cleared).
+    const auto first_look = [&](size_t a) {
+      Check& k = check[a];
       const Tensors expected = ref.eager(k.inputs_before, attrs);
-      if (expected.size() < k.outputs_after.size()) return false;
-      at::Tensor bad = at::zeros({}, at::TensorOptions().dtype(at::kBool).device(impl_->device));
-      for (size_t i = 0; i < k.outputs_after.size(); ++i) {
+      k.bad = at::zeros({}, at::TensorOptions().dtype(at::kBool).device(impl_->device));
+      bool aten_used = false;
+      k.mismatch = expected.size() < k.outputs_after.size();
+      for (size_t i = 0; i < k.outputs_after.size() && !k.mismatch; ++i) {
         const at::Tensor& out = k.outputs_after[i];
-        const at::Tensor& want = expected[i];
-        if (want.sizes() != out.sizes() || want.scalar_type() != out.scalar_type()) return false;
+        const at::Tensor want = expected[i].contiguous();
+        if (want.sizes() != out.sizes() || want.scalar_type() != out.scalar_type()) {
+          k.mismatch = true;
+          break;
+        }
         const DType dt = from_scalar_type(out.scalar_type());
+        const auto stream = static_cast<cudaStream_t>(impl_->stream());
+        if (on_gpu && !is_floating(dt)) {
+          KGATE_CUDA_CALL(cuda::launch_flag_bytes_differ(out.data_ptr(), want.data_ptr(),
+                                                         out.numel() * static_cast<int64_t>(out.element_size()),
+                                                         k.flags.data_ptr<int>(), stream));
+          continue;
+        }
         if (!is_floating(dt)) {
-          bad = bad.logical_or(out.ne(want).any());
+          k.bad = k.bad.logical_or(out.ne(want).any());
+          aten_used = true;
           continue;
         }
         const Tolerance tol = lean_tolerance(output_rule(case_rule, dt, op.outputs[i]), dt);
-        bad = bad.logical_or(at::isclose(out, want, tol.rtol, tol.atol, /*equal_nan=*/true).logical_not().any());
+        if (on_gpu) {
+          const cuda::CloseType type = dt == DType::f32   ? cuda::CloseType::f32
+                                       : dt == DType::f16 ? cuda::CloseType::f16
+                                       : dt == DType::bf16 ? cuda::CloseType::bf16
+                                                           : cuda::CloseType::f64;
+          KGATE_CUDA_CALL(cuda::launch_flag_not_close(out.data_ptr(), want.data_ptr(), out.numel(), type, tol.rtol,
+                                                      tol.atol, k.flags.data_ptr<int>(), stream));
+          continue;
+        }
+        k.bad = k.bad.logical_or(at::isclose(out, want, tol.rtol, tol.atol, /*equal_nan=*/true).logical_not().any());
+        aten_used = true;
       }
-      for (const auto& changed : k.input_changed) bad = bad.logical_or(changed);
-      return !bad.item<bool>();
+      // Inputs compared by ATen (not contiguous, or off the GPU) join the verdict; on the GPU the
+      // rest already raised their flags.
+      for (const auto& changed : k.input_changed)
+        if (changed.defined()) {
+          k.bad = k.bad.logical_or(changed);
+          aten_used = true;
+        }
+      if (on_gpu && aten_used) k.flags[0].add_(k.bad.to(at::kInt));
+    };
+    // Both arms' flags in one read at the block's end.
+    std::vector<int> flags_read;
+    const auto cleared = [&](size_t a) {
+      const Check& k = check[a];
+      if (k.mismatch) return false;
+      if (!on_gpu) return !k.bad.item<bool>();
+      for (int64_t i = 0; i < flags_per_arm; ++i)
+        if (flags_read.at(static_cast<size_t>(static_cast<int64_t>(a) * flags_per_arm + i)) != 0) return false;
+      return true;
+    };
+    hooks.capture = [&](int a, size_t s) {
+      timed_work([&] {
+        Check& k = check[static_cast<size_t>(a)];
+        const ArmBuffers& b = arm[static_cast<size_t>(a)];
+        for (size_t i = 0; i < b.outputs[s].size(); ++i) {
+          at::Tensor dst = on_gpu ? after_buffers[static_cast<size_t>(a)][i] : at::Tensor();
+          copy_into(dst, b.outputs[s][i]);
+          k.outputs_after.push_back(dst);
+        }
+        // Now, before a later launch's swap changes this set's inputs.
+        for (size_t i = 0; i < k.inputs_before.size(); ++i) {
+          if (i < in_place.size() && in_place[i]) continue;
+          const at::Tensor& now = b.inputs[s][i];
+          const at::Tensor& before = k.inputs_before[i];
+          if (on_gpu && now.is_contiguous() && before.is_contiguous()) {
+            int* slot = k.flags.data_ptr<int>() + 1 + i;
+            KGATE_CUDA_CALL(cuda::launch_flag_bytes_differ(now.data_ptr(), before.data_ptr(),
+                                                           now.numel() * static_cast<int64_t>(now.element_size()), slot,
+                                                           static_cast<cudaStream_t>(impl_->stream())));
+            k.input_changed.emplace_back();  // its flag (a view only if the launch is judged)
+            k.flag_of_input.push_back(static_cast<int64_t>(1 + i));
+            continue;
+          }
+          const auto bits = bits_type(from_scalar_type(now.scalar_type()));
+          k.input_changed.push_back(now.view(bits).ne(before.view(bits)).any());
+          k.flag_of_input.push_back(-1);
+        }
+        first_look(static_cast<size_t>(a));
+      });
     };
     hooks.block_done = [&](int64_t block, const std::array<int64_t, 2>& checked_set) {
       std::optional<WrongWhileTimed> wrong;
       timed_work([&] {
+        if (on_gpu) {
+          const at::Tensor host = all_flags.to(at::kCPU);
+          flags_read.assign(host.data_ptr<int>(), host.data_ptr<int>() + host.numel());
+        }
         for (size_t a = 0; a < 2 && !wrong; ++a) {
           if (checked_set[a] < 0 || check[a].outputs_after.empty()) continue;
           const size_t set = static_cast<size_t>(checked_set[a]);
           if (!cleared(a)) {
+            ++cmp.checks_judged;
             DeviceScalars q;
             MemorySlots memory;
-            for (const auto& changed : check[a].input_changed) memory.inputs_changed.push_back(q.add_int(changed));
+            const Check& k = check[a];
+            for (size_t j = 0; j < k.input_changed.size(); ++j)
+              memory.inputs_changed.push_back(
+                  q.add_int(k.flag_of_input[j] >= 0 ? k.flags[k.flag_of_input[j]] : k.input_changed[j]));
             CaseResult r;
             r.kcase = bank_case(bank_entry(block, set));
             judge_outputs(op, ref, r.kcase, case_rule, attrs, check[a].inputs_before, check[a].outputs_after, q, memory,
@@ -1229,20 +1473,22 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
         // The next block's contents: the same buffers (pointers), the next bank entries.
         for (size_t s = 0; s < sets; ++s) {
           const Tensors& next = bank[bank_entry(block + 1, s)];
-          for (size_t i = 0; i < next.size(); ++i) drawn[s][i].copy_(next[i]);
-          for (auto& b : arm)
-            for (size_t i = 0; i < b.inputs[s].size(); ++i)
-              if (!b.inputs[s][i].is_same(drawn[s][i])) b.inputs[s][i].copy_(drawn[s][i]);
+          for (size_t i = 0; i < next.size(); ++i) copy_into(drawn[s][i], next[i]);
+          for (size_t a = 0; a < arm.size(); ++a) {
+            if (a == 0 && arm[0].kernel) continue;  // the candidate's buffers
+            for (size_t i = 0; i < arm[a].inputs[s].size(); ++i)
+              if (!arm[a].inputs[s][i].is_same(drawn[s][i])) copy_into(arm[a].inputs[s][i], drawn[s][i]);
+          }
         }
       });
       if (wrong) throw std::move(*wrong);
     };
     const std::array<bool, 2> checked{checking && arm[0].kernel != nullptr, checking};
-    CheckedArms arms(timer, sets, 2 * static_cast<int64_t>(options.interleave.launches_per_arm), checked, std::move(hooks),
-                     impl_->nvml.get());
+    CheckedArms arms(timer, sets, bank_size, 2 * static_cast<int64_t>(options.interleave.launches_per_arm), checked,
+                     std::move(hooks),
+                     impl_->nvml.get(), {arm[0].kernel ? arm[0].kernel->name : std::string("eager"), kernel.name});
 
     // Warm-up until the median of a batch is stable (within 2% of the previous batch), both arms.
-    arms.set_checking(false);
     double prev_a = 0, prev_b = 0;
     for (int batch = 0; batch < options.max_warmup_batches; ++batch) {
       const double ma = median_of(arms.measure(0, 10));
@@ -1253,15 +1499,27 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
       if (stable) break;
     }
 
-    arms.set_checking(checking);
+    arms.begin_blocks(checking);
     Rng rng(derive_seed(seed, "interleave/" + kernel.name + "/" + c.id(), 0));
     speed::InterleaveResult r;
-    try {
-      r = speed::run_interleaved(arms, options.interleave, rng);
-    } catch (WrongWhileTimed& wrong) {
-      impl_->sync();
+    const auto record_arms = [&] {
+      cmp.baseline_kernels = arms.kernels(0);
+      cmp.candidate_kernels = arms.kernels(1);
+      std::tie(cmp.sm_clock_min_mhz, cmp.sm_clock_max_mhz) = arms.clock_range();
       cmp.checked_launches = arms.checked_launches();
       cmp.check_seconds = check_seconds;
+    };
+    try {
+      r = speed::run_interleaved(arms, options.interleave, rng);
+    } catch (TimingInvalid& invalid) {
+      impl_->sync();
+      record_arms();
+      cmp.decision = Outcome::invalid;
+      cmp.note += (cmp.note.empty() ? "" : "; ") + invalid.reason;
+      return cmp;
+    } catch (WrongWhileTimed& wrong) {
+      impl_->sync();
+      record_arms();
       // The failing arm's checked launch of the last block (the other arm's may follow it).
       SpeedComparison::CheckedLaunch last;
       for (auto it = cmp.checked_launches.rbegin(); it != cmp.checked_launches.rend(); ++it)
@@ -1289,8 +1547,7 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
       return cmp;
     }
     impl_->sync();
-    cmp.checked_launches = arms.checked_launches();
-    cmp.check_seconds = check_seconds;
+    record_arms();
     cmp.blocks = static_cast<int64_t>(r.blocks.size());
     for (const auto& b : r.blocks) {
       if (b.dropped) {
@@ -1316,7 +1573,28 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
                     std::ceil(r.budget_needed_s));
       cmp.note += (cmp.note.empty() ? "" : "; ") + std::string(text);
     }
-    if (r.invalid) {
+    // Speed of light: each arm's fraction of the copy bandwidth; in cold-cache timing a median
+    // below the op's floor is not a speedup but a measurement (or a kernel) to distrust.
+    std::optional<std::string> too_fast;
+    if (light.read_bytes + light.written_bytes > 0 && light.ceiling_bytes_per_s > 0) {
+      cmp.sol_read_bytes = light.read_bytes;
+      cmp.sol_written_bytes = light.written_bytes;
+      cmp.sol_ceiling_bytes_per_s = light.ceiling_bytes_per_s;
+      cmp.sol_candidate_fraction = speed::light_fraction(light, cmp.candidate_median_ns);
+      cmp.sol_baseline_fraction = speed::light_fraction(light, cmp.baseline_median_ns);
+      cmp.sol_enforced = options.flush_l2;
+      if (cmp.sol_enforced) {
+        too_fast = speed::faster_than_light(light, cmp.candidate_median_ns, "'" + kernel.name + "'");
+        if (!too_fast)
+          too_fast = speed::faster_than_light(light, cmp.baseline_median_ns,
+                                              "baseline '" + (arm[0].kernel ? arm[0].kernel->name : std::string("eager")) +
+                                                  "' (is the op's min_bytes floor too high?)");
+      }
+    }
+    if (too_fast) {
+      cmp.decision = Outcome::invalid;
+      cmp.note += (cmp.note.empty() ? "" : "; ") + *too_fast;
+    } else if (r.invalid) {
       cmp.decision = Outcome::invalid;
       cmp.note += (cmp.note.empty() ? "" : "; ") + r.invalid_reason;
     } else {

@@ -3,6 +3,7 @@
 
 #include <cuda_runtime.h>
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -24,6 +25,13 @@ using GetHandleByUuidFn = nvmlReturn_t (*)(const char*, nvmlDevice_t*);
 using GetClockFn = nvmlReturn_t (*)(nvmlDevice_t, int, unsigned*);
 using GetTempFn = nvmlReturn_t (*)(nvmlDevice_t, int, unsigned*);
 using GetReasonsFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned long long*);
+// nvmlProcessInfo_v1_t, the layout of the unversioned nvmlDeviceGetComputeRunningProcesses.
+struct ProcessInfoV1 {
+  unsigned int pid;
+  unsigned long long used_gpu_memory;
+};
+using GetProcessesFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned*, ProcessInfoV1*);
+constexpr nvmlReturn_t kNvmlInsufficientSize = 7;
 constexpr int kNvmlClockSm = 1;
 constexpr int kNvmlTemperatureGpu = 0;
 // nvmlClocksEventReasons: SW power cap 0x4, HW slowdown 0x8, SW thermal 0x20, HW thermal 0x40,
@@ -228,6 +236,34 @@ std::optional<ClockSample> Nvml::sample() const {
   if (temp) temp(device_, kNvmlTemperatureGpu, &s.temperature_c);
   if (reasons && reasons(device_, &r) == 0) s.throttle_reasons = r;
   return s;
+}
+
+std::optional<std::vector<GpuProcess>> Nvml::other_processes() const {
+  if (!device_) return std::nullopt;
+  auto get = reinterpret_cast<GetProcessesFn>(dlsym(lib_, "nvmlDeviceGetComputeRunningProcesses"));
+  if (!get) return std::nullopt;
+  std::vector<ProcessInfoV1> infos(16);
+  unsigned count = static_cast<unsigned>(infos.size());
+  nvmlReturn_t r = get(device_, &count, infos.data());
+  if (r == kNvmlInsufficientSize) {
+    infos.resize(count + 8);
+    count = static_cast<unsigned>(infos.size());
+    r = get(device_, &count, infos.data());
+  }
+  if (r != 0) return std::nullopt;
+  infos.resize(count);
+  std::vector<GpuProcess> others;
+  const unsigned self = static_cast<unsigned>(getpid());
+  bool self_listed = false;
+  for (const auto& p : infos) {
+    if (p.pid == self) self_listed = true;
+    else others.push_back({p.pid, p.used_gpu_memory});
+  }
+  // In a container NVML names processes by the host's pids: this process is then one of the
+  // list under a number it cannot recognize. One entry is this process; more are others, though
+  // which one is this process cannot be told.
+  if (!self_listed && !others.empty()) others.pop_back();
+  return others;
 }
 
 }  // namespace kgate::cuda

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace kgate::cuda {
 
@@ -52,6 +53,12 @@ struct ClockSample {
   std::string describe() const;
 };
 
+/// A process holding a context on the GPU, as NVML lists it.
+struct GpuProcess {
+  unsigned pid = 0;
+  uint64_t used_bytes = 0;  ///< its GPU memory (NVML may not know: then a huge sentinel)
+};
+
 /// NVML, when present, for the current CUDA device, found by its UUID (NVML numbers devices its own
 /// way, ignoring CUDA_VISIBLE_DEVICES). `sample()` returns nullopt when NVML is missing or fails.
 class Nvml {
@@ -63,6 +70,8 @@ class Nvml {
   bool available() const { return device_ != nullptr; }
   std::string unavailable_reason() const { return reason_; }
   std::optional<ClockSample> sample() const;
+  /// Compute processes on the device other than this one; nullopt when NVML cannot tell.
+  std::optional<std::vector<GpuProcess>> other_processes() const;
 
  private:
   void* lib_ = nullptr;

@@ -7,10 +7,20 @@
 
 #include <cstdint>
 
+#include "runtime/cuda/timer.hpp"
+
 namespace kgate::cuda {
 namespace {
 
-__global__ void read_flush_kernel(const int4* __restrict__ buffer, int64_t count, int* sink) {
+__global__ void read_flush_kernel(const int4* __restrict__ buffer, int64_t count, int* sink, ElementSwaps swaps) {
+  // First the swaps checked timing queued for the next launch (one thread: a handful of elements).
+  if (blockIdx.x == 0 && threadIdx.x == 0)
+    for (int s = 0; s < swaps.count; ++s)
+      for (int i = 0; i < swaps.size[s]; ++i) {
+        const unsigned char t = swaps.a[s][i];
+        swaps.a[s][i] = swaps.b[s][i];
+        swaps.b[s][i] = t;
+      }
   int acc = 0;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < count; i += stride) {
@@ -31,15 +41,31 @@ __global__ void swap_elements_kernel(unsigned char* a, unsigned char* b, int siz
   }
 }
 
+// Copies `count` 16-byte words (the speed-of-light ceiling: what a plain streaming kernel moves).
+__global__ void copy_kernel(const int4* __restrict__ src, int4* __restrict__ dst, int64_t count) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < count; i += stride) dst[i] = src[i];
+}
+
 }  // namespace
 
-/// Launches the read flush over `bytes` of `buffer` (zero-filled, 16-byte aligned) on `stream`.
-cudaError_t launch_read_flush(const void* buffer, size_t bytes, int* sink, int multiprocessors,
-                              cudaStream_t stream) {
+/// Copies `bytes` (a multiple of 16, both 16-byte aligned) from `src` to `dst` on `stream`.
+cudaError_t launch_copy(const void* src, void* dst, size_t bytes, int multiprocessors, cudaStream_t stream) {
   const int64_t count = static_cast<int64_t>(bytes / sizeof(int4));
   const int threads = 512;
   const int blocks = (multiprocessors > 0 ? multiprocessors : 132) * 4;
-  read_flush_kernel<<<blocks, threads, 0, stream>>>(static_cast<const int4*>(buffer), count, sink);
+  copy_kernel<<<blocks, threads, 0, stream>>>(static_cast<const int4*>(src), static_cast<int4*>(dst), count);
+  return cudaGetLastError();
+}
+
+/// Launches the read flush over `bytes` of `buffer` (zero-filled, 16-byte aligned) on `stream`,
+/// swapping `swaps` first.
+cudaError_t launch_read_flush(const void* buffer, size_t bytes, int* sink, int multiprocessors,
+                              const ElementSwaps& swaps, cudaStream_t stream) {
+  const int64_t count = static_cast<int64_t>(bytes / sizeof(int4));
+  const int threads = 512;
+  const int blocks = (multiprocessors > 0 ? multiprocessors : 132) * 4;
+  read_flush_kernel<<<blocks, threads, 0, stream>>>(static_cast<const int4*>(buffer), count, sink, swaps);
   return cudaGetLastError();
 }
 

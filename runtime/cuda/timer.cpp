@@ -4,9 +4,14 @@
 #include <cuda_runtime.h>
 #include <cupti.h>
 
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <set>
 
 #include "runtime/cuda/check.hpp"
 
@@ -16,11 +21,19 @@ namespace {
 constexpr size_t kBufferBytes = 8 << 20;
 constexpr size_t kAlign = 8;
 
-// CUPTI delivers records through process-wide callbacks; they land here.
+struct KernelRecord {
+  uint32_t correlation = 0;
+  uint64_t start = 0, end = 0;
+  std::string kernel;  // "name<<<(x,y,z), (x,y,z)>>>"
+};
+
+// CUPTI delivers records through process-wide callbacks; they land here, while a timer collects.
 struct ActivitySink {
   std::mutex mutex;
+  bool collecting = false;
   std::map<uint32_t, uint64_t> external_of_correlation;  // CUPTI correlation id -> our launch id
-  std::vector<std::pair<uint32_t, uint64_t>> kernel_durations;  // (correlation id, ns)
+  std::set<uint32_t> own_correlations;                   // API calls of kgate's own work between launches
+  std::vector<KernelRecord> kernels;
   uint64_t dropped = 0;
 };
 
@@ -29,6 +42,17 @@ struct ActivitySink {
 ActivitySink& sink() {
   static ActivitySink* s = new ActivitySink;
   return *s;
+}
+
+// External correlation kinds: the launch being timed, and kgate's own work between launches.
+constexpr auto kLaunchKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
+constexpr auto kOwnKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1;
+
+std::string describe_kernel(const CUpti_ActivityKernel10& k) {
+  char dims[96];
+  std::snprintf(dims, sizeof dims, "<<<(%d,%d,%d), (%d,%d,%d)>>>", k.gridX, k.gridY, k.gridZ, k.blockX, k.blockY,
+                k.blockZ);
+  return std::string(k.name ? k.name : "?") + dims;
 }
 
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
@@ -44,14 +68,14 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
   {
     std::lock_guard<std::mutex> lock(s.mutex);
     CUpti_Activity* record = nullptr;
-    while (cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) {
+    while (s.collecting && cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) {
       if (record->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || record->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
         const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
-        s.kernel_durations.emplace_back(k->correlationId, k->end - k->start);
+        s.kernels.push_back({k->correlationId, k->start, k->end, describe_kernel(*k)});
       } else if (record->kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) {
         const auto* e = reinterpret_cast<const CUpti_ActivityExternalCorrelation*>(record);
-        if (e->externalKind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0)
-          s.external_of_correlation[e->correlationId] = e->externalId;
+        if (e->externalKind == kLaunchKind) s.external_of_correlation[e->correlationId] = e->externalId;
+        if (e->externalKind == kOwnKind) s.own_correlations.insert(e->correlationId);
       }
     }
     size_t dropped = 0;
@@ -59,6 +83,25 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
     s.dropped += dropped;
   }
   std::free(buffer);
+}
+
+// Modules the driver loaded, counted by a CUPTI resource callback (when this process may subscribe).
+std::atomic<int64_t> module_loads_seen{0};
+
+void CUPTIAPI resource_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, const void*) {
+  if (domain == CUPTI_CB_DOMAIN_RESOURCE && id == CUPTI_CBID_RESOURCE_MODULE_LOADED) ++module_loads_seen;
+}
+
+// Subscribes once; false when another CUPTI client (a profiler) holds the one subscription.
+bool watch_module_loads() {
+  static const bool watching = [] {
+    CUpti_SubscriberHandle subscriber{};
+    if (cuptiSubscribe(&subscriber, reinterpret_cast<CUpti_CallbackFunc>(resource_callback), nullptr) != CUPTI_SUCCESS)
+      return false;
+    return cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED) ==
+           CUPTI_SUCCESS;
+  }();
+  return watching;
 }
 
 class CuptiTimer final : public LaunchTimer {
@@ -73,6 +116,7 @@ class CuptiTimer final : public LaunchTimer {
     // External correlation records are attached to API records: without API activity there are none.
     KGATE_CUPTI_CALL(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME));
     KGATE_CUPTI_CALL(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER));
+    watching_loads_ = watch_module_loads();
   }
   ~CuptiTimer() override {
     cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
@@ -84,31 +128,84 @@ class CuptiTimer final : public LaunchTimer {
 
   std::vector<double> time(const std::function<void()>& launch, int count,
                            const std::function<void()>& between) override {
-    const uint64_t first = next_id_;
-    for (int i = 0; i < count; ++i) {
-      if (between) between();
-      KGATE_CUPTI_CALL(cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, next_id_++));
-      launch();
-      uint64_t popped = 0;
-      KGATE_CUPTI_CALL(cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &popped));
-    }
-    KGATE_CUDA_CALL(cudaStreamSynchronize(stream_));
-    KGATE_CUPTI_CALL(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
-    std::vector<double> ns(static_cast<size_t>(count), 0.0);
-    std::vector<int> kernels(static_cast<size_t>(count), 0);
     auto& s = sink();
-    std::lock_guard<std::mutex> lock(s.mutex);
-    for (const auto& [corr, dur] : s.kernel_durations) {
-      auto it = s.external_of_correlation.find(corr);
-      if (it == s.external_of_correlation.end()) continue;
-      if (it->second < first || it->second >= first + static_cast<uint64_t>(count)) continue;
-      ns[it->second - first] += static_cast<double>(dur);
-      kernels[it->second - first] += 1;
+    // Everything before this call has finished: the window holds only kernels that started while
+    // these launches were made (the device, not only the stream, is drained at its end, so that
+    // work a launch left on another stream is in its window).
+    KGATE_CUDA_CALL(cudaDeviceSynchronize());
+    uint64_t window_start = 0;
+    KGATE_CUPTI_CALL(cuptiGetTimestamp(&window_start));
+    {
+      std::lock_guard<std::mutex> lock(s.mutex);
+      s.kernels.clear();
+      s.external_of_correlation.clear();
+      s.own_correlations.clear();
+      s.collecting = true;
     }
-    s.kernel_durations.clear();
+    const uint64_t first = next_id_;
+    int64_t loads = 0;
+    std::vector<uint64_t> called(static_cast<size_t>(count), 0);  // when each launch call began
+    try {
+      for (int i = 0; i < count; ++i) {
+        if (between) {
+          KGATE_CUPTI_CALL(cuptiActivityPushExternalCorrelationId(kOwnKind, 1));
+          between();
+          uint64_t popped = 0;
+          KGATE_CUPTI_CALL(cuptiActivityPopExternalCorrelationId(kOwnKind, &popped));
+        }
+        KGATE_CUPTI_CALL(cuptiActivityPushExternalCorrelationId(kLaunchKind, next_id_++));
+        KGATE_CUPTI_CALL(cuptiGetTimestamp(&called[static_cast<size_t>(i)]));
+        const int64_t loads_before = module_loads_seen.load();
+        launch();
+        loads += module_loads_seen.load() - loads_before;
+        uint64_t popped = 0;
+        KGATE_CUPTI_CALL(cuptiActivityPopExternalCorrelationId(kLaunchKind, &popped));
+      }
+      KGATE_CUDA_CALL(cudaDeviceSynchronize());
+      KGATE_CUPTI_CALL(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(s.mutex);
+      s.collecting = false;
+      throw;
+    }
+    module_loads_ = watching_loads_ ? static_cast<int>(loads) : -1;
+    std::vector<double> ns(static_cast<size_t>(count), 0.0);
+    kernels_.assign(static_cast<size_t>(count), KernelSet{});
+    std::lock_guard<std::mutex> lock(s.mutex);
+    s.collecting = false;
+    // The launch's own kernels first; then a kernel that no launch call started (another thread
+    // launched it) counts for the last launch that had begun before it started: begun when its
+    // first own kernel started, or, without one, when the launch call began.
+    std::vector<uint64_t> begun = called;
+    std::vector<bool> has_own(static_cast<size_t>(count), false);
+    std::vector<const KernelRecord*> foreign;
+    for (const auto& k : s.kernels) {
+      if (k.start < window_start) continue;
+      auto it = s.external_of_correlation.find(k.correlation);
+      if (it == s.external_of_correlation.end()) {
+        if (!s.own_correlations.count(k.correlation)) foreign.push_back(&k);
+        continue;
+      }
+      if (it->second < first || it->second >= first + static_cast<uint64_t>(count)) continue;
+      const size_t i = static_cast<size_t>(it->second - first);
+      ns[i] += static_cast<double>(k.end - k.start);
+      kernels_[i].push_back(k.kernel);
+      begun[i] = has_own[i] ? std::min(begun[i], k.start) : k.start;
+      has_own[i] = true;
+    }
+    for (const KernelRecord* k : foreign) {
+      size_t at = 0;
+      for (size_t i = 0; i < begun.size(); ++i)
+        if (begun[i] <= k->start && begun[i] >= begun[at]) at = i;
+      ns[at] += static_cast<double>(k->end - k->start);
+      kernels_[at].push_back(k->kernel + " (launched by another thread)");
+    }
+    for (auto& set : kernels_) std::sort(set.begin(), set.end());
+    s.kernels.clear();
     s.external_of_correlation.clear();
+    s.own_correlations.clear();
     for (int i = 0; i < count; ++i)
-      if (kernels[static_cast<size_t>(i)] == 0)
+      if (kernels_[static_cast<size_t>(i)].empty())
         throw Error(ErrorKind::device, "CUPTI recorded no kernel for launch " + std::to_string(i) +
                                            " of " + std::to_string(count) +
                                            ": the launch started no kernel, or CUPTI dropped records (" +
@@ -116,11 +213,16 @@ class CuptiTimer final : public LaunchTimer {
     return ns;
   }
   const char* name() const override { return kind_ == CUPTI_ACTIVITY_KIND_KERNEL ? "cupti-serial" : "cupti"; }
+  const std::vector<KernelSet>& launch_kernels() const override { return kernels_; }
+  int module_loads() const override { return module_loads_; }
 
  private:
   cudaStream_t stream_;
   CUpti_ActivityKind kind_;
   uint64_t next_id_ = 1;
+  bool watching_loads_ = false;
+  int module_loads_ = -1;
+  std::vector<KernelSet> kernels_;
 };
 
 class EventTimer final : public LaunchTimer {
@@ -174,8 +276,11 @@ std::unique_ptr<LaunchTimer> make_best_timer(void* stream, std::string* note) {
   }
 }
 
+cudaError_t launch_copy(const void* src, void* dst, size_t bytes, int multiprocessors,
+                        cudaStream_t stream);  // l2_flush.cu
 cudaError_t launch_read_flush(const void* buffer, size_t bytes, int* sink, int multiprocessors,
-                              cudaStream_t stream);  // l2_flush.cu
+                              const ElementSwaps& swaps, cudaStream_t stream);  // l2_flush.cu
+cudaError_t launch_swap_elements(void* a, void* b, int size, cudaStream_t stream);  // l2_flush.cu
 
 L2Flusher::L2Flusher(void* stream, FlushMode mode) : stream_(stream), mode_(mode) {
   int device = 0, l2 = 0;
@@ -195,13 +300,57 @@ L2Flusher::~L2Flusher() {
   KGATE_CUDA_CALL_NOTHROW(cudaFree(sink_));
 }
 
+void L2Flusher::swap_at_flush(void* a, void* b, int size) {
+  if (mode_ != FlushMode::read || swaps_.count == ElementSwaps::kMax) {
+    KGATE_CUDA_CALL(launch_swap_elements(a, b, size, static_cast<cudaStream_t>(stream_)));
+    return;
+  }
+  swaps_.a[swaps_.count] = static_cast<unsigned char*>(a);
+  swaps_.b[swaps_.count] = static_cast<unsigned char*>(b);
+  swaps_.size[swaps_.count] = size;
+  ++swaps_.count;
+}
+
 void L2Flusher::flush() {
   if (mode_ == FlushMode::read) {
-    KGATE_CUDA_CALL(launch_read_flush(buffer_, bytes_, sink_, multiprocessors_, static_cast<cudaStream_t>(stream_)));
+    const ElementSwaps swaps = swaps_;
+    swaps_.count = 0;
+    KGATE_CUDA_CALL(
+        launch_read_flush(buffer_, bytes_, sink_, multiprocessors_, swaps, static_cast<cudaStream_t>(stream_)));
     return;
   }
   value_ = (value_ + 1) & 0xff;
   KGATE_CUDA_CALL(cudaMemsetAsync(buffer_, value_, bytes_, static_cast<cudaStream_t>(stream_)));
+}
+
+double copy_bandwidth(void* stream, LaunchTimer& timer, L2Flusher& flusher, int launches) {
+  int device = 0, l2 = 0, sms = 0;
+  KGATE_CUDA_CALL(cudaGetDevice(&device));
+  KGATE_CUDA_CALL(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
+  KGATE_CUDA_CALL(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const size_t bytes = std::max<size_t>(size_t{256} << 20, static_cast<size_t>(l2) * 4);
+  void* src = nullptr;
+  void* dst = nullptr;
+  KGATE_CUDA_CALL(cudaMalloc(&src, bytes));
+  if (cudaMalloc(&dst, bytes) != cudaSuccess) {
+    cudaGetLastError();
+    KGATE_CUDA_CALL_NOTHROW(cudaFree(src));
+    throw Error(ErrorKind::device, "no device memory for the speed-of-light copy (" + std::to_string(2 * bytes) + " bytes)");
+  }
+  auto s = static_cast<cudaStream_t>(stream);
+  std::vector<double> ns;
+  try {
+    KGATE_CUDA_CALL(cudaMemsetAsync(src, 1, bytes, s));
+    ns = timer.time([&] { KGATE_CUDA_CALL(launch_copy(src, dst, bytes, sms, s)); }, launches, [&] { flusher.flush(); });
+  } catch (...) {
+    KGATE_CUDA_CALL_NOTHROW(cudaFree(src));
+    KGATE_CUDA_CALL_NOTHROW(cudaFree(dst));
+    throw;
+  }
+  KGATE_CUDA_CALL_NOTHROW(cudaFree(src));
+  KGATE_CUDA_CALL_NOTHROW(cudaFree(dst));
+  const double best = *std::min_element(ns.begin(), ns.end());
+  return best > 0 ? 2.0 * static_cast<double>(bytes) / (best * 1e-9) : 0;
 }
 
 }  // namespace kgate::cuda

@@ -1,6 +1,8 @@
 // Device-side timing of launches. CUPTI activity records give each launch's device time as the sum
-// of the kernel records it produced (matched through an external correlation id pushed around the
-// launch); CUDA events are the fallback. An optional L2 flush runs between launches, unmeasured.
+// of the kernel records it produced, on any stream (matched through an external correlation id
+// pushed around the launch; a kernel of the context that no thread's launch call started, such as
+// one a kernel's helper thread launched, counts for the launch it ran under); CUDA events are the
+// fallback. An optional L2 flush runs between launches, unmeasured.
 #pragma once
 
 #include <cstdint>
@@ -11,15 +13,28 @@
 
 namespace kgate::cuda {
 
+/// The kernels one launch started, one "name<<<grid, block>>>" string each, sorted.
+using KernelSet = std::vector<std::string>;
+
 class LaunchTimer {
  public:
   virtual ~LaunchTimer() = default;
   /// Runs `launch` `count` times on `stream` (each launch may start several kernels) and returns
-  /// each launch's device time in nanoseconds. `between` runs before each launch, unmeasured.
+  /// each launch's device time in nanoseconds. `between` runs before each launch, unmeasured (its
+  /// kernels are kgate's own and never count).
   virtual std::vector<double> time(const std::function<void()>& launch, int count,
                                    const std::function<void()>& between) = 0;
   /// "cupti", "cupti-serial" or "events".
   virtual const char* name() const = 0;
+  /// The kernels each launch of the last time() call started (empty when the timer does not see
+  /// kernels: events).
+  virtual const std::vector<KernelSet>& launch_kernels() const {
+    static const std::vector<KernelSet> none;
+    return none;
+  }
+  /// Modules loaded inside the launches of the last time() call (a lazy load or a run-time compile
+  /// while timed), or -1 when the timer cannot see module loads.
+  virtual int module_loads() const { return -1; }
 };
 
 /// Which CUPTI kernel records the timer reads.
@@ -49,6 +64,16 @@ enum class FlushMode {
   write,
 };
 
+/// Pairs of device elements to swap (checked timing's change of an input before a timed launch),
+/// passed by value to the flush kernel so they cost no launch of their own.
+struct ElementSwaps {
+  static constexpr int kMax = 8;
+  int count = 0;
+  unsigned char* a[kMax] = {};
+  unsigned char* b[kMax] = {};
+  int size[kMax] = {};
+};
+
 /// A device buffer twice the L2 size; flush() runs over it on `stream` so the next launch starts cold.
 class L2Flusher {
  public:
@@ -57,6 +82,9 @@ class L2Flusher {
   L2Flusher(const L2Flusher&) = delete;
   L2Flusher& operator=(const L2Flusher&) = delete;
   void flush();
+  /// Swaps the `size`-byte elements at `a` and `b` at the next flush (read mode; at once when the
+  /// queue is full or in write mode).
+  void swap_at_flush(void* a, void* b, int size);
 
  private:
   void* stream_;
@@ -66,6 +94,13 @@ class L2Flusher {
   size_t bytes_ = 0;
   int multiprocessors_ = 0;
   int value_ = 0;
+  ElementSwaps swaps_;
 };
+
+/// The device's copy bandwidth, bytes read + written per second: the best of `launches` cold-cache
+/// (flushed) copies of a buffer of max(256 MiB, 4 x L2) through a 16-byte streaming copy kernel,
+/// timed by `timer`. Speed of light's ceiling: no correct kernel moves its floor's bytes much
+/// faster than this.
+double copy_bandwidth(void* stream, LaunchTimer& timer, L2Flusher& flusher, int launches = 8);
 
 }  // namespace kgate::cuda

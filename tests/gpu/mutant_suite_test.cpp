@@ -309,6 +309,11 @@ struct CorpusEntry {
   const char* game;
   bool passes;                      ///< the expected verdict: passes, or fails under one of `rules`
   std::vector<std::string> rules;   ///< the rules of the failure that may catch it
+  /// Passing entries: a kernel its timed launches must be seen to start (its work is timed, on
+  /// whatever stream or thread it ran), e.g. "gelu_modes". Or "INVALID": its comparison must be
+  /// INVALID (exit 3), for the reason this substring of the note names.
+  std::string timed = "";
+  std::string invalid_because = "";
 };
 
 void PrintTo(const CorpusEntry& e, std::ostream* os) { *os << e.kernel; }
@@ -328,6 +333,10 @@ const std::vector<CorpusEntry>& corpus() {
       // Its latency probe also fires on check cases whose inputs miss the L2: caught either way.
       {"mutant_gelu_wrong_after_flush", "wrong only right after an L2 flush (timed launches)", false,
        {"wrong_while_timed", "eager_relative", "allclose"}},
+      {"mutant_gelu_side_stream", "does its work on a side stream", true, {}, "gelu_modes"},
+      {"mutant_gelu_side_thread", "does its work from a thread of its own", true, {}, "(launched by another thread)"},
+      {"mutant_gelu_switches_kernels", "timed launches start other kernels than warm-up's", true, {}, "",
+       "the kernels of a timed launch changed"},
   };
   return entries;
 }
@@ -359,7 +368,9 @@ TEST_P(Corpus, GetsItsVerdict) {
     if (evidence.empty() || s.wrong_while_timed)
       evidence = (s.wrong_while_timed ? evidence + " | " : std::string()) + "timed " + s.kcase.id() + ": x" +
                  std::to_string(s.ratio) + " vs eager, " + std::to_string(s.blocks) + " blocks, " +
-                 std::to_string(s.checked_launches.size()) + " checked launches, " + outcome_name(s.decision);
+                 std::to_string(s.checked_launches.size()) + " checked launches, " + outcome_name(s.decision) +
+                 (s.candidate_kernels.empty() ? std::string() : ", kernels [" + s.candidate_kernels.front() + (s.candidate_kernels.size() > 1 ? ", ..." : "") + "]") +
+                 (s.decision == Outcome::invalid ? ": " + s.note.substr(0, 200) : std::string());
   const std::string rule = failure ? failure->rule : "";
   std::printf("[ corpus ] %-30s expected %-6s got %-8s rule %-18s %s\n", e.kernel, e.passes ? "pass" : "fail",
               outcome_name(report.outcome), rule.c_str(), evidence.c_str());
@@ -374,7 +385,19 @@ TEST_P(Corpus, GetsItsVerdict) {
     EXPECT_NE(report.outcome, Outcome::failed) << evidence;
     EXPECT_EQ(report.correctness.failed, 0) << evidence;
     ASSERT_FALSE(report.speed.empty());
-    EXPECT_FALSE(report.speed[0].checked_launches.empty());
+    const SpeedComparison& s = report.speed[0];
+    if (!e.invalid_because.empty()) {
+      EXPECT_EQ(s.decision, Outcome::invalid) << evidence;
+      EXPECT_NE(s.note.find(e.invalid_because), std::string::npos) << s.note;
+      return;
+    }
+    EXPECT_NE(s.decision, Outcome::invalid) << s.note;
+    EXPECT_FALSE(s.checked_launches.empty());
+    // Its work is timed: the kernels its timed launches started include the one that does it.
+    std::string started;
+    for (const auto& k : s.candidate_kernels) started += k + "; ";
+    if (!e.timed.empty()) EXPECT_NE(started.find(e.timed), std::string::npos) << "timed launches started: " << started;
+    EXPECT_FALSE(s.candidate_kernels.empty()) << "no kernel set recorded";
     return;
   }
   EXPECT_EQ(report.outcome, Outcome::failed) << evidence;

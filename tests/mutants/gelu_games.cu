@@ -19,14 +19,26 @@
 //   mutant_gelu_wrong_after_flush  fails "wrong while timed": a block whose first load misses the
 //                                  L2 (as after kgate's flush, which only timed launches get)
 //                                  writes zeros
+//   mutant_gelu_side_stream        its work is timed: computes on a stream of its own, which
+//                                  kgate's stream then waits for (CUPTI counts kernels on any stream)
+//   mutant_gelu_side_thread        its work is timed: a thread of its own launches the kernel,
+//                                  outside the call's correlation (counted for the launch it ran in)
+//   mutant_gelu_switches_kernels   INVALID (kernel-set check): right every time, but from its 33rd
+//                                  call per shape every other call runs another launch configuration,
+//                                  so timed launches start other kernels than warm-up saw
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <condition_variable>
 #include <cstdint>
+#include <exception>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -101,6 +113,27 @@ void run_mode(const KernelCall& call, Mode mode, int64_t limit = 0) {
   if (rows == 0 || n == 0) return;
   gelu_modes<T><<<elementwise_blocks(rows * n), kElementwiseThreads, 0, static_cast<cudaStream_t>(call.stream)>>>(
       x.as<const T>(), y.as<T>(), rows, n, x.strides[0], x.strides[1], y.strides[0], y.strides[1], mode, limit);
+  KGATE_CUDA_CALL(cudaGetLastError());
+}
+
+// The correct kernel at a grid of `blocks` (0: the usual one).
+void launch_correct_on(const KernelCall& call, cudaStream_t stream, int blocks = 0) {
+  const auto& x = call.inputs.at(0);
+  const auto& y = call.outputs.at(0);
+  const int64_t rows = x.sizes.at(0), n = x.sizes.at(1);
+  if (rows == 0 || n == 0) return;
+  const int grid = blocks > 0 ? blocks : elementwise_blocks(rows * n);
+  const auto run = [&](auto t) {
+    using T = decltype(t);
+    gelu_modes<T><<<grid, kElementwiseThreads, 0, stream>>>(x.as<const T>(), y.as<T>(), rows, n, x.strides[0],
+                                                            x.strides[1], y.strides[0], y.strides[1], Mode::correct, 0);
+  };
+  switch (x.dtype) {
+    case DType::f32: run(float{}); break;
+    case DType::f16: run(__half{}); break;
+    case DType::bf16: run(__nv_bfloat16{}); break;
+    default: throw Error(ErrorKind::usage, "gelu corpus: unsupported dtype");
+  }
   KGATE_CUDA_CALL(cudaGetLastError());
 }
 
@@ -254,6 +287,93 @@ void launch_content_hash(const KernelCall& call) {
   KGATE_CUDA_CALL(cudaGetLastError());
 }
 
+// Its own stream: the work runs there, ordered after kgate's stream and before its next work.
+void launch_side_stream(const KernelCall& call) {
+  static cudaStream_t side = [] {
+    cudaStream_t s = nullptr;
+    KGATE_CUDA_CALL(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    return s;
+  }();
+  static cudaEvent_t before = nullptr, after = nullptr;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!before) {
+    KGATE_CUDA_CALL(cudaEventCreateWithFlags(&before, cudaEventDisableTiming));
+    KGATE_CUDA_CALL(cudaEventCreateWithFlags(&after, cudaEventDisableTiming));
+  }
+  auto stream = static_cast<cudaStream_t>(call.stream);
+  KGATE_CUDA_CALL(cudaEventRecord(before, stream));
+  KGATE_CUDA_CALL(cudaStreamWaitEvent(side, before, 0));
+  launch_correct_on(call, side);
+  KGATE_CUDA_CALL(cudaEventRecord(after, side));
+  KGATE_CUDA_CALL(cudaStreamWaitEvent(stream, after, 0));
+}
+
+// A thread of its own launches the work (no correlation with the call's thread); the call returns
+// once the work is done.
+class SideThread {
+ public:
+  SideThread() : thread_([this] { loop(); }) {}
+  void run(std::function<void(cudaStream_t)> work) {
+    std::unique_lock<std::mutex> lock(m_);
+    work_ = std::move(work);
+    done_ = false;
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return done_; });
+    if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+  }
+
+ private:
+  void loop() {
+    cudaStream_t stream = nullptr;
+    cudaEvent_t done = nullptr;
+    for (;;) {
+      std::unique_lock<std::mutex> lock(m_);
+      cv_.wait(lock, [&] { return static_cast<bool>(work_); });
+      try {
+        if (!stream) {
+          KGATE_CUDA_CALL(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+          KGATE_CUDA_CALL(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+        }
+        work_(stream);
+        KGATE_CUDA_CALL(cudaEventRecord(done, stream));
+        KGATE_CUDA_CALL(cudaEventSynchronize(done));
+      } catch (...) {
+        error_ = std::current_exception();
+      }
+      work_ = nullptr;
+      done_ = true;
+      cv_.notify_all();
+    }
+  }
+  std::mutex m_;
+  std::condition_variable cv_;
+  std::function<void(cudaStream_t)> work_;
+  bool done_ = true;
+  std::exception_ptr error_;
+  std::thread thread_;  // last: starts once the members above exist
+};
+
+void launch_side_thread(const KernelCall& call) {
+  static SideThread* side = new SideThread;  // never joined: it lives as long as the process
+  auto stream = static_cast<cudaStream_t>(call.stream);
+  // The inputs are ready once kgate's stream has done its work so far.
+  KGATE_CUDA_CALL(cudaStreamSynchronize(stream));
+  side->run([&](cudaStream_t s) { launch_correct_on(call, s); });
+}
+
+void launch_switches_kernels(const KernelCall& call) {
+  static std::map<std::pair<int64_t, int64_t>, int64_t> calls;
+  int64_t count = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    count = ++calls[{call.inputs.at(0).sizes.at(0), call.inputs.at(0).sizes.at(1)}];
+  }
+  // Right every time; from the 33rd call on, every other call runs at half the grid.
+  const int64_t total = call.inputs.at(0).sizes.at(0) * call.inputs.at(0).sizes.at(1);
+  const int usual = total > 0 ? elementwise_blocks(total) : 0;
+  launch_correct_on(call, static_cast<cudaStream_t>(call.stream), count > 32 && count % 2 == 0 ? std::max(1, usual / 2) : 0);
+}
+
 KernelInfo entry(const char* name, const char* expected_catch, void (*launch)(const KernelCall&),
                  std::vector<DType> dtypes = {DType::f32, DType::f16, DType::bf16}) {
   KernelInfo k;
@@ -296,6 +416,9 @@ KGATE_REGISTER_KERNEL(entry("mutant_gelu_content_hash", "timed", launch_content_
 KGATE_REGISTER_KERNEL(entry("mutant_gelu_wrong_after_flush", "timed", [](const KernelCall& c) {
   launch_mode(c, Mode::after_flush, "mutant_gelu_wrong_after_flush");
 }));
+KGATE_REGISTER_KERNEL(entry("mutant_gelu_side_stream", "timed", launch_side_stream));
+KGATE_REGISTER_KERNEL(entry("mutant_gelu_side_thread", "timed", launch_side_thread));
+KGATE_REGISTER_KERNEL(entry("mutant_gelu_switches_kernels", "timed", launch_switches_kernels));
 
 }  // namespace
 }  // namespace kgate::mutants
