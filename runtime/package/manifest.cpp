@@ -18,6 +18,7 @@
 
 #include "core/captured.hpp"
 #include "core/error.hpp"
+#include "core/schema_check.hpp"
 #include "core/suggest.hpp"
 #include "core/safe_text.hpp"
 #include "core/strict_json.hpp"
@@ -164,23 +165,12 @@ std::string format_problems(const std::vector<ManifestProblem>& problems) {
 
 namespace {
 
-const std::vector<std::string> kTopKeys = {
-    "format",       "name",          "version", "op",        "description", "attributes", "sources",
-    "include_dirs", "nvrtc_options", "symbols", "workspace", "launches",    "guard",      "op_file",
-    "launch_defaults", "nvrtc_options_for_dtype", "cubin", "fatbin", "ptx", "captured_inputs"};
-const std::vector<std::string> kLaunchKeys = {"kernel", "grid", "block", "shared_mem", "args", "when", "nvrtc_options",
-                                              "for_each"};
 const std::vector<std::string> kLaunchDefaultKeys = {"kernel", "grid", "block", "shared_mem", "args", "when",
                                                      "nvrtc_options"};
-const std::vector<std::string> kWhenKeys = {"if", "layouts"};
 const std::vector<std::string> kArgKinds = {"tensor",    "workspace", "shape",
                                             "attribute", "scalar",    "stride"};
-const std::vector<std::string> kWorkspaceKeys = {"name", "dtype", "shape", "zero"};
-const std::vector<std::string> kGuardKeys = {"dtypes", "ranks", "shapes", "layouts", "variants", "unmatched", "require"};
 /// Most predicates of guard.require.
 constexpr std::size_t kMaxRequire = 32;
-const std::vector<std::string> kRangeKeys = {"min", "max", "multiple_of"};
-const std::vector<std::string> kVariantKeys = {"dims", "dtype", "calls"};
 constexpr std::size_t kMaxLaunches = 16;
 /// Most launches once every "for_each" is expanded.
 constexpr std::size_t kMaxExpandedLaunches = 64;
@@ -200,26 +190,6 @@ std::string join(const std::vector<std::string>& items, const char* sep = ", ",
 }
 
 std::string json_quote(const std::string& s) { return quote_untrusted(s); }
-
-/// How a JSON value looks in a message: found "abc", found 3, found an object...
-std::string describe(const json& v) {
-  switch (v.type()) {
-    case json::value_t::object:
-      return "an object";
-    case json::value_t::array:
-      return "an array";
-    case json::value_t::null:
-      return "null";
-    case json::value_t::boolean:
-      return v.get<bool>() ? "true" : "false";
-    default:
-      break;
-  }
-  if (v.is_string()) return quote_untrusted(v.get_ref<const std::string&>(), 57);
-  std::string s = v.dump();
-  if (s.size() > 60) s = s.substr(0, 57) + "...";
-  return s;
-}
 
 bool is_builtin_symbol(const std::string& name) {
   const auto& names = builtin_symbol_names();
@@ -321,11 +291,10 @@ class Checker {
     }
     json doc;
     if (!read_document(doc)) return finish();
-    if (!doc.is_object()) {
-      problem("(document)", "expected a JSON object at the top level, found " + describe(doc));
-      return finish();
-    }
-    unknown_keys(doc, "", kTopKeys);
+    // The structure first (types, required and unknown keys, enums, ranges: the JSON Schema), then
+    // what a schema cannot say; the checks below skip what the schema refused.
+    schema_problems_ = SchemaCheck::package_manifest().problems(doc);
+    if (!doc.is_object()) return finish();
     check_format(doc);
     check_name_version(doc);
     check_op(doc);
@@ -333,7 +302,7 @@ class Checker {
       if (it->is_string())
         m_.description = it->get<std::string>();
       else
-        problem("description", "expected a string, found " + describe(*it));
+        problem("description", "expected a string, found " + describe_json(*it));
     }
     check_attributes(doc);
     check_sources(doc);
@@ -364,6 +333,17 @@ class Checker {
 
   /// The problems, with one line for those past kMaxProblems.
   std::vector<ManifestProblem> finish() {
+    // Where both say something of one field, the check below says more (which part of a path
+    // leaves the package, which tensor the op lacks).
+    std::vector<ManifestProblem> structural;
+    for (const auto& s : schema_problems_)
+      if (std::none_of(problems_.begin(), problems_.end(), [&](const ManifestProblem& p) { return p.field == s.field; }))
+        structural.push_back({file_, s.field, s.message});
+    problems_.insert(problems_.begin(), structural.begin(), structural.end());
+    if (problems_.size() > kMaxProblems) {
+      dropped_problems_ += problems_.size() - kMaxProblems;
+      problems_.resize(kMaxProblems);
+    }
     if (dropped_problems_)
       problems_.push_back({file_, "(document)",
                            std::to_string(dropped_problems_) + " more problems are not listed; fix "
@@ -427,27 +407,6 @@ class Checker {
     return true;
   }
 
-  void unknown_keys(const json& obj, const std::string& field,
-                    const std::vector<std::string>& known) {
-    for (const auto& item : obj.items()) {
-      const std::string& key = item.key();
-      if (std::find(known.begin(), known.end(), key) != known.end()) continue;
-      std::string msg = "unknown key " + json_quote(key) + ";";
-      std::string guess = closest(key, known);
-      // Names other tools use for the same thing.
-      static const std::map<std::string, std::string> synonyms = {
-          {"kernels", "launches"},      {"options", "nvrtc_options"}, {"flags", "nvrtc_options"},
-          {"includes", "include_dirs"}, {"threads", "block"},         {"smem", "shared_mem"}};
-      if (auto it = synonyms.find(key);
-          guess.empty() && it != synonyms.end() &&
-          std::find(known.begin(), known.end(), it->second) != known.end())
-        guess = it->second;
-      if (!guess.empty()) msg += " did you mean " + json_quote(guess) + "?";
-      msg += " expected one of: " + join(known);
-      problem(sub(field, key), msg);
-    }
-  }
-
   /// The string at `key`, or nullopt with a problem when it is missing or not a string.
   std::optional<std::string> required_string(const json& obj, const std::string& field,
                                              const std::string& key, const std::string& expected) {
@@ -457,7 +416,7 @@ class Checker {
       return std::nullopt;
     }
     if (!it->is_string()) {
-      problem(sub(field, key), "expected " + expected + ", found " + describe(*it));
+      problem(sub(field, key), "expected " + expected + ", found " + describe_json(*it));
       return std::nullopt;
     }
     return it->get<std::string>();
@@ -507,7 +466,7 @@ class Checker {
     if (auto it = doc.find("op_file"); it != doc.end()) {
       fs::path resolved;
       const std::string err = !it->is_string()
-                                  ? "expected the path of the op file (kgate-op/1) inside the package, found " + describe(*it)
+                                  ? "expected the path of the op file (kgate-op/1) inside the package, found " + describe_json(*it)
                                   : package_path_problem(m_.dir, it->get<std::string>(), PathKind::source, &resolved);
       if (!err.empty()) {
         problem("op_file", err);
@@ -545,7 +504,7 @@ class Checker {
   /// Checks a tensor name against the op; returns false (with a problem) when it is not one.
   bool check_tensor_name(const std::string& field, const json& v) {
     if (!v.is_string() || !is_identifier(v.get<std::string>())) {
-      problem(field, "expected the name of one of the op's tensors, found " + describe(v));
+      problem(field, "expected the name of one of the op's tensors, found " + describe_json(v));
       return false;
     }
     const std::string name = v.get<std::string>();
@@ -564,7 +523,7 @@ class Checker {
     if (it == doc.end()) return;
     if (!it->is_object()) {
       problem("attributes", "expected an object of attribute values such as {\"dim\": -1}, found " +
-                                describe(*it));
+                                describe_json(*it));
       return;
     }
     for (const auto& item : it->items()) {
@@ -576,7 +535,7 @@ class Checker {
       }
       const json& v = item.value();
       if (!v.is_number()) {
-        problem(field, "expected a number, found " + describe(v));
+        problem(field, "expected a number, found " + describe_json(v));
         continue;
       }
       if (is_builtin_symbol(item.key())) {
@@ -597,7 +556,7 @@ class Checker {
       if (v.is_number_integer() &&
           ((v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(kExact)) ||
            (!v.is_number_unsigned() && (v.get<int64_t>() > kExact || v.get<int64_t>() < -kExact)))) {
-        problem(field, "expected an integer between -2^53 and 2^53, found " + describe(v));
+        problem(field, "expected an integer between -2^53 and 2^53, found " + describe_json(v));
         continue;
       }
       Attribute a;
@@ -621,7 +580,7 @@ class Checker {
       return out;
     }
     if (!it->is_array() || (required && it->empty())) {
-      problem(key, "expected " + expected + ", found " + describe(*it));
+      problem(key, "expected " + expected + ", found " + describe_json(*it));
       return out;
     }
     if (it->size() > kMaxPathEntries) {
@@ -635,7 +594,7 @@ class Checker {
       const json& v = (*it)[i];
       const std::string field = at(key, i);
       if (!v.is_string()) {
-        problem(field, "expected a path string, found " + describe(v));
+        problem(field, "expected a path string, found " + describe_json(v));
         continue;
       }
       const std::string rel = v.get<std::string>();
@@ -701,7 +660,7 @@ class Checker {
   void check_binaries(const json& doc) {
     const auto one = [&](const json& v, const std::string& field) -> std::string {
       if (!v.is_string()) {
-        problem(field, "expected a path relative to the package, found " + describe(v));
+        problem(field, "expected a path relative to the package, found " + describe_json(v));
         return {};
       }
       const std::string err = package_path_problem(m_.dir, v.get<std::string>(), PathKind::binary, nullptr);
@@ -715,7 +674,7 @@ class Checker {
       static const std::regex arch_re("sm_[0-9]{2,3}[af]?");
       if (!it->is_object() || it->empty()) {
         problem("cubin", "expected an object of CUBIN files per architecture, such as {\"sm_90\": "
-                         "\"kernels.sm_90.cubin\"}, found " + describe(*it));
+                         "\"kernels.sm_90.cubin\"}, found " + describe_json(*it));
       } else {
         for (auto e = it->begin(); e != it->end(); ++e) {
           const std::string field = sub("cubin", e.key());
@@ -751,7 +710,7 @@ class Checker {
   std::vector<std::string> option_list(const json& v, const std::string& field) {
     std::vector<std::string> out;
     if (!v.is_array()) {
-      problem(field, "expected an array of option strings such as [\"-std=c++17\"], found " + describe(v));
+      problem(field, "expected an array of option strings such as [\"-std=c++17\"], found " + describe_json(v));
       return out;
     }
     if (v.size() > kMaxOptions) {
@@ -760,7 +719,7 @@ class Checker {
     }
     for (std::size_t i = 0; i < v.size(); ++i) {
       if (!v[i].is_string()) {
-        problem(at(field, i), "expected an option string, found " + describe(v[i]));
+        problem(at(field, i), "expected an option string, found " + describe_json(v[i]));
         continue;
       }
       const std::string err = nvrtc_option_problem(v[i].get<std::string>());
@@ -778,7 +737,7 @@ class Checker {
     if (it == doc.end()) return;
     if (!it->is_object() || it->empty()) {
       problem("nvrtc_options_for_dtype", "expected an object of option arrays per dtype, such as {\"bf16\": "
-                                         "[\"-DENABLE_BF16\"]}, found " + describe(*it));
+                                         "[\"-DENABLE_BF16\"]}, found " + describe_json(*it));
       return;
     }
     for (auto e = it->begin(); e != it->end(); ++e) {
@@ -798,7 +757,7 @@ class Checker {
     const std::string expected =
         floating_only ? "one of f16, bf16, f32, f64" : "one of f16, bf16, f32, f64, i32, i64";
     if (!v.is_string()) {
-      problem(field, "expected a dtype, " + expected + ", found " + describe(v));
+      problem(field, "expected a dtype, " + expected + ", found " + describe_json(v));
       return std::nullopt;
     }
     DType d;
@@ -827,7 +786,7 @@ class Checker {
     }
     if (!it->is_array() || it->empty()) {
       problem("guard.dtypes",
-              "expected a non-empty array of dtypes such as [\"f32\"], found " + describe(*it));
+              "expected a non-empty array of dtypes such as [\"f32\"], found " + describe_json(*it));
       return;
     }
     for (std::size_t i = 0; i < it->size(); ++i) {
@@ -843,14 +802,14 @@ class Checker {
     if (r == g->end()) return;
     if (!r->is_array() || r->empty()) {
       problem("guard.ranks",
-              "expected a non-empty array of tensor ranks such as [2], found " + describe(*r));
+              "expected a non-empty array of tensor ranks such as [2], found " + describe_json(*r));
       return;
     }
     for (std::size_t i = 0; i < r->size(); ++i) {
       const json& v = (*r)[i];
       if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > kMaxRank) {
         problem(at("guard.ranks", i),
-                "expected a rank from 1 to " + std::to_string(kMaxRank) + ", found " + describe(v));
+                "expected a rank from 1 to " + std::to_string(kMaxRank) + ", found " + describe_json(v));
         continue;
       }
       m_.guard.ranks.push_back(static_cast<int>(v.get<int64_t>()));
@@ -863,7 +822,7 @@ class Checker {
     const std::string expected =
         "an object binding shape symbols to tensor dimensions, such as {\"N\": [\"x\", -1]}";
     if (!it->is_object()) {
-      problem("symbols", "expected " + expected + ", found " + describe(*it));
+      problem("symbols", "expected " + expected + ", found " + describe_json(*it));
       return;
     }
     for (const auto& item : it->items()) {
@@ -899,13 +858,13 @@ class Checker {
       declared_symbols_.push_back(name);
       const json& v = item.value();
       if (!v.is_array() || v.size() != 2 || !v[1].is_number_integer()) {
-        problem(field, "expected [TENSOR, DIM] such as [\"x\", 0], found " + describe(v));
+        problem(field, "expected [TENSOR, DIM] such as [\"x\", 0], found " + describe_json(v));
         continue;
       }
       if (!check_tensor_name(at(field, 0), v[0])) continue;
       const int64_t dim = v[1].get<int64_t>();
       if (dim < -kMaxRank || dim >= kMaxRank) {
-        problem(at(field, 1), "expected a dimension from -8 to 7, found " + describe(v[1]));
+        problem(at(field, 1), "expected a dimension from -8 to 7, found " + describe_json(v[1]));
         continue;
       }
       bool ok = true;
@@ -965,7 +924,7 @@ class Checker {
       text = v.get<std::string>();
     else {
       problem(field,
-              "expected an integer expression such as \"ceil_div(N, 256)\", found " + describe(v));
+              "expected an integer expression such as \"ceil_div(N, 256)\", found " + describe_json(v));
       return std::nullopt;
     }
     try {
@@ -989,21 +948,15 @@ class Checker {
     }
   }
 
-  /// A list of 1..`max` expressions, such as grid, block or a workspace shape.
-  std::vector<Expr> expr_list(const json& obj, const std::string& field, const std::string& key,
-                              std::size_t max, const std::string& example) {
+  /// A list of expressions, such as grid, block or a workspace shape (its form: the schema's). A
+  /// launch's grid and block may come from launch_defaults: only the merged launch can lack them.
+  std::vector<Expr> expr_list(const json& obj, const std::string& field, const std::string& key) {
     std::vector<Expr> out;
     auto it = obj.find(key);
-    const std::string expected =
-        "an array of 1 to " + std::to_string(max) + " integer expressions such as " + example;
-    if (it == obj.end()) {
-      problem(sub(field, key), "missing; expected " + expected);
-      return out;
-    }
-    if (!it->is_array() || it->empty() || it->size() > max) {
-      problem(sub(field, key), "expected " + expected + ", found " + describe(*it));
-      return out;
-    }
+    if (it == obj.end() && key != "shape")
+      problem(sub(field, key), "missing (in the launch or in launch_defaults); expected an array of 1 to 3 integer "
+                               "expressions such as [\"B\", 1, 1]");
+    if (it == obj.end() || !it->is_array()) return out;
     for (std::size_t i = 0; i < it->size(); ++i)
       if (auto e = expr_at(at(sub(field, key), i), (*it)[i])) out.push_back(*e);
     return out;
@@ -1016,7 +969,7 @@ class Checker {
       problem("workspace",
               "expected an array of workspace tensors such as [{\"name\": \"partial\", "
               "\"dtype\": \"f32\", \"shape\": [\"B\"]}], found " +
-                  describe(*it));
+                  describe_json(*it));
       return;
     }
     const auto tensors = op_tensor_names();
@@ -1024,10 +977,9 @@ class Checker {
       const json& w = (*it)[i];
       const std::string field = at("workspace", i);
       if (!w.is_object()) {
-        problem(field, "expected an object with name, dtype and shape, found " + describe(w));
+        problem(field, "expected an object with name, dtype and shape, found " + describe_json(w));
         continue;
       }
-      unknown_keys(w, field, kWorkspaceKeys);
       Workspace ws;
       bool ok = true;
       if (auto name = required_string(w, field, "name", "a workspace name (an identifier)")) {
@@ -1056,7 +1008,7 @@ class Checker {
         ok = false;
       }
       const std::size_t before = problems_.size();
-      ws.shape = expr_list(w, field, "shape", kMaxRank, "[\"B\", \"ceil_div(N, 1024)\"]");
+      ws.shape = expr_list(w, field, "shape");
       if (problems_.size() != before) ok = false;
       // A size known now must be one memory can hold (2^64 bytes wrapped to a small number).
       int64_t elements = 1;
@@ -1084,7 +1036,7 @@ class Checker {
         if (z->is_boolean())
           ws.zero = z->get<bool>();
         else {
-          problem(sub(field, "zero"), "expected true or false, found " + describe(*z));
+          problem(sub(field, "zero"), "expected true or false, found " + describe_json(*z));
           ok = false;
         }
       }
@@ -1107,13 +1059,13 @@ class Checker {
     if (it->is_string()) {
       const std::string name = it->get<std::string>();
       if (!is_name_expression(name))
-        problem(sub(field, "kernel"), "expected " + name_expected + ", found " + describe(*it));
+        problem(sub(field, "kernel"), "expected " + name_expected + ", found " + describe_json(*it));
       else
         launch.kernel = name;
       return;
     }
     if (!it->is_object() || it->empty()) {
-      problem(sub(field, "kernel"), "expected " + expected + ", found " + describe(*it));
+      problem(sub(field, "kernel"), "expected " + expected + ", found " + describe_json(*it));
       return;
     }
     const std::string kfield = sub(field, "kernel");
@@ -1126,7 +1078,7 @@ class Checker {
         continue;
       }
       if (!item.value().is_string() || !is_name_expression(item.value().get<std::string>())) {
-        problem(f, "expected " + name_expected + ", found " + describe(item.value()));
+        problem(f, "expected " + name_expected + ", found " + describe_json(item.value()));
         continue;
       }
       launch.kernel_for_dtype[*d] = item.value().get<std::string>();
@@ -1147,7 +1099,7 @@ class Checker {
     }
     auto t = it->is_string() ? parse_scalar_type(it->get<std::string>()) : std::nullopt;
     if (!t || (integer_only && !is_integer(*t))) {
-      problem(sub(field, "type"), "expected " + expected + ", found " + describe(*it));
+      problem(sub(field, "type"), "expected " + expected + ", found " + describe_json(*it));
       return std::nullopt;
     }
     return t;
@@ -1156,20 +1108,13 @@ class Checker {
   void check_arg(const json& a, const std::string& field, Launch& launch) {
     if (!a.is_object()) {
       problem(field,
-              "expected an argument object such as {\"tensor\": \"x\"}, found " + describe(a));
+              "expected an argument object such as {\"tensor\": \"x\"}, found " + describe_json(a));
       return;
     }
     std::vector<std::string> kinds;
     for (const auto& k : kArgKinds)
       if (a.contains(k)) kinds.push_back(k);
-    std::vector<std::string> known = kArgKinds;
-    known.push_back("type");
-    unknown_keys(a, field, known);
-    if (kinds.size() != 1) {
-      problem(field, "expected exactly one of " + join(kArgKinds) + ", found " +
-                         (kinds.empty() ? std::string("none") : join(kinds, " and ")));
-      return;
-    }
+    if (kinds.size() != 1) return;  // the schema asks for exactly one
     KernelArg arg;
     const std::string& kind = kinds[0];
     const json& v = a[kind];
@@ -1188,7 +1133,7 @@ class Checker {
           std::vector<std::string> names(workspace_names_.begin(), workspace_names_.end());
           problem(vfield, "expected the name of a tensor declared in \"workspace\" (" +
                               (names.empty() ? std::string("none declared") : join(names)) +
-                              "), found " + describe(v));
+                              "), found " + describe_json(v));
           return;
         }
         arg.kind = KernelArg::Kind::workspace;
@@ -1220,7 +1165,7 @@ class Checker {
         problem(vfield, "expected the name of an attribute of the op or one declared in "
                         "\"attributes\" (" +
                             (names.empty() ? std::string("none") : join(names)) + "), found " +
-                            describe(v));
+                            describe_json(v));
         return;
       }
       if (!t) return;
@@ -1242,7 +1187,7 @@ class Checker {
     } else {
       auto t = arg_type(a, field, false);
       if (!v.is_number()) {
-        problem(vfield, "expected a number, found " + describe(v));
+        problem(vfield, "expected a number, found " + describe_json(v));
         return;
       }
       if (!t) return;
@@ -1256,7 +1201,7 @@ class Checker {
   /// Reads a stride argument's [TENSOR, DIM]; the dimension must exist in the op's tensor.
   bool check_stride(const std::string& field, const json& v, KernelArg& arg) {
     if (!v.is_array() || v.size() != 2 || !v[1].is_number_integer()) {
-      problem(field, "expected [TENSOR, DIM] such as [\"x\", 0], found " + describe(v));
+      problem(field, "expected [TENSOR, DIM] such as [\"x\", 0], found " + describe_json(v));
       return false;
     }
     if (!check_tensor_name(at(field, 0), v[0])) return false;
@@ -1276,7 +1221,7 @@ class Checker {
               op_ ? "dimension " + std::to_string(dim) + " does not exist in " +
                         v[0].get<std::string>() + ":[" + shape + "] of op " + json_quote(m_.op) +
                         "; expected " + std::to_string(-rank) + " to " + std::to_string(rank - 1)
-                  : "expected a dimension from -8 to 7, found " + describe(v[1]));
+                  : "expected a dimension from -8 to 7, found " + describe_json(v[1]));
       return false;
     }
     arg.name = v[0].get<std::string>();
@@ -1288,7 +1233,7 @@ class Checker {
     if (!is_integer(t)) {
       arg.float_value = v.get<double>();
       if (t == ScalarType::f32 && std::abs(arg.float_value) > std::numeric_limits<float>::max()) {
-        problem(field, describe(v) + " does not fit in f32");
+        problem(field, describe_json(v) + " does not fit in f32");
         return false;
       }
       return true;
@@ -1302,13 +1247,13 @@ class Checker {
     if (!v.is_number_integer() ||
         (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(hi))) {
       problem(field,
-              "expected " + range + " for type " + scalar_type_name(t) + ", found " + describe(v));
+              "expected " + range + " for type " + scalar_type_name(t) + ", found " + describe_json(v));
       return false;
     }
     const int64_t x = v.get<int64_t>();
     if (x < lo || x > hi) {
       problem(field,
-              "expected " + range + " for type " + scalar_type_name(t) + ", found " + describe(v));
+              "expected " + range + " for type " + scalar_type_name(t) + ", found " + describe_json(v));
       return false;
     }
     arg.int_value = x;
@@ -1355,7 +1300,7 @@ class Checker {
     };
     const auto int_at = [&](const json& v, const std::string& where, int64_t& out) {
       if (!v.is_number_integer()) {
-        problem(where, "expected an integer, found " + describe(v));
+        problem(where, "expected an integer, found " + describe_json(v));
         return false;
       }
       out = v.get<int64_t>();
@@ -1382,7 +1327,7 @@ class Checker {
         }
         if (!it->is_array() || it->empty() || it->size() > kMaxExpandedLaunches) {
           problem(where, "expected a non-empty array of at most " + std::to_string(kMaxExpandedLaunches) +
-                             " integers, found " + describe(*it));
+                             " integers, found " + describe_json(*it));
           ok = false;
           continue;
         }
@@ -1404,7 +1349,7 @@ class Checker {
       for (std::size_t j = 0; j < f.size() && j <= kMaxExpandedLaunches; ++j) {
         const json& o = f[j];
         if (!o.is_object() || o.empty()) {
-          problem(at(field, j), "expected an object of integers, such as {\"VPT\": 1}, found " + describe(o));
+          problem(at(field, j), "expected an object of integers, such as {\"VPT\": 1}, found " + describe_json(o));
           ok = false;
           continue;
         }
@@ -1417,7 +1362,7 @@ class Checker {
         out.push_back(std::move(b));
       }
     } else {
-      problem(field, "expected " + expected + ", found " + describe(f));
+      problem(field, "expected " + expected + ", found " + describe_json(f));
       return {};
     }
     if (!ok) return {};
@@ -1433,7 +1378,7 @@ class Checker {
       return;
     }
     if (!it->is_array() || it->empty() || it->size() > kMaxLaunches) {
-      problem("launches", "expected " + expected + ", found " + describe(*it));
+      problem("launches", "expected " + expected + ", found " + describe_json(*it));
       return;
     }
     // "launch_defaults": keys a launch that omits them takes from there.
@@ -1441,9 +1386,8 @@ class Checker {
     if (auto d = doc.find("launch_defaults"); d != doc.end()) {
       if (!d->is_object()) {
         problem("launch_defaults", "expected an object with launch keys (kernel, grid, block, shared_mem, args, "
-                                   "when, nvrtc_options) that launches omitting them take, found " + describe(*d));
+                                   "when, nvrtc_options) that launches omitting them take, found " + describe_json(*d));
       } else {
-        unknown_keys(*d, "launch_defaults", kLaunchDefaultKeys);
         for (const auto& k : kLaunchDefaultKeys)
           if (auto v = d->find(k); v != d->end()) defaults[k] = *v;
       }
@@ -1455,10 +1399,9 @@ class Checker {
       const std::string field = at("launches", i);
       if (!l.is_object()) {
         problem(field,
-                "expected a launch object with kernel, grid, block and args, found " + describe(l));
+                "expected a launch object with kernel, grid, block and args, found " + describe_json(l));
         continue;
       }
-      unknown_keys(l, field, kLaunchKeys);
       json merged = defaults;
       for (auto kv = l.begin(); kv != l.end(); ++kv)
         if (kv.key() != "for_each") merged[kv.key()] = kv.value();
@@ -1484,8 +1427,8 @@ class Checker {
     for (auto& [field, l] : expanded) {
       Launch launch;
       check_kernel(l, field, launch);
-      launch.grid = expr_list(l, field, "grid", 3, "[\"B\", 1, 1]");
-      launch.block = expr_list(l, field, "block", 3, "[256]");
+      launch.grid = expr_list(l, field, "grid");
+      launch.block = expr_list(l, field, "block");
       if (auto s = l.find("shared_mem"); s != l.end())
         if (auto e = expr_at(sub(field, "shared_mem"), *s)) launch.shared_mem = *e;
       auto args = l.find("args");
@@ -1495,7 +1438,7 @@ class Checker {
                 "order, such as [{\"tensor\": \"x\"}]");
       } else if (!args->is_array()) {
         problem(sub(field, "args"),
-                "expected an array of kernel arguments, found " + describe(*args));
+                "expected an array of kernel arguments, found " + describe_json(*args));
       } else {
         for (std::size_t j = 0; j < args->size(); ++j)
           check_arg((*args)[j], at(sub(field, "args"), j), launch);
@@ -1514,10 +1457,9 @@ class Checker {
               "expected an object with \"if\" (an integer expression: the launch runs when it is "
               "non-zero) and/or \"layouts\" (the call layouts it runs for), such as "
               "{\"if\": \"N > 1024\"}, found " +
-                  describe(w));
+                  describe_json(w));
       return;
     }
-    unknown_keys(w, field, kWhenKeys);
     if (auto e = w.find("if"); e != w.end())
       if (auto x = expr_at(sub(field, "if"), *e, true)) launch.when.if_expr = *x;
     if (auto l = w.find("layouts"); l != w.end())
@@ -1529,14 +1471,14 @@ class Checker {
     std::vector<Layout> out;
     if (!v.is_array() || v.empty()) {
       problem(field,
-              "expected a non-empty array of contiguous, strided, offset; found " + describe(v));
+              "expected a non-empty array of contiguous, strided, offset; found " + describe_json(v));
       return out;
     }
     for (std::size_t i = 0; i < v.size(); ++i) {
       auto l = v[i].is_string() ? parse_layout(v[i].get<std::string>()) : std::nullopt;
       if (!l)
         problem(at(field, i),
-                "expected one of contiguous, strided, offset; found " + describe(v[i]));
+                "expected one of contiguous, strided, offset; found " + describe_json(v[i]));
       else
         out.push_back(*l);
     }
@@ -1668,10 +1610,9 @@ class Checker {
       problem("guard",
               "expected an object with dtypes, ranks, shapes, layouts and variants, "
               "found " +
-                  describe(*g));
+                  describe_json(*g));
       return;
     }
-    unknown_keys(*g, "guard", kGuardKeys);
     check_shapes(*g);
     if (auto it = g->find("layouts"); it != g->end())
       m_.guard.layouts = layouts_at("guard.layouts", *it);
@@ -1681,12 +1622,12 @@ class Checker {
         problem("guard.require", "expected an array of 1 to " + std::to_string(kMaxRequire) +
                                      " predicates (integer expressions that every call inside the guard makes "
                                      "non-zero), such as [\"B * N % 8 == 0\", \"stride_x_1 == 1\"], found " +
-                                     describe(*it));
+                                     describe_json(*it));
       } else {
         for (std::size_t i = 0; i < it->size(); ++i) {
           const std::string f = at("guard.require", i);
           if (!(*it)[i].is_string()) {
-            problem(f, "expected a predicate such as \"align_x >= 16\", found " + describe((*it)[i]));
+            problem(f, "expected a predicate such as \"align_x >= 16\", found " + describe_json((*it)[i]));
             continue;
           }
           auto e = expr_at(f, (*it)[i], true);
@@ -1702,14 +1643,7 @@ class Checker {
         }
       }
     }
-    if (auto it = g->find("unmatched"); it != g->end()) {
-      if (it->is_string() && (*it == "fallback" || *it == "error"))
-        m_.guard.unmatched_fallback = *it == "fallback";
-      else
-        problem("guard.unmatched",
-                "expected \"error\" (a call inside the guard that no launch's \"when\" matches is a failure, the "
-                "default) or \"fallback\" (such a call runs the reference), found " + describe(*it));
-    }
+    if (auto it = g->find("unmatched"); it != g->end()) m_.guard.unmatched_fallback = *it == "fallback";
   }
 
   std::optional<int64_t> int_at(const json& obj, const std::string& field, const std::string& key,
@@ -1727,7 +1661,7 @@ class Checker {
         (it->is_number_unsigned() && (it->get<uint64_t>() > static_cast<uint64_t>(max) ||
                                       static_cast<int64_t>(it->get<uint64_t>()) < min)) ||
         (!it->is_number_unsigned() && (it->get<int64_t>() < min || it->get<int64_t>() > max))) {
-      problem(sub(field, key), "expected " + expected + ", found " + describe(*it));
+      problem(sub(field, key), "expected " + expected + ", found " + describe_json(*it));
       return std::nullopt;
     }
     return it->get<int64_t>();
@@ -1740,7 +1674,7 @@ class Checker {
       problem("guard.shapes",
               "expected an object of ranges per symbol such as "
               "{\"N\": {\"min\": 1, \"max\": 4096}}, found " +
-                  describe(*it));
+                  describe_json(*it));
       return;
     }
     for (const auto& item : it->items()) {
@@ -1752,10 +1686,9 @@ class Checker {
       }
       const json& r = item.value();
       if (!r.is_object()) {
-        problem(field, "expected {\"min\": MIN, \"max\": MAX}, found " + describe(r));
+        problem(field, "expected {\"min\": MIN, \"max\": MAX}, found " + describe_json(r));
         continue;
       }
-      unknown_keys(r, field, kRangeKeys);
       auto lo = int_at(r, field, "min", 0, true);
       auto hi = int_at(r, field, "max", 0, true);
       auto mult = int_at(r, field, "multiple_of", 1, false);
@@ -1777,7 +1710,7 @@ class Checker {
               "expected an array of captured variants such as "
               "[{\"dims\": {\"N\": 4096}, \"dtype\": \"f32\", \"calls\": 100}], "
               "found " +
-                  describe(*it));
+                  describe_json(*it));
       return;
     }
     if (it->size() > kMaxVariants) {
@@ -1789,17 +1722,16 @@ class Checker {
       const json& v = (*it)[i];
       const std::string field = at("guard.variants", i);
       if (!v.is_object()) {
-        problem(field, "expected an object with dims, dtype and calls, found " + describe(v));
+        problem(field, "expected an object with dims, dtype and calls, found " + describe_json(v));
         continue;
       }
-      unknown_keys(v, field, kVariantKeys);
       Variant var;
       bool ok = true;
       auto dims = v.find("dims");
       if (dims == v.end() || !dims->is_object()) {
         problem(sub(field, "dims"),
                 dims == v.end() ? "missing; expected an object of symbol values"
-                                : "expected an object of symbol values, found " + describe(*dims));
+                                : "expected an object of symbol values, found " + describe_json(*dims));
         ok = false;
       } else {
         for (const auto& d : dims->items()) {
@@ -1811,7 +1743,7 @@ class Checker {
             continue;
           }
           if (!d.value().is_number_integer() || d.value().get<int64_t>() < 0) {
-            problem(f, "expected an integer >= 0, found " + describe(d.value()));
+            problem(f, "expected an integer >= 0, found " + describe_json(d.value()));
             ok = false;
             continue;
           }
@@ -1984,6 +1916,7 @@ class Checker {
   std::size_t dropped_problems_ = 0;
   std::set<std::string> workspace_names_;
   std::vector<ManifestProblem> problems_;
+  std::vector<SchemaProblem> schema_problems_;
   /// Some launch could not be read at all (a bad for_each): checks over every launch are skipped.
   bool launches_incomplete_ = false;
 };

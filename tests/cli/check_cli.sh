@@ -81,13 +81,13 @@ printf '{"format": "kgate-op/1", "name": "half_done", "dtypes": ["f32"]}\n' > "$
 "$kgate" --ops "$out.bad_op.json" list --ops > "$out.bad_op.log" 2>&1
 rc=$?
 [ $rc -eq 4 ] || fail "an invalid op file exited $rc, expected 4"
-grep -q "$out.bad_op.json: symbols: required" "$out.bad_op.log" || { cat "$out.bad_op.log"; fail "op file problem not named by file and field"; }
+grep -qF "$out.bad_op.json: symbols: missing; expected an array of shape symbols" "$out.bad_op.log" || { cat "$out.bad_op.log"; fail "op file problem not named by file and field"; }
 # A config file names op files too (relative to itself).
 cp "$out.bad_op.json" "$(dirname "$out")/bad_op_cfg.json"
 printf '{"format": "kgate-config/1", "op_files": ["bad_op_cfg.json"]}\n' > "$(dirname "$out")/kgate-config.json"
 "$kgate" check --backend cpu --config "$(dirname "$out")/kgate-config.json" --kernel softmax_cpu --cases 2 --no-speed > "$out.cfg_op.log" 2>&1
 rc=$?
-[ $rc -eq 4 ] && grep -q "bad_op_cfg.json: symbols: required" "$out.cfg_op.log" || { cat "$out.cfg_op.log"; fail "a config's invalid op file exited $rc, expected 4 naming it"; }
+[ $rc -eq 4 ] && grep -qF "bad_op_cfg.json: symbols: missing; expected an array of shape symbols" "$out.cfg_op.log" || { cat "$out.cfg_op.log"; fail "a config's invalid op file exited $rc, expected 4 naming it"; }
 
 # A package carries the op file of an op kgate does not build in; a copy outside the tree is the
 # same op, a copy whose op file differs is refused by name.

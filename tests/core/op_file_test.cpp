@@ -112,11 +112,12 @@ TEST(OpFile, EachMistakeNamesFileFieldAndFix) {
   };
   const std::vector<Mistake> mistakes = {
       {[](json& d) { d["format"] = "kgate-op/2"; }, "ops/my_op.json: format: \"kgate-op/2\" is not an op file format"},
-      {[](json& d) { d.erase("reference"); }, "ops/my_op.json: reference: required"},
+      {[](json& d) { d.erase("reference"); }, "ops/my_op.json: reference: missing; expected TorchScript source of `def reference"},
       {[](json& d) { d["refrence"] = "x"; }, "ops/my_op.json: refrence: unknown key"},
       {[](json& d) { d["inputs"][0]["shape"][1] = "K"; }, "inputs[0].shape[1]: in \"K\""},
       {[](json& d) { d["inputs"][3].erase("values"); }, "inputs[3].values: an integer tensor needs values"},
-      {[](json& d) { d["inputs"][0]["values"]["kind"] = "gaussian"; }, "inputs[0].values.kind: \"gaussian\" is not a value kind"},
+      {[](json& d) { d["inputs"][0]["values"]["kind"] = "gaussian"; }, "inputs[0].values.kind: expected one of case, norm, normal, uniform, positive, integers, sorted, simplex, "
+                                                                "permutation, mask, found \"gaussian\""},
       {[](json& d) { d["inputs"][2]["values"]["sigma"] = 1; }, "inputs[2].values.sigma: unknown key"},
       {[](json& d) { d["dtypes"][0] = "i32"; }, "dtypes[0]: a case dtype must be floating"},
       {[](json& d) { d["dtypes"][0] = "f8e4m3"; }, "dtypes[0]: f8e4m3 is not a case dtype"},
@@ -125,15 +126,15 @@ TEST(OpFile, EachMistakeNamesFileFieldAndFix) {
       {[](json& d) { d["outputs"][2]["index_into"] = "x"; }, "outputs[2].index_into: indices select along the last dim of 'x'"},
       {[](json& d) { d["outputs"][2]["index_order"] = "sorted"; }, "outputs[2].index_order: expected \"reference\""},
       {[](json& d) { d["tolerance_scale"] = {{"symbol", "K"}}; }, "tolerance_scale.symbol: 'K' is not a declared symbol"},
-      {[](json& d) { d["tolerance_scale"] = {{"symbol", "H"}, {"power", 3}}; }, "tolerance_scale.power: must lie in (0, 2]"},
+      {[](json& d) { d["tolerance_scale"] = {{"symbol", "H"}, {"power", 3}}; }, "tolerance_scale.power: expected a number > 0 and <= 2, found 3"},
       {[](json& d) { d["symbols"][1]["max"] = 0; }, "symbols[1].max: is below min"},
       {[](json& d) { d["reduced"] = "N"; }, "reduced: 'N' is not a declared symbol"},
       {[](json& d) { d["outputs"][0]["name"] = "x"; }, "outputs[0].name: 'x' is also an input's name"},
       {[](json& d) { d["relations"][0] = "H %% 8"; }, "relations[0]:"},
       {[](json& d) { d["speed_shapes"][0].erase("T"); }, "speed_shapes[0]: gives no value for symbol 'T'"},
-      {[](json& d) { d["tolerance"]["bf16"]["rtol"] = -1; }, "tolerance.bf16: tolerances are not negative"},
+      {[](json& d) { d["tolerance"]["bf16"]["rtol"] = -1; }, "tolerance.bf16.rtol: expected a number >= 0, found -1"},
       {[](json& d) { d["reference"] = "def ref(x: Tensor):\n    return x\n"; }, "reference: the source defines no function `reference`"},
-      {[](json& d) { d["name"] = "rms norm"; }, "name: \"rms norm\" is not a valid op name"},
+      {[](json& d) { d["name"] = "rms norm"; }, "name: expected an identifier (letters, digits and _, not starting with a digit, at most 64), found \"rms norm\""},
       {[](json& d) { d["outputs"][1]["alias"] = "resid"; }, "outputs[1].alias: 'resid' is not an input"},
       {[](json& d) { d["outputs"][2]["alias"] = "residual"; }, "outputs[2].alias: input 'residual' has another shape or dtype"},
       {[](json& d) {
@@ -165,6 +166,36 @@ TEST(OpFile, MinBytesDeclaresTheSpeedOfLightFloor) {
   json key = valid();
   key["min_bytes"] = {{"reads", "bytes_x"}};
   EXPECT_NE(problems_of(key).find("min_bytes.reads: unknown key"), std::string::npos) << problems_of(key);
+}
+
+// The structure comes from the schema (core/kgate-op.schema.json): each kind of structural mistake
+// is said as file: field: what was found and what is expected.
+TEST(OpFile, StructuralMistakesNameFileAndField) {
+  const std::vector<std::pair<std::function<void(json&)>, std::string>> mistakes = {
+      {[](json& d) { d["symbols"][0]["max"] = "big"; },
+       "ops/my_op.json: symbols[0].max: expected an integer from 0 to 2147483648, found \"big\""},
+      {[](json& d) { d["outputs"][0].erase("shape"); }, "ops/my_op.json: outputs[0].shape: missing; expected an array"},
+      {[](json& d) { d["tolerance_scle"] = json::object(); },
+       "ops/my_op.json: tolerance_scle: unknown key \"tolerance_scle\"; did you mean \"tolerance_scale\"? expected one "
+       "of: $schema, format, name,"},
+      {[](json& d) { d["rule"] = "allclos"; },
+       "ops/my_op.json: rule: expected allclose, ulp, ref_ratio or eager_relative (f16 and bf16 outputs take "
+       "eager_relative unless this says ulp), found \"allclos\""},
+      {[](json& d) { d["symbols"][1]["multiple_of"] = 0; },
+       "ops/my_op.json: symbols[1].multiple_of: expected an integer from 1 to 1048576, found 0"},
+      {[](json& d) { d["inputs"][0]["shape"][0] = 1.5; },
+       "ops/my_op.json: inputs[0].shape[0]: expected an integer >= 0 or a string, found 1.5"},
+      {[](json& d) { d["attributes"]["2x"] = 1; },
+       "ops/my_op.json: attributes.2x: expected an identifier (letters, digits and _, not starting with a digit, at "
+       "most 64) as a name, found \"2x\""},
+  };
+  for (const auto& [edit, expected] : mistakes) {
+    json d = valid();
+    edit(d);
+    const std::string what = problems_of(d);
+    EXPECT_NE(what.find(expected), std::string::npos) << "expected: " << expected << "\ngot: " << what;
+    EXPECT_NE(what.find("(1 problem)"), std::string::npos) << what;
+  }
 }
 
 TEST(OpFile, AllProblemsAreListedAtOnce) {

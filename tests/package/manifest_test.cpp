@@ -29,9 +29,9 @@ __global__ void k(const T* x, T* y, long long n) {
 )J";
 
 const char* const kTopKeyList =
-    "format, name, version, op, description, attributes, sources, include_dirs, nvrtc_options, "
-    "symbols, workspace, launches, guard, op_file, launch_defaults, nvrtc_options_for_dtype, cubin, fatbin, ptx, "
-    "captured_inputs";
+    "format, name, version, op, op_file, description, attributes, sources, include_dirs, nvrtc_options, "
+    "symbols, workspace, cubin, fatbin, ptx, captured_inputs, nvrtc_options_for_dtype, launch_defaults, launches, "
+    "guard";
 
 /// A minimal valid manifest for softmax; each test breaks one thing.
 json base_manifest() {
@@ -186,6 +186,32 @@ TEST_F(ManifestTest, TopLevelMustBeAnObject) {
             line("(document)", "expected a JSON object at the top level, found an array"));
 }
 
+// --- structure (the JSON Schema, runtime/package/kgate-package.schema.json) --------------------
+
+// Each kind of structural mistake is said as file: field: what was found and what is expected.
+TEST_F(ManifestTest, StructuralMistakesNameFileAndField) {
+  json m = base_manifest();
+  m["workspace"] = json::parse(R"J([{"name": "partial", "shape": ["B"]}])J");  // missing key
+  EXPECT_EQ(only_problem(m), line("workspace[0].dtype", "missing; expected one of f16, bf16, f32, f64, i32, i64"));
+  m = base_manifest();
+  m["guard"]["unmatched"] = "fallbak";  // not one of the values
+  EXPECT_EQ(only_problem(m), line("guard.unmatched", "expected one of error, fallback, found \"fallbak\""));
+  m = base_manifest();
+  m["guard"]["shapes"] = json::parse(R"J({"N": {"min": 1, "max": 64, "multiple_of": 0}})J");  // out of range
+  EXPECT_EQ(only_problem(m), line("guard.shapes.N.multiple_of", "expected an integer >= 1, found 0"));
+  m = base_manifest();
+  m["launches"][0]["block"] = 256;  // wrong type
+  EXPECT_EQ(only_problem(m), line("launches[0].block",
+                                  "expected an array of 1 to 3 integer expressions such as [\"B\", 1, 1], found 256"));
+  m = base_manifest();
+  m["guard"]["layout"] = json::array({"contiguous"});  // unknown key
+  EXPECT_EQ(only_problem(m), line("guard.layout", "unknown key \"layout\"; did you mean \"layouts\"? expected one of: "
+                                                  "dtypes, ranks, shapes, layouts, require, unmatched, variants"));
+  m = base_manifest();
+  m["launches"][0]["args"][2] = json::parse(R"J({"shape": "N", "type": "f32"})J");  // the branch of a choice
+  EXPECT_EQ(only_problem(m), line("launches[0].args[2].type", "expected one of i32, i64, u32, u64, found \"f32\""));
+}
+
 // --- identity ----------------------------------------------------------------------------------
 
 TEST_F(ManifestTest, WrongFormat) {
@@ -288,8 +314,8 @@ TEST_F(ManifestTest, KernelTypoInLaunch) {
   EXPECT_EQ(problems(m), (std::vector<std::string>{
                              line("launches[0].kernal",
                                   "unknown key \"kernal\"; did you mean \"kernel\"? "
-                                  "expected one of: kernel, grid, block, shared_mem, "
-                                  "args, when, nvrtc_options, for_each"),
+                                  "expected one of: for_each, kernel, grid, block, "
+                                  "nvrtc_options, shared_mem, args, when"),
                              line("launches[0].kernel",
                                   "missing; expected a kernel name expression such as "
                                   "\"softmax_rows<float>\", or an object of them per dtype such as "
