@@ -298,12 +298,7 @@ class Checker {
     check_format(doc);
     check_name_version(doc);
     check_op(doc);
-    if (auto it = doc.find("description"); it != doc.end()) {
-      if (it->is_string())
-        m_.description = it->get<std::string>();
-      else
-        problem("description", "expected a string, found " + describe_json(*it));
-    }
+    m_.description = string_at(doc, "description").value_or("");
     check_attributes(doc);
     check_sources(doc);
     check_include_dirs(doc);
@@ -340,6 +335,18 @@ class Checker {
       if (std::none_of(problems_.begin(), problems_.end(), [&](const ManifestProblem& p) { return p.field == s.field; }))
         structural.push_back({file_, s.field, s.message});
     problems_.insert(problems_.begin(), structural.begin(), structural.end());
+    // In the manifest's own order of keys (a key it does not know last), whoever found them.
+    static const std::vector<std::string> kOrder = {
+        "(package)", "(document)", "format", "name", "version", "op", "op_file", "description", "attributes",
+        "sources", "binaries", "include_dirs", "nvrtc_options", "nvrtc_options_for_dtype", "symbols", "workspaces",
+        "launch_defaults", "launches", "guard", "captured_inputs"};
+    const auto rank = [](const std::string& field) {
+      const std::string top = field.substr(0, field.find_first_of(".["));
+      const auto it = std::find(kOrder.begin(), kOrder.end(), top);
+      return static_cast<std::size_t>(it - kOrder.begin());
+    };
+    std::stable_sort(problems_.begin(), problems_.end(),
+                     [&](const ManifestProblem& a, const ManifestProblem& b) { return rank(a.field) < rank(b.field); });
     if (problems_.size() > kMaxProblems) {
       dropped_problems_ += problems_.size() - kMaxProblems;
       problems_.resize(kMaxProblems);
@@ -407,60 +414,26 @@ class Checker {
     return true;
   }
 
-  /// The string at `key`, or nullopt with a problem when it is missing or not a string.
-  std::optional<std::string> required_string(const json& obj, const std::string& field,
-                                             const std::string& key, const std::string& expected) {
+  /// The string at `key`, or nullopt when it is missing or not a string (the schema said which).
+  static std::optional<std::string> string_at(const json& obj, const std::string& key) {
     auto it = obj.find(key);
-    if (it == obj.end()) {
-      problem(sub(field, key), "missing; expected " + expected);
-      return std::nullopt;
-    }
-    if (!it->is_string()) {
-      problem(sub(field, key), "expected " + expected + ", found " + describe_json(*it));
-      return std::nullopt;
-    }
+    if (it == obj.end() || !it->is_string()) return std::nullopt;
     return it->get<std::string>();
   }
 
-  void check_format(const json& doc) {
-    const std::string expected = json_quote(kPackageFormat);
-    auto v = required_string(doc, "", "format", expected);
-    if (!v) return;
-    m_.format = *v;
-    if (*v != kPackageFormat)
-      problem("format",
-              "expected " + expected + " (the format this kgate reads), found " + json_quote(*v));
-  }
+  // format, name and version: their form is the schema's (const, patterns).
+  void check_format(const json& doc) { m_.format = string_at(doc, "format").value_or(""); }
 
   void check_name_version(const json& doc) {
-    static const std::regex name_re("[A-Za-z0-9][A-Za-z0-9_.-]{0,63}");
-    const std::string name_expected =
-        "a package name of letters, digits and _ . - (at most 64, such as \"softmax_rows\")";
-    if (auto v = required_string(doc, "", "name", name_expected)) {
-      m_.name = *v;
-      if (v->size() > 64 || !std::regex_match(*v, name_re))
-        problem("name", "expected " + name_expected + ", found " + json_quote(*v));
-    }
-    static const std::regex semver_re(
-        "(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?(\\+[0-9A-Za-z.-]+)"
-        "?");
-    const std::string version_expected = "a semantic version MAJOR.MINOR.PATCH such as \"1.2.0\"";
-    if (auto v = required_string(doc, "", "version", version_expected)) {
-      m_.version = *v;
-      if (v->size() > 128 || !std::regex_match(*v, semver_re))
-        problem("version", "expected " + version_expected + ", found " + json_quote(*v));
-    }
+    m_.name = string_at(doc, "name").value_or("");
+    m_.version = string_at(doc, "version").value_or("");
   }
 
   void check_op(const json& doc) {
-    const std::string expected = "the name of the op the package implements, such as \"softmax\"";
-    auto v = required_string(doc, "", "op", expected);
+    auto v = string_at(doc, "op");
     if (!v) return;
     m_.op = *v;
-    if (!is_identifier(*v)) {
-      problem("op", "expected " + expected + " (an identifier), found " + json_quote(*v));
-      return;
-    }
+    if (!is_identifier(*v)) return;  // the schema said
     // An op no kgate builds in travels with the package as its op file (kgate-op/1), a file inside
     // the package directory like its sources.
     if (auto it = doc.find("op_file"); it != doc.end()) {
@@ -503,10 +476,7 @@ class Checker {
 
   /// Checks a tensor name against the op; returns false (with a problem) when it is not one.
   bool check_tensor_name(const std::string& field, const json& v) {
-    if (!v.is_string() || !is_identifier(v.get<std::string>())) {
-      problem(field, "expected the name of one of the op's tensors, found " + describe_json(v));
-      return false;
-    }
+    if (!v.is_string() || !is_identifier(v.get<std::string>())) return false;  // the schema said
     const std::string name = v.get<std::string>();
     if (!op_) return true;
     const auto names = op_tensor_names();
@@ -521,23 +491,11 @@ class Checker {
   void check_attributes(const json& doc) {
     auto it = doc.find("attributes");
     if (it == doc.end()) return;
-    if (!it->is_object()) {
-      problem("attributes", "expected an object of attribute values such as {\"dim\": -1}, found " +
-                                describe_json(*it));
-      return;
-    }
+    if (!it->is_object()) return;  // the schema said what it must be
     for (const auto& item : it->items()) {
       const std::string field = sub("attributes", item.key());
-      if (!is_identifier(item.key())) {
-        problem(field,
-                "expected an attribute name (an identifier), found " + json_quote(item.key()));
-        continue;
-      }
       const json& v = item.value();
-      if (!v.is_number()) {
-        problem(field, "expected a number, found " + describe_json(v));
-        continue;
-      }
+      if (!is_identifier(item.key()) || !v.is_number()) continue;  // the schema said
       if (is_builtin_symbol(item.key())) {
         problem(field, json_quote(item.key()) +
                            " is a built-in symbol of expressions; an attribute cannot take its "
@@ -567,22 +525,13 @@ class Checker {
     }
   }
 
-  /// Checks a list of package-relative paths; `directory` selects include dirs over sources.
-  std::vector<std::string> check_paths(const json& doc, const std::string& key, PathKind kind, bool required) {
+  /// Checks a list of package-relative paths (its form: the schema's, which also says when
+  /// "sources" is missing); `kind` selects include dirs, sources or data files.
+  std::vector<std::string> check_paths(const json& doc, const std::string& key, PathKind kind) {
     std::vector<std::string> out;
     auto it = doc.find(key);
     const bool directory = kind == PathKind::directory;
-    const std::string expected = directory                ? "an array of directories relative to the package"
-                                 : kind == PathKind::data ? "an array of safetensors files relative to the package"
-                                                          : "a non-empty array of source files relative to the package";
-    if (it == doc.end()) {
-      if (required) problem(key, "missing; expected " + expected + ", such as [\"kernel.cu\"]");
-      return out;
-    }
-    if (!it->is_array() || (required && it->empty())) {
-      problem(key, "expected " + expected + ", found " + describe_json(*it));
-      return out;
-    }
+    if (it == doc.end() || !it->is_array()) return out;  // the schema said
     if (it->size() > kMaxPathEntries) {
       problem(key, "lists " + std::to_string(it->size()) + " paths; expected at most " +
                        std::to_string(kMaxPathEntries));
@@ -593,15 +542,9 @@ class Checker {
     for (std::size_t i = 0; i < it->size(); ++i) {
       const json& v = (*it)[i];
       const std::string field = at(key, i);
-      if (!v.is_string()) {
-        problem(field, "expected a path string, found " + describe_json(v));
-        continue;
-      }
+      if (!v.is_string()) continue;  // the schema said
       const std::string rel = v.get<std::string>();
-      if (!seen.insert(rel).second) {
-        problem(field, json_quote(rel) + " is listed twice");
-        continue;
-      }
+      if (!seen.insert(rel).second) continue;  // the schema said (uniqueItems)
       fs::path resolved;
       const std::string err = package_path_problem(m_.dir, rel, kind, &resolved);
       if (!err.empty()) {
@@ -627,7 +570,7 @@ class Checker {
   /// "captured_inputs": ["captured/llama_b4.safetensors"]: one call's input tensors per file, run
   /// as fixed cases; each must fit the op (tensor names, dtypes, shapes; core/captured.hpp).
   void check_captured_inputs(const json& doc) {
-    const auto files = check_paths(doc, "captured_inputs", PathKind::data, false);  // the usable paths
+    const auto files = check_paths(doc, "captured_inputs", PathKind::data);  // the usable paths
     std::set<std::string> left(files.begin(), files.end());
     const auto it = doc.find("captured_inputs");
     for (std::size_t i = 0; it != doc.end() && it->is_array() && i < it->size(); ++i) {
@@ -652,17 +595,13 @@ class Checker {
 
   void check_sources(const json& doc) {
     check_binaries(doc);
-    const bool binaries = !m_.cubins.empty() || !m_.fatbin.empty() || !m_.ptx.empty();
-    m_.sources = check_paths(doc, "sources", PathKind::source, !binaries);
+    m_.sources = check_paths(doc, "sources", PathKind::source);
   }
 
   /// "cubin": {"sm_90": "k.sm_90.cubin"}, "fatbin": "k.fatbin", "ptx": "k.ptx": precompiled kernels.
   void check_binaries(const json& doc) {
     const auto one = [&](const json& v, const std::string& field) -> std::string {
-      if (!v.is_string()) {
-        problem(field, "expected a path relative to the package, found " + describe_json(v));
-        return {};
-      }
+      if (!v.is_string()) return {};  // the schema said
       const std::string err = package_path_problem(m_.dir, v.get<std::string>(), PathKind::binary, nullptr);
       if (!err.empty()) {
         problem(field, err);
@@ -672,17 +611,10 @@ class Checker {
     };
     if (auto it = doc.find("cubin"); it != doc.end()) {
       static const std::regex arch_re("sm_[0-9]{2,3}[af]?");
-      if (!it->is_object() || it->empty()) {
-        problem("cubin", "expected an object of CUBIN files per architecture, such as {\"sm_90\": "
-                         "\"kernels.sm_90.cubin\"}, found " + describe_json(*it));
-      } else {
+      if (it->is_object()) {  // else the schema said, as it says what a key must be
         for (auto e = it->begin(); e != it->end(); ++e) {
-          const std::string field = sub("cubin", e.key());
-          if (e.key().size() > 8 || !std::regex_match(e.key(), arch_re)) {
-            problem(field, "expected a real architecture such as \"sm_90\" as the key, found " + json_quote(e.key()));
-            continue;
-          }
-          if (auto path = one(*e, field); !path.empty()) m_.cubins[e.key()] = path;
+          if (e.key().size() > 8 || !std::regex_match(e.key(), arch_re)) continue;
+          if (auto path = one(*e, sub("cubin", e.key())); !path.empty()) m_.cubins[e.key()] = path;
         }
       }
     }
@@ -691,7 +623,7 @@ class Checker {
   }
 
   void check_include_dirs(const json& doc) {
-    m_.include_dirs = check_paths(doc, "include_dirs", PathKind::directory, false);
+    m_.include_dirs = check_paths(doc, "include_dirs", PathKind::directory);
     std::size_t files = 0;
     std::uintmax_t bytes = 0;
     for (std::size_t i = 0; i < m_.include_dirs.size(); ++i) {
@@ -709,19 +641,10 @@ class Checker {
   /// An array of NVRTC options from the allow-list; the good ones are returned, the others reported.
   std::vector<std::string> option_list(const json& v, const std::string& field) {
     std::vector<std::string> out;
-    if (!v.is_array()) {
-      problem(field, "expected an array of option strings such as [\"-std=c++17\"], found " + describe_json(v));
-      return out;
-    }
-    if (v.size() > kMaxOptions) {
-      problem(field, "expected at most " + std::to_string(kMaxOptions) + " options, found " + std::to_string(v.size()));
-      return out;
-    }
+    if (!v.is_array() || v.size() > kMaxOptions) return out;  // the schema said
     for (std::size_t i = 0; i < v.size(); ++i) {
-      if (!v[i].is_string()) {
-        problem(at(field, i), "expected an option string, found " + describe_json(v[i]));
-        continue;
-      }
+      if (!v[i].is_string()) continue;
+      // The schema holds the allow-list too; this says why an option is refused.
       const std::string err = nvrtc_option_problem(v[i].get<std::string>());
       if (!err.empty())
         problem(at(field, i), err);
@@ -735,11 +658,7 @@ class Checker {
   void check_dtype_options(const json& doc) {
     auto it = doc.find("nvrtc_options_for_dtype");
     if (it == doc.end()) return;
-    if (!it->is_object() || it->empty()) {
-      problem("nvrtc_options_for_dtype", "expected an object of option arrays per dtype, such as {\"bf16\": "
-                                         "[\"-DENABLE_BF16\"]}, found " + describe_json(*it));
-      return;
-    }
+    if (!it->is_object()) return;  // the schema said
     for (auto e = it->begin(); e != it->end(); ++e) {
       const std::string field = sub("nvrtc_options_for_dtype", e.key());
       auto d = dtype_at(field, json(e.key()), true);
@@ -756,10 +675,7 @@ class Checker {
   std::optional<DType> dtype_at(const std::string& field, const json& v, bool floating_only) {
     const std::string expected =
         floating_only ? "one of f16, bf16, f32, f64" : "one of f16, bf16, f32, f64, i32, i64";
-    if (!v.is_string()) {
-      problem(field, "expected a dtype, " + expected + ", found " + describe_json(v));
-      return std::nullopt;
-    }
+    if (!v.is_string()) return std::nullopt;  // the schema said
     DType d;
     try {
       d = parse_dtype(v.get<std::string>());
@@ -779,59 +695,29 @@ class Checker {
   void check_guard_dtypes(const json& doc) {
     auto g = doc.find("guard");
     if (g == doc.end() || !g->is_object()) return;  // reported by check_guard
+    // The schema said what dtypes and ranks must be (a non-empty array, no dtype twice, ranks 1 to 8).
     auto it = g->find("dtypes");
-    if (it == g->end()) {
-      problem("guard.dtypes", "missing; expected a non-empty array of dtypes such as [\"f32\"]");
-      return;
-    }
-    if (!it->is_array() || it->empty()) {
-      problem("guard.dtypes",
-              "expected a non-empty array of dtypes such as [\"f32\"], found " + describe_json(*it));
-      return;
-    }
+    if (it == g->end() || !it->is_array()) return;
     for (std::size_t i = 0; i < it->size(); ++i) {
       auto d = dtype_at(at("guard.dtypes", i), (*it)[i], true);
-      if (!d) continue;
-      if (std::find(m_.guard.dtypes.begin(), m_.guard.dtypes.end(), *d) != m_.guard.dtypes.end())
-        problem(at("guard.dtypes", i), json_quote(dtype_name(*d)) + " is listed twice");
-      else
+      if (d && std::find(m_.guard.dtypes.begin(), m_.guard.dtypes.end(), *d) == m_.guard.dtypes.end())
         m_.guard.dtypes.push_back(*d);
     }
     // Ranks are read here too: the symbol bindings are checked against them.
     auto r = g->find("ranks");
-    if (r == g->end()) return;
-    if (!r->is_array() || r->empty()) {
-      problem("guard.ranks",
-              "expected a non-empty array of tensor ranks such as [2], found " + describe_json(*r));
-      return;
-    }
-    for (std::size_t i = 0; i < r->size(); ++i) {
-      const json& v = (*r)[i];
-      if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > kMaxRank) {
-        problem(at("guard.ranks", i),
-                "expected a rank from 1 to " + std::to_string(kMaxRank) + ", found " + describe_json(v));
-        continue;
-      }
-      m_.guard.ranks.push_back(static_cast<int>(v.get<int64_t>()));
-    }
+    if (r == g->end() || !r->is_array()) return;
+    for (const json& v : *r)
+      if (v.is_number_integer() && v.get<int64_t>() >= 1 && v.get<int64_t>() <= kMaxRank)
+        m_.guard.ranks.push_back(static_cast<int>(v.get<int64_t>()));
   }
 
   void check_symbols(const json& doc) {
     auto it = doc.find("symbols");
-    if (it == doc.end()) return;
-    const std::string expected =
-        "an object binding shape symbols to tensor dimensions, such as {\"N\": [\"x\", -1]}";
-    if (!it->is_object()) {
-      problem("symbols", "expected " + expected + ", found " + describe_json(*it));
-      return;
-    }
+    if (it == doc.end() || !it->is_object()) return;  // the schema said
     for (const auto& item : it->items()) {
       const std::string field = sub("symbols", item.key());
       const std::string& name = item.key();
-      if (!is_identifier(name)) {
-        problem(field, "expected a symbol name (an identifier), found " + json_quote(name));
-        continue;
-      }
+      if (!is_identifier(name)) continue;  // the schema said
       const auto& fns = expr_function_names();
       if (std::find(fns.begin(), fns.end(), name) != fns.end()) {
         problem(field, json_quote(name) + " is an expression function; choose another symbol name");
@@ -857,16 +743,11 @@ class Checker {
       known_symbols_.insert(name);
       declared_symbols_.push_back(name);
       const json& v = item.value();
-      if (!v.is_array() || v.size() != 2 || !v[1].is_number_integer()) {
-        problem(field, "expected [TENSOR, DIM] such as [\"x\", 0], found " + describe_json(v));
-        continue;
-      }
+      // [TENSOR, DIM], DIM from -8 to 7: else the schema said.
+      if (!v.is_array() || v.size() != 2 || !v[1].is_number_integer()) continue;
       if (!check_tensor_name(at(field, 0), v[0])) continue;
       const int64_t dim = v[1].get<int64_t>();
-      if (dim < -kMaxRank || dim >= kMaxRank) {
-        problem(at(field, 1), "expected a dimension from -8 to 7, found " + describe_json(v[1]));
-        continue;
-      }
+      if (dim < -kMaxRank || dim >= kMaxRank) continue;
       bool ok = true;
       for (int rank : m_.guard.ranks) {
         if (dim < -rank || dim >= rank) {
@@ -964,28 +845,16 @@ class Checker {
 
   void check_workspace(const json& doc) {
     auto it = doc.find("workspace");
-    if (it == doc.end()) return;
-    if (!it->is_array()) {
-      problem("workspace",
-              "expected an array of workspace tensors such as [{\"name\": \"partial\", "
-              "\"dtype\": \"f32\", \"shape\": [\"B\"]}], found " +
-                  describe_json(*it));
-      return;
-    }
+    if (it == doc.end() || !it->is_array()) return;  // the schema said
     const auto tensors = op_tensor_names();
     for (std::size_t i = 0; i < it->size(); ++i) {
       const json& w = (*it)[i];
       const std::string field = at("workspace", i);
-      if (!w.is_object()) {
-        problem(field, "expected an object with name, dtype and shape, found " + describe_json(w));
-        continue;
-      }
+      if (!w.is_object()) continue;  // the schema said
       Workspace ws;
       bool ok = true;
-      if (auto name = required_string(w, field, "name", "a workspace name (an identifier)")) {
-        if (!is_identifier(*name)) {
-          problem(sub(field, "name"),
-                  "expected a workspace name (an identifier), found " + json_quote(*name));
+      if (auto name = string_at(w, "name")) {
+        if (!is_identifier(*name)) {  // the schema said
           ok = false;
         } else if (std::find(tensors.begin(), tensors.end(), *name) != tensors.end()) {
           problem(sub(field, "name"), json_quote(*name) + " is a tensor of op " +
@@ -1000,8 +869,7 @@ class Checker {
         ok = false;
       }
       if (auto d = w.find("dtype"); d == w.end()) {
-        problem(sub(field, "dtype"), "missing; expected one of f16, bf16, f32, f64, i32, i64");
-        ok = false;
+        ok = false;  // the schema said
       } else if (auto dt = dtype_at(sub(field, "dtype"), *d, false)) {
         ws.dtype = *dt;
       } else {
@@ -1035,10 +903,8 @@ class Checker {
       if (auto z = w.find("zero"); z != w.end()) {
         if (z->is_boolean())
           ws.zero = z->get<bool>();
-        else {
-          problem(sub(field, "zero"), "expected true or false, found " + describe_json(*z));
-          ok = false;
-        }
+        else
+          ok = false;  // the schema said
       }
       if (!ws.name.empty()) workspace_names_.insert(ws.name);
       if (ok) m_.workspace.push_back(std::move(ws));
@@ -1064,10 +930,7 @@ class Checker {
         launch.kernel = name;
       return;
     }
-    if (!it->is_object() || it->empty()) {
-      problem(sub(field, "kernel"), "expected " + expected + ", found " + describe_json(*it));
-      return;
-    }
+    if (!it->is_object() || it->empty()) return;  // the schema said
     const std::string kfield = sub(field, "kernel");
     for (const auto& item : it->items()) {
       const std::string f = sub(kfield, item.key());
@@ -1077,7 +940,9 @@ class Checker {
         problem(f, "dtype " + json_quote(item.key()) + " is not in guard.dtypes");
         continue;
       }
-      if (!item.value().is_string() || !is_name_expression(item.value().get<std::string>())) {
+      if (!item.value().is_string()) continue;  // the schema said
+      // Checked again once for_each has replaced each {NAME}.
+      if (!is_name_expression(item.value().get<std::string>())) {
         problem(f, "expected " + name_expected + ", found " + describe_json(item.value()));
         continue;
       }
@@ -1090,27 +955,16 @@ class Checker {
   }
 
   std::optional<ScalarType> arg_type(const json& a, const std::string& field, bool integer_only) {
-    const std::string expected =
-        integer_only ? "one of i32, i64, u32, u64" : "one of i32, i64, u32, u64, f32, f64";
+    // Missing, or not a type the argument's kind takes: the schema said.
     auto it = a.find("type");
-    if (it == a.end()) {
-      problem(sub(field, "type"), "missing; expected the parameter's C type, " + expected);
-      return std::nullopt;
-    }
+    if (it == a.end()) return std::nullopt;
     auto t = it->is_string() ? parse_scalar_type(it->get<std::string>()) : std::nullopt;
-    if (!t || (integer_only && !is_integer(*t))) {
-      problem(sub(field, "type"), "expected " + expected + ", found " + describe_json(*it));
-      return std::nullopt;
-    }
+    if (!t || (integer_only && !is_integer(*t))) return std::nullopt;
     return t;
   }
 
   void check_arg(const json& a, const std::string& field, Launch& launch) {
-    if (!a.is_object()) {
-      problem(field,
-              "expected an argument object such as {\"tensor\": \"x\"}, found " + describe_json(a));
-      return;
-    }
+    if (!a.is_object()) return;  // the schema said
     std::vector<std::string> kinds;
     for (const auto& k : kArgKinds)
       if (a.contains(k)) kinds.push_back(k);
@@ -1129,7 +983,8 @@ class Checker {
         if (!check_tensor_name(vfield, v)) return;
         arg.kind = KernelArg::Kind::tensor;
       } else {
-        if (!v.is_string() || !workspace_names_.count(v.get<std::string>())) {
+        if (!v.is_string()) return;  // the schema said
+        if (!workspace_names_.count(v.get<std::string>())) {
           std::vector<std::string> names(workspace_names_.begin(), workspace_names_.end());
           problem(vfield, "expected the name of a tensor declared in \"workspace\" (" +
                               (names.empty() ? std::string("none declared") : join(names)) +
@@ -1151,7 +1006,8 @@ class Checker {
       arg.type = *t;
     } else if (kind == "attribute") {
       auto t = arg_type(a, field, false);
-      const std::string name = v.is_string() ? v.get<std::string>() : std::string();
+      if (!v.is_string()) return;  // the schema said
+      const std::string name = v.get<std::string>();
       const Attribute* attr = m_.attribute(name);
       // An attribute of the op that "attributes" does not pin: the kernel takes the call's value,
       // whatever it is (e.g. layer_norm's eps).
@@ -1186,11 +1042,7 @@ class Checker {
       arg.type = *t;
     } else {
       auto t = arg_type(a, field, false);
-      if (!v.is_number()) {
-        problem(vfield, "expected a number, found " + describe_json(v));
-        return;
-      }
-      if (!t) return;
+      if (!v.is_number() || !t) return;  // the schema said
       arg.kind = KernelArg::Kind::scalar;
       arg.type = *t;
       if (!scalar_fits(vfield, v, *t, arg)) return;
@@ -1200,10 +1052,7 @@ class Checker {
 
   /// Reads a stride argument's [TENSOR, DIM]; the dimension must exist in the op's tensor.
   bool check_stride(const std::string& field, const json& v, KernelArg& arg) {
-    if (!v.is_array() || v.size() != 2 || !v[1].is_number_integer()) {
-      problem(field, "expected [TENSOR, DIM] such as [\"x\", 0], found " + describe_json(v));
-      return false;
-    }
+    if (!v.is_array() || v.size() != 2 || !v[1].is_number_integer()) return false;  // the schema said
     if (!check_tensor_name(at(field, 0), v[0])) return false;
     const int64_t dim = v[1].get<int64_t>();
     int64_t rank = kMaxRank;
@@ -1286,23 +1135,10 @@ class Checker {
 
   /// The bindings a launch's "for_each" lists: {"VPT": [1, 2, 4]} (every combination of the
   /// lists, in order) or [{"VPT": 1, "LO": 0}, {"VPT": 2, "LO": 32}]. Names are identifiers; values
-  /// integers. Problems are reported and an empty list returned.
+  /// integers (the schema said where they are not). Problems are reported and an empty list returned.
   std::vector<std::map<std::string, int64_t>> for_each_bindings(const json& f, const std::string& field) {
-    const std::string expected =
-        "an object of integer lists, such as {\"VPT\": [1, 2, 4]}, or an array of objects of integers, such "
-        "as [{\"VPT\": 1, \"LO\": 0}, {\"VPT\": 2, \"LO\": 32}]; each {NAME} in the launch's strings is "
-        "replaced by the value";
-    const auto good_name = [&](const std::string& name, const std::string& where) {
-      const bool ok = !name.empty() && name.size() <= 64 && (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_') &&
-                      std::all_of(name.begin(), name.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
-      if (!ok) problem(where, "expected an identifier (letters, digits, _) as a for_each name, found " + json_quote(name));
-      return ok;
-    };
-    const auto int_at = [&](const json& v, const std::string& where, int64_t& out) {
-      if (!v.is_number_integer()) {
-        problem(where, "expected an integer, found " + describe_json(v));
-        return false;
-      }
+    const auto int_at = [](const json& v, int64_t& out) {
+      if (!v.is_number_integer()) return false;
       out = v.get<int64_t>();
       return true;
     };
@@ -1320,21 +1156,18 @@ class Checker {
       }
       out.push_back({});
       for (auto it = f.begin(); it != f.end(); ++it) {
-        const std::string where = sub(field, it.key());
-        if (!good_name(it.key(), where)) {
+        if (!is_identifier(it.key())) {  // the schema said
           ok = false;
           continue;
         }
         if (!it->is_array() || it->empty() || it->size() > kMaxExpandedLaunches) {
-          problem(where, "expected a non-empty array of at most " + std::to_string(kMaxExpandedLaunches) +
-                             " integers, found " + describe_json(*it));
-          ok = false;
+          ok = false;  // the schema said
           continue;
         }
         std::vector<std::map<std::string, int64_t>> next;
         for (std::size_t j = 0; j < it->size(); ++j) {
           int64_t v = 0;
-          if (!int_at((*it)[j], at(where, j), v)) {
+          if (!int_at((*it)[j], v)) {
             ok = false;
             continue;
           }
@@ -1349,21 +1182,19 @@ class Checker {
       for (std::size_t j = 0; j < f.size() && j <= kMaxExpandedLaunches; ++j) {
         const json& o = f[j];
         if (!o.is_object() || o.empty()) {
-          problem(at(field, j), "expected an object of integers, such as {\"VPT\": 1}, found " + describe_json(o));
-          ok = false;
+          ok = false;  // the schema said
           continue;
         }
         std::map<std::string, int64_t> b;
         for (auto it = o.begin(); it != o.end(); ++it) {
           int64_t v = 0;
-          if (good_name(it.key(), sub(at(field, j), it.key())) && int_at(*it, sub(at(field, j), it.key()), v)) b[it.key()] = v;
+          if (is_identifier(it.key()) && int_at(*it, v)) b[it.key()] = v;
           else ok = false;
         }
         out.push_back(std::move(b));
       }
     } else {
-      problem(field, "expected " + expected + ", found " + describe_json(f));
-      return {};
+      return {};  // the schema said
     }
     if (!ok) return {};
     return out;
@@ -1371,37 +1202,20 @@ class Checker {
 
   void check_launches(const json& doc) {
     auto it = doc.find("launches");
-    const std::string expected =
-        "a non-empty array of kernel launches (at most " + std::to_string(kMaxLaunches) + ")";
-    if (it == doc.end()) {
-      problem("launches", "missing; expected " + expected);
-      return;
-    }
-    if (!it->is_array() || it->empty() || it->size() > kMaxLaunches) {
-      problem("launches", "expected " + expected + ", found " + describe_json(*it));
-      return;
-    }
+    if (it == doc.end() || !it->is_array() || it->empty() || it->size() > kMaxLaunches) return;  // the schema said
     // "launch_defaults": keys a launch that omits them takes from there.
     json defaults = json::object();
     if (auto d = doc.find("launch_defaults"); d != doc.end()) {
-      if (!d->is_object()) {
-        problem("launch_defaults", "expected an object with launch keys (kernel, grid, block, shared_mem, args, "
-                                   "when, nvrtc_options) that launches omitting them take, found " + describe_json(*d));
-      } else {
+      if (d->is_object())  // else the schema said
         for (const auto& k : kLaunchDefaultKeys)
           if (auto v = d->find(k); v != d->end()) defaults[k] = *v;
-      }
     }
     // Each launch, with its defaults and every binding of its "for_each", in order.
     std::vector<std::pair<std::string, json>> expanded;
     for (std::size_t i = 0; i < it->size(); ++i) {
       const json& l = (*it)[i];
       const std::string field = at("launches", i);
-      if (!l.is_object()) {
-        problem(field,
-                "expected a launch object with kernel, grid, block and args, found " + describe_json(l));
-        continue;
-      }
+      if (!l.is_object()) continue;  // the schema said
       json merged = defaults;
       for (auto kv = l.begin(); kv != l.end(); ++kv)
         if (kv.key() != "for_each") merged[kv.key()] = kv.value();
@@ -1436,10 +1250,7 @@ class Checker {
         problem(sub(field, "args"),
                 "missing; expected an array of kernel arguments in parameter "
                 "order, such as [{\"tensor\": \"x\"}]");
-      } else if (!args->is_array()) {
-        problem(sub(field, "args"),
-                "expected an array of kernel arguments, found " + describe_json(*args));
-      } else {
+      } else if (args->is_array()) {  // else the schema said
         for (std::size_t j = 0; j < args->size(); ++j)
           check_arg((*args)[j], at(sub(field, "args"), j), launch);
       }
@@ -1452,36 +1263,19 @@ class Checker {
   }
 
   void check_when(const json& w, const std::string& field, Launch& launch) {
-    if (!w.is_object() || w.empty()) {
-      problem(field,
-              "expected an object with \"if\" (an integer expression: the launch runs when it is "
-              "non-zero) and/or \"layouts\" (the call layouts it runs for), such as "
-              "{\"if\": \"N > 1024\"}, found " +
-                  describe_json(w));
-      return;
-    }
+    if (!w.is_object()) return;  // the schema said
     if (auto e = w.find("if"); e != w.end())
       if (auto x = expr_at(sub(field, "if"), *e, true)) launch.when.if_expr = *x;
     if (auto l = w.find("layouts"); l != w.end())
-      launch.when.layouts = layouts_at(sub(field, "layouts"), *l);
+      launch.when.layouts = layouts_at(*l);
   }
 
   /// A non-empty array of layout names; the valid ones are returned, the others reported.
-  std::vector<Layout> layouts_at(const std::string& field, const json& v) {
-    std::vector<Layout> out;
-    if (!v.is_array() || v.empty()) {
-      problem(field,
-              "expected a non-empty array of contiguous, strided, offset; found " + describe_json(v));
-      return out;
-    }
-    for (std::size_t i = 0; i < v.size(); ++i) {
-      auto l = v[i].is_string() ? parse_layout(v[i].get<std::string>()) : std::nullopt;
-      if (!l)
-        problem(at(field, i),
-                "expected one of contiguous, strided, offset; found " + describe_json(v[i]));
-      else
-        out.push_back(*l);
-    }
+  std::vector<Layout> layouts_at(const json& v) {
+    std::vector<Layout> out;  // the schema said what the array must hold
+    if (!v.is_array()) return out;
+    for (const json& e : v)
+      if (auto l = e.is_string() ? parse_layout(e.get<std::string>()) : std::nullopt) out.push_back(*l);
     return out;
   }
 
@@ -1600,36 +1394,16 @@ class Checker {
 
   void check_guard(const json& doc) {
     auto g = doc.find("guard");
-    if (g == doc.end()) {
-      problem("guard",
-              "missing; expected an object with at least \"dtypes\", such as "
-              "{\"dtypes\": [\"f32\"]}");
-      return;
-    }
-    if (!g->is_object()) {
-      problem("guard",
-              "expected an object with dtypes, ranks, shapes, layouts and variants, "
-              "found " +
-                  describe_json(*g));
-      return;
-    }
+    if (g == doc.end() || !g->is_object()) return;  // the schema said
     check_shapes(*g);
     if (auto it = g->find("layouts"); it != g->end())
-      m_.guard.layouts = layouts_at("guard.layouts", *it);
+      m_.guard.layouts = layouts_at(*it);
     check_variants(*g);
     if (auto it = g->find("require"); it != g->end()) {
-      if (!it->is_array() || it->empty() || it->size() > kMaxRequire) {
-        problem("guard.require", "expected an array of 1 to " + std::to_string(kMaxRequire) +
-                                     " predicates (integer expressions that every call inside the guard makes "
-                                     "non-zero), such as [\"B * N % 8 == 0\", \"stride_x_1 == 1\"], found " +
-                                     describe_json(*it));
-      } else {
+      if (it->is_array() && !it->empty() && it->size() <= kMaxRequire) {  // else the schema said
         for (std::size_t i = 0; i < it->size(); ++i) {
           const std::string f = at("guard.require", i);
-          if (!(*it)[i].is_string()) {
-            problem(f, "expected a predicate such as \"align_x >= 16\", found " + describe_json((*it)[i]));
-            continue;
-          }
+          if (!(*it)[i].is_string()) continue;  // the schema said
           auto e = expr_at(f, (*it)[i], true);
           if (!e) continue;
           if (e->is_constant()) {
@@ -1646,37 +1420,20 @@ class Checker {
     if (auto it = g->find("unmatched"); it != g->end()) m_.guard.unmatched_fallback = *it == "fallback";
   }
 
-  std::optional<int64_t> int_at(const json& obj, const std::string& field, const std::string& key,
-                                int64_t min, bool required,
-                                int64_t max = std::numeric_limits<int64_t>::max()) {
-    const std::string expected =
-        "an integer >= " + std::to_string(min) +
-        (max < std::numeric_limits<int64_t>::max() ? " and <= " + std::to_string(max) : "");
+  /// The integer at `key` when it is one, at least `min` and an int64 (the schema said what else).
+  static std::optional<int64_t> int_at(const json& obj, const std::string& key, int64_t min) {
     auto it = obj.find(key);
-    if (it == obj.end()) {
-      if (required) problem(sub(field, key), "missing; expected " + expected);
+    if (it == obj.end() || !it->is_number_integer()) return std::nullopt;
+    if (it->is_number_unsigned() && it->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
       return std::nullopt;
-    }
-    if (!it->is_number_integer() ||
-        (it->is_number_unsigned() && (it->get<uint64_t>() > static_cast<uint64_t>(max) ||
-                                      static_cast<int64_t>(it->get<uint64_t>()) < min)) ||
-        (!it->is_number_unsigned() && (it->get<int64_t>() < min || it->get<int64_t>() > max))) {
-      problem(sub(field, key), "expected " + expected + ", found " + describe_json(*it));
-      return std::nullopt;
-    }
-    return it->get<int64_t>();
+    const int64_t v = it->get<int64_t>();
+    return v >= min ? std::optional<int64_t>(v) : std::nullopt;
   }
 
   void check_shapes(const json& g) {
     auto it = g.find("shapes");
     if (it == g.end()) return;
-    if (!it->is_object()) {
-      problem("guard.shapes",
-              "expected an object of ranges per symbol such as "
-              "{\"N\": {\"min\": 1, \"max\": 4096}}, found " +
-                  describe_json(*it));
-      return;
-    }
+    if (!it->is_object()) return;  // the schema said
     for (const auto& item : it->items()) {
       const std::string field = sub("guard.shapes", item.key());
       if (!is_symbol(item.key())) {
@@ -1685,13 +1442,10 @@ class Checker {
         continue;
       }
       const json& r = item.value();
-      if (!r.is_object()) {
-        problem(field, "expected {\"min\": MIN, \"max\": MAX}, found " + describe_json(r));
-        continue;
-      }
-      auto lo = int_at(r, field, "min", 0, true);
-      auto hi = int_at(r, field, "max", 0, true);
-      auto mult = int_at(r, field, "multiple_of", 1, false);
+      if (!r.is_object()) continue;  // the schema said
+      auto lo = int_at(r, "min", 0);
+      auto hi = int_at(r, "max", 0);
+      auto mult = int_at(r, "multiple_of", 1);
       if (!lo || !hi) continue;
       if (*lo > *hi) {
         problem(field, "min " + std::to_string(*lo) + " is greater than max " +
@@ -1705,14 +1459,7 @@ class Checker {
   void check_variants(const json& g) {
     auto it = g.find("variants");
     if (it == g.end()) return;
-    if (!it->is_array()) {
-      problem("guard.variants",
-              "expected an array of captured variants such as "
-              "[{\"dims\": {\"N\": 4096}, \"dtype\": \"f32\", \"calls\": 100}], "
-              "found " +
-                  describe_json(*it));
-      return;
-    }
+    if (!it->is_array()) return;  // the schema said
     if (it->size() > kMaxVariants) {
       problem("guard.variants", "lists " + std::to_string(it->size()) + " variants; expected at most " +
                                     std::to_string(kMaxVariants));
@@ -1721,18 +1468,12 @@ class Checker {
     for (std::size_t i = 0; i < it->size(); ++i) {
       const json& v = (*it)[i];
       const std::string field = at("guard.variants", i);
-      if (!v.is_object()) {
-        problem(field, "expected an object with dims, dtype and calls, found " + describe_json(v));
-        continue;
-      }
+      if (!v.is_object()) continue;  // the schema said
       Variant var;
       bool ok = true;
       auto dims = v.find("dims");
       if (dims == v.end() || !dims->is_object()) {
-        problem(sub(field, "dims"),
-                dims == v.end() ? "missing; expected an object of symbol values"
-                                : "expected an object of symbol values, found " + describe_json(*dims));
-        ok = false;
+        ok = false;  // the schema said
       } else {
         for (const auto& d : dims->items()) {
           const std::string f = sub(sub(field, "dims"), d.key());
@@ -1743,8 +1484,7 @@ class Checker {
             continue;
           }
           if (!d.value().is_number_integer() || d.value().get<int64_t>() < 0) {
-            problem(f, "expected an integer >= 0, found " + describe_json(d.value()));
-            ok = false;
+            ok = false;  // the schema said
             continue;
           }
           const int64_t x = d.value().get<int64_t>();
@@ -1776,8 +1516,7 @@ class Checker {
         }
       }
       if (auto d = v.find("dtype"); d == v.end()) {
-        problem(sub(field, "dtype"), "missing; expected one of guard.dtypes");
-        ok = false;
+        ok = false;  // the schema said
       } else if (auto dt = dtype_at(sub(field, "dtype"), *d, true)) {
         if (std::find(m_.guard.dtypes.begin(), m_.guard.dtypes.end(), *dt) ==
             m_.guard.dtypes.end()) {
@@ -1790,7 +1529,7 @@ class Checker {
         ok = false;
       }
       // A call count of a captured workload; the sum over every variant stays far inside int64.
-      if (auto c = int_at(v, field, "calls", 1, true, kMaxVariantCalls))
+      if (auto c = int_at(v, "calls", 1); c && *c <= kMaxVariantCalls)  // (the schema's bounds)
         var.calls = *c;
       else
         ok = false;

@@ -225,7 +225,7 @@ TEST_F(ManifestTest, WrongFormat) {
 TEST_F(ManifestTest, MissingFormat) {
   json m = base_manifest();
   m.erase("format");
-  EXPECT_EQ(only_problem(m), line("format", "missing; expected \"kgate-package/1\""));
+  EXPECT_EQ(only_problem(m), line("format", "missing; expected \"kgate-package/1\" (the format this kgate reads)"));
 }
 
 TEST_F(ManifestTest, EmptyName) {
@@ -279,7 +279,7 @@ TEST_F(ManifestTest, CapturedInputsMustBeAnArrayOfFilesInsideThePackage) {
   json m = base_manifest();
   m["captured_inputs"] = json::object({{"a", 1}});
   EXPECT_EQ(only_problem(m), line("captured_inputs",
-                                  "expected an array of safetensors files relative to the package, found an object"));
+                                  "expected an array of safetensors files relative to the package (at most 256), found an object"));
   m["captured_inputs"] = json::array({"../x.safetensors"});
   EXPECT_EQ(only_problem(m), line("captured_inputs[0]",
                                   "\"../x.safetensors\" contains \"..\"; expected a path inside the package directory"));
@@ -431,7 +431,7 @@ TEST_F(ManifestTest, SourcesMustBeANonEmptyArray) {
   m["sources"] = json::array();
   EXPECT_EQ(only_problem(m), line("sources",
                                   "expected a non-empty array of source files relative "
-                                  "to the package, found an array"));
+                                  "to the package, such as [\"kernel.cu\"], found an array"));
   m["sources"] = {"k.cu", "k.cu"};
   EXPECT_EQ(only_problem(m), line("sources[1]", "\"k.cu\" is listed twice"));
 }
@@ -607,8 +607,7 @@ TEST_F(ManifestTest, BadScalarType) {
                                   "found \"i16\""));
   m["launches"][0]["args"][2].erase("type");
   EXPECT_EQ(only_problem(m), line("launches[0].args[2].type",
-                                  "missing; expected the parameter's C "
-                                  "type, one of i32, i64, u32, u64"));
+                                  "missing; expected one of i32, i64, u32, u64"));
 }
 
 TEST_F(ManifestTest, ArgumentWithTwoKinds) {
@@ -732,7 +731,7 @@ TEST_F(ManifestTest, UnknownLayout) {
   m["guard"]["layouts"] = {"contiguous", "rowmajor"};
   EXPECT_EQ(only_problem(m), line("guard.layouts[1]",
                                   "expected one of contiguous, strided, "
-                                  "offset; found \"rowmajor\""));
+                                  "offset, found \"rowmajor\""));
 }
 
 TEST_F(ManifestTest, VariantWithoutCalls) {
@@ -740,7 +739,7 @@ TEST_F(ManifestTest, VariantWithoutCalls) {
   m["guard"]["variants"] =
       json::parse(R"J([{"dims": {"B": 1, "N": 2}, "dtype": "f32", "calls": 0}])J");
   EXPECT_EQ(only_problem(m), line("guard.variants[0].calls",
-                                  "expected an integer >= 1 and <= 1099511627776, found 0"));
+                                  "expected an integer from 1 to 1099511627776, found 0"));
 }
 
 TEST_F(ManifestTest, HugeCallCountsAreRefused) {
@@ -751,11 +750,11 @@ TEST_F(ManifestTest, HugeCallCountsAreRefused) {
            {"dims": {"B": 1, "N": 4}, "dtype": "f32", "calls": 18446744073709551615}])J");
   std::string all;
   for (const auto& p : problems(m)) all += p + "\n";
-  EXPECT_NE(all.find("guard.variants[0].calls: expected an integer >= 1 and <= "
+  EXPECT_NE(all.find("guard.variants[0].calls: expected an integer from 1 to "
                           "1099511627776, found 9223372036854775807"),
             std::string::npos)
       << all;
-  EXPECT_NE(all.find("guard.variants[1].calls: expected an integer >= 1 and <= "
+  EXPECT_NE(all.find("guard.variants[1].calls: expected an integer from 1 to "
                           "1099511627776, found 18446744073709551615"),
             std::string::npos)
       << all;
@@ -862,11 +861,11 @@ TEST_F(ManifestTest, BadLaunchConditions) {
                                   "stride_x_0, stride_x_1, stride_y_0, stride_y_1"));
   m["launches"][1]["when"] = {{"layouts", {"rowmajor"}}};
   EXPECT_EQ(only_problem(m), line("launches[1].when.layouts[0]",
-                                  "expected one of contiguous, strided, offset; found "
+                                  "expected one of contiguous, strided, offset, found "
                                   "\"rowmajor\""));
   m["launches"][1]["when"] = {{"layouts", json::array()}};
   EXPECT_EQ(only_problem(m), line("launches[1].when.layouts",
-                                  "expected a non-empty array of contiguous, strided, offset; "
+                                  "expected a non-empty array of contiguous, strided, offset, "
                                   "found an array"));
 }
 
@@ -927,7 +926,8 @@ TEST_F(ManifestTest, ForEachProblemsNameTheBinding) {
   EXPECT_EQ(only_problem(m), line("launches[0].for_each.VPT[1]", "expected an integer, found \"two\""));
   m["launches"][0]["for_each"] = {{"2x", {1}}};
   EXPECT_EQ(only_problem(m), line("launches[0].for_each.2x",
-                                  "expected an identifier (letters, digits, _) as a for_each name, found \"2x\""));
+                                  "expected an identifier (letters, digits and _, not starting with a digit, at most 64) as a name, "
+                                  "found \"2x\""));
   m["launches"][0]["for_each"] = 3;
   EXPECT_NE(only_problem(m).find("launches[0].for_each: expected an object of integer lists"), std::string::npos);
   m["launches"][0]["for_each"] = {{"A", std::vector<int>(9, 1)}, {"B", std::vector<int>(9, 1)}};
@@ -1022,8 +1022,7 @@ TEST_F(ManifestTest, BadStrideArguments) {
                                   "expected one of i32, i64, u32, u64, found \"f32\""));
   m["launches"][0]["args"][3] = {{"stride", {"x", 0}}};
   EXPECT_EQ(only_problem(m), line("launches[0].args[3].type",
-                                  "missing; expected the parameter's C type, one of i32, i64, "
-                                  "u32, u64"));
+                                  "missing; expected one of i32, i64, u32, u64"));
 }
 
 TEST_F(ManifestTest, BuiltInSymbolNamesAreReserved) {
@@ -1068,7 +1067,7 @@ TEST_F(ManifestTest, GuardRequirePredicates) {
   m["guard"]["require"] = json::array();
   EXPECT_NE(only_problem(m).find("guard.require: expected an array of 1 to 32 predicates"), std::string::npos);
   m["guard"]["require"] = {7};
-  EXPECT_EQ(only_problem(m), line("guard.require[0]", "expected a predicate such as \"align_x >= 16\", found 7"));
+  EXPECT_EQ(only_problem(m), line("guard.require[0]", "expected a predicate such as \"align_x >= 16\" (at most 1024 characters), found 7"));
 
   // when.if sees the tensor symbols too; other expressions do not.
   m = base_manifest();
@@ -1154,7 +1153,7 @@ TEST_F(ManifestTest, LoadManifestThrowsEveryProblem) {
                    "found \"one\"") +
                   "\n" +
                   line("guard.layouts[0]",
-                       "expected one of contiguous, strided, offset; found \"rowmajor\""));
+                       "expected one of contiguous, strided, offset, found \"rowmajor\""));
   }
   m["version"] = "1.0.0";
   m["guard"].erase("layouts");

@@ -3,6 +3,7 @@
 // of the tree is valid under them, and broken documents are refused at the field that is wrong.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -78,6 +79,11 @@ TEST(Schema, EveryManifestOfTheTreeIsValid) {
   const SchemaCheck schema(kSource / "runtime/package/kgate-package.schema.json");
   const auto is_manifest = [](const fs::path& p) { return p.filename() == "kgate.json"; };
   auto manifests = files_named({"tests/packages", "examples"}, is_manifest);
+  // The corpus packages are source packages too (their header sits beside them): package.corpus_valid
+  // validates them packed.
+  manifests.erase(std::remove_if(manifests.begin(), manifests.end(),
+                                 [](const fs::path& m) { return m.string().find("tests/packages/corpus/") != std::string::npos; }),
+                  manifests.end());
   const fs::path packed = KGATE_PACKED_KERNELS_DIR;
   ASSERT_TRUE(fs::is_directory(packed)) << packed << " is missing: build the kgate_packages target first";
   size_t packed_count = 0;
