@@ -372,12 +372,16 @@ TEST_P(Corpus, GetsItsVerdict) {
                  (s.candidate_kernels.empty() ? std::string() : ", kernels [" + s.candidate_kernels.front() + (s.candidate_kernels.size() > 1 ? ", ..." : "") + "]") +
                  (s.decision == Outcome::invalid ? ": " + s.note.substr(0, 200) : std::string());
   const std::string rule = failure ? failure->rule : "";
-  std::printf("[ corpus ] %-30s expected %-6s got %-8s rule %-18s %s\n", e.kernel, e.passes ? "pass" : "fail",
-              outcome_name(report.outcome), rule.c_str(), evidence.c_str());
+  const char* expected = !e.invalid_because.empty() ? "invalid" : e.passes ? "passed" : "failed";
+  const char* verdict = !report.speed.empty() && report.speed[0].decision == Outcome::invalid
+                            ? "invalid"
+                            : outcome_name(report.outcome);
+  std::printf("[ corpus ] %-30s expected %-7s got %-9s rule %-18s %s\n", e.kernel, expected, verdict, rule.c_str(),
+              evidence.c_str());
   if (const char* path = std::getenv("KGATE_CORPUS_TABLE"); path && *path) {
     std::ofstream table(path, std::ios::app);
-    table << nlohmann::json{{"kernel", e.kernel}, {"game", e.game}, {"expected", e.passes ? "passed" : "failed"},
-                            {"verdict", outcome_name(report.outcome)}, {"rule", rule}, {"evidence", evidence}}
+    table << nlohmann::json{{"kernel", e.kernel}, {"game", e.game}, {"expected", expected},
+                            {"verdict", verdict}, {"rule", rule}, {"evidence", evidence}}
                  .dump()
           << "\n";
   }

@@ -1,0 +1,2 @@
+// the correct control: see ../gelu_games.cuh.
+#include "gelu_games.cuh"

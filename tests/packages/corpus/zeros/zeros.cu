@@ -1,0 +1,2 @@
+// writes zeros: see ../gelu_games.cuh.
+#include "gelu_games.cuh"
