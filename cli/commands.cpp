@@ -520,6 +520,39 @@ void check_unique_package_names(const std::vector<std::string>& dirs,
   }
 }
 
+namespace {
+
+/// Whether a GPU that just ran a kernel became unusable. Its worker's own words first (a lost
+/// device, ECC, no device), then NVML by the GPU's UUID (from the worker's report), asked without a
+/// CUDA context. KGATE_TEST_UNUSABLE_DEVICES=0,1 says so of those ordinals (for tests without such a GPU).
+struct DeviceHealth {
+  std::string uuid;
+  unsigned long long ecc_baseline = ~0ull;
+
+  std::string trouble(int device, const KernelReport& kr) {
+    if (uuid.empty()) {
+      const auto at = kr.worker_device.find("GPU-");
+      if (at != std::string::npos && kr.worker_device.size() >= at + 40) uuid = kr.worker_device.substr(at, 40);
+    }
+    if (const char* test = std::getenv("KGATE_TEST_UNUSABLE_DEVICES"); test && *test) {
+      std::stringstream list(test);
+      std::string item;
+      while (std::getline(list, item, ','))
+        if (item == std::to_string(device)) return "KGATE_TEST_UNUSABLE_DEVICES lists it";
+    }
+    if (kr.outcome == Outcome::failed) {
+      std::string said = kr.message;
+      for (const auto& w : kr.correctness.warnings) said += "\n" + w;
+      for (const char* sign : {"uncorrectable ECC", "ECC error", "GPU is lost", "fallen off the bus",
+                               "no CUDA-capable device", "busy or unavailable"})
+        if (said.find(sign) != std::string::npos) return std::string("its worker said \"") + sign + "\"";
+    }
+    return cuda::nvml_device_trouble(uuid, &ecc_baseline);
+  }
+};
+
+}  // namespace
+
 std::vector<int> parse_devices(const std::string& text, int count, const char* visible) {
   std::vector<int> out;
   if (text == "all") {
@@ -1041,17 +1074,45 @@ int run_check(const CheckArgs& args) {
       std::atomic<size_t> next{0};
       std::mutex done_mutex;
       std::exception_ptr error;  // the first error of any thread: no more kernels are dealt
+      const auto publish = [&](size_t i, std::optional<KernelReport> kr) {
+        std::lock_guard<std::mutex> lock(done_mutex);
+        done[i] = std::move(kr);
+        std::lock_guard<std::mutex> meta_lock(meta_mutex);
+        report.kernels.clear();
+        for (const auto& d : done)
+          if (d) report.kernels.push_back(*d);
+        write_reports();
+      };
       const auto serve = [&](int device) {
         try {
+          DeviceHealth health;
           for (size_t i = next++; i < total; i = next++) {
             auto kr = check_isolated(i, device);
-            std::lock_guard<std::mutex> lock(done_mutex);
-            done[i] = std::move(kr);
-            std::lock_guard<std::mutex> meta_lock(meta_mutex);
-            report.kernels.clear();
-            for (const auto& d : done)
-              if (d) report.kernels.push_back(*d);
-            write_reports();
+            // A GPU that became unusable (lost, uncorrected ECC errors, no device) is retired: the
+            // kernel it was running loses its results, and the others go to the GPUs left.
+            const std::string why = kr ? health.trouble(device, *kr) : std::string();
+            if (why.empty()) {
+              publish(i, std::move(kr));
+              continue;
+            }
+            const KernelInfo& k = i < selected.size() ? *selected[i] : packages[i - selected.size()].kernel;
+            const std::string gpu = "GPU " + std::to_string(device) + (health.uuid.empty() ? "" : " (" + health.uuid + ")");
+            KernelReport lost = failed_kernel_report(
+                k.name, k.op, backend_name(backend), k.source,
+                gpu + " became unusable while this kernel ran (" + why + "): its results are not kept, and kgate deals no more kernels to that GPU",
+                kr->seconds);
+            lost.worker_device = kr->worker_device;
+            lost.worker_ordinal = kr->worker_ordinal;
+            lost.worker_start_s = kr->worker_start_s;
+            lost.worker_end_s = kr->worker_end_s;
+            if (!args.quiet) std::fprintf(stderr, "kgate: %s became unusable (%s): retired; %s is lost\n", gpu.c_str(), why.c_str(), k.name.c_str());
+            {
+              std::lock_guard<std::mutex> meta_lock(meta_mutex);
+              report.meta.config["retired_devices"].push_back(
+                  {{"ordinal", device}, {"uuid", health.uuid}, {"why", why}, {"kernel", k.name}});
+            }
+            publish(i, std::move(lost));
+            return;
           }
         } catch (...) {
           std::lock_guard<std::mutex> lock(done_mutex);
@@ -1063,6 +1124,14 @@ int run_check(const CheckArgs& args) {
       for (int d : args.devices) gpus.emplace_back(serve, d);
       for (auto& t : gpus) t.join();
       if (error) std::rethrow_exception(error);  // what was measured is in the report already
+      // Every GPU retired before the work was done: the rest were never run.
+      for (size_t i = 0; i < total; ++i)
+        if (!done[i]) {
+          const KernelInfo& k = i < selected.size() ? *selected[i] : packages[i - selected.size()].kernel;
+          publish(i, failed_kernel_report(k.name, k.op, backend_name(backend), k.source,
+                                          "not run: every GPU of --devices became unusable (report meta.config.retired_devices)",
+                                          0));
+        }
     }
   }
   for (size_t i = 0; i < selected.size() && !isolate; ++i) {

@@ -32,6 +32,7 @@ struct ProcessInfoV1 {
 };
 using GetProcessesFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned*, ProcessInfoV1*);
 constexpr nvmlReturn_t kNvmlInsufficientSize = 7;
+constexpr nvmlReturn_t kNvmlGpuIsLost = 15;
 constexpr int kNvmlClockSm = 1;
 constexpr int kNvmlTemperatureGpu = 0;
 // nvmlClocksEventReasons: SW power cap 0x4, HW slowdown 0x8, SW thermal 0x20, HW thermal 0x40,
@@ -236,6 +237,36 @@ std::optional<ClockSample> Nvml::sample() const {
   if (temp) temp(device_, kNvmlTemperatureGpu, &s.temperature_c);
   if (reasons && reasons(device_, &r) == 0) s.throttle_reasons = r;
   return s;
+}
+
+std::string nvml_device_trouble(const std::string& uuid, unsigned long long* ecc_baseline) {
+  // NVML opened once for the process and kept (nvmlInit is reference counted; never shut down here).
+  static void* lib = [] {
+    void* l = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    auto init = l ? reinterpret_cast<InitFn>(dlsym(l, "nvmlInit_v2")) : nullptr;
+    return init && init() == 0 ? l : nullptr;
+  }();
+  if (!lib || uuid.empty()) return "";
+  auto get = reinterpret_cast<GetHandleByUuidFn>(dlsym(lib, "nvmlDeviceGetHandleByUUID"));
+  if (!get) return "";
+  nvmlDevice_t dev = nullptr;
+  const nvmlReturn_t r = get(uuid.c_str(), &dev);
+  if (r == kNvmlGpuIsLost) return "NVML: the GPU is lost (it stopped answering)";
+  if (r != 0) return "";
+  using GetEccFn = nvmlReturn_t (*)(nvmlDevice_t, int, int, unsigned long long*);
+  auto ecc = reinterpret_cast<GetEccFn>(dlsym(lib, "nvmlDeviceGetTotalEccErrors"));
+  unsigned long long count = 0;
+  // NVML_MEMORY_ERROR_TYPE_UNCORRECTED (1), NVML_VOLATILE_ECC (0): since the driver loaded.
+  const nvmlReturn_t e = ecc ? ecc(dev, 1, 0, &count) : -1;
+  if (e == kNvmlGpuIsLost) return "NVML: the GPU is lost (it stopped answering)";
+  if (e != 0 || !ecc_baseline) return "";
+  if (*ecc_baseline == ~0ull) {
+    *ecc_baseline = count;
+    return "";
+  }
+  if (count > *ecc_baseline)
+    return "NVML: " + std::to_string(count - *ecc_baseline) + " new uncorrected ECC error(s)";
+  return "";
 }
 
 std::optional<std::vector<GpuProcess>> Nvml::other_processes() const {

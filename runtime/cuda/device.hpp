@@ -79,4 +79,10 @@ class Nvml {
   std::string reason_;
 };
 
+/// Why the GPU with this UUID looks unusable to NVML, asked without a CUDA context (a parent
+/// process that deals kernels to GPUs has none): NVML says the GPU is lost, or it counts more
+/// uncorrected ECC errors than `*ecc_baseline` (the first call with ULLONG_MAX there records the
+/// count). "" when it looks usable, or when NVML is absent or cannot tell.
+std::string nvml_device_trouble(const std::string& uuid, unsigned long long* ecc_baseline);
+
 }  // namespace kgate::cuda

@@ -41,6 +41,44 @@ overlap = any(a[0] < b[1] and b[0] < a[1] for a in windows[0] for b in windows[1
 assert overlap, windows  # the two devices worked at the same time
 PY
 
+# A GPU that becomes unusable is retired: the kernel it ran is lost (named, with the GPU), the others
+# go to the GPU left with their usual verdicts; with every GPU retired, the rest are not run.
+KGATE_TEST_UNUSABLE_DEVICES=1 "$kgate" check --backend cpu --devices 0,1 "${kernels[@]}" --cases 8 --no-speed \
+  --out "$out/retire" -q > "$out/retire.log" 2>&1
+[ $? -eq 1 ] || { cat "$out/retire.log"; fail "a run that lost a GPU exited $?, expected 1"; }
+grep -q "GPU 1 became unusable while this kernel ran (KGATE_TEST_UNUSABLE_DEVICES lists it)" "$out/retire.log" ||
+  { cat "$out/retire.log"; fail "the console does not name the lost kernel and its GPU"; }
+python3 - "$out/retire/report.json" "$out/one/report.json" <<'PY' || { cat "$out/retire.log"; fail "the report of a run that lost a GPU is wrong"; }
+import json, sys
+r = json.load(open(sys.argv[1]))
+one = {k["name"]: k for k in json.load(open(sys.argv[2]))["kernels"]}
+retired = r["meta"]["config"]["retired_devices"]
+assert len(retired) == 1 and retired[0]["ordinal"] == 1, retired
+lost = [k for k in r["kernels"] if "became unusable" in k.get("message", "")]
+assert len(lost) == 1 and lost[0]["name"] == retired[0]["kernel"] and lost[0]["outcome"] == "failed", lost
+assert lost[0]["worker"]["ordinal"] == 1, lost[0]["worker"]
+for k in r["kernels"]:
+    if k is lost[0]:
+        continue
+    assert k["worker"]["ordinal"] == 0, (k["name"], k["worker"])  # the rest on the GPU left
+    b = one[k["name"]]
+    assert (k["outcome"], k["correctness"]["cases"], k["correctness"]["failed"]) == \
+           (b["outcome"], b["correctness"]["cases"], b["correctness"]["failed"]), k["name"]
+assert len(r["kernels"]) == 5, [k["name"] for k in r["kernels"]]
+PY
+KGATE_TEST_UNUSABLE_DEVICES=0,1 "$kgate" check --backend cpu --devices 0,1 "${kernels[@]}" --cases 8 --no-speed \
+  --out "$out/retire-all" -q > "$out/retire-all.log" 2>&1
+[ $? -eq 1 ] || { cat "$out/retire-all.log"; fail "a run that lost every GPU exited $?, expected 1"; }
+python3 - "$out/retire-all/report.json" <<'PY' || { cat "$out/retire-all.log"; fail "the report of a run that lost every GPU is wrong"; }
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert sorted(d["ordinal"] for d in r["meta"]["config"]["retired_devices"]) == [0, 1], r["meta"]["config"]
+ks = r["kernels"]
+assert len(ks) == 5 and all(k["outcome"] == "failed" for k in ks), [(k["name"], k["outcome"]) for k in ks]
+assert sum("became unusable while this kernel ran" in k["message"] for k in ks) == 2, [k["message"] for k in ks]
+assert sum(k["message"].startswith("not run: every GPU of --devices became unusable") for k in ks) == 3, [k["message"] for k in ks]
+PY
+
 # Bad values: exit 4, named.
 "$kgate" check --backend cpu --devices 0,0 --kernel softmax_cpu --out "$out/bad" > "$out/twice.log" 2>&1
 [ $? -eq 4 ] && grep -q -- "--devices 0,0: device 0 is listed twice" "$out/twice.log" || { cat "$out/twice.log"; fail "a device listed twice was not refused"; }
