@@ -301,7 +301,7 @@ class TableEnvironment : public ::testing::Environment {
 // ---- tests -----------------------------------------------------------------------------------
 
 // Host-only: the table of this file, the registry and the families agree (runs without a GPU).
-/// The negative-control corpus (tests/mutants/gelu_games.cu): kernels that game the gate, each
+/// The negative-control corpus (tests/mutants/gelu_games.cu, rms_norm_games.cu): kernels that game the gate, each
 /// with the verdict kgate must give it through `kgate check`'s whole pipeline (checks, behaviour
 /// checks, checked timing), and a correct control that must pass it.
 struct CorpusEntry {
@@ -337,6 +337,10 @@ const std::vector<CorpusEntry>& corpus() {
       {"mutant_gelu_side_thread", "does its work from a thread of its own", true, {}, "(launched by another thread)"},
       {"mutant_gelu_switches_kernels", "timed launches start other kernels than warm-up's", true, {}, "",
        "the kernels of a timed launch changed"},
+      // The game only a reduction can play (tests/mutants/rms_norm_games.cu), and its correct twin.
+      {"control_rms_norm_correct", "none (the correct twin of the rms_norm entry)", true, {}, "rms_norm_every"},
+      {"mutant_rms_norm_samples_99pct", "touches 99% of the elements (the sum of squares) and rescales", false,
+       {"allclose", "eager_relative"}},
   };
   return entries;
 }
