@@ -20,7 +20,6 @@ namespace {
 using nvmlReturn_t = int;
 using nvmlDevice_t = void*;
 using InitFn = nvmlReturn_t (*)();
-using ShutdownFn = nvmlReturn_t (*)();
 using GetHandleByUuidFn = nvmlReturn_t (*)(const char*, nvmlDevice_t*);
 using GetClockFn = nvmlReturn_t (*)(nvmlDevice_t, int, unsigned*);
 using GetTempFn = nvmlReturn_t (*)(nvmlDevice_t, int, unsigned*);
@@ -35,6 +34,32 @@ constexpr nvmlReturn_t kNvmlInsufficientSize = 7;
 constexpr nvmlReturn_t kNvmlGpuIsLost = 15;
 constexpr int kNvmlClockSm = 1;
 constexpr int kNvmlTemperatureGpu = 0;
+
+// NVML's library, loaded and initialized once per process and kept (nvmlInit is reference counted;
+// never shut down while a sampler or a health probe may still ask), or why it is not there.
+struct NvmlLibrary {
+  void* lib = nullptr;
+  std::string reason;
+};
+const NvmlLibrary& nvml_library() {
+  static const NvmlLibrary loaded = [] {
+    NvmlLibrary n;
+    void* l = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!l) {
+      n.reason = "NVML (libnvidia-ml.so.1) not found: no clock/throttle data";
+      return n;
+    }
+    auto init = reinterpret_cast<InitFn>(dlsym(l, "nvmlInit_v2"));
+    if (!init || !dlsym(l, "nvmlDeviceGetHandleByUUID") || init() != 0) {
+      n.reason = "NVML failed to initialize: no clock/throttle data";
+      dlclose(l);
+      return n;
+    }
+    n.lib = l;
+    return n;
+  }();
+  return loaded;
+}
 // nvmlClocksEventReasons: SW power cap 0x4, HW slowdown 0x8, SW thermal 0x20, HW thermal 0x40,
 // HW power brake 0x80.
 constexpr uint64_t kDisturbingReasons = 0x4 | 0x8 | 0x20 | 0x40 | 0x80;
@@ -188,17 +213,13 @@ std::string ClockSample::describe() const {
 }
 
 Nvml::Nvml() {
-  lib_ = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+  const NvmlLibrary& nvml = nvml_library();
+  lib_ = nvml.lib;
   if (!lib_) {
-    reason_ = "NVML (libnvidia-ml.so.1) not found: no clock/throttle data";
+    reason_ = nvml.reason;
     return;
   }
-  auto init = reinterpret_cast<InitFn>(dlsym(lib_, "nvmlInit_v2"));
   auto get = reinterpret_cast<GetHandleByUuidFn>(dlsym(lib_, "nvmlDeviceGetHandleByUUID"));
-  if (!init || !get || init() != 0) {
-    reason_ = "NVML failed to initialize: no clock/throttle data";
-    return;
-  }
   // By UUID: NVML's indices ignore CUDA_VISIBLE_DEVICES (and --device), CUDA's ordinals do not.
   int ordinal = 0;
   cudaDeviceProp prop{};
@@ -216,14 +237,7 @@ Nvml::Nvml() {
   device_ = dev;
 }
 
-Nvml::~Nvml() {
-  if (lib_) {
-    if (device_) {
-      if (auto shutdown = reinterpret_cast<ShutdownFn>(dlsym(lib_, "nvmlShutdown"))) shutdown();
-    }
-    dlclose(lib_);
-  }
-}
+Nvml::~Nvml() = default;  // the library stays loaded and initialized (nvml_library)
 
 std::optional<ClockSample> Nvml::sample() const {
   if (!device_) return std::nullopt;
@@ -239,20 +253,16 @@ std::optional<ClockSample> Nvml::sample() const {
   return s;
 }
 
-std::string nvml_device_trouble(const std::string& uuid, unsigned long long* ecc_baseline) {
-  // NVML opened once for the process and kept (nvmlInit is reference counted; never shut down here).
-  static void* lib = [] {
-    void* l = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
-    auto init = l ? reinterpret_cast<InitFn>(dlsym(l, "nvmlInit_v2")) : nullptr;
-    return init && init() == 0 ? l : nullptr;
-  }();
+std::string nvml_device_trouble(const std::string& uuid, unsigned long long* ecc_baseline, bool* found) {
+  if (found) *found = false;
+  void* lib = nvml_library().lib;
   if (!lib || uuid.empty()) return "";
   auto get = reinterpret_cast<GetHandleByUuidFn>(dlsym(lib, "nvmlDeviceGetHandleByUUID"));
-  if (!get) return "";
   nvmlDevice_t dev = nullptr;
   const nvmlReturn_t r = get(uuid.c_str(), &dev);
   if (r == kNvmlGpuIsLost) return "NVML: the GPU is lost (it stopped answering)";
   if (r != 0) return "";
+  if (found) *found = true;
   using GetEccFn = nvmlReturn_t (*)(nvmlDevice_t, int, int, unsigned long long*);
   auto ecc = reinterpret_cast<GetEccFn>(dlsym(lib, "nvmlDeviceGetTotalEccErrors"));
   unsigned long long count = 0;

@@ -82,7 +82,8 @@ class Nvml {
 /// Why the GPU with this UUID looks unusable to NVML, asked without a CUDA context (a parent
 /// process that deals kernels to GPUs has none): NVML says the GPU is lost, or it counts more
 /// uncorrected ECC errors than `*ecc_baseline` (the first call with ULLONG_MAX there records the
-/// count). "" when it looks usable, or when NVML is absent or cannot tell.
-std::string nvml_device_trouble(const std::string& uuid, unsigned long long* ecc_baseline);
+/// count). "" when it looks usable, or when NVML is absent or cannot tell; `*found` (when given):
+/// NVML found the GPU by that UUID.
+std::string nvml_device_trouble(const std::string& uuid, unsigned long long* ecc_baseline, bool* found = nullptr);
 
 }  // namespace kgate::cuda

@@ -1,9 +1,10 @@
-// Tests of choosing the GPU (no GPU needed): --device N as a CUDA_VISIBLE_DEVICES entry, and the GPU
-// CTest assigns a test.
+// Tests of choosing the GPU: --device N as a CUDA_VISIBLE_DEVICES entry, and the GPU CTest assigns
+// a test (no GPU needed); the health probe of --devices (on a GPU, SKIPPED without one).
 #include "runtime/cuda/device.hpp"
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -63,6 +64,26 @@ TEST(Device, TheGpuCTestAssigned) {
   EXPECT_FALSE(ctest_assigned_gpu().has_value());
   ::unsetenv("CTEST_RESOURCE_GROUP_COUNT");
   ::unsetenv("CTEST_RESOURCE_GROUP_0_GPUS");
+}
+
+// On a GPU: the health probe `kgate check --devices` asks after a kernel finds this GPU in NVML by
+// its UUID (not by an ordinal) and finds no trouble, before and after recording the ECC baseline;
+// an unknown UUID is not found and is no trouble either.
+TEST(Device, TheHealthProbeFindsAHealthyGpuByItsUuid) {
+  if (device_count() <= 0) GTEST_SKIP() << "no CUDA device";
+  const Nvml nvml;
+  if (!nvml.available()) GTEST_SKIP() << nvml.unavailable_reason();
+  const std::string uuid = device_info(0).uuid;
+  unsigned long long ecc = ~0ull;
+  bool found = false;
+  EXPECT_EQ(nvml_device_trouble(uuid, &ecc, &found), "");
+  EXPECT_TRUE(found) << uuid;
+  EXPECT_EQ(nvml_device_trouble(uuid, &ecc, &found), "");
+  EXPECT_TRUE(found);
+  std::printf("NVML found %s; uncorrected ECC errors since the driver loaded: %s\n", uuid.c_str(),
+              ecc == ~0ull ? "not reported" : std::to_string(ecc).c_str());
+  EXPECT_EQ(nvml_device_trouble("GPU-00000000-0000-0000-0000-000000000000", &ecc, &found), "");
+  EXPECT_FALSE(found);
 }
 
 }  // namespace
