@@ -12,6 +12,8 @@ namespace kgate::cuda {
 /// Element types launch_flag_not_close compares.
 enum class CloseType : int { f32, f16, bf16, f64 };
 
+/// `flag` may be device memory or mapped page-locked host memory (a plain store of 1 by any block
+/// that finds a difference, never a read).
 /// Sets *flag to 1 when any of the `count` contiguous elements of `out` is not close to `want`:
 /// |out - want| <= atol + rtol |want|, NaN matching NaN and an infinity matching the same infinity
 /// (at::isclose with equal_nan).

@@ -21,7 +21,8 @@ class LaunchTimer {
   virtual ~LaunchTimer() = default;
   /// Runs `launch` `count` times on `stream` (each launch may start several kernels) and returns
   /// each launch's device time in nanoseconds. `between` runs before each launch, unmeasured (its
-  /// kernels are kgate's own and never count).
+  /// kernels are kgate's own and never count). Returns once the stream's work is done (checked
+  /// timing reads the flags its compare kernels wrote without synchronizing again).
   virtual std::vector<double> time(const std::function<void()>& launch, int count,
                                    const std::function<void()>& between) = 0;
   /// "cupti", "cupti-serial" or "events".
