@@ -224,18 +224,28 @@ PackResult pack_package(const fs::path& src_dir, const fs::path& out_dir) {
   fs::create_directories(out.parent_path(), ec);
   const fs::path tmp = out.parent_path() / ("." + out.filename().string() + ".packing-" + std::to_string(::getpid()));
   fs::remove_all(tmp, ec);
+  // The earlier pack is moved aside, not deleted, until the new one is in place: a failure on the
+  // way puts it back, so a failed pack never loses the one that was there.
+  const fs::path aside = out.parent_path() / ("." + out.filename().string() + ".replaced-" + std::to_string(::getpid()));
+  fs::remove_all(aside, ec);
   PackResult result;
+  bool moved_aside = false;
   try {
     result = Packer(src, tmp).run();
-    fs::remove_all(out, ec);
-    if (ec) throw Error(ErrorKind::package, "kgate pack: cannot replace " + shown(out.string()) + ": " + ec.message());
+    if (fs::exists(out)) {
+      fs::rename(out, aside, ec);
+      if (ec) throw Error(ErrorKind::package, "kgate pack: cannot replace " + shown(out.string()) + ": " + ec.message());
+      moved_aside = true;
+    }
     fs::rename(tmp, out, ec);
     if (ec) throw Error(ErrorKind::package, "kgate pack: cannot move the packed package to " + shown(out.string()) + ": " + ec.message());
   } catch (...) {
     std::error_code ignored;
     fs::remove_all(tmp, ignored);
+    if (moved_aside) fs::rename(aside, out, ignored);
     throw;
   }
+  fs::remove_all(aside, ec);
   return result;
 }
 

@@ -73,6 +73,8 @@ echo stale > "$out/softmax/_packed/common/stale.cuh"
 "$kgate" pack --no-compile -q "$src/kernels/softmax/package" "$out/softmax" > "$out/again.log" 2>&1 ||
   { cat "$out/again.log"; fail "packing again into an earlier pack failed"; }
 [ ! -e "$out/softmax/_packed/common/stale.cuh" ] || fail "packing again kept a file of the earlier pack"
+leftover=$(ls -A "$out" | grep -E '^\.softmax\.(packing|replaced)-' || true)
+[ -z "$leftover" ] || fail "packing again left $leftover beside the pack"
 "$kgate" validate --no-compile "$out/softmax" > "$out/drift2.log" 2>&1 && ! grep -q "note:" "$out/drift2.log" ||
   { cat "$out/drift2.log"; fail "a fresh pack is not as recorded"; }
 grep -q '^packed:' "$out/again.log" && fail "--quiet still printed the packed: line"
