@@ -144,9 +144,7 @@ class Reader {
     try {
       doc = parse_strict_json(text, &duplicate);
     } catch (const json::exception& e) {
-      std::string what = e.what();
-      if (auto pos = what.find("] "); pos != std::string::npos) what = what.substr(pos + 2);
-      problem("(document)", "not valid JSON: " + what);
+      problem("(document)", "not valid JSON: " + json_error_text(e));
       fail();
     }
     if (!duplicate.empty()) {

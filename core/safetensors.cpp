@@ -77,9 +77,7 @@ SafetensorsFile read_safetensors_header(const std::string& path) {
   try {
     header = parse_strict_json(text, &duplicate);
   } catch (const json::exception& e) {
-    std::string what = e.what();
-    if (auto pos = what.find("] "); pos != std::string::npos) what = what.substr(pos + 2);
-    bad(path, "not a safetensors file: its header is not valid JSON (" + what + ")");
+    bad(path, "not a safetensors file: its header is not valid JSON (" + json_error_text(e) + ")");
   }
   if (!duplicate.empty()) bad(path, "the header names " + quote_untrusted(duplicate) + " twice");
   if (!header.is_object()) bad(path, "not a safetensors file: its header is not a JSON object");

@@ -20,4 +20,10 @@ nlohmann::json parse_strict_json(const std::string& text, std::string* duplicate
   return json::parse(text, on_event);
 }
 
+std::string json_error_text(const std::exception& e) {
+  std::string what = e.what();
+  if (const auto pos = what.find("] "); pos != std::string::npos) what = what.substr(pos + 2);
+  return what;
+}
+
 }  // namespace kgate

@@ -3,6 +3,7 @@
 // one reader sees is not what another runs.
 #pragma once
 
+#include <exception>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -12,5 +13,9 @@ namespace kgate {
 /// Parses `text`; `*duplicate` is set to the first key that appears twice in one object ("" when
 /// none). Throws nlohmann::json::exception on invalid JSON (and numbers out of range).
 nlohmann::json parse_strict_json(const std::string& text, std::string* duplicate);
+
+/// nlohmann's message without its "[json.exception.parse_error.101] " prefix: "parse error at line
+/// 3, column 5: ..." (numbers out of range, such as 1e400, come as out_of_range).
+std::string json_error_text(const std::exception& e);
 
 }  // namespace kgate

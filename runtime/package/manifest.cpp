@@ -398,11 +398,7 @@ class Checker {
     try {
       doc = parse_strict_json(ss.str(), &duplicate);  // core/strict_json.hpp
     } catch (const json::exception& e) {
-      // "[json.exception.parse_error.101] parse error at line 3, column 5: ..." -> "parse error
-      // ..." (number overflows such as 1e400 come as out_of_range).
-      std::string what = e.what();
-      if (auto pos = what.find("] "); pos != std::string::npos) what = what.substr(pos + 2);
-      problem("(document)", "not valid JSON: " + what);
+      problem("(document)", "not valid JSON: " + json_error_text(e));
       return false;
     }
     if (!duplicate.empty()) {

@@ -39,10 +39,10 @@ class Packer {
     try {
       parse_strict_json(text, &duplicate);
     } catch (const std::exception& e) {
-      fail("", std::string("is not valid JSON: ") + e.what());
+      fail("", "is not valid JSON: " + json_error_text(e));
     }
     if (!duplicate.empty()) fail("", "has the key " + shown(duplicate) + " twice in one object");
-    ordered_json doc = ordered_json::parse(text);
+    ordered_json doc = ordered_json::parse(text);  // again, keeping the key order for the rewrite
     if (!doc.is_object()) fail("", "must hold a JSON object");
 
     if (auto it = doc.find("sources"); it != doc.end()) {
