@@ -394,8 +394,8 @@ struct Bench {
                       "): " + cudaGetErrorString(rc) +
                       "; rebuild with -DCMAKE_CUDA_ARCHITECTURES matching the GPU");
     }
-    if (o.timer == "cupti") timer = cuda::make_cupti_timer(stream);
-    if (o.timer == "cupti-serial") timer = cuda::make_cupti_timer(stream, cuda::CuptiRecords::serialized);
+    if (o.timer == "cupti") timer = cuda::make_cupti_timer();
+    if (o.timer == "cupti-serial") timer = cuda::make_cupti_timer(cuda::CuptiRecords::serialized);
     if (o.timer == "events") timer = cuda::make_event_timer(stream);
     if (o.flush_l2) flusher = std::make_unique<cuda::L2Flusher>(stream, o.flush_mode);
     nvml = std::make_unique<cuda::Nvml>();

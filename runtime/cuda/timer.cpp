@@ -106,9 +106,8 @@ bool watch_module_loads() {
 
 class CuptiTimer final : public LaunchTimer {
  public:
-  CuptiTimer(cudaStream_t stream, CuptiRecords records)
-      : stream_(stream),
-        kind_(records == CuptiRecords::serialized ? CUPTI_ACTIVITY_KIND_KERNEL : CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
+  explicit CuptiTimer(CuptiRecords records)
+      : kind_(records == CuptiRecords::serialized ? CUPTI_ACTIVITY_KIND_KERNEL : CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
     static std::once_flag registered;
     std::call_once(registered, [] { KGATE_CUPTI_CALL(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed)); });
     KGATE_CUPTI_CALL(cuptiActivityEnable(kind_));
@@ -217,7 +216,6 @@ class CuptiTimer final : public LaunchTimer {
   int module_loads() const override { return module_loads_; }
 
  private:
-  cudaStream_t stream_;
   CUpti_ActivityKind kind_;
   uint64_t next_id_ = 1;
   bool watching_loads_ = false;
@@ -259,9 +257,7 @@ class EventTimer final : public LaunchTimer {
 
 }  // namespace
 
-std::unique_ptr<LaunchTimer> make_cupti_timer(void* stream, CuptiRecords records) {
-  return std::make_unique<CuptiTimer>(static_cast<cudaStream_t>(stream), records);
-}
+std::unique_ptr<LaunchTimer> make_cupti_timer(CuptiRecords records) { return std::make_unique<CuptiTimer>(records); }
 
 std::unique_ptr<LaunchTimer> make_event_timer(void* stream) {
   return std::make_unique<EventTimer>(static_cast<cudaStream_t>(stream));
@@ -269,7 +265,7 @@ std::unique_ptr<LaunchTimer> make_event_timer(void* stream) {
 
 std::unique_ptr<LaunchTimer> make_best_timer(void* stream, std::string* note) {
   try {
-    return make_cupti_timer(stream);
+    return make_cupti_timer();
   } catch (const Error& e) {
     if (note) *note = std::string("CUPTI unavailable, timing with CUDA events: ") + e.what();
     return make_event_timer(stream);

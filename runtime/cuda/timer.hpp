@@ -47,8 +47,9 @@ enum class CuptiRecords {
   serialized,
 };
 
-/// CUPTI activity timer; throws a device Error if CUPTI cannot be enabled.
-std::unique_ptr<LaunchTimer> make_cupti_timer(void* stream, CuptiRecords records = CuptiRecords::concurrent);
+/// CUPTI activity timer; throws a device Error if CUPTI cannot be enabled. It takes no stream: it
+/// drains the whole device and counts a launch's kernels on every stream.
+std::unique_ptr<LaunchTimer> make_cupti_timer(CuptiRecords records = CuptiRecords::concurrent);
 /// CUDA events around each launch (overstates very short kernels).
 std::unique_ptr<LaunchTimer> make_event_timer(void* stream);
 /// CUPTI if it can be enabled, else events (`note` says why).
