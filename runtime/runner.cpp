@@ -939,6 +939,9 @@ struct TimingInvalid {
   std::string reason;
 };
 
+// Appends `text` to a comparison's note, "; " between the parts.
+void add_note(std::string& note, const std::string& text) { note += (note.empty() ? "" : "; ") + text; }
+
 std::string joined_kernels(const cuda::KernelSet& set) {
   if (set.empty()) return "(none)";
   std::string out;
@@ -1253,9 +1256,9 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
     if (light.read_bytes + light.written_bytes > 0) {
       light.ceiling_bytes_per_s = impl_->light_ceiling();
       light.l2_bytes = impl_->l2_bytes;
-      if (!impl_->light_note.empty()) cmp.note += (cmp.note.empty() ? "" : "; ") + impl_->light_note;
+      if (!impl_->light_note.empty()) add_note(cmp.note, impl_->light_note);
     }
-    if (!baseline_note.empty()) cmp.note += (cmp.note.empty() ? "" : "; ") + baseline_note;
+    if (!baseline_note.empty()) add_note(cmp.note, baseline_note);
 
     // Checked timing: what the checked launch of each arm saw and wrote.
     const bool checking = rule != nullptr;
@@ -1320,9 +1323,9 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
         unsigned char* x = base + offset[0] * size;
         unsigned char* y = base + offset[1] * size;
         if (x == y) continue;
-        if (impl_->backend == Backend::cuda && before_flush && impl_->flusher) {
+        if (on_gpu && before_flush && impl_->flusher) {
           impl_->flusher->swap_at_flush(x, y, static_cast<int>(size));
-        } else if (impl_->backend == Backend::cuda) {
+        } else if (on_gpu) {
           KGATE_CUDA_CALL(cuda::launch_swap_elements(x, y, static_cast<int>(size),
                                                      static_cast<cudaStream_t>(impl_->stream())));
         } else {
@@ -1595,7 +1598,7 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
       impl_->sync();
       record_arms();
       cmp.decision = Outcome::invalid;
-      cmp.note += (cmp.note.empty() ? "" : "; ") + invalid.reason;
+      add_note(cmp.note, invalid.reason);
       return cmp;
     } catch (WrongWhileTimed& wrong) {
       impl_->sync();
@@ -1617,12 +1620,12 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
                     where + ", inputs of case " + w.kcase.id() + ") fails: " + w.message;
         w.repro = repro_command(kernel, w.kcase);
         cmp.decision = Outcome::failed;
-        cmp.note += (cmp.note.empty() ? "" : "; ") + w.message;
+        add_note(cmp.note, w.message);
         cmp.wrong_while_timed = std::move(w);
       } else {
         cmp.decision = Outcome::invalid;
-        cmp.note += (cmp.note.empty() ? "" : "; ") + std::string("baseline '") + arm[0].kernel->name +
-                    "' was wrong in a timed launch (" + where + "): " + w.message;
+        add_note(cmp.note, "baseline '" + arm[0].kernel->name + "' was wrong in a timed launch (" + where + "): " +
+                               w.message);
       }
       return cmp;
     }
@@ -1651,7 +1654,7 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
                     "--time-budget %.0f would allow it",
                     r.blocks.size(), options.interleave.max_budget_factor, options.interleave.min_blocks,
                     std::ceil(r.budget_needed_s));
-      cmp.note += (cmp.note.empty() ? "" : "; ") + std::string(text);
+      add_note(cmp.note, text);
     }
     // Speed of light: each arm's fraction of the copy bandwidth; in cold-cache timing a median
     // below the op's floor is not a speedup but a measurement (or a kernel) to distrust.
@@ -1673,10 +1676,10 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
     }
     if (too_fast) {
       cmp.decision = Outcome::invalid;
-      cmp.note += (cmp.note.empty() ? "" : "; ") + *too_fast;
+      add_note(cmp.note, *too_fast);
     } else if (r.invalid) {
       cmp.decision = Outcome::invalid;
-      cmp.note += (cmp.note.empty() ? "" : "; ") + r.invalid_reason;
+      add_note(cmp.note, r.invalid_reason);
     } else {
       switch (r.decision.decision) {
         case speed::Decision::pass: cmp.decision = Outcome::passed; break;
@@ -1685,7 +1688,7 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
       }
     }
     if (impl_->nvml && !impl_->nvml->available() && cmp.note.find("NVML") == std::string::npos)
-      cmp.note += (cmp.note.empty() ? "" : "; ") + impl_->nvml->unavailable_reason();
+      add_note(cmp.note, impl_->nvml->unavailable_reason());
   } catch (const Error& e) {
     cmp.decision = Outcome::invalid;
     cmp.note = std::string("timing failed: ") + e.what();
