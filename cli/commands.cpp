@@ -891,12 +891,16 @@ int run_check(const CheckArgs& args) {
     write_report_files(report, out);
   };
   const size_t total = selected.size() + packages.size();
+  // The i-th of the run: the in-tree kernels first, then the packages.
+  const auto kernel_at = [&](size_t i) -> const KernelInfo& {
+    return i < selected.size() ? *selected[i] : packages[i - selected.size()].kernel;
+  };
   if (isolate) {
     std::mutex meta_mutex;  // report.meta, written from each GPU's thread
     // One kernel or package, in workers on `device` (nullopt: the GPU selected for this process).
     const auto check_isolated = [&](size_t i, std::optional<int> device) -> std::optional<KernelReport> {
       const double started = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      const KernelInfo& k = i < selected.size() ? *selected[i] : packages[i - selected.size()].kernel;
+      const KernelInfo& k = kernel_at(i);
       if (!args.quiet)
         std::fprintf(stderr, "[%zu/%zu] %s (%s, %s) in a worker process\n", i + 1, total, k.name.c_str(), k.op.c_str(),
                      backend_name(backend));
@@ -1095,7 +1099,7 @@ int run_check(const CheckArgs& args) {
               publish(i, std::move(kr));
               continue;
             }
-            const KernelInfo& k = i < selected.size() ? *selected[i] : packages[i - selected.size()].kernel;
+            const KernelInfo& k = kernel_at(i);
             const std::string gpu = "GPU " + std::to_string(device) + (health.uuid.empty() ? "" : " (" + health.uuid + ")");
             KernelReport lost = failed_kernel_report(
                 k.name, k.op, backend_name(backend), k.source,
@@ -1127,7 +1131,7 @@ int run_check(const CheckArgs& args) {
       // Every GPU retired before the work was done: the rest were never run.
       for (size_t i = 0; i < total; ++i)
         if (!done[i]) {
-          const KernelInfo& k = i < selected.size() ? *selected[i] : packages[i - selected.size()].kernel;
+          const KernelInfo& k = kernel_at(i);
           publish(i, failed_kernel_report(k.name, k.op, backend_name(backend), k.source,
                                           "not run: every GPU of --devices became unusable (report meta.config.retired_devices)",
                                           0));
