@@ -57,21 +57,16 @@ class Reader {
   [[noreturn]] void fail() {
     // The schema's problems first; where a check below says something of the same field, it says
     // more (which symbol is undeclared, why a dtype cannot be a case's).
-    std::vector<SchemaProblem> all;
-    for (const auto& s : structural_)
-      if (std::none_of(problems_.begin(), problems_.end(), [&](const SchemaProblem& p) { return p.field == s.field; }))
-        all.push_back(s);
+    std::vector<SchemaProblem> all = unspoken(structural_, problems_);
     all.insert(all.end(), problems_.begin(), problems_.end());
     if (all.size() > kMaxProblems) {
       dropped_ += all.size() - kMaxProblems;
       all.resize(kMaxProblems);
     }
-    std::vector<std::string> lines;
-    for (const auto& p : all) lines.push_back(path_ + ": " + inline_untrusted(p.field, 200) + ": " + p.message);
-    const auto& problems_ = lines;
-    std::string text = "op file " + path_ + " is invalid (" + std::to_string(problems_.size() + dropped_) +
-                       " problem" + (problems_.size() + dropped_ == 1 ? "" : "s") + "):";
-    for (const auto& p : problems_) text += "\n  " + p;
+    const size_t count = all.size() + dropped_;
+    std::string text = "op file " + path_ + " is invalid (" + std::to_string(count) + " problem" +
+                       (count == 1 ? "" : "s") + "):";
+    for (const auto& p : all) text += "\n  " + path_ + ": " + inline_untrusted(p.field, 200) + ": " + p.message;
     if (dropped_) text += "\n  ... " + std::to_string(dropped_) + " more problems are not listed";
     throw Error(ErrorKind::usage, safe_log_text(text, 64 * 1024));
   }

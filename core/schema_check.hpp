@@ -4,6 +4,7 @@
 // kgate-package/1 and kgate-op/1 are compiled into the library: kgate checks files outside its tree.
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -45,6 +46,18 @@ class SchemaCheck {
 
 /// Whether `field` is `parent` or inside it (launches[0].grid is inside launches and launches[0]).
 bool field_within(const std::string& field, const std::string& parent);
+
+/// The schema's problems that no semantic check speaks of: where both say something of one field,
+/// the check says more (which symbol is undeclared, which part of a path leaves the package), so
+/// the schema's line for that field goes. `Problem` is any type with a `field`.
+template <typename Problem>
+std::vector<SchemaProblem> unspoken(const std::vector<SchemaProblem>& schema, const std::vector<Problem>& checks) {
+  std::vector<SchemaProblem> out;
+  for (const auto& s : schema)
+    if (std::none_of(checks.begin(), checks.end(), [&](const Problem& p) { return p.field == s.field; }))
+      out.push_back(s);
+  return out;
+}
 
 /// How a JSON value looks in a message: "abc" (quoted, made safe), 3, an object, an array, null.
 std::string describe_json(const nlohmann::json& v);

@@ -331,9 +331,7 @@ class Checker {
     // Where both say something of one field, the check below says more (which part of a path
     // leaves the package, which tensor the op lacks).
     std::vector<ManifestProblem> structural;
-    for (const auto& s : schema_problems_)
-      if (std::none_of(problems_.begin(), problems_.end(), [&](const ManifestProblem& p) { return p.field == s.field; }))
-        structural.push_back({file_, s.field, s.message});
+    for (const auto& s : unspoken(schema_problems_, problems_)) structural.push_back({file_, s.field, s.message});
     problems_.insert(problems_.begin(), structural.begin(), structural.end());
     // In the manifest's own order of keys (a key it does not know last), whoever found them.
     static const std::vector<std::string> kOrder = {
