@@ -32,12 +32,6 @@ constexpr size_t kMaxProblems = 100;
 
 using package::is_identifier;
 
-std::string join(const std::vector<std::string>& v) {
-  std::string out;
-  for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
-  return out;
-}
-
 class Reader {
  public:
   explicit Reader(std::string path) : path_(std::move(path)) {}

@@ -144,4 +144,14 @@ std::string safe_log_text(std::string_view text, std::size_t max_bytes) {
   return out;
 }
 
+std::string join(const std::vector<std::string>& items, std::string_view sep, std::size_t max_items) {
+  std::string out;
+  for (std::size_t i = 0; i < items.size() && i < max_items; ++i) {
+    if (i > 0) out += sep;
+    out += items[i];
+  }
+  if (items.size() > max_items) out += std::string(sep) + "... (" + std::to_string(items.size()) + " in all)";
+  return out;
+}
+
 }  // namespace kgate

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace kgate {
 
@@ -28,5 +29,10 @@ std::string valid_utf8(std::string_view s);
 /// prefixed with "| " (so that no workflow command runs), and, past `max_bytes`, the first three
 /// quarters and the last quarter kept with the number of dropped bytes said in between.
 std::string safe_log_text(std::string_view text, std::size_t max_bytes = 64 * 1024);
+
+/// The items with `sep` between them (a message's list); past `max_items`, "... (N in all)" stands
+/// for the rest.
+std::string join(const std::vector<std::string>& items, std::string_view sep = ", ",
+                 std::size_t max_items = static_cast<std::size_t>(-1));
 
 }  // namespace kgate

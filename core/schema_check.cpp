@@ -145,12 +145,6 @@ void parse_schema(const json& doc, valijson::Schema& schema) {
   parser.populateSchema(adapter, schema);
 }
 
-std::string join(const std::vector<std::string>& items, const char* sep = ", ") {
-  std::string out;
-  for (const auto& s : items) out += (out.empty() ? "" : sep) + s;
-  return out;
-}
-
 }  // namespace
 
 std::string describe_json(const json& v) {

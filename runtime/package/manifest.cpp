@@ -179,15 +179,8 @@ constexpr int kMaxRank = 8;
 
 /// The items, at most `max_items` of them (a manifest may declare thousands: each problem listing
 /// them all made its messages grow with the square of its size).
-std::string join(const std::vector<std::string>& items, const char* sep = ", ",
-                 std::size_t max_items = 24) {
-  std::string out;
-  for (std::size_t i = 0; i < items.size() && i < max_items; ++i)
-    out += (out.empty() ? "" : sep) + items[i];
-  if (items.size() > max_items)
-    out += std::string(sep) + "... (" + std::to_string(items.size()) + " in all)";
-  return out;
-}
+// A list in a message, at most 24 items (a manifest's lists are untrusted).
+std::string join_capped(const std::vector<std::string>& items) { return join(items, ", ", 24); }
 
 std::string json_quote(const std::string& s) { return quote_untrusted(s); }
 
@@ -456,7 +449,7 @@ class Checker {
     const std::string guess = closest(*v, options_.known_ops);
     if (!guess.empty()) msg += " did you mean " + json_quote(guess) + "?";
     msg += options_.known_ops.empty() ? " it is not in kgate's op catalogue"
-                                      : " known ops: " + join(options_.known_ops);
+                                      : " known ops: " + join_capped(options_.known_ops);
     problem("op", msg);
   }
 
@@ -478,7 +471,7 @@ class Checker {
     std::string msg = "op " + json_quote(m_.op) + " has no tensor " + json_quote(name) + ";";
     const std::string guess = closest(name, names);
     if (!guess.empty()) msg += " did you mean " + json_quote(guess) + "?";
-    problem(field, msg + " expected one of: " + join(names));
+    problem(field, msg + " expected one of: " + join_capped(names));
     return false;
   }
 
@@ -500,7 +493,7 @@ class Checker {
         std::vector<std::string> names;
         for (const auto& [n, d] : op_->attributes) names.push_back(n);
         problem(field, "op " + json_quote(m_.op) + " has no attribute " + json_quote(item.key()) +
-                           "; expected one of: " + (names.empty() ? "(none)" : join(names)));
+                           "; expected one of: " + (names.empty() ? "(none)" : join_capped(names)));
         continue;
       }
       // Integers that a double (and so the attribute) holds exactly: 2^64 - 1 used to wrap.
@@ -981,7 +974,7 @@ class Checker {
         if (!workspace_names_.count(v.get<std::string>())) {
           std::vector<std::string> names(workspace_names_.begin(), workspace_names_.end());
           problem(vfield, "expected the name of a tensor declared in \"workspace\" (" +
-                              (names.empty() ? std::string("none declared") : join(names)) +
+                              (names.empty() ? std::string("none declared") : join_capped(names)) +
                               "), found " + describe_json(v));
           return;
         }
@@ -1014,7 +1007,7 @@ class Checker {
             if (!m_.attribute(n)) names.push_back(n);
         problem(vfield, "expected the name of an attribute of the op or one declared in "
                         "\"attributes\" (" +
-                            (names.empty() ? std::string("none") : join(names)) + "), found " +
+                            (names.empty() ? std::string("none") : join_capped(names)) + "), found " +
                             describe_json(v));
         return;
       }
@@ -1056,7 +1049,7 @@ class Checker {
         for (const auto& t : *list)
           if (t.name == v[0].get<std::string>()) {
             rank = static_cast<int64_t>(t.shape.size());
-            shape = join(t.shape);
+            shape = join_capped(t.shape);
           }
     }
     if (dim < -rank || dim >= rank) {
@@ -1285,7 +1278,7 @@ class Checker {
         for (Layout l : g) names.push_back(layout_name(l));
         problem(at(sub(m_.launches[i].field, "when.layouts"), j),
                 std::string("layout ") + layout_name(layouts[j]) + " is not in guard.layouts [" +
-                    join(names) + "]: calls of that layout fall back to the reference, so the "
+                    join_capped(names) + "]: calls of that layout fall back to the reference, so the "
                     "launch never runs for them; add it to guard.layouts or remove it here");
       }
     }
@@ -1504,7 +1497,7 @@ class Checker {
         for (const auto& name : declared_symbols_)
           if (!dims->contains(name)) missing.push_back(name);
         if (!missing.empty()) {
-          problem(sub(field, "dims"), "no value for " + join(missing) +
+          problem(sub(field, "dims"), "no value for " + join_capped(missing) +
                                           "; expected a value for every symbol: " + symbol_list());
           ok = false;
         }
@@ -1636,7 +1629,7 @@ class Checker {
   }
 
   std::string symbol_list() const {
-    return declared_symbols_.empty() ? "(none declared)" : join(declared_symbols_);
+    return declared_symbols_.empty() ? "(none declared)" : join_capped(declared_symbols_);
   }
 
   const CheckOptions& options_;

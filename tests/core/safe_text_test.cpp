@@ -47,5 +47,14 @@ TEST(SafeText, LogTextIsCappedHeadAndTail) {
   EXPECT_NE(out.find("bytes dropped"), std::string::npos);
 }
 
+TEST(SafeText, JoinListsAndCapsWithTheCount) {
+  EXPECT_EQ(join({}), "");
+  EXPECT_EQ(join({"a"}), "a");
+  EXPECT_EQ(join({"a", "b", "c"}), "a, b, c");
+  EXPECT_EQ(join({"a", "b"}, " or "), "a or b");
+  EXPECT_EQ(join({"a", "b", "c"}, ", ", 2), "a, b, ... (3 in all)");
+  EXPECT_EQ(join({"a", "b"}, ", ", 2), "a, b");
+}
+
 }  // namespace
 }  // namespace kgate
