@@ -72,8 +72,9 @@ class Runner {
   /// the kernel's guard is not timed (decision skipped, with a note); outside the baseline's guard
   /// the baseline's fallback (the eager reference) is timed, with a note.
   /// Checked timing: the arms' launches cycle through `options.pools` buffer sets, redrawn between
-  /// blocks. With `rule`, one launch per block of each kernel arm, at an index from the system's
-  /// random source (SpeedComparison::checked_launches), is judged under it: a wrong candidate
+  /// blocks. With `rule`, one launch of the candidate per block (and of a kernel baseline in block 0
+  /// and a random half of the later blocks), at an index from the system's random source
+  /// (SpeedComparison::checked_launches), is judged under it: a wrong candidate
   /// output ends the comparison as failed, with `wrong_while_timed` (rule "wrong_while_timed");
   /// a wrong baseline output makes it invalid.
   SpeedComparison time_case(const KernelInfo& kernel, const KernelInfo* baseline, const Case& c,

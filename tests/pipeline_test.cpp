@@ -116,6 +116,36 @@ TEST(Pipeline, ABaselineWrongWhileTimedMakesTheComparisonInvalidAndIsNamed) {
   EXPECT_NE(s.note.find(where), std::string::npos) << s.note;
 }
 
+// A kernel baseline (the kernel already accepted) is checked in block 0 and in a random half of
+// the later blocks; the candidate in every block.
+TEST(Pipeline, AKernelBaselineIsCheckedInBlockZeroAndInARandomHalfOfTheRest) {
+  Runner runner(Backend::cpu);
+  auto o = quick_small_timing();
+  o.timing.interleave.blocks_per_stage = 24;
+  o.timing.interleave.max_stages = 1;
+  o.timing.interleave.time_budget_s = 30;
+  const Case& c = o.timed_cases.at(0).kcase;
+  const auto rule = rule_for(find_op("softmax"), c.dtype, o);
+  const auto& k = find_kernel("softmax_cpu");
+  const auto s = runner.time_case(k, &k, c, o.timing, 1, &rule);
+  ASSERT_NE(s.decision, Outcome::invalid) << s.note;
+  ASSERT_GE(s.blocks, 21) << s.note;
+  std::vector<int> per_arm(2, 0);
+  std::set<int64_t> candidate_blocks, baseline_blocks;
+  for (const auto& l : s.checked_launches) {
+    ++per_arm.at(static_cast<size_t>(l.arm));
+    (l.arm == 1 ? candidate_blocks : baseline_blocks).insert(l.block);
+  }
+  EXPECT_EQ(per_arm[1], s.blocks);
+  EXPECT_EQ(static_cast<int64_t>(candidate_blocks.size()), s.blocks);
+  EXPECT_EQ(baseline_blocks.count(0), 1u);
+  // Blocks 1 and later: each checks the baseline with odds 1/2 (all or none: 2 x 2^-20).
+  const int later = per_arm[0] - 1;
+  EXPECT_GT(later, 0);
+  EXPECT_LT(later, s.blocks - 1);
+  std::printf("baseline checked in %d of %lld blocks\n", per_arm[0], static_cast<long long>(s.blocks));
+}
+
 TEST(Pipeline, AKernelThatCachesByPointerFailsWhileTimed) {
   Runner runner(Backend::cpu);
   const auto report = check_kernel(runner, find_kernel("mutant_softmax_cpu_caches_by_pointer"), quick_small_timing());
