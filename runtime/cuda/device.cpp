@@ -35,11 +35,20 @@ constexpr nvmlReturn_t kNvmlGpuIsLost = 15;
 constexpr int kNvmlClockSm = 1;
 constexpr int kNvmlTemperatureGpu = 0;
 
+using GetEccFn = nvmlReturn_t (*)(nvmlDevice_t, int, int, unsigned long long*);
+
 // NVML's library, loaded and initialized once per process and kept (nvmlInit is reference counted;
-// never shut down while a sampler or a health probe may still ask), or why it is not there.
+// never shut down while a sampler or a health probe may still ask), with the entry points used
+// (null where this driver lacks one), or why it is not there.
 struct NvmlLibrary {
   void* lib = nullptr;
   std::string reason;
+  GetHandleByUuidFn handle_by_uuid = nullptr;
+  GetClockFn clock = nullptr;
+  GetTempFn temperature = nullptr;
+  GetReasonsFn reasons = nullptr;  // clocks event (throttle) reasons
+  GetProcessesFn processes = nullptr;
+  GetEccFn ecc_errors = nullptr;
 };
 const NvmlLibrary& nvml_library() {
   static const NvmlLibrary loaded = [] {
@@ -50,12 +59,20 @@ const NvmlLibrary& nvml_library() {
       return n;
     }
     auto init = reinterpret_cast<InitFn>(dlsym(l, "nvmlInit_v2"));
-    if (!init || !dlsym(l, "nvmlDeviceGetHandleByUUID") || init() != 0) {
+    n.handle_by_uuid = reinterpret_cast<GetHandleByUuidFn>(dlsym(l, "nvmlDeviceGetHandleByUUID"));
+    if (!init || !n.handle_by_uuid || init() != 0) {
       n.reason = "NVML failed to initialize: no clock/throttle data";
+      n.handle_by_uuid = nullptr;
       dlclose(l);
       return n;
     }
     n.lib = l;
+    n.clock = reinterpret_cast<GetClockFn>(dlsym(l, "nvmlDeviceGetClockInfo"));
+    n.temperature = reinterpret_cast<GetTempFn>(dlsym(l, "nvmlDeviceGetTemperature"));
+    n.reasons = reinterpret_cast<GetReasonsFn>(dlsym(l, "nvmlDeviceGetCurrentClocksEventReasons"));
+    if (!n.reasons) n.reasons = reinterpret_cast<GetReasonsFn>(dlsym(l, "nvmlDeviceGetCurrentClocksThrottleReasons"));
+    n.processes = reinterpret_cast<GetProcessesFn>(dlsym(l, "nvmlDeviceGetComputeRunningProcesses"));
+    n.ecc_errors = reinterpret_cast<GetEccFn>(dlsym(l, "nvmlDeviceGetTotalEccErrors"));
     return n;
   }();
   return loaded;
@@ -214,12 +231,10 @@ std::string ClockSample::describe() const {
 
 Nvml::Nvml() {
   const NvmlLibrary& nvml = nvml_library();
-  lib_ = nvml.lib;
-  if (!lib_) {
+  if (!nvml.lib) {
     reason_ = nvml.reason;
     return;
   }
-  auto get = reinterpret_cast<GetHandleByUuidFn>(dlsym(lib_, "nvmlDeviceGetHandleByUUID"));
   // By UUID: NVML's indices ignore CUDA_VISIBLE_DEVICES (and --device), CUDA's ordinals do not.
   int ordinal = 0;
   cudaDeviceProp prop{};
@@ -230,7 +245,7 @@ Nvml::Nvml() {
   }
   const std::string uuid = uuid_text(prop.uuid);
   nvmlDevice_t dev = nullptr;
-  if (get(uuid.c_str(), &dev) != 0) {
+  if (nvml.handle_by_uuid(uuid.c_str(), &dev) != 0) {
     reason_ = "NVML has no device " + uuid + " (CUDA device " + std::to_string(ordinal) + "): no clock/throttle data";
     return;
   }
@@ -241,33 +256,27 @@ Nvml::~Nvml() = default;  // the library stays loaded and initialized (nvml_libr
 
 std::optional<ClockSample> Nvml::sample() const {
   if (!device_) return std::nullopt;
-  auto clock = reinterpret_cast<GetClockFn>(dlsym(lib_, "nvmlDeviceGetClockInfo"));
-  auto temp = reinterpret_cast<GetTempFn>(dlsym(lib_, "nvmlDeviceGetTemperature"));
-  auto reasons = reinterpret_cast<GetReasonsFn>(dlsym(lib_, "nvmlDeviceGetCurrentClocksEventReasons"));
-  if (!reasons) reasons = reinterpret_cast<GetReasonsFn>(dlsym(lib_, "nvmlDeviceGetCurrentClocksThrottleReasons"));
+  const NvmlLibrary& nvml = nvml_library();
   ClockSample s;
   unsigned long long r = 0;
-  if (!clock || clock(device_, kNvmlClockSm, &s.sm_clock_mhz) != 0) return std::nullopt;
-  if (temp) temp(device_, kNvmlTemperatureGpu, &s.temperature_c);
-  if (reasons && reasons(device_, &r) == 0) s.throttle_reasons = r;
+  if (!nvml.clock || nvml.clock(device_, kNvmlClockSm, &s.sm_clock_mhz) != 0) return std::nullopt;
+  if (nvml.temperature) nvml.temperature(device_, kNvmlTemperatureGpu, &s.temperature_c);
+  if (nvml.reasons && nvml.reasons(device_, &r) == 0) s.throttle_reasons = r;
   return s;
 }
 
 std::string nvml_device_trouble(const std::string& uuid, unsigned long long* ecc_baseline, bool* found) {
   if (found) *found = false;
-  void* lib = nvml_library().lib;
-  if (!lib || uuid.empty()) return "";
-  auto get = reinterpret_cast<GetHandleByUuidFn>(dlsym(lib, "nvmlDeviceGetHandleByUUID"));
+  const NvmlLibrary& nvml = nvml_library();
+  if (!nvml.lib || uuid.empty()) return "";
   nvmlDevice_t dev = nullptr;
-  const nvmlReturn_t r = get(uuid.c_str(), &dev);
+  const nvmlReturn_t r = nvml.handle_by_uuid(uuid.c_str(), &dev);
   if (r == kNvmlGpuIsLost) return "NVML: the GPU is lost (it stopped answering)";
   if (r != 0) return "";
   if (found) *found = true;
-  using GetEccFn = nvmlReturn_t (*)(nvmlDevice_t, int, int, unsigned long long*);
-  auto ecc = reinterpret_cast<GetEccFn>(dlsym(lib, "nvmlDeviceGetTotalEccErrors"));
   unsigned long long count = 0;
   // NVML_MEMORY_ERROR_TYPE_UNCORRECTED (1), NVML_VOLATILE_ECC (0): since the driver loaded.
-  const nvmlReturn_t e = ecc ? ecc(dev, 1, 0, &count) : -1;
+  const nvmlReturn_t e = nvml.ecc_errors ? nvml.ecc_errors(dev, 1, 0, &count) : -1;
   if (e == kNvmlGpuIsLost) return "NVML: the GPU is lost (it stopped answering)";
   if (e != 0 || !ecc_baseline) return "";
   if (*ecc_baseline == ~0ull) {
@@ -281,7 +290,7 @@ std::string nvml_device_trouble(const std::string& uuid, unsigned long long* ecc
 
 std::optional<std::vector<GpuProcess>> Nvml::other_processes() const {
   if (!device_) return std::nullopt;
-  auto get = reinterpret_cast<GetProcessesFn>(dlsym(lib_, "nvmlDeviceGetComputeRunningProcesses"));
+  const GetProcessesFn get = nvml_library().processes;
   if (!get) return std::nullopt;
   std::vector<ProcessInfoV1> infos(16);
   unsigned count = static_cast<unsigned>(infos.size());

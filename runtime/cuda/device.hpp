@@ -74,7 +74,6 @@ class Nvml {
   std::optional<std::vector<GpuProcess>> other_processes() const;
 
  private:
-  void* lib_ = nullptr;
   void* device_ = nullptr;
   std::string reason_;
 };
