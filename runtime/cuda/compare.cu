@@ -11,6 +11,11 @@ __device__ __forceinline__ double widen(double v) { return v; }
 __device__ __forceinline__ double widen(__half v) { return __half2float(v); }
 __device__ __forceinline__ double widen(__nv_bfloat16 v) { return __bfloat162float(v); }
 
+// Raises the flag when any thread of the block saw a difference. Every writer writes 1: no atomic.
+__device__ __forceinline__ void raise_flag_if_any(bool bad, int* flag) {
+  if (__syncthreads_or(bad) && threadIdx.x == 0) *reinterpret_cast<volatile int*>(flag) = 1;
+}
+
 template <typename T>
 __global__ void not_close_kernel(const T* __restrict__ out, const T* __restrict__ want, int64_t count, double rtol,
                                  double atol, int* flag) {
@@ -21,16 +26,24 @@ __global__ void not_close_kernel(const T* __restrict__ out, const T* __restrict_
     if (o == w || (o != o && w != w)) continue;  // equal (infinities included), or both NaN
     if (o != o || w != w || isinf(o) || isinf(w) || !(fabs(o - w) <= atol + rtol * fabs(w))) bad = true;
   }
-  if (__syncthreads_or(bad) && threadIdx.x == 0) *reinterpret_cast<volatile int*>(flag) = 1;  // every writer writes 1: no atomic needed
+  raise_flag_if_any(bad, flag);
 }
 
+// `words` 16-byte words from both (when both are 16-byte aligned), then the bytes from `tail_from`
+// on, one at a time.
 __global__ void bytes_differ_kernel(const unsigned char* __restrict__ a, const unsigned char* __restrict__ b,
-                                    int64_t bytes, int* flag) {
+                                    int64_t words, int64_t tail_from, int64_t bytes, int* flag) {
   bool bad = false;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < bytes; i += stride)
-    bad |= a[i] != b[i];
-  if (__syncthreads_or(bad) && threadIdx.x == 0) *reinterpret_cast<volatile int*>(flag) = 1;  // every writer writes 1: no atomic needed
+  const int64_t first = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  const auto* wa = reinterpret_cast<const uint4*>(a);
+  const auto* wb = reinterpret_cast<const uint4*>(b);
+  for (int64_t i = first; i < words; i += stride) {
+    const uint4 x = wa[i], y = wb[i];
+    bad |= ((x.x ^ y.x) | (x.y ^ y.y) | (x.z ^ y.z) | (x.w ^ y.w)) != 0;
+  }
+  for (int64_t i = tail_from + first; i < bytes; i += stride) bad |= a[i] != b[i];
+  raise_flag_if_any(bad, flag);
 }
 
 int blocks_for(int64_t count) {
@@ -67,8 +80,10 @@ cudaError_t launch_flag_not_close(const void* out, const void* want, int64_t cou
 
 cudaError_t launch_flag_bytes_differ(const void* a, const void* b, int64_t bytes, int* flag, cudaStream_t stream) {
   if (bytes <= 0) return cudaSuccess;
-  bytes_differ_kernel<<<blocks_for(bytes), 256, 0, stream>>>(static_cast<const unsigned char*>(a),
-                                                             static_cast<const unsigned char*>(b), bytes, flag);
+  const bool aligned = reinterpret_cast<uintptr_t>(a) % 16 == 0 && reinterpret_cast<uintptr_t>(b) % 16 == 0;
+  const int64_t words = aligned ? bytes / 16 : 0;
+  bytes_differ_kernel<<<blocks_for(words > 0 ? words : bytes), 256, 0, stream>>>(
+      static_cast<const unsigned char*>(a), static_cast<const unsigned char*>(b), words, words * 16, bytes, flag);
   return cudaGetLastError();
 }
 

@@ -47,14 +47,16 @@ __global__ void copy_kernel(const int4* __restrict__ src, int4* __restrict__ dst
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < count; i += stride) dst[i] = src[i];
 }
 
+// The streaming kernels' grid: four blocks of 512 threads per multiprocessor (132 when unknown).
+constexpr int kStreamThreads = 512;
+int stream_blocks(int multiprocessors) { return (multiprocessors > 0 ? multiprocessors : 132) * 4; }
+
 }  // namespace
 
 /// Copies `bytes` (a multiple of 16, both 16-byte aligned) from `src` to `dst` on `stream`.
 cudaError_t launch_copy(const void* src, void* dst, size_t bytes, int multiprocessors, cudaStream_t stream) {
   const int64_t count = static_cast<int64_t>(bytes / sizeof(int4));
-  const int threads = 512;
-  const int blocks = (multiprocessors > 0 ? multiprocessors : 132) * 4;
-  copy_kernel<<<blocks, threads, 0, stream>>>(static_cast<const int4*>(src), static_cast<int4*>(dst), count);
+  copy_kernel<<<stream_blocks(multiprocessors), kStreamThreads, 0, stream>>>(static_cast<const int4*>(src), static_cast<int4*>(dst), count);
   return cudaGetLastError();
 }
 
@@ -63,9 +65,7 @@ cudaError_t launch_copy(const void* src, void* dst, size_t bytes, int multiproce
 cudaError_t launch_read_flush(const void* buffer, size_t bytes, int* sink, int multiprocessors,
                               const ElementSwaps& swaps, cudaStream_t stream) {
   const int64_t count = static_cast<int64_t>(bytes / sizeof(int4));
-  const int threads = 512;
-  const int blocks = (multiprocessors > 0 ? multiprocessors : 132) * 4;
-  read_flush_kernel<<<blocks, threads, 0, stream>>>(static_cast<const int4*>(buffer), count, sink, swaps);
+  read_flush_kernel<<<stream_blocks(multiprocessors), kStreamThreads, 0, stream>>>(static_cast<const int4*>(buffer), count, sink, swaps);
   return cudaGetLastError();
 }
 

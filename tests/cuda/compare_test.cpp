@@ -1,0 +1,98 @@
+// Checked timing's flag kernels on a GPU (SKIPPED without one): a difference anywhere, in the
+// 16-byte words or in the bytes after them, aligned or not, raises the flag; equal bytes do not.
+#include "runtime/cuda/compare.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "runtime/cuda/device.hpp"
+
+namespace kgate::cuda {
+namespace {
+
+class Flags : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (device_count() <= 0) GTEST_SKIP() << "no CUDA device";
+    ASSERT_EQ(cudaMalloc(&a_, kBytes + 32), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&b_, kBytes + 32), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&flag_), sizeof(int)), cudaSuccess);
+  }
+  void TearDown() override {
+    cudaFree(a_);
+    cudaFree(b_);
+    cudaFree(flag_);
+  }
+  // The flag after comparing `bytes` bytes at a + offset_a and b + offset_b, both holding the same
+  // pattern except byte `differ_at` of b's range (none when < 0).
+  int bytes_differ(int offset_a, int offset_b, int64_t bytes, int64_t differ_at) {
+    std::vector<unsigned char> host(static_cast<size_t>(bytes));
+    for (size_t i = 0; i < host.size(); ++i) host[i] = static_cast<unsigned char>(i * 7 + 3);
+    auto* a = static_cast<unsigned char*>(a_) + offset_a;
+    auto* b = static_cast<unsigned char*>(b_) + offset_b;
+    EXPECT_EQ(cudaMemcpy(a, host.data(), host.size(), cudaMemcpyHostToDevice), cudaSuccess);
+    if (differ_at >= 0) host[static_cast<size_t>(differ_at)] ^= 0x10;
+    EXPECT_EQ(cudaMemcpy(b, host.data(), host.size(), cudaMemcpyHostToDevice), cudaSuccess);
+    return run([&] { return launch_flag_bytes_differ(a, b, bytes, flag_, nullptr); });
+  }
+  template <typename Launch>
+  int run(const Launch& launch) {
+    EXPECT_EQ(cudaMemset(flag_, 0, sizeof(int)), cudaSuccess);
+    EXPECT_EQ(launch(), cudaSuccess);
+    int flag = -1;
+    EXPECT_EQ(cudaMemcpy(&flag, flag_, sizeof(int), cudaMemcpyDeviceToHost), cudaSuccess);
+    return flag;
+  }
+  static constexpr int64_t kBytes = 16 * 40000 + 7;
+  void* a_ = nullptr;
+  void* b_ = nullptr;
+  int* flag_ = nullptr;
+};
+
+TEST_F(Flags, BytesDifferFindsOneChangedByteAnywhere) {
+  for (const auto [oa, ob] : {std::pair{0, 0}, std::pair{1, 1}, std::pair{0, 3}, std::pair{16, 0}}) {
+    SCOPED_TRACE("offsets " + std::to_string(oa) + ", " + std::to_string(ob));
+    EXPECT_EQ(bytes_differ(oa, ob, kBytes, -1), 0);
+    for (const int64_t at : {int64_t{0}, int64_t{15}, int64_t{16 * 20000 + 5}, kBytes - 8, kBytes - 7, kBytes - 1})
+      EXPECT_EQ(bytes_differ(oa, ob, kBytes, at), 1) << "byte " << at;
+  }
+  // Fewer bytes than one word.
+  EXPECT_EQ(bytes_differ(0, 0, 5, -1), 0);
+  EXPECT_EQ(bytes_differ(0, 0, 5, 4), 1);
+}
+
+TEST_F(Flags, NotCloseFindsOneElementOutsideTheTolerance) {
+  const int64_t n = 100003;
+  std::vector<float> want(static_cast<size_t>(n));
+  for (size_t i = 0; i < want.size(); ++i) want[i] = static_cast<float>(i % 97) - 48.0f;
+  const auto with = [&](int64_t at, float delta) {
+    std::vector<float> out = want;
+    if (at >= 0) out[static_cast<size_t>(at)] += delta;
+    EXPECT_EQ(cudaMemcpy(a_, out.data(), out.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(b_, want.data(), want.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+    return run([&] { return launch_flag_not_close(a_, b_, n, CloseType::f32, 1e-3, 1e-3, flag_, nullptr); });
+  };
+  EXPECT_EQ(with(-1, 0), 0);
+  EXPECT_EQ(with(n - 1, 1e-4f), 0);  // within atol
+  EXPECT_EQ(with(n - 1, 0.5f), 1);
+  EXPECT_EQ(with(7, 0.5f), 1);
+}
+
+// NVML's sampler (its entry points resolved once) reads this GPU's SM clock.
+TEST(NvmlSampler, ReadsTheSmClock) {
+  if (device_count() <= 0) GTEST_SKIP() << "no CUDA device";
+  const Nvml nvml;
+  if (!nvml.available()) GTEST_SKIP() << nvml.unavailable_reason();
+  const auto s = nvml.sample();
+  ASSERT_TRUE(s.has_value());
+  EXPECT_GT(s->sm_clock_mhz, 0u);
+  std::printf("SM clock %u MHz, %s\n", s->sm_clock_mhz, s->describe().c_str());
+  const auto others = nvml.other_processes();
+  EXPECT_TRUE(others.has_value());
+}
+
+}  // namespace
+}  // namespace kgate::cuda
