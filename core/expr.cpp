@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "core/error.hpp"
+#include "core/safe_text.hpp"
 
 namespace kgate::package {
 
@@ -49,11 +50,8 @@ using NodePtr = std::shared_ptr<const Expr::Node>;
               "in \"" + text + "\" at column " + std::to_string(column) + ": " + what);
 }
 
-std::string join(const std::vector<std::string>& names) {
-  std::string out;
-  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
-  return out.empty() ? "(none)" : out;
-}
+// A message's list of names, "(none)" when empty.
+std::string listed(const std::vector<std::string>& names) { return names.empty() ? "(none)" : join(names); }
 
 struct Token {
   enum Kind { end, integer, ident, punct } kind = end;
@@ -295,7 +293,7 @@ class Parser {
         op = Op::round_up;
       else
         fail(text_, t.column,
-             "unknown function '" + t.text + "'; expected one of " + join(expr_function_names()));
+             "unknown function '" + t.text + "'; expected one of " + listed(expr_function_names()));
       advance();  // '('
       std::vector<NodePtr> args;
       if (!is(")")) {
@@ -524,7 +522,7 @@ void Expr::check_symbols(const std::set<std::string, std::less<>>& known) const 
   if (const Node* u = first_unknown(*root_, known))
     fail(text_, u->column,
          "unknown symbol '" + u->name +
-             "'; known symbols: " + join(std::vector<std::string>(known.begin(), known.end())));
+             "'; known symbols: " + listed(std::vector<std::string>(known.begin(), known.end())));
 }
 
 std::vector<int64_t> Expr::comparison_bounds(const std::string& symbol) const {

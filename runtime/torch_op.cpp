@@ -25,6 +25,7 @@
 #include <stdexcept>
 
 #include "core/error.hpp"
+#include "core/safe_text.hpp"
 #include "references/catalogue.hpp"
 #include "references/op_reference.hpp"
 
@@ -75,11 +76,8 @@ std::map<std::string, std::string>& repro_options() {
   return m;
 }
 
-std::string join(const std::vector<std::string>& v) {
-  std::string s;
-  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
-  return s.empty() ? "(none)" : s;
-}
+// A message's list of names, "(none)" when empty.
+std::string listed(const std::vector<std::string>& names) { return names.empty() ? "(none)" : join(names); }
 
 bool is_write(const c10::Argument& a) { return a.alias_info() && a.alias_info()->isWrite(); }
 
@@ -114,7 +112,7 @@ Plan plan_for(const TorchOpSpec& spec, const OpSignature& op) {
     std::sort(known.begin(), known.end());
     throw_usage("--torch-op " + spec.text + ": no op " + spec.schema_name +
                 (spec.overload.empty() ? "" : "." + spec.overload) + " is registered; ops of " + ns + "*: " +
-                join(known) + " (is its library given with --torch-library?)");
+                listed(known) + " (is its library given with --torch-library?)");
   }
   Plan plan{*handle, {}, {}, true};
   const c10::FunctionSchema& schema = handle->schema();
@@ -178,8 +176,8 @@ Plan plan_for(const TorchOpSpec& spec, const OpSignature& op) {
       for (const auto& t : op.inputs) in.push_back(t.name);
       for (const auto& t : op.outputs) out.push_back(t.name);
       for (const auto& [n, v] : op.attributes) attrs.push_back(n);
-      throw_usage(where + ": argument '" + a.name() + "' maps onto nothing of op " + op.name + " (inputs: " + join(in) +
-                  "; outputs: " + join(out) + "; attributes: " + join(attrs) + "); map it with ," + a.name() + "=NAME");
+      throw_usage(where + ": argument '" + a.name() + "' maps onto nothing of op " + op.name + " (inputs: " + listed(in) +
+                  "; outputs: " + listed(out) + "; attributes: " + listed(attrs) + "); map it with ," + a.name() + "=NAME");
     }
     plan.arguments.push_back(b);
   }
