@@ -536,8 +536,7 @@ class Checker {
       const std::string err = package_path_problem(m_.dir, rel, kind, &resolved);
       if (!err.empty()) {
         // An include directory outside: a source package, which kgate pack makes self-contained.
-        const fs::path p(rel);
-        const bool outside = directory && std::find(p.begin(), p.end(), fs::path("..")) != p.end();
+        const bool outside = directory && climbs(rel);
         problem(field, err + (outside ? "; a source package whose include_dirs reach outside it is packed "
                                         "first: kgate pack SRC OUT copies those headers in"
                                       : ""));

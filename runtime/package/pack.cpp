@@ -100,7 +100,7 @@ class Packer {
     fs::path resolved;
     const std::string err = package_path_problem(src_, rel, PathKind::any, &resolved);
     if (!err.empty())
-      fail(field, err + (rel.find("..") != std::string::npos
+      fail(field, err + (climbs(rel)
                              ? " (only include_dirs may reach outside a source package; move the file in)"
                              : ""));
     copy(resolved, own_path(fs::path(rel).lexically_normal().string(), field), rel);
@@ -136,7 +136,7 @@ class Packer {
         copy(h.path, own_path((fs::path(inside) / h.name).lexically_normal().string(), field),
              (fs::path(dir) / h.name).lexically_normal().string());
       // "sub/../inc" would not pass as a packed path: write it plainly.
-      return dir.find("..") == std::string::npos ? dir : (inside.empty() ? "." : inside);
+      return !climbs(dir) ? dir : (inside.empty() ? "." : inside);
     }
     std::string target = "_packed/" + canon.filename().string();
     for (int n = 2; !used_dirs_.insert(target).second; ++n)

@@ -45,6 +45,8 @@ bool is_inside(const fs::path& root, const fs::path& p) {
   return true;
 }
 
+bool climbs(const fs::path& p) { return std::find(p.begin(), p.end(), fs::path("..")) != p.end(); }
+
 std::string package_path_problem(const fs::path& root, const std::string& relative, PathKind kind,
                                  fs::path* resolved) {
   if (relative.empty()) return "expected a non-empty path relative to the package directory";
@@ -55,10 +57,7 @@ std::string package_path_problem(const fs::path& root, const std::string& relati
   if (rel.is_absolute() || rel.has_root_name() || rel.has_root_directory())
     return json_quote(relative) +
            " is an absolute path; expected a path relative to the package directory";
-  for (const auto& part : rel)
-    if (part == "..")
-      return json_quote(relative) +
-             " contains \"..\"; expected a path inside the package directory";
+  if (climbs(rel)) return json_quote(relative) + " contains \"..\"; expected a path inside the package directory";
   std::error_code ec;
   const fs::path joined = root / rel;
   if (!fs::exists(fs::symlink_status(joined, ec)) || !fs::exists(joined, ec))

@@ -33,6 +33,9 @@ std::string package_path_problem(const std::filesystem::path& root, const std::s
 /// True when the canonical path `p` lies inside the canonical directory `root`.
 bool is_inside(const std::filesystem::path& root, const std::filesystem::path& p);
 
+/// Whether one of the path's components is ".." (a name such as "v1..2" is not).
+bool climbs(const std::filesystem::path& p);
+
 /// Lists the header files (.h .hh .hpp .hxx .cuh .inl .inc .ipp .tcc) under the package-relative
 /// include directory `include_dir`, named relative to it, appending to `out`. `files` and `bytes`
 /// accumulate across include dirs against kMaxHeaderFiles / kMaxHeaderBytes. Symbolic links to

@@ -334,6 +334,10 @@ TEST_F(ManifestTest, ParentDirectoryInSource) {
   EXPECT_EQ(only_problem(m), line("sources[0]",
                                   "\"sub/../k.cu\" contains \"..\"; expected a path "
                                   "inside the package directory"));
+  // Two dots inside a name are not a parent directory.
+  pkg.write("k..v2.cu", "// a source\n");
+  m["sources"] = {"k..v2.cu"};
+  EXPECT_TRUE(problems(m).empty()) << ::testing::PrintToString(problems(m));
 }
 
 // "op_file": the op file a package carries for an op not built in, loaded before the op is looked
