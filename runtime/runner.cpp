@@ -1344,9 +1344,12 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
     // per comparison, as raw asynchronous copies where both sides are contiguous (an ATen op costs
     // the host several times a cudaMemcpyAsync, and the host's time between launches is the wall
     // time checked timing adds).
+    const auto raw_copy = [&](const at::Tensor& dst, const at::Tensor& src) {
+      return on_gpu && dst.defined() && dst.is_contiguous() && src.is_contiguous() && dst.nbytes() == src.nbytes() &&
+             dst.scalar_type() == src.scalar_type();
+    };
     const auto copy_into = [&](at::Tensor& dst, const at::Tensor& src) {
-      if (on_gpu && dst.defined() && dst.is_contiguous() && src.is_contiguous() && dst.nbytes() == src.nbytes() &&
-          dst.scalar_type() == src.scalar_type()) {
+      if (raw_copy(dst, src)) {
         KGATE_CUDA_CALL(cudaMemcpyAsync(dst.data_ptr(), src.data_ptr(), src.nbytes(), cudaMemcpyDeviceToDevice,
                                         static_cast<cudaStream_t>(impl_->stream())));
         return;
@@ -1369,6 +1372,22 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
         for (const auto& t : arm[1].outputs[0]) after_buffers[a].push_back(at::empty(t.sizes(), t.options()));
       }
     }
+    // On the GPU the copies and first looks of a checked launch go into one kernel launch each
+    // side of it (cuda::launch_check_jobs): the host time between timed launches is the wall time
+    // checked timing adds, and each API call costs it more than the copies cost the GPU.
+    std::vector<cuda::CheckJob> jobs;
+    const auto copy_job = [&](at::Tensor& dst, const at::Tensor& src) {
+      if (!raw_copy(dst, src)) return copy_into(dst, src);
+      cuda::CheckJob j;
+      j.a = src.data_ptr();
+      j.copy_to = dst.data_ptr();
+      j.count = static_cast<int64_t>(src.nbytes());
+      jobs.push_back(j);
+    };
+    const auto launch_jobs = [&] {
+      if (!jobs.empty()) KGATE_CUDA_CALL(cuda::launch_check_jobs(jobs, static_cast<cudaStream_t>(impl_->stream())));
+      jobs.clear();
+    };
     hooks.prepare = [&](int a, size_t s) {
       timed_work([&] {
         ArmBuffers& b = arm[static_cast<size_t>(a)];
@@ -1376,7 +1395,7 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
         k = Check{};
         for (size_t i = 0; i < b.inputs[s].size(); ++i) {
           at::Tensor dst = on_gpu ? before_buffers[static_cast<size_t>(a)][i] : at::Tensor();
-          copy_into(dst, b.inputs[s][i]);
+          copy_job(dst, b.inputs[s][i]);
           k.inputs_before.push_back(dst);
         }
         if (on_gpu) {  // no kernel of this arm's last check is running: the host clears its flags
@@ -1385,7 +1404,8 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
         }
         // Outputs not written in place start with the fill, so an element left unwritten reads wrong.
         for (size_t i = 0; i < op.outputs.size(); ++i)
-          if (op.alias_input(op.outputs[i]) < 0) copy_into(b.outputs[s][i], fills[i]);
+          if (op.alias_input(op.outputs[i]) < 0) copy_job(b.outputs[s][i], fills[i]);
+        launch_jobs();
       });
     };
     // On the GPU the first look's reference reads the same buffers at every checked launch of an
@@ -1440,9 +1460,11 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
     // the case's rule (lean_tolerance), the inputs against their copies. Only a launch that this
     // look does not clear is judged under the rule itself (judge_outputs, the oracle included).
     // It is queued right after the checked launch, between timed launches, so the host work runs
-    // while the GPU still works through the launches queued before it; on the GPU each comparison
-    // is one kernel raising the arm's flags, read back once at the block's end (cleared).
-    const auto first_look = [&](size_t a) {
+    // while the GPU still works through the launches queued before it; on the GPU the comparisons
+    // are jobs of one kernel (with the input checks capture queued) raising the arm's flags, read
+    // back once at the block's end (cleared). `pending[i]`, when defined: output i, not yet copied
+    // out, which its comparison copies on the way (or a copy job, where it has none).
+    const auto first_look = [&](size_t a, std::vector<at::Tensor>& pending) {
       Check& k = check[a];
       const Tensors expected = look_reference(a, k.inputs_before);
       bool aten_used = false;
@@ -1457,11 +1479,29 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
           break;
         }
         const DType dt = from_scalar_type(out.scalar_type());
-        const auto stream = static_cast<cudaStream_t>(impl_->stream());
-        if (on_gpu && !is_floating(dt)) {
-          KGATE_CUDA_CALL(cuda::launch_flag_bytes_differ(out.data_ptr(), want.data_ptr(),
-                                                         out.numel() * static_cast<int64_t>(out.element_size()),
-                                                         k.flags.data_ptr<int>(), stream));
+        if (on_gpu) {
+          cuda::CheckJob j;
+          const at::Tensor& source = pending[i].defined() ? pending[i] : out;
+          j.a = source.data_ptr();
+          j.b = want.data_ptr();
+          j.copy_to = pending[i].defined() ? out.data_ptr() : nullptr;
+          j.flag = k.flags.data_ptr<int>();
+          if (is_floating(dt)) {
+            const Tolerance tol = lean_tolerance(output_rule(case_rule, dt, op.outputs[i]), dt);
+            j.kind = cuda::CheckJob::Kind::not_close;
+            j.count = out.numel();
+            j.type = dt == DType::f32    ? cuda::CloseType::f32
+                     : dt == DType::f16  ? cuda::CloseType::f16
+                     : dt == DType::bf16 ? cuda::CloseType::bf16
+                                         : cuda::CloseType::f64;
+            j.rtol = tol.rtol;
+            j.atol = tol.atol;
+          } else {
+            j.kind = cuda::CheckJob::Kind::bytes_differ;
+            j.count = static_cast<int64_t>(out.nbytes());
+          }
+          jobs.push_back(j);
+          pending[i] = at::Tensor();
           continue;
         }
         if (!is_floating(dt)) {
@@ -1470,18 +1510,13 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
           continue;
         }
         const Tolerance tol = lean_tolerance(output_rule(case_rule, dt, op.outputs[i]), dt);
-        if (on_gpu) {
-          const cuda::CloseType type = dt == DType::f32   ? cuda::CloseType::f32
-                                       : dt == DType::f16 ? cuda::CloseType::f16
-                                       : dt == DType::bf16 ? cuda::CloseType::bf16
-                                                           : cuda::CloseType::f64;
-          KGATE_CUDA_CALL(cuda::launch_flag_not_close(out.data_ptr(), want.data_ptr(), out.numel(), type, tol.rtol,
-                                                      tol.atol, k.flags.data_ptr<int>(), stream));
-          continue;
-        }
         raise(at::isclose(out, want, tol.rtol, tol.atol, /*equal_nan=*/true).logical_not().any());
         aten_used = true;
       }
+      // Outputs no comparison copied (the reference did not fit them).
+      for (size_t i = 0; i < pending.size(); ++i)
+        if (pending[i].defined()) copy_job(k.outputs_after[i], pending[i]);
+      launch_jobs();  // while `expected` holds the reference's outputs
       // Inputs compared by ATen (not contiguous, or off the GPU) join the verdict; on the GPU the
       // rest already raised their flags.
       for (const auto& changed : k.input_changed)
@@ -1505,9 +1540,11 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
       timed_work([&] {
         Check& k = check[static_cast<size_t>(a)];
         const ArmBuffers& b = arm[static_cast<size_t>(a)];
+        std::vector<at::Tensor> pending(b.outputs[s].size());  // copied out by the first look's jobs
         for (size_t i = 0; i < b.outputs[s].size(); ++i) {
           at::Tensor dst = on_gpu ? after_buffers[static_cast<size_t>(a)][i] : at::Tensor();
-          copy_into(dst, b.outputs[s][i]);
+          if (raw_copy(dst, b.outputs[s][i])) pending[i] = b.outputs[s][i];
+          else copy_into(dst, b.outputs[s][i]);
           k.outputs_after.push_back(dst);
         }
         // Now, before a later launch's swap changes this set's inputs.
@@ -1516,10 +1553,13 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
           const at::Tensor& now = b.inputs[s][i];
           const at::Tensor& before = k.inputs_before[i];
           if (on_gpu && now.is_contiguous() && before.is_contiguous()) {
-            int* slot = k.flags.data_ptr<int>() + 1 + i;
-            KGATE_CUDA_CALL(cuda::launch_flag_bytes_differ(now.data_ptr(), before.data_ptr(),
-                                                           now.numel() * static_cast<int64_t>(now.element_size()), slot,
-                                                           static_cast<cudaStream_t>(impl_->stream())));
+            cuda::CheckJob j;
+            j.kind = cuda::CheckJob::Kind::bytes_differ;
+            j.a = now.data_ptr();
+            j.b = before.data_ptr();
+            j.count = static_cast<int64_t>(now.nbytes());
+            j.flag = k.flags.data_ptr<int>() + 1 + i;
+            jobs.push_back(j);  // launched with the first look's
             k.input_changed.emplace_back();  // its flag (a view only if the launch is judged)
             k.flag_of_input.push_back(static_cast<int64_t>(1 + i));
             continue;
@@ -1528,7 +1568,7 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
           k.input_changed.push_back(now.view(bits).ne(before.view(bits)).any());
           k.flag_of_input.push_back(-1);
         }
-        first_look(static_cast<size_t>(a));
+        first_look(static_cast<size_t>(a), pending);
       });
     };
     hooks.block_done = [&](int64_t block, const std::array<int64_t, 2>& checked_set, bool settled) {

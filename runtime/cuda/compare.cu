@@ -3,8 +3,30 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
+
 namespace kgate::cuda {
 namespace {
+
+constexpr int kJobsPerLaunch = 8;
+constexpr int kThreads = 256;
+
+// A job as the kernel reads it: byte pointers, and `words` 16-byte words to do as such (all its
+// pointers 16-byte aligned) before the bytes from words * 16 on.
+struct DeviceJob {
+  CheckJob::Kind kind;
+  CloseType type;
+  const unsigned char* a;
+  const unsigned char* b;
+  unsigned char* copy_to;
+  int64_t count;
+  int64_t words;
+  double rtol, atol;
+  int* flag;
+};
+struct JobTable {
+  DeviceJob job[kJobsPerLaunch];
+};
 
 __device__ __forceinline__ double widen(float v) { return v; }
 __device__ __forceinline__ double widen(double v) { return v; }
@@ -17,74 +39,95 @@ __device__ __forceinline__ void raise_flag_if_any(bool bad, int* flag) {
 }
 
 template <typename T>
-__global__ void not_close_kernel(const T* __restrict__ out, const T* __restrict__ want, int64_t count, double rtol,
-                                 double atol, int* flag) {
+__device__ bool not_close(const DeviceJob& j, int64_t first, int64_t stride) {
+  const T* out = reinterpret_cast<const T*>(j.a);
+  const T* want = reinterpret_cast<const T*>(j.b);
+  T* copy = reinterpret_cast<T*>(j.copy_to);
   bool bad = false;
-  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < count; i += stride) {
-    const double o = widen(out[i]), w = widen(want[i]);
+  for (int64_t i = first; i < j.count; i += stride) {
+    const T v = out[i];
+    if (copy) copy[i] = v;
+    const double o = widen(v), w = widen(want[i]);
     if (o == w || (o != o && w != w)) continue;  // equal (infinities included), or both NaN
-    if (o != o || w != w || isinf(o) || isinf(w) || !(fabs(o - w) <= atol + rtol * fabs(w))) bad = true;
+    if (o != o || w != w || isinf(o) || isinf(w) || !(fabs(o - w) <= j.atol + j.rtol * fabs(w))) bad = true;
   }
-  raise_flag_if_any(bad, flag);
+  return bad;
 }
 
-// `words` 16-byte words from both (when both are 16-byte aligned), then the bytes from `tail_from`
-// on, one at a time.
-__global__ void bytes_differ_kernel(const unsigned char* __restrict__ a, const unsigned char* __restrict__ b,
-                                    int64_t words, int64_t tail_from, int64_t bytes, int* flag) {
+// copy and bytes_differ: 16-byte words where aligned, then bytes.
+__device__ bool bytes(const DeviceJob& j, int64_t first, int64_t stride) {
+  const bool compare = j.kind == CheckJob::Kind::bytes_differ;
   bool bad = false;
+  const auto* wa = reinterpret_cast<const uint4*>(j.a);
+  const auto* wb = reinterpret_cast<const uint4*>(j.b);
+  auto* wc = reinterpret_cast<uint4*>(j.copy_to);
+  for (int64_t i = first; i < j.words; i += stride) {
+    const uint4 x = wa[i];
+    if (wc) wc[i] = x;
+    if (compare) {
+      const uint4 y = wb[i];
+      bad |= ((x.x ^ y.x) | (x.y ^ y.y) | (x.z ^ y.z) | (x.w ^ y.w)) != 0;
+    }
+  }
+  for (int64_t i = j.words * 16 + first; i < j.count; i += stride) {
+    const unsigned char x = j.a[i];
+    if (j.copy_to) j.copy_to[i] = x;
+    if (compare) bad |= x != j.b[i];
+  }
+  return bad;
+}
+
+__global__ void check_jobs_kernel(JobTable table) {
+  const DeviceJob& j = table.job[blockIdx.y];
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   const int64_t first = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-  const auto* wa = reinterpret_cast<const uint4*>(a);
-  const auto* wb = reinterpret_cast<const uint4*>(b);
-  for (int64_t i = first; i < words; i += stride) {
-    const uint4 x = wa[i], y = wb[i];
-    bad |= ((x.x ^ y.x) | (x.y ^ y.y) | (x.z ^ y.z) | (x.w ^ y.w)) != 0;
+  bool bad = false;
+  if (j.kind == CheckJob::Kind::not_close) {
+    switch (j.type) {
+      case CloseType::f32: bad = not_close<float>(j, first, stride); break;
+      case CloseType::f16: bad = not_close<__half>(j, first, stride); break;
+      case CloseType::bf16: bad = not_close<__nv_bfloat16>(j, first, stride); break;
+      case CloseType::f64: bad = not_close<double>(j, first, stride); break;
+    }
+  } else {
+    bad = bytes(j, first, stride);
   }
-  for (int64_t i = tail_from + first; i < bytes; i += stride) bad |= a[i] != b[i];
-  raise_flag_if_any(bad, flag);
+  if (j.flag) raise_flag_if_any(bad, j.flag);  // the same for the whole block (one job a block row)
 }
 
-int blocks_for(int64_t count) {
-  const int64_t b = (count + 255) / 256;
-  return static_cast<int>(b < 1 ? 1 : (b > 1024 ? 1024 : b));
-}
+bool aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 }  // namespace
 
-cudaError_t launch_flag_not_close(const void* out, const void* want, int64_t count, CloseType type, double rtol,
-                                  double atol, int* flag, cudaStream_t stream) {
-  if (count <= 0) return cudaSuccess;
-  const int blocks = blocks_for(count);
-  switch (type) {
-    case CloseType::f32:
-      not_close_kernel<<<blocks, 256, 0, stream>>>(static_cast<const float*>(out), static_cast<const float*>(want), count,
-                                                   rtol, atol, flag);
-      break;
-    case CloseType::f16:
-      not_close_kernel<<<blocks, 256, 0, stream>>>(static_cast<const __half*>(out), static_cast<const __half*>(want),
-                                                   count, rtol, atol, flag);
-      break;
-    case CloseType::bf16:
-      not_close_kernel<<<blocks, 256, 0, stream>>>(static_cast<const __nv_bfloat16*>(out),
-                                                   static_cast<const __nv_bfloat16*>(want), count, rtol, atol, flag);
-      break;
-    case CloseType::f64:
-      not_close_kernel<<<blocks, 256, 0, stream>>>(static_cast<const double*>(out), static_cast<const double*>(want),
-                                                   count, rtol, atol, flag);
-      break;
+cudaError_t launch_check_jobs(const std::vector<CheckJob>& jobs, cudaStream_t stream) {
+  for (size_t from = 0; from < jobs.size(); from += kJobsPerLaunch) {
+    JobTable table{};
+    int used = 0;
+    int64_t units = 1;  // the largest job's loop count: the grid's width
+    for (size_t i = from; i < jobs.size() && used < kJobsPerLaunch; ++i) {
+      const CheckJob& c = jobs[i];
+      if (c.count <= 0) continue;
+      DeviceJob& d = table.job[used++];
+      d.kind = c.kind;
+      d.type = c.type;
+      d.a = static_cast<const unsigned char*>(c.a);
+      d.b = static_cast<const unsigned char*>(c.b);
+      d.copy_to = static_cast<unsigned char*>(c.copy_to);
+      d.count = c.count;
+      d.rtol = c.rtol;
+      d.atol = c.atol;
+      d.flag = c.kind == CheckJob::Kind::copy ? nullptr : c.flag;
+      const bool vector = c.kind != CheckJob::Kind::not_close && aligned(c.a) &&
+                          (c.kind == CheckJob::Kind::copy || aligned(c.b)) && (!c.copy_to || aligned(c.copy_to));
+      d.words = vector ? c.count / 16 : 0;
+      units = std::max<int64_t>(units, vector ? std::max<int64_t>(d.words, c.count - d.words * 16) : c.count);
+    }
+    if (used == 0) continue;
+    const int64_t blocks = std::min<int64_t>(1024, (units + kThreads - 1) / kThreads);
+    check_jobs_kernel<<<dim3(static_cast<unsigned>(blocks), static_cast<unsigned>(used)), kThreads, 0, stream>>>(table);
+    if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
   }
-  return cudaGetLastError();
-}
-
-cudaError_t launch_flag_bytes_differ(const void* a, const void* b, int64_t bytes, int* flag, cudaStream_t stream) {
-  if (bytes <= 0) return cudaSuccess;
-  const bool aligned = reinterpret_cast<uintptr_t>(a) % 16 == 0 && reinterpret_cast<uintptr_t>(b) % 16 == 0;
-  const int64_t words = aligned ? bytes / 16 : 0;
-  bytes_differ_kernel<<<blocks_for(words > 0 ? words : bytes), 256, 0, stream>>>(
-      static_cast<const unsigned char*>(a), static_cast<const unsigned char*>(b), words, words * 16, bytes, flag);
-  return cudaGetLastError();
+  return cudaSuccess;
 }
 
 }  // namespace kgate::cuda

@@ -1,5 +1,6 @@
-// Checked timing's flag kernels on a GPU (SKIPPED without one): a difference anywhere, in the
-// 16-byte words or in the bytes after them, aligned or not, raises the flag; equal bytes do not.
+// Checked timing's jobs kernel on a GPU (SKIPPED without one): a difference anywhere, in the
+// 16-byte words or in the bytes after them, aligned or not, raises the flag; equal bytes do not;
+// copies, alone or on the way of a comparison, copy every byte; jobs of one launch keep apart.
 #include "runtime/cuda/compare.hpp"
 
 #include <gtest/gtest.h>
@@ -36,7 +37,13 @@ class Flags : public ::testing::Test {
     EXPECT_EQ(cudaMemcpy(a, host.data(), host.size(), cudaMemcpyHostToDevice), cudaSuccess);
     if (differ_at >= 0) host[static_cast<size_t>(differ_at)] ^= 0x10;
     EXPECT_EQ(cudaMemcpy(b, host.data(), host.size(), cudaMemcpyHostToDevice), cudaSuccess);
-    return run([&] { return launch_flag_bytes_differ(a, b, bytes, flag_, nullptr); });
+    CheckJob j;
+    j.kind = CheckJob::Kind::bytes_differ;
+    j.a = a;
+    j.b = b;
+    j.count = bytes;
+    j.flag = flag_;
+    return run([&] { return launch_check_jobs({j}, nullptr); });
   }
   template <typename Launch>
   int run(const Launch& launch) {
@@ -73,12 +80,76 @@ TEST_F(Flags, NotCloseFindsOneElementOutsideTheTolerance) {
     if (at >= 0) out[static_cast<size_t>(at)] += delta;
     EXPECT_EQ(cudaMemcpy(a_, out.data(), out.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
     EXPECT_EQ(cudaMemcpy(b_, want.data(), want.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
-    return run([&] { return launch_flag_not_close(a_, b_, n, CloseType::f32, 1e-3, 1e-3, flag_, nullptr); });
+    CheckJob j;
+    j.kind = CheckJob::Kind::not_close;
+    j.a = a_;
+    j.b = b_;
+    j.count = n;
+    j.type = CloseType::f32;
+    j.rtol = j.atol = 1e-3;
+    j.flag = flag_;
+    return run([&] { return launch_check_jobs({j}, nullptr); });
   };
   EXPECT_EQ(with(-1, 0), 0);
   EXPECT_EQ(with(n - 1, 1e-4f), 0);  // within atol
   EXPECT_EQ(with(n - 1, 0.5f), 1);
   EXPECT_EQ(with(7, 0.5f), 1);
+}
+
+// Copy jobs, aligned or not, and a comparison that copies its first operand on the way; ten jobs
+// (two launches) each raising its own flag or none.
+TEST_F(Flags, CopiesAndComparisonsInOneLaunch) {
+  const int64_t n = 4099;  // bytes: 256 words and 3 more
+  std::vector<unsigned char> src(static_cast<size_t>(n));
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<unsigned char>(i * 13 + 1);
+  auto* a = static_cast<unsigned char*>(a_);
+  auto* b = static_cast<unsigned char*>(b_);
+  ASSERT_EQ(cudaMemcpy(a, src.data(), src.size(), cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemset(b, 0, static_cast<size_t>(kBytes)), cudaSuccess);
+  const auto read = [](const void* p, int64_t bytes) {
+    std::vector<unsigned char> host(static_cast<size_t>(bytes));
+    EXPECT_EQ(cudaMemcpy(host.data(), p, host.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+    return host;
+  };
+  for (const int shift : {0, 5}) {  // the copy's destination 16-byte aligned, then not
+    SCOPED_TRACE("shift " + std::to_string(shift));
+    CheckJob copy;
+    copy.a = a;
+    copy.copy_to = b + 8192 + shift;
+    copy.count = n;
+    ASSERT_EQ(run([&] { return launch_check_jobs({copy}, nullptr); }), 0);  // a copy raises nothing
+    EXPECT_EQ(read(b + 8192 + shift, n), src);
+  }
+  // A comparison of a with itself that copies a to b: no flag, every byte copied.
+  ASSERT_EQ(cudaMemset(b, 0, static_cast<size_t>(kBytes)), cudaSuccess);
+  CheckJob same;
+  same.kind = CheckJob::Kind::bytes_differ;
+  same.a = a;
+  same.b = a;
+  same.copy_to = b;
+  same.count = n;
+  same.flag = flag_;
+  EXPECT_EQ(run([&] { return launch_check_jobs({same}, nullptr); }), 0);
+  EXPECT_EQ(read(b, n), src);
+  // Ten jobs: nine equal comparisons on their own flags, one different on flag 9.
+  int* flags = nullptr;
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&flags), 10 * sizeof(int)), cudaSuccess);
+  ASSERT_EQ(cudaMemset(flags, 0, 10 * sizeof(int)), cudaSuccess);
+  std::vector<CheckJob> jobs;
+  for (int i = 0; i < 10; ++i) {
+    CheckJob j;
+    j.kind = CheckJob::Kind::bytes_differ;
+    j.a = a;
+    j.b = i == 9 ? static_cast<const void*>(a + 1) : a;
+    j.count = 64;
+    j.flag = flags + i;
+    jobs.push_back(j);
+  }
+  ASSERT_EQ(launch_check_jobs(jobs, nullptr), cudaSuccess);
+  std::vector<int> got(10, -1);
+  ASSERT_EQ(cudaMemcpy(got.data(), flags, 10 * sizeof(int), cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(got, (std::vector<int>{0, 0, 0, 0, 0, 0, 0, 0, 0, 1}));
+  cudaFree(flags);
 }
 
 // NVML's sampler (its entry points resolved once) reads this GPU's SM clock.
