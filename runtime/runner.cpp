@@ -1598,16 +1598,20 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
           check[a] = Check{};
         }
         if (wrong) return;
-        // The next block's contents: the same buffers (pointers), the next bank entries.
+        // The next block's contents: the same buffers (pointers), the next bank entries (on the
+        // GPU one jobs launch, then one more for the arms' own copies of inputs written in place).
         for (size_t s = 0; s < sets; ++s) {
           const Tensors& next = bank[bank_entry(block + 1, s)];
-          for (size_t i = 0; i < next.size(); ++i) copy_into(drawn[s][i], next[i]);
+          for (size_t i = 0; i < next.size(); ++i) copy_job(drawn[s][i], next[i]);
+        }
+        launch_jobs();
+        for (size_t s = 0; s < sets; ++s)
           for (size_t a = 0; a < arm.size(); ++a) {
             if (a == 0 && arm[0].kernel) continue;  // the candidate's buffers
             for (size_t i = 0; i < arm[a].inputs[s].size(); ++i)
-              if (!arm[a].inputs[s][i].is_same(drawn[s][i])) copy_into(arm[a].inputs[s][i], drawn[s][i]);
+              if (!arm[a].inputs[s][i].is_same(drawn[s][i])) copy_job(arm[a].inputs[s][i], drawn[s][i]);
           }
-        }
+        launch_jobs();
       });
       if (wrong) throw std::move(*wrong);
     };
