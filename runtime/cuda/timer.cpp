@@ -118,6 +118,18 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
 // Modules the driver loaded, counted by a CUPTI resource callback (when this process may subscribe).
 std::atomic<int64_t> module_loads_seen{0};
 
+// CUPTI's device buffers for kernel timestamps: 256 KB each (room for ~8,000 records; a timed
+// half-block makes tens) instead of the default 3.2 MB. Set at library load, before any CUDA
+// context exists (the size applies to buffers allocated afterwards). After every forced flush the
+// first kernel launch paid for the large buffer, ~0.17 ms per timed half-block; on the H200 this cut
+// an A/A comparison's wall time by 29% unchecked and 26% checked (kgate calibrate, 120 comparisons).
+// Without CUPTI or a driver the call fails, harmlessly.
+const bool kDeviceBufferSized = [] {
+  size_t value = 256 << 10;
+  size_t bytes = sizeof value;
+  return cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, &bytes, &value) == CUPTI_SUCCESS;
+}();
+
 void CUPTIAPI resource_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, const void*) {
   if (domain == CUPTI_CB_DOMAIN_RESOURCE && id == CUPTI_CBID_RESOURCE_MODULE_LOADED) ++module_loads_seen;
 }
