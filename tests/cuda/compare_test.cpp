@@ -14,6 +14,18 @@
 namespace kgate::cuda {
 namespace {
 
+// A bytes_differ job of `count` bytes at a and b on `flag` (copying a to copy_to on the way, if set).
+CheckJob differ(const void* a, const void* b, int64_t count, int* flag, void* copy_to = nullptr) {
+  CheckJob j;
+  j.kind = CheckJob::Kind::bytes_differ;
+  j.a = a;
+  j.b = b;
+  j.copy_to = copy_to;
+  j.count = count;
+  j.flag = flag;
+  return j;
+}
+
 class Flags : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -37,13 +49,7 @@ class Flags : public ::testing::Test {
     EXPECT_EQ(cudaMemcpy(a, host.data(), host.size(), cudaMemcpyHostToDevice), cudaSuccess);
     if (differ_at >= 0) host[static_cast<size_t>(differ_at)] ^= 0x10;
     EXPECT_EQ(cudaMemcpy(b, host.data(), host.size(), cudaMemcpyHostToDevice), cudaSuccess);
-    CheckJob j;
-    j.kind = CheckJob::Kind::bytes_differ;
-    j.a = a;
-    j.b = b;
-    j.count = bytes;
-    j.flag = flag_;
-    return run([&] { return launch_check_jobs({j}, nullptr); });
+    return run([&] { return launch_check_jobs({differ(a, b, bytes, flag_)}, nullptr); });
   }
   template <typename Launch>
   int run(const Launch& launch) {
@@ -122,29 +128,14 @@ TEST_F(Flags, CopiesAndComparisonsInOneLaunch) {
   }
   // A comparison of a with itself that copies a to b: no flag, every byte copied.
   ASSERT_EQ(cudaMemset(b, 0, static_cast<size_t>(kBytes)), cudaSuccess);
-  CheckJob same;
-  same.kind = CheckJob::Kind::bytes_differ;
-  same.a = a;
-  same.b = a;
-  same.copy_to = b;
-  same.count = n;
-  same.flag = flag_;
-  EXPECT_EQ(run([&] { return launch_check_jobs({same}, nullptr); }), 0);
+  EXPECT_EQ(run([&] { return launch_check_jobs({differ(a, a, n, flag_, b)}, nullptr); }), 0);
   EXPECT_EQ(read(b, n), src);
   // Ten jobs: nine equal comparisons on their own flags, one different on flag 9.
   int* flags = nullptr;
   ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&flags), 10 * sizeof(int)), cudaSuccess);
   ASSERT_EQ(cudaMemset(flags, 0, 10 * sizeof(int)), cudaSuccess);
   std::vector<CheckJob> jobs;
-  for (int i = 0; i < 10; ++i) {
-    CheckJob j;
-    j.kind = CheckJob::Kind::bytes_differ;
-    j.a = a;
-    j.b = i == 9 ? static_cast<const void*>(a + 1) : a;
-    j.count = 64;
-    j.flag = flags + i;
-    jobs.push_back(j);
-  }
+  for (int i = 0; i < 10; ++i) jobs.push_back(differ(a, i == 9 ? a + 1 : a, 64, flags + i));
   ASSERT_EQ(launch_check_jobs(jobs, nullptr), cudaSuccess);
   std::vector<int> got(10, -1);
   ASSERT_EQ(cudaMemcpy(got.data(), flags, 10 * sizeof(int), cudaMemcpyDeviceToHost), cudaSuccess);
