@@ -46,9 +46,13 @@ const char* safetensors_dtype_of(DType dtype) {
 }
 
 Case captured_case(const OpSignature& op, const std::string& name, const std::string& path, uint64_t seed) {
+  return captured_case(op, name, read_safetensors_header(path), seed);
+}
+
+Case captured_case(const OpSignature& op, const std::string& name, const SafetensorsFile& file, uint64_t seed) {
   if (name.empty() || name.find(':') != std::string::npos)
     bad(name, "the name must be non-empty and hold no ':' (it is part of the case id)");
-  const SafetensorsFile file = read_safetensors_header(path);
+  const std::string& path = file.path;
 
   // The case's dtype: that of the inputs whose dtype is the case's.
   std::optional<DType> case_dtype;

@@ -350,11 +350,11 @@ Tensors case_inputs(const OpReference& ref, const Case& c, const OpSignature& op
   if (c.values != Values::captured) return ref.make_inputs(c, op, device);
   // The file is read again (not trusted from when the case was made): its shapes must still be
   // the case's.
-  const Case now = captured_case(op, c.captured, c.captured_path, c.seed);
+  const SafetensorsFile file = read_safetensors_header(c.captured_path);
+  const Case now = captured_case(op, c.captured, file, c.seed);
   if (now.dims != c.dims || now.dtype != c.dtype)
     throw Error(ErrorKind::package, "captured inputs '" + c.captured + "' changed since case " + c.id() +
                                         " was made from them: it now reads as " + now.id());
-  const SafetensorsFile file = read_safetensors_header(c.captured_path);
   Tensors inputs;
   for (const auto& in : op.inputs) {
     const SafetensorsTensor& t = *file.find(in.name);
