@@ -40,6 +40,7 @@
 #include "core/error.hpp"
 #include "core/expr.hpp"
 #include "core/rng.hpp"
+#include "core/safe_text.hpp"
 #include "gates/props/generators.hpp"
 #include "gates/speed/speed_of_light.hpp"
 #include "references/catalogue.hpp"
@@ -942,12 +943,7 @@ struct TimingInvalid {
 // Appends `text` to a comparison's note, "; " between the parts.
 void add_note(std::string& note, const std::string& text) { note += (note.empty() ? "" : "; ") + text; }
 
-std::string joined_kernels(const cuda::KernelSet& set) {
-  if (set.empty()) return "(none)";
-  std::string out;
-  for (const auto& k : set) out += (out.empty() ? "" : "; ") + k;
-  return out;
-}
+std::string joined_kernels(const cuda::KernelSet& set) { return set.empty() ? "(none)" : join(set, "; "); }
 
 // The two arms of a timed comparison (0 the baseline, 1 the candidate), for speed::run_interleaved,
 // with checked timing. Each arm's launches cycle through `sets` buffer sets (its i-th launch in a
@@ -1341,19 +1337,14 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
     hooks.perturb = [&](int a, size_t s, bool before_flush) { timed_work([&] { swap_two(a, s, before_flush); }); };
     const std::vector<bool> in_place = written_in_place(op, op.inputs.size());
     // The copies checked timing makes between launches: on the GPU, into buffers allocated once
-    // per comparison, as raw asynchronous copies where both sides are contiguous (an ATen op costs
-    // the host several times a cudaMemcpyAsync, and the host's time between launches is the wall
-    // time checked timing adds).
+    // per comparison, as copy jobs (copy_job, below) where both sides are contiguous (raw_copy: an
+    // ATen op costs the host several times a kernel launch, and the host's time between launches
+    // is the wall time checked timing adds); otherwise by ATen (copy_into).
     const auto raw_copy = [&](const at::Tensor& dst, const at::Tensor& src) {
       return on_gpu && dst.defined() && dst.is_contiguous() && src.is_contiguous() && dst.nbytes() == src.nbytes() &&
              dst.scalar_type() == src.scalar_type();
     };
     const auto copy_into = [&](at::Tensor& dst, const at::Tensor& src) {
-      if (raw_copy(dst, src)) {
-        KGATE_CUDA_CALL(cudaMemcpyAsync(dst.data_ptr(), src.data_ptr(), src.nbytes(), cudaMemcpyDeviceToDevice,
-                                        static_cast<cudaStream_t>(impl_->stream())));
-        return;
-      }
       if (dst.defined() && dst.sizes() == src.sizes() && dst.scalar_type() == src.scalar_type()) dst.copy_(src);
       else dst = src.clone(at::MemoryFormat::Contiguous);
     };
