@@ -177,9 +177,8 @@ constexpr std::size_t kMaxExpandedLaunches = 64;
 constexpr std::size_t kMaxOptions = 64;
 constexpr int kMaxRank = 8;
 
-/// The items, at most `max_items` of them (a manifest may declare thousands: each problem listing
+/// A list in a message, at most 24 items (a manifest may declare thousands: each problem listing
 /// them all made its messages grow with the square of its size).
-// A list in a message, at most 24 items (a manifest's lists are untrusted).
 std::string join_capped(const std::vector<std::string>& items) { return join(items, ", ", 24); }
 
 std::string json_quote(const std::string& s) { return quote_untrusted(s); }
