@@ -209,7 +209,16 @@ class CuptiTimer final : public LaunchTimer {
         KGATE_CUPTI_CALL(cuptiActivityPopExternalCorrelationId(kLaunchKind, &popped));
       }
       KGATE_CUDA_CALL(cudaDeviceSynchronize());
-      KGATE_CUPTI_CALL(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
+      // The device is drained, so the window's records are complete: a plain flush hands over the
+      // buffers that hold them. A forced one also ends every partly filled buffer; on the H200 it
+      // cost 14 us per call unchecked and 45 us with checked timing (an A/A comparison's wall
+      // time: 3% and 8%). It follows only when a launch still lacks its kernel record, or the API
+      // record that ties the kernel to the launch.
+      KGATE_CUPTI_CALL(cuptiActivityFlushAll(0));
+      if (!every_launch_recorded(first, count)) {
+        ++forced_flushes_;
+        KGATE_CUPTI_CALL(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
+      }
     } catch (...) {
       std::lock_guard<std::mutex> lock(s.mutex);
       s.collecting = false;
@@ -260,6 +269,7 @@ class CuptiTimer final : public LaunchTimer {
     return ns;
   }
   const char* name() const override { return kind_ == CUPTI_ACTIVITY_KIND_KERNEL ? "cupti-serial" : "cupti"; }
+  int64_t forced_flushes() const override { return forced_flushes_; }
   const std::vector<KernelSet>& launch_kernels() const override { return kernels_; }
   int module_loads() const override { return module_loads_; }
 
@@ -269,6 +279,26 @@ class CuptiTimer final : public LaunchTimer {
   bool watching_loads_ = false;
   int module_loads_ = -1;
   std::vector<KernelSet> kernels_;
+  int64_t forced_flushes_ = 0;
+
+  // Whether launches first .. first + count - 1 each have a kernel record, tied to the launch by
+  // its API record's external correlation, in what was delivered so far.
+  static bool every_launch_recorded(uint64_t first, int count) {
+    auto& s = sink();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    std::vector<bool> seen(static_cast<size_t>(count), false);
+    int missing = count;
+    for (const auto& k : s.kernels) {
+      const auto it = s.external_of_correlation.find(k.correlation);
+      if (it == s.external_of_correlation.end() || it->second < first) continue;
+      const uint64_t i = it->second - first;
+      if (i < seen.size() && !seen[i]) {
+        seen[i] = true;
+        --missing;
+      }
+    }
+    return missing == 0;
+  }
 };
 
 class EventTimer final : public LaunchTimer {

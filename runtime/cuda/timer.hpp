@@ -36,6 +36,9 @@ class LaunchTimer {
   /// Modules loaded inside the launches of the last time() call (a lazy load or a run-time compile
   /// while timed), or -1 when the timer cannot see module loads.
   virtual int module_loads() const { return -1; }
+  /// time() calls whose records a plain flush did not all deliver, so that a forced flush followed
+  /// (CUPTI only; expected 0).
+  virtual int64_t forced_flushes() const { return 0; }
 };
 
 /// Which CUPTI kernel records the timer reads.

@@ -1,15 +1,18 @@
 // Checked timing's jobs kernel on a GPU (SKIPPED without one): a difference anywhere, in the
 // 16-byte words or in the bytes after them, aligned or not, raises the flag; equal bytes do not;
-// copies, alone or on the way of a comparison, copy every byte; jobs of one launch keep apart.
+// copies, alone or on the way of a comparison, copy every byte; jobs of one launch keep apart. And
+// CUPTI's timer gets every launch's kernels from a plain flush.
 #include "runtime/cuda/compare.hpp"
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "runtime/cuda/device.hpp"
+#include "runtime/cuda/timer.hpp"
 
 namespace kgate::cuda {
 namespace {
@@ -154,6 +157,52 @@ TEST(NvmlSampler, ReadsTheSmClock) {
   std::printf("SM clock %u MHz, %s\n", s->sm_clock_mhz, s->describe().c_str());
   const auto others = nvml.other_processes();
   EXPECT_TRUE(others.has_value());
+}
+
+// CUPTI's timer: once the device is drained, a plain flush delivers every launch's kernel records.
+// Each launch starts a copy on the timer's stream and one on a side stream; all 200 windows get
+// both kernels of every launch, with no forced flush.
+TEST(CuptiTimer, APlainFlushDeliversEveryLaunchsKernels) {
+  if (device_count() <= 0) GTEST_SKIP() << "no CUDA device";
+  std::unique_ptr<LaunchTimer> timer;
+  try {
+    timer = make_cupti_timer();
+  } catch (const std::exception& e) {
+    GTEST_SKIP() << "CUPTI unavailable: " << e.what();
+  }
+  constexpr int64_t kBytes = 1 << 20;
+  void* a = nullptr;
+  void* b = nullptr;
+  cudaStream_t side = nullptr;
+  ASSERT_EQ(cudaMalloc(&a, 2 * kBytes), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&b, 2 * kBytes), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking), cudaSuccess);
+  const auto copy = [](const void* from, void* to) {
+    CheckJob j;
+    j.a = from;
+    j.copy_to = to;
+    j.count = kBytes;
+    return j;
+  };
+  for (int window = 0; window < 200; ++window) {
+    const auto ns = timer->time(
+        [&] {
+          ASSERT_EQ(launch_check_jobs({copy(a, b)}, nullptr), cudaSuccess);
+          ASSERT_EQ(launch_check_jobs({copy(static_cast<char*>(a) + kBytes, static_cast<char*>(b) + kBytes)}, side),
+                    cudaSuccess);
+        },
+        5, nullptr);
+    ASSERT_EQ(ns.size(), 5u);
+    ASSERT_EQ(timer->launch_kernels().size(), 5u);
+    for (size_t i = 0; i < ns.size(); ++i) {
+      EXPECT_GT(ns[i], 0) << "window " << window << ", launch " << i;
+      ASSERT_EQ(timer->launch_kernels()[i].size(), 2u) << "window " << window << ", launch " << i;
+    }
+  }
+  EXPECT_EQ(timer->forced_flushes(), 0);
+  cudaStreamDestroy(side);
+  cudaFree(a);
+  cudaFree(b);
 }
 
 }  // namespace
