@@ -573,6 +573,9 @@ struct Runner::Impl {
   /// with no CUDA call of its own (two fewer calls a block than a memset and a copy back).
   int* mapped_flags = nullptr;
   size_t mapped_count = 0;
+  /// The stream checked timing captures its reference graphs on: one, kept (not the next of the
+  /// pool's streams at every comparison).
+  std::optional<at::cuda::CUDAStream> capture_stream;
 
   ~Impl() {
     if (mapped_flags) cudaFreeHost(mapped_flags);
@@ -1351,17 +1354,23 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
     const int64_t flags_per_arm = 1 + static_cast<int64_t>(op.inputs.size());
     at::Tensor all_flags;  // both arms' flags: one read per block
     int* host_flags = nullptr;  // the same, as the host sees them (mapped memory)
-    std::array<Tensors, 2> before_buffers, after_buffers;
+    // The checked launch's inputs as they were, for the reference and the input checks: one set for
+    // both arms, so that one reference graph serves them (backup: the earlier arm's, moved aside
+    // when the other arm's checked launch of the same block comes before its verdict).
+    Tensors before_buffers, before_backup;
+    std::array<Tensors, 2> after_buffers;
     if (on_gpu) {
       host_flags = impl_->flags_on_host(static_cast<size_t>(2 * flags_per_arm));
       std::fill(host_flags, host_flags + 2 * flags_per_arm, 0);
       void* on_device = nullptr;
       KGATE_CUDA_CALL(cudaHostGetDevicePointer(&on_device, host_flags, 0));
       all_flags = at::from_blob(on_device, {2 * flags_per_arm}, at::TensorOptions().dtype(at::kInt).device(impl_->device));
-      for (size_t a = 0; a < 2; ++a) {
-        for (const auto& t : arm[1].inputs[0]) before_buffers[a].push_back(at::empty(t.sizes(), t.options()));
-        for (const auto& t : arm[1].outputs[0]) after_buffers[a].push_back(at::empty(t.sizes(), t.options()));
+      for (const auto& t : arm[1].inputs[0]) {
+        before_buffers.push_back(at::empty(t.sizes(), t.options()));
+        if (arm[0].kernel) before_backup.push_back(at::empty(t.sizes(), t.options()));
       }
+      for (size_t a = 0; a < 2; ++a)
+        for (const auto& t : arm[1].outputs[0]) after_buffers[a].push_back(at::empty(t.sizes(), t.options()));
     }
     // On the GPU the copies and first looks of a checked launch go into one kernel launch each
     // side of it (cuda::launch_check_jobs): the host time between timed launches is the wall time
@@ -1384,8 +1393,17 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
         ArmBuffers& b = arm[static_cast<size_t>(a)];
         Check& k = check[static_cast<size_t>(a)];
         k = Check{};
+        // The other arm's checked launch of this block, not judged yet, moves its inputs aside
+        // (one launch of its own: the copies below overwrite what these read).
+        Check& other = check[static_cast<size_t>(1 - a)];
+        if (on_gpu && !before_buffers.empty() && !other.inputs_before.empty() &&
+            other.inputs_before[0].is_same(before_buffers[0])) {
+          for (size_t i = 0; i < before_buffers.size(); ++i) copy_job(before_backup.at(i), before_buffers[i]);
+          launch_jobs();
+          other.inputs_before = before_backup;
+        }
         for (size_t i = 0; i < b.inputs[s].size(); ++i) {
-          at::Tensor dst = on_gpu ? before_buffers[static_cast<size_t>(a)][i] : at::Tensor();
+          at::Tensor dst = on_gpu ? before_buffers[i] : at::Tensor();
           copy_job(dst, b.inputs[s][i]);
           k.inputs_before.push_back(dst);
         }
@@ -1399,8 +1417,8 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
         launch_jobs();
       });
     };
-    // On the GPU the first look's reference reads the same buffers at every checked launch of an
-    // arm (before_buffers), so after one eager call (its kernels loaded, ATen's allocations
+    // On the GPU the first look's reference reads the same buffers at every checked launch of
+    // either arm (before_buffers), so after one eager call (its kernels loaded, ATen's allocations
     // settled) it is captured into a CUDA graph and replayed: one launch instead of the reference's
     // ATen calls (seven for rms_norm, ~0.2 ms of host time). A reference that cannot be captured
     // (it synchronizes, or computes on the host) keeps running eagerly.
@@ -1411,9 +1429,9 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
       int calls = 0;
       bool eager_only = false;
     };
-    std::array<ReferenceGraph, 2> reference_graphs;
-    const auto look_reference = [&](size_t a, const Tensors& inputs) -> Tensors {
-      ReferenceGraph& g = reference_graphs[a];
+    ReferenceGraph reference_graph;
+    const auto look_reference = [&](const Tensors& inputs) -> Tensors {
+      ReferenceGraph& g = reference_graph;
       if (!on_gpu || g.eager_only || g.calls++ == 0) return ref.eager(inputs, attrs);
       std::vector<const void*> pointers;
       for (const auto& t : inputs) pointers.push_back(t.data_ptr());
@@ -1423,7 +1441,8 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
         Tensors outputs;
         bool captured = false;
         {
-          at::cuda::CUDAStreamGuard on_side(at::cuda::getStreamFromPool());
+          if (!impl_->capture_stream) impl_->capture_stream = at::cuda::getStreamFromPool();
+          at::cuda::CUDAStreamGuard on_side(*impl_->capture_stream);
           try {
             graph->capture_begin({0, 0}, cudaStreamCaptureModeThreadLocal);
             captured = true;
@@ -1457,7 +1476,7 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
     // out, which its comparison copies on the way (or a copy job, where it has none).
     const auto first_look = [&](size_t a, std::vector<at::Tensor>& pending) {
       Check& k = check[a];
-      const Tensors expected = look_reference(a, k.inputs_before);
+      const Tensors expected = look_reference(k.inputs_before);
       bool aten_used = false;
       // The ATen verdicts (none on the GPU for contiguous tensors: the flag kernels judge those).
       const auto raise = [&k](const at::Tensor& bad) { k.bad = k.bad.defined() ? k.bad.logical_or(bad) : bad; };
