@@ -116,7 +116,7 @@ struct SpeedComparison {
   std::string note;
   double seconds = 0;  ///< wall time of this comparison (warm-up, blocks, statistics)
   /// Checked timing: the timed launches whose outputs were judged, the candidate's one per block, a
-  /// kernel baseline's in block 0 and a random half of the later blocks, each drawn from the
+  /// kernel baseline's in block 0 and a random quarter of the later blocks, each drawn from the
   /// system's random source: (block, arm, launch), arm 0 the baseline and 1 the
   /// candidate, launch the arm's index in its block (0 to 2 x launches per arm - 1). With the case
   /// seed (each block's inputs derive from it) they replay the checks.

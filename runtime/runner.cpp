@@ -573,8 +573,21 @@ struct Runner::Impl {
   /// with no CUDA call of its own (two fewer calls a block than a memset and a copy back).
   int* mapped_flags = nullptr;
   size_t mapped_count = 0;
-  /// The stream checked timing captures its reference graphs on: one, kept (not the next of the
-  /// pool's streams at every comparison).
+  /// Checked timing's reference on the GPU: the buffers a checked launch's inputs are copied into
+  /// (both arms'), and, after one eager call there (its kernels loaded, ATen's allocations
+  /// settled), the reference captured as a CUDA graph that reads them. Kept from one comparison to
+  /// the next of the same inputs and attributes (kgate calibrate's repeats, the kernels of one op
+  /// on its speed cases): the eager call and the capture took 1.5 ms a comparison on the H200.
+  struct ReferenceGraph {
+    std::string key;  // the op, its inputs' dtypes and shapes, the attributes
+    Tensors inputs;
+    std::unique_ptr<at::cuda::CUDAGraph> graph;
+    Tensors outputs;
+    int calls = 0;
+    bool eager_only = false;  // it could not be captured (it synchronizes, or computes on the host)
+  };
+  ReferenceGraph reference_graph;
+  /// The stream reference graphs are captured on: one, kept.
   std::optional<at::cuda::CUDAStream> capture_stream;
 
   ~Impl() {
@@ -930,7 +943,7 @@ Tolerance lean_tolerance(const correctness::RuleConfig& rule, DType dtype) {
   return Tolerance{0, 0};
 }
 
-// Thrown by CheckedArms::block_done when a checked timed launch's output fails the case's rule.
+// Thrown by CheckedArms::finish_checks when a checked timed launch's output fails the case's rule.
 struct WrongWhileTimed {
   int arm = 1;
   CaseResult result;
@@ -1032,9 +1045,11 @@ class CheckedArms final : public speed::ArmTimer {
     check_kernels(arm, n - launches);
     return ns;
   }
-  // Once per block: NVML's clocks and throttle reasons (a throttled block is dropped), and the
-  // processes on the GPU (another one makes the comparison INVALID).
+  // Once per block: the block's checks are judged and its inputs redrawn (first: the redraw's copies
+  // run while the host reads NVML), then NVML's clocks and throttle reasons (a throttled block is
+  // dropped), and the processes on the GPU (another one makes the comparison INVALID).
   std::optional<std::string> block_disturbance() override {
+    finish_checks();
     auto d = disturbance_;
     disturbance_.reset();
     if (nvml_ && timed_) {
@@ -1054,12 +1069,8 @@ class CheckedArms final : public speed::ArmTimer {
     return d;
   }
   void block_done() override {
-    if (checking_) {
-      for (int arm = 0; arm < 2; ++arm)
-        if (checked_[static_cast<size_t>(arm)] && checked_set_[static_cast<size_t>(arm)] >= 0)
-          checked_launches_.push_back({block_, arm, check_at_[static_cast<size_t>(arm)]});
-      hooks_.block_done(block_, checked_set_, !unsettled_);
-    }
+    finish_checks();
+    finished_ = false;
     unsettled_ = false;
     ++block_;
     count_ = {0, 0};
@@ -1071,6 +1082,16 @@ class CheckedArms final : public speed::ArmTimer {
   const std::vector<SpeedComparison::CheckedLaunch>& checked_launches() const { return checked_launches_; }
 
  private:
+  // The block's checked launches are recorded and judged, and the next block's inputs drawn (once).
+  void finish_checks() {
+    if (!checking_ || finished_) return;
+    finished_ = true;
+    for (int arm = 0; arm < 2; ++arm)
+      if (checked_[static_cast<size_t>(arm)] && checked_set_[static_cast<size_t>(arm)] >= 0)
+        checked_launches_.push_back({block_, arm, check_at_[static_cast<size_t>(arm)]});
+    hooks_.block_done(block_, checked_set_, !unsettled_);
+  }
+
   // The kernel-set check. Warm-up's launches say which kernels (names, grids, blocks) a launch of
   // each arm starts on each input contents (the bank entry: a kernel, eager's varlen softmax say,
   // may pick its kernels by its integer inputs); every timed launch on the same contents must start
@@ -1101,12 +1122,13 @@ class CheckedArms final : public speed::ArmTimer {
   }
 
   // The candidate is checked in every block. A kernel baseline, the kernel already accepted, is
-  // checked in block 0 and in a random half of the later blocks (the system's random source
-  // decides): one that is wrong in every timed launch is still caught, with odds 1 - 2^-(blocks - 1)
-  // past block 0, and its checks cost half as much wall time.
+  // checked in block 0 and in a random quarter of the later blocks (the system's random source
+  // decides): one that is wrong in every timed launch is caught in block 0, and its checks cost a
+  // quarter of the candidate's wall time. (A wrong baseline makes a comparison invalid, never a
+  // candidate accepted.)
   void draw_check_indices() {
     for (size_t arm = 0; arm < 2; ++arm) {
-      const bool check = checked_[arm] && (arm == 1 || block_ == 0 || (system_random() & 1) != 0);
+      const bool check = checked_[arm] && (arm == 1 || block_ == 0 || (system_random() & 3) == 0);
       check_at_[arm] = check ? static_cast<int64_t>(system_random() % static_cast<uint64_t>(launches_per_block_)) : -1;
       checked_set_[arm] = -1;
     }
@@ -1125,6 +1147,7 @@ class CheckedArms final : public speed::ArmTimer {
   bool timed_ = false;  // warm-up is over
   bool checking_ = false;
   bool unsettled_ = false;  // work was queued after a half-block's launches were drained
+  bool finished_ = false;   // this block's checks were judged (finish_checks)
   int64_t block_ = 0;
   std::array<int64_t, 2> count_{0, 0}, check_at_{-1, -1}, checked_set_{-1, -1};
   std::vector<SpeedComparison::CheckedLaunch> checked_launches_;
@@ -1358,6 +1381,7 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
     // both arms, so that one reference graph serves them (backup: the earlier arm's, moved aside
     // when the other arm's checked launch of the same block comes before its verdict).
     Tensors before_buffers, before_backup;
+    Runner::Impl::ReferenceGraph& reference_graph = impl_->reference_graph;
     std::array<Tensors, 2> after_buffers;
     if (on_gpu) {
       host_flags = impl_->flags_on_host(static_cast<size_t>(2 * flags_per_arm));
@@ -1365,10 +1389,18 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
       void* on_device = nullptr;
       KGATE_CUDA_CALL(cudaHostGetDevicePointer(&on_device, host_flags, 0));
       all_flags = at::from_blob(on_device, {2 * flags_per_arm}, at::TensorOptions().dtype(at::kInt).device(impl_->device));
-      for (const auto& t : arm[1].inputs[0]) {
-        before_buffers.push_back(at::empty(t.sizes(), t.options()));
-        if (arm[0].kernel) before_backup.push_back(at::empty(t.sizes(), t.options()));
+      std::ostringstream key;
+      key << op.name;
+      for (const auto& t : arm[1].inputs[0]) key << ' ' << t.scalar_type() << t.sizes();
+      for (const auto& [name, value] : attrs) key << ' ' << name << '=' << std::hexfloat << value;
+      if (reference_graph.key != key.str()) {
+        reference_graph = {};
+        reference_graph.key = key.str();
+        for (const auto& t : arm[1].inputs[0]) reference_graph.inputs.push_back(at::empty(t.sizes(), t.options()));
       }
+      before_buffers = reference_graph.inputs;
+      for (const auto& t : arm[1].inputs[0])
+        if (arm[0].kernel) before_backup.push_back(at::empty(t.sizes(), t.options()));
       for (size_t a = 0; a < 2; ++a)
         for (const auto& t : arm[1].outputs[0]) after_buffers[a].push_back(at::empty(t.sizes(), t.options()));
     }
@@ -1418,23 +1450,14 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
       });
     };
     // On the GPU the first look's reference reads the same buffers at every checked launch of
-    // either arm (before_buffers), so after one eager call (its kernels loaded, ATen's allocations
-    // settled) it is captured into a CUDA graph and replayed: one launch instead of the reference's
-    // ATen calls (seven for rms_norm, ~0.2 ms of host time). A reference that cannot be captured
-    // (it synchronizes, or computes on the host) keeps running eagerly.
-    struct ReferenceGraph {
-      std::unique_ptr<at::cuda::CUDAGraph> graph;
-      Tensors outputs;
-      std::vector<const void*> inputs;
-      int calls = 0;
-      bool eager_only = false;
-    };
-    ReferenceGraph reference_graph;
+    // either arm (before_buffers), so it is replayed as a CUDA graph (Impl::ReferenceGraph): one
+    // launch instead of the reference's ATen calls (seven for rms_norm, ~0.2 ms of host time).
     const auto look_reference = [&](const Tensors& inputs) -> Tensors {
-      ReferenceGraph& g = reference_graph;
+      auto& g = reference_graph;
       if (!on_gpu || g.eager_only || g.calls++ == 0) return ref.eager(inputs, attrs);
-      std::vector<const void*> pointers;
-      for (const auto& t : inputs) pointers.push_back(t.data_ptr());
+      bool same = inputs.size() == g.inputs.size();
+      for (size_t i = 0; same && i < inputs.size(); ++i) same = inputs[i].is_same(g.inputs[i]);
+      if (!same) return ref.eager(inputs, attrs);
       if (!g.graph) {
         g.eager_only = true;  // unless the capture succeeds
         auto graph = std::make_unique<at::cuda::CUDAGraph>();
@@ -1460,9 +1483,10 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
           cudaGetLastError();  // a refused capture leaves its error behind
         }
         if (outputs.empty()) return ref.eager(inputs, attrs);
-        g = ReferenceGraph{std::move(graph), std::move(outputs), pointers, g.calls, false};
+        g.graph = std::move(graph);
+        g.outputs = std::move(outputs);
+        g.eager_only = false;
       }
-      if (pointers != g.inputs) return ref.eager(inputs, attrs);
       g.graph->replay();
       return g.outputs;
     };

@@ -73,7 +73,7 @@ class Runner {
   /// the baseline's fallback (the eager reference) is timed, with a note.
   /// Checked timing: the arms' launches cycle through `options.pools` buffer sets, redrawn between
   /// blocks. With `rule`, one launch of the candidate per block (and of a kernel baseline in block 0
-  /// and a random half of the later blocks), at an index from the system's random source
+  /// and a random quarter of the later blocks), at an index from the system's random source
   /// (SpeedComparison::checked_launches), is judged under it: a wrong candidate
   /// output ends the comparison as failed, with `wrong_while_timed` (rule "wrong_while_timed");
   /// a wrong baseline output makes it invalid.
