@@ -582,6 +582,7 @@ struct Runner::Impl {
     std::string key;  // the op, its inputs' dtypes and shapes, the attributes
     Tensors inputs;
     std::unique_ptr<at::cuda::CUDAGraph> graph;
+    cudaGraphExec_t exec = nullptr;  // the graph's, launched directly (see look_reference)
     Tensors outputs;
     int calls = 0;
     bool eager_only = false;  // it could not be captured (it synchronizes, or computes on the host)
@@ -1376,6 +1377,7 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
     };
     const int64_t flags_per_arm = 1 + static_cast<int64_t>(op.inputs.size());
     at::Tensor all_flags;  // both arms' flags: one read per block
+    std::array<at::Tensor, 2> arm_flags;  // each arm's part of them
     int* host_flags = nullptr;  // the same, as the host sees them (mapped memory)
     // The checked launch's inputs as they were, for the reference and the input checks: one set for
     // both arms, so that one reference graph serves them (backup: the earlier arm's, moved aside
@@ -1389,6 +1391,7 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
       void* on_device = nullptr;
       KGATE_CUDA_CALL(cudaHostGetDevicePointer(&on_device, host_flags, 0));
       all_flags = at::from_blob(on_device, {2 * flags_per_arm}, at::TensorOptions().dtype(at::kInt).device(impl_->device));
+      for (int64_t a = 0; a < 2; ++a) arm_flags[static_cast<size_t>(a)] = all_flags.narrow(0, a * flags_per_arm, flags_per_arm);
       std::ostringstream key;
       key << op.name;
       for (const auto& t : arm[1].inputs[0]) key << ' ' << t.scalar_type() << t.sizes();
@@ -1440,7 +1443,7 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
           k.inputs_before.push_back(dst);
         }
         if (on_gpu) {  // no kernel of this arm's last check is running: the host clears its flags
-          k.flags = all_flags.narrow(0, a * flags_per_arm, flags_per_arm);
+          k.flags = arm_flags[static_cast<size_t>(a)];
           std::fill_n(host_flags + a * flags_per_arm, flags_per_arm, 0);
         }
         // Outputs not written in place start with the fill, so an element left unwritten reads wrong.
@@ -1476,6 +1479,7 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
           if (captured) {
             try {
               graph->capture_end();
+              g.exec = graph->raw_cuda_graph_exec();
             } catch (const std::exception&) {
               outputs.clear();
             }
@@ -1487,7 +1491,9 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
         g.outputs = std::move(outputs);
         g.eager_only = false;
       }
-      g.graph->replay();
+      // Launched as is: ATen's replay() also renews the RNG state captured with the graph (ATen
+      // calls of their own), which a reference never draws from.
+      KGATE_CUDA_CALL(cudaGraphLaunch(g.exec, at::cuda::getCurrentCUDAStream().stream()));
       return g.outputs;
     };
     // A first look, cheap: each output against the eager reference under a tolerance that implies
