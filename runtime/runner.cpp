@@ -576,8 +576,8 @@ struct Runner::Impl {
   /// Checked timing's reference on the GPU: the buffers a checked launch's inputs are copied into
   /// (both arms'), and, after one eager call there (its kernels loaded, ATen's allocations
   /// settled), the reference captured as a CUDA graph that reads them. Kept from one comparison to
-  /// the next of the same inputs and attributes (kgate calibrate's repeats, the kernels of one op
-  /// on its speed cases): the eager call and the capture took 1.5 ms a comparison on the H200.
+  /// the next of the same inputs and attributes (kgate calibrate's repeats): the eager call and the
+  /// capture took 1.5 ms a comparison on the H200. A correctness case lets it go (its memory).
   struct ReferenceGraph {
     std::string key;  // the op, its inputs' dtypes and shapes, the attributes
     Tensors inputs;
@@ -812,6 +812,7 @@ CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c, const cor
     result.message = "not run: " + impl_->lost_reason;
     return result;
   }
+  impl_->reference_graph = {};  // timing's, kept only from one comparison to the next
   const OpSignature& op = find_op(c.op);
   const OpReference& ref = op_reference(c.op);
   Attributes attrs = call_attributes(op, c);
