@@ -645,7 +645,9 @@ int run_list(const ListArgs& args) {
     std::string dtypes;
     for (DType d : k.dtypes) dtypes += (dtypes.empty() ? "" : ",") + std::string(dtype_name(d));
     rows.push_back({k.name, k.op, backend_name(k.backend), dtypes,
-                    k.source + (k.mutant ? "  (mutant: must be rejected)" : "")});
+                    k.source + (k.control  ? "  (control: must pass)"
+                                : k.mutant ? "  (mutant: must be rejected)"
+                                           : "")});
   }
   const auto widths = column_widths(rows);
   for (const auto& r : rows) std::printf("%s\n", aligned_row(r, widths).c_str());

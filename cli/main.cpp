@@ -16,6 +16,7 @@
 #include "cli/sanitize.hpp"
 #include "core/error.hpp"
 #include "core/safe_text.hpp"
+#include "gates/correctness/rules.hpp"
 #include "references/catalogue.hpp"
 #include "runtime/cuda/device.hpp"
 #include "runtime/kernel.hpp"
@@ -116,8 +117,10 @@ int kgate::cli::main(int argc, char** argv) {
   check->add_option("--cases", opt.cases, "Correctness cases per kernel")->capture_default_str()->check(kgate::cli::above_zero());
   check->add_option("--family", opt.families, "Case families (random, ragged, extreme, special, layout, huge)")
       ->allow_extra_args(false);
-  check->add_option("--rule", opt.rule, "Correctness rule: allclose, ulp, ref_ratio or eager_relative (default: eager_relative for f16 and bf16 outputs, else the op's)")
-      ->check(CLI::IsMember({"allclose", "ulp", "ref_ratio", "eager_relative"}));
+  check->add_option("--rule", opt.rule, "Correctness rule: " + kgate::correctness::rule_list() +
+                    " (default: the op's; conditioned for ops that declare their conditioning, "
+                    "else eager_relative for f16 and bf16 outputs)")
+      ->check(CLI::IsMember(kgate::correctness::rule_names()));
   std::string config_path;
   check->add_option("--config", config_path, "Config file (kgate-config/1): settings per op and kernel")
       ->check(CLI::ExistingFile);
@@ -206,7 +209,7 @@ int kgate::cli::main(int argc, char** argv) {
       ->excludes(replay_kernel);
   replay->add_option("--arch", replay_args.arch, "NVRTC target for --package (default: the GPU's)");
   replay->add_option("case", replay_args.case_ref, "Case id (op:dtype:dims:layout:values:seed) or JSON file")->required();
-  replay->add_option("--rule", replay_args.rule, "Correctness rule")->check(CLI::IsMember({"allclose", "ulp", "ref_ratio", "eager_relative"}));
+  replay->add_option("--rule", replay_args.rule, "Correctness rule")->check(CLI::IsMember(kgate::correctness::rule_names()));
   replay->add_option("--atol", replay_args.atol, "Absolute tolerance");
   replay->add_option("--rtol", replay_args.rtol, "Relative tolerance");
 

@@ -235,7 +235,8 @@ std::string html(const std::vector<KernelResult>& kernels, const sensitivity::Sw
 }
 
 bool numeric_rule(const std::string& rule) {
-  return rule == "allclose" || rule == "ulp" || rule == "ref_ratio" || rule == "eager_relative";
+  const auto& names = correctness::rule_names();
+  return std::find(names.begin(), names.end(), rule) != names.end();
 }
 
 KernelResult sweep_kernel(Runner& runner, const Target& t, const SweepArgs& args, const sensitivity::SweepGrid& grid,
@@ -419,7 +420,7 @@ CLI::App* add_sweep_command(CLI::App& app, SweepArgs& args) {
   cmd->add_option("--family", opt.families, "Case families (random, ragged, extreme, special, layout)")
       ->allow_extra_args(false);
   cmd->add_option("--rule", opt.rule, "Correctness rule the margin is taken under (default: the op's)")
-      ->check(CLI::IsMember({"allclose", "ulp", "ref_ratio", "eager_relative"}));
+      ->check(CLI::IsMember(correctness::rule_names()));
   cmd->add_option("--config", args.config_path, "Config file (kgate-config/1)")->check(CLI::ExistingFile);
   cmd->add_option("--atol", opt.atol, "Configured absolute tolerance (overrides the op's default)");
   cmd->add_option("--rtol", opt.rtol, "Configured relative tolerance (overrides the op's default)");

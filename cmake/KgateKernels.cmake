@@ -2,7 +2,7 @@
 # find_package(kgate CONFIG REQUIRED), or add_subdirectory / FetchContent of kgate).
 #
 #   kgate_add_kernel(NAME OP op BACKEND cuda|cpu [OP_FILE file.op.json] SOURCES ...
-#                    [MUTANT [FAILS_TEST T FAILS_WITH REGEX]])
+#                    [MUTANT [FAILS_TEST T FAILS_WITH REGEX] | CONTROL] [COMPILE_OPTIONS flag...])
 #
 # The sources register the kernel with KGATE_REGISTER_KERNEL. The kernel becomes:
 #   - an object library kgate.kernel.NAME, linked whole into the project's `kgate` command
@@ -15,6 +15,9 @@
 # MUTANT: a deliberately broken kernel, linked into kgate with no test targets of its own, except,
 # with FAILS_TEST, its GoogleTest executable and one CTest test kernel.NAME.T.fails that passes only
 # when the GoogleTest test T fails with output matching REGEX (proof that T can catch it).
+# CONTROL: a correct kernel of a control corpus (it sets KernelInfo::control and ::mutant), linked
+# into kgate with no test targets of its own; the control suites assert that it passes.
+# COMPILE_OPTIONS: compiler flags for these sources alone (e.g. --fmad=false).
 #
 # Inputs, set by KgateTargets.cmake (in-tree) or kgateConfig.cmake (installed):
 #   KGATE_KERNEL_TEST_SOURCE, KGATE_KERNEL_BENCH_SOURCE, KGATE_COMMAND_SOURCE,
@@ -96,7 +99,7 @@ function(_kgate_kernel_name_source NAME out_var)
 endfunction()
 
 function(kgate_add_kernel NAME)
-  cmake_parse_arguments(ARG "MUTANT" "OP;OP_FILE;BACKEND;FAILS_TEST;FAILS_WITH" "SOURCES" ${ARGN})
+  cmake_parse_arguments(ARG "MUTANT;CONTROL" "OP;OP_FILE;BACKEND;FAILS_TEST;FAILS_WITH" "SOURCES;COMPILE_OPTIONS" ${ARGN})
   if(NOT ARG_OP OR NOT ARG_BACKEND OR NOT ARG_SOURCES)
     message(FATAL_ERROR "kgate_add_kernel(${NAME}): OP, BACKEND (cuda|cpu) and SOURCES are required")
   endif()
@@ -126,8 +129,15 @@ function(kgate_add_kernel NAME)
   endif()
   set_property(GLOBAL APPEND PROPERTY KGATE_KERNEL_LIBRARIES ${lib})
   target_link_libraries(kgate PRIVATE ${lib})
-  if(ARG_MUTANT AND NOT (KGATE_BUILD_TESTS AND ARG_FAILS_TEST))
-    return()  # mutants get no test targets of their own: the mutant suite asserts they are rejected
+  # COMPILE_OPTIONS: flags for these sources alone (e.g. --fmad=false for a control compiled
+  # without FMA contraction).
+  if(ARG_COMPILE_OPTIONS)
+    target_compile_options(${lib} PRIVATE ${ARG_COMPILE_OPTIONS})
+  endif()
+  if(ARG_CONTROL OR (ARG_MUTANT AND NOT (KGATE_BUILD_TESTS AND ARG_FAILS_TEST)))
+    # Mutants and controls get no test targets of their own: the mutant suite asserts that the
+    # mutants are rejected, the control suite that the controls pass.
+    return()
   endif()
 
   if(ARG_BACKEND STREQUAL "cuda")

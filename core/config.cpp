@@ -49,18 +49,20 @@ GateSettings parse_settings(const Ctx& c, const json& j, const std::string& fiel
     s.cases = j["cases"].get<int64_t>();
   }
   if (j.contains("families")) {
-    static const std::vector<std::string> known = {"random", "ragged", "extreme", "special", "layout"};
+    static const std::vector<std::string> known = {"random", "ragged", "extreme", "special", "layout", "long"};
     if (!j["families"].is_array()) c.fail(f("families"), "expected an array of family names");
     for (const auto& v : j["families"]) {
       if (!v.is_string() || std::find(known.begin(), known.end(), v.get<std::string>()) == known.end())
-        c.fail(f("families"), "unknown family " + v.dump() + "; expected random, ragged, extreme, special or layout");
+        c.fail(f("families"), "unknown family " + v.dump() + "; expected random, ragged, extreme, special, layout or long");
       s.families.push_back(v.get<std::string>());
     }
   }
   if (j.contains("rule")) {
     const auto& r = j["rule"];
-    if (!r.is_string() || (r != "allclose" && r != "ulp" && r != "ref_ratio" && r != "eager_relative"))
-      c.fail(f("rule"), "expected \"allclose\", \"ulp\", \"ref_ratio\" or \"eager_relative\", found " + r.dump());
+    if (!r.is_string() ||
+        (r != "allclose" && r != "ulp" && r != "ref_ratio" && r != "eager_relative" && r != "conditioned"))
+      c.fail(f("rule"), "expected \"allclose\", \"ulp\", \"ref_ratio\", \"eager_relative\" or \"conditioned\", found " +
+                            r.dump());
     s.rule = r.get<std::string>();
   }
   if (j.contains("atol")) s.atol = number(c, j["atol"], f("atol"), 0, 1e30);

@@ -293,7 +293,15 @@ class Reader {
 
     const std::string nan = str(doc, "nan", "propagate");
     op.nan_contract = nan == "ignore" ? NanContract::ignore : NanContract::propagate;
-    op.default_rule = str(doc, "rule", "allclose");
+    if (const auto cond = doc.find("conditioning"); cond != doc.end() && cond->is_object()) {
+      const std::string terms = str(*cond, "terms", "");
+      if (!terms.empty() && expression(terms, "conditioning.terms", symbols)) op.conditioning_terms = terms;
+      f.magnitude = source(*cond, "magnitude");
+      if (cond->contains("magnitude") && f.magnitude.find("def magnitude") == std::string::npos)
+        problem("conditioning.magnitude", "the source defines no function `magnitude`");
+    }
+    // An op that declares its conditioning is judged by it unless the file names another rule.
+    op.default_rule = str(doc, "rule", op.conditioning_terms.empty() ? "allclose" : "conditioned");
     op.deterministic = boolean(doc, "deterministic", true);
 
     for (DType d : op.dtypes) op.tolerance[d] = assert_close_tolerance(d);
@@ -363,7 +371,8 @@ class Reader {
     f.oracle = source(doc, "oracle");
     if (doc.contains("oracle") && f.oracle.find("def oracle") == std::string::npos)
       problem("oracle", "the source defines no function `oracle`");
-    if (f.reference.size() + f.oracle.size() > 64 * 1024) problem("reference", "at most 64 KiB of TorchScript");
+    if (f.reference.size() + f.oracle.size() + f.magnitude.size() > 64 * 1024)
+      problem("reference", "at most 64 KiB of TorchScript");
     if (!ok()) fail();
     return f;
   }

@@ -20,6 +20,8 @@ struct OpFile {
   OpSignature signature;   ///< origin = path
   std::string reference;   ///< TorchScript source defining reference(...)
   std::string oracle;      ///< TorchScript source defining oracle(...) ("" : the reference in float64)
+  /// TorchScript source defining magnitude(...) (conditioning.magnitude; "" : the oracle on |inputs|)
+  std::string magnitude;
   std::string text;        ///< the file's bytes (two files that define one op alike are one op)
 };
 

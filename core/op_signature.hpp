@@ -106,6 +106,12 @@ struct OpSignature {
   /// The correctness rule used unless a config or the command line says otherwise. "ref_ratio"
   /// for ops whose eager low-precision reference is itself less accurate than a good kernel.
   std::string default_rule = "allclose";
+  /// Conditioning, for ops whose outputs are sums of products (matmul, a norm's sum of squares,
+  /// rotary): how many terms each output element sums, as an integer expression of the shape
+  /// symbols ("K", "2"); "" when the op declares none. The conditioned rule reads it, with the
+  /// op's magnitude (sum |terms| per output element: its reference's magnitude function, or the
+  /// oracle on |inputs|, which is that sum for ops whose terms are products of inputs).
+  std::string conditioning_terms;
   bool deterministic = true;
   /// Relations between symbols that every case satisfies, as integer expressions ("H % G == 0").
   std::vector<std::string> relations;

@@ -28,6 +28,11 @@ struct OpReference {
   /// The same math in float64 (inputs are upcast by the caller, integer inputs too: an op with
   /// integer inputs, such as embedding indices, casts them back).
   std::function<Tensors(const Tensors&, const Attributes&)> oracle;
+  /// Optional, for ops that declare conditioning (OpSignature::conditioning_terms): per output,
+  /// sum |terms| of each element's sum, in float64, from the inputs upcast as for the oracle.
+  /// nullptr: the oracle on the inputs' absolute values (right where every term is a product of
+  /// inputs, added: matmul, a sum of squares; not where terms are subtracted, as in rotary).
+  std::function<Tensors(const Tensors&, const Attributes&)> magnitude;
 };
 
 /// A reference (an op file's TorchScript) that failed on a case: the op file's problem, never the

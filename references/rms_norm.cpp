@@ -26,6 +26,10 @@ OpSignature rms_norm_signature() {
   op.min_bytes_written = "bytes_y";
   op.symbols = {{"B", 1, 65536, 512}, {"N", 1, 65536, 8192}};
   op.reduced_symbol = "N";
+  // A sum of N squares: the conditioned rule, with the oracle on |x| and |weight| as its
+  // magnitude (which is |y|: a sum of squares cancels nothing).
+  op.conditioning_terms = "N";
+  op.default_rule = "conditioned";
   op.dtypes = {DType::f32, DType::f16, DType::bf16};
   for (DType d : op.dtypes) op.tolerance[d] = assert_close_tolerance(d);
   op.attributes = {{"eps", 1e-6}};

@@ -147,6 +147,7 @@ struct Script {
   std::shared_ptr<torch::jit::CompilationUnit> unit;
   torch::jit::Function* reference = nullptr;
   torch::jit::Function* oracle = nullptr;
+  torch::jit::Function* magnitude = nullptr;
   std::vector<std::string> input_names;
   std::vector<std::string> case_inputs;  // inputs in the case's dtype
   size_t outputs = 0;
@@ -230,7 +231,8 @@ struct Script {
     if (oracle_run)
       for (size_t i = 0; i < out.size(); ++i)
         if (!output_integer[i] && out[i].scalar_type() != at::kDouble)
-          reference_error(fn.name(), "as the oracle it returned output '" + output_names[i] + "' in " +
+          reference_error(fn.name(), "as the " + std::string(fn.name() == "magnitude" ? "magnitude" : "oracle") +
+                                         " it returned output '" + output_names[i] + "' in " +
                                          std::string(c10::toString(out[i].scalar_type())) +
                                          ", not float64: the math runs in a fixed dtype (a .float()?), so "
                                          "the oracle would be no more precise than that; compute in the "
@@ -322,7 +324,8 @@ OpReference script_reference(const OpFile& file) {
     s->output_integer.push_back(!t.dtype.empty() && !is_floating(parse_dtype(t.dtype)));
     s->output_dtype.push_back(t.dtype);
   }
-  const std::string source = file.reference + (file.oracle.empty() ? "" : "\n" + file.oracle);
+  const std::string source = file.reference + (file.oracle.empty() ? "" : "\n" + file.oracle) +
+                             (file.magnitude.empty() ? "" : "\n" + file.magnitude);
   // The graph executor would profile a reference's first runs and then fuse its elementwise ops
   // (with fused multiply-adds on a GPU), so one case's reference values would change with how
   // many cases ran before it. References run as written, every time: a case id replays bitwise.
@@ -334,7 +337,9 @@ OpReference script_reference(const OpFile& file) {
     std::string what = e.what();
     const std::string generic = "File \"<string>\"";
     for (size_t at; (at = what.find(generic)) != std::string::npos;)
-      what.replace(at, generic.size(), file.oracle.empty() ? "reference source" : "reference source (then oracle)");
+      what.replace(at, generic.size(),
+                   std::string("reference source") + (file.oracle.empty() ? "" : " (then oracle)") +
+                       (file.magnitude.empty() ? "" : " (then conditioning.magnitude)"));
     throw Error(ErrorKind::usage, file.path + ": reference: TorchScript does not compile it:\n" + what);
   }
   auto find = [&](const std::string& name) -> torch::jit::Function* {
@@ -347,6 +352,12 @@ OpReference script_reference(const OpFile& file) {
     s->oracle = find("oracle");
     if (!s->oracle) throw Error(ErrorKind::usage, file.path + ": oracle: the source defines no function `oracle`");
     check_function(*s, file, *s->oracle, "oracle");
+  }
+  if (!file.magnitude.empty()) {
+    s->magnitude = find("magnitude");
+    if (!s->magnitude)
+      throw Error(ErrorKind::usage, file.path + ": conditioning.magnitude: the source defines no function `magnitude`");
+    check_function(*s, file, *s->magnitude, "conditioning.magnitude");
   }
   for (auto* fn : s->unit->get_functions()) {
     if (const auto bad = forbidden_in(torch::jit::toGraphFunction(*fn).graph()->block()); !bad.empty())
@@ -370,6 +381,8 @@ OpReference script_reference(const OpFile& file) {
   r.oracle = [s](const Tensors& in, const Attributes& a) {
     return s->call(s->oracle ? *s->oracle : *s->reference, in, a, at::kDouble, true);
   };
+  if (s->magnitude)
+    r.magnitude = [s](const Tensors& in, const Attributes& a) { return s->call(*s->magnitude, in, a, at::kDouble, true); };
   return r;
 }
 

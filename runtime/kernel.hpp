@@ -41,6 +41,9 @@ struct KernelInfo {
   bool mutant = false;            ///< a deliberately broken kernel (tests/mutants): must be rejected;
                                   ///< left out of `kgate check` unless named with --kernel
   std::string expected_catch;     ///< for mutants: the case family meant to catch it
+  /// A correct kernel of a control corpus (tests/controls, the gaming corpus): registered beside
+  /// the mutants (`mutant` is true, so `kgate check` leaves it out unless named) but it must pass.
+  bool control = false;
   std::function<void(const KernelCall&)> launch;
 
   /// Which calls the kernel takes (nullptr: every call). A call it does not accept is outside the

@@ -58,6 +58,9 @@ props::KernelTraits traits_of(const KernelInfo& kernel) {
 }
 
 std::string default_rule(const OpSignature& op, DType dtype) {
+  // An op that declares its conditioning is judged by it in every dtype: conditioned holds
+  // eager_relative's allowance and adds the sum's own rounding scale.
+  if (op.default_rule == "conditioned") return op.default_rule;
   // f16 and bf16: torch's allclose rtol is about one ulp, so a kernel one or two ulp from eager
   // (and as close to the fp64 oracle) would fail or be FRAGILE. Such outputs are judged relative to
   // eager's own error, element by element, unless the op asks for ulp.
@@ -76,6 +79,7 @@ correctness::RuleConfig rule_for(const OpSignature& op, DType dtype, const Check
     rule.scale_symbol = op.tolerance_scale_symbol;
     rule.scale_power = op.tolerance_scale_power;
   }
+  rule.terms_expr = op.conditioning_terms;
   if (s.atol) rule.tolerance.atol = *s.atol;
   if (s.rtol) rule.tolerance.rtol = *s.rtol;
   if (auto it = s.tolerance.find(dtype); it != s.tolerance.end()) {

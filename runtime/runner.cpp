@@ -353,16 +353,37 @@ bool judge_outputs(const OpSignature& op, const OpReference& ref, const Case& c,
                    bool with_oracle = true) {
   // The references first: an op file's reference that fails is the op file's problem, reported
   // as such for this case and never blamed on the kernel.
-  Tensors expected, oracle;
+  Tensors expected, oracle, magnitude;
+  // conditioned: the magnitude (sum |terms| per element), where the op declares its conditioning.
+  bool conditioned = false;
+  for (const auto& o : op.outputs)
+    conditioned |= output_rule(rule, op.tensor_dtype(o, c.dtype), o).kind == correctness::RuleKind::conditioned;
+  conditioned = conditioned && !op.conditioning_terms.empty();
   try {
     expected = ref.eager(ref_inputs, attrs);
-    if (with_oracle) {
+    if (with_oracle || conditioned) {
       Tensors upcast;
       for (size_t i = 0; i < ref_inputs.size(); ++i) {
         const bool keep = !ref_inputs[i].is_floating_point() || (i < op.inputs.size() && op.inputs[i].keep_dtype_in_oracle);
         upcast.push_back(keep ? ref_inputs[i] : ref_inputs[i].to(at::kDouble));
       }
       oracle = ref.oracle(upcast, attrs);
+      if (conditioned) {
+        if (ref.magnitude) {
+          magnitude = ref.magnitude(upcast, attrs);
+        } else {
+          Tensors absolute;
+          for (const auto& t : upcast) absolute.push_back(t.is_floating_point() ? t.abs() : t);
+          magnitude = ref.oracle(absolute, attrs);
+        }
+        for (size_t i = 0; i < outputs.size(); ++i)
+          if (is_floating(from_scalar_type(outputs[i].scalar_type())) &&
+              (i >= magnitude.size() || magnitude[i].sizes() != outputs[i].sizes()))
+            throw ReferenceError("op '" + op.name + "' (" + op.origin + "): the magnitude of output '" +
+                                 op.outputs[i].name + "' has shape " +
+                                 (i < magnitude.size() ? c10::str(magnitude[i].sizes()) : std::string("(none)")) +
+                                 ", the op declares " + c10::str(outputs[i].sizes()) + " for this case");
+      }
     } else {
       oracle = expected;
     }
@@ -428,14 +449,26 @@ bool judge_outputs(const OpSignature& op, const OpReference& ref, const Case& c,
       p.vs_oracle = PendingComparison(q, out64, oracle[i].to(at::kDouble), tol, Compare::stats);
       p.reference_vs_oracle = PendingComparison(q, ref64, oracle[i].to(at::kDouble), tol, Compare::max_abs);
     }
-    if (out_rule.kind == correctness::RuleKind::eager_relative && out64.numel() > 0) {
-      // Element by element: |out - oracle| <= k * max(|eager - oracle|, eps * |oracle|) + atol.
+    const bool relative = out_rule.kind == correctness::RuleKind::eager_relative ||
+                          out_rule.kind == correctness::RuleKind::conditioned;
+    if (relative && out64.numel() > 0) {
+      // Element by element: |out - oracle| <= k * max(|eager - oracle|, eps * |oracle|) + atol;
+      // conditioned adds eps_acc * (sum |terms| + sqrt(terms) * |oracle|) inside the max.
       const auto o64 = oracle[i].to(at::kDouble);
       const auto finite = at::isfinite(out64) & at::isfinite(o64) & at::isfinite(ref64);
       const auto zero = at::zeros_like(out64);
       const auto err = at::where(finite, (out64 - o64).abs(), zero);
       const auto own = at::where(finite, (ref64 - o64).abs(), zero);
-      const auto allowed = out_rule.ratio_k * at::maximum(own, dtype_eps(p.dtype) * o64.abs()) + tol.atol;
+      auto scale = at::maximum(own, dtype_eps(p.dtype) * o64.abs());
+      if (out_rule.kind == correctness::RuleKind::conditioned && i < magnitude.size() && magnitude[i].defined()) {
+        // The rounding scale of a float32 accumulation (float64's for f64 outputs), whatever the
+        // storage dtype: a sum kept in f16 or bf16 is a bug, not another summation order.
+        const double eps_acc = dtype_eps(p.dtype == DType::f64 ? DType::f64 : DType::f32);
+        const auto m64 = magnitude[i].to(at::kDouble).abs();
+        const auto sum_scale = eps_acc * (at::where(at::isfinite(m64), m64, zero) + std::sqrt(out_rule.terms) * o64.abs());
+        scale = at::maximum(scale, at::where(finite, sum_scale, zero));
+      }
+      const auto allowed = out_rule.ratio_k * scale + tol.atol;
       const auto ratio = at::where(allowed.gt(0), err / allowed, at::where(err.gt(0), at::full_like(err, INFINITY), zero));
       p.relative_worst = q.add_double(ratio.max());
       p.relative_mismatches = q.add_int(ratio.gt(1.0).sum());
@@ -937,6 +970,7 @@ Tolerance lean_tolerance(const correctness::RuleConfig& rule, DType dtype) {
   switch (rule.kind) {
     case correctness::RuleKind::allclose: return rule.tolerance;
     case correctness::RuleKind::eager_relative:
+    case correctness::RuleKind::conditioned:  // (its allowance holds eager_relative's)
       return Tolerance{rule.tolerance.atol, std::max(0.0, rule.ratio_k - 1) * eps / 2};
     case correctness::RuleKind::ulp: return Tolerance{0, rule.max_ulp * eps / 2};
     case correctness::RuleKind::ref_ratio: return Tolerance{rule.ratio_floor, 0};
@@ -1296,7 +1330,8 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
     // The fp64 oracle only where the verdict reads it (it is the costliest part of a check).
     bool needs_oracle = case_rule.kind == correctness::RuleKind::ref_ratio;
     for (const auto& o : op.outputs)
-      needs_oracle |= output_rule(case_rule, op.tensor_dtype(o, c.dtype), o).kind == correctness::RuleKind::eager_relative;
+      needs_oracle |= output_rule(case_rule, op.tensor_dtype(o, c.dtype), o).kind == correctness::RuleKind::eager_relative ||
+                      output_rule(case_rule, op.tensor_dtype(o, c.dtype), o).kind == correctness::RuleKind::conditioned;
     struct Check {
       Tensors inputs_before, outputs_after;
       std::vector<at::Tensor> input_changed;  // right after the launch, per input not written in place

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "core/error.hpp"
+#include "core/expr.hpp"
 
 namespace kgate::correctness {
 namespace {
@@ -23,22 +24,39 @@ const char* rule_name(RuleKind kind) {
     case RuleKind::ref_ratio: return "ref_ratio";
     case RuleKind::eager_relative: return "eager_relative";
     case RuleKind::index: return "index";
+    case RuleKind::conditioned: return "conditioned";
   }
   return "?";
 }
 
+std::string rule_list() {
+  const auto& names = rule_names();
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
+  return out;
+}
+
 const std::vector<std::string>& rule_names() {
-  static const std::vector<std::string> names = {"allclose", "ulp", "ref_ratio", "eager_relative"};
+  static const std::vector<std::string> names = {"allclose", "ulp", "ref_ratio", "eager_relative", "conditioned"};
   return names;
 }
 
 RuleKind parse_rule(const std::string& name) {
-  for (RuleKind k : {RuleKind::allclose, RuleKind::ulp, RuleKind::ref_ratio, RuleKind::eager_relative})
+  for (RuleKind k : {RuleKind::allclose, RuleKind::ulp, RuleKind::ref_ratio, RuleKind::eager_relative,
+                     RuleKind::conditioned})
     if (name == rule_name(k)) return k;
-  throw_usage("unknown correctness rule '" + name + "': expected allclose, ulp, ref_ratio or eager_relative");
+  throw_usage("unknown correctness rule '" + name + "': expected " + rule_list());
 }
 
 RuleConfig scaled_for(const RuleConfig& rule, const std::vector<std::pair<std::string, int64_t>>& dims) {
+  if (rule.kind == RuleKind::conditioned) {
+    RuleConfig c = rule;
+    c.terms = 1;
+    if (!rule.terms_expr.empty())
+      c.terms = static_cast<double>(std::max<int64_t>(1, package::evaluate_expr(rule.terms_expr, package::symbol_values(dims))));
+    return c;
+  }
   if (rule.scale_symbol.empty() || rule.scale_power == 0) return rule;
   const auto it = std::find_if(dims.begin(), dims.end(), [&](const auto& d) { return d.first == rule.scale_symbol; });
   if (it == dims.end()) return rule;
@@ -102,6 +120,22 @@ Verdict evaluate(const RuleConfig& rule, const Measurement& m, DType dtype) {
                     " elements are further from the fp64 oracle than " + g(rule.ratio_k) +
                     " x max(eager's own error, eps x |oracle|) + atol=" + g(rule.tolerance.atol) +
                     " (worst at " + g(m.relative_worst) + " x the allowance)";
+      }
+      break;
+    }
+    case RuleKind::conditioned: {
+      v.rule = "conditioned";
+      v.observed = m.relative_worst;
+      v.allowed = 1;
+      v.margin = m.relative_worst;
+      if (m.relative_mismatches > 0 || !(m.relative_worst <= 1)) {
+        v.outcome = Outcome::failed;
+        v.message = std::to_string(m.relative_mismatches) + " of " + std::to_string(r.elements) +
+                    " elements are further from the fp64 oracle than " + g(rule.ratio_k) +
+                    " x max(eager's own error, eps x |oracle|, eps_f32 x (sum |terms| + sqrt(" +
+                    (rule.terms_expr.empty() ? std::string("1") : rule.terms_expr + "=" + g(rule.terms)) +
+                    ") x |oracle|)) + atol=" + g(rule.tolerance.atol) + " (worst at " + g(m.relative_worst) +
+                    " x the allowance)";
       }
       break;
     }

@@ -20,10 +20,20 @@ namespace kgate::correctness {
 /// every element, so a kernel as accurate as eager (a few ulp apart from it) passes, and an error
 /// on a small element cannot hide under a large element's. index is never chosen: it judges an
 /// integer output that holds indices into an input (top-k) by the values they select.
-enum class RuleKind { allclose, ulp, ref_ratio, eager_relative, index };
+/// conditioned is eager_relative with an allowance that also follows each element's conditioning,
+/// for ops whose outputs are sums of products (matmul, a norm's sum of squares, rotary):
+///   |out - oracle| <= k * max(|eager - oracle|, eps * |oracle|,
+///                             eps_acc * (magnitude + sqrt(terms) * |oracle|)) + atol
+/// where magnitude is sum |terms| of the element's sum (the op's magnitude, float64), terms the
+/// number of terms summed (the op's conditioning.terms, e.g. K), and eps_acc the float32 epsilon
+/// (float64's for f64 outputs): a correct sum accumulated in float32 in any order passes, a sum
+/// accumulated in a narrower type or on inputs rounded to one does not.
+enum class RuleKind { allclose, ulp, ref_ratio, eager_relative, index, conditioned };
 const char* rule_name(RuleKind kind);
 /// The rules a user can choose (every kind but index).
 const std::vector<std::string>& rule_names();
+/// rule_names() in words: "allclose, ulp, ref_ratio, eager_relative or conditioned".
+std::string rule_list();
 RuleKind parse_rule(const std::string& name);
 
 struct RuleConfig {
@@ -37,9 +47,16 @@ struct RuleConfig {
   /// is the op's own; a tolerance from a config or the command line is taken as given.
   std::string scale_symbol;
   double scale_power = 0;
+  /// conditioned: the op's count of terms per output element, an integer expression of the shape
+  /// symbols ("K"; "" when the op declares no conditioning: the magnitude term is then 0), and
+  /// its value in a case (scaled_for sets it).
+  std::string terms_expr;
+  double terms = 1;
 };
 
-/// `rule` with its tolerance scaled for a case of these dims (scale_symbol; unchanged without one).
+/// `rule` with its tolerance scaled for a case of these dims (scale_symbol; unchanged without one)
+/// and, for conditioned, `terms` evaluated on them. conditioned ignores scale_symbol: its sqrt(terms)
+/// term is the growth with the sum's length that tolerance_scale approximates for allclose.
 RuleConfig scaled_for(const RuleConfig& rule, const std::vector<std::pair<std::string, int64_t>>& dims);
 
 /// What the runner measured on one case.
@@ -54,6 +71,7 @@ struct Measurement {
   std::string worst_element;  ///< "index 12: got 0.5, expected 0.25" for the message
   /// eager_relative: max over elements of |out - oracle| / (k * max(|eager - oracle|, eps*|oracle|)
   /// + atol), and how many elements exceed 1.
+  /// conditioned fills the same two fields, with its own allowance.
   double relative_worst = 0;
   int64_t relative_mismatches = 0;
   /// index: indices outside [0, n), rows holding an index twice, and indices whose selected value

@@ -272,10 +272,32 @@ std::vector<int64_t> ragged_sizes(const SymbolDomain& domain, const std::vector<
   return out;
 }
 
+std::vector<int64_t> long_sizes(const SymbolDomain& domain, const std::vector<int64_t>& tile_sizes) {
+  const int64_t typical = domain.typical_max > 0 ? std::min(domain.typical_max, domain.max) : domain.max;
+  const int64_t step = std::max<int64_t>(1, domain.multiple_of);
+  std::set<int64_t, std::greater<>> s;
+  auto add_with_below = [&](int64_t v) {
+    v = to_multiple(domain, std::min(v, domain.max));
+    for (int64_t x : {v, v - step})
+      if (x > typical && x >= domain.min && x <= domain.max) s.insert(x);
+  };
+  add_with_below(domain.max);
+  for (int64_t t : tile_sizes)
+    if (t > typical && t <= domain.max) add_with_below(t);
+  return {s.begin(), s.end()};
+}
+
+int64_t long_case_count(const OpSignature& op, const KernelTraits& traits) {
+  const SymbolDomain* d = op.reduced_symbol.empty() ? nullptr : op.symbol(op.reduced_symbol);
+  if (!d) return 0;
+  return static_cast<int64_t>(long_sizes(*d, traits.tile_sizes).size() * 2 * supported_dtypes(op, traits).size());
+}
+
 std::vector<std::string> applicable_families(const OpSignature& op, const KernelTraits& traits) {
   std::vector<std::string> out = {"random", "ragged", "extreme"};
   if (op.nan_contract == NanContract::propagate) out.push_back("special");
   out.push_back("layout");  // offset16 for every kernel; more for those that accept strided / unaligned
+  if (long_case_count(op, traits) > 0) out.push_back("long");
   if (traits.huge && huge_case(op, traits, 0)) out.push_back("huge");
   return out;
 }
@@ -289,6 +311,41 @@ std::vector<Case> generate_family(const OpSignature& op, const KernelTraits& tra
     return c ? std::vector<Case>{*c} : std::vector<Case>{};
   }
   std::vector<Case> out;
+  if (family == "long") {
+    // Case i: row length, values and dtype from the list, values fastest, then dtypes, then
+    // lengths (the domain's max first), so that a few cases still reach the longest rows.
+    const SymbolDomain* reduced = op.reduced_symbol.empty() ? nullptr : op.symbol(op.reduced_symbol);
+    const auto lengths = reduced ? long_sizes(*reduced, traits.tile_sizes) : std::vector<int64_t>{};
+    if (lengths.empty()) return {};
+    const Values values[] = {Values::large_mean, Values::all_equal};
+    for (int64_t i = 0; i < count; ++i) {
+      const uint64_t case_seed = derive_seed(seed, op.name + "/long", static_cast<uint64_t>(i));
+      Rng rng(case_seed);
+      const size_t n = static_cast<size_t>(i);
+      const DType dtype = dtypes[(n / 2) % dtypes.size()];
+      Case c = base_case(op, dtype, case_seed, family);
+      c.values = values[n % 2];
+      const int64_t length = lengths[(n / (2 * dtypes.size())) % lengths.size()];
+      // The other symbols small (1 to 17), so that the long rows fit.
+      auto draw_others = [&] {
+        for (auto& [name, v] : c.dims) {
+          const SymbolDomain* d = op.symbol(name);
+          v = name == op.reduced_symbol
+                  ? length
+                  : to_multiple(*d, std::clamp<int64_t>(rng.uniform_int(1, 17), std::max<int64_t>(d->min, 1), d->max));
+        }
+      };
+      draw_others();
+      for (int tries = 0; !in_domain(op, c) && tries < 200; ++tries) draw_others();
+      if (!in_domain(op, c)) continue;  // no small shape holds this length (the relations say so)
+      // Too large for memory: the other symbols shrink first, then the case is left out (a long
+      // row is what it is for).
+      fit_size(c, op, max_elements);
+      if (c.dim(op.reduced_symbol) != length || !in_domain(op, c)) continue;
+      out.push_back(std::move(c));
+    }
+    return out;
+  }
   for (int64_t i = 0; i < count; ++i) {
     const uint64_t case_seed = derive_seed(seed, op.name + "/" + family, static_cast<uint64_t>(i));
     Rng rng(case_seed);
@@ -333,7 +390,7 @@ std::vector<Case> generate_family(const OpSignature& op, const KernelTraits& tra
       c.layout = layouts[static_cast<size_t>(i) % layouts.size()];
       c.values = Values::normal;
     } else {
-      throw_usage("unknown case family '" + family + "': expected random, ragged, extreme, special, layout or huge");
+      throw_usage("unknown case family '" + family + "': expected random, ragged, extreme, special, layout, long or huge");
     }
     fit_size(c, op, max_elements);
     for (auto& [name, v] : c.dims) v = to_multiple(*op.symbol(name), v);
@@ -373,7 +430,21 @@ std::vector<Case> generate_cases(const OpSignature& op, const KernelTraits& trai
   }
   GeneratorOptions rest = options;
   rest.cases -= static_cast<int64_t>(huge.size());
-  if (families.empty()) return huge;
+  // The long family: its whole list when the budget holds twice as many cases, else a
+  // quarter of the budget (at least one), also taken off the top.
+  std::vector<Case> long_rows;
+  if (auto it = std::find(families.begin(), families.end(), "long"); it != families.end()) {
+    families.erase(it);
+    const int64_t all = long_case_count(op, traits);
+    const int64_t n = families.empty() ? rest.cases
+                                       : std::min(all, std::max<int64_t>(1, rest.cases >= 2 * all ? all : rest.cases / 4));
+    if (rest.cases > 0) long_rows = generate_family(op, traits, "long", n, options.seed, options.max_elements);
+    rest.cases -= static_cast<int64_t>(long_rows.size());
+  }
+  if (families.empty()) {
+    long_rows.insert(long_rows.end(), huge.begin(), huge.end());
+    return long_rows;
+  }
   // Weights: random and ragged carry most of the budget; each family gets at least one case.
   std::vector<double> weight;
   for (const auto& f : families)
@@ -391,6 +462,7 @@ std::vector<Case> generate_cases(const OpSignature& op, const KernelTraits& trai
     auto cases = generate_family(op, traits, families[i], n, options.seed, options.max_elements);
     out.insert(out.end(), cases.begin(), cases.end());
   }
+  out.insert(out.end(), long_rows.begin(), long_rows.end());
   out.insert(out.end(), huge.begin(), huge.end());
   return out;
 }

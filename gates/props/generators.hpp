@@ -1,7 +1,9 @@
 // Case generators: every case is a pure function of (op signature, kernel traits, master seed, index).
 // Families: random shapes, ragged shapes (0, 1, 2, primes, 2^k +- 1, tile sizes +- 1, very long rows),
-// extreme-range values, special values (+-0, +-Inf, NaN), layouts (strided, misaligned), and one
-// huge case past 2^31 elements (32-bit index arithmetic) on the cuda backend.
+// extreme-range values, special values (+-0, +-Inf, NaN), layouts (strided, misaligned), long rows
+// (the reduced symbol at its domain's max and the guard's, constant and large-mean rows: errors
+// that grow with the row length), and one huge case past 2^31 elements (32-bit index arithmetic)
+// on the cuda backend.
 #pragma once
 
 #include <cstdint>
@@ -29,7 +31,7 @@ inline constexpr int64_t kHugeElements = int64_t{1} << 31;
 
 /// The generator families, in the order their GoogleTest suites run.
 inline const std::vector<std::string>& all_families() {
-  static const std::vector<std::string> families = {"random", "ragged", "extreme", "special", "layout"};
+  static const std::vector<std::string> families = {"random", "ragged", "extreme", "special", "layout", "long"};
   return families;
 }
 
@@ -78,6 +80,16 @@ std::vector<int64_t> huge_rows(const OpSignature& op, const Case& c, const std::
 /// True when the case's dims respect the op's domain beyond min/max: every symbol's multiple_of
 /// and every relation ("H % G == 0").
 bool in_domain(const OpSignature& op, const Case& c);
+
+/// The long family's row lengths: the reduced symbol's domain max and the value below it, and each
+/// tile size above its typical_max with the value below it (a package's guard max comes as one),
+/// longest first, within the domain and its multiple_of. Empty for an op without a reduced symbol
+/// or whose reduced symbol never exceeds typical_max.
+std::vector<int64_t> long_sizes(const SymbolDomain& domain, const std::vector<int64_t>& tile_sizes);
+
+/// How many cases the long family holds for the op and kernel: every long size, with constant
+/// rows and with a large mean, in every supported dtype (0: the family does not apply).
+int64_t long_case_count(const OpSignature& op, const KernelTraits& traits);
 
 /// The ragged sizes for a symbol: 0 (if allowed), 1, 2, small primes, 2^k +- 1, tile +- 1, max;
 /// all within [domain.min, domain.max], sorted and unique.

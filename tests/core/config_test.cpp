@@ -57,11 +57,11 @@ TEST(Config, ErrorsNameFileFieldAndExpectation) {
   EXPECT_EQ(error_of(R"({"format": "kgate-config/1", "kernels": {"k": {"alpha": 0.9}}})"),
             "cfg.json: kernels.k.alpha: expected a number in [1e-09, 0.5], found 0.9");
   EXPECT_EQ(error_of(R"({"format": "kgate-config/1", "global": {"rule": "close"}})"),
-            "cfg.json: global.rule: expected \"allclose\", \"ulp\", \"ref_ratio\" or \"eager_relative\", found \"close\"");
+            "cfg.json: global.rule: expected \"allclose\", \"ulp\", \"ref_ratio\", \"eager_relative\" or \"conditioned\", found \"close\"");
   EXPECT_EQ(error_of(R"({"format": "kgate-config/1", "global": {"cases": 0}})"),
             "cfg.json: global.cases: expected a positive integer, found 0");
   EXPECT_EQ(error_of(R"({"format": "kgate-config/1", "global": {"families": ["fuzzy"]}})"),
-            "cfg.json: global.families: unknown family \"fuzzy\"; expected random, ragged, extreme, special or layout");
+            "cfg.json: global.families: unknown family \"fuzzy\"; expected random, ragged, extreme, special, layout or long");
 }
 
 // Op files named by a config are found next to it, as --ops would find them from there.

@@ -168,6 +168,24 @@ TEST(OpFile, MinBytesDeclaresTheSpeedOfLightFloor) {
   EXPECT_NE(problems_of(key).find("min_bytes.reads: unknown key"), std::string::npos) << problems_of(key);
 }
 
+TEST(OpFile, ConditioningMakesConditionedTheDefaultRule) {
+  json d = valid();
+  d.erase("rule");
+  EXPECT_EQ(parse_op_file(d.dump(), "ops/my_op.json").signature.default_rule, "allclose");
+  d["conditioning"] = {{"terms", "2*H"}};
+  const OpFile f = parse_op_file(d.dump(), "ops/my_op.json");
+  EXPECT_EQ(f.signature.conditioning_terms, "2*H");
+  EXPECT_EQ(f.signature.default_rule, "conditioned");
+  EXPECT_TRUE(f.magnitude.empty());
+  d["rule"] = "ulp";  // a rule the file names wins
+  EXPECT_EQ(parse_op_file(d.dump(), "ops/my_op.json").signature.default_rule, "ulp");
+  d.erase("rule");
+  d["conditioning"]["magnitude"] = json::array({"def magnitude(x: Tensor) -> Tensor:", "    return x.abs()"});
+  EXPECT_NE(parse_op_file(d.dump(), "ops/my_op.json").magnitude.find("def magnitude"), std::string::npos);
+  d["conditioning"] = {{"magnitude", "def magnitude(x: Tensor) -> Tensor:\n    return x"}};  // no terms
+  EXPECT_NE(problems_of(d).find("conditioning.terms: missing"), std::string::npos) << problems_of(d);
+}
+
 // The structure comes from the schema (core/kgate-op.schema.json): each kind of structural mistake
 // is said as file: field: what was found and what is expected.
 TEST(OpFile, StructuralMistakesNameFileAndField) {
@@ -179,8 +197,13 @@ TEST(OpFile, StructuralMistakesNameFileAndField) {
        "ops/my_op.json: tolerance_scle: unknown key \"tolerance_scle\"; did you mean \"tolerance_scale\"? expected one "
        "of: $schema, format, name,"},
       {[](json& d) { d["rule"] = "allclos"; },
-       "ops/my_op.json: rule: expected allclose, ulp, ref_ratio or eager_relative (f16 and bf16 outputs take "
-       "eager_relative unless this says ulp), found \"allclos\""},
+       "ops/my_op.json: rule: expected allclose, ulp, ref_ratio, eager_relative or conditioned (default: "
+       "conditioned with a \"conditioning\", else allclose; f16 and bf16 outputs take eager_relative unless "
+       "this says ulp), found \"allclos\""},
+      {[](json& d) { d["conditioning"] = {{"terms", "Q"}}; },
+       "ops/my_op.json: conditioning.terms: "},
+      {[](json& d) { d["conditioning"] = {{"terms", "H"}, {"magnitude", "def size(x: Tensor) -> Tensor:\n    return x"}}; },
+       "ops/my_op.json: conditioning.magnitude: the source defines no function `magnitude`"},
       {[](json& d) { d["symbols"][1]["multiple_of"] = 0; },
        "ops/my_op.json: symbols[1].multiple_of: expected an integer from 1 to 1048576, found 0"},
       {[](json& d) { d["inputs"][0]["shape"][0] = 1.5; },

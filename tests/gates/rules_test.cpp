@@ -119,6 +119,39 @@ TEST(Rules, EagerRelativeIsElementwise) {
   EXPECT_EQ(evaluate(rule, m, DType::f16).outcome, Outcome::failed);
 }
 
+TEST(Rules, ConditionedCountsTheTermsOfEachCase) {
+  RuleConfig rule;
+  rule.kind = RuleKind::conditioned;
+  rule.terms_expr = "2*K";
+  rule.scale_symbol = "K";  // ignored: sqrt(terms) is conditioned's growth with K
+  rule.scale_power = 0.5;
+  rule.tolerance = {1e-5, 1.3e-6};
+  const auto scaled = scaled_for(rule, {{"M", 3}, {"K", 512}});
+  EXPECT_DOUBLE_EQ(scaled.terms, 1024);
+  EXPECT_DOUBLE_EQ(scaled.tolerance.atol, 1e-5);
+  EXPECT_DOUBLE_EQ(scaled_for(rule, {{"M", 3}, {"K", 0}}).terms, 1);  // an empty sum: one term
+  rule.terms_expr.clear();
+  EXPECT_DOUBLE_EQ(scaled_for(rule, {{"K", 512}}).terms, 1);
+  auto m = clean();
+  m.relative_worst = 0.4;
+  EXPECT_EQ(evaluate(scaled, m, DType::f32).outcome, Outcome::passed);
+  m.relative_worst = 6;
+  m.relative_mismatches = 7;
+  const auto v = evaluate(scaled, m, DType::f32);
+  EXPECT_EQ(v.outcome, Outcome::failed);
+  EXPECT_EQ(v.rule, "conditioned");
+  EXPECT_DOUBLE_EQ(v.margin, 6);
+  EXPECT_NE(v.message.find("7 of 100 elements are further from the fp64 oracle than 4 x max(eager's own error, "
+                           "eps x |oracle|, eps_f32 x (sum |terms| + sqrt(2*K=1024) x |oracle|))"),
+            std::string::npos)
+      << v.message;
+  m.relative_worst = NAN;
+  m.relative_mismatches = 0;
+  EXPECT_EQ(evaluate(scaled, m, DType::f32).outcome, Outcome::failed);
+  EXPECT_EQ(parse_rule("conditioned"), RuleKind::conditioned);
+  EXPECT_EQ(rule_list(), "allclose, ulp, ref_ratio, eager_relative or conditioned");
+}
+
 TEST(Rules, IndexRuleNamesEachProblem) {
   RuleConfig rule;
   rule.kind = RuleKind::index;

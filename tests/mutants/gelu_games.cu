@@ -387,6 +387,7 @@ KernelInfo entry(const char* name, const char* expected_catch, void (*launch)(co
   k.source = "tests/mutants/gelu_games.cu";
   k.mutant = true;  // kept out of a plain `kgate check`, with the rest of the corpus
   k.expected_catch = expected_catch;
+  k.control = std::string(expected_catch) == "control";  // a correct entry: must pass
   k.launch = launch;
   return k;
 }
