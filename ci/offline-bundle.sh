@@ -6,6 +6,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)  # (through symlinks)
 dir=${1:-$here/.deps-bundle}
 mkdir -p "$dir"
+dir=$(cd "$dir" && pwd)  # (a relative DIR is counted after the cd below)
 cd "$dir"
 apt-get download libgtest-dev googletest libbenchmark-dev libbenchmark1debian nlohmann-json3-dev libcli11-dev libvalijson-dev \
   || { echo "ci/offline-bundle.sh: apt-get download failed (run apt-get update first?)" >&2; exit 1; }
