@@ -115,7 +115,7 @@ int kgate::cli::main(int argc, char** argv) {
       ->check(CLI::IsMember({"cuda", "cpu"}));
   check->add_option("--seed", opt.seed, "Master seed: every case derives from it")->capture_default_str();
   check->add_option("--cases", opt.cases, "Correctness cases per kernel")->capture_default_str()->check(kgate::cli::above_zero());
-  check->add_option("--family", opt.families, "Case families (random, ragged, extreme, special, layout, huge)")
+  check->add_option("--family", opt.families, "Case families (random, ragged, extreme, special, layout, long, huge)")
       ->allow_extra_args(false);
   check->add_option("--rule", opt.rule, "Correctness rule: " + kgate::correctness::rule_list() +
                     " (default: the op's; conditioned for ops that declare their conditioning, "

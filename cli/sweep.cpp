@@ -417,7 +417,7 @@ CLI::App* add_sweep_command(CLI::App& app, SweepArgs& args) {
       ->check(CLI::IsMember({"cuda", "cpu"}));
   cmd->add_option("--seed", opt.seed, "Master seed")->capture_default_str();
   cmd->add_option("--cases", opt.cases, "Cases per kernel")->capture_default_str()->check(above_zero());
-  cmd->add_option("--family", opt.families, "Case families (random, ragged, extreme, special, layout)")
+  cmd->add_option("--family", opt.families, "Case families (random, ragged, extreme, special, layout, long)")
       ->allow_extra_args(false);
   cmd->add_option("--rule", opt.rule, "Correctness rule the margin is taken under (default: the op's)")
       ->check(CLI::IsMember(correctness::rule_names()));

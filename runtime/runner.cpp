@@ -27,6 +27,7 @@
 #include <sys/random.h>
 
 #include <algorithm>
+#include <functional>
 #include <array>
 #include <chrono>
 #include <cmath>
@@ -359,15 +360,35 @@ bool judge_outputs(const OpSignature& op, const OpReference& ref, const Case& c,
   for (const auto& o : op.outputs)
     conditioned |= output_rule(rule, op.tensor_dtype(o, c.dtype), o).kind == correctness::RuleKind::conditioned;
   conditioned = conditioned && !op.conditioning_terms.empty();
+  // A reference that fails on the case's layout (a view it cannot take) but runs on contiguous
+  // copies judges from the copies, and the verdict says so. A fault is not retried.
+  std::string layout_note;
+  auto on_copies_if_it_fails = [&](const std::function<Tensors(const Tensors&)>& run, const Tensors& in) -> Tensors {
+    try {
+      return run(in);
+    } catch (const std::exception& e) {
+      if (device.is_cuda() && cudaDeviceSynchronize() != cudaSuccess) throw;
+      bool views = false;
+      for (const auto& t : in) views |= !t.is_contiguous() || t.storage_offset() != 0;
+      if (!views) throw;
+      Tensors copies;
+      for (const auto& t : in) copies.push_back(t.contiguous());
+      Tensors out = run(copies);
+      const std::string what = e.what();
+      layout_note = "the reference failed on this layout (" + what.substr(0, std::min(what.find('\n'), size_t{200})) +
+                    ") and ran on contiguous copies";
+      return out;
+    }
+  };
   try {
-    expected = ref.eager(ref_inputs, attrs);
+    expected = on_copies_if_it_fails([&](const Tensors& in) { return ref.eager(in, attrs); }, ref_inputs);
     if (with_oracle || conditioned) {
       Tensors upcast;
       for (size_t i = 0; i < ref_inputs.size(); ++i) {
         const bool keep = !ref_inputs[i].is_floating_point() || (i < op.inputs.size() && op.inputs[i].keep_dtype_in_oracle);
         upcast.push_back(keep ? ref_inputs[i] : ref_inputs[i].to(at::kDouble));
       }
-      oracle = ref.oracle(upcast, attrs);
+      oracle = on_copies_if_it_fails([&](const Tensors& in) { return ref.oracle(in, attrs); }, upcast);
       if (conditioned) {
         if (ref.magnitude) {
           magnitude = ref.magnitude(upcast, attrs);
@@ -396,10 +417,16 @@ bool judge_outputs(const OpSignature& op, const OpReference& ref, const Case& c,
                              c10::str(expected[i].sizes()) + " (oracle " + c10::str(oracle[i].sizes()) +
                              "), the op declares " + c10::str(outputs[i].sizes()) + " for this case");
     }
-  } catch (const ReferenceError& e) {
+  } catch (const std::exception& e) {
+    // A built-in reference's ATen call throws c10::Error, an op file's a ReferenceError: either
+    // is the op's. (The kernel's own faults surfaced at the synchronize after its launch.)
     result.outcome = Outcome::invalid;
     result.rule = "reference_error";
     result.message = std::string("reference error (the op's, not the kernel's): ") + e.what();
+    if (device.is_cuda() && cudaDeviceSynchronize() != cudaSuccess) {
+      cudaGetLastError();
+      result.message += "; the reference faulted on the GPU";
+    }
     return false;
   }
 
@@ -567,6 +594,7 @@ bool judge_outputs(const OpSignature& op, const OpReference& ref, const Case& c,
   result.reference_vs_oracle_max_abs = m.reference_vs_oracle_max_abs;
   result.guard_bands_intact = m.guard_bands_intact;
   result.inputs_modified = m.inputs_modified;
+  if (!layout_note.empty()) result.message = result.message.empty() ? layout_note : result.message + "; " + layout_note;
   return true;
 }
 
@@ -661,7 +689,7 @@ struct Runner::Impl {
   bool launch(const KernelInfo& kernel, const Tensors& inputs, const Tensors& outputs, const Attributes& attrs) {
     const KernelCall call = make_call(inputs, outputs, attrs);
     if (kernel.accepts && !kernel.accepts(call)) {
-      const Tensors expected = op_reference(kernel.op).eager(inputs, attrs);
+      const Tensors expected = fallback_reference(kernel, inputs, attrs);
       for (size_t i = 0; i < outputs.size() && i < expected.size(); ++i) {
         auto out = outputs[i];  // a view: copy_ writes through it
         out.copy_(expected[i]);
@@ -670,6 +698,47 @@ struct Runner::Impl {
     }
     kernel.launch(call);
     return false;
+  }
+
+  /// The fallback's eager reference. It is the op's code, not the kernel's: an error in it (a
+  /// throw, or a fault of the device) is a ReferenceError. Where it fails on the case's layout
+  /// but runs on contiguous copies, the copies' result is used and fallback_note says so.
+  std::string fallback_note;
+  Tensors fallback_reference(const KernelInfo& kernel, const Tensors& inputs, const Attributes& attrs) {
+    fallback_note.clear();
+    const OpReference& ref = op_reference(kernel.op);
+    auto faulted = [&](const std::string& what) {
+      if (backend == Backend::cuda && cudaDeviceSynchronize() != cudaSuccess) {
+        cudaGetLastError();
+        context_lost = true;
+        lost_reason = "the CUDA context was lost when the reference of op '" + kernel.op + "' faulted";
+        throw ReferenceError("the eager reference of op '" + kernel.op + "' (the fallback outside the guard of '" +
+                             kernel.name + "') faulted on the GPU: " + cuda::api_error_summary(what) +
+                             "; the CUDA context is lost");
+      }
+    };
+    std::string first;
+    try {
+      Tensors out = ref.eager(inputs, attrs);
+      sync();
+      return out;
+    } catch (const std::exception& e) {
+      first = e.what();
+      faulted(first);
+    }
+    Tensors contiguous;
+    for (const auto& t : inputs) contiguous.push_back(t.contiguous());
+    try {
+      Tensors out = ref.eager(contiguous, attrs);
+      sync();
+      fallback_note = "the eager reference failed on this layout (" + first.substr(0, first.find('\n')) +
+                      ") and ran on contiguous copies: deployed code that falls back fails here";
+      return out;
+    } catch (const std::exception& e) {
+      faulted(e.what());
+      throw ReferenceError("the eager reference of op '" + kernel.op + "' (the fallback outside the guard of '" +
+                           kernel.name + "') failed: " + first);
+    }
   }
 
   /// Why `kernel` refuses the call of these tensors ("" when it accepts it).
@@ -887,6 +956,13 @@ CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c, const cor
       refusal = impl_->refusal(kernel, inputs, outputs, attrs);
       result.fallback = impl_->launch(kernel, inputs, outputs, attrs);
       impl_->sync();
+    } catch (const ReferenceError& e) {
+      // The fallback's reference failed: the op's problem, never the kernel's.
+      result.outcome = Outcome::invalid;
+      result.rule = "reference_error";
+      result.fallback = true;
+      result.message = std::string("reference error (the op's, not the kernel's): ") + e.what();
+      return result;
     } catch (const Error& e) {
       // A device fault (illegal address, trap) leaves the context unusable: say so for the rest.
       const std::string what = e.what();
@@ -925,12 +1001,21 @@ CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c, const cor
     MemorySlots memory{std::move(inputs_changed), std::move(guards_ok), std::move(whole_unwritten)};
     const std::optional<uint64_t> poison = derive_seed(impl_->poison_salt ^ c.seed, "poison", 0);
     if (!judge_outputs(op, ref, c, rule, attrs, ref_inputs, outputs, q, memory, poison, impl_->prefill_outputs,
-                       impl_->device, sweep_rtols, result))
+                       impl_->device, sweep_rtols, result)) {
+      // A reference that faulted leaves the context unusable: the later cases say so (not run)
+      // instead of blaming their kernels for it.
+      if (impl_->backend == Backend::cuda && cudaDeviceSynchronize() != cudaSuccess) {
+        cudaGetLastError();
+        impl_->context_lost = true;
+        impl_->lost_reason = "the CUDA context was lost when the reference of op '" + op.name + "' faulted on case " + c.id();
+      }
       return result;
+    }
     if (result.fallback) {
       // The reference ran: the verdict checks the fallback wrote every output, nothing more.
       const std::string note = "fallback: outside the guard of '" + kernel.name + "' (" + refusal +
-                               "); the eager reference ran instead";
+                               "); the eager reference ran instead" +
+                               (impl_->fallback_note.empty() ? "" : "; " + impl_->fallback_note);
       if (result.outcome == Outcome::passed) result.rule = "fallback";
       result.message = result.message.empty() ? note : note + "; " + result.message;
     }

@@ -492,5 +492,62 @@ TEST(OpsThroughTheRunner, ConditionedRuleTakesEverySummationOrderAndNoRoundedInp
   }
 }
 
+// Reference failures belong to the reference: an op file whose reference throws on rows of 7 and
+// cannot take a strided view (x.view) judges the cases it can, reports the others as reference
+// errors (invalid, never failed), inside the guard and in the fallback outside it, and takes
+// contiguous copies where the view is what it cannot take.
+const char* const kFussyOp = R"({
+  "format": "kgate-op/1",
+  "name": "fussy_double_test",
+  "symbols": [{"name": "B", "min": 1, "max": 64}, {"name": "N", "min": 1, "max": 64}],
+  "inputs": [{"name": "x", "shape": ["B", "N"]}],
+  "outputs": [{"name": "y", "shape": ["B", "N"]}],
+  "dtypes": ["f32"],
+  "reduced": "N",
+  "reference": "def reference(x: Tensor) -> Tensor:\n    assert x.size(1) != 7, 'rows of 7'\n    return (2.0 * x.view([-1])).view(x.size())\n"
+})";
+
+void twice(const KernelCall& call) {
+  const auto& x = call.inputs.at(0);
+  const auto& y = call.outputs.at(0);
+  for (int64_t b = 0; b < x.sizes[0]; ++b)
+    for (int64_t n = 0; n < x.sizes[1]; ++n)
+      y.as<float>()[b * y.strides[0] + n * y.strides[1]] = 2.0f * at(x, b * x.strides[0] + n * x.strides[1]);
+}
+
+TEST(OpsThroughTheRunner, ReferenceFailuresAreTheReferences) {
+  const std::string path = ::testing::TempDir() + "/fussy_double_test.json";
+  { std::ofstream(path) << kFussyOp; }
+  load_op_files(path);
+  for (const bool guarded : {false, true}) {
+    KernelInfo k = cpu_kernel(guarded ? "twice_guarded" : "twice", "fussy_double_test", twice);
+    // The guarded kernel takes no call: every case runs the fallback.
+    if (guarded) k.accepts = [](const KernelCall&) { return false; };
+    const auto rule = rule_for(find_op(k.op), DType::f32, CheckOptions{});
+    auto run = [&](int64_t n, Layout layout) {
+      Case c;
+      c.op = k.op;
+      c.dtype = DType::f32;
+      c.dims = {{"B", 3}, {"N", n}};
+      c.values = Values::normal;
+      c.layout = layout;
+      c.seed = 5;
+      return cpu_runner().check_case(k, c, rule);
+    };
+    const auto fine = run(5, Layout::contiguous);
+    EXPECT_EQ(fine.outcome, Outcome::passed) << k.name << ": " << fine.message;
+    const auto seven = run(7, Layout::contiguous);
+    EXPECT_EQ(seven.outcome, Outcome::invalid) << k.name << ": " << seven.message;
+    EXPECT_EQ(seven.rule, "reference_error") << k.name;
+    EXPECT_NE(seven.message.find("rows of 7"), std::string::npos) << seven.message;
+    EXPECT_NE(seven.message.find("not the kernel's"), std::string::npos) << seven.message;
+    const auto strided = run(5, Layout::padded);  // rows 8 apart: no view([-1])
+    EXPECT_EQ(strided.outcome, Outcome::passed) << k.name << ": " << strided.message;
+    EXPECT_NE(strided.message.find("ran on contiguous copies"), std::string::npos) << k.name << ": " << strided.message;
+    const auto after = run(6, Layout::contiguous);  // the run goes on
+    EXPECT_EQ(after.outcome, Outcome::passed) << k.name << ": " << after.message;
+  }
+}
+
 }  // namespace
 }  // namespace kgate
