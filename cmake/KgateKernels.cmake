@@ -17,7 +17,8 @@
 # when the GoogleTest test T fails with output matching REGEX (proof that T can catch it).
 # CONTROL: a correct kernel of a control corpus (it sets KernelInfo::control and ::mutant), linked
 # into kgate with no test targets of its own; the control suites assert that it passes.
-# COMPILE_OPTIONS: compiler flags for these sources alone (e.g. --fmad=false).
+# COMPILE_OPTIONS: compiler flags for these sources alone. A target with an OP_FILE also compiles
+# a generated C++ source, so give nvcc-only flags as $<$<COMPILE_LANGUAGE:CUDA>:--fmad=false>.
 #
 # Inputs, set by KgateTargets.cmake (in-tree) or kgateConfig.cmake (installed):
 #   KGATE_KERNEL_TEST_SOURCE, KGATE_KERNEL_BENCH_SOURCE, KGATE_COMMAND_SOURCE,

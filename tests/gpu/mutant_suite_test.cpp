@@ -97,6 +97,12 @@ const std::vector<MutantSpec>& mutant_specs() {
       {"mutant_topk_nan_low", "topk_rows", "NaN taken as the smallest value"},
       {"mutant_matmul_k_tail_dropped", "matmul_tiled", "the last K % 16 products never added"},
       {"mutant_matmul_storage_accum", "matmul_tiled", "accumulation rounded to the storage dtype"},
+      // Precision bugs the conditioned rule must catch (its correct corpus is tests/controls).
+      {"mutant_matmul_bf16_inputs", "matmul_tiled", "f32 GEMM on inputs rounded to bf16"},
+      {"mutant_matmul_tf32", "matmul_tiled", "f32 GEMM on inputs rounded to TF32"},
+      {"mutant_rms_norm_f16_sum", "rms_norm_block", "sum of squares accumulated in f16"},
+      {"mutant_fused_add_rms_norm_bf16_sumsq", "fused_add_rms_norm_block",
+       "per-thread sum of squares kept in bf16 (32 threads a row): wrong only on long rows"},
   };
   return specs;
 }
@@ -108,7 +114,7 @@ std::vector<std::string> twin_names() {
     if (std::find(out.begin(), out.end(), s.twin) == out.end()) out.push_back(s.twin);
   std::vector<std::string> others;
   for (const auto& k : registered_kernels())
-    if (!k.mutant && k.backend == Backend::cuda &&
+    if ((!k.mutant || k.control) && k.backend == Backend::cuda &&
         std::find(out.begin(), out.end(), k.name) == out.end())
       others.push_back(k.name);
   std::sort(others.begin(), others.end());
@@ -340,7 +346,7 @@ const std::vector<CorpusEntry>& corpus() {
       // The game only a reduction can play (tests/mutants/rms_norm_games.cu), and its correct twin.
       {"control_rms_norm_correct", "none (the correct twin of the rms_norm entry)", true, {}, "rms_norm_every"},
       {"mutant_rms_norm_samples_99pct", "touches 99% of the elements (the sum of squares) and rescales", false,
-       {"allclose", "eager_relative"}},
+       {"allclose", "eager_relative", "conditioned"}},
   };
   return entries;
 }
@@ -436,7 +442,8 @@ TEST(MutantRegistry, EveryCudaMutantHasATwinAndAFamily) {
   }
   for (const auto& k : registered_kernels())
     // "isolation" mutants kill their CUDA context: tests/cli/isolation_gpu.sh runs them in workers.
-    if (k.mutant && k.backend == Backend::cuda && k.expected_catch != "isolation" && !in_corpus(k.name)) {
+    if (k.mutant && !k.control && k.backend == Backend::cuda && k.expected_catch != "isolation" &&
+        !in_corpus(k.name)) {
       EXPECT_TRUE(listed.count(k.name))
           << "mutant " << k.name << " is not in tests/gpu/mutant_suite_test.cpp's table";
     }

@@ -178,8 +178,9 @@ TEST_F(OpFileEquivalence, EveryKernelAndMutantGetsTheSameVerdicts) {
         if (runner.context_lost()) break;  // a faulting mutant: the rest is "not run" on both
       }
       if (irreproducible == 0) EXPECT_NEAR(worst_b, worst_s, 1e-6) << k.name;
-      if (!k.mutant) EXPECT_EQ(irreproducible, 0) << k.name << " (a correct kernel) is not reproducible run to run";
-      if (k.mutant) EXPECT_GT(failed, 0) << "mutant " << k.name << " passed every case under both ops";
+      if (!k.mutant || k.control) EXPECT_EQ(irreproducible, 0) << k.name << " (a correct kernel) is not reproducible run to run";
+      if (k.mutant && !k.control) EXPECT_GT(failed, 0) << "mutant " << k.name << " passed every case under both ops";
+      if (k.control) EXPECT_EQ(failed, 0) << "control " << k.name << " (a correct kernel) failed";
       std::printf("[ verdicts ] %-36s %-5s %s: %lld failed, worst margin %.6f vs %.6f%s\n", k.name.c_str(),
                   backend_name(backend), k.mutant ? "mutant" : "kernel", static_cast<long long>(failed), worst_b,
                   worst_s,

@@ -1,0 +1,62 @@
+// control_rms_norm_cpu_pairwise (cpu backend): rms_norm (built in; y = x * rsqrt(mean(x^2) + eps)
+// * weight over rows of x:[B,N]), f32, any strides, for CI machines without a GPU. The sum of
+// squares is taken pairwise in float: the row halved recursively, runs of at most 8 squares
+// summed left to right, the two halves' sums added. Must pass.
+#include <cmath>
+#include <cstdint>
+
+#include "core/error.hpp"
+#include "runtime/kernel.hpp"
+
+namespace kgate::controls {
+namespace {
+
+/// x[lo]^2 + ... + x[hi-1]^2 (stride xs), pairwise.
+float sum_squares(const float* x, int64_t xs, int64_t lo, int64_t hi) {
+  if (hi - lo <= 8) {
+    float s = 0.f;
+    for (int64_t j = lo; j < hi; ++j) s += x[j * xs] * x[j * xs];
+    return s;
+  }
+  const int64_t mid = lo + (hi - lo) / 2;
+  return sum_squares(x, xs, lo, mid) + sum_squares(x, xs, mid, hi);
+}
+
+void launch(const KernelCall& call) {
+  const TensorView& x = call.inputs.at(0);
+  const TensorView& w = call.inputs.at(1);
+  const TensorView& y = call.outputs.at(0);
+  if (x.dtype != DType::f32)
+    throw Error(ErrorKind::usage, "control_rms_norm_cpu_pairwise: only f32");
+  const int64_t rows = x.sizes.at(0), n = x.sizes.at(1);
+  const auto eps = static_cast<float>(call.attributes.at("eps"));
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x.as<const float>() + r * x.strides[0];
+    float* yr = y.as<float>() + r * y.strides[0];
+    const float inv_rms =
+        1.f / std::sqrt(sum_squares(xr, x.strides[1], 0, n) / static_cast<float>(n) + eps);
+    for (int64_t j = 0; j < n; ++j)
+      yr[j * y.strides[1]] = xr[j * x.strides[1]] * inv_rms * w.as<const float>()[j * w.strides[0]];
+  }
+}
+
+KGATE_REGISTER_KERNEL(([] {
+  KernelInfo k;
+  k.name = "control_rms_norm_cpu_pairwise";
+  k.op = "rms_norm";
+  k.backend = Backend::cpu;
+  k.dtypes = {DType::f32};
+  k.tile_sizes = {8};
+  k.accepts_strided = true;
+  k.accepts_unaligned = true;
+  k.timed = false;
+  k.source = "tests/controls/rms_norm_cpu_pairwise.cpp";
+  k.mutant = true;
+  k.control = true;
+  k.expected_catch = "control";
+  k.launch = launch;
+  return k;
+})());
+
+}  // namespace
+}  // namespace kgate::controls
