@@ -87,8 +87,9 @@ bool in_domain(const OpSignature& op, const Case& c);
 /// or whose reduced symbol never exceeds typical_max.
 std::vector<int64_t> long_sizes(const SymbolDomain& domain, const std::vector<int64_t>& tile_sizes);
 
-/// How many cases the long family holds for the op and kernel: every long size, with constant
-/// rows and with a large mean, in every supported dtype (0: the family does not apply).
+/// How many cases the long family holds for the op and kernel: every long size, with a large
+/// mean, constant rows and normal values, in every supported dtype (0: the family does not
+/// apply).
 int64_t long_case_count(const OpSignature& op, const KernelTraits& traits);
 
 /// The ragged sizes for a symbol: 0 (if allowed), 1, 2, small primes, 2^k +- 1, tile +- 1, max;

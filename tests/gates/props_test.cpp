@@ -43,18 +43,20 @@ TEST(Generators, LongFamilyReachesTheDomainsAndTheGuardsMax) {
   KernelTraits t;
   t.tile_sizes = {32, 16384};  // 16384: above typical_max (a guard's max, say); 32: below it
   EXPECT_EQ(long_sizes(*rows_op().symbol("N"), t.tile_sizes), (std::vector<int64_t>{100000, 99999, 16384, 16383}));
-  // Every length, constant and large-mean rows, in each dtype: 4 x 2 x 2.
-  EXPECT_EQ(long_case_count(rows_op(), t), 16);
+  // Every length, large-mean, constant and normal rows, in each dtype: 4 x 3 x 2.
+  EXPECT_EQ(long_case_count(rows_op(), t), 24);
   const auto f = applicable_families(rows_op(), t);
   EXPECT_NE(std::find(f.begin(), f.end(), "long"), f.end());
   std::set<std::string> seen;
-  for (const auto& c : generate_family(rows_op(), t, "long", 16, 7)) {
+  for (const auto& c : generate_family(rows_op(), t, "long", 24, 7)) {
     EXPECT_EQ(c.family, "long");
-    EXPECT_TRUE(c.values == Values::large_mean || c.values == Values::all_equal) << c.id();
+    EXPECT_TRUE(c.values == Values::large_mean || c.values == Values::all_equal ||
+                c.values == Values::normal)
+        << c.id();
     EXPECT_LE(c.dim("B"), 5);
     seen.insert(std::to_string(c.dim("N")) + "/" + values_name(c.values) + "/" + dtype_name(c.dtype));
   }
-  EXPECT_EQ(seen.size(), 16u);
+  EXPECT_EQ(seen.size(), 24u);
   // The default budget holds the whole list, taken off the top; a small one a quarter of it.
   GeneratorOptions o;
   o.cases = 64;
@@ -63,7 +65,7 @@ TEST(Generators, LongFamilyReachesTheDomainsAndTheGuardsMax) {
     EXPECT_EQ(static_cast<int64_t>(all.size()), o.cases);
     return std::count_if(all.begin(), all.end(), [](const Case& c) { return c.family == "long"; });
   };
-  EXPECT_EQ(count_long(), 16);
+  EXPECT_EQ(count_long(), 24);
   o.cases = 8;
   EXPECT_EQ(count_long(), 2);
   // Multiples: the value below the max is the multiple below it; no reduced symbol, no family.
