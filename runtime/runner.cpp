@@ -350,6 +350,28 @@ struct MemorySlots {
   std::vector<std::optional<size_t>> unwritten;
 };
 
+// Runs a reference on `in`; where it throws on inputs that are views (strided, padded, offset)
+// and the device is still sound, runs it again on contiguous copies and sets `note` to the first
+// failure. A fault, or a failure on plain inputs, is rethrown: that is the reference's error.
+Tensors run_reference_on_copies_if_it_fails(const std::function<Tensors(const Tensors&)>& run, const Tensors& in,
+                                            bool cuda, std::string& note) {
+  try {
+    return run(in);
+  } catch (const std::exception& e) {
+    if (cuda && cudaDeviceSynchronize() != cudaSuccess) throw;
+    bool views = false;
+    for (const auto& t : in) views |= !t.is_contiguous() || t.storage_offset() != 0;
+    if (!views) throw;
+    Tensors copies;
+    for (const auto& t : in) copies.push_back(t.contiguous());
+    Tensors out = run(copies);
+    const std::string what = e.what();
+    note = "the reference failed on this layout (" + what.substr(0, std::min(what.find('\n'), size_t{200})) +
+           ") and ran on contiguous copies";
+    return out;
+  }
+}
+
 // Judges `outputs`, written by a kernel from `ref_inputs` (the inputs as they were before the
 // launch), against the eager reference and the fp64 oracle under `rule`, and fills `result`'s
 // verdict fields. `poison`: the salt of the NaN poison the outputs held before the launch, so that
@@ -375,22 +397,8 @@ bool judge_outputs(const OpSignature& op, const OpReference& ref, const Case& c,
   // A reference that fails on the case's layout (a view it cannot take) but runs on contiguous
   // copies judges from the copies, and the verdict says so. A fault is not retried.
   std::string layout_note;
-  auto on_copies_if_it_fails = [&](const std::function<Tensors(const Tensors&)>& run, const Tensors& in) -> Tensors {
-    try {
-      return run(in);
-    } catch (const std::exception& e) {
-      if (device.is_cuda() && cudaDeviceSynchronize() != cudaSuccess) throw;
-      bool views = false;
-      for (const auto& t : in) views |= !t.is_contiguous() || t.storage_offset() != 0;
-      if (!views) throw;
-      Tensors copies;
-      for (const auto& t : in) copies.push_back(t.contiguous());
-      Tensors out = run(copies);
-      const std::string what = e.what();
-      layout_note = "the reference failed on this layout (" + what.substr(0, std::min(what.find('\n'), size_t{200})) +
-                    ") and ran on contiguous copies";
-      return out;
-    }
+  auto on_copies_if_it_fails = [&](const std::function<Tensors(const Tensors&)>& run, const Tensors& in) {
+    return run_reference_on_copies_if_it_fails(run, in, device.is_cuda(), layout_note);
   };
   try {
     expected = on_copies_if_it_fails([&](const Tensors& in) { return ref.eager(in, attrs); }, ref_inputs);
@@ -403,7 +411,7 @@ bool judge_outputs(const OpSignature& op, const OpReference& ref, const Case& c,
       oracle = on_copies_if_it_fails([&](const Tensors& in) { return ref.oracle(in, attrs); }, upcast);
       if (conditioned) {
         if (ref.magnitude) {
-          magnitude = ref.magnitude(upcast, attrs);
+          magnitude = on_copies_if_it_fails([&](const Tensors& in) { return ref.magnitude(in, attrs); }, upcast);
         } else {
           Tensors absolute;
           for (const auto& t : upcast) absolute.push_back(t.is_floating_point() ? t.abs() : t);
@@ -731,27 +739,20 @@ struct Runner::Impl {
                              "; the CUDA context is lost");
       }
     };
-    std::string first;
     try {
-      Tensors out = ref.eager(inputs, attrs);
-      sync();
-      return out;
-    } catch (const std::exception& e) {
-      first = e.what();
-      faulted(first);
-    }
-    Tensors contiguous;
-    for (const auto& t : inputs) contiguous.push_back(t.contiguous());
-    try {
-      Tensors out = ref.eager(contiguous, attrs);
-      sync();
-      fallback_note = "the eager reference failed on this layout (" + first.substr(0, first.find('\n')) +
-                      ") and ran on contiguous copies: deployed code that falls back fails here";
+      Tensors out = run_reference_on_copies_if_it_fails(
+          [&](const Tensors& in) {
+            Tensors r = ref.eager(in, attrs);
+            sync();  // an asynchronous fault of the reference surfaces here, as the reference's
+            return r;
+          },
+          inputs, backend == Backend::cuda, fallback_note);
+      if (!fallback_note.empty()) fallback_note += ": deployed code that falls back fails here";
       return out;
     } catch (const std::exception& e) {
       faulted(e.what());
       throw ReferenceError("the eager reference of op '" + kernel.op + "' (the fallback outside the guard of '" +
-                           kernel.name + "') failed: " + first);
+                           kernel.name + "') failed: " + e.what());
     }
   }
 
@@ -1428,9 +1429,10 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
     const uint64_t poison = derive_seed(impl_->poison_salt ^ c.seed, "poison/timed", 0);
     // The fp64 oracle only where the verdict reads it (it is the costliest part of a check).
     bool needs_oracle = case_rule.kind == correctness::RuleKind::ref_ratio;
-    for (const auto& o : op.outputs)
-      needs_oracle |= output_rule(case_rule, op.tensor_dtype(o, c.dtype), o).kind == correctness::RuleKind::eager_relative ||
-                      output_rule(case_rule, op.tensor_dtype(o, c.dtype), o).kind == correctness::RuleKind::conditioned;
+    for (const auto& o : op.outputs) {
+      const auto kind = output_rule(case_rule, op.tensor_dtype(o, c.dtype), o).kind;
+      needs_oracle |= kind == correctness::RuleKind::eager_relative || kind == correctness::RuleKind::conditioned;
+    }
     struct Check {
       Tensors inputs_before, outputs_after;
       std::vector<at::Tensor> input_changed;  // right after the launch, per input not written in place
