@@ -332,6 +332,8 @@ void merge_resumed(KernelReport& into, KernelReport part) {
   for (auto& f : b.failures)
     if (a.failures.size() < 10) a.failures.push_back(std::move(f));
   a.faulted.insert(a.faulted.end(), b.faulted.begin(), b.faulted.end());
+  a.reference_faulted.insert(a.reference_faulted.end(), b.reference_faulted.begin(), b.reference_faulted.end());
+  a.reference_copies_at = b.reference_copies_at;
   for (auto& r : b.captured) a.captured.push_back(std::move(r));
   a.not_run = b.not_run;
   a.resume_at = b.resume_at;
@@ -878,6 +880,8 @@ int run_check(const CheckArgs& args) {
     }
   }
   options.resume_at = args.resume_at;
+  options.resumed_after_failure = args.resumed_after_failure;
+  options.reference_copies_at = args.reference_copies_at;
   if (!args.only_case.empty()) {
     options.only_cases = {Case::from_id(args.only_case)};
     options.speed = false;
@@ -919,10 +923,15 @@ int run_check(const CheckArgs& args) {
       std::string worker_device;  // as the worker named it (name, ordinal, UUID)
       std::string said_all;
       uint64_t printed = 0, dropped = 0;
-      int64_t resume_at = 0;
+      int64_t resume_at = 0, reference_copies_at = -1;
       for (int restarts = 0;; ++restarts) {
         std::vector<std::string> attempt = child;
-        if (resume_at > 0) attempt.insert(attempt.end(), {"--resume-at", std::to_string(resume_at)});
+        if (resume_at > 0 || reference_copies_at >= 0)
+          attempt.insert(attempt.end(), {"--resume-at", std::to_string(resume_at)});
+        if (merged && (merged->outcome == Outcome::failed || merged->correctness.failed > 0))
+          attempt.push_back("--resumed-after-failure");
+        if (reference_copies_at >= 0)
+          attempt.insert(attempt.end(), {"--reference-copies-at", std::to_string(reference_copies_at)});
         std::error_code ignored;
         fs::remove(worker_out / "progress", ignored);  // the watch must not read the last worker's
         auto w = run_worker(attempt, (worker_out / "report.json").string(), args.kernel_timeout_s,
@@ -943,6 +952,17 @@ int run_check(const CheckArgs& args) {
         dropped += w.output.dropped_bytes();
         if (!w.ok) {
           std::fprintf(stderr, "kgate: %s: %s\n", k.name.c_str(), w.failure.c_str());
+          // What the worker said last about its end ("kgate: internal error: CUDA error: ..."):
+          // the crash's cause, in the kernel's message.
+          std::string last_words;
+          for (size_t at = 0; at < said.size();) {
+            const size_t end = std::min(said.find('\n', at), said.size());
+            const std::string line = said.substr(at, end - at);
+            if (line.rfind("kgate: internal error: ", 0) == 0 || line.rfind("kgate: error: ", 0) == 0)
+              last_words = line.substr(line.find(": ", 6) + 2);
+            at = end + 1;
+          }
+          const std::string failure = last_words.empty() ? w.failure : w.failure + ": " + last_words;
           // What the worker noted: the cases it finished keep their results, and the case it was
           // running when it crashed or hung is that case's failure.
           const WorkerProgress progress = read_progress(worker_out / "progress");
@@ -962,32 +982,39 @@ int run_check(const CheckArgs& args) {
               cr.repro = repro_command(k, cr.kcase);
               return cr;
             };
+            // The smallest case this worker failed on before it died: the minimal case, if none is yet.
+            std::optional<CaseResult> smallest;
             for (const auto& f : progress.finished) {
               if (f.index < resume_at) continue;
               if (f.rule == "reference_error") ++c.reference_errors;
               else if (f.outcome == "skipped") ++c.skipped;
               else if (f.outcome == "failed") {
                 ++c.failed;
-                if (c.failures.size() < 10) c.failures.push_back(result_of(f.id, Outcome::failed, f.rule, f.message));
+                CaseResult failed_case = result_of(f.id, Outcome::failed, f.rule, f.message);
+                if (!smallest || failed_case.kcase.numel_hint() < smallest->kcase.numel_hint()) smallest = failed_case;
+                if (c.failures.size() < 10) c.failures.push_back(std::move(failed_case));
               } else {
                 ++c.passed;
               }
             }
             merged->outcome = Outcome::failed;
             merged->seconds += w.seconds;
-            if (merged->message.empty()) merged->message = w.failure;  // the first crash or hang
+            if (merged->message.empty()) merged->message = failure;  // the first crash or hang
             c.not_run = 0;
+            if (smallest && (!c.minimal || c.minimal->rule == "crash" || c.minimal->rule == "fault" ||
+                             smallest->kcase.numel_hint() < c.minimal->kcase.numel_hint()))
+              c.minimal = smallest;  // a wrong value on a smaller case than the crash (not shrunk: its worker died)
             if (progress.started && *progress.started >= resume_at) {
               ++c.failed;
               const CaseResult hit = result_of(progress.started_id, Outcome::failed, w.hung ? "hang" : "crash",
-                                               "kernel '" + k.name + "': " + w.failure);
+                                               "kernel '" + k.name + "': " + failure);
               if (c.failures.size() < 10) c.failures.push_back(hit);
               c.faulted.push_back(progress.started_id);
               if (!c.minimal) c.minimal = hit;  // it ran and hung or crashed (a crash is shrunk below)
               c.resume_at = *progress.started + 1;
               c.not_run = progress.total - *progress.started - 1;
             } else if (progress.done) {
-              merged->message = w.failure + ", after the correctness cases (in the behaviour checks or the timing)";
+              merged->message = failure + ", after the correctness cases (in the behaviour checks or the timing)";
             }
             // A hang would likely hang again, each time after the whole --kernel-timeout: stop there.
             if (!w.hung && c.not_run > 0 && restarts + 1 < kMaxFaultRestarts) {
@@ -1003,12 +1030,12 @@ int run_check(const CheckArgs& args) {
             break;
           }
           if (!merged) {
-            merged = failed_kernel_report(k.name, k.op, backend_name(backend), k.source, w.failure, w.seconds);
+            merged = failed_kernel_report(k.name, k.op, backend_name(backend), k.source, failure, w.seconds);
           } else {
             // The cases before this worker ran and keep their results; the rest did not run.
             merged->outcome = Outcome::failed;
             merged->correctness.warnings.push_back("the worker that went on from case " + std::to_string(resume_at + 1) +
-                                                   " failed: " + w.failure + "; the cases from there were not run");
+                                                   " failed: " + failure + "; the cases from there were not run");
           }
           break;
         }
@@ -1036,6 +1063,8 @@ int run_check(const CheckArgs& args) {
         }
         if (w.report.kernels.empty()) break;
         KernelReport part = std::move(w.report.kernels.front());
+        // A worker stops at its first lost context: the kernel's fault, or the reference's.
+        const bool reference_fault = !part.correctness.reference_faulted.empty();
         if (!merged) merged = std::move(part);
         else merge_resumed(*merged, std::move(part));
         const auto& c = merged->correctness;
@@ -1047,9 +1076,12 @@ int run_check(const CheckArgs& args) {
           break;
         }
         resume_at = c.resume_at;
+        reference_copies_at = c.reference_copies_at;
         if (!args.quiet)
-          std::fprintf(stderr, "kgate: %s faulted on case %s; going on with the %lld remaining cases in a fresh worker\n",
-                       k.name.c_str(), c.faulted.back().c_str(), static_cast<long long>(c.not_run));
+          std::fprintf(stderr, "kgate: %s%s faulted on case %s; going on with the %lld remaining cases in a fresh worker%s\n",
+                       reference_fault ? "the reference of " : "", k.name.c_str(),
+                       (reference_fault ? c.reference_faulted : c.faulted).back().c_str(), static_cast<long long>(c.not_run),
+                       reference_copies_at >= 0 ? " (that case again, its reference on contiguous copies)" : "");
       }
       if (merged) {
         if (!merged->correctness.faulted.empty() && args.options.shrink)

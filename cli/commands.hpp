@@ -77,6 +77,8 @@ struct CheckArgs {
   std::vector<int> devices;
   std::string only;                  ///< the one kernel or package (by name) a worker checks
   int64_t resume_at = 0;             ///< a worker going on after a fault: skip this many cases
+  bool resumed_after_failure = false;  ///< ... and the kernel has failed already (judge them only)
+  int64_t reference_copies_at = -1;  ///< ... and this case's reference faulted on its view
   int64_t run_comparisons = 0;       ///< a worker: speed comparisons in the parent's whole run
   std::string only_case;             ///< a worker trying one case id (shrinking a fault)
   /// Google Benchmark JSON outputs (kgate.kernel.NAME.bench --benchmark_out=F

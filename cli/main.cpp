@@ -170,6 +170,8 @@ int kgate::cli::main(int argc, char** argv) {
   check->add_option("--only", check_args.only, "")->group("");   // internal: the worker's kernel
   check->add_flag("--in-worker", check_args.in_worker, "")->group("");
   check->add_option("--resume-at", check_args.resume_at, "")->group("");  // internal: after a fault
+  check->add_flag("--resumed-after-failure", check_args.resumed_after_failure, "")->group("");  // internal
+  check->add_option("--reference-copies-at", check_args.reference_copies_at, "")->group("");  // internal
   check->add_option("--run-comparisons", check_args.run_comparisons, "")->group("");  // internal: Holm's m
   check->add_option("--case", check_args.only_case, "")->group("");       // internal: shrinking a fault
   check->add_option("--out", check_args.out_dir, "Directory for report.json, junit.xml and summary.md")

@@ -99,6 +99,7 @@ json correctness_json(const CorrectnessReport& c) {
               {"seconds", number(c.seconds)}};
   if (c.minimal) out["minimal"] = case_result_json(*c.minimal);
   if (!c.faulted.empty()) out["faulted"] = c.faulted;
+  if (!c.reference_faulted.empty()) out["reference_faulted"] = c.reference_faulted;
   if (!c.captured.empty()) {
     json captured = json::array();
     for (const auto& r : c.captured) captured.push_back(case_result_json(r));
@@ -107,6 +108,7 @@ json correctness_json(const CorrectnessReport& c) {
   if (c.not_run > 0) {
     out["not_run"] = c.not_run;
     out["resume_at"] = c.resume_at;
+    if (c.reference_copies_at >= 0) out["reference_copies_at"] = c.reference_copies_at;
   }
   if (!c.null_calibration.empty()) {
     json nc = json::object();
@@ -136,6 +138,8 @@ CorrectnessReport correctness_from(const json& c) {
   r.faulted = c.value("faulted", std::vector<std::string>{});
   r.not_run = c.value("not_run", int64_t{0});
   r.resume_at = c.value("resume_at", int64_t{0});
+  r.reference_faulted = c.value("reference_faulted", std::vector<std::string>{});
+  r.reference_copies_at = c.value("reference_copies_at", int64_t{-1});
   if (c.contains("null_calibration"))
     for (auto nk = c.at("null_calibration").begin(); nk != c.at("null_calibration").end(); ++nk)
       for (auto f = nk.value().begin(); f != nk.value().end(); ++f)

@@ -84,11 +84,18 @@ struct CorrectnessReport {
   /// Cases on which the kernel faulted on the GPU (the CUDA context was lost), in the order run.
   /// Each fault ends its worker process; kgate check goes on with the remaining cases in a fresh one.
   std::vector<std::string> faulted;
+  /// Cases on which the op's reference (eager, oracle, magnitude or a guard's fallback) faulted
+  /// on the GPU: the reference's, never the kernel's. A case whose reference faulted on a view
+  /// runs again in a fresh worker with the reference on contiguous copies.
+  std::vector<std::string> reference_faulted;
   /// Cases left unrun (never counted as passed or failed): the correctness loop stops at a fault,
   /// since nothing more can run in that CUDA context. `resume_at` is the index of the first of them
   /// in the kernel's case list, where a fresh worker goes on.
   int64_t not_run = 0;
   int64_t resume_at = 0;
+  /// With not_run: the case at resume_at is one whose reference faulted on its view; the fresh
+  /// worker runs its references on contiguous copies (-1: none).
+  int64_t reference_copies_at = -1;
   /// Null-kernel calibration: per null kernel ("zeros", "copy"), per family, cases run and failed.
   /// A family a null kernel passes entirely is too weak (a warning says so).
   std::map<std::string, std::map<std::string, std::pair<int64_t, int64_t>>> null_calibration;

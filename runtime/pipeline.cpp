@@ -292,12 +292,23 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
   std::string closest_repro;  // the passing case nearest its tolerance
   std::string first_reference_error;
   const size_t first_case = static_cast<size_t>(std::clamp<int64_t>(options.resume_at, 0, static_cast<int64_t>(cases.size())));
+  // The cases this process ran and judged: the behaviour checks and the null kernels take theirs
+  // from these (a case whose reference failed, or faulted in an earlier worker, judges nothing).
+  std::vector<Case> judged;
   for (size_t i = first_case; i < cases.size(); ++i) {
     const auto& c = cases[i];
     if (options.on_case) options.on_case(i, cases.size(), c, nullptr);
+    const bool copies = static_cast<int64_t>(i) == options.reference_copies_at;
+    runner.set_references_on_copies(copies);
     auto r = runner.check_case(kernel, c, rule_for(op, c.dtype, options, kernel.name));
+    runner.set_references_on_copies(false);
+    // The reference faulted on a view: a fresh worker runs this case again with the reference on
+    // contiguous copies (once; a fault there is final), so it is counted there.
+    const bool retry_on_copies = runner.context_lost() && r.rule == "reference_error" && !copies &&
+                                 c.layout != Layout::contiguous;
     if (options.on_case) options.on_case(i, cases.size(), c, &r);
     if (r.fallback) ++report.correctness.fallback;
+    if (r.rule != "reference_error" && r.outcome != Outcome::skipped) judged.push_back(c);
     if (c.values == Values::captured) report.correctness.captured.push_back(r);
     if (r.outcome == Outcome::skipped) {
       // Not run here (a huge case without the device memory for it): never a pass, and said.
@@ -305,7 +316,7 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
       report.correctness.warnings.push_back("case " + c.id() + " (" + c.family + ") " + r.message);
     } else if (r.rule == "reference_error") {
       // The op's reference failed: the case judges nothing, and the kernel is not blamed.
-      if (report.correctness.reference_errors++ == 0) first_reference_error = c.id() + ": " + r.message;
+      if (!retry_on_copies && report.correctness.reference_errors++ == 0) first_reference_error = c.id() + ": " + r.message;
     } else if (r.outcome == Outcome::failed) {
       ++report.correctness.failed;
       if (report.correctness.failures.size() < options.max_failures_kept) report.correctness.failures.push_back(r);
@@ -319,11 +330,14 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
     if (runner.context_lost()) {
       // Nothing more runs in this CUDA context: stop, and leave the rest unrun (never failed). A
       // worker's parent goes on at resume_at in a fresh process.
-      report.correctness.faulted.push_back(c.id());
-      report.correctness.resume_at = static_cast<int64_t>(i) + 1;
-      report.correctness.not_run = static_cast<int64_t>(cases.size() - i - 1);
-      say(kernel.name + ": case " + c.id() + " faulted; " + std::to_string(report.correctness.not_run) +
-          " cases left for a fresh process");
+      const bool reference = r.rule == "reference_error";
+      (reference ? report.correctness.reference_faulted : report.correctness.faulted).push_back(c.id());
+      report.correctness.resume_at = static_cast<int64_t>(i) + (retry_on_copies ? 0 : 1);
+      report.correctness.not_run = static_cast<int64_t>(cases.size()) - report.correctness.resume_at;
+      report.correctness.reference_copies_at = retry_on_copies ? static_cast<int64_t>(i) : -1;
+      say(kernel.name + ": case " + c.id() + (reference ? ": the op's reference faulted" : " faulted") + "; " +
+          std::to_string(report.correctness.not_run) + " cases left for a fresh process" +
+          (retry_on_copies ? " (this one again, the reference on contiguous copies)" : ""));
       break;
     }
     if ((static_cast<int64_t>(i) + 1) % step == 0 || i + 1 == cases.size())
@@ -335,7 +349,7 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
   if (report.correctness.not_run > 0 && !options.in_worker)
     report.correctness.warnings.push_back(
         std::to_string(report.correctness.not_run) + " of " + std::to_string(cases.size()) +
-        " cases were not run: the CUDA context was lost when case " + report.correctness.faulted.back() +
+        " cases were not run: the CUDA context was lost when case " + cases[static_cast<size_t>(report.correctness.resume_at) - (report.correctness.reference_copies_at >= 0 ? 0 : 1)].id() +
         " faulted (`kgate check` runs each kernel in worker processes and goes on in a fresh one)");
 
   if (report.correctness.reference_errors > 0)
@@ -344,12 +358,13 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
         " cases could not be judged: the op's reference failed on them (fix the op file " + op.origin +
         "); first: " + first_reference_error);
 
-  // A worker that goes on after a fault judges its cases only: the kernel has failed already.
-  const bool resumed = options.resume_at > 0;
+  // A worker that goes on after a kernel's fault judges its cases only: the kernel has failed
+  // already. After the reference's faults alone, the behaviour checks and the timing follow here.
+  const bool resumed = options.resume_at > 0 && options.resumed_after_failure;
   if (options.behaviour_checks && report.correctness.failed == 0 && !runner.context_lost() && !resumed)
-    run_behaviour_checks(runner, kernel, op, cases, options, report);
+    run_behaviour_checks(runner, kernel, op, judged, options, report);
   if (options.null_calibration_cases > 0 && !runner.context_lost() && !resumed)
-    run_null_calibration(runner, kernel, op, cases, options, report);
+    run_null_calibration(runner, kernel, op, judged, options, report);
 
   const double fragile_margin = settings.fragile_margin.value_or(kDefaultFragileMargin);
   if (report.correctness.failed == 0 && report.correctness.worst_margin > fragile_margin)
@@ -359,7 +374,7 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
         "; closest case: " + closest_repro + "; `kgate sweep " + (kernel.package ? "'" + kernel.source + "'" : "--kernel " + kernel.name) +
         "` shows the margin per dtype and the tightest tolerance that passes");
   // A resumed worker sees only the cases after a fault: its counts say nothing of the whole run.
-  if (kernel.accepts && !cases.empty() && !runner.context_lost() && !resumed) {
+  if (kernel.accepts && !cases.empty() && !runner.context_lost() && options.resume_at == 0) {
     if (report.correctness.fallback == 0)
       report.correctness.warnings.push_back("no case fell outside the guard of '" + kernel.name +
                                             "': the fallback side was not tested");
@@ -418,8 +433,9 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
     } else {
       report.correctness.minimal = *first;
     }
-  } else if (resumed) {
-    // No timing: the faults before this worker failed the kernel.
+  } else if (resumed || runner.context_lost()) {
+    // No timing: the faults before this worker failed the kernel, or the reference's fault left
+    // this worker's context unusable (the next worker times it).
   } else if (options.speed && !kernel.timed) {
     report.correctness.warnings.push_back("'" + kernel.name + "' " + kTwinNotTimed);
   } else if (options.speed) {

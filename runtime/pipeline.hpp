@@ -72,6 +72,12 @@ struct CheckOptions {
   /// A fresh worker going on after a fault: the first `resume_at` cases of the kernel's case list
   /// are skipped (they ran in the workers before).
   int64_t resume_at = 0;
+  /// The workers before this one failed the kernel (a fault of its own): this one judges its cases
+  /// only. After the reference's faults alone it goes on to the behaviour checks and the timing.
+  bool resumed_after_failure = false;
+  /// Index of a case whose reference faulted on its layout in the worker before: its references
+  /// run on contiguous copies from the start (-1: none).
+  int64_t reference_copies_at = -1;
   /// Speed comparisons in the whole run (their p-values are Holm-corrected together); sizes the
   /// fewest blocks a comparison runs (speed::min_blocks_to_decide). 0: this kernel's own.
   int64_t run_comparisons = 0;

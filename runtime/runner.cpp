@@ -354,17 +354,26 @@ struct MemorySlots {
 // and the device is still sound, runs it again on contiguous copies and sets `note` to the first
 // failure. A fault, or a failure on plain inputs, is rethrown: that is the reference's error.
 Tensors run_reference_on_copies_if_it_fails(const std::function<Tensors(const Tensors&)>& run, const Tensors& in,
-                                            bool cuda, std::string& note) {
+                                            bool cuda, std::string& note, bool copies_first = false) {
+  bool views = false;
+  for (const auto& t : in) views |= !t.is_contiguous() || t.storage_offset() != 0;
+  // Fresh copies, not contiguous(): an offset view is contiguous, and would come back as itself.
+  const auto copies_of = [](const Tensors& from) {
+    Tensors copies;
+    for (const auto& t : from) copies.push_back(t.clone(at::MemoryFormat::Contiguous));
+    return copies;
+  };
+  if (copies_first && views) {
+    const Tensors copies = copies_of(in);
+    note = "the reference faulted on this layout in an earlier worker and ran on contiguous copies";
+    return run(copies);
+  }
   try {
     return run(in);
   } catch (const std::exception& e) {
     if (cuda && cudaDeviceSynchronize() != cudaSuccess) throw;
-    bool views = false;
-    for (const auto& t : in) views |= !t.is_contiguous() || t.storage_offset() != 0;
     if (!views) throw;
-    Tensors copies;
-    for (const auto& t : in) copies.push_back(t.contiguous());
-    Tensors out = run(copies);
+    Tensors out = run(copies_of(in));
     const std::string what = e.what();
     note = "the reference failed on this layout (" + what.substr(0, std::min(what.find('\n'), size_t{200})) +
            ") and ran on contiguous copies";
@@ -385,7 +394,7 @@ bool judge_outputs(const OpSignature& op, const OpReference& ref, const Case& c,
                    const Attributes& attrs, const Tensors& ref_inputs, const Tensors& outputs, DeviceScalars& q,
                    const MemorySlots& memory, std::optional<uint64_t> poison, bool floating_prefilled,
                    at::Device device, const std::vector<double>& sweep_rtols, CaseResult& result,
-                   bool with_oracle = true) {
+                   bool with_oracle = true, bool references_on_copies = false) {
   // The references first: an op file's reference that fails is the op file's problem, reported
   // as such for this case and never blamed on the kernel.
   Tensors expected, oracle, magnitude;
@@ -398,7 +407,7 @@ bool judge_outputs(const OpSignature& op, const OpReference& ref, const Case& c,
   // copies judges from the copies, and the verdict says so. A fault is not retried.
   std::string layout_note;
   auto on_copies_if_it_fails = [&](const std::function<Tensors(const Tensors&)>& run, const Tensors& in) {
-    return run_reference_on_copies_if_it_fails(run, in, device.is_cuda(), layout_note);
+    return run_reference_on_copies_if_it_fails(run, in, device.is_cuda(), layout_note, references_on_copies);
   };
   try {
     expected = on_copies_if_it_fails([&](const Tensors& in) { return ref.eager(in, attrs); }, ref_inputs);
@@ -643,6 +652,7 @@ struct Runner::Impl {
   at::Device device{at::kCPU};
   bool context_lost = false;
   std::string lost_reason;
+  bool references_on_copies = false;  // Runner::set_references_on_copies
   std::unique_ptr<cuda::LaunchTimer> timer;
   std::string timer_note;
   std::unique_ptr<cuda::L2Flusher> flusher;
@@ -746,7 +756,7 @@ struct Runner::Impl {
             sync();  // an asynchronous fault of the reference surfaces here, as the reference's
             return r;
           },
-          inputs, backend == Backend::cuda, fallback_note);
+          inputs, backend == Backend::cuda, fallback_note, references_on_copies);
       if (!fallback_note.empty()) fallback_note += ": deployed code that falls back fails here";
       return out;
     } catch (const std::exception& e) {
@@ -814,6 +824,8 @@ Runner::~Runner() = default;
 
 Backend Runner::backend() const { return impl_->backend; }
 bool Runner::context_lost() const { return impl_->context_lost; }
+
+void Runner::set_references_on_copies(bool on) { impl_->references_on_copies = on; }
 
 RunnerEnvironment Runner::environment() const {
   RunnerEnvironment env;
@@ -944,6 +956,7 @@ CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c, const cor
       return result;
     }
   }
+  bool kernel_done = false;  // launched, and finished without a fault
   try {
     const Tensors inputs = case_inputs(ref, c, op, impl_->device);
     // An input written in place (an output's alias) is the kernel's output buffer; the references
@@ -970,6 +983,9 @@ CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c, const cor
     try {
       refusal = impl_->refusal(kernel, inputs, outputs, attrs);
       result.fallback = impl_->launch(kernel, inputs, outputs, attrs);
+      // The whole device, not the stream alone: the kernel's work on any stream is done, and its
+      // asynchronous faults surface here, as its own, before any reference runs.
+      if (impl_->backend == Backend::cuda) KGATE_CUDA_CALL(cudaDeviceSynchronize());
       impl_->sync();
     } catch (const ReferenceError& e) {
       // The fallback's reference failed: the op's problem, never the kernel's.
@@ -978,8 +994,10 @@ CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c, const cor
       result.fallback = true;
       result.message = std::string("reference error (the op's, not the kernel's): ") + e.what();
       return result;
-    } catch (const Error& e) {
+    } catch (const std::exception& e) {
       // A device fault (illegal address, trap) leaves the context unusable: say so for the rest.
+      // Whatever call noticed it (kgate's synchronize, or an ATen call in the kernel's own host
+      // code, as a torch custom op makes: c10::Error), the fault is this case's.
       const std::string what = e.what();
       if (impl_->backend == Backend::cuda && cudaDeviceSynchronize() != cudaSuccess) {
         cudaGetLastError();
@@ -997,6 +1015,8 @@ CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c, const cor
                            : "kernel '" + kernel.name + "' failed to run: " + what;
       return result;
     }
+
+    kernel_done = true;
 
     // Everything below is queued on the device and read back at once (DeviceScalars). The inputs
     // and guard bands are checked whole, before a huge case is cut to its slices.
@@ -1016,7 +1036,7 @@ CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c, const cor
     MemorySlots memory{std::move(inputs_changed), std::move(guards_ok), std::move(whole_unwritten)};
     const std::optional<uint64_t> poison = derive_seed(impl_->poison_salt ^ c.seed, "poison", 0);
     if (!judge_outputs(op, ref, c, rule, attrs, ref_inputs, outputs, q, memory, poison, impl_->prefill_outputs,
-                       impl_->device, sweep_rtols, result)) {
+                       impl_->device, sweep_rtols, result, true, impl_->references_on_copies)) {
       // A reference that faulted leaves the context unusable: the later cases say so (not run)
       // instead of blaming their kernels for it.
       if (impl_->backend == Backend::cuda && cudaDeviceSynchronize() != cudaSuccess) {
@@ -1035,15 +1055,34 @@ CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c, const cor
       result.message = result.message.empty() ? note : note + "; " + result.message;
     }
     return result;
-  } catch (const Error& e) {
-    result.outcome = Outcome::failed;
-    result.rule = "error";
-    result.message = e.what();
-    return result;
   } catch (const std::exception& e) {
+    // An asynchronous fault can surface in any later call (the caching allocator, a copy, a
+    // synchronize). Before the launch it is this case's kernel's (the last case ended with the
+    // device sound); after the kernel finished (a device-wide synchronize), the references'.
+    const cudaError_t rc = impl_->backend == Backend::cuda && !impl_->context_lost ? cudaDeviceSynchronize() : cudaSuccess;
+    if (rc != cudaSuccess) {
+      cudaGetLastError();
+      impl_->context_lost = true;
+      const std::string what = std::string(cudaGetErrorName(rc)) + " (" + cudaGetErrorString(rc) +
+                               "), first seen as: " + cuda::api_error_summary(e.what());
+      if (kernel_done) {
+        impl_->lost_reason = "the CUDA context was lost when the reference of op '" + c.op + "' faulted on case " + c.id();
+        result.outcome = Outcome::invalid;
+        result.rule = "reference_error";
+        result.message = "reference error (the op's, not the kernel's): the reference faulted on the GPU after kernel '" +
+                         kernel.name + "' finished: " + what + "; the CUDA context is lost";
+      } else {
+        impl_->lost_reason = "the CUDA context was lost after kernel '" + kernel.name + "' faulted on case " + c.id();
+        result.outcome = Outcome::failed;
+        result.rule = "fault";
+        result.message = "kernel '" + kernel.name + "' (" + kernel.source + ") faulted on the GPU: " + what +
+                         "; the CUDA context is lost";
+      }
+      return result;
+    }
     result.outcome = Outcome::failed;
     result.rule = "error";
-    result.message = std::string("case could not be run: ") + e.what();
+    result.message = dynamic_cast<const Error*>(&e) ? std::string(e.what()) : std::string("case could not be run: ") + e.what();
     return result;
   }
 }

@@ -87,6 +87,11 @@ class Runner {
   /// True once a device fault has made the CUDA context unusable.
   bool context_lost() const;
 
+  /// While set, check_case runs the op's references (and a fallback's) on contiguous copies of
+  /// the inputs from the start: for a case whose reference faulted on its view in an earlier
+  /// worker (a fault cannot be retried in the context it ended).
+  void set_references_on_copies(bool on);
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;

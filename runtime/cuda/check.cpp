@@ -22,7 +22,7 @@ std::string format_api_error(const char* file, int line, const char* call, const
 std::string api_error_summary(const std::string& message) {
   static const std::string marker = "` failed: ";
   const auto pos = message.rfind(marker);
-  if (pos == std::string::npos) return message;
+  if (pos == std::string::npos) return message.substr(0, message.find('\n'));  // (ATen's: its first line)
   std::string out = message.substr(pos + marker.size());
   if (auto nl = out.find('\n'); nl != std::string::npos) out.erase(nl);
   return out;

@@ -14,7 +14,8 @@ std::string format_api_error(const char* file, int line, const char* call, const
                              const std::string& description, const std::string& extra = {});
 
 /// The error of a message from format_api_error, without kgate's file, line and call:
-/// "cudaErrorLaunchFailure (unspecified launch failure)". Other text comes back unchanged.
+/// "cudaErrorLaunchFailure (unspecified launch failure)". Other text comes back to its first line
+/// (ATen's "CUDA error: misaligned address", without its advice on CUDA_LAUNCH_BLOCKING).
 std::string api_error_summary(const std::string& message);
 
 /// Throws ErrorKind::device with the formatted message. Clears the runtime's sticky last error.

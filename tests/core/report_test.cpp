@@ -216,6 +216,28 @@ TEST(Report, PhaseTimesSurviveTheRoundTripAndTimeTheJunitCases) {
   EXPECT_NE(os.str().find("time=\"6.250\""), std::string::npos) << os.str();
 }
 
+TEST(Report, KernelAndReferenceFaultsAreListedApart) {
+  RunReport r = sample_report();
+  auto& c = r.kernels[0].correctness;
+  c.faulted = {"softmax:f32:B=3,N=5:contiguous:normal:0000000000000001"};
+  c.reference_faulted = {"softmax:f32:B=2,N=7:padded:normal:0000000000000002"};
+  c.not_run = 4;
+  c.resume_at = 9;
+  c.reference_copies_at = 9;
+  const nlohmann::json j = to_json(r);
+  EXPECT_EQ(j["kernels"][0]["correctness"]["reference_faulted"].size(), 1u) << j.dump();
+  const RunReport back = report_from_json(nlohmann::json::parse(j.dump()));
+  EXPECT_EQ(back.kernels[0].correctness.faulted, c.faulted);
+  EXPECT_EQ(back.kernels[0].correctness.reference_faulted, c.reference_faulted);
+  EXPECT_EQ(back.kernels[0].correctness.reference_copies_at, 9);
+  // Without faults of the reference, neither field is written, and a reader gets none.
+  c.reference_faulted.clear();
+  c.not_run = 0;
+  const RunReport plain = report_from_json(to_json(r));
+  EXPECT_FALSE(to_json(r)["kernels"][0]["correctness"].contains("reference_faulted"));
+  EXPECT_EQ(plain.kernels[0].correctness.reference_copies_at, -1);
+}
+
 TEST(Report, TheCorrectnessCellCountsWhatItSays) {
   KernelReport k;
   k.correctness.cases = 64;

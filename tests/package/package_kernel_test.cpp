@@ -799,6 +799,10 @@ TEST(CudaCheck, ErrorSummaryDropsKgatesOwnLocation) {
       "cudaErrorLaunchFailure", "unspecified launch failure", "more detail");
   EXPECT_EQ(cuda::api_error_summary(what), "cudaErrorLaunchFailure (unspecified launch failure)");
   EXPECT_EQ(cuda::api_error_summary("plain words"), "plain words");
+  // ATen's message for an error that surfaced in one of its calls: the error, not the advice.
+  EXPECT_EQ(cuda::api_error_summary("CUDA error: misaligned address\nCUDA kernel errors might be "
+                                    "asynchronously reported at some other API call"),
+            "CUDA error: misaligned address");
 }
 
 }  // namespace

@@ -7,6 +7,9 @@
 //   softmax_snoop_out    reads the file $KGATE_TEST_SNOOP_FILE names, or the environment of its parent
 //                        (kgate): wrong (all zeros) when it can, right when the worker sandbox stops it
 //   softmax_renamed      a schema whose argument (q) maps onto nothing without an explicit mapping
+//   softmax_faults_late_out  wrong on purpose (1% too large) on calls of under 4096 elements; CUDA:
+//                        from 2^18 elements on, a kernel of its own reads a misaligned address, and
+//                        the fault surfaces in ATen (a later .item()) as a c10::Error, not in kgate
 #include <ATen/ATen.h>
 #include <c10/cuda/CUDAStream.h>
 #include <torch/library.h>
@@ -23,6 +26,7 @@
 void kgate_test_launch_fused_add_rms_norm(int dtype, const void* x, void* residual, const void* weight, void* y,
                                           int64_t rows, int64_t n, float eps, int64_t x_row, int64_t r_row,
                                           int64_t y_row, cudaStream_t stream);
+void kgate_test_launch_misaligned_read(void* p, cudaStream_t stream);
 
 namespace {
 
@@ -69,6 +73,16 @@ at::Tensor& softmax_snoop_out(const at::Tensor& x, int64_t dim, at::Tensor& out)
 
 at::Tensor softmax_renamed(const at::Tensor& q, int64_t dim) { return at::softmax(q, dim); }
 
+at::Tensor& softmax_faults_late_out(const at::Tensor& x, int64_t dim, at::Tensor& out) {
+  if (x.numel() < 4096) return out.copy_(at::softmax(x, dim) * 1.01);
+  out.copy_(at::softmax(x, dim));
+  if (x.is_cuda() && x.numel() >= (int64_t{1} << 18)) {
+    kgate_test_launch_misaligned_read(out.data_ptr(), c10::cuda::getCurrentCUDAStream().stream());
+    (void)out.sum().item<double>();  // the fault surfaces here, inside ATen
+  }
+  return out;
+}
+
 }  // namespace
 
 TORCH_LIBRARY(kgate_test, m) {
@@ -77,6 +91,7 @@ TORCH_LIBRARY(kgate_test, m) {
   m.def("softmax_tail_out(Tensor x, int dim, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("softmax_snoop_out(Tensor x, int dim, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("softmax_renamed(Tensor q, int dim) -> Tensor");
+  m.def("softmax_faults_late_out(Tensor x, int dim, *, Tensor(a!) out) -> Tensor(a!)");
 }
 
 TORCH_LIBRARY_IMPL(kgate_test, CPU, m) { m.impl("fused_add_rms_norm", fused_add_rms_norm_aten); }
@@ -86,4 +101,5 @@ TORCH_LIBRARY_IMPL(kgate_test, CompositeExplicitAutograd, m) {
   m.impl("softmax_tail_out", softmax_tail_out);
   m.impl("softmax_snoop_out", softmax_snoop_out);
   m.impl("softmax_renamed", softmax_renamed);
+  m.impl("softmax_faults_late_out", softmax_faults_late_out);
 }

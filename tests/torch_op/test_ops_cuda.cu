@@ -29,3 +29,17 @@ void kgate_test_launch_fused_add_rms_norm(int dtype, const void* x, void* residu
           static_cast<__nv_bfloat16*>(residual), n, eps, x_row, r_row, y_row, r_row);
   }
 }
+
+namespace {
+
+// Reads a 4-byte word one byte past an aligned address: the GPU faults with "misaligned address".
+__global__ void misaligned_read(unsigned char* p) {
+  const int v = *reinterpret_cast<const volatile int*>(p + 1);
+  if (v == 0x5a5a5a5a) p[0] = 0;  // keeps the load
+}
+
+}  // namespace
+
+void kgate_test_launch_misaligned_read(void* p, cudaStream_t stream) {
+  misaligned_read<<<1, 1, 0, stream>>>(static_cast<unsigned char*>(p));
+}
