@@ -60,7 +60,7 @@ else
   python3 -m pip install --quiet --disable-pip-version-check "$TORCH_SPEC" \
     || die "pip install $TORCH_SPEC failed (set KGATE_TORCH_SPEC, or pass -DTorch_DIR to CMake)"
 fi
-# PyYAML: the tests of the workflow and of the README's CI examples parse YAML.
+# PyYAML: the tests of the workflow and of docs/ci.md's CI examples parse YAML.
 if ! python3 -c 'import yaml' > /dev/null 2>&1; then
   step "installing PyYAML from the Python package index (the CI-example tests read YAML)"
   python3 -m pip install --quiet --disable-pip-version-check pyyaml \

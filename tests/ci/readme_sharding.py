@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Runs the README's sharding example (the GitHub Actions YAML under "Many runners") as written.
+"""Runs docs/ci.md's sharding example (the GitHub Actions YAML under "Many runners") as written.
 
 Each job's steps run in order in a workspace of their own, under stub GitHub variables: a
 `${{ matrix.shard }}` per matrix value, `if:` conditions as GitHub reads them, `actions/checkout`
@@ -22,10 +22,10 @@ import sys
 import yaml
 
 src, build, out = (os.path.abspath(a) for a in sys.argv[1:4])
-readme = open(os.path.join(src, "README.md"), encoding="utf-8").read()
-block = re.search(r"\*\*Many runners\.\*\*.*?```yaml\n(.*?)```", readme, re.S)
+page = open(os.path.join(src, "docs", "ci.md"), encoding="utf-8").read()
+block = re.search(r"\*\*Many runners\.\*\*.*?```yaml\n(.*?)```", page, re.S)
 if not block:
-    sys.exit("FAIL: README.md has no ```yaml block after **Many runners.**")
+    sys.exit("FAIL: docs/ci.md has no ```yaml block after **Many runners.**")
 jobs = yaml.safe_load(block.group(1))
 assert set(jobs) == {"gate", "report"}, f"jobs: {sorted(jobs)}"
 

@@ -273,7 +273,7 @@ TEST_F(PackageKernelTest, GuardViolationMessages) {
   EXPECT_EQ(why(DType::bf16, 4, 7, Layout::strided, 3), "dtype bf16 is not in guard.dtypes [f32, f16]");
   EXPECT_EQ(guard_violation(manifest, DType::f32, {{"B", 4}}, Layout::contiguous, 2), "symbol N has no value");
 
-  // The example package: the N limit of the README.
+  // The example package: the N limit of docs/packages.md.
   const auto example = load_manifest(kExample, testing::catalogue_options());
   EXPECT_EQ(guard_violation(example, DType::f32, {{"B", 1}, {"N", 300000}}, Layout::contiguous, 2),
             "N=300000 is above guard.shapes.N.max=262144");
