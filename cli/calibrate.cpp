@@ -15,6 +15,7 @@
 #include <optional>
 #include <nlohmann/json.hpp>
 
+#include "cli/commands.hpp"
 #include "cli/output.hpp"
 #include "cli/worker.hpp"
 #include "core/error.hpp"
@@ -338,20 +339,7 @@ int run_calibrate(const CalibrateArgs& args) {
   const Backend backend = choose_backend(args, &skip);
   if (skip) return *skip;
 
-  std::vector<const KernelInfo*> selected;
-  if (args.kernels.empty()) {
-    for (const auto& k : registered_kernels())
-      if (k.backend == backend && !k.mutant) selected.push_back(&k);
-  } else {
-    for (const auto& name : args.kernels) {
-      const auto& k = find_kernel(name);
-      if (k.backend != backend)
-        throw_usage("kernel '" + name + "' runs on the " + backend_name(k.backend) +
-                    " backend, not " + backend_name(backend) + " (pass --backend " +
-                    backend_name(k.backend) + ")");
-      selected.push_back(&k);
-    }
-  }
+  std::vector<const KernelInfo*> selected = select_kernels(args.kernels, backend);
   if (selected.empty())
     throw_usage(std::string("no kernels to calibrate on the ") + backend_name(backend) +
                 " backend");

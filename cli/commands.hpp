@@ -1,4 +1,6 @@
-// The kgate verbs. Each returns the process exit code; main() maps exceptions to exit codes.
+// The kgate verbs, one file each (check.cpp, list.cpp, replay.cpp, validate.cpp, pack.cpp, merge.cpp,
+// compare.cpp, calibrate.cpp, sweep.cpp) and what they share (selection.cpp). Each returns the process
+// exit code; main() maps exceptions to exit codes.
 #pragma once
 
 #include <cstdint>
@@ -7,6 +9,7 @@
 #include <vector>
 
 #include "runtime/package/manifest.hpp"
+#include "runtime/package/validate.hpp"
 #include "runtime/pipeline.hpp"
 
 namespace kgate::cli {
@@ -28,8 +31,22 @@ std::optional<LoadedPackage> load_package(const std::string& dir, const std::str
 void check_unique_package_names(const std::vector<std::string>& dirs,
                                 const std::vector<LoadedPackage>& packages);
 
+/// Every package of `dirs` loaded for `arch` (empty: the GPU's, else sm_90) and named apart;
+/// nullopt when one is invalid (its problems printed): the verb exits 4.
+std::optional<std::vector<LoadedPackage>> load_packages(const std::vector<std::string>& dirs, const std::string& arch,
+                                                        bool have_device, bool quiet);
+
+/// The in-tree kernels a verb runs on `backend`: those `names` names, each of that backend (a
+/// usage error says which backend it needs), or, with no names, every kernel of the backend but
+/// mutants and controls.
+std::vector<const KernelInfo*> select_kernels(const std::vector<std::string>& names, Backend backend);
+
 /// sm_XY of device 0.
 std::string device_arch();
+
+/// What `kgate validate` and a loaded package check a manifest with: NVRTC for `arch`, the op
+/// catalogue and op files.
+package::ValidateOptions validate_options(const std::string& arch);
 
 /// The check options of a package: cases on both sides of every guard boundary, the captured
 /// variants, and generated cases moved inside the guard (so that every value family reaches the

@@ -1,5 +1,5 @@
 // kgate: regression tester for optimized GPU kernels. Argument parsing (CLI11) and the mapping of
-// errors to exit codes; the verbs live in commands.cpp.
+// errors to exit codes; the verbs live in one file each (commands.hpp lists them).
 #include <CLI/CLI.hpp>
 
 #include <cstdio>

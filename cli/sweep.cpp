@@ -462,13 +462,9 @@ int run_sweep(SweepArgs& args) {
   const bool have_device = cuda::device_available(&why);
   std::vector<LoadedPackage> packages;
   if (!args.packages.empty()) {
-    const std::string arch = !args.arch.empty() ? args.arch : have_device ? device_arch() : "sm_90";
-    for (const auto& dir : args.packages) {
-      auto p = load_package(dir, arch, args.quiet);
-      if (!p) return static_cast<int>(ExitCode::usage);
-      packages.push_back(std::move(*p));
-    }
-    check_unique_package_names(args.packages, packages);
+    auto loaded = load_packages(args.packages, args.arch, have_device, args.quiet);
+    if (!loaded) return static_cast<int>(ExitCode::usage);
+    packages = std::move(*loaded);
   }
   Backend backend;
   if (!packages.empty() || args.backend == "cuda") {
@@ -489,17 +485,8 @@ int run_sweep(SweepArgs& args) {
   }
 
   std::vector<Target> targets;
-  if (args.kernels.empty() && packages.empty()) {
-    for (const auto& k : registered_kernels())
-      if (k.backend == backend && !k.mutant) targets.push_back({&k, opt});
-  }
-  for (const auto& name : args.kernels) {
-    const auto& k = find_kernel(name);
-    if (k.backend != backend)
-      throw_usage("kernel '" + name + "' runs on the " + backend_name(k.backend) + " backend, not " +
-                  backend_name(backend) + " (pass --backend " + backend_name(k.backend) + ")");
-    targets.push_back({&k, opt});
-  }
+  if (!args.kernels.empty() || packages.empty())
+    for (const KernelInfo* k : select_kernels(args.kernels, backend)) targets.push_back({k, opt});
   for (const auto& p : packages) targets.push_back({&p.kernel, package_options(opt, p)});
   if (targets.empty()) throw_usage(std::string("no kernels to sweep on the ") + backend_name(backend) + " backend");
 

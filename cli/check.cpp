@@ -1,5 +1,6 @@
-// The kgate verbs: list, check (in-tree kernels and exported packages, optionally against a baseline
-// package), replay, validate, compare.
+// kgate check: every selected kernel and package in worker processes (a fault, crash or hang fails
+// that kernel alone; a fresh worker goes on after a fault), shrinking faults and --sanitize in
+// fresh workers, several GPUs, and the reports.
 #include "cli/commands.hpp"
 
 #include <fcntl.h>
@@ -11,12 +12,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
-#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <iterator>
-#include <map>
 #include <mutex>
 #include <memory>
 #include <optional>
@@ -25,18 +23,17 @@
 #include <thread>
 
 #include "cli/output.hpp"
+#include "cli/progress.hpp"
+#include "cli/report_files.hpp"
 #include "cli/sanitize.hpp"
 #include "cli/worker.hpp"
 #include "core/error.hpp"
 #include "core/report_text.hpp"
-#include "core/html_report.hpp"
-#include "core/rng.hpp"
 #include "core/safe_text.hpp"
 #include "core/safetensors.hpp"
 #include "gates/props/shrink.hpp"
 #include "references/catalogue.hpp"
 #include "runtime/cuda/device.hpp"
-#include "runtime/package/pack.hpp"
 #include "runtime/package/package_kernel.hpp"
 #include "runtime/package/validate.hpp"
 #include "runtime/torch_op.hpp"
@@ -46,276 +43,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string env(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? v : "";
-}
-
-std::string fmt(const char* spec, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, spec, v);
-  return buf;
-}
-
-std::string git_sha() {
-  if (!env("GITHUB_SHA").empty()) return env("GITHUB_SHA");
-  FILE* p = popen("git rev-parse HEAD 2>/dev/null", "r");  // fixed command, no user input
-  if (!p) return "";
-  char buf[64] = {0};
-  const bool ok = std::fgets(buf, sizeof buf, p) != nullptr;
-  pclose(p);
-  std::string s = ok ? buf : "";
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
-  return s;
-}
-
-/// The slowest measured comparison of `k` against `baseline` (nullptr: none).
-const SpeedComparison* worst_against(const KernelReport& k, const std::string& baseline) {
-  const SpeedComparison* worst = nullptr;
-  for (const auto& s : k.speed)
-    if (s.baseline == baseline && s.decision != Outcome::skipped && (!worst || s.ratio > worst->ratio)) worst = &s;
-  if (!worst)  // every comparison skipped: show one of them
-    for (const auto& s : k.speed)
-      if (s.baseline == baseline) return &s;
-  return worst;
-}
-
-std::string speed_cell(const KernelReport& k) {
-  const SpeedComparison* worst = worst_against(k, "eager");
-  if (!worst) return "-";
-  return speed_words(worst->ratio) + ", " + outcome_name(worst->decision);
-}
-
-std::string speedup_text(const std::optional<double>& v) { return v ? speedup_words(*v) : "-"; }
-
-void print_table(const RunReport& report) {
-  std::vector<std::vector<std::string>> rows = {{"kernel", "op", "backend", "correctness", "margin", "speed vs eager (worst)"}};
-  for (const auto& k : report.kernels)
-    rows.push_back({k.name, k.op, k.backend, correctness_cell(k), fmt("%.3f", k.correctness.worst_margin), speed_cell(k)});
-  const auto widths = column_widths(rows);
-  std::printf("\n%s\n", aligned_row(rows.front(), widths).c_str());
-  size_t row = 0;
-  for (const auto& k : report.kernels) {
-    std::printf("%s\n", aligned_row(rows[++row], widths).c_str());
-    if (k.correctness.fallback > 0)
-      std::printf("  %s: %lld of %lld cases outside its guard ran the reference (fallback)\n", k.name.c_str(),
-                  static_cast<long long>(k.correctness.fallback), static_cast<long long>(k.correctness.cases));
-    for (const auto& r : k.correctness.captured)
-      std::printf("  %s: captured inputs %s: %s%s\n", k.name.c_str(), inline_untrusted(r.kcase.captured).c_str(),
-                  outcome_name(r.outcome),
-                  r.outcome == Outcome::passed ? fmt(" (margin %.3f)", r.margin).c_str()
-                                               : (" [" + r.rule + "] " + inline_untrusted(r.message, 300)).c_str());
-    if (!k.baseline.empty()) {
-      std::string line = "  " + k.name + " vs baseline " + k.baseline + ":";
-      if (k.baseline_correctness)
-        line += " baseline correctness " + std::to_string(k.baseline_correctness->passed) + "/" +
-                std::to_string(k.baseline_correctness->cases) + ";";
-      const SpeedComparison* worst = worst_against(k, k.baseline);
-      line += worst ? " speed (worst) " + speed_words(worst->ratio) + ", " + outcome_name(worst->decision)
-                    : std::string(" speed not measured");
-      std::printf("%s\n", line.c_str());
-    }
-    if (k.workload_variants > 0) {
-      std::string line = "  " + k.name + " workload (" + std::to_string(k.workload_variants) + " variants, " +
-                         std::to_string(k.workload_calls) + " calls): " +
-                         speedup_text(k.workload_speedup_vs_eager) + " than eager";
-      if (!k.baseline.empty()) line += ", " + speedup_text(k.workload_speedup_vs_baseline) + " than " + k.baseline;
-      std::printf("%s\n", line.c_str());
-    }
-  }
-  for (const auto& k : report.kernels) {
-    for (const auto& s : k.speed) {
-      if (s.decision == Outcome::unchanged || s.decision == Outcome::skipped || s.blocks == 0) {
-        // Not timed: no figures, the note says why.
-        std::printf("  %s %s: %s — %s\n", k.name.c_str(), s.kcase.id().c_str(), outcome_name(s.decision), s.note.c_str());
-        continue;
-      }
-      std::printf("  %s %s: %s than %s (time ratio %.3f [%.3f, %.3f]; %.1f us vs %.1f us, %lld blocks, %s) %s%s\n",
-                  k.name.c_str(), s.kcase.id().c_str(), speed_words(s.ratio).c_str(), s.baseline.c_str(), s.ratio,
-                  s.ratio_lower, s.ratio_upper, s.candidate_median_ns / 1e3, s.baseline_median_ns / 1e3,
-                  static_cast<long long>(s.blocks), s.timer.c_str(), outcome_name(s.decision),
-                  s.note.empty() ? "" : (" — " + s.note).c_str());
-    }
-    if (k.correctness.minimal) {
-      const auto& m = *k.correctness.minimal;
-      std::printf("\nFAILED %s: %s\n  minimal case: %s\n  repro: %s\n", k.name.c_str(), m.message.c_str(),
-                  m.kcase.id().c_str(), m.repro.c_str());
-    }
-    if (!k.message.empty() && k.outcome != Outcome::passed) std::printf("  %s: %s\n", k.name.c_str(), k.message.c_str());
-  }
-  std::string twins;  // one line for all of them
-  for (const auto& k : report.kernels)
-    for (const auto& w : k.correctness.warnings) {
-      if (w.find(kTwinNotTimed) != std::string::npos)
-        twins += (twins.empty() ? "" : ", ") + k.name;
-      else
-        std::printf("  warning (%s): %s\n", k.name.c_str(), w.c_str());
-    }
-  if (!twins.empty())
-    std::printf("  not timed (correctness twins for the mutant suite, not deployment candidates): %s\n", twins.c_str());
-}
-
-RunReport load_report(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) throw_usage("cannot read " + path + ": no such file, or not readable");
-  nlohmann::json j;
-  try {
-    f >> j;
-  } catch (const std::exception& e) {
-    throw_usage(path + ": not valid JSON: " + e.what());
-  }
-  try {
-    return report_from_json(j);
-  } catch (const Error& e) {
-    throw_usage(path + ": " + e.what());
-  }
-}
-
-/// report.json, junit.xml, summary.md and report.html under `out`, each written whole.
-void write_report_files(const RunReport& report, const fs::path& out) {
-  write_file_atomically(out / "report.json", to_json(report).dump(2) + "\n");
-  std::ostringstream junit, md;
-  write_junit(junit, report);
-  write_markdown(md, report);
-  write_file_atomically(out / "junit.xml", junit.str());
-  write_file_atomically(out / "summary.md", md.str());
-  write_file_atomically(out / "report.html", render_html(report));
-}
-
-/// The end of a run (kgate check, kgate merge): the multiple-comparison correction over every
-/// comparison, the reports, the table, GitHub annotations and step summary; returns the exit code.
-int conclude(RunReport& report, const std::string& out_dir, bool inconclusive_fails) {
-  // The policy every writer follows (JUnit, the summary, the annotations agree with the exit code).
-  report.meta.config["inconclusive_fails"] = inconclusive_fails;
-  adjust_speed_decisions(report.kernels);
-  write_report_files(report, out_dir);
-  print_table(report);
-  if (!env("GITHUB_ACTIONS").empty()) write_github_annotations(std::cout, report);
-  if (!env("GITHUB_STEP_SUMMARY").empty()) {
-    std::ofstream summary(env("GITHUB_STEP_SUMMARY"), std::ios::app);
-    write_markdown(summary, report);
-  }
-  if (!report.google_benchmark.empty()) {
-    size_t entries = 0;
-    for (const auto& g : report.google_benchmark) entries += g.benchmarks.size();
-    std::printf("\ngoogle benchmark: %zu file(s), %zu entries kept in report.json (informational)\n",
-                report.google_benchmark.size(), entries);
-  }
-  const auto code = report.exit_code(inconclusive_fails);
-  std::printf("\nreports: %s/report.json, junit.xml, summary.md, report.html — exit %d\n", out_dir.c_str(),
-              static_cast<int>(code));
-  return static_cast<int>(code);
-}
-
 // Workers per kernel: the first, and one more after each fault.
 constexpr int kMaxFaultRestarts = 16;
 // Shrink candidates of a faulting case, each tried in a fresh worker (a few seconds each).
 constexpr int64_t kMaxFaultShrinkAttempts = 24;
-
-// A message on one line (the progress file holds one case per line).
-std::string one_line(std::string text) {
-  for (char& ch : text)
-    if (ch == '\n' || ch == '\r') ch = ' ';
-  if (text.size() > 2000) text.resize(2000);
-  return text;
-}
-
-// The per-case watchdog: follows a worker's progress file while it runs, and calls a correctness
-// case hung once it has run for max(floor, 20 x the slowest case so far), at most max(floor, 600 s).
-// Cases after the list (behaviour checks, timing) are bounded by --kernel-timeout alone.
-class CaseWatch {
- public:
-  CaseWatch(fs::path progress, double floor_s) : path_(std::move(progress)), floor_s_(floor_s) {}
-
-  std::optional<std::string> operator()() {
-    read_new_lines();
-    if (current_.empty()) return std::nullopt;
-    const double ran = seconds_since(started_);
-    const double bound = std::min(std::max(floor_s_, 20 * slowest_s_), std::max(floor_s_, 600.0));
-    if (ran <= bound) return std::nullopt;
-    char text[160];
-    std::snprintf(text, sizeof text, "case %s ran for %.0f s; a case may run %.0f s (max(--case-timeout %.0f s, ",
-                  current_.c_str(), ran, bound, floor_s_);
-    char tail[96];
-    std::snprintf(tail, sizeof tail, "20 x the slowest case so far, %.3g s), at most %.0f s)", slowest_s_,
-                  std::max(floor_s_, 600.0));
-    return std::string(text) + tail;
-  }
-
- private:
-  static double seconds_since(std::chrono::steady_clock::time_point t) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-  }
-  void read_new_lines() {
-    std::ifstream in(path_);
-    if (!in) return;
-    in.seekg(offset_);
-    std::string chunk((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    offset_ += static_cast<std::streamoff>(chunk.size());
-    pending_ += chunk;
-    for (size_t nl; (nl = pending_.find('\n')) != std::string::npos;) {
-      const std::string line = pending_.substr(0, nl);
-      pending_.erase(0, nl + 1);
-      std::istringstream f(line);
-      std::string kind, index, total, id;
-      f >> kind >> index >> total >> id;
-      if (kind == "start") {
-        current_ = id;
-        started_ = std::chrono::steady_clock::now();
-      } else if (kind == "end" || kind == "done") {
-        if (!current_.empty()) slowest_s_ = std::max(slowest_s_, seconds_since(started_));
-        current_.clear();
-      }
-    }
-  }
-
-  fs::path path_;
-  double floor_s_;
-  std::streamoff offset_ = 0;
-  std::string pending_, current_;
-  std::chrono::steady_clock::time_point started_;
-  double slowest_s_ = 0;
-};
-
-// What a worker noted of its correctness cases (its progress file): the cases it finished, the
-// one it started and did not finish, and whether it got to the end of the list.
-struct WorkerProgress {
-  struct Finished {
-    int64_t index = 0;
-    std::string id, outcome, rule, message;
-  };
-  std::vector<Finished> finished;
-  std::optional<int64_t> started;  // index of a case begun and never finished
-  std::string started_id;
-  int64_t total = 0;
-  bool done = false;
-};
-WorkerProgress read_progress(const fs::path& path) {
-  WorkerProgress p;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream f(line);
-    std::string kind;
-    f >> kind;
-    if (kind == "done") {
-      f >> p.total;
-      p.done = true;
-      p.started.reset();
-    } else if (kind == "start") {
-      int64_t index = 0;
-      if (f >> index >> p.total >> p.started_id) p.started = index;
-    } else if (kind == "end") {
-      WorkerProgress::Finished e;
-      if (!(f >> e.index >> p.total >> e.id >> e.outcome >> e.rule)) continue;
-      std::getline(f, e.message);
-      if (!e.message.empty() && e.message.front() == ' ') e.message.erase(0, 1);
-      p.finished.push_back(std::move(e));
-      p.started.reset();
-    }
-  }
-  return p;
-}
 
 // Folds the report of a worker that went on after a fault into the kernel's report so far.
 void merge_resumed(KernelReport& into, KernelReport part) {
@@ -478,49 +209,7 @@ void sanitize_in_workers(KernelReport& kr, const KernelInfo& k, const LoadedPack
                        std::to_string(with_errors) + " with errors (errors per case: " + said + ")");
 }
 
-package::ValidateOptions validate_options(const std::string& arch) {
-  package::ValidateOptions options;
-  options.compile_options.arch = arch;
-  options.check.find_op = [](const std::string& name) { return lookup_op(name); };
-  options.check.load_op_file = [](const std::string& path) { load_op_files(path); };
-  for (const auto& op : op_catalogue()) options.check.known_ops.push_back(op.name);
-  return options;
-}
-
 }  // namespace
-
-std::string device_arch() {
-  const auto info = cuda::device_info();
-  return "sm_" + std::to_string(info.sm_major) + std::to_string(info.sm_minor);
-}
-
-std::optional<LoadedPackage> load_package(const std::string& dir, const std::string& arch, bool quiet) {
-  const auto report = package::validate_package(dir, validate_options(arch));
-  if (!report.ok()) {
-    std::fprintf(stderr, "%s", package::format_problems(report.problems).c_str());
-    std::fprintf(stderr, "kgate: %zu problem(s) in %s\n", report.problems.size(), dir.c_str());
-    return std::nullopt;
-  }
-  if (!quiet) std::fprintf(stderr, "package %s: %s\n", dir.c_str(), package::format_summary(report).c_str());
-  LoadedPackage p;
-  p.manifest = report.manifest;
-  p.op = &find_op(report.manifest.op);
-  p.kernel = package::make_package_kernel(report.manifest, *report.compiled, *p.op);
-  return p;
-}
-
-void check_unique_package_names(const std::vector<std::string>& dirs,
-                                const std::vector<LoadedPackage>& packages) {
-  std::map<std::string, std::string> seen;  // name -> directory
-  for (std::size_t i = 0; i < packages.size() && i < dirs.size(); ++i) {
-    const std::string& name = packages[i].manifest.name;
-    auto [it, fresh] = seen.emplace(name, dirs[i]);
-    if (!fresh)
-      throw_usage("two packages are named \"" + name + "\": " + it->second + " and " + dirs[i] +
-                  ". A run names each kernel by its package's name (workers, reports, shards), so "
-                  "each package needs a name of its own: change \"name\" in one kgate.json");
-  }
-}
 
 namespace {
 
@@ -554,107 +243,6 @@ struct DeviceHealth {
 };
 
 }  // namespace
-
-std::vector<int> parse_devices(const std::string& text, int count, const char* visible) {
-  std::vector<int> out;
-  if (text == "all") {
-    if (count <= 0)
-      throw_usage("--devices all: this process sees no CUDA device" +
-                  std::string(visible ? " (CUDA_VISIBLE_DEVICES=" + std::string(visible) + ")" : ""));
-    for (int d = 0; d < count; ++d) out.push_back(d);
-    return out;
-  }
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    size_t used = 0;
-    int d = -1;
-    try {
-      d = std::stoi(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != item.size() || d < 0)
-      throw_usage("--devices " + text + ": '" + item + "' is not a device ordinal; expected 'all' or ordinals such as 0,1");
-    if (std::find(out.begin(), out.end(), d) != out.end())
-      throw_usage("--devices " + text + ": device " + item + " is listed twice");
-    if (count > 0 && d >= count)
-      throw_usage("--devices " + text + ": this process sees " + std::to_string(count) + " device(s)" +
-                  (visible ? " (CUDA_VISIBLE_DEVICES=" + std::string(visible) + ")" : std::string()) +
-                  "; ordinals are numbered from 0");
-    if (visible) cuda::visible_devices_for(d, visible);  // inside CUDA_VISIBLE_DEVICES (throws)
-    out.push_back(d);
-  }
-  if (out.empty()) throw_usage("--devices: expected 'all' or ordinals such as 0,1");
-  return out;
-}
-
-CheckOptions package_options(const CheckOptions& base, const LoadedPackage& p) {
-  CheckOptions o = base;
-  constexpr int64_t kMaxElements = int64_t{1} << 24;
-  o.extra_cases = package::guard_boundary_cases(p.manifest, *p.op, base.seed, kMaxElements);
-  props::GeneratorOptions gen;
-  gen.seed = derive_seed(base.seed, "inside/" + p.manifest.name, 0);
-  gen.cases = std::max<int64_t>(1, base.cases / 2);
-  gen.families = base.families;
-  gen.max_elements = kMaxElements;
-  std::set<std::string> seen;
-  for (const auto& c : o.extra_cases) seen.insert(c.id());
-  for (const auto& c : props::generate_cases(*p.op, traits_of(p.kernel), gen)) {
-    if (c.family == "layout") continue;  // layouts outside the guard are what that family is for
-    auto inside = package::move_inside_guard(p.manifest, *p.op, c);
-    if (!inside || inside->numel_hint() > kMaxElements || !seen.insert(inside->id()).second) continue;
-    inside->family = c.family;
-    o.extra_cases.push_back(std::move(*inside));
-  }
-  const auto variants = package::variant_cases(p.manifest, *p.op, base.seed);
-  for (const auto& v : variants) {
-    if (v.kcase.numel_hint() <= kMaxElements) o.extra_cases.push_back(v.kcase);
-    o.timed_cases.push_back({v.kcase, v.calls});
-  }
-  if (variants.empty())
-    for (const auto& c : speed_cases(*p.op, p.kernel, base.seed, base.speed_cases))
-      if (auto inside = package::move_inside_guard(p.manifest, *p.op, c)) o.timed_cases.push_back({*inside, 0});
-  for (const auto& f : p.manifest.captured_inputs) o.captured.push_back({f, (p.manifest.dir / f).string()});
-  return o;
-}
-
-int run_list(const ListArgs& args) {
-  if (args.ops) {
-    // One op per line: name, signature, case dtypes, where it is defined.
-    const auto tensors = [](const std::vector<TensorSpec>& ts) {
-      std::string out;
-      for (const auto& t : ts) {
-        std::string shape;
-        for (const auto& d : t.shape) shape += (shape.empty() ? "" : ",") + d;
-        out += (out.empty() ? "" : ", ") + t.name + "[" + shape + "]" + (t.dtype.empty() ? "" : ":" + t.dtype);
-      }
-      return out;
-    };
-    std::vector<std::vector<std::string>> rows = {{"op", "signature", "dtypes", "defined by"}};
-    for (const auto& op : op_catalogue()) {
-      std::string dtypes;
-      for (DType d : op.dtypes) dtypes += (dtypes.empty() ? "" : ",") + std::string(dtype_name(d));
-      rows.push_back({op.name, "(" + tensors(op.inputs) + ") -> (" + tensors(op.outputs) + ")", dtypes, op.origin});
-    }
-    const auto widths = column_widths(rows);
-    for (const auto& r : rows) std::printf("%s\n", aligned_row(r, widths).c_str());
-    return 0;
-  }
-  std::vector<std::vector<std::string>> rows = {{"kernel", "op", "backend", "dtypes", "source"}};
-  for (const auto& k : registered_kernels()) {
-    if (k.mutant && !args.all) continue;
-    std::string dtypes;
-    for (DType d : k.dtypes) dtypes += (dtypes.empty() ? "" : ",") + std::string(dtype_name(d));
-    rows.push_back({k.name, k.op, backend_name(k.backend), dtypes,
-                    k.source + (k.control  ? "  (control: must pass)"
-                                : k.mutant ? "  (mutant: must be rejected)"
-                                           : "")});
-  }
-  const auto widths = column_widths(rows);
-  for (const auto& r : rows) std::printf("%s\n", aligned_row(r, widths).c_str());
-  return 0;
-}
 
 int run_check(const CheckArgs& args) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -691,12 +279,9 @@ int run_check(const CheckArgs& args) {
   if (!args.packages.empty()) {
     have_device = cuda::device_available(&why);
     const std::string arch = !args.arch.empty() ? args.arch : have_device ? device_arch() : "sm_90";
-    for (const auto& dir : args.packages) {
-      auto p = load_package(dir, arch, args.quiet);
-      if (!p) return static_cast<int>(ExitCode::usage);
-      packages.push_back(std::move(*p));
-    }
-    check_unique_package_names(args.packages, packages);
+    auto loaded = load_packages(args.packages, arch, have_device, args.quiet);
+    if (!loaded) return static_cast<int>(ExitCode::usage);
+    packages = std::move(*loaded);
     if (!args.baseline_package.empty()) {
       baseline = load_package(args.baseline_package, arch, args.quiet);
       if (!baseline) return static_cast<int>(ExitCode::usage);
@@ -748,17 +333,10 @@ int run_check(const CheckArgs& args) {
       if (selected.empty())
         throw_usage(std::string("no --torch-op runs on the ") + backend_name(backend) + " backend (a cpu op is given as cpu/NS::OP=...)");
     } else if (packages.empty()) {
-      for (const auto& k : registered_kernels())
-        if (k.backend == backend && !k.mutant) selected.push_back(&k);
+      selected = select_kernels({}, backend);
     }
   } else {
-    for (const auto& name : args.kernels) {
-      const auto& k = find_kernel(name);
-      if (k.backend != backend)
-        throw_usage("kernel '" + name + "' runs on the " + backend_name(k.backend) + " backend, not " +
-                    backend_name(backend) + " (pass --backend " + backend_name(k.backend) + ")");
-      selected.push_back(&k);
-    }
+    selected = select_kernels(args.kernels, backend);
   }
   if (selected.empty() && packages.empty())
     throw_usage(std::string("no kernels to check on the ") + backend_name(backend) + " backend");
@@ -869,12 +447,7 @@ int run_check(const CheckArgs& args) {
         delete f;
       });
       options.on_case = [progress_fd](size_t index, size_t total, const Case& c, const CaseResult* r) {
-        std::string line = index >= total ? "done " + std::to_string(total)
-                           : !r ? "start " + std::to_string(index) + " " + std::to_string(total) + " " + c.id()
-                                : "end " + std::to_string(index) + " " + std::to_string(total) + " " + c.id() + " " +
-                                      outcome_name(r->outcome) + " " + (r->rule.empty() ? "-" : r->rule) + " " +
-                                      one_line(r->message);
-        line += "\n";
+        const std::string line = progress_line(index, total, c, r);
         if (::write(*progress_fd, line.data(), line.size()) < 0) return;  // progress only: never fatal
       };
     }
@@ -1193,238 +766,6 @@ int run_check(const CheckArgs& args) {
   if (args.in_worker) return static_cast<int>(report.exit_code(args.inconclusive_fails));  // the parent judges
   report.meta.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return conclude(report, args.out_dir, args.inconclusive_fails);
-}
-
-Shard parse_shard(const std::string& text) {
-  Shard s;
-  char slash = 0, rest = 0;
-  std::istringstream in(text);
-  if (!(in >> s.index >> slash >> s.count) || slash != '/' || (in >> rest) || s.count < 1 || s.index < 1 ||
-      s.index > s.count)
-    throw_usage("--shard '" + text + "': expected i/n with 1 <= i <= n (e.g. --shard 2/4)");
-  return s;
-}
-
-std::vector<std::string> shard_names(std::vector<std::string> names, const Shard& s) {
-  std::sort(names.begin(), names.end());
-  std::vector<std::string> mine;
-  for (size_t i = 0; i < names.size(); ++i)
-    if (static_cast<int>(i % static_cast<size_t>(s.count)) == s.index - 1) mine.push_back(names[i]);
-  return mine;
-}
-
-int run_merge(const MergeArgs& args) {
-  std::vector<RunReport> shards;
-  for (const auto& path : args.reports) shards.push_back(load_report(path));
-  RunReport report = merge_reports(shards, args.reports);
-  fs::create_directories(args.out_dir);
-  std::printf("merged %zu report(s): %zu kernel(s)\n", shards.size(), report.kernels.size());
-  return conclude(report, args.out_dir, args.inconclusive_fails);
-}
-
-int run_replay(const ReplayArgs& args) {
-  Case c;
-  if (fs::exists(args.case_ref)) {
-    std::ifstream f(args.case_ref);
-    nlohmann::json j;
-    try {
-      f >> j;
-    } catch (const std::exception& e) {
-      throw_usage(args.case_ref + ": not valid JSON: " + e.what());
-    }
-    // Accept a bare case, a case result, or a report: the minimal failing case of the kernel
-    // replayed (else the report's first one).
-    if (j.is_object() && j.contains("kernels") && j.at("kernels").is_array()) {
-      const nlohmann::json* found = nullptr;
-      for (const auto& k : j.at("kernels")) {
-        const auto cr = k.find("correctness");
-        if (cr == k.end() || !cr->is_object()) continue;
-        const auto m = cr->find("minimal");
-        if (m == cr->end() || !m->is_object() || !m->contains("case")) continue;
-        const bool named = k.value("name", "") == args.kernel || (!args.package_dir.empty() && !found);
-        if (named || !found) found = &m->at("case");
-        if (named) break;
-      }
-      if (!found)
-        throw_usage(args.case_ref + " holds no failing case to replay (no kernel of it failed); replay a case id "
-                                    "instead (kgate replay --kernel NAME 'op:dtype:dims:layout:values:seed')");
-      j = *found;
-    } else if (j.is_object() && j.contains("case")) {
-      j = j.at("case");
-    }
-    try {
-      c = j.get<Case>();
-    } catch (const nlohmann::json::exception& e) {
-      throw_usage(args.case_ref + " is not a case, a case result or a kgate report: " + e.what());
-    }
-  } else {
-    c = Case::from_id(args.case_ref);
-  }
-  if (args.kernel.empty() == args.package_dir.empty())
-    throw_usage("replay needs exactly one of --kernel NAME and --package DIR");
-  std::optional<LoadedPackage> package;
-  if (!args.package_dir.empty()) {
-    std::string why;
-    const std::string arch =
-        !args.arch.empty() ? args.arch : cuda::device_available(&why) ? device_arch() : std::string("sm_90");
-    package = load_package(args.package_dir, arch, true);
-    if (!package) return static_cast<int>(ExitCode::usage);
-  }
-  const KernelInfo& kernel = package ? package->kernel : find_kernel(args.kernel);
-  if (kernel.op != c.op)
-    throw_usage("case " + c.id() + " is for op '" + c.op + "' but kernel '" + kernel.name + "' implements '" +
-                kernel.op + "'");
-  // A package's captured inputs are named relative to it; others, as given (from the directory
-  // kgate check ran in).
-  if (c.values == Values::captured && package) {
-    if (std::find(package->manifest.captured_inputs.begin(), package->manifest.captured_inputs.end(), c.captured) ==
-        package->manifest.captured_inputs.end())
-      throw_usage("case " + c.id() + " reads captured inputs '" + c.captured + "', which package " +
-                  package->manifest.name + " does not list in captured_inputs");
-    c.captured_path = (package->manifest.dir / c.captured).string();
-  }
-  Runner runner(kernel.backend);
-  CheckOptions options;
-  options.rule = args.rule;
-  options.atol = args.atol;
-  options.rtol = args.rtol;
-  const auto rule = rule_for(find_op(c.op), c.dtype, options);
-  const auto result = runner.check_case(kernel, c, rule);
-  std::printf("%s %s on %s\n  rule %s: observed %.6g, allowed %.6g, margin %.4f\n  max abs err vs reference %.6g, vs fp64 oracle %.6g (reference's own: %.6g)\n",
-              outcome_name(result.outcome), kernel.name.c_str(), c.id().c_str(), result.rule.c_str(), result.observed,
-              result.allowed, result.margin, result.vs_reference.max_abs, result.vs_oracle.max_abs,
-              result.reference_vs_oracle_max_abs);
-  if (!result.message.empty()) std::printf("  %s\n", result.message.c_str());
-  if (package)
-    std::printf("  %s\n", result.fallback ? "outside the package's guard: the reference ran (fallback)"
-                                           : "inside the package's guard: the package's kernels ran");
-  if (result.outcome == Outcome::failed) return static_cast<int>(ExitCode::correctness);
-  // The behaviour checks of `kgate check` on the same case, so that a stale-output or determinism
-  // failure (whose single runs pass) replays too.
-  bool behaviour_failed = false;
-  const auto behaviour = [&](const char* what, const CaseResult& r) {
-    std::printf("%s check: %s%s%s\n", what, outcome_name(r.outcome), r.message.empty() ? "" : ": ", r.message.c_str());
-    if (r.outcome == Outcome::failed) behaviour_failed = true;
-  };
-  if (!result.fallback) {
-    behaviour("stale-output", runner.check_stale(kernel, c, rule));
-    if (find_op(c.op).deterministic) behaviour("determinism (bitwise, two runs)", runner.check_deterministic(kernel, c, rule));
-  }
-  return behaviour_failed ? static_cast<int>(ExitCode::correctness) : 0;
-}
-
-int run_validate(const ValidateArgs& args) {
-  package::ValidateOptions options = validate_options(args.arch);
-  options.compile = args.compile;
-  // Messages name the package by its full path: `kgate validate .` would otherwise say "in .".
-  std::error_code ec;
-  const fs::path absolute = fs::absolute(args.package_dir, ec);
-  std::string dir = ec ? args.package_dir : absolute.lexically_normal().string();
-  if (dir.size() > 1 && dir.back() == '/') dir.pop_back();
-  const auto report = package::validate_package(dir, options);
-  if (!report.ok()) {
-    std::fprintf(stderr, "%s", package::format_problems(report.problems).c_str());
-    std::fprintf(stderr, "kgate: %zu problem(s) in %s\n", report.problems.size(), dir.c_str());
-    return static_cast<int>(ExitCode::usage);
-  }
-  std::printf("valid: %s\n", package::format_summary(report).c_str());
-  // A packed package edited since: valid, but no longer what its source packs to.
-  const auto drift = package::pack_drift(dir);
-  if (!drift.empty()) {
-    std::string files;
-    for (const auto& d : drift) files += (files.empty() ? "" : ", ") + d;
-    std::fprintf(stderr, "kgate: note: %s differs from its %s (edited after kgate pack): %s; pack it again from its source\n",
-                 dir.c_str(), package::kPackRecordFileName, files.c_str());
-  }
-  return 0;
-}
-
-int run_pack(const PackArgs& args) {
-  package::PackResult packed;
-  try {
-    packed = package::pack_package(args.source_dir, args.out_dir);
-  } catch (const Error& e) {
-    std::fprintf(stderr, "kgate: %s\n", e.what());
-    return static_cast<int>(ExitCode::usage);
-  }
-  if (!args.quiet) {
-    std::printf("packed: %s -> %s (%zu files, hashes in %s)\n", args.source_dir.c_str(), args.out_dir.c_str(),
-                packed.files.size(), package::kPackRecordFileName);
-    for (const auto& r : packed.rewritten) std::printf("  %s\n", r.c_str());
-  }
-  ValidateArgs validate{args.out_dir, args.compile, args.arch};
-  return run_validate(validate);
-}
-
-namespace {
-/// How bad an outcome is for `kgate compare`: passing ones (passed, fragile, inconclusive,
-/// skipped) are 0; then invalid, regressed, failed.
-int severity(Outcome o) {
-  switch (o) {
-    case Outcome::invalid: return 1;
-    case Outcome::regressed: return 2;
-    case Outcome::failed: return 3;
-    default: return 0;
-  }
-}
-ExitCode exit_for(Outcome o) {
-  switch (o) {
-    case Outcome::failed: return ExitCode::correctness;
-    case Outcome::regressed: return ExitCode::regression;
-    default: return ExitCode::inconclusive;
-  }
-}
-}  // namespace
-
-int run_compare(const CompareArgs& args) {
-  const auto old_report = load_report(args.old_report);
-  const auto new_report = load_report(args.new_report);
-  // Absolute times from two runs are not comparable without an A/A calibration: compare the
-  // in-run ratios against eager, and the outcomes. A kernel got worse when its outcome is worse
-  // than before (fragile -> failed, passed -> invalid, ...), when it is new and not passing, or when
-  // it is missing from the new report; the exit code is the worst of them (1 correctness or missing,
-  // 2 speed, 3 invalid), 0 when none got worse.
-  auto worst_ratio = [](const KernelReport* k) {
-    double r = 0;
-    if (k)
-      for (const auto& s : k->speed)
-        if (s.baseline == "eager" && s.decision != Outcome::skipped) r = std::max(r, s.ratio);
-    return r;
-  };
-  std::vector<std::vector<std::string>> rows = {{"kernel", "old", "new", "old x eager", "new x eager", ""}};
-  int worse = 0;
-  ExitCode code = ExitCode::ok;
-  auto count = [&](ExitCode c) {
-    ++worse;
-    if (code == ExitCode::ok || static_cast<int>(c) < static_cast<int>(code)) code = c;
-  };
-  for (const auto& nk : new_report.kernels) {
-    const KernelReport* ok = nullptr;
-    for (const auto& k : old_report.kernels)
-      if (k.name == nk.name) ok = &k;
-    const double ro = worst_ratio(ok), rn = worst_ratio(&nk);
-    std::string verdict;
-    if (ok && severity(nk.outcome) > severity(ok->outcome)) {
-      verdict = "worse";
-      count(exit_for(nk.outcome));
-    } else if (!ok && severity(nk.outcome) > 0) {
-      verdict = "new, not passing";
-      count(exit_for(nk.outcome));
-    }
-    rows.push_back({nk.name, ok ? outcome_name(ok->outcome) : "(new)", outcome_name(nk.outcome),
-                    ro > 0 ? speed_words(ro) : "-", rn > 0 ? speed_words(rn) : "-", verdict});
-  }
-  for (const auto& k : old_report.kernels) {
-    bool present = false;
-    for (const auto& nk : new_report.kernels) present |= nk.name == k.name;
-    if (present) continue;
-    rows.push_back({k.name, outcome_name(k.outcome), "(missing)", "-", "-", "missing from the new report"});
-    count(ExitCode::correctness);
-  }
-  const auto widths = column_widths(rows);
-  for (const auto& r : rows) std::printf("%s\n", aligned_row(r, widths).c_str());
-  std::printf("\n%d kernel(s) got worse\n", worse);
-  return static_cast<int>(code);
 }
 
 }  // namespace kgate::cli

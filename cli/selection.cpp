@@ -1,0 +1,177 @@
+// What check, calibrate and sweep share about what a run covers: packages loaded and named apart,
+// the GPU's architecture, --devices, a package's cases inside and across its guard, and --shard.
+#include "cli/commands.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/rng.hpp"
+#include "gates/props/generators.hpp"
+#include "references/catalogue.hpp"
+#include "runtime/cuda/device.hpp"
+#include "runtime/package/package_kernel.hpp"
+#include "runtime/package/validate.hpp"
+
+namespace kgate::cli {
+
+package::ValidateOptions validate_options(const std::string& arch) {
+  package::ValidateOptions options;
+  options.compile_options.arch = arch;
+  options.check.find_op = [](const std::string& name) { return lookup_op(name); };
+  options.check.load_op_file = [](const std::string& path) { load_op_files(path); };
+  for (const auto& op : op_catalogue()) options.check.known_ops.push_back(op.name);
+  return options;
+}
+
+std::string device_arch() {
+  const auto info = cuda::device_info();
+  return "sm_" + std::to_string(info.sm_major) + std::to_string(info.sm_minor);
+}
+
+std::optional<LoadedPackage> load_package(const std::string& dir, const std::string& arch, bool quiet) {
+  const auto report = package::validate_package(dir, validate_options(arch));
+  if (!report.ok()) {
+    std::fprintf(stderr, "%s", package::format_problems(report.problems).c_str());
+    std::fprintf(stderr, "kgate: %zu problem(s) in %s\n", report.problems.size(), dir.c_str());
+    return std::nullopt;
+  }
+  if (!quiet) std::fprintf(stderr, "package %s: %s\n", dir.c_str(), package::format_summary(report).c_str());
+  LoadedPackage p;
+  p.manifest = report.manifest;
+  p.op = &find_op(report.manifest.op);
+  p.kernel = package::make_package_kernel(report.manifest, *report.compiled, *p.op);
+  return p;
+}
+
+std::optional<std::vector<LoadedPackage>> load_packages(const std::vector<std::string>& dirs, const std::string& arch,
+                                                        bool have_device, bool quiet) {
+  const std::string target = !arch.empty() ? arch : have_device ? device_arch() : "sm_90";
+  std::vector<LoadedPackage> packages;
+  for (const auto& dir : dirs) {
+    auto p = load_package(dir, target, quiet);
+    if (!p) return std::nullopt;
+    packages.push_back(std::move(*p));
+  }
+  check_unique_package_names(dirs, packages);
+  return packages;
+}
+
+std::vector<const KernelInfo*> select_kernels(const std::vector<std::string>& names, Backend backend) {
+  std::vector<const KernelInfo*> selected;
+  if (names.empty()) {
+    for (const auto& k : registered_kernels())
+      if (k.backend == backend && !k.mutant) selected.push_back(&k);
+    return selected;
+  }
+  for (const auto& name : names) {
+    const auto& k = find_kernel(name);
+    if (k.backend != backend)
+      throw_usage("kernel '" + name + "' runs on the " + backend_name(k.backend) + " backend, not " +
+                  backend_name(backend) + " (pass --backend " + backend_name(k.backend) + ")");
+    selected.push_back(&k);
+  }
+  return selected;
+}
+
+void check_unique_package_names(const std::vector<std::string>& dirs,
+                                const std::vector<LoadedPackage>& packages) {
+  std::map<std::string, std::string> seen;  // name -> directory
+  for (std::size_t i = 0; i < packages.size() && i < dirs.size(); ++i) {
+    const std::string& name = packages[i].manifest.name;
+    auto [it, fresh] = seen.emplace(name, dirs[i]);
+    if (!fresh)
+      throw_usage("two packages are named \"" + name + "\": " + it->second + " and " + dirs[i] +
+                  ". A run names each kernel by its package's name (workers, reports, shards), so "
+                  "each package needs a name of its own: change \"name\" in one kgate.json");
+  }
+}
+
+std::vector<int> parse_devices(const std::string& text, int count, const char* visible) {
+  std::vector<int> out;
+  if (text == "all") {
+    if (count <= 0)
+      throw_usage("--devices all: this process sees no CUDA device" +
+                  std::string(visible ? " (CUDA_VISIBLE_DEVICES=" + std::string(visible) + ")" : ""));
+    for (int d = 0; d < count; ++d) out.push_back(d);
+    return out;
+  }
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    size_t used = 0;
+    int d = -1;
+    try {
+      d = std::stoi(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size() || d < 0)
+      throw_usage("--devices " + text + ": '" + item + "' is not a device ordinal; expected 'all' or ordinals such as 0,1");
+    if (std::find(out.begin(), out.end(), d) != out.end())
+      throw_usage("--devices " + text + ": device " + item + " is listed twice");
+    if (count > 0 && d >= count)
+      throw_usage("--devices " + text + ": this process sees " + std::to_string(count) + " device(s)" +
+                  (visible ? " (CUDA_VISIBLE_DEVICES=" + std::string(visible) + ")" : std::string()) +
+                  "; ordinals are numbered from 0");
+    if (visible) cuda::visible_devices_for(d, visible);  // inside CUDA_VISIBLE_DEVICES (throws)
+    out.push_back(d);
+  }
+  if (out.empty()) throw_usage("--devices: expected 'all' or ordinals such as 0,1");
+  return out;
+}
+
+CheckOptions package_options(const CheckOptions& base, const LoadedPackage& p) {
+  CheckOptions o = base;
+  constexpr int64_t kMaxElements = int64_t{1} << 24;
+  o.extra_cases = package::guard_boundary_cases(p.manifest, *p.op, base.seed, kMaxElements);
+  props::GeneratorOptions gen;
+  gen.seed = derive_seed(base.seed, "inside/" + p.manifest.name, 0);
+  gen.cases = std::max<int64_t>(1, base.cases / 2);
+  gen.families = base.families;
+  gen.max_elements = kMaxElements;
+  std::set<std::string> seen;
+  for (const auto& c : o.extra_cases) seen.insert(c.id());
+  for (const auto& c : props::generate_cases(*p.op, traits_of(p.kernel), gen)) {
+    if (c.family == "layout") continue;  // layouts outside the guard are what that family is for
+    auto inside = package::move_inside_guard(p.manifest, *p.op, c);
+    if (!inside || inside->numel_hint() > kMaxElements || !seen.insert(inside->id()).second) continue;
+    inside->family = c.family;
+    o.extra_cases.push_back(std::move(*inside));
+  }
+  const auto variants = package::variant_cases(p.manifest, *p.op, base.seed);
+  for (const auto& v : variants) {
+    if (v.kcase.numel_hint() <= kMaxElements) o.extra_cases.push_back(v.kcase);
+    o.timed_cases.push_back({v.kcase, v.calls});
+  }
+  if (variants.empty())
+    for (const auto& c : speed_cases(*p.op, p.kernel, base.seed, base.speed_cases))
+      if (auto inside = package::move_inside_guard(p.manifest, *p.op, c)) o.timed_cases.push_back({*inside, 0});
+  for (const auto& f : p.manifest.captured_inputs) o.captured.push_back({f, (p.manifest.dir / f).string()});
+  return o;
+}
+
+Shard parse_shard(const std::string& text) {
+  Shard s;
+  char slash = 0, rest = 0;
+  std::istringstream in(text);
+  if (!(in >> s.index >> slash >> s.count) || slash != '/' || (in >> rest) || s.count < 1 || s.index < 1 ||
+      s.index > s.count)
+    throw_usage("--shard '" + text + "': expected i/n with 1 <= i <= n (e.g. --shard 2/4)");
+  return s;
+}
+
+std::vector<std::string> shard_names(std::vector<std::string> names, const Shard& s) {
+  std::sort(names.begin(), names.end());
+  std::vector<std::string> mine;
+  for (size_t i = 0; i < names.size(); ++i)
+    if (static_cast<int>(i % static_cast<size_t>(s.count)) == s.index - 1) mine.push_back(names[i]);
+  return mine;
+}
+
+}  // namespace kgate::cli
