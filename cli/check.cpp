@@ -28,7 +28,7 @@
 #include "cli/sanitize.hpp"
 #include "cli/worker.hpp"
 #include "core/error.hpp"
-#include "core/report_text.hpp"
+#include "report/text.hpp"
 #include "core/safe_text.hpp"
 #include "core/safetensors.hpp"
 #include "gates/props/shrink.hpp"
@@ -592,6 +592,7 @@ int run_check(const CheckArgs& args) {
             // A hang would likely hang again, each time after the whole --kernel-timeout: stop there.
             if (!w.hung && c.not_run > 0 && restarts + 1 < kMaxFaultRestarts) {
               resume_at = c.resume_at;
+              reference_copies_at = -1;  // (a crash: the case after it runs as it is)
               if (!args.quiet)
                 std::fprintf(stderr, "kgate: %s crashed its worker on case %s; going on with the %lld remaining cases in a fresh worker\n",
                              k.name.c_str(), progress.started_id.c_str(), static_cast<long long>(c.not_run));

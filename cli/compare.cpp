@@ -10,7 +10,7 @@
 #include "cli/report_files.hpp"
 #include "core/error.hpp"
 #include "core/report.hpp"
-#include "core/report_text.hpp"
+#include "report/text.hpp"
 
 namespace kgate::cli {
 

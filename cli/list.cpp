@@ -7,6 +7,7 @@
 
 #include "cli/output.hpp"
 #include "references/catalogue.hpp"
+#include "report/text.hpp"
 #include "runtime/kernel.hpp"
 
 namespace kgate::cli {

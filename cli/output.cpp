@@ -51,25 +51,6 @@ nlohmann::ordered_json run_meta(const std::string& command, Backend backend, con
           {"seed", seed}};
 }
 
-std::vector<size_t> column_widths(const std::vector<std::vector<std::string>>& rows) {
-  std::vector<size_t> widths;
-  for (const auto& row : rows)
-    for (size_t i = 0; i < row.size(); ++i) {
-      if (widths.size() <= i) widths.push_back(0);
-      widths[i] = std::max(widths[i], row[i].size());
-    }
-  return widths;
-}
-
-std::string aligned_row(const std::vector<std::string>& row, const std::vector<size_t>& widths) {
-  std::string line;
-  for (size_t i = 0; i < row.size(); ++i) {
-    line += row[i];
-    if (i + 1 < row.size()) line += std::string((i < widths.size() ? widths[i] : 0) - row[i].size() + 1, ' ');
-  }
-  return line;
-}
-
 CLI::Validator above_zero() {
   return CLI::Validator(
       [](std::string& text) -> std::string {

@@ -42,10 +42,6 @@ class Progress {
   bool tty_;
 };
 
-/// Rows printed as aligned columns: each column as wide as its widest cell (the last one unpadded),
-/// so long kernel and op names never push the next column out of line.
-std::vector<size_t> column_widths(const std::vector<std::vector<std::string>>& rows);
-std::string aligned_row(const std::vector<std::string>& row, const std::vector<size_t>& widths);
 
 /// A CLI11 check for a number above zero, whose message is "must be above 0, found 0" (CLI11's own
 /// PositiveNumber prints its 300-digit upper bound).

@@ -11,8 +11,6 @@ namespace kgate::cli {
 
 /// The environment variable's value, or "" when it is unset.
 std::string env(const char* name);
-/// `v` printed with a printf spec ("%.3f").
-std::string fmt(const char* spec, double v);
 /// The commit under test: $GITHUB_SHA, else `git rev-parse HEAD` here ("" outside a checkout).
 std::string git_sha();
 /// The compact result table on stdout, with each kernel's warnings.

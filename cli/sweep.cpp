@@ -19,7 +19,9 @@
 #include "cli/worker.hpp"
 #include "core/error.hpp"
 #include "core/report.hpp"
+#include "core/format.hpp"
 #include "core/safe_text.hpp"
+#include "report/text.hpp"
 #include "gates/sensitivity/sweep.hpp"
 #include "references/catalogue.hpp"
 #include "runtime/cuda/device.hpp"
@@ -53,13 +55,7 @@ struct KernelResult {
   std::vector<DtypeResult> dtypes;
 };
 
-std::string g(double v) {
-  if (std::isinf(v)) return "inf";
-  if (std::isnan(v)) return "-";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g", v);
-  return buf;
-}
+std::string g(double v) { return std::isinf(v) ? "inf" : format_number_or_dash(v); }
 
 ordered_json quantiles_json(const sensitivity::Quantiles& q) {
   return {{"p50", json_number(q.p50)}, {"p90", json_number(q.p90)}, {"p99", json_number(q.p99)},

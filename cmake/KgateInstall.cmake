@@ -11,7 +11,7 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-set(_kgate_libraries kgate_core kgate_kernel_api kgate_speed kgate_gates kgate_cuda
+set(_kgate_libraries kgate_core kgate_report kgate_kernel_api kgate_speed kgate_gates kgate_cuda
     kgate_references kgate_package kgate_runner kgate_cli)
 foreach(lib IN LISTS _kgate_libraries)
   string(REGEX REPLACE "^kgate_" "" export_name "${lib}")
@@ -38,7 +38,7 @@ install(TARGETS ${_kgate_libraries} EXPORT kgateTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 
 # Headers keep their layout ("runtime/kernel.hpp"): include/kgate is the include directory.
-foreach(dir core runtime runtime/cuda runtime/package gates/correctness gates/props gates/sensitivity
+foreach(dir core report runtime runtime/cuda runtime/package gates/correctness gates/props gates/sensitivity
             gates/speed references cli)
   file(GLOB _headers "${PROJECT_SOURCE_DIR}/${dir}/*.hpp" "${PROJECT_SOURCE_DIR}/${dir}/*.cuh")
   install(FILES ${_headers} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kgate/${dir})

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "core/error.hpp"
+#include "core/format.hpp"
 
 namespace kgate {
 namespace {
@@ -105,9 +106,7 @@ std::string md_cell(const std::string& s) {
 
 std::string time_text(double v, const std::string& unit) {
   if (std::isnan(v)) return "-";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.4g", v);
-  return std::string(buf) + (unit.empty() ? "" : " " + unit);
+  return format_number(v, "%.4g") + (unit.empty() ? "" : " " + unit);
 }
 
 double median(std::vector<double> v) {

@@ -1,6 +1,6 @@
-// Report writers: JSON ("kgate-report/1"), JUnit XML, Markdown summary, GitHub annotations.
+// The report model's JSON form ("kgate-report/1"), reading it back, merging shards and the exit code.
+// The writers of the other formats are in report/.
 #include "core/report.hpp"
-#include "core/report_text.hpp"
 #include "core/safe_text.hpp"
 
 #include <algorithm>
@@ -147,16 +147,6 @@ CorrectnessReport correctness_from(const json& c) {
   return r;
 }
 
-/// The comparisons against eager (all of them when none is against eager).
-std::vector<const SpeedComparison*> eager_comparisons(const KernelReport& k) {
-  std::vector<const SpeedComparison*> out;
-  for (const auto& s : k.speed)
-    if (s.baseline == "eager") out.push_back(&s);
-  if (out.empty())
-    for (const auto& s : k.speed) out.push_back(&s);
-  return out;
-}
-
 json samples_json(const std::vector<double>& v) {
   json a = json::array();
   for (double x : v) a.push_back(number(x));
@@ -256,47 +246,6 @@ SpeedComparison speed_from(const json& j) {
   return s;
 }
 
-// GitHub workflow commands: %, CR and LF must be escaped in the message.
-std::string annotation_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '%') out += "%25";
-    else if (c == '\r') out += "%0D";
-    else if (c == '\n') out += "%0A";
-    else out += c;
-  }
-  return out;
-}
-
-std::string fmt(double v, const char* spec = "%.3g") {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, spec, v);
-  return buf;
-}
-
-std::string speed_summary(const SpeedComparison& s) {
-  // Not timed: no figures to state, the note says why.
-  if (s.decision == Outcome::unchanged || s.decision == Outcome::skipped)
-    return std::string(outcome_name(s.decision)) + " vs " + s.baseline + ": " + s.note;
-  return speed_words(s.ratio) + " than " + s.baseline + " (time ratio " + fmt(s.ratio, "%.3f") + " [" +
-         fmt(s.ratio_lower, "%.3f") + ", " + fmt(s.ratio_upper, "%.3f") + "]), " + std::to_string(s.blocks) +
-         " blocks, " + outcome_name(s.decision);
-}
-
-bool is_failure(Outcome o) { return o == Outcome::failed || o == Outcome::regressed || o == Outcome::invalid; }
-
-// The run's policy (meta.config.inconclusive_fails, from --inconclusive-fails): whether an
-// inconclusive or INVALID speed decision fails the gate (exit 3). JUnit, the summary and the
-// annotations follow it, as the exit code does.
-bool inconclusive_fails(const RunReport& report) {
-  const auto& c = report.meta.config;
-  return c.is_object() && c.contains("inconclusive_fails") && c.at("inconclusive_fails").is_boolean() &&
-         c.at("inconclusive_fails").get<bool>();
-}
-
-// Said wherever an INVALID or inconclusive result does not fail the gate.
-constexpr const char* kNotFailing = "does not fail the gate without --inconclusive-fails";
-
 }  // namespace
 
 ExitCode RunReport::exit_code(bool inconclusive_fails) const {
@@ -366,24 +315,6 @@ nlohmann::json to_json(const RunReport& report) {
     json outputs = json::array();
     for (const auto& g : report.google_benchmark) outputs.push_back(to_json(g));
     out["google_benchmark"] = outputs;
-  }
-  return out;
-}
-
-std::string markup_escape(const std::string& s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;  // &apos; is not HTML 4; &#39; is valid in both
-      default:
-        if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') out += ' ';
-        else out += c;
-    }
   }
   return out;
 }
@@ -481,193 +412,6 @@ RunReport report_from_json(const nlohmann::json& j) {
   if (j.contains("google_benchmark") && j.at("google_benchmark").is_array())
     for (const auto& g : j.at("google_benchmark")) r.google_benchmark.push_back(google_benchmark_from_json(g));
   return r;
-}
-
-std::string speed_words(double ratio) {
-  if (!std::isfinite(ratio) || ratio <= 0) return "-";
-  if (std::fabs(ratio - 1.0) < 5e-4) return "same speed";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.3fx %s", ratio < 1 ? 1.0 / ratio : ratio, ratio < 1 ? "faster" : "slower");
-  return buf;
-}
-
-std::string speedup_words(double speedup) {
-  return std::isfinite(speedup) && speedup > 0 ? speed_words(1.0 / speedup) : "-";
-}
-
-std::string correctness_cell(const KernelReport& k) {
-  const CorrectnessReport& c = k.correctness;
-  if (k.outcome == Outcome::skipped) return "skipped";
-  if (c.failed > 0) return "failed " + std::to_string(c.failed) + " of " + std::to_string(c.cases);
-  if (k.outcome == Outcome::failed)  // a crash, a hang or a fault outside the cases
-    return c.cases == 0 ? "failed, no case ran" : "failed after " + std::to_string(c.passed) + "/" + std::to_string(c.cases);
-  const char* word = c.reference_errors > 0 ? "invalid" : "passed";
-  return std::string(word) + " " + std::to_string(c.passed) + "/" + std::to_string(c.cases) +
-         (c.skipped > 0 ? ", " + std::to_string(c.skipped) + " skipped" : "");
-}
-
-void write_junit(std::ostream& os, const RunReport& report) {
-  // One testcase per kernel x gate (correctness, speed vs each baseline).
-  int tests = 0, failures = 0, skipped = 0;
-  const bool policy = inconclusive_fails(report);
-  std::ostringstream body;
-  for (const auto& k : report.kernels) {
-    const std::string cls = "kgate." + k.backend + "." + k.name;
-    ++tests;
-    // The correctness phase's own time (older reports: the kernel's, which includes the timing).
-    const double correctness_s = k.correctness.seconds > 0 ? k.correctness.seconds : k.seconds;
-    body << "    <testcase classname=\"" << markup_escape(cls) << "\" name=\"correctness\" time=\""
-         << fmt(correctness_s, "%.3f") << "\">\n";
-    if (k.outcome == Outcome::skipped) {
-      ++skipped;
-      body << "      <skipped message=\"" << markup_escape(k.message) << "\"/>\n";
-    } else if (k.outcome == Outcome::invalid && k.correctness.failed == 0 && k.correctness.reference_errors > 0) {
-      // The op's reference could not judge some cases: unproven, as the exit code counts it.
-      const std::string why = std::to_string(k.correctness.reference_errors) + " of " +
-                              std::to_string(k.correctness.cases) + " cases could not be judged (reference errors)";
-      if (policy) {
-        ++failures;
-        body << "      <failure message=\"" << markup_escape("INVALID: " + why) << "\"/>\n";
-      } else {
-        ++skipped;
-        body << "      <skipped message=\"" << markup_escape("INVALID (" + std::string(kNotFailing) + "): " + why)
-             << "\"/>\n";
-      }
-    } else if (k.outcome == Outcome::failed || k.correctness.failed > 0) {
-      ++failures;
-      const CaseResult* shown = k.correctness.minimal ? &*k.correctness.minimal
-                                : k.correctness.failures.empty() ? nullptr : &k.correctness.failures.front();
-      std::string msg = k.message;
-      if (shown) msg = shown->message;
-      body << "      <failure message=\"" << markup_escape(msg) << "\">";
-      body << markup_escape(std::to_string(k.correctness.failed) + " of " + std::to_string(k.correctness.cases) +
-                         " cases failed");
-      if (shown) body << markup_escape("\nminimal case: " + shown->kcase.id() + "\nrepro: " + shown->repro);
-      body << "</failure>\n";
-    }
-    body << "    </testcase>\n";
-    for (const auto& s : k.speed) {
-      ++tests;
-      body << "    <testcase classname=\"" << markup_escape(cls) << "\" name=\"speed vs " << markup_escape(s.baseline)
-           << " " << markup_escape(s.kcase.id()) << "\" time=\"" << fmt(s.seconds, "%.3f") << "\">\n";
-      const bool undecided = s.decision == Outcome::invalid || s.decision == Outcome::inconclusive;
-      if (s.decision == Outcome::regressed || s.decision == Outcome::failed || (undecided && policy)) {
-        ++failures;
-        std::string why = s.wrong_while_timed ? s.wrong_while_timed->message : speed_summary(s);
-        if (s.decision == Outcome::invalid && !s.note.empty()) why += ": " + s.note;
-        body << "      <failure message=\"" << markup_escape(why) << "\"/>\n";
-      } else if (s.decision == Outcome::invalid) {
-        // An unusable measurement is no pass: skipped, saying why and that it does not fail.
-        ++skipped;
-        body << "      <skipped message=\"" << markup_escape("INVALID (" + std::string(kNotFailing) + "): " + s.note)
-             << "\"/>\n";
-      } else if (s.decision == Outcome::skipped) {
-        ++skipped;
-        body << "      <skipped message=\"" << markup_escape(s.note) << "\"/>\n";
-      }
-      body << "      <system-out>" << markup_escape(speed_summary(s)) << "</system-out>\n";
-      body << "    </testcase>\n";
-    }
-  }
-  os << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  // The Jenkins xunit schema (junit-10.xsd): testsuites takes no skipped; testsuite has errors.
-  const std::string time = fmt(report.meta.seconds, "%.3f");
-  os << "<testsuites name=\"kgate\" tests=\"" << tests << "\" failures=\"" << failures << "\" errors=\"0\" time=\""
-     << time << "\">\n";
-  os << "  <testsuite name=\"kgate\" tests=\"" << tests << "\" failures=\"" << failures << "\" errors=\"0\" skipped=\""
-     << skipped << "\" time=\"" << time << "\">\n";
-  os << body.str();
-  os << "  </testsuite>\n</testsuites>\n";
-}
-
-void write_markdown(std::ostream& os, const RunReport& report) {
-  const auto code = report.exit_code(inconclusive_fails(report));
-  os << "## kgate: " << (code == ExitCode::ok ? "all gates passed" : "gate failed (exit " +
-                                                                         std::to_string(static_cast<int>(code)) + ")")
-     << "\n\n";
-  os << "Device `" << report.meta.device << "`, backend `" << report.meta.backend << "`, seed `"
-     << report.meta.seed << "`";
-  if (!report.meta.git_sha.empty()) os << ", commit `" << report.meta.git_sha.substr(0, 12) << "`";
-  os << ".\n\n";
-  os << "| kernel | op | correctness | worst margin | speed vs eager | decision |\n";
-  os << "|---|---|---|---|---|---|\n";
-  for (const auto& k : report.kernels) {
-    std::string speed = "-", decision = "-";
-    if (!k.speed.empty()) {
-      // The slowest comparison against eager is the one that matters here.
-      const auto eager = eager_comparisons(k);
-      const SpeedComparison* worst = eager.front();
-      for (const auto* s : eager)
-        if (s->ratio > worst->ratio) worst = s;
-      speed = speed_words(worst->ratio) + " (" + worst->kcase.id() + ")";
-      decision = outcome_name(worst->decision);
-      for (const auto* s : eager)
-        if (s->decision == Outcome::invalid) {
-          decision = std::string(outcome_name(Outcome::invalid)) +
-                     (inconclusive_fails(report) ? " (fails the gate)" : std::string(" (") + kNotFailing + ")");
-          break;
-        }
-    }
-    os << "| `" << k.name << "` | " << k.op << " | " << correctness_cell(k) << " | " << fmt(k.correctness.worst_margin, "%.2f") << " | " << speed
-       << " | " << decision << " |\n";
-  }
-  for (const auto& k : report.kernels) {
-    if (k.correctness.fallback > 0)
-      os << "\n**" << k.name << "**: " << k.correctness.fallback << " of " << k.correctness.cases
-         << " cases were outside its guard and ran the reference (fallback)\n";
-    for (const auto& r : k.correctness.captured)
-      os << "\n**" << k.name << "**: captured inputs `" << inline_untrusted(r.kcase.captured) << "`: "
-         << outcome_name(r.outcome) << (r.outcome == Outcome::passed ? "" : " [" + r.rule + "] " + inline_untrusted(r.message))
-         << "\n";
-    if (!k.baseline.empty()) {
-      const SpeedComparison* worst = nullptr;
-      for (const auto& s : k.speed)
-        if (s.baseline == k.baseline && (!worst || s.ratio > worst->ratio)) worst = &s;
-      os << "\n**" << k.name << "** vs baseline `" << k.baseline << "`";
-      if (k.baseline_correctness)
-        os << ": baseline correctness " << k.baseline_correctness->passed << "/" << k.baseline_correctness->cases;
-      if (worst) os << "; worst speed " << speed_words(worst->ratio) << " " << outcome_name(worst->decision);
-      os << "\n";
-    }
-    if (k.workload_variants > 0) {
-      os << "\n**" << k.name << "** workload (" << k.workload_variants << " variants, " << k.workload_calls
-         << " calls): ";
-      os << (k.workload_speedup_vs_eager ? speedup_words(*k.workload_speedup_vs_eager) : std::string("-"))
-         << " than eager";
-      if (!k.baseline.empty())
-        os << ", " << (k.workload_speedup_vs_baseline ? speedup_words(*k.workload_speedup_vs_baseline) : std::string("-"))
-           << " than " << k.baseline;
-      os << "\n";
-    }
-    if (!k.message.empty() && k.outcome != Outcome::passed) os << "\n**" << k.name << "**: " << k.message << "\n";
-    if (k.correctness.minimal) {
-      const auto& m = *k.correctness.minimal;
-      os << "\n**" << k.name << "** failed: " << m.message << "\n\n- minimal case: `" << m.kcase.id()
-         << "`\n- repro: `" << m.repro << "`\n";
-    }
-    for (const auto& w : k.correctness.warnings) os << "\n> warning (" << k.name << "): " << w << "\n";
-  }
-  write_google_benchmark_markdown(os, report.google_benchmark);
-}
-
-void write_github_annotations(std::ostream& os, const RunReport& report) {
-  for (const auto& k : report.kernels) {
-    if (k.outcome == Outcome::failed || k.correctness.failed > 0) {
-      std::string msg = k.name + ": " + (k.message.empty() ? "incorrect output" : k.message);
-      if (k.correctness.minimal)
-        msg = k.name + ": " + k.correctness.minimal->message + " — minimal case " +
-              k.correctness.minimal->kcase.id() + " — repro: " + k.correctness.minimal->repro;
-      os << "::error title=kgate correctness::" << annotation_escape(msg) << "\n";
-    }
-    for (const auto& s : k.speed) {
-      if (is_failure(s.decision) && (s.decision != Outcome::invalid || inconclusive_fails(report)))
-        os << "::error title=kgate speed::" << annotation_escape(k.name + " " + s.kcase.id() + ": " + speed_summary(s))
-           << "\n";
-      else if (s.decision == Outcome::inconclusive || s.decision == Outcome::invalid)
-        os << "::warning title=kgate speed::"
-           << annotation_escape(k.name + " " + s.kcase.id() + ": " + speed_summary(s)) << "\n";
-    }
-  }
 }
 
 }  // namespace kgate

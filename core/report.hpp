@@ -196,6 +196,10 @@ struct KernelReport {
   int64_t workload_calls = 0;     ///< their total call count
 };
 
+/// The end of the warning a correctness twin gets instead of timing (the console groups them).
+inline constexpr const char* kTwinNotTimed =
+    "is a correctness twin (a simple reference kernel for the mutant suite), not a deployment candidate: not timed";
+
 struct RunMeta {
   std::string kgate_version;
   std::string git_sha;
@@ -232,12 +236,7 @@ RunReport report_from_json(const nlohmann::json& j);
 /// shards ran with different seeds or backends (they would not be one run). Multiple-comparison
 /// corrections are the caller's (adjust_speed_decisions over the joined kernels).
 RunReport merge_reports(const std::vector<RunReport>& shards, const std::vector<std::string>& names);
-/// `s` escaped for XML and HTML text and attribute values (& < > " '); control characters other
-/// than newline and tab become spaces (neither format allows them).
-std::string markup_escape(const std::string& s);
-void write_junit(std::ostream& os, const RunReport& report);
-void write_markdown(std::ostream& os, const RunReport& report);
-/// GitHub workflow commands (::error::...) for every failure, one per line.
-void write_github_annotations(std::ostream& os, const RunReport& report);
+// The writers of junit.xml, summary.md, report.html, the annotations and the console table are
+// in report/ (report/writers.hpp).
 
 }  // namespace kgate

@@ -12,6 +12,7 @@
 #include <set>
 
 #include "core/captured.hpp"
+#include "core/format.hpp"
 #include "core/rng.hpp"
 #include "core/safetensors.hpp"
 #include "gates/speed/decision.hpp"
@@ -155,11 +156,7 @@ std::optional<double> workload_speedup(const std::vector<SpeedComparison>& speed
 
 namespace {
 
-std::string fmt_g(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g", v);
-  return buf;
-}
+std::string fmt_g(double v) { return format_number(v); }
 
 void record(CorrectnessReport& c, CaseResult r, size_t keep) {
   if (r.outcome == Outcome::failed) {

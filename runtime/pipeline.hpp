@@ -22,10 +22,6 @@ struct WeightedCase {
   int64_t calls = 0;
 };
 
-/// The end of the warning a correctness twin gets instead of timing (the console groups them).
-inline constexpr const char* kTwinNotTimed =
-    "is a correctness twin (a simple reference kernel for the mutant suite), not a deployment candidate: not timed";
-
 /// The margin (worst observed / allowed error) above which a passing kernel is FRAGILE, unless the
 /// config's fragile_margin or --fragile-margin says otherwise.
 inline constexpr double kDefaultFragileMargin = 0.8;

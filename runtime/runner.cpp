@@ -40,6 +40,7 @@
 #include <tuple>
 
 #include "core/error.hpp"
+#include "core/format.hpp"
 #include "core/expr.hpp"
 #include "core/rng.hpp"
 #include "core/safe_text.hpp"
@@ -243,11 +244,7 @@ at::Tensor bits_snapshot(const at::Tensor& t) {
   return t.contiguous().view(bits_type(from_scalar_type(t.scalar_type()))).clone();
 }
 
-std::string g(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
-}
+std::string g(double v) { return format_number(v, "%.6g"); }
 
 // Ordered integer image of float bits, so ULP distance is a difference.
 at::Tensor ordered_bits(const at::Tensor& t, DType dtype) {

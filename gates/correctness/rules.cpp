@@ -6,15 +6,12 @@
 #include <cstdio>
 
 #include "core/error.hpp"
+#include "core/format.hpp"
 #include "core/expr.hpp"
 
 namespace kgate::correctness {
 namespace {
-std::string g(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.4g", v);
-  return buf;
-}
+std::string g(double v) { return format_number(v, "%.4g"); }
 }  // namespace
 
 const char* rule_name(RuleKind kind) {

@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "core/format.hpp"
 #include "core/rng.hpp"
 #include "runtime/cuda/check.hpp"
 #include "runtime/cuda/driver.hpp"
@@ -42,13 +43,9 @@ std::string list_of(const std::vector<std::string>& items) {
   return out + "]";
 }
 
+// Integers as integers, other values to the last digit.
 std::string number(double v) {
-  char buf[48];
-  if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 9.0e15)
-    std::snprintf(buf, sizeof buf, "%.0f", v);
-  else
-    std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
+  return format_number(v, std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 9.0e15 ? "%.0f" : "%.17g");
 }
 
 std::string values_text(const SymbolValues& values) {

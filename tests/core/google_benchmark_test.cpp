@@ -9,6 +9,7 @@
 
 #include "core/google_benchmark.hpp"
 #include "core/report.hpp"
+#include "report/writers.hpp"
 
 namespace kgate {
 namespace {

@@ -8,7 +8,7 @@
 #include <regex>
 #include <string>
 
-#include "core/html_report.hpp"
+#include "report/writers.hpp"
 
 namespace kgate {
 namespace {

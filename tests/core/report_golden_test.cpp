@@ -9,8 +9,9 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
-#include "core/html_report.hpp"
+#include "report/writers.hpp"
 #include "core/report.hpp"
 
 namespace kgate {
@@ -193,6 +194,26 @@ TEST(ReportGolden, GithubAnnotations) {
   std::ostringstream os;
   write_github_annotations(os, fixed_report());
   expect_golden("annotations.txt", os.str());
+}
+
+TEST(ReportGolden, ConsoleTable) {
+  std::ostringstream os;
+  write_console_table(os, fixed_report());
+  expect_golden("console.txt", os.str());
+}
+
+TEST(ReportGolden, TheFileWritersAreTheFormatsWriters) {
+  // report::file_writers() writes exactly what each format's function writes, to its file name.
+  const RunReport r = fixed_report();
+  std::vector<std::string> names;
+  for (const report::Writer* w : report::file_writers()) {
+    std::ostringstream os;
+    w->write(os, r);
+    names.push_back(w->file_name());
+    const std::string golden = w->file_name() == "summary.md" ? "summary.md" : w->file_name();
+    expect_golden(golden, os.str());
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"report.json", "junit.xml", "summary.md", "report.html"}));
 }
 
 TEST(ReportGolden, Html) { expect_golden("report.html", render_html(fixed_report())); }

@@ -9,7 +9,8 @@
 #include <sstream>
 
 #include "core/report.hpp"
-#include "core/report_text.hpp"
+#include "report/text.hpp"
+#include "report/writers.hpp"
 
 namespace kgate {
 namespace {

@@ -1,6 +1,5 @@
 // Report writer: report.html, one self-contained HTML5 page (inline CSS and SVG; no script, no URL).
-#include "core/html_report.hpp"
-#include "core/report_text.hpp"
+#include "report/writers.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -9,6 +8,9 @@
 #include <map>
 #include <sstream>
 #include <vector>
+
+#include "core/format.hpp"
+#include "report/text.hpp"
 
 namespace kgate {
 namespace {
@@ -28,20 +30,13 @@ std::string esc(const std::string& s) { return markup_escape(s); }
 // Escaped, or "-" for an empty field (an empty cell reads as a rendering fault).
 std::string esc_or_dash(const std::string& s) { return s.empty() ? "-" : esc(s); }
 
-// NaN and Inf print as "-": printf would write "nan", "inf" or "-nan" depending on the C library.
-std::string fmt(double v, const char* spec = "%.3g") {
-  if (!std::isfinite(v)) return "-";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, spec, v);
-  return buf;
-}
 
 std::string ratio_text(double r) { return speed_words(r); }
 
-std::string micros(double ns) { return std::isfinite(ns) ? fmt(ns / 1e3, "%.4g") + "&nbsp;&micro;s" : "-"; }
+std::string micros(double ns) { return std::isfinite(ns) ? format_number_or_dash(ns / 1e3, "%.4g") + "&nbsp;&micro;s" : "-"; }
 
 // SVG coordinates: one decimal is below a pixel, and fixed formatting keeps the output deterministic.
-std::string px(double v) { return fmt(std::isfinite(v) ? v : 0.0, "%.1f"); }
+std::string px(double v) { return format_number_or_dash(std::isfinite(v) ? v : 0.0, "%.1f"); }
 
 // Outcome names double as CSS classes (a fixed set of lowercase words, nothing from the report).
 std::string badge(Outcome o) {
@@ -178,9 +173,9 @@ void write_sample_plot(std::ostream& os, const SpeedComparison& s) {
       q3 = quantile(v, 0.75);
       q4 = v.back();
       // First child of the group: the browser's tooltip over the strip gives the five numbers.
-      os << "<title>" << esc(arm.name) << ": n=" << v.size() << ", min " << fmt(q0, "%.4g") << ", q1 "
-         << fmt(q1, "%.4g") << ", median " << fmt(q2, "%.4g") << ", q3 " << fmt(q3, "%.4g") << ", max "
-         << fmt(q4, "%.4g") << " &micro;s</title>\n";
+      os << "<title>" << esc(arm.name) << ": n=" << v.size() << ", min " << format_number_or_dash(q0, "%.4g") << ", q1 "
+         << format_number_or_dash(q1, "%.4g") << ", median " << format_number_or_dash(q2, "%.4g") << ", q3 " << format_number_or_dash(q3, "%.4g") << ", max "
+         << format_number_or_dash(q4, "%.4g") << " &micro;s</title>\n";
     }
     os << "<text class=\"label\" x=\"" << px(kLeft - 8) << "\" y=\"" << px(cy - 2) << "\">"
        << esc(shorten(arm.name, 20)) << "</text><text class=\"label n\" x=\"" << px(kLeft - 8) << "\" y=\""
@@ -235,7 +230,7 @@ void write_margin_bar(std::ostream& os, double margin, bool failed) {
                                              : "passed";
   os << "<div class=\"marginbar\"><svg class=\"margin\" viewBox=\"0 0 " << px(kWidth) << " " << px(kHeight)
      << "\" width=\"" << px(kWidth) << "\" height=\"" << px(kHeight) << "\" role=\"img\" aria-label=\"worst margin "
-     << fmt(margin, "%.2f") << "\">\n";
+     << format_number_or_dash(margin, "%.2f") << "\">\n";
   os << "<rect class=\"track\" x=\"" << px(kLeft) << "\" y=\"8\" width=\"" << px(kPlot) << "\" height=\"12\"/>";
   if (known)
     os << "<rect class=\"bar " << css << "\" x=\"" << px(kLeft) << "\" y=\"8\" width=\"" << px(sx(margin) - kLeft)
@@ -251,14 +246,14 @@ void write_margin_bar(std::ostream& os, double margin, bool failed) {
        << "\" y2=\"25\"/><text class=\"tick\" x=\"" << px(sx(m.at)) << "\" y=\"38\">" << m.label << "</text>\n";
   os << "<text class=\"tick\" x=\"" << px(kLeft) << "\" y=\"38\">0</text><text class=\"tick\" x=\""
      << px(kLeft + kPlot) << "\" y=\"38\">1.2</text>\n</svg>";
-  os << "<span class=\"" << css << "\">worst margin " << fmt(margin, "%.2f");
+  os << "<span class=\"" << css << "\">worst margin " << format_number_or_dash(margin, "%.2f");
   if (margin > kMarginScale) os << " (off the scale)";
   os << "</span> <span class=\"note\">observed / allowed error: above 1.0 fails, above 0.8 is fragile</span></div>\n";
 }
 
 void write_case_result_block(std::ostream& os, const CaseResult& r) {
   os << "<div class=\"failure\">\n<p><b>Minimal failing case</b> <code>" << esc(r.kcase.id()) << "</code>, rule <code>"
-     << esc_or_dash(r.rule) << "</code>, margin " << fmt(r.margin, "%.3g") << "</p>\n";
+     << esc_or_dash(r.rule) << "</code>, margin " << format_number_or_dash(r.margin, "%.3g") << "</p>\n";
   os << "<p class=\"msg failed\">" << esc_or_dash(r.message) << "</p>\n";
   os << "<p>repro: <code>" << esc_or_dash(r.repro) << "</code></p>\n</div>\n";
 }
@@ -271,8 +266,8 @@ void write_failures_table(std::ostream& os, const CorrectnessReport& c) {
         "<th>message</th><th>repro</th></tr>\n";
   for (const auto& f : c.failures)
     os << "<tr><td><code>" << esc(f.kcase.id()) << "</code></td><td>" << esc_or_dash(f.rule)
-       << "</td><td class=\"num\">" << fmt(f.observed) << "</td><td class=\"num\">" << fmt(f.allowed)
-       << "</td><td class=\"num\">" << fmt(f.margin) << "</td><td class=\"msg\">" << esc_or_dash(f.message)
+       << "</td><td class=\"num\">" << format_number_or_dash(f.observed) << "</td><td class=\"num\">" << format_number_or_dash(f.allowed)
+       << "</td><td class=\"num\">" << format_number_or_dash(f.margin) << "</td><td class=\"msg\">" << esc_or_dash(f.message)
        << "</td><td><code>" << esc_or_dash(f.repro) << "</code></td></tr>\n";
   os << "</table></div>\n";
 }
@@ -305,9 +300,9 @@ void write_speed(std::ostream& os, const KernelReport& k) {
   for (const auto& s : k.speed) {
     os << "<tr class=\"cmp\"><td>" << esc_or_dash(s.baseline) << "</td><td><code>" << esc(s.kcase.id())
        << "</code></td><td>" << esc_or_dash(s.timer) << "</td><td class=\"num ratio\">" << ratio_text(s.ratio)
-       << "</td><td class=\"num\">[" << fmt(s.ratio_lower, "%.3f") << ", " << fmt(s.ratio_upper, "%.3f")
-       << "]</td><td class=\"num\">" << fmt(s.p_value) << "</td><td class=\"num\">" << fmt(s.p_adjusted)
-       << "</td><td class=\"num\">" << fmt(s.delta) << "</td><td class=\"num\">" << s.blocks << " ("
+       << "</td><td class=\"num\">[" << format_number_or_dash(s.ratio_lower, "%.3f") << ", " << format_number_or_dash(s.ratio_upper, "%.3f")
+       << "]</td><td class=\"num\">" << format_number_or_dash(s.p_value) << "</td><td class=\"num\">" << format_number_or_dash(s.p_adjusted)
+       << "</td><td class=\"num\">" << format_number_or_dash(s.delta) << "</td><td class=\"num\">" << s.blocks << " ("
        << s.dropped_blocks << ")</td><td class=\"num\">" << micros(s.baseline_median_ns) << "</td><td class=\"num\">"
        << micros(s.candidate_median_ns) << "</td><td>" << badge(s.decision) << "</td><td class=\"msg\">"
        << esc(s.note) << "</td></tr>\n";
@@ -324,7 +319,7 @@ void write_kernel(std::ostream& os, const KernelReport& k, size_t index) {
      << badge(k.outcome) << "</h2>\n";
   os << "<p class=\"sub\">op <b>" << esc_or_dash(k.op) << "</b>, backend <b>" << esc_or_dash(k.backend) << "</b>";
   if (!k.source.empty()) os << ", source <code>" << esc(k.source) << "</code>";
-  os << ", " << fmt(k.seconds, "%.1f") << " s</p>\n";
+  os << ", " << format_number_or_dash(k.seconds, "%.1f") << " s</p>\n";
   if (!k.message.empty() && k.outcome != Outcome::passed)
     os << "<p class=\"msg " << outcome_name(k.outcome) << "\">" << esc(k.message) << "</p>\n";
 
@@ -431,7 +426,7 @@ void write_summary_rows(std::ostream& os, const RunReport& report, const char* o
        << esc_or_dash(k.op) << "</td><td>" << esc_or_dash(k.backend) << "</td><td>" << badge(k.outcome)
        << "</td><td class=\"num\">" << k.correctness.passed << "/" << k.correctness.cases << "</td><td class=\"num"
        << (k.correctness.failed > 0 ? " failed" : "") << "\">" << k.correctness.failed << "</td><td class=\"num\">"
-       << fmt(k.correctness.worst_margin, "%.2f") << "</td>";
+       << format_number_or_dash(k.correctness.worst_margin, "%.2f") << "</td>";
     if (worst)
       os << "<td class=\"num ratio\">" << ratio_text(worst->ratio) << "</td><td><code>" << esc(worst->kcase.id())
          << "</code></td><td>" << badge(worst->decision) << "</td>";
@@ -454,7 +449,7 @@ void write_meta(std::ostream& os, const RunMeta& m) {
       {"torch", esc_or_dash(m.torch)},
       {"seed", std::to_string(m.seed)},
       {"started at", esc_or_dash(m.started_at)},
-      {"seconds", fmt(m.seconds, "%.1f")},
+      {"seconds", format_number_or_dash(m.seconds, "%.1f")},
   };
   os << "<table class=\"meta\">\n";
   for (const auto& [label, value] : rows) os << "<tr><th>" << label << "</th><td>" << value << "</td></tr>\n";

@@ -1,0 +1,105 @@
+// The console table of kgate check and kgate merge: a row per kernel, then each timed comparison,
+// each failure's minimal case and repro, and the warnings.
+#include "report/writers.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/format.hpp"
+#include "core/safe_text.hpp"
+#include "report/text.hpp"
+
+namespace kgate {
+namespace {
+
+/// The slowest measured comparison of `k` against `baseline` (nullptr: none).
+const SpeedComparison* worst_against(const KernelReport& k, const std::string& baseline) {
+  const SpeedComparison* worst = nullptr;
+  for (const auto& s : k.speed)
+    if (s.baseline == baseline && s.decision != Outcome::skipped && (!worst || s.ratio > worst->ratio)) worst = &s;
+  if (!worst)  // every comparison skipped: show one of them
+    for (const auto& s : k.speed)
+      if (s.baseline == baseline) return &s;
+  return worst;
+}
+
+std::string speed_cell(const KernelReport& k) {
+  const SpeedComparison* worst = worst_against(k, "eager");
+  if (!worst) return "-";
+  return speed_words(worst->ratio) + ", " + outcome_name(worst->decision);
+}
+
+std::string speedup_text(const std::optional<double>& v) { return v ? speedup_words(*v) : "-"; }
+
+}  // namespace
+
+void write_console_table(std::ostream& os, const RunReport& report) {
+  std::vector<std::vector<std::string>> rows = {{"kernel", "op", "backend", "correctness", "margin", "speed vs eager (worst)"}};
+  for (const auto& k : report.kernels)
+    rows.push_back({k.name, k.op, k.backend, correctness_cell(k), format_number(k.correctness.worst_margin, "%.3f"),
+                    speed_cell(k)});
+  const auto widths = column_widths(rows);
+  os << "\n" << aligned_row(rows.front(), widths) << "\n";
+  size_t row = 0;
+  for (const auto& k : report.kernels) {
+    os << aligned_row(rows[++row], widths) << "\n";
+    if (k.correctness.fallback > 0)
+      os << "  " << k.name << ": " << k.correctness.fallback << " of " << k.correctness.cases
+         << " cases outside its guard ran the reference (fallback)\n";
+    for (const auto& r : k.correctness.captured)
+      os << "  " << k.name << ": captured inputs " << inline_untrusted(r.kcase.captured) << ": " << outcome_name(r.outcome)
+         << (r.outcome == Outcome::passed ? format_number(r.margin, " (margin %.3f)")
+                                          : " [" + r.rule + "] " + inline_untrusted(r.message, 300))
+         << "\n";
+    if (!k.baseline.empty()) {
+      std::string line = "  " + k.name + " vs baseline " + k.baseline + ":";
+      if (k.baseline_correctness)
+        line += " baseline correctness " + std::to_string(k.baseline_correctness->passed) + "/" +
+                std::to_string(k.baseline_correctness->cases) + ";";
+      const SpeedComparison* worst = worst_against(k, k.baseline);
+      line += worst ? " speed (worst) " + speed_words(worst->ratio) + ", " + outcome_name(worst->decision)
+                    : std::string(" speed not measured");
+      os << line << "\n";
+    }
+    if (k.workload_variants > 0) {
+      std::string line = "  " + k.name + " workload (" + std::to_string(k.workload_variants) + " variants, " +
+                         std::to_string(k.workload_calls) + " calls): " +
+                         speedup_text(k.workload_speedup_vs_eager) + " than eager";
+      if (!k.baseline.empty()) line += ", " + speedup_text(k.workload_speedup_vs_baseline) + " than " + k.baseline;
+      os << line << "\n";
+    }
+  }
+  for (const auto& k : report.kernels) {
+    for (const auto& s : k.speed) {
+      if (s.decision == Outcome::unchanged || s.decision == Outcome::skipped || s.blocks == 0) {
+        // Not timed: no figures, the note says why.
+        os << "  " << k.name << " " << s.kcase.id() << ": " << outcome_name(s.decision) << " — " << s.note << "\n";
+        continue;
+      }
+      os << "  " << k.name << " " << s.kcase.id() << ": " << speed_words(s.ratio) << " than " << s.baseline
+         << " (time ratio " << format_number(s.ratio, "%.3f") << " [" << format_number(s.ratio_lower, "%.3f") << ", "
+         << format_number(s.ratio_upper, "%.3f") << "]; " << format_number(s.candidate_median_ns / 1e3, "%.1f")
+         << " us vs " << format_number(s.baseline_median_ns / 1e3, "%.1f") << " us, " << s.blocks << " blocks, "
+         << s.timer << ") " << outcome_name(s.decision) << (s.note.empty() ? "" : " — " + s.note) << "\n";
+    }
+    if (k.correctness.minimal) {
+      const auto& m = *k.correctness.minimal;
+      os << "\nFAILED " << k.name << ": " << m.message << "\n  minimal case: " << m.kcase.id() << "\n  repro: " << m.repro
+         << "\n";
+    }
+    if (!k.message.empty() && k.outcome != Outcome::passed) os << "  " << k.name << ": " << k.message << "\n";
+  }
+  std::string twins;  // one line for all of them
+  for (const auto& k : report.kernels)
+    for (const auto& w : k.correctness.warnings) {
+      if (w.find(kTwinNotTimed) != std::string::npos)
+        twins += (twins.empty() ? "" : ", ") + k.name;
+      else
+        os << "  warning (" << k.name << "): " << w << "\n";
+    }
+  if (!twins.empty())
+    os << "  not timed (correctness twins for the mutant suite, not deployment candidates): " << twins << "\n";
+}
+
+}  // namespace kgate

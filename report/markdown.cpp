@@ -1,0 +1,87 @@
+// summary.md: the run's outcome, one table row per kernel, then what failed and why (for
+// $GITHUB_STEP_SUMMARY).
+#include "report/writers.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <ostream>
+#include <sstream>
+#include <string>
+
+#include "core/format.hpp"
+#include "core/safe_text.hpp"
+#include "report/text.hpp"
+
+namespace kgate {
+
+void write_markdown(std::ostream& os, const RunReport& report) {
+  const auto code = report.exit_code(inconclusive_fails(report));
+  os << "## kgate: " << (code == ExitCode::ok ? "all gates passed" : "gate failed (exit " +
+                                                                         std::to_string(static_cast<int>(code)) + ")")
+     << "\n\n";
+  os << "Device `" << report.meta.device << "`, backend `" << report.meta.backend << "`, seed `"
+     << report.meta.seed << "`";
+  if (!report.meta.git_sha.empty()) os << ", commit `" << report.meta.git_sha.substr(0, 12) << "`";
+  os << ".\n\n";
+  os << "| kernel | op | correctness | worst margin | speed vs eager | decision |\n";
+  os << "|---|---|---|---|---|---|\n";
+  for (const auto& k : report.kernels) {
+    std::string speed = "-", decision = "-";
+    if (!k.speed.empty()) {
+      // The slowest comparison against eager is the one that matters here.
+      const auto eager = eager_comparisons(k);
+      const SpeedComparison* worst = eager.front();
+      for (const auto* s : eager)
+        if (s->ratio > worst->ratio) worst = s;
+      speed = speed_words(worst->ratio) + " (" + worst->kcase.id() + ")";
+      decision = outcome_name(worst->decision);
+      for (const auto* s : eager)
+        if (s->decision == Outcome::invalid) {
+          decision = std::string(outcome_name(Outcome::invalid)) +
+                     (inconclusive_fails(report) ? " (fails the gate)" : std::string(" (") + kNotFailing + ")");
+          break;
+        }
+    }
+    os << "| `" << k.name << "` | " << k.op << " | " << correctness_cell(k) << " | " << format_number(k.correctness.worst_margin, "%.2f") << " | " << speed
+       << " | " << decision << " |\n";
+  }
+  for (const auto& k : report.kernels) {
+    if (k.correctness.fallback > 0)
+      os << "\n**" << k.name << "**: " << k.correctness.fallback << " of " << k.correctness.cases
+         << " cases were outside its guard and ran the reference (fallback)\n";
+    for (const auto& r : k.correctness.captured)
+      os << "\n**" << k.name << "**: captured inputs `" << inline_untrusted(r.kcase.captured) << "`: "
+         << outcome_name(r.outcome) << (r.outcome == Outcome::passed ? "" : " [" + r.rule + "] " + inline_untrusted(r.message))
+         << "\n";
+    if (!k.baseline.empty()) {
+      const SpeedComparison* worst = nullptr;
+      for (const auto& s : k.speed)
+        if (s.baseline == k.baseline && (!worst || s.ratio > worst->ratio)) worst = &s;
+      os << "\n**" << k.name << "** vs baseline `" << k.baseline << "`";
+      if (k.baseline_correctness)
+        os << ": baseline correctness " << k.baseline_correctness->passed << "/" << k.baseline_correctness->cases;
+      if (worst) os << "; worst speed " << speed_words(worst->ratio) << " " << outcome_name(worst->decision);
+      os << "\n";
+    }
+    if (k.workload_variants > 0) {
+      os << "\n**" << k.name << "** workload (" << k.workload_variants << " variants, " << k.workload_calls
+         << " calls): ";
+      os << (k.workload_speedup_vs_eager ? speedup_words(*k.workload_speedup_vs_eager) : std::string("-"))
+         << " than eager";
+      if (!k.baseline.empty())
+        os << ", " << (k.workload_speedup_vs_baseline ? speedup_words(*k.workload_speedup_vs_baseline) : std::string("-"))
+           << " than " << k.baseline;
+      os << "\n";
+    }
+    if (!k.message.empty() && k.outcome != Outcome::passed) os << "\n**" << k.name << "**: " << k.message << "\n";
+    if (k.correctness.minimal) {
+      const auto& m = *k.correctness.minimal;
+      os << "\n**" << k.name << "** failed: " << m.message << "\n\n- minimal case: `" << m.kcase.id()
+         << "`\n- repro: `" << m.repro << "`\n";
+    }
+    for (const auto& w : k.correctness.warnings) os << "\n> warning (" << k.name << "): " << w << "\n";
+  }
+  write_google_benchmark_markdown(os, report.google_benchmark);
+}
+
+}  // namespace kgate

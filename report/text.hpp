@@ -1,0 +1,56 @@
+// The texts every writer of a run's report shares (the console table, summary.md, junit.xml, the
+// annotations, report.html), so that one figure reads the same everywhere.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "core/report.hpp"
+
+namespace kgate {
+
+/// The correctness cell: "passed 64/64" (every case passed), "failed 8 of 64" (8 cases failed),
+/// "failed, no case ran" / "failed after 40/64" (a crash, hang or fault outside the cases: the
+/// kernel's message says which), "skipped", or "invalid 60/64" (the reference failed on the others).
+std::string correctness_cell(const KernelReport& k);
+
+/// A time ratio (the kernel's time / the baseline's; below 1 is faster) in words, the one way every
+/// output states speed: "1.099x faster", "1.860x slower", "same speed" within 0.05%; "-" when it is
+/// not a positive number. report.json keeps the ratio itself (SpeedComparison::ratio).
+std::string speed_words(double ratio);
+
+/// A speedup (the baseline's time / the kernel's; above 1 is faster, as workload speedups are) in
+/// the same words: speedup_words(1.15) == speed_words(1 / 1.15) == "1.150x faster".
+std::string speedup_words(double speedup);
+
+/// One comparison in words: "1.046x slower than eager (time ratio 1.046 [1.036, 1.056]), 30
+/// blocks, regressed"; for one not timed, its outcome and note.
+std::string speed_summary(const SpeedComparison& s);
+
+/// The comparisons against eager (all of them when none is against eager).
+std::vector<const SpeedComparison*> eager_comparisons(const KernelReport& k);
+
+/// Text for XML and HTML: & < > " ' escaped, control characters but newline and tab as spaces.
+std::string markup_escape(const std::string& s);
+
+/// A GitHub workflow command's message: %, CR and LF escaped.
+std::string annotation_escape(const std::string& s);
+
+/// Whether an outcome fails the gate under some policy (failed, regressed, invalid).
+bool is_failure(Outcome o);
+
+/// The run's policy (meta.config.inconclusive_fails, from --inconclusive-fails): whether an
+/// inconclusive or INVALID speed decision fails the gate (exit 3). JUnit, the summary and the
+/// annotations follow it, as the exit code does.
+bool inconclusive_fails(const RunReport& report);
+
+/// Rows printed as aligned columns: each column as wide as its widest cell (the last one unpadded),
+/// so long kernel and op names never push the next column out of line.
+std::vector<size_t> column_widths(const std::vector<std::vector<std::string>>& rows);
+std::string aligned_row(const std::vector<std::string>& row, const std::vector<size_t>& widths);
+
+/// Said wherever an INVALID or inconclusive result does not fail the gate.
+extern const char* const kNotFailing;
+
+}  // namespace kgate
