@@ -11,7 +11,9 @@
 namespace kgate {
 
 /// Parses `text`; `*duplicate` is set to the first key that appears twice in one object ("" when
-/// none). Throws nlohmann::json::exception on invalid JSON (and numbers out of range).
+/// none). Throws nlohmann::json::exception on invalid JSON (and numbers out of range), and on
+/// arrays and objects nested more than 128 levels deep (refused before parsing: a recursive walk
+/// of such a document would overflow the stack).
 nlohmann::json parse_strict_json(const std::string& text, std::string* duplicate);
 
 /// nlohmann's message without its "[json.exception.parse_error.101] " prefix: "parse error at line

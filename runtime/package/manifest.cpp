@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -731,6 +732,7 @@ class Checker {
       // [TENSOR, DIM], DIM from -8 to 7: else the schema said.
       if (!v.is_array() || v.size() != 2 || !v[1].is_number_integer()) continue;
       if (!check_tensor_name(at(field, 0), v[0])) continue;
+      if (!dimension_fits(at(field, 1), v[1])) continue;
       const int64_t dim = v[1].get<int64_t>();
       if (dim < -kMaxRank || dim >= kMaxRank) continue;
       bool ok = true;
@@ -1035,10 +1037,21 @@ class Checker {
     launch.args.push_back(arg);
   }
 
+  /// A dimension index the JSON reader holds as an unsigned number above 2^63 - 1 would read as a
+  /// negative one (18446744073709551615 as -1, the last dimension): refused, as any index outside
+  /// -8 to 7 is.
+  bool dimension_fits(const std::string& field, const json& v) {
+    if (!v.is_number_unsigned() || v.get<uint64_t>() <= static_cast<uint64_t>(INT64_MAX)) return true;
+    problem(field, "dimension " + v.dump() + " is out of range; expected " + std::to_string(-kMaxRank) + " to " +
+                       std::to_string(kMaxRank - 1));
+    return false;
+  }
+
   /// Reads a stride argument's [TENSOR, DIM]; the dimension must exist in the op's tensor.
   bool check_stride(const std::string& field, const json& v, KernelArg& arg) {
     if (!v.is_array() || v.size() != 2 || !v[1].is_number_integer()) return false;  // the schema said
     if (!check_tensor_name(at(field, 0), v[0])) return false;
+    if (!dimension_fits(at(field, 1), v[1])) return false;
     const int64_t dim = v[1].get<int64_t>();
     int64_t rank = kMaxRank;
     std::string shape;

@@ -6,6 +6,7 @@
 #   --require-sandbox where a sandbox can be entered -> compiles as usual
 #   a macro bomb with --compile-timeout 3            -> exit 4 within seconds, "did not finish"
 #   two packages with one name in one kgate check    -> exit 4 naming both directories, before any GPU work
+#   a manifest or an op file nested 100,000s of levels deep -> exit 4 naming the depth (was SIGSEGV)
 # Usage: hostile_packages_cli.sh KGATE SOURCE_DIR OUT_DIR
 set -u
 kgate=$1
@@ -89,4 +90,25 @@ rc=$?
 grep -q "two packages are named \"softmax_v1\": $out/first and $out/second" "$out/twins.log" \
   || { cat "$out/twins.log"; fail "the same-name error does not name both directories"; }
 echo "ok: same-name packages refused up front"
+
+# A manifest nested 500,000 levels deep and an op file nested 100,000: refused (exit 4) before anything walks them
+# (they overflowed the stack: SIGSEGV), naming the file and the depth.
+mkdir -p "$out/deep" "$out/deep_op"
+python3 - "$out/deep/kgate.json" "$out/deep_op/deep.op.json" <<'PY'
+import sys
+deep = lambda n: "[" * n + "]" * n
+open(sys.argv[1], "w").write('{"format": "kgate-package/1", "name": "deep", "guard": ' + deep(500000) + '}')
+# (op files are read up to 256 KiB: 100,000 levels)
+open(sys.argv[2], "w").write('{"format": "kgate-op/1", "name": "deep", "summary": ' + deep(100000) + '}')
+PY
+"$kgate" validate "$out/deep" > "$out/deep.log" 2>&1
+rc=$?
+[ $rc -eq 4 ] || { head -c 2000 "$out/deep.log"; fail "a manifest nested 500,000 deep exited $rc, expected 4"; }
+grep -q "nested more than 128 levels deep" "$out/deep.log" || { head -c 2000 "$out/deep.log"; fail "the depth is not named"; }
+"$kgate" --ops "$out/deep_op" list --ops > "$out/deep_op.log" 2>&1
+rc=$?
+[ $rc -eq 4 ] || { head -c 2000 "$out/deep_op.log"; fail "an op file nested 100,000 deep exited $rc, expected 4"; }
+grep -q "deep.op.json" "$out/deep_op.log" && grep -q "nested more than 128 levels deep" "$out/deep_op.log" \
+  || { head -c 2000 "$out/deep_op.log"; fail "the op file's depth error does not name the file and the depth"; }
+echo "ok: documents nested 100,000 and 500,000 deep refused"
 echo "PASS"

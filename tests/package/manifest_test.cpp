@@ -181,6 +181,35 @@ TEST_F(ManifestTest, InvalidJsonNamesLineAndColumn) {
       << ps[0];
 }
 
+TEST_F(ManifestTest, NestingDeeperThan128LevelsIsRefusedBeforeParsing) {
+  // 500,000 levels deep: a recursive walk of it would overflow the stack (SIGSEGV).
+  const std::string deep = std::string(500000, '[') + std::string(500000, ']');
+  pkg.write("kgate.json", "{\"format\": \"kgate-package/1\", \"guard\": " + deep + "}");
+  const auto ps = lines(check_manifest(pkg.path()));
+  ASSERT_EQ(ps.size(), 1u);
+  EXPECT_NE(ps[0].find("not valid JSON: parse error at byte 167: arrays and objects are nested more than 128 levels deep"),
+            std::string::npos)
+      << ps[0];
+  // 128 levels are read as JSON (and refused for what they are); brackets inside strings do not count.
+  pkg.write("kgate.json", "{\"format\": \"kgate-package/1\", \"description\": \"" + std::string(1000, '[') +
+                               "\", \"guard\": " + std::string(127, '[') + std::string(127, ']') + "}");
+  for (const auto& p : lines(check_manifest(pkg.path()))) EXPECT_EQ(p.find("nested more than"), std::string::npos) << p;
+}
+
+TEST_F(ManifestTest, DimensionIndicesAboveTwoToThe63AreRefused) {
+  // 18446744073709551615 and 18446744073709551614 would read as -1 and -2 (the last dimensions).
+  json m = base_manifest();
+  m["symbols"]["N"] = json::parse(R"J(["x", 18446744073709551615])J");
+  bool named = false;
+  for (const auto& p : problems(m)) named |= p.find("symbols.N[1]: dimension 18446744073709551615 is out of range") != std::string::npos;
+  EXPECT_TRUE(named) << ::testing::PrintToString(problems(m));
+  m = base_manifest();
+  m["launches"][0]["args"].push_back(json::parse(R"J({"stride": ["x", 18446744073709551614], "type": "i64"})J"));
+  named = false;
+  for (const auto& p : problems(m)) named |= p.find("dimension 18446744073709551614 is out of range") != std::string::npos;
+  EXPECT_TRUE(named) << ::testing::PrintToString(problems(m));
+}
+
 TEST_F(ManifestTest, TopLevelMustBeAnObject) {
   EXPECT_EQ(only_problem(json::array({1, 2})),
             line("(document)", "expected a JSON object at the top level, found an array"));
