@@ -3,6 +3,8 @@
 // fresh workers, several GPUs, and the reports.
 #include "cli/commands.hpp"
 
+#include <CLI/CLI.hpp>
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -27,12 +29,14 @@
 #include "cli/report_files.hpp"
 #include "cli/sanitize.hpp"
 #include "cli/worker.hpp"
+#include "core/config.hpp"
 #include "core/error.hpp"
-#include "report/text.hpp"
 #include "core/safe_text.hpp"
 #include "core/safetensors.hpp"
+#include "gates/correctness/rules.hpp"
 #include "gates/props/shrink.hpp"
 #include "references/catalogue.hpp"
+#include "report/text.hpp"
 #include "runtime/cuda/device.hpp"
 #include "runtime/package/package_kernel.hpp"
 #include "runtime/package/validate.hpp"
@@ -243,6 +247,125 @@ struct DeviceHealth {
 };
 
 }  // namespace
+
+CLI::App* add_check_command(CLI::App& app, CheckArgs& args) {
+  auto& opt = args.options;
+  auto* cmd = app.add_subcommand("check", "Check kernels and packages: correctness, then speed against the eager "
+                                            "reference (and a baseline package)");
+  cmd->add_option("packages", args.packages,
+                  "Exported package directories (kgate.json) to check on the GPU; cases cover both sides of "
+                  "each guard")
+      ->check(CLI::Validator(
+          [](std::string& path) -> std::string {
+            std::error_code ec;
+            if (std::filesystem::is_directory(path, ec)) return "";
+            for (const auto& k : kgate::registered_kernels())
+              if (k.name == path)
+                return "'" + path + "' is a kernel, not a package directory: check it with --kernel " + path;
+            return "package directory " + path + " does not exist (a kernel is named with --kernel NAME)";
+          },
+          "DIR"));
+  // One value per --kernel / --family, so that package directories after them stay positional.
+  cmd->add_option("--kernel", args.kernels,
+                  "Kernel to check (repeatable; default: all but mutants, unless packages are given)")
+      ->allow_extra_args(false);
+  cmd->add_option("--baseline-package", args.baseline_package,
+                  "Previous version of the packages: same cases run on it, timed against it interleaved");
+  cmd->add_option("--arch", args.arch, "NVRTC target for packages (default: the GPU's, e.g. sm_90)");
+  cmd->add_option("--backend", args.backend, "cuda or cpu (default: cuda when a GPU is present)")
+      ->check(CLI::IsMember({"cuda", "cpu"}));
+  cmd->add_option("--seed", opt.seed, "Master seed: every case derives from it")->capture_default_str();
+  cmd->add_option("--cases", opt.cases, "Correctness cases per kernel")->capture_default_str()->check(above_zero());
+  cmd->add_option("--family", opt.families, "Case families (random, ragged, extreme, special, layout, long, huge)")
+      ->allow_extra_args(false);
+  cmd->add_option("--rule", opt.rule, "Correctness rule: " + kgate::correctness::rule_list() +
+                  " (default: the op's; conditioned for ops that declare their conditioning, "
+                  "else eager_relative for f16 and bf16 outputs)")
+      ->check(CLI::IsMember(kgate::correctness::rule_names()));
+  cmd->add_option("--config", args.config_path, "Config file (kgate-config/1): settings per op and kernel")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--atol", opt.atol, "Absolute tolerance (overrides the op's default)");
+  cmd->add_option("--rtol", opt.rtol, "Relative tolerance (overrides the op's default)");
+  cmd->add_option("--devices", args.devices_text,
+                  "GPUs to use at once: 'all' or ordinals such as 0,1. Kernels and packages are dealt to one "
+                  "worker per GPU, and a GPU never runs two at once; one report, Holm over the whole run")
+      ->type_name("all|N,M,...");
+  cmd->add_option_function<std::vector<std::string>>(
+           "--captured",
+           [&opt](const std::vector<std::string>& files) {
+             for (const auto& f : files) opt.captured.push_back({f, f});
+           },
+           "Captured inputs (safetensors: one call's input tensors by the op's input names) run as fixed "
+           "cases, each reported under its file name; repeatable")
+      ->check(CLI::ExistingFile)
+      ->allow_extra_args(false);
+  cmd->add_flag_callback("--no-shrink", [&opt] { opt.shrink = false; }, "Do not shrink failing cases");
+  cmd->add_flag_callback("--no-speed", [&opt] { opt.speed = false; }, "Skip the speed gate");
+  cmd->add_option("--speed-cases", opt.speed_cases, "Shapes timed per kernel")->capture_default_str();
+  cmd->add_option("--delta", opt.timing.interleave.delta, "Minimum slowdown that counts as a regression")
+      ->capture_default_str();
+  cmd->add_option("--alpha", opt.timing.interleave.alpha, "False-positive rate per comparison")->capture_default_str();
+  cmd->add_option("--time-budget", opt.timing.interleave.time_budget_s, "Seconds of timing per comparison")
+      ->capture_default_str();
+  cmd->add_flag("--warm", args.warm, "Time with a warm L2 (default: flushed between launches)");
+  cmd->add_flag_callback("--no-isolate", [&args] { args.isolate = false; },
+                  "Run every kernel in this process (default: one worker process each, under a watchdog)");
+  cmd->add_option("--case-timeout", args.case_timeout_s,
+                  "Seconds a correctness case may run before it counts as hung: max(this, 20 x the slowest case "
+                  "so far), at most max(this, 600)")
+      ->capture_default_str()
+      ->check(above_zero());
+  cmd->add_option("--kernel-timeout", args.kernel_timeout_s,
+                  "Seconds before a kernel's worker counts as hung and is killed")
+      ->capture_default_str();
+  cmd->add_option("--sanitize", args.sanitize,
+                  "Run each kernel's largest case of each family (up to 2^20 elements) again under NVIDIA "
+                  "compute-sanitizer with this tool, each in its own worker; a finding fails its case")
+      ->check(CLI::IsMember(sanitizer_tools()));
+  cmd->add_option("--sanitize-cases", args.sanitize_cases, "Cases per kernel under --sanitize")
+      ->capture_default_str()
+      ->check(above_zero());
+  cmd->add_option("--only", args.only, "")->group("");   // internal: the worker's kernel
+  cmd->add_flag("--in-worker", args.in_worker, "")->group("");
+  cmd->add_option("--resume-at", args.resume_at, "")->group("");  // internal: after a fault
+  cmd->add_flag("--resumed-after-failure", args.resumed_after_failure, "")->group("");  // internal
+  cmd->add_option("--reference-copies-at", args.reference_copies_at, "")->group("");  // internal
+  cmd->add_option("--run-comparisons", args.run_comparisons, "")->group("");  // internal: Holm's m
+  cmd->add_option("--case", args.only_case, "")->group("");       // internal: shrinking a fault
+  cmd->add_option("--out", args.out_dir, "Directory for report.json, junit.xml and summary.md")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
+      ->capture_default_str();
+  cmd->add_option("--benchmark-json", args.benchmark_json,
+                  "Google Benchmark JSON output (--benchmark_out=F --benchmark_out_format=json) to keep in "
+                  "report.json (repeatable; informational, decides nothing)")
+      ->type_name("FILE")
+      ->allow_extra_args(false);
+  cmd->add_option("--shard", args.shard,
+                  "Check only shard i of n (i/n): the kernels and packages, sorted by name, dealt round-robin; "
+                  "join the shards' reports with kgate merge");
+  cmd->add_option("--fragile-margin", args.fragile_margin,
+                  "Worst margin above which a passing kernel gets a FRAGILE warning (default: the config's "
+                  "fragile_margin, else 0.8)")
+      ->check(CLI::Range(1e-9, 1.0));
+  cmd->add_flag("--inconclusive-fails", args.inconclusive_fails, "Exit 3 when a speed decision is inconclusive");
+  cmd->add_option("--no-device-exit-code", args.no_device_exit_code,
+                  "Exit with this code (e.g. 77 = SKIPPED for CTest) when --backend cuda finds no GPU");
+  cmd->add_flag("-q,--quiet", args.quiet, "No progress lines");
+  return cmd;
+}
+
+void resolve_check_args(const CLI::App& check, CheckArgs& args) {
+  auto& opt = args.options;
+  opt.timing.flush_l2 = !args.warm;
+  if (!args.config_path.empty()) opt.config = load_config(args.config_path);
+  for (const auto& p : opt.config.op_files) add_ops_path(p);
+  if (check.count("--cases")) opt.cli.cases = opt.cases;
+  if (check.count("--family")) opt.cli.families = opt.families;
+  if (check.count("--delta")) opt.cli.delta = opt.timing.interleave.delta;
+  if (check.count("--alpha")) opt.cli.alpha = opt.timing.interleave.alpha;
+  if (check.count("--time-budget")) opt.cli.time_budget_s = opt.timing.interleave.time_budget_s;
+  if (args.fragile_margin) opt.cli.fragile_margin = args.fragile_margin;
+}
 
 int run_check(const CheckArgs& args) {
   const auto t0 = std::chrono::steady_clock::now();

@@ -12,6 +12,10 @@
 #include "runtime/package/validate.hpp"
 #include "runtime/pipeline.hpp"
 
+namespace CLI {
+class App;
+}
+
 namespace kgate::cli {
 
 /// A validated, compiled package and its KernelInfo.
@@ -63,6 +67,9 @@ struct ListArgs {
   bool ops = false;
   bool all = false;  ///< include mutants
 };
+/// Each verb adds its subcommand to the kgate command's parser, its options bound to `args`
+/// (calibrate and sweep: calibrate.hpp, sweep.hpp); main() runs the verb that was given.
+CLI::App* add_list_command(CLI::App& app, ListArgs& args);
 int run_list(const ListArgs& args);
 
 struct CheckArgs {
@@ -111,7 +118,17 @@ struct CheckArgs {
   std::string sanitize;
   int64_t sanitize_cases = 6;
   CheckOptions options;
+  /// As given on the command line, for main() and resolve_check_args to resolve: --config, --devices,
+  /// --warm and --fragile-margin.
+  std::string config_path;
+  std::string devices_text;
+  bool warm = false;
+  std::optional<double> fragile_margin;
 };
+CLI::App* add_check_command(CLI::App& app, CheckArgs& args);
+/// After parsing: the L2 policy, the config file (and the op files it names), and the settings
+/// given on the command line, which win over the config's (global < op < kernel < CLI).
+void resolve_check_args(const CLI::App& check, CheckArgs& args);
 int run_check(const CheckArgs& args);
 
 /// Shard i of n ("i/n", 1 <= i <= n); a usage Error names the text otherwise.
@@ -131,6 +148,7 @@ struct MergeArgs {
 /// Joins the shards' reports into one (report.json, junit.xml, summary.md under out_dir), applies
 /// the multiple-comparison correction over all of them, prints the result table and returns the
 /// run's exit code.
+CLI::App* add_merge_command(CLI::App& app, MergeArgs& args);
 int run_merge(const MergeArgs& args);
 
 struct ReplayArgs {
@@ -141,6 +159,7 @@ struct ReplayArgs {
   std::string rule;  ///< empty: the op's default rule
   std::optional<double> atol, rtol;
 };
+CLI::App* add_replay_command(CLI::App& app, ReplayArgs& args);
 int run_replay(const ReplayArgs& args);
 
 struct ValidateArgs {
@@ -148,6 +167,7 @@ struct ValidateArgs {
   bool compile = true;
   std::string arch = "sm_90";
 };
+CLI::App* add_validate_command(CLI::App& app, ValidateArgs& args);
 int run_validate(const ValidateArgs& args);
 
 /// kgate pack SRC OUT: a source package (include_dirs may reach outside it) copied into a
@@ -159,12 +179,14 @@ struct PackArgs {
   std::string arch = "sm_90";
   bool quiet = false;
 };
+CLI::App* add_pack_command(CLI::App& app, PackArgs& args);
 int run_pack(const PackArgs& args);
 
 struct CompareArgs {
   std::string old_report;
   std::string new_report;
 };
+CLI::App* add_compare_command(CLI::App& app, CompareArgs& args);
 int run_compare(const CompareArgs& args);
 
 }  // namespace kgate::cli

@@ -1,6 +1,8 @@
 // kgate compare: two runs' reports, kernel by kernel; exit code for what got worse.
 #include "cli/commands.hpp"
 
+#include <CLI/CLI.hpp>
+
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -33,6 +35,13 @@ ExitCode exit_for(Outcome o) {
   }
 }
 }  // namespace
+
+CLI::App* add_compare_command(CLI::App& app, CompareArgs& args) {
+  auto* cmd = app.add_subcommand("compare", "Compare two kgate reports (old.json new.json)");
+  cmd->add_option("old", args.old_report, "Earlier report")->required()->check(CLI::ExistingFile);
+  cmd->add_option("new", args.new_report, "Later report")->required()->check(CLI::ExistingFile);
+  return cmd;
+}
 
 int run_compare(const CompareArgs& args) {
   const auto old_report = load_report(args.old_report);

@@ -1,6 +1,8 @@
 // kgate list: the registered kernels (--all: mutants and controls too) or the ops (--ops).
 #include "cli/commands.hpp"
 
+#include <CLI/CLI.hpp>
+
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -11,6 +13,13 @@
 #include "runtime/kernel.hpp"
 
 namespace kgate::cli {
+
+CLI::App* add_list_command(CLI::App& app, ListArgs& args) {
+  auto* cmd = app.add_subcommand("list", "List the kernels under test (or the op catalogue with --ops)");
+  cmd->add_flag("--ops", args.ops, "List the op catalogue, one op per line");
+  cmd->add_flag("--all", args.all, "Include the mutants (deliberately broken kernels)");
+  return cmd;
+}
 
 int run_list(const ListArgs& args) {
   if (args.ops) {

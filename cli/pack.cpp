@@ -1,12 +1,26 @@
 // kgate pack: a package directory made self-contained (its op file and sources copied in, checked).
 #include "cli/commands.hpp"
 
+#include <CLI/CLI.hpp>
+
 #include <cstdio>
 
 #include "core/error.hpp"
 #include "runtime/package/pack.hpp"
 
 namespace kgate::cli {
+
+CLI::App* add_pack_command(CLI::App& app, PackArgs& args) {
+  auto* cmd = app.add_subcommand("pack", "Make a source package self-contained: copy it and the include_dirs it "
+                                          "reaches outside itself into OUT (hashes in kgate-pack.json), then validate OUT");
+  cmd->add_option("source", args.source_dir, "Source package directory (holding kgate.json)")->required();
+  cmd->add_option("out", args.out_dir, "Directory to write the packed package to (new, empty, or an earlier pack)")
+      ->required();
+  cmd->add_flag_callback("--no-compile", [&args] { args.compile = false; }, "Validate the manifest only (no NVRTC)");
+  cmd->add_option("--arch", args.arch, "GPU architecture to compile for")->capture_default_str();
+  cmd->add_flag("-q,--quiet", args.quiet, "Print only the validation line");
+  return cmd;
+}
 
 int run_pack(const PackArgs& args) {
   package::PackResult packed;

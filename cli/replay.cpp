@@ -1,6 +1,8 @@
 // kgate replay: one case (an id, a case file or a report's minimal case) run again on a kernel.
 #include "cli/commands.hpp"
 
+#include <CLI/CLI.hpp>
+
 #include <algorithm>
 #include <cstdio>
 #include <exception>
@@ -12,12 +14,27 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "gates/correctness/rules.hpp"
 #include "references/catalogue.hpp"
 #include "runtime/cuda/device.hpp"
 #include "runtime/runner.hpp"
 
 namespace kgate::cli {
 namespace fs = std::filesystem;
+
+CLI::App* add_replay_command(CLI::App& app, ReplayArgs& args) {
+  auto* cmd = app.add_subcommand("replay", "Re-run exactly one case (an id or a JSON file) on one kernel");
+  auto* kernel = cmd->add_option("--kernel", args.kernel, "Kernel to run");
+  cmd->add_option("--package", args.package_dir, "Package directory to run (instead of --kernel)")
+      ->check(CLI::ExistingDirectory)
+      ->excludes(kernel);
+  cmd->add_option("--arch", args.arch, "NVRTC target for --package (default: the GPU's)");
+  cmd->add_option("case", args.case_ref, "Case id (op:dtype:dims:layout:values:seed) or JSON file")->required();
+  cmd->add_option("--rule", args.rule, "Correctness rule")->check(CLI::IsMember(kgate::correctness::rule_names()));
+  cmd->add_option("--atol", args.atol, "Absolute tolerance");
+  cmd->add_option("--rtol", args.rtol, "Relative tolerance");
+  return cmd;
+}
 
 int run_replay(const ReplayArgs& args) {
   Case c;

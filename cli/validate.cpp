@@ -1,6 +1,8 @@
 // kgate validate: a package's manifest checked and its sources compiled, without a GPU.
 #include "cli/commands.hpp"
 
+#include <CLI/CLI.hpp>
+
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -12,6 +14,14 @@
 
 namespace kgate::cli {
 namespace fs = std::filesystem;
+
+CLI::App* add_validate_command(CLI::App& app, ValidateArgs& args) {
+  auto* cmd = app.add_subcommand("validate", "Validate a kernel package: manifest, paths, NVRTC compile (no GPU needed)");
+  cmd->add_option("package", args.package_dir, "Package directory (holding kgate.json)")->required();
+  cmd->add_flag_callback("--no-compile", [&args] { args.compile = false; }, "Check the manifest only");
+  cmd->add_option("--arch", args.arch, "GPU architecture to compile for")->capture_default_str();
+  return cmd;
+}
 
 int run_validate(const ValidateArgs& args) {
   package::ValidateOptions options = validate_options(args.arch);
