@@ -28,7 +28,7 @@ class Error : public std::runtime_error {
   throw Error(ErrorKind::usage, message);
 }
 
-/// Process exit codes of the kgate command (a documented contract; see README "Exit codes").
+/// Process exit codes of the kgate command (a documented contract; see docs/cli.md, "Exit codes").
 enum class ExitCode : int {
   ok = 0,            ///< every gate passed
   correctness = 1,   ///< at least one kernel is incorrect (or faulted / hung)
