@@ -769,7 +769,10 @@ int run_check(const CheckArgs& args) {
         if (restarts + 1 >= kMaxFaultRestarts) {
           merged->correctness.warnings.push_back(
               std::to_string(c.not_run) + " cases were not run: the kernel faulted " + std::to_string(c.faulted.size()) +
-              " times, and kgate starts at most " + std::to_string(kMaxFaultRestarts) + " workers per kernel");
+              " times and its op's reference " + std::to_string(c.reference_faulted.size()) +
+              ", and kgate starts at most " + std::to_string(kMaxFaultRestarts) + " workers per kernel");
+          // Cases never run leave the kernel unproven (after faults of the reference alone): never a pass.
+          if (merged->outcome == Outcome::passed) merged->outcome = Outcome::invalid;
           break;
         }
         resume_at = c.resume_at;

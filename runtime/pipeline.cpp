@@ -300,9 +300,10 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
     auto r = runner.check_case(kernel, c, rule_for(op, c.dtype, options, kernel.name));
     runner.set_references_on_copies(false);
     // The reference faulted on a view: a fresh worker runs this case again with the reference on
-    // contiguous copies (once; a fault there is final), so it is counted there.
-    const bool retry_on_copies = runner.context_lost() && r.rule == "reference_error" && !copies &&
-                                 c.layout != Layout::contiguous;
+    // contiguous copies (once; a fault there is final), so it is counted there. (Only a worker's
+    // parent starts a fresh one: with --no-isolate the fault is final here.)
+    const bool retry_on_copies = options.in_worker && runner.context_lost() && r.rule == "reference_error" &&
+                                 !copies && c.layout != Layout::contiguous;
     if (options.on_case) options.on_case(i, cases.size(), c, &r);
     if (r.fallback) ++report.correctness.fallback;
     if (r.rule != "reference_error" && r.outcome != Outcome::skipped) judged.push_back(c);
