@@ -3,60 +3,41 @@
 namespace kgate::report {
 namespace {
 
-class JsonWriter : public Writer {
+using WriteFunction = void (*)(std::ostream&, const RunReport&);
+
+// A format's writer: the file it goes to ("" for a stream) and the function that writes it.
+class FormatWriter final : public Writer {
  public:
-  std::string file_name() const override { return "report.json"; }
-  void write(std::ostream& os, const RunReport& report) const override { os << to_json(report).dump(2) << "\n"; }
+  FormatWriter(const char* file_name, WriteFunction write) : file_name_(file_name), write_(write) {}
+  std::string file_name() const override { return file_name_; }
+  void write(std::ostream& os, const RunReport& report) const override { write_(os, report); }
+
+ private:
+  const char* file_name_;
+  WriteFunction write_;
 };
 
-class JunitWriter : public Writer {
- public:
-  std::string file_name() const override { return "junit.xml"; }
-  void write(std::ostream& os, const RunReport& report) const override { write_junit(os, report); }
-};
-
-class MarkdownWriter : public Writer {
- public:
-  std::string file_name() const override { return "summary.md"; }
-  void write(std::ostream& os, const RunReport& report) const override { write_markdown(os, report); }
-};
-
-class HtmlWriter : public Writer {
- public:
-  std::string file_name() const override { return "report.html"; }
-  void write(std::ostream& os, const RunReport& report) const override { os << render_html(report); }
-};
-
-class ConsoleWriter : public Writer {
- public:
-  std::string file_name() const override { return ""; }
-  void write(std::ostream& os, const RunReport& report) const override { write_console_table(os, report); }
-};
-
-class AnnotationsWriter : public Writer {
- public:
-  std::string file_name() const override { return ""; }
-  void write(std::ostream& os, const RunReport& report) const override { write_github_annotations(os, report); }
-};
+void write_json(std::ostream& os, const RunReport& report) { os << to_json(report).dump(2) << "\n"; }
+void write_html(std::ostream& os, const RunReport& report) { os << render_html(report); }
 
 }  // namespace
 
 const std::vector<const Writer*>& file_writers() {
-  static const JsonWriter json;
-  static const JunitWriter junit;
-  static const MarkdownWriter markdown;
-  static const HtmlWriter html;
+  static const FormatWriter json("report.json", write_json);
+  static const FormatWriter junit("junit.xml", write_junit);
+  static const FormatWriter markdown("summary.md", write_markdown);
+  static const FormatWriter html("report.html", write_html);
   static const std::vector<const Writer*> writers = {&json, &junit, &markdown, &html};
   return writers;
 }
 
 const Writer& console_writer() {
-  static const ConsoleWriter writer;
+  static const FormatWriter writer("", write_console_table);
   return writer;
 }
 
 const Writer& annotations_writer() {
-  static const AnnotationsWriter writer;
+  static const FormatWriter writer("", write_github_annotations);
   return writer;
 }
 
