@@ -27,27 +27,53 @@ std::string progress_line(size_t index, size_t total, const Case& c, const CaseR
          one_line(result->message) + "\n";
 }
 
+namespace {
+
+// One line of the progress file, as far as it parses; `complete` when every field of its kind did.
+struct ProgressEvent {
+  std::string kind;  // start, end, done (anything else is ignored)
+  int64_t index = 0, total = 0;
+  std::string id, outcome, rule, message;
+  bool complete = false;
+};
+
+ProgressEvent parse_progress_line(const std::string& line) {
+  ProgressEvent e;
+  std::istringstream f(line);
+  f >> e.kind;
+  if (e.kind == "done") {
+    e.complete = static_cast<bool>(f >> e.total);
+  } else if (e.kind == "start") {
+    e.complete = static_cast<bool>(f >> e.index >> e.total >> e.id);
+  } else if (e.kind == "end") {
+    e.complete = static_cast<bool>(f >> e.index >> e.total >> e.id >> e.outcome >> e.rule);
+    std::getline(f, e.message);
+    if (!e.message.empty() && e.message.front() == ' ') e.message.erase(0, 1);
+  }
+  return e;
+}
+
+}  // namespace
+
 WorkerProgress read_progress(const fs::path& path) {
   WorkerProgress p;
   std::ifstream in(path);
   std::string line;
   while (std::getline(in, line)) {
-    std::istringstream f(line);
-    std::string kind;
-    f >> kind;
-    if (kind == "done") {
-      f >> p.total;
+    const ProgressEvent e = parse_progress_line(line);
+    if (e.kind == "done") {
+      p.total = e.total;
       p.done = true;
       p.started.reset();
-    } else if (kind == "start") {
-      int64_t index = 0;
-      if (f >> index >> p.total >> p.started_id) p.started = index;
-    } else if (kind == "end") {
-      WorkerProgress::Finished e;
-      if (!(f >> e.index >> p.total >> e.id >> e.outcome >> e.rule)) continue;
-      std::getline(f, e.message);
-      if (!e.message.empty() && e.message.front() == ' ') e.message.erase(0, 1);
-      p.finished.push_back(std::move(e));
+    } else if (e.kind == "start") {
+      if (!e.complete) continue;
+      p.total = e.total;
+      p.started_id = e.id;
+      p.started = e.index;
+    } else if (e.kind == "end") {
+      if (!e.complete) continue;
+      p.total = e.total;
+      p.finished.push_back({e.index, e.id, e.outcome, e.rule, e.message});
       p.started.reset();
     }
   }
@@ -68,13 +94,11 @@ void CaseWatch::read_new_lines() {
   for (size_t nl; (nl = pending_.find('\n')) != std::string::npos;) {
     const std::string line = pending_.substr(0, nl);
     pending_.erase(0, nl + 1);
-    std::istringstream f(line);
-    std::string kind, index, total, id;
-    f >> kind >> index >> total >> id;
-    if (kind == "start") {
-      current_ = id;
+    const ProgressEvent e = parse_progress_line(line);
+    if (e.kind == "start") {
+      current_ = e.id;
       started_ = std::chrono::steady_clock::now();
-    } else if (kind == "end" || kind == "done") {
+    } else if (e.kind == "end" || e.kind == "done") {
       if (!current_.empty()) slowest_s_ = std::max(slowest_s_, seconds_since(started_));
       current_.clear();
     }
