@@ -344,10 +344,11 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
   }
   // The end of the case list: a crash after this line is not a case's (behaviour checks, timing).
   if (options.on_case && report.correctness.not_run == 0) options.on_case(cases.size(), cases.size(), Case{}, nullptr);
+  // (Outside a worker no case is retried: the lost case is the one before resume_at.)
   if (report.correctness.not_run > 0 && !options.in_worker)
     report.correctness.warnings.push_back(
         std::to_string(report.correctness.not_run) + " of " + std::to_string(cases.size()) +
-        " cases were not run: the CUDA context was lost when case " + cases[static_cast<size_t>(report.correctness.resume_at) - (report.correctness.reference_copies_at >= 0 ? 0 : 1)].id() +
+        " cases were not run: the CUDA context was lost when case " + cases[static_cast<size_t>(report.correctness.resume_at) - 1].id() +
         " faulted (`kgate check` runs each kernel in worker processes and goes on in a fresh one)");
 
   if (report.correctness.reference_errors > 0)

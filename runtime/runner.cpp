@@ -650,6 +650,18 @@ struct Runner::Impl {
   bool context_lost = false;
   std::string lost_reason;
   bool references_on_copies = false;  // Runner::set_references_on_copies
+
+  /// Where the device is broken (a fault's sticky error), marks the context lost for `reason` and
+  /// returns the error; cudaSuccess where it is sound, on the cpu backend, or lost already.
+  cudaError_t lose_context_if_faulted(const std::string& reason) {
+    if (backend != Backend::cuda || context_lost) return cudaSuccess;
+    const cudaError_t rc = cudaDeviceSynchronize();
+    if (rc == cudaSuccess) return rc;
+    cudaGetLastError();
+    context_lost = true;
+    lost_reason = reason;
+    return rc;
+  }
   std::unique_ptr<cuda::LaunchTimer> timer;
   std::string timer_note;
   std::unique_ptr<cuda::L2Flusher> flusher;
@@ -737,10 +749,8 @@ struct Runner::Impl {
     fallback_note.clear();
     const OpReference& ref = op_reference(kernel.op);
     auto faulted = [&](const std::string& what) {
-      if (backend == Backend::cuda && cudaDeviceSynchronize() != cudaSuccess) {
-        cudaGetLastError();
-        context_lost = true;
-        lost_reason = "the CUDA context was lost when the reference of op '" + kernel.op + "' faulted";
+      if (lose_context_if_faulted("the CUDA context was lost when the reference of op '" + kernel.op + "' faulted") !=
+          cudaSuccess) {
         throw ReferenceError("the eager reference of op '" + kernel.op + "' (the fallback outside the guard of '" +
                              kernel.name + "') faulted on the GPU: " + cuda::api_error_summary(what) +
                              "; the CUDA context is lost");
@@ -996,11 +1006,8 @@ CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c, const cor
       // Whatever call noticed it (kgate's synchronize, or an ATen call in the kernel's own host
       // code, as a torch custom op makes: c10::Error), the fault is this case's.
       const std::string what = e.what();
-      if (impl_->backend == Backend::cuda && cudaDeviceSynchronize() != cudaSuccess) {
-        cudaGetLastError();
-        impl_->context_lost = true;
-        impl_->lost_reason = "the CUDA context was lost after kernel '" + kernel.name + "' faulted on case " + c.id();
-      }
+      impl_->lose_context_if_faulted("the CUDA context was lost after kernel '" + kernel.name + "' faulted on case " +
+                                     c.id());
       result.outcome = Outcome::failed;
       result.rule = "fault";
       // The kernel's error in the user's terms: which kernel, where it comes from, the CUDA error;
@@ -1036,11 +1043,8 @@ CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c, const cor
                        impl_->device, sweep_rtols, result, true, impl_->references_on_copies)) {
       // A reference that faulted leaves the context unusable: the later cases say so (not run)
       // instead of blaming their kernels for it.
-      if (impl_->backend == Backend::cuda && cudaDeviceSynchronize() != cudaSuccess) {
-        cudaGetLastError();
-        impl_->context_lost = true;
-        impl_->lost_reason = "the CUDA context was lost when the reference of op '" + op.name + "' faulted on case " + c.id();
-      }
+      impl_->lose_context_if_faulted("the CUDA context was lost when the reference of op '" + op.name +
+                                     "' faulted on case " + c.id());
       return result;
     }
     if (result.fallback) {
@@ -1056,20 +1060,18 @@ CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c, const cor
     // An asynchronous fault can surface in any later call (the caching allocator, a copy, a
     // synchronize). Before the launch it is this case's kernel's (the last case ended with the
     // device sound); after the kernel finished (a device-wide synchronize), the references'.
-    const cudaError_t rc = impl_->backend == Backend::cuda && !impl_->context_lost ? cudaDeviceSynchronize() : cudaSuccess;
+    const cudaError_t rc = impl_->lose_context_if_faulted(
+        kernel_done ? "the CUDA context was lost when the reference of op '" + c.op + "' faulted on case " + c.id()
+                    : "the CUDA context was lost after kernel '" + kernel.name + "' faulted on case " + c.id());
     if (rc != cudaSuccess) {
-      cudaGetLastError();
-      impl_->context_lost = true;
       const std::string what = std::string(cudaGetErrorName(rc)) + " (" + cudaGetErrorString(rc) +
                                "), first seen as: " + cuda::api_error_summary(e.what());
       if (kernel_done) {
-        impl_->lost_reason = "the CUDA context was lost when the reference of op '" + c.op + "' faulted on case " + c.id();
         result.outcome = Outcome::invalid;
         result.rule = "reference_error";
         result.message = "reference error (the op's, not the kernel's): the reference faulted on the GPU after kernel '" +
                          kernel.name + "' finished: " + what + "; the CUDA context is lost";
       } else {
-        impl_->lost_reason = "the CUDA context was lost after kernel '" + kernel.name + "' faulted on case " + c.id();
         result.outcome = Outcome::failed;
         result.rule = "fault";
         result.message = "kernel '" + kernel.name + "' (" + kernel.source + ") faulted on the GPU: " + what +
@@ -1954,11 +1956,7 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
   } catch (const Error& e) {
     cmp.decision = Outcome::invalid;
     cmp.note = std::string("timing failed: ") + e.what();
-    if (impl_->backend == Backend::cuda && cudaDeviceSynchronize() != cudaSuccess) {
-      cudaGetLastError();
-      impl_->context_lost = true;
-      impl_->lost_reason = "the CUDA context was lost while timing kernel '" + kernel.name + "'";
-    }
+    impl_->lose_context_if_faulted("the CUDA context was lost while timing kernel '" + kernel.name + "'");
   }
   return cmp;
 }
