@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# The measurements of the conditioned rule and of verdicts a team can trust, on a GPU, in one command:
+#   ci/gpu-verdicts.sh OUT_DIR [phase...]
+# Phases (default: all, in this order):
+#   build     ci/setup.sh and ci/build.sh; with KGATE_BEFORE_SRC (a source tree of an earlier
+#             commit), that tree's kgate too, built beside it
+#   mutants   the precision mutants at the default 64 cases: minimal case, error over allowance
+#   faults    cli.torch_op_fault_gpu, cli.isolation_gpu (ctest)
+#   controls  every CUDA control and the GEMM control packages at KGATE_CONTROL_CASES (1000) cases
+#   time      kgate check --no-speed --seed 1 over the in-tree kernels, twice, head and before
+#   sweep     kgate sweep --seed 1, head and before: worst margins and FRAGILE rows
+#   suite     the mutant suite and the gaming corpus (tests/packages/corpus)
+# KGATE_DEADLINE (seconds, default 560): a phase that would start later than this is skipped and
+# says so. Logs and reports go under OUT_DIR; a table is printed last.
+set -uo pipefail
+here=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
+out=${1:?usage: ci/gpu-verdicts.sh OUT_DIR [phase...]}
+shift
+phases=("$@")
+[ ${#phases[@]} -gt 0 ] || phases=(build mutants faults controls time sweep suite)
+mkdir -p "$out"
+build=${KGATE_BUILD_DIR:-$here/build}
+kgate=$build/bin/kgate
+before=${KGATE_BEFORE_SRC:-}
+deadline=${KGATE_DEADLINE:-560}
+cases=${KGATE_CONTROL_CASES:-1000}
+summary=()
+note() { summary+=("$1"); echo "==> $1"; }
+has() { local s; for s in "${phases[@]}"; do [ "$s" = "$1" ] && return 0; done; return 1; }
+in_time() {  # in_time PHASE SECONDS_IT_NEEDS
+  if [ $((SECONDS + $2)) -gt "$deadline" ]; then note "$1: skipped (at ${SECONDS} s, needs ~$2 s, deadline $deadline s)"; return 1; fi
+}
+# One line per kernel of a report: outcome, cases, worst margin, minimal case, its error / allowance.
+report_lines() {
+  python3 - "$@" <<'PY'
+import json, sys
+for path in sys.argv[1:]:
+    try:
+        ks = json.load(open(path))["kernels"]
+    except Exception as e:
+        print(f"  {path}: no report ({e})"); continue
+    for k in ks:
+        c = k["correctness"]; m = c.get("minimal") or (c.get("failures") or [None])[0]
+        line = (f"  {k['name']:38s} {k['outcome']:8s} cases {c['cases']:5d} passed {c['passed']:5d} failed {c['failed']:4d} "
+                f"ref-err {c.get('reference_errors', 0)} ref-faults {len(c.get('reference_faulted', []))} "
+                f"faults {len(c.get('faulted', []))} fallback {c.get('fallback', 0)} worst {c.get('worst_margin', 0):.3f} "
+                f"{c.get('seconds', 0):.1f} s")
+        if m:
+            line += (f"\n      minimal {m['case']['id']} rule {m.get('rule')} error {m.get('observed', 0):.4g} "
+                     f"allowed {m.get('allowed', 0):.4g} = {m.get('margin', 0):.2f}x: {m.get('message', '')[:200]}")
+        for w in c.get("warnings", [])[:3]:
+            line += f"\n      warning: {w[:220]}"
+        print(line)
+PY
+}
+
+if has build; then
+  start=$SECONDS
+  "$here/ci/setup.sh" > "$out/setup.log" 2>&1 || { tail -20 "$out/setup.log"; note "setup failed"; exit 1; }
+  pids=()
+  KGATE_JOBS=${KGATE_JOBS:-12} "$here/ci/build.sh" > "$out/build.log" 2>&1 &
+  pids+=($!)
+  if [ -n "$before" ]; then
+    cp "$here/.deps-prefix" "$before/" 2>/dev/null
+    KGATE_BUILD_DIR="$before/build" KGATE_BUILD_TARGETS=kgate KGATE_JOBS=${KGATE_BEFORE_JOBS:-6} \
+      "$before/ci/build.sh" > "$out/build-before.log" 2>&1 &
+    pids+=($!)
+  fi
+  rc=0
+  for p in "${pids[@]}"; do wait "$p" || rc=1; done
+  note "build: exit $rc in $((SECONDS - start)) s (before tree: ${before:-none})"
+  [ $rc -eq 0 ] || { tail -30 "$out/build.log"; [ -n "$before" ] && tail -30 "$out/build-before.log"; exit 1; }
+fi
+
+if has mutants && in_time mutants 60; then
+  # Item 2's precision mutants (each must fail at the domain's longest rows, with its minimal case)
+  # and the fused_add_rms_norm mutant whose bf16 sum of squares fails only on long rows.
+  "$kgate" check --backend cuda --no-speed --kernel mutant_matmul_bf16_inputs --kernel mutant_matmul_tf32 \
+    --kernel mutant_rms_norm_f16_sum --kernel mutant_rms_norm_half_accum --out "$out/mutants" > "$out/mutants.log" 2>&1
+  note "precision mutants (64 cases each): exit $? (expected 1)"
+  report_lines "$out/mutants/report.json"
+  "$kgate" check --kernel mutant_fused_add_rms_norm_bf16_sumsq --out "$out/fused-mutant" > "$out/fused-mutant.log" 2>&1
+  note "kgate check --kernel mutant_fused_add_rms_norm_bf16_sumsq (defaults): exit $? (expected 1)"
+  report_lines "$out/fused-mutant/report.json"
+fi
+
+if has faults && in_time faults 90; then
+  (cd "$build" && ctest -R 'cli\.(torch_op_fault_gpu|isolation_gpu|reference_faults_cpu)$|package\.controls_gpu' \
+     --output-on-failure > "$out/faults-ctest.log" 2>&1)
+  note "ctest torch_op_fault_gpu, isolation_gpu, reference_faults_cpu, package.controls_gpu: exit $?; $(grep -E 'tests passed' "$out/faults-ctest.log")"
+  grep -E '^ *[0-9]+/[0-9]+ Test' "$out/faults-ctest.log"
+fi
+
+if has controls; then
+  # The control corpus, one kernel per run (a report each, so a slow one loses nothing else).
+  mapfile -t controls < <("$kgate" list --all 2>/dev/null | awk '$3 == "cuda" && /control: must pass/ {print $1}')
+  per=$(( cases / 10 + 20 ))
+  for k in "${controls[@]}"; do
+    in_time "control $k" "$per" || continue
+    t0=$SECONDS
+    timeout $(( deadline - SECONDS + 30 )) "$kgate" check --backend cuda --no-speed --cases "$cases" --kernel "$k" \
+      --out "$out/controls/$k" > "$out/controls-$k.log" 2>&1
+    rc=$?
+    note "control $k ($cases cases): exit $rc in $((SECONDS - t0)) s"
+    report_lines "$out/controls/$k/report.json"
+  done
+  if in_time "control packages" 120; then
+    t0=$SECONDS
+    bash "$here/tests/controls/packages/run_controls.sh" "$kgate" "$out/control-packages" --cases "$cases" \
+      > "$out/control-packages.log" 2>&1
+    note "GEMM control packages (NVRTC, $cases cases): exit $? in $((SECONDS - t0)) s"
+    cat "$out/control-packages.log"
+  fi
+fi
+
+# kgate check --no-speed --seed 1 over the in-tree kernels (the default selection), with BIN.
+time_check() {  # time_check LABEL BIN
+  local t0=$SECONDS
+  "$2" check --no-speed --seed 1 -q --out "$out/time-$1" > "$out/time-$1.log" 2>&1
+  local rc=$?
+  python3 - "$out/time-$1/report.json" "$1" "$rc" <<'PY'
+import json, sys
+try:
+    r = json.load(open(sys.argv[1]))
+except Exception as e:
+    print(f"  {sys.argv[2]}: no report ({e})"); sys.exit(0)
+ks = r["kernels"]
+cases = sum(k["correctness"]["cases"] for k in ks)
+secs = sum(k["correctness"].get("seconds", 0) for k in ks)
+bad = [k["name"] + ":" + k["outcome"] for k in ks if k["outcome"] != "passed"]
+print(f"  {sys.argv[2]}: exit {sys.argv[3]}, {len(ks)} kernels, {cases} cases, correctness seconds {secs:.1f}, "
+      f"wall {r.get('meta', {}).get('seconds', 0):.1f} s; not passed: {' '.join(bad) or 'none'}")
+PY
+  note "time $1: $((SECONDS - t0)) s wall"
+}
+if has time && in_time time 240; then
+  time_check head-1 "$kgate"
+  [ -n "$before" ] && time_check before-1 "$before/build/bin/kgate"
+  time_check head-2 "$kgate"
+  [ -n "$before" ] && time_check before-2 "$before/build/bin/kgate"
+fi
+
+if has sweep && in_time sweep 200; then
+  t0=$SECONDS
+  "$kgate" sweep --backend cuda --seed 1 --out "$out/sweep-head" > "$out/sweep-head.log" 2>&1
+  note "sweep head: exit $? in $((SECONDS - t0)) s; $(grep -oE '[0-9]+ FRAGILE' "$out/sweep-head.log" | tail -1)"
+  grep -E 'FRAGILE|FAILED' "$out/sweep-head.log" | head -20
+  if [ -n "$before" ] && in_time sweep-before 150; then
+    t0=$SECONDS
+    "$before/build/bin/kgate" sweep --backend cuda --seed 1 --out "$out/sweep-before" > "$out/sweep-before.log" 2>&1
+    note "sweep before: exit $? in $((SECONDS - t0)) s; $(grep -oE '[0-9]+ FRAGILE' "$out/sweep-before.log" | tail -1)"
+    grep -E 'FRAGILE|FAILED' "$out/sweep-before.log" | head -20
+  fi
+fi
+
+if has suite && in_time suite 150; then
+  t0=$SECONDS
+  KGATE_MUTANT_TABLE="$out/mutant_table.json" timeout $(( deadline - SECONDS + 20 )) \
+    "$build/tests/gpu/kgate.test.gpu.mutants" > "$out/mutant_suite.log" 2>&1
+  note "mutant suite: exit $? in $((SECONDS - t0)) s; $(grep -E '^\[  (PASSED|FAILED)' "$out/mutant_suite.log" | tr '\n' ' ')"
+  grep -E 'MISSED|^\[  FAILED' "$out/mutant_suite.log" | head -20
+  if in_time corpus 60; then
+    bash "$here/tests/packages/corpus/run_corpus.sh" "$kgate" "$out/corpus" > "$out/corpus.log" 2>&1
+    note "gaming corpus: exit $?"
+    tail -20 "$out/corpus.log"
+  fi
+fi
+
+echo
+echo "== summary (${SECONDS} s) =="
+printf '%s\n' "${summary[@]}"

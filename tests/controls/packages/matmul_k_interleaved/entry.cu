@@ -1,0 +1,2 @@
+// NVRTC entry of package control_matmul_k_interleaved_pkg.
+#include "matmul_orders.cuh"
