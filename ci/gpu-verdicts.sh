@@ -86,7 +86,7 @@ fi
 
 if has faults && in_time faults 90; then
   (cd "$build" && ctest -R 'cli\.(torch_op_fault_gpu|isolation_gpu|reference_faults_cpu)$|package\.controls_gpu' \
-     --output-on-failure > "$out/faults-ctest.log" 2>&1)
+     --timeout 150 --output-on-failure > "$out/faults-ctest.log" 2>&1)
   note "ctest torch_op_fault_gpu, isolation_gpu, reference_faults_cpu, package.controls_gpu: exit $?; $(grep -E 'tests passed' "$out/faults-ctest.log")"
   grep -E '^ *[0-9]+/[0-9]+ Test' "$out/faults-ctest.log"
 fi
@@ -94,7 +94,7 @@ fi
 if has controls; then
   # The control corpus, one kernel per run (a report each, so a slow one loses nothing else).
   mapfile -t controls < <("$kgate" list --all 2>/dev/null | awk '$3 == "cuda" && /control: must pass/ {print $1}')
-  per=$(( cases / 10 + 20 ))
+  per=$(( cases / 40 + 5 ))
   for k in "${controls[@]}"; do
     in_time "control $k" "$per" || continue
     t0=$SECONDS
