@@ -64,8 +64,16 @@ void merge_resumed(KernelReport& into, KernelReport part) {
   a.behaviour_checks += b.behaviour_checks;
   a.worst_margin = std::max(a.worst_margin, b.worst_margin);
   a.seconds += b.seconds;
-  for (auto& f : b.failures)
+  // Past the cap of 10, the first few faults still: each names its CUDA error.
+  const auto is_fault = [](const CaseResult& r) { return r.rule == "fault" || r.rule == "crash"; };
+  auto faults_kept = std::count_if(a.failures.begin(), a.failures.end(), is_fault);
+  for (auto& f : b.failures) {
     if (a.failures.size() < 10) a.failures.push_back(std::move(f));
+    else if (is_fault(f) && faults_kept < 3) {
+      ++faults_kept;
+      a.failures.push_back(std::move(f));
+    }
+  }
   a.faulted.insert(a.faulted.end(), b.faulted.begin(), b.faulted.end());
   a.reference_faulted.insert(a.reference_faulted.end(), b.reference_faulted.begin(), b.reference_faulted.end());
   a.reference_copies_at = b.reference_copies_at;

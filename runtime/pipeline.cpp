@@ -159,6 +159,10 @@ namespace {
 std::string fmt_g(double v) { return format_number(v); }
 
 void record(CorrectnessReport& c, CaseResult r, size_t keep) {
+  if (r.rule == "reference_error") {  // the op's, never the kernel's: said, not counted
+    c.warnings.push_back("a behaviour check of case " + r.kcase.id() + " was not judged: " + r.message);
+    return;
+  }
   if (r.outcome == Outcome::failed) {
     ++c.failed;
     if (c.failures.size() < keep) c.failures.push_back(std::move(r));
@@ -306,7 +310,8 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
                                  !copies && c.layout != Layout::contiguous;
     if (options.on_case) options.on_case(i, cases.size(), c, &r);
     if (r.fallback) ++report.correctness.fallback;
-    if (r.rule != "reference_error" && r.outcome != Outcome::skipped) judged.push_back(c);
+    // (Not a case whose reference ran on copies: the behaviour checks would run it on its view.)
+    if (r.rule != "reference_error" && r.outcome != Outcome::skipped && !copies) judged.push_back(c);
     if (c.values == Values::captured) report.correctness.captured.push_back(r);
     if (r.outcome == Outcome::skipped) {
       // Not run here (a huge case without the device memory for it): never a pass, and said.
@@ -317,7 +322,9 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
       if (!retry_on_copies && report.correctness.reference_errors++ == 0) first_reference_error = c.id() + ": " + r.message;
     } else if (r.outcome == Outcome::failed) {
       ++report.correctness.failed;
-      if (report.correctness.failures.size() < options.max_failures_kept) report.correctness.failures.push_back(r);
+      // A fault is kept past the cap: it ends this worker, and its message names the CUDA error.
+      if (report.correctness.failures.size() < options.max_failures_kept || r.rule == "fault")
+        report.correctness.failures.push_back(r);
     } else {
       ++report.correctness.passed;
       if (std::isfinite(r.margin) && r.margin > report.correctness.worst_margin && !r.fallback) {

@@ -46,12 +46,16 @@ RuleKind parse_rule(const std::string& name) {
   throw_usage("unknown correctness rule '" + name + "': expected " + rule_list());
 }
 
-RuleConfig scaled_for(const RuleConfig& rule, const std::vector<std::pair<std::string, int64_t>>& dims) {
+RuleConfig scaled_for(const RuleConfig& rule, const std::vector<std::pair<std::string, int64_t>>& dims,
+                      bool equal_values) {
   if (rule.kind == RuleKind::conditioned) {
     RuleConfig c = rule;
     c.terms = 1;
     if (!rule.terms_expr.empty())
       c.terms = static_cast<double>(std::max<int64_t>(1, package::evaluate_expr(rule.terms_expr, package::symbol_values(dims))));
+    c.equal_values = equal_values;
+    c.length = std::sqrt(c.terms);
+    if (equal_values) c.length = std::max(c.length, c.terms / (2 * std::max(1.0, rule.ratio_k)));
     return c;
   }
   if (rule.scale_symbol.empty() || rule.scale_power == 0) return rule;
@@ -117,12 +121,17 @@ Verdict evaluate(const RuleConfig& rule, const Measurement& m, DType dtype) {
       v.margin = m.relative_worst;
       if (m.relative_mismatches > 0 || !(m.relative_worst <= 1)) {
         const std::string terms = rule.terms_expr.empty() ? "1" : rule.terms_expr + "=" + g(rule.terms);
+        const std::string length = rule.equal_values ? "max(sqrt(" + terms + "), " + terms + " / " + g(2 * rule.ratio_k) + ")"
+                                                      : "sqrt(" + terms + ")";
         v.outcome = Outcome::failed;
         v.message = std::to_string(m.relative_mismatches) + " of " + std::to_string(r.elements) +
                     " elements are further from the fp64 oracle than " + g(rule.ratio_k) +
                     " x max(eager's own error, eps x |oracle|" +
-                    (conditioned ? ", eps_f32 x (sum |terms| + sqrt(" + terms + ") x |oracle|)" : std::string()) +
-                    ") + atol=" + g(rule.tolerance.atol) + " (worst at " + g(m.relative_worst) + " x the allowance)";
+                    (conditioned ? ", eps_f32 x (sum |terms| + " + length + " x |oracle|)" : std::string()) +
+                    ") + atol=" + g(rule.tolerance.atol) + " (worst at " + g(m.relative_worst) + " x the allowance)" +
+                    (conditioned && rule.equal_values
+                         ? "; the case's values are all equal, so a sum's rounding errors add up (linear in its length)"
+                         : "");
       }
       break;
     }

@@ -23,11 +23,14 @@ namespace kgate::correctness {
 /// conditioned is eager_relative with an allowance that also follows each element's conditioning,
 /// for ops whose outputs are sums of products (matmul, a norm's sum of squares, rotary):
 ///   |out - oracle| <= k * max(|eager - oracle|, eps * |oracle|,
-///                             eps_acc * (magnitude + sqrt(terms) * |oracle|)) + atol
+///                             eps_acc * (magnitude + length * |oracle|)) + atol
 /// where magnitude is sum |terms| of the element's sum (the op's magnitude, float64), terms the
-/// number of terms summed (the op's conditioning.terms, e.g. K), and eps_acc the float32 epsilon
-/// (float64's for f64 outputs): a correct sum accumulated in float32 in any order passes, a sum
-/// accumulated in a narrower type or on inputs rounded to one does not.
+/// number of terms summed (the op's conditioning.terms, e.g. K), length sqrt(terms) (rounding
+/// errors of a sum in any order grow as the square root of its length: they cancel) except on
+/// rows of equal values, where it is terms / (2k) (equal terms round alike and nothing cancels:
+/// the allowance is then the worst-case bound terms * u of a recursive sum, u = eps_acc / 2), and
+/// eps_acc the float32 epsilon (float64's for f64 outputs): a correct sum accumulated in float32
+/// in any order passes, a sum accumulated in a narrower type or on inputs rounded to one does not.
 enum class RuleKind { allclose, ulp, ref_ratio, eager_relative, index, conditioned };
 const char* rule_name(RuleKind kind);
 /// The rules a user can choose (every kind but index).
@@ -52,12 +55,18 @@ struct RuleConfig {
   /// its value in a case (scaled_for sets it).
   std::string terms_expr;
   double terms = 1;
+  /// conditioned: the growth of a sum's rounding error with its length in a case, sqrt(terms), or
+  /// terms / (2 ratio_k) on rows of equal values (scaled_for sets it).
+  double length = 1;
+  bool equal_values = false;  ///< the case's values are all equal (length is linear)
 };
 
 /// `rule` with its tolerance scaled for a case of these dims (scale_symbol; unchanged without one)
-/// and, for conditioned, `terms` evaluated on them. conditioned ignores scale_symbol: its sqrt(terms)
-/// term is the growth with the sum's length that tolerance_scale approximates for allclose.
-RuleConfig scaled_for(const RuleConfig& rule, const std::vector<std::pair<std::string, int64_t>>& dims);
+/// and, for conditioned, `terms` and `length` evaluated on them (`equal_values`: every input value
+/// of the case is the same, Values::all_equal). conditioned ignores scale_symbol: its length term
+/// is the growth with the sum's length that tolerance_scale approximates for allclose.
+RuleConfig scaled_for(const RuleConfig& rule, const std::vector<std::pair<std::string, int64_t>>& dims,
+                      bool equal_values = false);
 
 /// What the runner measured on one case.
 struct Measurement {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The conditioned rule end to end on the cpu backend (CI has no GPU), under kgate's defaults:
 #   - every cpu control of tests/controls (GEMMs summing K in blocks of 64, pairwise and in reverse
-#     with fma; a pairwise sum of squares; attention with an online softmax over key tiles of 16)
+#     with fma; a pairwise and a left-to-right sum of squares; attention with an online softmax over key tiles of 16)
 #     passes `kgate check` (exit 0) on CASES cases, and the report says `conditioned` judged it;
 #     the attention control's guard sends the layout family's views to the reference (fallback);
 #   - the cpu precision mutants (f32 GEMMs on inputs rounded to bf16 and to TF32) fail (exit 1)
@@ -24,7 +24,7 @@ check() {  # expected-exit kernel
   local rc=$?
   [ $rc -eq "$expect" ] || { tail -30 "$out/$k.log"; fail "$k: kgate check exited $rc, expected $expect"; }
 }
-for k in control_matmul_cpu_blocked control_matmul_cpu_pairwise control_matmul_cpu_reverse control_rms_norm_cpu_pairwise \
+for k in control_matmul_cpu_blocked control_matmul_cpu_pairwise control_matmul_cpu_reverse control_rms_norm_cpu_pairwise control_rms_norm_cpu_sequential \
          control_attention_cpu_online; do
   check 0 "$k"
   json="$out/$k/report.json"

@@ -119,6 +119,31 @@ TEST(Rules, EagerRelativeIsElementwise) {
   EXPECT_EQ(evaluate(rule, m, DType::f16).outcome, Outcome::failed);
 }
 
+// A sum's rounding errors grow as sqrt(terms) where they cancel; on rows of equal values they add,
+// and the allowance is the worst-case bound terms * u (length terms / 2k).
+TEST(Rules, ConditionedLengthIsLinearOnEqualValues) {
+  RuleConfig rule;
+  rule.kind = RuleKind::conditioned;
+  rule.terms_expr = "N";
+  const auto random = scaled_for(rule, {{"N", 4096}});
+  EXPECT_FALSE(random.equal_values);
+  EXPECT_DOUBLE_EQ(random.length, 64);
+  const auto equal = scaled_for(rule, {{"N", 4096}}, true);
+  EXPECT_TRUE(equal.equal_values);
+  EXPECT_DOUBLE_EQ(equal.length, 4096.0 / 8);
+  EXPECT_DOUBLE_EQ(scaled_for(rule, {{"N", 16}}, true).length, 4);  // short rows: sqrt still
+  auto m = clean();
+  m.relative_worst = 3;
+  m.relative_mismatches = 1;
+  const auto v = evaluate(equal, m, DType::f32);
+  EXPECT_EQ(v.outcome, Outcome::failed);
+  EXPECT_NE(v.message.find("max(sqrt(N=4096), N=4096 / 8) x |oracle|"), std::string::npos) << v.message;
+  EXPECT_NE(v.message.find("values are all equal"), std::string::npos) << v.message;
+  const auto r = evaluate(random, m, DType::f32).message;
+  EXPECT_NE(r.find("sqrt(N=4096) x |oracle|"), std::string::npos) << r;
+  EXPECT_EQ(r.find("all equal"), std::string::npos) << r;
+}
+
 TEST(Rules, ConditionedCountsTheTermsOfEachCase) {
   RuleConfig rule;
   rule.kind = RuleKind::conditioned;
