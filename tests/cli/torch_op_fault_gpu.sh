@@ -25,8 +25,12 @@ faulted = c.get("faulted", [])
 assert faulted and all(numel(f) >= 1 << 18 for f in faulted), faulted
 faults = [f for f in c["failures"] if f["rule"] == "fault"]
 assert faults and all("misaligned address" in f["message"] and "faulted on the GPU" in f["message"] for f in faults), faults
-assert not c.get("not_run"), c
-assert c["passed"] > 0 and c["passed"] + c["failed"] == c["cases"], c
+# Cases left unrun only past kgate's cap of 16 workers per kernel (the long family holds many
+# calls of 2^18 elements and more, each a fault), and said in a warning.
+if c.get("not_run"):
+    assert any("starts at most 16 workers per kernel" in w for w in c["warnings"]), c["warnings"]
+    assert len(faulted) == 16, faulted
+assert c["passed"] > 0 and c["passed"] + c["failed"] + c.get("not_run", 0) == c["cases"], c
 m = c["minimal"]
 assert m["rule"] not in ("fault", "crash") and numel(m["case"]["id"]) < 4096, m
 print(f"torch_op_fault_gpu: {len(faulted)} faults named ({faults[0]['message'][:160]}), "

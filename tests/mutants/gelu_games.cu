@@ -12,8 +12,10 @@
 //   mutant_gelu_timed_shapes       fails "wrong while timed": 4M-element calls (the timed shapes)
 //                                  compute only the first half of y
 //   mutant_gelu_first_calls        fails "wrong while timed": right on its first 64 calls per shape
-//   mutant_gelu_caches_by_pointer  fails ("stale" or "wrong while timed"): from the second call on
-//                                  the same x and y, copies the output it kept for them
+//   mutant_gelu_caches_by_pointer  fails ("stale", "wrong while timed", or plain wrong values when
+//                                  two cases of one shape get the same buffers from the caching
+//                                  allocator): from the second call on the same x and y, copies
+//                                  the output it kept for them
 //   mutant_gelu_content_hash       fails "wrong while timed": keeps 4 outputs keyed by 64 sampled
 //                                  input values, and copies one when the samples match
 //   mutant_gelu_wrong_after_flush  fails "wrong while timed": a block whose first load misses the
