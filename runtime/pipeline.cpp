@@ -292,6 +292,8 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
   const int64_t step = std::max<int64_t>(1, static_cast<int64_t>(cases.size()) / 8);
   std::string closest_repro;  // the passing case nearest its tolerance
   std::string first_reference_error;
+  // Cases whose reference failed on their view and ran on contiguous copies: "layout dtype dims".
+  std::vector<std::string> reference_needed_copies;
   const size_t first_case = static_cast<size_t>(std::clamp<int64_t>(options.resume_at, 0, static_cast<int64_t>(cases.size())));
   // The cases this process ran and judged: the behaviour checks and the null kernels take theirs
   // from these (a case whose reference failed, or faulted in an earlier worker, judges nothing).
@@ -310,6 +312,11 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
                                  !copies && c.layout != Layout::contiguous;
     if (options.on_case) options.on_case(i, cases.size(), c, &r);
     if (r.fallback) ++report.correctness.fallback;
+    if (r.message.find("ran on contiguous copies") != std::string::npos) {
+      std::string dims;
+      for (const auto& [name, value] : c.dims) dims += (dims.empty() ? "" : ",") + name + "=" + std::to_string(value);
+      reference_needed_copies.push_back(std::string(layout_name(c.layout)) + " " + dtype_name(c.dtype) + " " + dims);
+    }
     // (Not a case whose reference ran on copies: the behaviour checks would run it on its view.)
     if (r.rule != "reference_error" && r.outcome != Outcome::skipped && !copies) judged.push_back(c);
     if (c.values == Values::captured) report.correctness.captured.push_back(r);
@@ -358,6 +365,19 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
         " cases were not run: the CUDA context was lost when case " + cases[static_cast<size_t>(report.correctness.resume_at) - 1].id() +
         " faulted (`kgate check` runs each kernel in worker processes and goes on in a fresh one)");
 
+  if (!reference_needed_copies.empty()) {
+    std::string list;
+    for (size_t i = 0; i < reference_needed_copies.size() && i < 5; ++i)
+      list += (i ? "; " : "") + reference_needed_copies[i];
+    if (reference_needed_copies.size() > 5) list += "; and " + std::to_string(reference_needed_copies.size() - 5) + " more";
+    report.correctness.warnings.push_back(
+        "the op's reference failed on " + std::to_string(reference_needed_copies.size()) +
+        " case(s) of views and was judged on contiguous copies" +
+        (kernel.accepts ? " (outside the guard of '" + kernel.name +
+                              "' it is the fallback: deployed code that falls back fails on these)"
+                        : std::string()) +
+        ": " + list);
+  }
   if (report.correctness.reference_errors > 0)
     report.correctness.warnings.push_back(
         std::to_string(report.correctness.reference_errors) + " of " + std::to_string(cases.size()) +

@@ -8,7 +8,9 @@
 #   - kgate check exits 0 (an invalid verdict does not fail the gate) and 3 with
 #     --inconclusive-fails;
 #   - report.json says outcome "invalid", failed 0, reference_errors > 0, every other case passed,
-#     and a warning names the op file.
+#     and a warning names the op file;
+#   - the reference refuses padded rows: those cases are judged on contiguous copies, and a warning
+#     lists them.
 # Usage: reference_faults_cli.sh KGATE OUT_DIR
 set -u
 kgate=$1
@@ -42,7 +44,9 @@ cases=$(field "$json" "c['cases']")
 [ $((passed + errors)) -eq "$cases" ] || fail "passed $passed + reference errors $errors != cases $cases"
 named=$(field "$json" "any('softmax_ref_faults.op.json' in w for w in c['warnings'])")
 [ "$named" = True ] || fail "no warning names the op file: $(field "$json" "c['warnings']")"
-echo "default: outcome invalid, $passed of $cases passed, $errors reference errors, 0 failed"
+copies=$(field "$json" "[w for w in c['warnings'] if 'judged on contiguous copies' in w]")
+[ "$copies" != "[]" ] || fail "no warning names the views the reference refused: $(field "$json" "c['warnings']")"
+echo "default: outcome invalid, $passed of $cases passed, $errors reference errors, 0 failed; $copies"
 
 check 3 inconclusive_fails --inconclusive-fails
 outcome=$(field "$out/inconclusive_fails/report.json" "k['outcome']")
