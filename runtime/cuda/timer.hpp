@@ -11,35 +11,14 @@
 #include <string>
 #include <vector>
 
+#include "gates/speed/checked_arms.hpp"
+
 namespace kgate::cuda {
 
-/// The kernels one launch started, one "name<<<grid, block>>>" string each, sorted.
-using KernelSet = std::vector<std::string>;
-
-class LaunchTimer {
- public:
-  virtual ~LaunchTimer() = default;
-  /// Runs `launch` `count` times on `stream` (each launch may start several kernels) and returns
-  /// each launch's device time in nanoseconds. `between` runs before each launch, unmeasured (its
-  /// kernels are kgate's own and never count). Returns once the stream's work is done (checked
-  /// timing reads the flags its compare kernels wrote without synchronizing again).
-  virtual std::vector<double> time(const std::function<void()>& launch, int count,
-                                   const std::function<void()>& between) = 0;
-  /// "cupti", "cupti-serial" or "events".
-  virtual const char* name() const = 0;
-  /// The kernels each launch of the last time() call started (empty when the timer does not see
-  /// kernels: events).
-  virtual const std::vector<KernelSet>& launch_kernels() const {
-    static const std::vector<KernelSet> none;
-    return none;
-  }
-  /// Modules loaded inside the launches of the last time() call (a lazy load or a run-time compile
-  /// while timed), or -1 when the timer cannot see module loads.
-  virtual int module_loads() const { return -1; }
-  /// time() calls whose records a plain flush did not all deliver, so that a forced flush followed
-  /// (CUPTI only; expected 0).
-  virtual int64_t forced_flushes() const { return 0; }
-};
+/// The timer interface is backend-neutral (gates/speed/checked_arms.hpp); CUPTI and events
+/// implement it here.
+using KernelSet = speed::KernelSet;
+using LaunchTimer = speed::LaunchTimer;
 
 /// Which CUPTI kernel records the timer reads.
 enum class CuptiRecords {
