@@ -8,14 +8,35 @@
 # Before it, each kernel's Google Benchmark target is built and runs (ci/google-benchmark.sh; a few
 # quick repetitions) and its JSON is kept in report.json; it decides nothing.
 # KGATE_GOOGLE_BENCHMARK=0 leaves that out.
+#
+# --against REF (a pull request's base: a branch, tag or commit): REF is checked out in a worktree
+# (.kgate-base, or KGATE_BASE_DIR), built with the same dependencies and ccache (CCACHE_BASEDIR is
+# the repository, so the other directory still hits; the hit rate is printed), and `kgate check`
+# pairs every kernel with its version there (--baseline-build). When REF cannot be fetched or built,
+# every kernel is gated against eager alone, report.json's meta.base.error says why (with the log's
+# tail), and the exit code is the eager-only one; --require-base makes that exit 4.
 set -euo pipefail
 here=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)  # (through symlinks)
 # Each step's wall time is printed at the end ("==> ci/gate.sh: took ...").
 steps=()
 mark() { steps+=("$1 ${SECONDS}s"); SECONDS=0; }
 SECONDS=0
+against=""
+pass=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --against) against=${2:?ci/gate.sh: --against needs a ref}; shift 2 ;;
+    --against=*) against=${1#--against=}; shift ;;
+    *) pass+=("$1"); shift ;;
+  esac
+done
+set -- ${pass[@]+"${pass[@]}"}
 "$here/ci/setup.sh"
 mark setup
+if [ -n "$against" ]; then
+  # One ccache for both trees: paths under the repository are made relative.
+  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$here}
+fi
 # Only what the gate runs: the kgate command (and its package compiler); ci/google-benchmark.sh
 # builds the benchmark executables it runs. KGATE_BUILD_TARGETS="" builds everything.
 KGATE_BUILD_TARGETS=${KGATE_BUILD_TARGETS-kgate} "$here/ci/build.sh"
@@ -30,6 +51,43 @@ if [ "${KGATE_GOOGLE_BENCHMARK:-1}" != 0 ]; then
     [ -f "$f" ] && gb_args+=(--benchmark-json "$f")
   done
   mark google-benchmark
+fi
+base_args=()
+if [ -n "$against" ]; then
+  base_src=${KGATE_BASE_DIR:-$here/.kgate-base}
+  base_log=$out/base-build.log
+  mkdir -p "$out"
+  : > "$base_log"
+  export KGATE_BASE_REF=$against
+  base_error=""
+  sha=$(git -C "$here" rev-parse --verify --quiet "$against^{commit}" || true)
+  if [ -z "$sha" ]; then
+    git -C "$here" fetch --quiet --depth=1 origin "$against" >> "$base_log" 2>&1 || true
+    sha=$(git -C "$here" rev-parse --verify --quiet FETCH_HEAD^{commit} || true)
+  fi
+  if [ -z "$sha" ]; then
+    base_error="ref '$against' could not be found or fetched"
+  else
+    export KGATE_BASE_SHA=$sha
+    git -C "$here" worktree remove --force "$base_src" > /dev/null 2>&1 || rm -rf "$base_src"
+    git -C "$here" worktree prune
+    if ! git -C "$here" worktree add --detach "$base_src" "$sha" >> "$base_log" 2>&1; then
+      base_error="could not check out $against ($sha) in $base_src"
+    else
+      [ -f "$here/.deps-prefix" ] && cp "$here/.deps-prefix" "$base_src/"
+      command -v ccache > /dev/null 2>&1 && ccache -z > /dev/null 2>&1
+      echo "==> ci/gate.sh: building the base $against ($sha) in $base_src/build (log: $base_log)"
+      if ! KGATE_BUILD_DIR="$base_src/build" KGATE_BUILD_TARGETS=kgate "$base_src/ci/build.sh" >> "$base_log" 2>&1; then
+        base_error="building $against ($sha) failed: $(tail -5 "$base_log" | tr '\n' ' ' | cut -c1-600)"
+      fi
+      if command -v ccache > /dev/null 2>&1; then
+        echo "==> ci/gate.sh: base build ccache: $(ccache -s 2>/dev/null | grep -iE 'hits|misses' | tr -s ' ' | tr '\n' ';')"
+      fi
+    fi
+  fi
+  mark "base build"
+  [ -n "$base_error" ] && { export KGATE_BASE_ERROR=$base_error; echo "==> ci/gate.sh: no base: $base_error"; }
+  base_args=(--baseline-build "$base_src/build")
 fi
 backend_args=()
 if [ "${KGATE_EXPECT_GPU:-0}" = 1 ] && [[ " $* " != *" --backend "* ]]; then
@@ -46,9 +104,10 @@ if [[ " $* " != *" --device"* ]] && [[ " $* " != *" --backend cpu "* ]]; then
     backend_args+=(--devices all)
   fi
 fi
-echo "==> ci/gate.sh: kgate check --out $out ${backend_args[*]} ${gb_args[*]} $*"
+echo "==> ci/gate.sh: kgate check --out $out ${backend_args[*]} ${gb_args[*]} ${base_args[*]} $*"
 set +e
-"$build/bin/kgate" check --out "$out" "${backend_args[@]}" "${gb_args[@]}" "$@"
+"$build/bin/kgate" check --out "$out" ${backend_args[@]+"${backend_args[@]}"} ${gb_args[@]+"${gb_args[@]}"} \
+  ${base_args[@]+"${base_args[@]}"} "$@"
 rc=$?
 set -e
 mark "kgate check"

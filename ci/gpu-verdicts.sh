@@ -11,6 +11,9 @@
 #   time      kgate check --no-speed --seed 1 over the in-tree kernels, twice, head and before
 #   sweep     kgate sweep --seed 1, head and before: worst margins and FRAGILE rows
 #   suite     the mutant suite and the gaming corpus (tests/packages/corpus)
+#   timing    kgate check with speed on two kernels (checked timing end to end)
+#   base      kgate check --baseline-build with this build as its own base: UNCHANGED, then timed
+#             head against base (--time-unchanged), the CUDA modules loaded beside the head
 # KGATE_DEADLINE (seconds, default 560): a phase that would start later than this is skipped and
 # says so. Logs and reports go under OUT_DIR; a table is printed last.
 set -uo pipefail
@@ -18,7 +21,7 @@ here=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
 out=${1:?usage: ci/gpu-verdicts.sh OUT_DIR [phase...]}
 shift
 phases=("$@")
-[ ${#phases[@]} -gt 0 ] || phases=(build mutants faults controls time sweep suite)
+[ ${#phases[@]} -gt 0 ] || phases=(build mutants faults controls time sweep suite timing base)
 mkdir -p "$out"
 build=${KGATE_BUILD_DIR:-$here/build}
 kgate=$build/bin/kgate
@@ -86,7 +89,7 @@ if has mutants && in_time mutants 60; then
 fi
 
 if has faults && in_time faults 90; then
-  (cd "$build" && ctest -R 'cli\.(torch_op_fault_gpu|isolation_gpu|reference_faults_cpu)$|package\.controls_gpu' \
+  (cd "$build" && ctest -R "${KGATE_FAULT_TESTS:-cli\.(torch_op_fault_gpu|isolation_gpu|reference_faults_cpu)\$|package\.controls_gpu}" \
      --timeout 150 --output-on-failure > "$out/faults-ctest.log" 2>&1)
   note "ctest torch_op_fault_gpu, isolation_gpu, reference_faults_cpu, package.controls_gpu: exit $?; $(grep -E 'tests passed' "$out/faults-ctest.log")"
   grep -E '^ *[0-9]+/[0-9]+ Test' "$out/faults-ctest.log"
@@ -168,6 +171,40 @@ if has suite && in_time suite 150; then
     note "gaming corpus: exit $?"
     tail -20 "$out/corpus.log"
   fi
+fi
+
+if has timing && in_time timing 90; then
+  t0=$SECONDS
+  "$kgate" check --kernel softmax_block --kernel rms_norm_block --speed-cases 2 --out "$out/timing" > "$out/timing.log" 2>&1
+  note "timing (softmax_block, rms_norm_block, with speed): exit $? in $((SECONDS - t0)) s"
+  sed -n '/^kernel /,$p' "$out/timing.log" | head -12
+fi
+
+if has base && in_time base 120; then
+  t0=$SECONDS
+  "$kgate" check --kernel softmax_block --kernel rms_norm_block --speed-cases 1 --baseline-build "$build" \
+    --out "$out/base-same" > "$out/base-same.log" 2>&1
+  note "baseline-build, the same build: exit $? in $((SECONDS - t0)) s"
+  python3 - "$out/base-same/report.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+print("  meta.base:", json.dumps(r["meta"].get("base"))[:300])
+for k in r["kernels"]:
+    print(f"  {k['name']}: {k['outcome']}, base {json.dumps(k.get('base'))[:200]}, speed {[(s['baseline'], s['decision'], round(s['ratio'], 4)) for s in k['speed']]}")
+PY
+  t0=$SECONDS
+  "$kgate" check --kernel softmax_block --kernel rms_norm_block --speed-cases 2 --baseline-build "$build" --time-unchanged \
+    --delta 0.02 --out "$out/base-timed" > "$out/base-timed.log" 2>&1
+  note "baseline-build, timed head against base (A/A, --time-unchanged): exit $? in $((SECONDS - t0)) s"
+  python3 - "$out/base-timed/report.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+for k in r["kernels"]:
+    print(f"  {k['name']}: {k['outcome']}, base status {(k.get('base') or {}).get('status')}")
+    for s in k["speed"]:
+        print(f"    vs {s['baseline']:16s} {s['kcase']['id'] if 'kcase' in s else s['case']['id'][:60]:60s} x{s['ratio']:.4f} [{s['ratio_lower']:.4f}, {s['ratio_upper']:.4f}] {s['decision']} blocks {s['blocks']} gates {s.get('gates')}")
+PY
+  sed -n '/^### Against/,/^$/p' "$out/base-timed/summary.md" | head -10
 fi
 
 echo

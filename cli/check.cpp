@@ -13,10 +13,12 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <exception>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <mutex>
 #include <memory>
 #include <optional>
@@ -24,6 +26,7 @@
 #include <sstream>
 #include <thread>
 
+#include "cli/base_build.hpp"
 #include "cli/output.hpp"
 #include "cli/progress.hpp"
 #include "cli/report_files.hpp"
@@ -279,6 +282,17 @@ CLI::App* add_check_command(CLI::App& app, CheckArgs& args) {
       ->allow_extra_args(false);
   cmd->add_option("--baseline-package", args.baseline_package,
                   "Previous version of the packages: same cases run on it, timed against it interleaved");
+  cmd->add_option("--baseline-build", args.baseline_build,
+                  "Build directory of the base commit (its kgate-modules): each kernel is paired with its "
+                  "namesake there, run on the same cases, and timed against it and against eager")
+      ->type_name("DIR");
+  cmd->add_option("--pair", args.pairs, "Pair a renamed kernel with its base: NEW=OLD (repeatable)")
+      ->type_name("NEW=OLD")
+      ->allow_extra_args(false);
+  cmd->add_flag("--require-base", args.require_base,
+                "Exit 4 when the base build cannot be used (default: gate against eager alone, and say why)");
+  cmd->add_flag("--time-unchanged", args.time_unchanged,
+                "Time kernels whose code equals their base's too (default: UNCHANGED, not timed)");
   cmd->add_option("--arch", args.arch, "NVRTC target for packages (default: the GPU's, e.g. sm_90)");
   cmd->add_option("--backend", args.backend, "cuda or cpu (default: cuda when a GPU is present)")
       ->check(CLI::IsMember({"cuda", "cpu"}));
@@ -380,6 +394,22 @@ int run_check(const CheckArgs& args) {
   // A worker confines itself before it starts CUDA or runs anything of a package or an op file.
   std::vector<std::string> readable = args.packages;
   readable.push_back(args.baseline_package);
+  // The base build, loaded before the sandbox (its modules are mapped executable).
+  std::optional<BaseBuild> base;
+  std::map<std::string, std::string> head_digests;
+  if (!args.baseline_build.empty()) {
+    base = load_base_build(args.baseline_build, KGATE_VERSION);
+    // ci/gate.sh --against says why it has no base build to give (a ref it could not fetch or build).
+    if (const char* why = std::getenv("KGATE_BASE_ERROR"); why && *why && !base->error.empty())
+      base->error = std::string(why) + " (" + base->error + ")";
+    if (!base->error.empty() && args.require_base)
+      throw_usage("--require-base: the base build cannot be used: " + base->error);
+    if (!base->error.empty() && !args.in_worker)
+      std::fprintf(stderr, "kgate: the base build cannot be used (%s): every kernel is gated against eager alone\n",
+                   base->error.c_str());
+    head_digests = head_kernel_digests(KGATE_VERSION);
+    readable.push_back(args.baseline_build);
+  }
   for (const auto& f : args.options.captured) readable.push_back(f.path);  // --captured files
   const std::string sandbox =
       args.in_worker ? enter_worker_sandbox(readable, args.out_dir)
@@ -471,6 +501,58 @@ int run_check(const CheckArgs& args) {
   }
   if (selected.empty() && packages.empty())
     throw_usage(std::string("no kernels to check on the ") + backend_name(backend) + " backend");
+  // Pairing with the base build: each head kernel with its namesake (or its --pair), under the
+  // head's code digest (a copy of the kernel that carries it).
+  std::map<std::string, const KernelInfo*> base_of;  // head kernel -> its base
+  std::deque<KernelInfo> with_digest;
+  nlohmann::json removed = nlohmann::json::array();
+  if (base && base->error.empty()) {
+    std::map<std::string, std::string> pair_of;  // head -> base name
+    for (const auto& p : args.pairs) {
+      const auto eq = p.find('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == p.size())
+        throw_usage("--pair " + p + ": expected NEW=OLD (the head's kernel name, '=', its name in the base build)");
+      pair_of[p.substr(0, eq)] = p.substr(eq + 1);
+    }
+    std::set<std::string> paired_bases;
+    for (auto& k : selected) {
+      const auto named = pair_of.find(k->name);
+      const std::string old_name = named == pair_of.end() ? k->name : named->second;
+      const auto it = base->kernels.find(old_name);
+      if (it == base->kernels.end()) {
+        if (named != pair_of.end())
+          throw_usage("--pair " + k->name + "=" + old_name + ": the base build has no kernel '" + old_name + "'");
+        continue;
+      }
+      if (it->second.op != k->op || it->second.backend != k->backend)
+        throw_usage("kernel '" + k->name + "' (" + k->op + ", " + backend_name(k->backend) + ") is paired with base '" +
+                    old_name + "' (" + it->second.op + ", " + backend_name(it->second.backend) +
+                    "): a base must implement the same op on the same backend");
+      KernelInfo& copy = with_digest.emplace_back(*k);
+      const auto digest = head_digests.find(k->name);
+      copy.code_digest = digest == head_digests.end() || args.time_unchanged ? std::string() : digest->second;
+      k = &copy;
+      base_of[copy.name] = &it->second;
+      paired_bases.insert(old_name);
+    }
+    // What the head dropped (a full run only: --kernel picks some on purpose).
+    if (args.kernels.empty() && packages.empty())
+      for (const auto& [name, bk] : base->kernels)
+        if (!paired_bases.count(name) && bk.backend == backend && !bk.mutant)
+          removed.push_back({{"name", name}, {"source", bk.source}});
+  }
+  // The record of a kernel's base, for its report.
+  const auto base_record = [&](const KernelInfo& k, const KernelReport& kr) -> nlohmann::json {
+    if (!base) return nullptr;
+    const auto it = base_of.find(k.name);
+    if (it == base_of.end()) return {{"status", "new"}};
+    const KernelInfo& b = *it->second;
+    std::string status = "paired";
+    if (!k.code_digest.empty() && k.code_digest == b.code_digest) status = "unchanged";
+    if (kr.baseline_correctness && kr.baseline_correctness->failed > 0) status = "base_failed";
+    return {{"name", b.name}, {"source", b.source}, {"module", base->module_of.at(b.name)},
+            {"digest", b.code_digest}, {"status", status}};
+  };
   // --captured: each file must fit every kernel it applies to, and apply to one at least, before
   // anything runs.
   for (const auto& f : args.options.captured) {
@@ -553,11 +635,19 @@ int run_check(const CheckArgs& args) {
   if (!args.packages.empty()) report.meta.config["packages"] = args.packages;
   if (!args.shard.empty()) report.meta.config["shard"] = args.shard;
   if (!args.baseline_package.empty()) report.meta.config["baseline_package"] = args.baseline_package;
+  if (base) {
+    report.meta.base = {{"dir", args.baseline_build}, {"build", base->build}, {"error", base->error}};
+    if (const char* ref = std::getenv("KGATE_BASE_REF")) report.meta.base["ref"] = ref;
+    if (const char* sha = std::getenv("KGATE_BASE_SHA")) report.meta.base["sha"] = sha;
+    for (const auto& w : base->warnings) std::fprintf(stderr, "kgate: warning: %s\n", w.c_str());
+    report.removed = removed;
+  }
   if (!sandbox.empty()) report.meta.config["sandbox"] = sandbox;
   if (o.atol) report.meta.config["atol"] = *o.atol;
   if (o.rtol) report.meta.config["rtol"] = *o.rtol;
 
   CheckOptions options = args.options;
+  options.baseline_is_base = base.has_value();
   options.in_worker = args.in_worker;
   // Every speed comparison of the run is Holm-corrected with every other: each must be able to
   // decide at that strictness.
@@ -884,7 +974,9 @@ int run_check(const CheckArgs& args) {
     if (!args.quiet)
       std::fprintf(stderr, "[%zu/%zu] %s (%s, %s)\n", i + 1, total, selected[i]->name.c_str(),
                    selected[i]->op.c_str(), backend_name(backend));
-    report.kernels.push_back(check_kernel(*runner, *selected[i], options));
+    const auto b = base_of.find(selected[i]->name);
+    report.kernels.push_back(check_kernel(*runner, *selected[i], options, b == base_of.end() ? nullptr : b->second));
+    report.kernels.back().base = base_record(*selected[i], report.kernels.back());
     progress.end_line();
     write_reports();  // after every kernel: a crash later loses nothing already measured
   }

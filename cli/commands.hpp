@@ -80,6 +80,14 @@ struct CheckArgs {
   /// The previous version of the packages (e.g. main's copy), loaded side by side: the same
   /// correctness cases run on it and every timed case is timed against it, interleaved.
   std::string baseline_package;
+  /// A build of the base commit (kgate check --baseline-build DIR): every kernel is paired with its
+  /// namesake there (or as --pair NEW=OLD says), checked on the same cases and timed against it and
+  /// against eager. Kernels running the same code are UNCHANGED and not timed (--time-unchanged
+  /// times them anyway). --require-base: a base that cannot be loaded is exit 4, not eager-only.
+  std::string baseline_build;
+  std::vector<std::string> pairs;
+  bool require_base = false;
+  bool time_unchanged = false;
   std::string arch;                  ///< NVRTC target for packages; empty: the device's (sm_90 without one)
   std::string backend;               ///< empty: cuda when a GPU is present, else cpu
   std::string out_dir = "reports";

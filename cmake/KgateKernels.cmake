@@ -99,6 +99,53 @@ function(_kgate_kernel_name_source NAME out_var)
   set(${out_var} "${file}" PARENT_SCOPE)
 endfunction()
 
+# The kernel as a loadable module too, so that a later run can load this build as the base version
+# of a pull request (kgate check --baseline-build DIR): kgate.module.NAME (the kernel's objects, the
+# shared CUDA runtime, its references bound within the module) in KGATE_MODULE_DIR (default
+# <build>/kgate-modules), with NAME.kgate-module.json beside it (format kgate-module/1: the module
+# file, op, backend, the kgate version it was built against, compiler and flags). Paths of the
+# source and build trees are mapped out of the objects, so one commit built in two directories
+# gives the same code. KGATE_BUILD_MODULES=OFF leaves the modules out.
+function(_kgate_add_module NAME lib op backend)
+  if(DEFINED KGATE_BUILD_MODULES AND NOT KGATE_BUILD_MODULES)
+    return()
+  endif()
+  if(NOT KGATE_MODULE_DIR)
+    set(KGATE_MODULE_DIR "${CMAKE_BINARY_DIR}/kgate-modules")
+  endif()
+  set_target_properties(${lib} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+  target_compile_options(${lib} PRIVATE
+    $<$<COMPILE_LANGUAGE:CXX>:-ffile-prefix-map=${CMAKE_SOURCE_DIR}=. -ffile-prefix-map=${CMAKE_BINARY_DIR}=build>
+    $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-ffile-prefix-map=${CMAKE_SOURCE_DIR}=. -Xcompiler=-ffile-prefix-map=${CMAKE_BINARY_DIR}=build>)
+  set(mod kgate.module.${NAME})
+  add_library(${mod} MODULE $<TARGET_OBJECTS:${lib}>)
+  target_link_libraries(${mod} PRIVATE kgate::runner)
+  set_target_properties(${mod} PROPERTIES PREFIX "" LIBRARY_OUTPUT_DIRECTORY "${KGATE_MODULE_DIR}"
+                                          CUDA_RUNTIME_LIBRARY Shared LINKER_LANGUAGE CXX)
+  target_link_options(${mod} PRIVATE -Wl,-Bsymbolic)
+  add_dependencies(kgate ${mod})  # building the kgate command builds the modules a later run pairs with
+  if(backend STREQUAL "cuda")
+    target_link_libraries(${mod} PRIVATE CUDA::cudart)
+  endif()
+  string(TOUPPER "${CMAKE_BUILD_TYPE}" build_type)
+  file(GENERATE OUTPUT "${KGATE_MODULE_DIR}/${NAME}.kgate-module.json" CONTENT "{
+  \"format\": \"kgate-module/1\",
+  \"name\": \"${NAME}\",
+  \"op\": \"${op}\",
+  \"backend\": \"${backend}\",
+  \"module\": \"$<TARGET_FILE_NAME:${mod}>\",
+  \"kgate_version\": \"${KGATE_MODULE_KGATE_VERSION}\",
+  \"build\": {
+    \"cxx_compiler\": \"${CMAKE_CXX_COMPILER_ID} ${CMAKE_CXX_COMPILER_VERSION}\",
+    \"cuda_compiler\": \"${CMAKE_CUDA_COMPILER_ID} ${CMAKE_CUDA_COMPILER_VERSION}\",
+    \"build_type\": \"${CMAKE_BUILD_TYPE}\",
+    \"cxx_flags\": \"${CMAKE_CXX_FLAGS} ${CMAKE_CXX_FLAGS_${build_type}}\",
+    \"cuda_architectures\": \"${CMAKE_CUDA_ARCHITECTURES}\"
+  }
+}
+")
+endfunction()
+
 function(kgate_add_kernel NAME)
   cmake_parse_arguments(ARG "MUTANT;CONTROL" "OP;OP_FILE;BACKEND;FAILS_TEST;FAILS_WITH" "SOURCES;COMPILE_OPTIONS" ${ARGN})
   if(NOT ARG_OP OR NOT ARG_BACKEND OR NOT ARG_SOURCES)
@@ -130,6 +177,9 @@ function(kgate_add_kernel NAME)
   endif()
   set_property(GLOBAL APPEND PROPERTY KGATE_KERNEL_LIBRARIES ${lib})
   target_link_libraries(kgate PRIVATE ${lib})
+  if(NOT ARG_MUTANT AND NOT ARG_CONTROL)  # (mutants and controls have no base version to pair)
+    _kgate_add_module(${NAME} ${lib} ${ARG_OP} ${ARG_BACKEND})
+  endif()
   # COMPILE_OPTIONS: flags for these sources alone (e.g. --fmad=false for a control compiled
   # without FMA contraction).
   if(ARG_COMPILE_OPTIONS)

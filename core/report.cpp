@@ -196,6 +196,7 @@ json speed_json(const SpeedComparison& s) {
                            {"baseline_fraction", number(s.sol_baseline_fraction)},
                            {"enforced", s.sol_enforced}};
   if (s.wrong_while_timed) j["wrong_while_timed"] = case_result_json(*s.wrong_while_timed);
+  j["gates"] = s.gates;
   return j;
 }
 
@@ -243,6 +244,7 @@ SpeedComparison speed_from(const json& j) {
     s.sol_enforced = l->value("enforced", false);
   }
   if (j.contains("wrong_while_timed")) s.wrong_while_timed = case_result_from(j.at("wrong_while_timed"));
+  s.gates = j.value("gates", true);
   return s;
 }
 
@@ -253,6 +255,7 @@ ExitCode RunReport::exit_code(bool inconclusive_fails) const {
   for (const auto& k : kernels) {
     if (k.outcome == Outcome::failed || k.correctness.failed > 0) failed = true;
     for (const auto& s : k.speed) {
+      if (!s.gates) continue;  // informational
       if (s.decision == Outcome::regressed) regressed = true;
       if (s.decision == Outcome::inconclusive || s.decision == Outcome::invalid) inconclusive = true;
     }
@@ -272,6 +275,7 @@ nlohmann::json to_json(const RunReport& report) {
                {"cuda", m.cuda},                   {"torch", m.torch},       {"started_at", m.started_at},
                {"seconds", m.seconds},             {"seed", m.seed},         {"config", m.config},
                {"clocks", m.clocks}};
+  if (!m.base.is_null()) meta["base"] = m.base;
   json kernels = json::array();
   for (const auto& k : report.kernels) {
     json speed = json::array();
@@ -298,6 +302,7 @@ nlohmann::json to_json(const RunReport& report) {
       kernel["baseline"] = {{"name", k.baseline}, {"source", k.baseline_source}};
       if (k.baseline_correctness) kernel["baseline"]["correctness"] = correctness_json(*k.baseline_correctness);
     }
+    if (!k.base.is_null()) kernel["base"] = k.base;
     if (k.workload_variants > 0) {
       json w = {{"variants", k.workload_variants}, {"calls", k.workload_calls}};
       w["speedup_vs_eager"] = k.workload_speedup_vs_eager ? number(*k.workload_speedup_vs_eager) : json(nullptr);
@@ -311,6 +316,7 @@ nlohmann::json to_json(const RunReport& report) {
               {"meta", meta},
               {"exit_code", static_cast<int>(report.exit_code(false))},
               {"kernels", kernels}};
+  if (!report.removed.empty()) out["removed"] = report.removed;
   if (!report.google_benchmark.empty()) {
     json outputs = json::array();
     for (const auto& g : report.google_benchmark) outputs.push_back(to_json(g));
@@ -331,6 +337,13 @@ RunReport merge_reports(const std::vector<RunReport>& shards, const std::vector<
     if (r.meta.seed != out.meta.seed)
       throw_usage(names[i] + " ran with seed " + std::to_string(r.meta.seed) + " but " + names.front() + " with " +
                   std::to_string(out.meta.seed) + ": shards of one run share their seed (pass the same --seed)");
+    const auto base_sha = [](const RunMeta& m) {
+      return m.base.is_object() ? m.base.value("sha", std::string()) : std::string();
+    };
+    if (base_sha(r.meta) != base_sha(out.meta))
+      throw_usage(names[i] + " was paired with base " + (base_sha(r.meta).empty() ? "(none)" : base_sha(r.meta)) +
+                  " but " + names.front() + " with " + (base_sha(out.meta).empty() ? "(none)" : base_sha(out.meta)) +
+                  ": shards of one run share their base build (the same --baseline-build)");
     if (r.meta.backend != out.meta.backend)
       throw_usage(names[i] + " ran on the " + r.meta.backend + " backend but " + names.front() + " on " +
                   out.meta.backend + ": shards of one run share their backend");
@@ -342,6 +355,7 @@ RunReport merge_reports(const std::vector<RunReport>& shards, const std::vector<
       out.kernels.push_back(k);
     }
     out.google_benchmark.insert(out.google_benchmark.end(), r.google_benchmark.begin(), r.google_benchmark.end());
+    if (i == 0) out.removed = r.removed;  // every shard lists the same removed kernels
     out.meta.seconds = std::max(out.meta.seconds, r.meta.seconds);
     if (out.meta.device.empty()) out.meta.device = r.meta.device;
   }
@@ -368,6 +382,7 @@ RunReport report_from_json(const nlohmann::json& j) {
   r.meta.seed = m.value("seed", uint64_t{0});
   r.meta.config = m.value("config", json::object());
   r.meta.clocks = m.value("clocks", json::object());
+  if (m.contains("base")) r.meta.base = m.at("base");
   for (const auto& kj : j.at("kernels")) {
     KernelReport k;
     k.name = kj.at("name").get<std::string>();
@@ -398,6 +413,7 @@ RunReport report_from_json(const nlohmann::json& j) {
       k.baseline_source = b.value("source", std::string());
       if (b.contains("correctness")) k.baseline_correctness = correctness_from(b.at("correctness"));
     }
+    if (kj.contains("base")) k.base = kj.at("base");
     if (kj.contains("workload")) {
       const auto& w = kj.at("workload");
       k.workload_variants = w.value("variants", int64_t{0});
@@ -411,6 +427,7 @@ RunReport report_from_json(const nlohmann::json& j) {
   }
   if (j.contains("google_benchmark") && j.at("google_benchmark").is_array())
     for (const auto& g : j.at("google_benchmark")) r.google_benchmark.push_back(google_benchmark_from_json(g));
+  if (j.contains("removed") && j.at("removed").is_array()) r.removed = j.at("removed");
   return r;
 }
 

@@ -155,6 +155,8 @@ struct SpeedComparison {
   /// The candidate's output was wrong in a timed launch ("wrong while timed"): the comparison's
   /// decision is failed, and this result joins the kernel's correctness failures.
   std::optional<CaseResult> wrong_while_timed;
+  /// Whether the decision decides the exit code (false: informational, said in the report).
+  bool gates = true;
 };
 
 struct KernelReport {
@@ -185,6 +187,9 @@ struct KernelReport {
   /// comparisons are those of `speed` whose `baseline` names it.
   std::string baseline;
   std::string baseline_source;  ///< the baseline package's directory
+  /// The kernel's base version (kgate check --baseline-build): {name, source, digest, status:
+  /// paired | new | unchanged | base_failed}; null without a base build.
+  nlohmann::json base;
   /// The same correctness cases run on the baseline (informational: does not decide the exit code).
   std::optional<CorrectnessReport> baseline_correctness;
   /// Call-weighted speedup over the guard's captured variants (guard.variants with "calls"):
@@ -214,6 +219,9 @@ struct RunMeta {
   uint64_t seed = 0;
   nlohmann::json config = nlohmann::json::object();
   nlohmann::json clocks = nlohmann::json::object();
+  /// The base build of a pull-request run (kgate check --baseline-build): {ref, sha, dir, build,
+  /// error}; null without one.
+  nlohmann::json base;
 };
 
 struct RunReport {
@@ -222,6 +230,8 @@ struct RunReport {
   /// Google Benchmark JSON outputs given with --benchmark-json, as written: top-level
   /// "google_benchmark" (absent when none). They decide nothing: exit_code() does not read them.
   std::vector<GoogleBenchmarkOutput> google_benchmark;
+  /// Kernels of the base build that the head no longer has ({name, source}): informational.
+  nlohmann::json removed = nlohmann::json::array();
 
   /// Overall outcome and exit code under the policy (inconclusive_fails: exit 3 on inconclusive).
   ExitCode exit_code(bool inconclusive_fails) const;

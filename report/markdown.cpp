@@ -7,12 +7,68 @@
 #include <ostream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "core/format.hpp"
 #include "core/safe_text.hpp"
 #include "report/text.hpp"
 
 namespace kgate {
+
+namespace {
+
+// A pull-request run (kgate check --baseline-build): what regressed against the base first, then
+// what changed, then what is UNCHANGED, new or removed.
+void write_base_section(std::ostream& os, const RunReport& report) {
+  if (report.meta.base.is_null()) return;
+  const auto& b = report.meta.base;
+  const std::string ref = b.value("ref", std::string()), sha = b.value("sha", std::string());
+  const std::string base_name = !ref.empty() ? ref : !sha.empty() ? sha.substr(0, 12) : b.value("dir", std::string("base"));
+  os << "### Against the base (`" << inline_untrusted(base_name) << "`)\n\n";
+  const std::string error = b.value("error", std::string());
+  if (!error.empty()) {
+    os << "**No base:** " << inline_untrusted(error) << ". Every kernel was gated against eager alone.\n\n";
+    return;
+  }
+  std::vector<std::string> regressed, changed, unchanged, fresh;
+  for (const auto& k : report.kernels) {
+    if (!k.base.is_object()) continue;
+    const std::string status = k.base.value("status", std::string());
+    if (status == "new") {
+      fresh.push_back("`" + k.name + "`");
+      continue;
+    }
+    if (status == "unchanged") {
+      unchanged.push_back("`" + k.name + "`");
+      continue;
+    }
+    const SpeedComparison* worst = nullptr;
+    for (const auto& s : k.speed)
+      if (s.baseline == k.baseline && s.decision != Outcome::unchanged && (!worst || s.ratio > worst->ratio)) worst = &s;
+    std::string line = "`" + k.name + "`";
+    if (status == "base_failed") line += ": the base fails the head's cases, so the comparison is invalid";
+    else if (worst)
+      line += ": " + speed_words(worst->ratio) + " than base (δ " + format_number(100 * worst->delta, "%g") + "%), " +
+              outcome_name(worst->decision);
+    (worst && worst->decision == Outcome::regressed ? regressed : changed).push_back(line);
+  }
+  const auto list = [&os](const char* title, const std::vector<std::string>& items) {
+    if (items.empty()) return;
+    os << "- **" << title << "**: ";
+    for (size_t i = 0; i < items.size(); ++i) os << (i ? "; " : "") << items[i];
+    os << "\n";
+  };
+  list("regressed", regressed);
+  list("changed", changed);
+  list("unchanged (not timed)", unchanged);
+  list("new (gated against eager)", fresh);
+  std::vector<std::string> removed;
+  for (const auto& r : report.removed) removed.push_back("`" + inline_untrusted(r.value("name", std::string())) + "`");
+  list("removed (informational)", removed);
+  os << "\n";
+}
+
+}  // namespace
 
 void write_markdown(std::ostream& os, const RunReport& report) {
   const auto code = report.exit_code(inconclusive_fails(report));
@@ -23,6 +79,7 @@ void write_markdown(std::ostream& os, const RunReport& report) {
      << report.meta.seed << "`";
   if (!report.meta.git_sha.empty()) os << ", commit `" << report.meta.git_sha.substr(0, 12) << "`";
   os << ".\n\n";
+  write_base_section(os, report);
   os << "| kernel | op | correctness | worst margin | speed vs eager | decision |\n";
   os << "|---|---|---|---|---|---|\n";
   for (const auto& k : report.kernels) {

@@ -64,8 +64,15 @@ struct KernelInfo {
   std::string code_digest;
 };
 
-/// Adds a kernel; throws an internal Error on a duplicate name.
+/// Adds a kernel; throws an internal Error on a duplicate name. Between begin_module_capture()
+/// and end_module_capture() the kernel goes to the capture instead (a base build's module being
+/// loaded: its kernels carry the head's names, and must not replace or meet the head's).
 bool register_kernel(KernelInfo info);
+/// Starts capturing registrations (and op files embedded by them, which are dropped: both sides of
+/// a pairing are judged under the head's op definitions).
+void begin_module_capture();
+/// Ends the capture and returns the kernels registered since begin_module_capture().
+std::vector<KernelInfo> end_module_capture();
 const std::vector<KernelInfo>& registered_kernels();
 /// Finds a kernel by name; throws a usage Error listing the known names.
 const KernelInfo& find_kernel(const std::string& name);

@@ -1,6 +1,7 @@
 // The process-wide list of kernels under test.
 #include <algorithm>
 #include <map>
+#include <memory>
 
 #include "core/error.hpp"
 #include "core/suggest.hpp"
@@ -17,9 +18,26 @@ std::map<std::string, std::string>& embedded() {
   static std::map<std::string, std::string> files;
   return files;
 }
+// A base module's registrations while it loads (begin_module_capture): null when not capturing.
+std::vector<KernelInfo>*& capture() {
+  static std::vector<KernelInfo>* kernels = nullptr;
+  return kernels;
+}
 }  // namespace
 
+void begin_module_capture() {
+  if (capture()) throw Error(ErrorKind::internal, "begin_module_capture: a capture is under way already");
+  capture() = new std::vector<KernelInfo>();
+}
+
+std::vector<KernelInfo> end_module_capture() {
+  std::unique_ptr<std::vector<KernelInfo>> kernels(capture());
+  capture() = nullptr;
+  return kernels ? std::move(*kernels) : std::vector<KernelInfo>{};
+}
+
 bool embed_op_file(const char* path, const unsigned char* text, std::size_t size) {
+  if (capture()) return true;  // a base module's op file: the head's definitions judge both sides
   embedded()[path] = std::string(reinterpret_cast<const char*>(text), size);
   return true;
 }
@@ -38,6 +56,10 @@ Backend parse_backend(const std::string& name) {
 }
 
 bool register_kernel(KernelInfo info) {
+  if (capture()) {
+    capture()->push_back(std::move(info));
+    return true;
+  }
   auto& kernels = registry();
   for (const auto& k : kernels)
     if (k.name == info.name)

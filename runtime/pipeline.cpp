@@ -409,8 +409,11 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
                                             "': the kernel itself never ran");
   }
 
+  // A base version running the head's code: nothing to compare (UNCHANGED).
+  const bool unchanged = baseline && options.baseline_is_base && !kernel.code_digest.empty() &&
+                         kernel.code_digest == baseline->code_digest;
   // The same cases on the baseline (informational: the baseline is not what is being deployed).
-  if (baseline) {
+  if (baseline && !unchanged) {
     report.baseline = baseline->name;
     report.baseline_source = baseline->source;
     CorrectnessReport b;
@@ -464,6 +467,15 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
     // this worker's context unusable (the next worker times it).
   } else if (options.speed && !kernel.timed) {
     report.correctness.warnings.push_back("'" + kernel.name + "' " + kTwinNotTimed);
+  } else if (options.speed && unchanged) {
+    // Not timed, not gated: the base runs byte-identical code.
+    SpeedComparison s;
+    s.baseline = baseline->name;
+    s.decision = Outcome::unchanged;
+    s.gates = false;
+    s.note = "not timed: '" + kernel.name + "' runs the same code as its base '" + baseline->name + "' (digest " +
+             kernel.code_digest.substr(0, 16) + ")";
+    report.speed.push_back(std::move(s));
   } else if (options.speed) {
     report.correctness.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     // Checked timing: a timed launch whose output is wrong fails the kernel's correctness, and
@@ -493,7 +505,18 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
       say(kernel.name + ": timing " + std::to_string(i + 1) + "/" + std::to_string(timed.size()) + " " + c.id() +
           " vs eager");
       timed_comparison(nullptr, c);
-      if (baseline && !wrong_while_timed) {
+      if (baseline && !wrong_while_timed && options.baseline_is_base && report.baseline_correctness &&
+          report.baseline_correctness->failed > 0) {
+        // A base that is wrong on the head's cases has no speed worth comparing with.
+        const auto& bf = report.baseline_correctness->failures.front();
+        SpeedComparison s;
+        s.baseline = baseline->name;
+        s.kcase = c;
+        s.decision = Outcome::invalid;
+        s.note = "not timed: base '" + baseline->name + "' fails " + std::to_string(report.baseline_correctness->failed) +
+                 " of the head's correctness cases (first: " + bf.kcase.id() + ": " + bf.message + ")";
+        report.speed.push_back(std::move(s));
+      } else if (baseline && !wrong_while_timed) {
         say(kernel.name + ": timing " + std::to_string(i + 1) + "/" + std::to_string(timed.size()) + " " + c.id() +
             " vs " + baseline->name);
         timed_comparison(baseline, c);

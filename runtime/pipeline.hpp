@@ -33,6 +33,10 @@ struct CapturedFile {
 };
 
 struct CheckOptions {
+  /// The baseline is the kernel's own base version (kgate check --baseline-build): a base that fails
+  /// one of the head's correctness cases makes its comparisons INVALID, naming the case; a base
+  /// running the head's code (same code digest) is UNCHANGED: nothing is timed.
+  bool baseline_is_base = false;
   uint64_t seed = 1;
   int64_t cases = 64;
   std::vector<std::string> families;  ///< empty: all that apply

@@ -79,9 +79,18 @@ gpu = jobs.get("gpu", {})
 gpu_runs = "\n".join(s.get("run", "") for s in gpu.get("steps", []))
 if "compute_cap" not in gpu_runs or "KGATE_CUDA_ARCHS" not in gpu_runs:
     problem("gpu: KGATE_CUDA_ARCHS is not read from the runner's GPUs (nvidia-smi --query-gpu=compute_cap)")
-gate = [s for s in gpu.get("steps", []) if s.get("run", "").strip() == "ci/gate.sh"]
+gate = [s for s in gpu.get("steps", []) if "ci/gate.sh" in s.get("run", "")]
 if not gate or (gate[0].get("env") or {}).get("KGATE_EXPECT_GPU") != "1" or (gate[0].get("env") or {}).get("KGATE_REQUIRE_SANDBOX") != "1":
     problem("gpu: the gate step must set KGATE_EXPECT_GPU=1 and KGATE_REQUIRE_SANDBOX=1")
+# Pairing with the base: a pull request against its merge commit's first parent (fetch-depth 2), a
+# push against github.event.before.
+if gate:
+    run = gate[0].get("run", "")
+    if "--against" not in run or "HEAD^1" not in run or "BEFORE" not in run:
+        problem("gpu: the gate step must pass --against (HEAD^1 for a pull request, github.event.before for a push)")
+    checkout = [s for s in gpu.get("steps", []) if str(s.get("uses", "")).startswith("actions/checkout")]
+    if not checkout or (checkout[0].get("with") or {}).get("fetch-depth") != 2:
+        problem("gpu: the checkout must fetch 2 commits (fetch-depth: 2) for the merge commit's first parent")
 if "github.event.pull_request.head.repo.full_name == github.repository" not in str(gpu.get("if", "")):
     problem("gpu: self-hosted GPU runners must not run pull requests from forks")
 

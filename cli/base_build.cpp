@@ -1,0 +1,196 @@
+#include "cli/base_build.hpp"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "core/strict_json.hpp"
+#include "runtime/package/sha256.hpp"
+
+namespace fs = std::filesystem;
+
+namespace kgate::cli {
+namespace {
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+/// The module directory of a build directory (DIR/kgate-modules), or DIR itself when it holds
+/// module records; "" when neither.
+fs::path module_dir(const fs::path& dir) {
+  std::error_code ec;
+  if (fs::is_directory(dir / "kgate-modules", ec)) return dir / "kgate-modules";
+  if (fs::is_directory(dir, ec))
+    for (const auto& e : fs::directory_iterator(dir, ec))
+      if (e.path().string().size() > 18 && e.path().string().rfind(".kgate-module.json") == e.path().string().size() - 18)
+        return dir;
+  return {};
+}
+
+std::vector<fs::path> module_records(const fs::path& dir) {
+  std::vector<fs::path> records;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.size() > 18 && name.compare(name.size() - 18, 18, ".kgate-module.json") == 0) records.push_back(e.path());
+  }
+  std::sort(records.begin(), records.end());
+  return records;
+}
+
+struct LoadedModule {
+  std::string file;
+  std::string error;
+  nlohmann::json record;
+  std::vector<KernelInfo> kernels;
+};
+
+// Reads one module record and loads its module with the registrations captured. Modules stay
+// loaded for the life of the process (their kernels' code and CUDA registrations).
+LoadedModule load_module(const fs::path& record_path, const std::string& kgate_version) {
+  LoadedModule m;
+  std::string duplicate;
+  try {
+    m.record = parse_strict_json(read_file(record_path), &duplicate);
+  } catch (const std::exception& e) {
+    m.error = record_path.string() + " is not valid JSON: " + e.what();
+    return m;
+  }
+  if (!m.record.is_object() || m.record.value("format", std::string()) != "kgate-module/1") {
+    m.error = record_path.string() + ": \"format\" is not \"kgate-module/1\" (a module record of another kgate?)";
+    return m;
+  }
+  const std::string version = m.record.value("kgate_version", std::string());
+  if (version != kgate_version) {
+    m.error = record_path.string() + " was built against kgate " + (version.empty() ? "(unknown)" : version) +
+              ", and this is kgate " + kgate_version + ": build the base with the same kgate as the head";
+    return m;
+  }
+  m.file = (record_path.parent_path() / m.record.value("module", std::string())).string();
+  std::error_code ec;
+  if (m.record.value("module", std::string()).empty() || !fs::is_regular_file(m.file, ec)) {
+    m.error = record_path.string() + " names module " + m.file + ", which does not exist (is the base build complete?)";
+    return m;
+  }
+  // A module loads once per process (dlopen of a loaded file runs no constructor again): the
+  // kernels it registered are kept by its canonical path (the head's build given as its own base).
+  static std::map<std::string, std::vector<KernelInfo>> loaded;
+  const std::string key = fs::weakly_canonical(m.file, ec).string();
+  if (const auto it = loaded.find(key); it != loaded.end()) {
+    m.kernels = it->second;
+    return m;
+  }
+  begin_module_capture();
+  void* handle = dlopen(m.file.c_str(), RTLD_NOW | RTLD_LOCAL);
+  const char* why = handle ? nullptr : dlerror();
+  m.kernels = end_module_capture();
+  if (!handle) m.error = "cannot load module " + m.file + ": " + (why ? why : "dlopen failed");
+  else if (m.kernels.empty()) m.error = "module " + m.file + " registered no kernel";
+  else loaded[key] = m.kernels;
+  return m;
+}
+
+}  // namespace
+
+std::string module_code_digest(const std::string& path) {
+  const std::string bytes = read_file(path);
+  if (bytes.size() < sizeof(Elf64_Ehdr) || std::memcmp(bytes.data(), ELFMAG, SELFMAG) != 0) return "";
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, bytes.data(), sizeof eh);
+  if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_shentsize != sizeof(Elf64_Shdr) ||
+      eh.e_shoff + static_cast<uint64_t>(eh.e_shnum) * sizeof(Elf64_Shdr) > bytes.size() || eh.e_shstrndx >= eh.e_shnum)
+    return "";
+  std::vector<Elf64_Shdr> sections(eh.e_shnum);
+  std::memcpy(sections.data(), bytes.data() + eh.e_shoff, eh.e_shnum * sizeof(Elf64_Shdr));
+  const Elf64_Shdr& names = sections[eh.e_shstrndx];
+  if (names.sh_offset + names.sh_size > bytes.size()) return "";
+  static const std::set<std::string> code = {".text", ".rodata", ".data", ".data.rel.ro", ".nv_fatbin"};
+  package::Sha256 h;
+  h.field("kgate-module-code/1");
+  for (const auto& s : sections) {
+    if (s.sh_name >= names.sh_size || s.sh_type == SHT_NOBITS) continue;
+    const char* name = bytes.data() + names.sh_offset + s.sh_name;
+    const std::string section(name, strnlen(name, names.sh_size - s.sh_name));
+    if (!code.count(section) || s.sh_offset + s.sh_size > bytes.size()) continue;
+    h.field(section);
+    h.field(std::string_view(bytes.data() + s.sh_offset, s.sh_size));
+  }
+  return h.hex();
+}
+
+BaseBuild load_base_build(const std::string& dir, const std::string& kgate_version) {
+  BaseBuild base;
+  base.dir = dir;
+  const fs::path modules = module_dir(dir);
+  if (modules.empty()) {
+    base.error = "no kgate-modules directory under " + dir +
+                 ": give the build directory of the base commit, built with kgate_add_kernel (and "
+                 "KGATE_BUILD_MODULES on, the default)";
+    return base;
+  }
+  const auto records = module_records(modules);
+  if (records.empty()) {
+    base.error = "no module records (*.kgate-module.json) in " + modules.string() + ": is the base build complete?";
+    return base;
+  }
+  for (const auto& r : records) {
+    LoadedModule m = load_module(r, kgate_version);
+    if (!m.error.empty()) {
+      base.error = m.error;
+      return base;
+    }
+    if (base.build.empty()) {
+      base.build = m.record.value("build", nlohmann::json::object());
+      base.build["kgate_version"] = kgate_version;
+    }
+    const std::string digest = module_code_digest(m.file);
+    for (auto& k : m.kernels) {
+      if (base.kernels.count(k.name)) {
+        base.warnings.push_back("base kernel '" + k.name + "' is registered by two modules (" + base.module_of[k.name] +
+                                " and " + m.file + "): the first is used");
+        continue;
+      }
+      k.code_digest = digest;
+      k.op_file.clear();  // the head's op definition judges both sides
+      base.module_of[k.name] = m.file;
+      const std::string name = k.name;
+      base.kernels.emplace(name, std::move(k));
+    }
+  }
+  return base;
+}
+
+std::map<std::string, std::string> head_kernel_digests(const std::string& kgate_version) {
+  std::map<std::string, std::string> digests;
+  fs::path dir;
+  if (const char* env = std::getenv("KGATE_MODULE_DIR"); env && *env) {
+    dir = env;
+  } else {
+    std::error_code ec;
+    const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+    if (ec) return digests;
+    dir = exe.parent_path().parent_path() / "kgate-modules";
+  }
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return digests;
+  for (const auto& r : module_records(dir)) {
+    LoadedModule m = load_module(r, kgate_version);
+    if (!m.error.empty()) continue;  // no digest: the kernel is timed
+    const std::string digest = module_code_digest(m.file);
+    for (const auto& k : m.kernels) digests.emplace(k.name, digest);
+  }
+  return digests;
+}
+
+}  // namespace kgate::cli

@@ -1,0 +1,44 @@
+// The base version of a pull request, loaded from a build of the base commit (kgate check
+// --baseline-build DIR): every kernel that build made a module of (cmake/KgateKernels.cmake,
+// kgate.module.NAME and NAME.kgate-module.json in DIR/kgate-modules), in this process beside the
+// head's kernels. A module's registrations are captured (runtime/kernel.hpp), so the base's kernels
+// keep their names without meeting the head's; its references bind within the module
+// (-Bsymbolic), so two builds of one source coexist.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/kernel.hpp"
+
+namespace kgate::cli {
+
+struct BaseBuild {
+  std::string dir;    ///< as given
+  std::string error;  ///< why it could not be used ("": loaded)
+  /// The first module's "build" record (compiler, flags, build type, architectures), "kgate_version".
+  nlohmann::json build = nlohmann::json::object();
+  /// The base's kernels by name; code_digest holds their module's code digest.
+  std::map<std::string, KernelInfo> kernels;
+  std::map<std::string, std::string> module_of;  ///< kernel name -> module file
+  std::vector<std::string> warnings;
+};
+
+/// Loads every module of the build at `dir` (a build directory, or its kgate-modules directory).
+/// Problems that make the base unusable (no modules, a module of another kgate version, one that
+/// does not load) are returned in `error`, naming the file and both versions where they differ.
+BaseBuild load_base_build(const std::string& dir, const std::string& kgate_version);
+
+/// The code digests of the head's own modules by kernel name: the modules of the build the running
+/// kgate belongs to (KGATE_MODULE_DIR, else <its bin directory>/../kgate-modules). Empty where
+/// there are none; a kernel without a digest is always timed.
+std::map<std::string, std::string> head_kernel_digests(const std::string& kgate_version);
+
+/// SHA-256 of a module's code: its .text, .rodata, .data, .data.rel.ro and .nv_fatbin sections
+/// (not its build id, symbol tables or debug information). "" when the file is no ELF object.
+std::string module_code_digest(const std::string& path);
+
+}  // namespace kgate::cli
