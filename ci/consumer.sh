@@ -61,3 +61,12 @@ if [ -f "$build/tests/torch_op/libkgate_test_ops.so" ]; then
   replay_pasted "$prefix/bin" torch_softmax_tail_out --ops "$here/tests/ops/softmax.json" \
     --torch-library "$build/tests/torch_op/libkgate_test_ops.so" --torch-op cpu/kgate_test::softmax_tail_out=softmax_script
 fi
+# The consumer's own build as its base (kgate check --baseline-build): its cpu kernel, built as a
+# module beside its kgate, is paired with itself and UNCHANGED (not timed).
+"$consumer/bin/kgate" check --backend cpu --kernel l2_normalize_cpu --cases 4 --family random --speed-cases 1 \
+  --quiet --baseline-build "$consumer" --out "$consumer/base-same" > "$consumer/base-same.log" 2>&1 ||
+  { cat "$consumer/base-same.log"; echo "ci/consumer.sh: kgate check --baseline-build failed" >&2; exit 1; }
+status=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['kernels'][0]['base']['status'])" \
+  "$consumer/base-same/report.json")
+[ "$status" = unchanged ] || { echo "ci/consumer.sh: l2_normalize_cpu against its own build: base status $status" >&2; exit 1; }
+echo "    l2_normalize_cpu against its own build (--baseline-build): unchanged, not timed"
