@@ -171,26 +171,37 @@ BaseBuild load_base_build(const std::string& dir, const std::string& kgate_versi
   return base;
 }
 
-std::map<std::string, std::string> head_kernel_digests(const std::string& kgate_version) {
-  std::map<std::string, std::string> digests;
+std::vector<std::string> build_differences(const nlohmann::json& head, const nlohmann::json& base) {
+  std::vector<std::string> out;
+  if (!head.is_object() || !base.is_object() || head.empty() || base.empty()) return out;
+  for (const char* key : {"cxx_compiler", "cuda_compiler", "build_type", "cxx_flags", "cuda_flags", "cuda_architectures"}) {
+    const std::string h = head.value(key, std::string()), b = base.value(key, std::string());
+    if (h != b) out.push_back(std::string(key) + ": the head's is '" + h + "', the base's '" + b + "'");
+  }
+  return out;
+}
+
+HeadBuild head_build(const std::string& kgate_version) {
+  HeadBuild head;
   fs::path dir;
   if (const char* env = std::getenv("KGATE_MODULE_DIR"); env && *env) {
     dir = env;
   } else {
     std::error_code ec;
     const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-    if (ec) return digests;
+    if (ec) return head;
     dir = exe.parent_path().parent_path() / "kgate-modules";
   }
   std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return digests;
+  if (!fs::is_directory(dir, ec)) return head;
   for (const auto& r : module_records(dir)) {
     LoadedModule m = load_module(r, kgate_version);
     if (!m.error.empty()) continue;  // no digest: the kernel is timed
+    if (head.build.empty()) head.build = m.record.value("build", nlohmann::json::object());
     const std::string digest = module_code_digest(m.file);
-    for (const auto& k : m.kernels) digests.emplace(k.name, digest);
+    for (const auto& k : m.kernels) head.digests.emplace(k.name, digest);
   }
-  return digests;
+  return head;
 }
 
 }  // namespace kgate::cli

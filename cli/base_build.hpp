@@ -32,10 +32,19 @@ struct BaseBuild {
 /// does not load) are returned in `error`, naming the file and both versions where they differ.
 BaseBuild load_base_build(const std::string& dir, const std::string& kgate_version);
 
-/// The code digests of the head's own modules by kernel name: the modules of the build the running
-/// kgate belongs to (KGATE_MODULE_DIR, else <its bin directory>/../kgate-modules). Empty where
-/// there are none; a kernel without a digest is always timed.
-std::map<std::string, std::string> head_kernel_digests(const std::string& kgate_version);
+/// The head's own modules: those of the build the running kgate belongs to (KGATE_MODULE_DIR, else
+/// <its bin directory>/../kgate-modules).
+struct HeadBuild {
+  /// Code digests by kernel name. Empty where there are no modules: a kernel without a digest is
+  /// always timed.
+  std::map<std::string, std::string> digests;
+  nlohmann::json build = nlohmann::json::object();  ///< the first module's "build" record
+};
+HeadBuild head_build(const std::string& kgate_version);
+
+/// How the base was built differently from the head (compiler, flags, build type, architectures),
+/// one line each; empty when they agree or either is unknown.
+std::vector<std::string> build_differences(const nlohmann::json& head, const nlohmann::json& base);
 
 /// SHA-256 of a module's code: its .text, .rodata, .data, .data.rel.ro and .nv_fatbin sections
 /// (not its build id, symbol tables or debug information). "" when the file is no ELF object.

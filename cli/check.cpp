@@ -397,6 +397,7 @@ int run_check(const CheckArgs& args) {
   // The base build, loaded before the sandbox (its modules are mapped executable).
   std::optional<BaseBuild> base;
   std::map<std::string, std::string> head_digests;
+  nlohmann::json head_build_record = nlohmann::json::object();
   if (!args.baseline_build.empty()) {
     base = load_base_build(args.baseline_build, KGATE_VERSION);
     // ci/gate.sh --against says why it has no base build to give (a ref it could not fetch or build).
@@ -407,7 +408,16 @@ int run_check(const CheckArgs& args) {
     if (!base->error.empty() && !args.in_worker)
       std::fprintf(stderr, "kgate: the base build cannot be used (%s): every kernel is gated against eager alone\n",
                    base->error.c_str());
-    head_digests = head_kernel_digests(KGATE_VERSION);
+    const HeadBuild head = head_build(KGATE_VERSION);
+    head_digests = head.digests;
+    head_build_record = head.build;
+    // Built differently (another compiler, flags, build type or architectures): the comparison
+    // measures the build as much as the change.
+    if (base->error.empty())
+      for (const auto& d : build_differences(head.build, base->build)) {
+        if (args.require_base) throw_usage("--require-base: the base was built differently from the head: " + d);
+        base->warnings.push_back("the base was built differently from the head: " + d);
+      }
     readable.push_back(args.baseline_build);
   }
   for (const auto& f : args.options.captured) readable.push_back(f.path);  // --captured files
@@ -636,7 +646,11 @@ int run_check(const CheckArgs& args) {
   if (!args.shard.empty()) report.meta.config["shard"] = args.shard;
   if (!args.baseline_package.empty()) report.meta.config["baseline_package"] = args.baseline_package;
   if (base) {
-    report.meta.base = {{"dir", args.baseline_build}, {"build", base->build}, {"error", base->error}};
+    report.meta.base = {{"dir", args.baseline_build},
+                        {"build", base->build},
+                        {"head_build", head_build_record},
+                        {"error", base->error},
+                        {"warnings", base->warnings}};
     if (const char* ref = std::getenv("KGATE_BASE_REF")) report.meta.base["ref"] = ref;
     if (const char* sha = std::getenv("KGATE_BASE_SHA")) report.meta.base["sha"] = sha;
     for (const auto& w : base->warnings) std::fprintf(stderr, "kgate: warning: %s\n", w.c_str());

@@ -140,7 +140,8 @@ function(_kgate_add_module NAME lib op backend)
     \"cuda_compiler\": \"${CMAKE_CUDA_COMPILER_ID} ${CMAKE_CUDA_COMPILER_VERSION}\",
     \"build_type\": \"${CMAKE_BUILD_TYPE}\",
     \"cxx_flags\": \"${CMAKE_CXX_FLAGS} ${CMAKE_CXX_FLAGS_${build_type}}\",
-    \"cuda_architectures\": \"${CMAKE_CUDA_ARCHITECTURES}\"
+    \"cuda_flags\": \"${CMAKE_CUDA_FLAGS} ${CMAKE_CUDA_FLAGS_${build_type}}\",
+    \"cuda_architectures\": \"$<TARGET_PROPERTY:${lib},CUDA_ARCHITECTURES>\"
   }
 }
 ")

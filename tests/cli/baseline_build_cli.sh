@@ -60,8 +60,14 @@ data = module.read_bytes()
 assert data.count(b"softmax_cpu: onl") == 1, "the error message of softmax_cpu is not in its module"
 module.write_bytes(data.replace(b"softmax_cpu: onl", b"softmax_cpu: ONL"))  # an immediate in .text
 PY
+# ... and says it was built with other flags: a warning (an error with --require-base).
+sed -i 's/"cxx_flags": "[^"]*"/"cxx_flags": "-O3 -ffast-math"/' "$out"/changed/kgate-modules/*.kgate-module.json
 check 0 changed_run --baseline-build "$out/changed"
 json="$out/changed_run/report.json"
+[ "$(field "$json" "any('cxx_flags' in w for w in d['meta']['base']['warnings'])")" = True ] ||
+  fail "changed base: no warning about its flags: $(field "$json" "d['meta']['base']")"
+check 4 changed_required --baseline-build "$out/changed" --require-base
+grep -q "built differently from the head: cxx_flags" "$out/changed_required.log" || fail "--require-base: flags not named"
 [ "$(field "$json" "k['base']['status']")" = paired ] || fail "changed base: base $(field "$json" "k['base']")"
 [ "$(field "$json" "k['base']['digest'] != '' and len(k['speed']) == 2")" = True ] ||
   fail "changed base: speed $(field "$json" "[(s['baseline'], s['decision']) for s in k['speed']]")"
