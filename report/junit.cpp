@@ -57,7 +57,13 @@ void write_junit(std::ostream& os, const RunReport& report) {
       body << "    <testcase classname=\"" << markup_escape(cls) << "\" name=\"speed vs " << markup_escape(s.baseline)
            << " " << markup_escape(s.kcase.id()) << "\" time=\"" << format_number(s.seconds, "%.3f") << "\">\n";
       const bool undecided = s.decision == Outcome::invalid || s.decision == Outcome::inconclusive;
-      if (s.decision == Outcome::regressed || s.decision == Outcome::failed || (undecided && policy)) {
+      if (!s.gates && s.decision != Outcome::failed) {
+        // Informational (an UNCHANGED kernel, or a comparison a config made informational).
+        ++skipped;
+        body << "      <skipped message=\"" << markup_escape("informational, does not gate: " + speed_summary(s) +
+                                                          (s.note.empty() ? "" : ": " + s.note))
+             << "\"/>\n";
+      } else if (s.decision == Outcome::regressed || s.decision == Outcome::failed || (undecided && policy)) {
         ++failures;
         std::string why = s.wrong_while_timed ? s.wrong_while_timed->message : speed_summary(s);
         if (s.decision == Outcome::invalid && !s.note.empty()) why += ": " + s.note;

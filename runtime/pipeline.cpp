@@ -538,7 +538,7 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
             "speed vs " + s.baseline + " on " + s.kcase.id() + " is undecided, but its estimate x" + fmt_g(s.ratio) +
             " is past delta " + fmt_g(100 * s.delta) + "% (" + std::to_string(s.blocks) + " blocks" +
             (s.note.empty() ? "" : "; " + s.note) + "); --inconclusive-fails makes this exit 3");
-      if (report.outcome == Outcome::failed) continue;
+      if (report.outcome == Outcome::failed || !s.gates) continue;  // (informational entries decide nothing)
       if (s.decision == Outcome::regressed) report.outcome = Outcome::regressed;
       else if (s.decision == Outcome::invalid && report.outcome == Outcome::passed) report.outcome = Outcome::invalid;
     }

@@ -94,6 +94,35 @@ TEST(Report, ExitCodesFollowTheContract) {
   EXPECT_EQ(r.exit_code(true), ExitCode::inconclusive);
 }
 
+// An informational comparison ("gates": false, e.g. an UNCHANGED kernel's) decides nothing: not the
+// exit code, not a JUnit failure; the flag survives the round trip, and base records do too.
+TEST(Report, InformationalComparisonsDoNotGate) {
+  auto r = sample_report();
+  r.kernels.pop_back();
+  r.kernels[0].speed[0].decision = Outcome::regressed;
+  r.kernels[0].speed[0].gates = false;
+  r.kernels[0].base = {{"name", "softmax_block"}, {"status", "paired"}};
+  r.meta.base = {{"sha", "abc"}, {"error", ""}};
+  r.removed = nlohmann::json::array({{{"name", "old_kernel"}, {"source", "kernels/old.cu"}}});
+  EXPECT_EQ(r.exit_code(false), ExitCode::ok);
+  const auto back = report_from_json(to_json(r));
+  EXPECT_FALSE(back.kernels[0].speed[0].gates);
+  EXPECT_EQ(back.kernels[0].base.value("status", std::string()), "paired");
+  EXPECT_EQ(back.meta.base.value("sha", std::string()), "abc");
+  EXPECT_EQ(back.removed.size(), 1u);
+  EXPECT_EQ(back.exit_code(false), ExitCode::ok);
+  std::ostringstream junit;
+  write_junit(junit, back);
+  EXPECT_EQ(junit.str().find("<failure"), std::string::npos) << junit.str();
+  EXPECT_NE(junit.str().find("informational, does not gate"), std::string::npos) << junit.str();
+  std::ostringstream md;
+  write_markdown(md, back);
+  EXPECT_NE(md.str().find("### Against the base (`abc`)"), std::string::npos) << md.str();
+  EXPECT_NE(md.str().find("removed (informational)**: `old_kernel`"), std::string::npos) << md.str();
+  r.kernels[0].speed[0].gates = true;
+  EXPECT_EQ(r.exit_code(false), ExitCode::regression);
+}
+
 TEST(Report, JunitHasOneTestcasePerKernelAndGate) {
   std::ostringstream os;
   write_junit(os, sample_report());
