@@ -172,7 +172,8 @@ const std::vector<std::string> kArgKinds = {"tensor",    "workspace", "shape",
                                             "attribute", "scalar",    "stride"};
 /// Most predicates of guard.require.
 constexpr std::size_t kMaxRequire = 32;
-constexpr std::size_t kMaxLaunches = 16;
+/// Most launches listed (before "for_each" expands them).
+constexpr std::size_t kMaxLaunches = 64;
 /// Most launches once every "for_each" is expanded.
 constexpr std::size_t kMaxExpandedLaunches = 64;
 constexpr std::size_t kMaxOptions = 64;
@@ -1200,7 +1201,12 @@ class Checker {
 
   void check_launches(const json& doc) {
     auto it = doc.find("launches");
-    if (it == doc.end() || !it->is_array() || it->empty() || it->size() > kMaxLaunches) return;  // the schema said
+    if (it == doc.end() || !it->is_array() || it->empty() || it->size() > kMaxLaunches) {
+      // The schema said; and the launches are unknown, so nothing is concluded from them (an
+      // output "never passed to a kernel" would be a wrong lead).
+      launches_incomplete_ = true;
+      return;
+    }
     // "launch_defaults": keys a launch that omits them takes from there.
     json defaults = json::object();
     if (auto d = doc.find("launch_defaults"); d != doc.end()) {
@@ -1441,8 +1447,16 @@ class Checker {
       }
       const json& r = item.value();
       if (!r.is_object()) continue;  // the schema said
-      auto lo = int_at(r, "min", 0);
-      auto hi = int_at(r, "max", 0);
+      // Either bound may be left out: it is then the op's (the symbol's domain), as is the other.
+      int64_t domain_lo = 0, domain_hi = std::numeric_limits<int64_t>::max() / 4;
+      if (op_)
+        for (const auto& d : op_->symbols)
+          if (d.name == item.key()) {
+            domain_lo = d.min;
+            domain_hi = d.max;
+          }
+      auto lo = r.contains("min") ? int_at(r, "min", 0) : std::optional<int64_t>(domain_lo);
+      auto hi = r.contains("max") ? int_at(r, "max", 0) : std::optional<int64_t>(domain_hi);
       auto mult = int_at(r, "multiple_of", 1);
       if (!lo || !hi) continue;
       if (*lo > *hi) {

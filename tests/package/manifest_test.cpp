@@ -751,6 +751,42 @@ TEST_F(ManifestTest, ShapeRangeMinAboveMax) {
                                   "<= max"));
 }
 
+// A bound of guard.shapes may be given alone: the other is the op's (the symbol's domain).
+TEST_F(ManifestTest, AShapeBoundMayBeGivenAlone) {
+  json m = base_manifest();
+  m["guard"]["shapes"] = {{"N", {{"max", 4096}}}, {"B", {{"multiple_of", 4}}}};
+  PackageManifest out;
+  const auto ps = problems(m, &out);
+  ASSERT_TRUE(ps.empty()) << ::testing::PrintToString(ps);
+  EXPECT_EQ(out.guard.shapes.at("N").max, 4096);
+  EXPECT_EQ(out.guard.shapes.at("N").min, 1);  // softmax's N starts at 1
+  EXPECT_EQ(out.guard.shapes.at("B").multiple_of, 4);
+  EXPECT_GE(out.guard.shapes.at("B").max, 4096);  // the op's B
+  m["guard"]["shapes"] = {{"N", {{"min", 64}}}};
+  ASSERT_TRUE(problems(m, &out).empty());
+  EXPECT_EQ(out.guard.shapes.at("N").min, 64);
+  EXPECT_GT(out.guard.shapes.at("N").max, 64);
+}
+
+// Up to 64 launches may be listed; past that the limit is named, and no second, misleading problem
+// (an output "never passed to a kernel") follows from launches that were not read.
+TEST_F(ManifestTest, LaunchesAreCappedAtSixtyFourWithTheLimitNamed) {
+  json m = base_manifest();
+  const json one = m["launches"][0];
+  m["launches"] = json::array();
+  for (int i = 0; i < 40; ++i) {
+    json l = one;
+    l["when"] = {{"if", "N == " + std::to_string(i + 1)}};
+    m["launches"].push_back(l);
+  }
+  EXPECT_TRUE(problems(m).empty()) << ::testing::PrintToString(problems(m));
+  for (int i = 40; i < 65; ++i) m["launches"].push_back(one);
+  const auto p = only_problem(m);
+  EXPECT_NE(p.find("launches"), std::string::npos) << p;
+  EXPECT_NE(p.find("64"), std::string::npos) << p;
+  EXPECT_EQ(p.find("never passed"), std::string::npos) << p;
+}
+
 TEST_F(ManifestTest, ShapeRangeOfUnknownSymbol) {
   json m = base_manifest();
   m["guard"]["shapes"] = {{"K", {{"min", 1}, {"max", 5}}}};
