@@ -221,13 +221,17 @@ std::string nvrtc_option_problem(const std::string& o) {
   static const std::regex std_re("--?std=c\\+\\+(11|14|17|20)");
   static const std::regex bool_re("--?(fmad|ftz|prec-div|prec-sqrt)=(true|false)");
   static const std::regex reg_re("--?maxrregcount=([0-9]{1,3})");
+  // NVRTC's optimisation switches, as NVRTC 13 takes them (-dopt alone, --dopt=off and
+  // -Ofast-compile are NVRTC_ERROR_INVALID_OPTION): device-code optimisation, fast-compile levels.
+  static const std::regex opt_re("--?dopt=on|--Ofast-compile=(0|min|mid|max)");
   // A macro's value may be any printable text: each option reaches NVRTC as one argument, never a
   // shell, and what the value could reach through an #include the compile sandbox stops.
   static const std::regex define_re("-D[A-Za-z_][A-Za-z0-9_]{0,63}(=[\x20-\x7e]{0,192})?");
   // std::regex recurses per character: a 40 KB option (or version) overflowed the stack.
   if (o.size() > 256)
     return quote_untrusted(o, 60) + " is not an allowed NVRTC option (longer than 256 characters)";
-  if (exact.count(o) || std::regex_match(o, std_re) || std::regex_match(o, bool_re)) return {};
+  if (exact.count(o) || std::regex_match(o, std_re) || std::regex_match(o, bool_re) || std::regex_match(o, opt_re))
+    return {};
   std::smatch m;
   if (std::regex_match(o, m, reg_re)) {
     const int n = std::stoi(m[1].str());
@@ -250,7 +254,7 @@ std::string nvrtc_option_problem(const std::string& o) {
          " is not an allowed NVRTC option; expected one of -std=c++11|14|17|20, --use_fast_math, "
          "-DNAME[=VALUE], -lineinfo, --fmad=true|false, --ftz=true|false, "
          "--prec-div=true|false, --prec-sqrt=true|false, -maxrregcount=N, "
-         "--extra-device-vectorization, -default-device";
+         "--extra-device-vectorization, -default-device, -dopt=on, --Ofast-compile=0|min|mid|max";
 }
 
 namespace {

@@ -525,7 +525,19 @@ TEST_F(ManifestTest, UnknownOptionRefused) {
                  "\"-G\" is not an allowed NVRTC option; expected one of -std=c++11|14|17|20, "
                  "--use_fast_math, -DNAME[=VALUE], -lineinfo, --fmad=true|false, "
                  "--ftz=true|false, --prec-div=true|false, --prec-sqrt=true|false, "
-                 "-maxrregcount=N, --extra-device-vectorization, -default-device"));
+                 "-maxrregcount=N, --extra-device-vectorization, -default-device, -dopt=on, "
+                 "--Ofast-compile=0|min|mid|max"));
+}
+
+TEST_F(ManifestTest, NvrtcOptimisationSwitchesAreAllowed) {
+  json m = base_manifest();
+  m["nvrtc_options"] = {"-dopt=on", "--dopt=on", "--Ofast-compile=max", "--Ofast-compile=0"};
+  EXPECT_TRUE(problems(m).empty()) << ::testing::PrintToString(problems(m));
+  // What NVRTC 13 refuses (NVRTC_ERROR_INVALID_OPTION) is refused here, by name.
+  for (const char* o : {"--Ofast-compile=fastest", "-dopt", "--dopt=off", "-Ofast-compile=0"}) {
+    m["nvrtc_options"] = {o};
+    EXPECT_NE(only_problem(m).find("is not an allowed NVRTC option"), std::string::npos) << o;
+  }
 }
 
 TEST_F(ManifestTest, MacroValuesAreAnyPrintableText) {
