@@ -26,18 +26,6 @@ std::string read_file(const fs::path& path) {
   return s.str();
 }
 
-/// The module directory of a build directory (DIR/kgate-modules), or DIR itself when it holds
-/// module records; "" when neither.
-fs::path module_dir(const fs::path& dir) {
-  std::error_code ec;
-  if (fs::is_directory(dir / "kgate-modules", ec)) return dir / "kgate-modules";
-  if (fs::is_directory(dir, ec))
-    for (const auto& e : fs::directory_iterator(dir, ec))
-      if (e.path().string().size() > 18 && e.path().string().rfind(".kgate-module.json") == e.path().string().size() - 18)
-        return dir;
-  return {};
-}
-
 std::vector<fs::path> module_records(const fs::path& dir) {
   std::vector<fs::path> records;
   std::error_code ec;
@@ -47,6 +35,15 @@ std::vector<fs::path> module_records(const fs::path& dir) {
   }
   std::sort(records.begin(), records.end());
   return records;
+}
+
+/// The module directory of a build directory (DIR/kgate-modules), or DIR itself when it holds
+/// module records; "" when neither.
+fs::path module_dir(const fs::path& dir) {
+  std::error_code ec;
+  if (fs::is_directory(dir / "kgate-modules", ec)) return dir / "kgate-modules";
+  if (fs::is_directory(dir, ec) && !module_records(dir).empty()) return dir;
+  return {};
 }
 
 struct LoadedModule {
