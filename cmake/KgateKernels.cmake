@@ -44,8 +44,9 @@ function(kgate_set_discovered_properties target labels extra)
   set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES "${file}")
 endfunction()
 
-# Writes a source that embeds the op file's bytes (keyed by its absolute path) into `lib`.
-function(_kgate_embed_op_file lib op_file)
+# Writes a source that embeds the op file's bytes (keyed by `key`, the name its kernels carry) into
+# `lib`.
+function(_kgate_embed_op_file lib op_file key)
   file(READ "${op_file}" hex HEX)
   string(LENGTH "${hex}" hex_length)
   math(EXPR size "${hex_length} / 2")
@@ -59,7 +60,7 @@ function(_kgate_embed_op_file lib op_file)
 namespace {
 const unsigned char kText[] = {
 @bytes@0};
-const bool kEmbedded = ::kgate::embed_op_file(\"@op_file@\", kText, @size@);
+const bool kEmbedded = ::kgate::embed_op_file(\"@key@\", kText, @size@);
 }  // namespace
 ")
   target_sources(${lib} PRIVATE "${source}")
@@ -166,15 +167,21 @@ function(kgate_add_kernel NAME)
   target_link_libraries(${lib} PUBLIC kgate::kernel_api)
   target_include_directories(${lib} PRIVATE ${PROJECT_SOURCE_DIR})
   # OP_FILE: the op is declared by an op file (kgate-op/1), not built in; every kernel the sources
-  # register carries its absolute path, and the catalogue loads it (from the embedded bytes) on
-  # first use.
+  # register carries its path (relative to the project's source directory when inside it), and the
+  # catalogue loads it (from the embedded bytes) on first use.
   if(ARG_OP_FILE)
     get_filename_component(_op_file "${ARG_OP_FILE}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
     if(NOT EXISTS "${_op_file}")
       message(FATAL_ERROR "kgate_add_kernel(${NAME}): OP_FILE ${_op_file} does not exist")
     endif()
-    target_compile_definitions(${lib} PRIVATE KGATE_OP_FILE="${_op_file}")
-    _kgate_embed_op_file(${lib} "${_op_file}")
+    # Named relative to the project's source directory, so that one commit built in two
+    # directories compiles the same bytes (kgate check --baseline-build: UNCHANGED).
+    file(RELATIVE_PATH _op_file_name "${CMAKE_SOURCE_DIR}" "${_op_file}")
+    if(_op_file_name MATCHES "^\\.\\./")
+      set(_op_file_name "${_op_file}")
+    endif()
+    target_compile_definitions(${lib} PRIVATE KGATE_OP_FILE="${_op_file_name}")
+    _kgate_embed_op_file(${lib} "${_op_file}" "${_op_file_name}")
   endif()
   set_property(GLOBAL APPEND PROPERTY KGATE_KERNEL_LIBRARIES ${lib})
   target_link_libraries(kgate PRIVATE ${lib})
