@@ -40,7 +40,7 @@ void check_keys(const Ctx& c, const json& obj, const std::string& field, const s
 GateSettings parse_settings(const Ctx& c, const json& j, const std::string& field) {
   static const std::vector<std::string> keys = {"cases", "families", "rule", "atol", "rtol", "tolerance", "max_ulp",
                                                 "ref_ratio_k", "ref_ratio_floor", "delta", "alpha", "time_budget_s",
-                                                "fragile_margin"};
+                                                "fragile_margin", "gate_against_eager"};
   check_keys(c, j, field, keys);
   GateSettings s;
   const auto f = [&](const char* k) { return field + "." + k; };
@@ -91,6 +91,11 @@ GateSettings parse_settings(const Ctx& c, const json& j, const std::string& fiel
   if (j.contains("alpha")) s.alpha = number(c, j["alpha"], f("alpha"), 1e-9, 0.5);
   if (j.contains("time_budget_s")) s.time_budget_s = number(c, j["time_budget_s"], f("time_budget_s"), 0, 86400);
   if (j.contains("fragile_margin")) s.fragile_margin = number(c, j["fragile_margin"], f("fragile_margin"), 0, 1);
+  if (j.contains("gate_against_eager")) {
+    if (!j["gate_against_eager"].is_boolean())
+      c.fail(f("gate_against_eager"), "expected true or false, found " + j["gate_against_eager"].dump());
+    s.gate_against_eager = j["gate_against_eager"].get<bool>();
+  }
   return s;
 }
 
@@ -125,6 +130,7 @@ void GateSettings::overlay(const GateSettings& o) {
   take(alpha, o.alpha);
   take(time_budget_s, o.time_budget_s);
   take(fragile_margin, o.fragile_margin);
+  take(gate_against_eager, o.gate_against_eager);
 }
 
 GateSettings Config::resolve(const std::string& op, const std::string& kernel, const GateSettings& cli) const {

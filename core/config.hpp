@@ -36,6 +36,10 @@ struct GateSettings {
   std::optional<double> alpha;
   std::optional<double> time_budget_s;
   std::optional<double> fragile_margin;
+  /// false: a kernel paired with its base (--baseline-build and the like) is gated against its base
+  /// alone; its eager comparison is reported, informational. A kernel without a base is always
+  /// gated against eager.
+  std::optional<bool> gate_against_eager;
 
   /// Overlays `over` on this (fields set in `over` win).
   void overlay(const GateSettings& over);

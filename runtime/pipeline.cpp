@@ -505,6 +505,9 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
       say(kernel.name + ": timing " + std::to_string(i + 1) + "/" + std::to_string(timed.size()) + " " + c.id() +
           " vs eager");
       timed_comparison(nullptr, c);
+      // gate_against_eager: false: a kernel with a base to gate against reports eager, informational.
+      if (baseline && options.baseline_is_base && settings.gate_against_eager == false)
+        report.speed.back().gates = false;
       if (baseline && !wrong_while_timed && options.baseline_is_base && report.baseline_correctness &&
           report.baseline_correctness->failed > 0) {
         // A base that is wrong on the head's cases has no speed worth comparing with.

@@ -86,6 +86,20 @@ TEST(Config, TorchOpsAndTheirLibraries) {
             "cfg.json: torch_libraries[0]: expected a string, found \"\"");
 }
 
+// gate_against_eager: a boolean at any level, the kernel's winning.
+TEST(Config, GateAgainstEagerIsABooleanPerLevel) {
+  const auto cfg = parse_config(nlohmann::json::parse(R"({"format": "kgate-config/1",
+    "global": {"gate_against_eager": false}, "kernels": {"softmax_block": {"gate_against_eager": true}}})"),
+                                "cfg.json");
+  EXPECT_EQ(cfg.resolve("softmax", "softmax_cpu", {}).gate_against_eager, false);
+  EXPECT_EQ(cfg.resolve("softmax", "softmax_block", {}).gate_against_eager, true);
+  EXPECT_FALSE(parse_config(nlohmann::json::parse(R"({"format": "kgate-config/1"})"), "c.json")
+                   .resolve("softmax", "softmax_block", {})
+                   .gate_against_eager.has_value());
+  EXPECT_EQ(error_of(R"({"format": "kgate-config/1", "global": {"gate_against_eager": "no"}})"),
+            "cfg.json: global.gate_against_eager: expected true or false, found \"no\"");
+}
+
 TEST(Config, MissingFileIsAUsageError) {
   try {
     load_config("/nonexistent/kgate.config.json");
