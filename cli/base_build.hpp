@@ -25,6 +25,7 @@ struct BaseBuild {
   std::map<std::string, KernelInfo> kernels;
   std::map<std::string, std::string> module_of;  ///< kernel name -> module file
   std::vector<std::string> warnings;
+  std::vector<std::string> torch_libraries;  ///< --baseline-torch-library, when given
 };
 
 /// Loads every module of the build at `dir` (a build directory, or its kgate-modules directory).

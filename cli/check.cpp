@@ -42,6 +42,7 @@
 #include "report/text.hpp"
 #include "runtime/cuda/device.hpp"
 #include "runtime/package/package_kernel.hpp"
+#include "runtime/package/sha256.hpp"
 #include "runtime/package/validate.hpp"
 #include "runtime/torch_op.hpp"
 
@@ -286,6 +287,14 @@ CLI::App* add_check_command(CLI::App& app, CheckArgs& args) {
                   "Build directory of the base commit (its kgate-modules): each kernel is paired with its "
                   "namesake there, run on the same cases, and timed against it and against eager")
       ->type_name("DIR");
+  cmd->add_option("--baseline-torch-library", args.baseline_torch_libraries,
+                  "The base commit's build of a --torch-library: each --torch-op is paired with its op there "
+                  "(repeatable)")
+      ->type_name("PATH")
+      ->allow_extra_args(false);
+  cmd->add_option("--baseline-packages", args.baseline_packages,
+                  "The base's tree of packages: each package is paired with its namesake (manifest name) there")
+      ->type_name("DIR");
   cmd->add_option("--pair", args.pairs, "Pair a renamed kernel with its base: NEW=OLD (repeatable)")
       ->type_name("NEW=OLD")
       ->allow_extra_args(false);
@@ -394,6 +403,7 @@ int run_check(const CheckArgs& args) {
   // A worker confines itself before it starts CUDA or runs anything of a package or an op file.
   std::vector<std::string> readable = args.packages;
   readable.push_back(args.baseline_package);
+  if (!args.baseline_packages.empty()) readable.push_back(args.baseline_packages);
   // The base build, loaded before the sandbox (its modules are mapped executable).
   std::optional<BaseBuild> base;
   std::map<std::string, std::string> head_digests;
@@ -419,6 +429,46 @@ int run_check(const CheckArgs& args) {
         base->warnings.push_back("the base was built differently from the head: " + d);
       }
     readable.push_back(args.baseline_build);
+  }
+  // The base of each torch op: its library built at the base commit, loaded under renamed
+  // namespaces. Its code digest is the libraries' (a change anywhere in them times every op).
+  if (!args.baseline_torch_libraries.empty()) {
+    if (!base) base.emplace();
+    for (const auto& p : args.baseline_torch_libraries)
+      for (const auto& head : loaded_torch_libraries())
+        if (fs::weakly_canonical(p) == fs::path(head))
+          throw_usage("--baseline-torch-library " + p + " is the head's library (--torch-library): give the base "
+                      "commit's build of it");
+    try {
+      std::vector<std::string> old_libraries;
+      for (const auto& p : args.baseline_torch_libraries) old_libraries.push_back(fs::absolute(p).string());
+      const auto libraries_digest = [](const std::vector<std::string>& files) {
+        std::string joined;
+        for (const auto& f : files) {
+          const std::string d = module_code_digest(f);
+          if (d.empty()) return std::string();
+          joined += d;
+        }
+        return package::sha256_hex(joined);
+      };
+      const std::string base_digest = libraries_digest(old_libraries);
+      const std::string head_digest = libraries_digest(loaded_torch_libraries());
+      std::string listed;
+      for (const auto& f : old_libraries) listed += (listed.empty() ? "" : ", ") + f;
+      for (auto& k : base_torch_op_kernels(old_libraries)) {
+        k.code_digest = base_digest;
+        head_digests[k.name] = head_digest;
+        base->module_of[k.name] = listed;
+        base->kernels[k.name] = std::move(k);
+      }
+      base->torch_libraries = old_libraries;
+    } catch (const Error& e) {
+      if (args.require_base) throw;
+      const std::string why = e.what();
+      if (args.baseline_build.empty()) base->error = why;
+      else base->warnings.push_back(why + " (the torch ops are gated against eager alone)");
+      if (!args.in_worker) std::fprintf(stderr, "kgate: %s: the torch ops are gated against eager alone\n", why.c_str());
+    }
   }
   for (const auto& f : args.options.captured) readable.push_back(f.path);  // --captured files
   const std::string sandbox =
@@ -446,6 +496,8 @@ int run_check(const CheckArgs& args) {
   // Packages first: an invalid package is a package error (exit 4), with or without a GPU.
   std::vector<LoadedPackage> packages;
   std::optional<LoadedPackage> baseline;
+  std::map<std::string, LoadedPackage> base_packages;  // --baseline-packages: head package -> its base
+  nlohmann::json base_packages_removed = nlohmann::json::array();
   bool have_device = false;
   if (!args.packages.empty()) {
     have_device = cuda::device_available(&why);
@@ -462,6 +514,32 @@ int run_check(const CheckArgs& args) {
           throw_usage("package " + p.manifest.name + " implements op '" + p.manifest.op + "' but the baseline " +
                       args.baseline_package + " implements '" + baseline->manifest.op +
                       "': a baseline must implement the same op");
+    }
+    if (!args.baseline_packages.empty()) {
+      // The base's tree: each package of the run paired with its namesake there, as a base.
+      if (!args.baseline_package.empty())
+        throw_usage("--baseline-package and --baseline-packages: give one (a package for every package of the run, "
+                    "or a tree to find each one's namesake in)");
+      if (!base) base.emplace();
+      base->dir = args.baseline_packages;
+      std::set<std::string> named;
+      for (const auto& [name, dir] : package_tree(args.baseline_packages)) {
+        const auto head = std::find_if(packages.begin(), packages.end(),
+                                       [&](const LoadedPackage& p) { return p.manifest.name == name; });
+        if (head == packages.end()) {
+          base_packages_removed.push_back({{"name", name}, {"source", dir}});
+          continue;
+        }
+        auto b = load_package(dir, arch, args.quiet);
+        if (!b) return static_cast<int>(ExitCode::usage);
+        if (b->manifest.op != head->manifest.op)
+          throw_usage("package " + name + " implements op '" + head->manifest.op + "' but its namesake in " +
+                      args.baseline_packages + " (" + dir + ") implements '" + b->manifest.op +
+                      "': a base must implement the same op");
+        b->kernel.name = b->manifest.name + "@" + b->manifest.version;
+        base->module_of[b->kernel.name] = dir;
+        base_packages.emplace(head->kernel.name, std::move(*b));
+      }
     }
     if (!have_device) {
       if (args.no_device_exit_code) {
@@ -551,6 +629,18 @@ int run_check(const CheckArgs& args) {
         if (!paired_bases.count(name) && bk.backend == backend && !bk.mutant)
           removed.push_back({{"name", name}, {"source", bk.source}});
   }
+  // --baseline-packages: each package with its namesake's package (timed unless UNCHANGED).
+  for (auto& p : packages)
+    if (const auto b = base_packages.find(p.kernel.name); b != base_packages.end()) {
+      if (args.time_unchanged) p.kernel.code_digest.clear();
+      base_of[p.kernel.name] = &b->second.kernel;
+    }
+  for (const auto& r : base_packages_removed) removed.push_back(r);
+  const auto package_baseline = [&](const LoadedPackage& p) -> const KernelInfo* {
+    if (baseline) return &baseline->kernel;
+    const auto b = base_packages.find(p.kernel.name);
+    return b == base_packages.end() ? nullptr : &b->second.kernel;
+  };
   // The record of a kernel's base, for its report.
   const auto base_record = [&](const KernelInfo& k, const KernelReport& kr) -> nlohmann::json {
     if (!base) return nullptr;
@@ -651,6 +741,7 @@ int run_check(const CheckArgs& args) {
                         {"head_build", head_build_record},
                         {"error", base->error},
                         {"warnings", base->warnings}};
+    if (!base->torch_libraries.empty()) report.meta.base["torch_libraries"] = base->torch_libraries;
     if (const char* ref = std::getenv("KGATE_BASE_REF")) report.meta.base["ref"] = ref;
     if (const char* sha = std::getenv("KGATE_BASE_SHA")) report.meta.base["sha"] = sha;
     for (const auto& w : base->warnings) std::fprintf(stderr, "kgate: warning: %s\n", w.c_str());
@@ -664,11 +755,20 @@ int run_check(const CheckArgs& args) {
   options.baseline_is_base = base.has_value();
   options.in_worker = args.in_worker;
   // Every speed comparison of the run is Holm-corrected with every other: each must be able to
-  // decide at that strictness.
+  // decide at that strictness. A kernel paired with its base is timed against it and against eager;
+  // an UNCHANGED one is not timed at all.
+  int64_t timed_pairs = 0;
+  for (const auto& p : packages) {
+    const KernelInfo* b = package_baseline(p);
+    timed_pairs += !b ? 1 : p.kernel.code_digest.empty() || p.kernel.code_digest != b->code_digest ? 2 : 0;
+  }
+  for (const KernelInfo* k : selected) {
+    const auto b = base_of.find(k->name);
+    if (b == base_of.end()) ++timed_pairs;
+    else if (k->code_digest.empty() || k->code_digest != b->second->code_digest) timed_pairs += 2;
+  }
   const int64_t run_comparisons =
-      args.run_comparisons > 0 ? args.run_comparisons
-                               : static_cast<int64_t>(selected.size() + packages.size()) * options.speed_cases *
-                                     (baseline ? 2 : 1);
+      args.run_comparisons > 0 ? args.run_comparisons : std::max<int64_t>(1, timed_pairs) * options.speed_cases;
   options.run_comparisons = run_comparisons;
   // A worker notes each case before it runs it: if the kernel crashes or hangs the process, its
   // parent reads which case did it, and goes on after it in a fresh worker.
@@ -999,8 +1099,9 @@ int run_check(const CheckArgs& args) {
     if (!args.quiet)
       std::fprintf(stderr, "[%zu/%zu] package %s %s (%s, %s)%s\n", selected.size() + i + 1, total,
                    p.manifest.name.c_str(), p.manifest.version.c_str(), p.manifest.op.c_str(), p.kernel.source.c_str(),
-                   baseline ? (" against baseline " + baseline->kernel.name).c_str() : "");
-    report.kernels.push_back(check_kernel(*runner, p.kernel, package_options(options, p), baseline ? &baseline->kernel : nullptr));
+                   package_baseline(p) ? (" against baseline " + package_baseline(p)->name).c_str() : "");
+    report.kernels.push_back(check_kernel(*runner, p.kernel, package_options(options, p), package_baseline(p)));
+    report.kernels.back().base = base_record(p.kernel, report.kernels.back());
     progress.end_line();
     write_reports();
   }

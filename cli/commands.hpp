@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -39,6 +40,11 @@ void check_unique_package_names(const std::vector<std::string>& dirs,
 /// nullopt when one is invalid (its problems printed): the verb exits 4.
 std::optional<std::vector<LoadedPackage>> load_packages(const std::vector<std::string>& dirs, const std::string& arch,
                                                         bool have_device, bool quiet);
+
+/// The packages of a tree (--baseline-packages): manifest name -> package directory, for every
+/// kgate.json under `dir`. Throws Error(usage) when `dir` is not a directory or two of its packages
+/// share a name (naming both).
+std::map<std::string, std::string> package_tree(const std::string& dir);
 
 /// The in-tree kernels a verb runs on `backend`: those `names` names, each of that backend (a
 /// usage error says which backend it needs), or, with no names, every kernel of the backend but
@@ -85,6 +91,12 @@ struct CheckArgs {
   /// against eager. Kernels running the same code are UNCHANGED and not timed (--time-unchanged
   /// times them anyway). --require-base: a base that cannot be loaded is exit 4, not eager-only.
   std::string baseline_build;
+  /// Builds of the --torch-library libraries at the base commit: each --torch-op kernel is paired
+  /// with the same op of these (loaded under a renamed namespace; runtime/torch_op.hpp).
+  std::vector<std::string> baseline_torch_libraries;
+  /// A tree of the base's packages: each package of the run is paired with the package of the same
+  /// manifest name found under it (as --baseline-build pairs kernels).
+  std::string baseline_packages;
   std::vector<std::string> pairs;
   bool require_base = false;
   bool time_unchanged = false;

@@ -4,11 +4,15 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
 #include "core/rng.hpp"
@@ -19,6 +23,8 @@
 #include "runtime/package/validate.hpp"
 
 namespace kgate::cli {
+
+namespace fs = std::filesystem;
 
 package::ValidateOptions validate_options(const std::string& arch) {
   package::ValidateOptions options;
@@ -60,6 +66,26 @@ std::optional<std::vector<LoadedPackage>> load_packages(const std::vector<std::s
   }
   check_unique_package_names(dirs, packages);
   return packages;
+}
+
+std::map<std::string, std::string> package_tree(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw_usage("--baseline-packages " + dir + " is not a directory");
+  std::map<std::string, std::string> out;
+  for (auto it = fs::recursive_directory_iterator(dir, fs::directory_options::skip_permission_denied, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (it->path().filename() != "kgate.json" || !it->is_regular_file(ec)) continue;
+    std::ifstream in(it->path());
+    const auto manifest = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (!manifest.is_object() || !manifest.contains("name") || !manifest["name"].is_string()) continue;
+    const std::string name = manifest["name"].get<std::string>();
+    const std::string package = it->path().parent_path().string();
+    auto [at, fresh] = out.emplace(name, package);
+    if (!fresh)
+      throw_usage("--baseline-packages " + dir + ": two packages are named \"" + name + "\" (" + at->second +
+                  " and " + package + "): each package is paired with its namesake, so names must be unique");
+  }
+  return out;
 }
 
 std::vector<const KernelInfo*> select_kernels(const std::vector<std::string>& names, Backend backend) {

@@ -12,12 +12,18 @@
 #include <cxxabi.h>
 #include <torch/version.h>
 #include <dlfcn.h>
+#include <elf.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -64,6 +70,16 @@ std::string load_failure(const std::string& path, const std::string& message) {
 std::set<std::string>& loaded_libraries() {
   static std::set<std::string> s;
   return s;
+}
+
+std::vector<std::string>& library_order() {  // loaded_libraries() as loaded
+  static std::vector<std::string> v;
+  return v;
+}
+
+std::vector<TorchOpSpec>& registered_specs() {
+  static std::vector<TorchOpSpec> v;
+  return v;
 }
 
 std::map<std::string, std::string>& memory_notes() {
@@ -286,6 +302,7 @@ void load_torch_library(const std::string& path) {
     throw_usage(load_failure(path, why ? why : "unknown loader error"));
   }
   loaded_libraries().insert(canonical);
+  library_order().push_back(canonical);
 }
 
 TorchOpSpec parse_torch_op_spec(const std::string& text) {
@@ -357,11 +374,166 @@ void add_torch_ops(const std::vector<std::string>& libraries, const std::vector<
   }
   for (const auto& text : specs) {
     std::string note;
-    KernelInfo k = torch_op_kernel(parse_torch_op_spec(text), &note);
+    const TorchOpSpec spec = parse_torch_op_spec(text);
+    KernelInfo k = torch_op_kernel(spec, &note);
+    registered_specs().push_back(spec);
     memory_notes()[k.name] = note;
     repro_options()[k.name] = options + " --torch-op '" + text + "'";
     register_kernel(std::move(k));
   }
+}
+
+namespace {
+
+// The op namespaces in use by any library of the dispatcher.
+std::set<std::string> namespaces_in_use() {
+  std::set<std::string> out;
+  for (const auto& name : c10::Dispatcher::singleton().getAllOpNames())
+    out.insert(name.name.substr(0, name.name.find("::")));
+  return out;
+}
+
+// `ns` with its last character changed to one that makes a namespace no library uses.
+std::string renamed_namespace(const std::string& ns, const std::set<std::string>& taken) {
+  static const std::string alphabet = "abcdefghijklmnopqrstuvwxyz0123456789_";
+  for (const char c : alphabet) {
+    std::string candidate = ns;
+    candidate.back() = c;
+    if (candidate != ns && !taken.count(candidate)) return candidate;
+  }
+  throw_usage("--baseline-torch-library: no free namespace of the length of '" + ns + "' to load the base under");
+}
+
+// `bytes` (an ELF shared library) with every "NS\0" and "NS::" in its read-only data sections
+// written as "NS'...": the namespaces its TORCH_LIBRARY macros and qualified op names spell. Returns
+// the number of strings changed.
+size_t rename_namespaces(std::string& bytes, const std::map<std::string, std::string>& renamed, const std::string& path) {
+  if (bytes.size() < sizeof(Elf64_Ehdr) || bytes.compare(0, 4, ELFMAG) != 0 || bytes[EI_CLASS] != ELFCLASS64)
+    throw_usage("--baseline-torch-library " + path + " is not a 64-bit ELF shared library");
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, bytes.data(), sizeof eh);
+  if (eh.e_shoff == 0 || eh.e_shoff + static_cast<uint64_t>(eh.e_shnum) * sizeof(Elf64_Shdr) > bytes.size() ||
+      eh.e_shstrndx >= eh.e_shnum)
+    throw_usage("--baseline-torch-library " + path + ": its section headers are missing or cut short");
+  std::vector<Elf64_Shdr> sections(eh.e_shnum);
+  std::memcpy(sections.data(), bytes.data() + eh.e_shoff, eh.e_shnum * sizeof(Elf64_Shdr));
+  const Elf64_Shdr& names = sections[eh.e_shstrndx];
+  size_t changed = 0;
+  for (const auto& sh : sections) {
+    if (sh.sh_type != SHT_PROGBITS || (sh.sh_flags & SHF_EXECINSTR) || (sh.sh_flags & SHF_WRITE) ||
+        sh.sh_name >= names.sh_size || sh.sh_offset + sh.sh_size > bytes.size())
+      continue;
+    const char* name = bytes.data() + names.sh_offset + sh.sh_name;
+    if (std::string(name, strnlen(name, names.sh_size - sh.sh_name)).rfind(".rodata", 0) != 0) continue;
+    const size_t begin = sh.sh_offset, end = sh.sh_offset + sh.sh_size;
+    for (const auto& [from, to] : renamed)
+      for (const std::string tail : {std::string(1, '\0'), std::string("::")}) {
+        const std::string needle = from + tail;
+        for (size_t at = bytes.find(needle, begin); at != std::string::npos && at + needle.size() <= end;
+             at = bytes.find(needle, at + needle.size())) {
+          bytes.replace(at, from.size(), to);
+          ++changed;
+        }
+      }
+  }
+  return changed;
+}
+
+std::string child_status(int status) {
+  if (WIFEXITED(status)) return "exit " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return std::string("signal ") + strsignal(WTERMSIG(status));
+  return "status " + std::to_string(status);
+}
+
+}  // namespace
+
+std::vector<std::string> loaded_torch_libraries() { return library_order(); }
+
+std::vector<KernelInfo> base_torch_op_kernels(const std::vector<std::string>& old) {
+  if (registered_specs().empty())
+    throw_usage("--baseline-torch-library pairs the ops of --torch-op: name the ops to check (and their "
+                "--torch-library)");
+  const std::set<std::string> taken = namespaces_in_use();
+  std::map<std::string, std::string> renamed;  // head namespace -> the base's
+  for (const auto& spec : registered_specs()) {
+    const std::string ns = spec.schema_name.substr(0, spec.schema_name.find("::"));
+    if (!renamed.count(ns)) renamed[ns] = renamed_namespace(ns, taken);
+  }
+  std::string listed_renames;
+  for (const auto& [from, to] : renamed) listed_renames += (listed_renames.empty() ? "" : ", ") + from + " -> " + to;
+  for (const auto& path : old) {
+    std::error_code ec;
+    const std::string canonical = fs::weakly_canonical(path, ec).string();
+    if (!fs::is_regular_file(canonical, ec)) throw_usage("--baseline-torch-library " + path + " does not exist");
+    if (loaded_libraries().count(canonical))
+      throw_usage("--baseline-torch-library " + path + " is the head's library (--torch-library): give the base "
+                  "commit's build of it");
+    std::ifstream in(canonical, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (rename_namespaces(bytes, renamed, path) == 0)
+      throw_usage("--baseline-torch-library " + path + ": none of the namespaces " + listed(
+                      [&] {
+                        std::vector<std::string> v;
+                        for (const auto& r : renamed) v.push_back(r.first);
+                        return v;
+                      }()) +
+                  " is spelled in its read-only data: kgate loads a base library under a renamed namespace, "
+                  "which needs the namespace as a string literal (TORCH_LIBRARY(ns, m) does that)");
+    // The copy: a file of its own (the loader keys libraries by path), unlinked once loaded.
+    std::string pattern = (fs::temp_directory_path() / "kgate-base-torch-XXXXXX").string();
+    const int fd = ::mkstemp(pattern.data());
+    if (fd < 0) throw_usage("--baseline-torch-library " + path + ": cannot write its renamed copy in " +
+                            fs::temp_directory_path().string());
+    const bool written = ::write(fd, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size());
+    ::close(fd);
+    struct Unlink {
+      std::string file;
+      ~Unlink() { ::unlink(file.c_str()); }
+    } unlink_copy{pattern};
+    if (!written) throw_usage("--baseline-torch-library " + path + ": cannot write its renamed copy " + pattern);
+    // A library that still registers a head namespace throws from a static constructor, which ends
+    // the process: try it in a child first.
+    const pid_t child = ::fork();
+    if (child == 0) {
+      void* h = ::dlopen(pattern.c_str(), RTLD_NOW | RTLD_LOCAL);
+      ::_exit(h ? 0 : 3);
+    }
+    int status = 0;
+    if (child < 0 || ::waitpid(child, &status, 0) != child)
+      throw_usage("--baseline-torch-library " + path + ": could not try loading it in a child process");
+    // (exit 3: the loader refused it; the parent's own dlopen below says why.)
+    if (!WIFEXITED(status) || (WEXITSTATUS(status) != 0 && WEXITSTATUS(status) != 3))
+      throw_usage("--baseline-torch-library " + path + " could not be loaded under renamed namespaces (" +
+                  listed_renames + "): loading it ended the process (" + child_status(status) +
+                  "); a library that registers a namespace by a name built at run time, not a string "
+                  "literal, cannot be loaded beside the head's");
+    dlerror();
+    if (!::dlopen(pattern.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+      const char* why = dlerror();
+      throw_usage(load_failure(path, why ? why : "unknown loader error"));
+    }
+  }
+  std::vector<KernelInfo> out;
+  for (const auto& spec : registered_specs()) {
+    const std::string ns = spec.schema_name.substr(0, spec.schema_name.find("::"));
+    TorchOpSpec base = spec;
+    base.schema_name = renamed.at(ns) + spec.schema_name.substr(ns.size());
+    std::string note;
+    KernelInfo head = torch_op_kernel(spec, &note);
+    KernelInfo k;
+    try {
+      k = torch_op_kernel(base, &note);
+    } catch (const Error& e) {
+      throw_usage("--baseline-torch-library: the base libraries do not register " + spec.schema_name +
+                  " (loaded as " + base.schema_name + "): " + e.what());
+    }
+    k.name = head.name;
+    std::string libraries;
+    for (const auto& p : old) libraries += (libraries.empty() ? "" : ", ") + p;
+    k.source = "base " + k.source + " (" + libraries + ")";
+    out.push_back(std::move(k));
+  }
+  return out;
 }
 
 std::string torch_op_repro_options(const std::string& kernel) {
