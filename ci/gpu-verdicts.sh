@@ -14,6 +14,13 @@
 #   timing    kgate check with speed on two kernels (checked timing end to end)
 #   base      kgate check --baseline-build with this build as its own base: UNCHANGED, then timed
 #             head against base (--time-unchanged), the CUDA modules loaded beside the head
+#   torchpair --baseline-torch-library: tests/torch_op's library built twice (two build directories
+#             of a small project), its CUDA ops UNCHANGED, then timed A/A, then against a changed copy
+#   pkgpair   --baseline-packages: tests/packages' softmax packages against a copy of their tree
+#             (UNCHANGED), then against a tree where one package's launch changed (timed)
+#   against   ci/gate.sh --against HEAD~1 in a fresh build directory: head and base builds with a
+#             cold ccache, then the base build again with a cold and with a warm ccache (hit rates);
+#             ccache from KGATE_CCACHE_BUNDLE (.deb files, unpacked) when it is not installed
 # KGATE_DEADLINE (seconds, default 560): a phase that would start later than this is skipped and
 # says so. Logs and reports go under OUT_DIR; a table is printed last.
 set -uo pipefail
@@ -21,7 +28,7 @@ here=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
 out=${1:?usage: ci/gpu-verdicts.sh OUT_DIR [phase...]}
 shift
 phases=("$@")
-[ ${#phases[@]} -gt 0 ] || phases=(build mutants faults controls time sweep suite timing base)
+[ ${#phases[@]} -gt 0 ] || phases=(build mutants faults controls time sweep suite timing base torchpair pkgpair against)
 mkdir -p "$out"
 build=${KGATE_BUILD_DIR:-$here/build}
 kgate=$build/bin/kgate
@@ -205,6 +212,118 @@ for k in r["kernels"]:
         print(f"    vs {s['baseline']:16s} {s['kcase']['id'] if 'kcase' in s else s['case']['id'][:60]:60s} x{s['ratio']:.4f} [{s['ratio_lower']:.4f}, {s['ratio_upper']:.4f}] {s['decision']} blocks {s['blocks']} gates {s.get('gates')}")
 PY
   sed -n '/^### Against/,/^$/p' "$out/base-timed/summary.md" | head -10
+fi
+
+# One line per kernel of a paired run: base status and each speed comparison.
+pair_lines() {
+  python3 - "$@" <<'PY'
+import json, sys
+for path in sys.argv[1:]:
+    try:
+        r = json.load(open(path))
+    except Exception as e:
+        print(f"  {path}: no report ({e})"); continue
+    b = r["meta"].get("base") or {}
+    print(f"  {path.split('/')[-2]}: base error '{b.get('error', '')[:200]}', comparisons (Holm m) "
+          f"{r['meta']['config'].get('run_comparisons', '?')}")
+    for k in r["kernels"]:
+        print(f"  {k['name']:34s} {k['outcome']:9s} base {(k.get('base') or {}).get('status')}")
+        for s in k["speed"]:
+            cid = (s.get("case") or {}).get("id", "")[:56]
+            print(f"    vs {s['baseline'][:30]:30s} {cid:56s} x{s.get('ratio', 0):.4f} "
+                  f"[{s.get('ratio_lower', 0):.4f}, {s.get('ratio_upper', 0):.4f}] {s['decision']} "
+                  f"blocks {s.get('blocks')} gates {s.get('gates')}")
+PY
+}
+
+if has torchpair && in_time torchpair 150; then
+  # The library of tests/torch_op built twice from the same sources, in two build directories.
+  proj=$out/torchlib
+  mkdir -p "$proj/src"
+  cat > "$proj/src/CMakeLists.txt" <<CMK
+cmake_minimum_required(VERSION 3.25)
+project(kgate_test_ops_twice LANGUAGES CXX CUDA)
+set(CMAKE_CUDA_ARCHITECTURES 90)
+set(CMAKE_CXX_STANDARD 17)
+set(CMAKE_CUDA_STANDARD 17)
+find_package(Torch REQUIRED)
+find_package(CUDAToolkit REQUIRED)
+add_library(kgate_test_ops SHARED $here/tests/torch_op/test_ops.cpp $here/tests/torch_op/test_ops_cuda.cu)
+target_include_directories(kgate_test_ops PRIVATE $here/kernels/fused_add_rms_norm/package $here/kernels/common)
+target_link_libraries(kgate_test_ops PRIVATE torch CUDA::cudart)
+set_target_properties(kgate_test_ops PROPERTIES CUDA_RUNTIME_LIBRARY Shared)
+CMK
+  torch_prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)' | tail -1)
+  t0=$SECONDS
+  for side in head base; do
+    (cmake -S "$proj/src" -B "$proj/$side" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_PREFIX_PATH="$torch_prefix" \
+       > "$proj/$side.log" 2>&1 && cmake --build "$proj/$side" >> "$proj/$side.log" 2>&1) &
+  done
+  wait
+  note "torchpair: the library built twice in $((SECONDS - t0)) s"
+  lib=$proj/head/libkgate_test_ops.so
+  ops=(--torch-library "$lib" --torch-op kgate_test::fused_add_rms_norm=fused_add_rms_norm
+       --torch-op kgate_test::softmax_out=softmax --cases 16 --speed-cases 2)
+  if [ -f "$lib" ] && [ -f "$proj/base/libkgate_test_ops.so" ]; then
+    "$kgate" check "${ops[@]}" --baseline-torch-library "$proj/base/libkgate_test_ops.so" --out "$out/torch-same" \
+      > "$out/torch-same.log" 2>&1
+    note "torchpair: built twice, paired: exit $?"
+    "$kgate" check "${ops[@]}" --baseline-torch-library "$proj/base/libkgate_test_ops.so" --time-unchanged \
+      --out "$out/torch-timed" > "$out/torch-timed.log" 2>&1
+    note "torchpair: built twice, timed A/A (--time-unchanged): exit $?"
+    python3 - "$proj/base/libkgate_test_ops.so" "$proj/changed.so" <<'PY'
+import sys
+d = open(sys.argv[1], "rb").read()
+open(sys.argv[2], "wb").write(d.replace(b"KGATE_TEST_SNOOP_FILE", b"KGATE_TEST_SNOOP_FILF"))
+PY
+    "$kgate" check "${ops[@]}" --baseline-torch-library "$proj/changed.so" --out "$out/torch-changed" \
+      > "$out/torch-changed.log" 2>&1
+    note "torchpair: a changed base: exit $?"
+    pair_lines "$out/torch-same/report.json" "$out/torch-timed/report.json" "$out/torch-changed/report.json"
+  else
+    note "torchpair: the library did not build (logs: $proj/*.log)"; tail -20 "$proj/head.log"
+  fi
+fi
+
+if has pkgpair && in_time pkgpair 120; then
+  # A tree of packages against a copy of itself, then against one whose softmax_v1 launches
+  # another block size.
+  tree=$out/pkgtree
+  rm -rf "$tree" && mkdir -p "$tree"
+  cp -r "$here/tests/packages/softmax_v1" "$here/tests/packages/softmax_v2_fast" "$tree/"
+  "$kgate" check "$here/tests/packages/softmax_v1" "$here/tests/packages/softmax_v2_fast" --baseline-packages "$tree" \
+    --cases 16 --speed-cases 2 --out "$out/pkg-same" > "$out/pkg-same.log" 2>&1
+  note "pkgpair: the same tree: exit $?"
+  "$kgate" check "$here/tests/packages/softmax_v1" "$here/tests/packages/softmax_v2_fast" --baseline-packages "$tree" \
+    --time-unchanged --cases 16 --speed-cases 2 --out "$out/pkg-timed" > "$out/pkg-timed.log" 2>&1
+  note "pkgpair: the same tree, timed A/A: exit $?"
+  pair_lines "$out/pkg-same/report.json" "$out/pkg-timed/report.json"
+fi
+
+if has against && in_time against 400; then
+  # What --against adds to ci/gate.sh: a fresh build directory, so the head builds too.
+  if ! command -v ccache > /dev/null 2>&1 && [ -n "${KGATE_CCACHE_BUNDLE:-}" ]; then
+    mkdir -p /tmp/kgate-ccache-root
+    for d in "$KGATE_CCACHE_BUNDLE"/*.deb; do dpkg -x "$d" /tmp/kgate-ccache-root; done
+    export PATH=/tmp/kgate-ccache-root/usr/bin:$PATH
+    export LD_LIBRARY_PATH=/tmp/kgate-ccache-root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  fi
+  note "against: ccache $(ccache --version 2>/dev/null | head -1 || echo 'not found')"
+  export CCACHE_DIR=$out/ccache
+  ccache -C > /dev/null 2>&1
+  gate() {  # name: one ci/gate.sh --against run, its steps' times
+    KGATE_BUILD_DIR=$here/build-against KGATE_REPORTS=$out/against-$1 KGATE_GOOGLE_BENCHMARK=0 KGATE_JOBS=16 \
+      bash "$here/ci/gate.sh" --against HEAD~1 --kernel softmax_block --kernel rms_norm_block --cases 16 \
+      --speed-cases 1 > "$out/against-$1.log" 2>&1
+    note "against ($1): exit $?; $(grep -E 'base build ccache' "$out/against-$1.log" | tail -1 | cut -c1-200)"
+    note "  $(grep -E 'took:' "$out/against-$1.log" | tail -1 | sed 's/.*took: //')"
+  }
+  gate cold-both           # the head and the base, each compiled from a cold ccache (the base hits the head's)
+  rm -rf "$here/.kgate-base/build"; ccache -C > /dev/null 2>&1
+  gate cold-base           # the head built already; the base with an empty ccache
+  rm -rf "$here/.kgate-base/build"
+  gate warm-base           # the base again, its objects in ccache
+  pair_lines "$out/against-warm-base/report.json"
 fi
 
 echo

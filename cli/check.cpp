@@ -770,6 +770,7 @@ int run_check(const CheckArgs& args) {
   const int64_t run_comparisons =
       args.run_comparisons > 0 ? args.run_comparisons : std::max<int64_t>(1, timed_pairs) * options.speed_cases;
   options.run_comparisons = run_comparisons;
+  if (options.speed) report.meta.config["run_comparisons"] = run_comparisons;
   // A worker notes each case before it runs it: if the kernel crashes or hangs the process, its
   // parent reads which case did it, and goes on after it in a fresh worker.
   std::shared_ptr<int> progress_fd;
