@@ -11,7 +11,8 @@
 #
 # --against REF (a pull request's base: a branch, tag or commit): REF is checked out in a worktree
 # (.kgate-base, or KGATE_BASE_DIR), built with the same dependencies and ccache (CCACHE_BASEDIR is
-# the repository, so the other directory still hits; the hit rate is printed), and `kgate check`
+# the repository and CCACHE_NOHASHDIR is set, so the other directory still hits; the hit rate is
+# printed), and `kgate check`
 # pairs every kernel with its version there (--baseline-build). When REF cannot be fetched or built,
 # every kernel is gated against eager alone, report.json's meta.base.error says why (with the log's
 # tail), and the exit code is the eager-only one; --require-base makes that exit 4.
@@ -34,8 +35,13 @@ set -- ${pass[@]+"${pass[@]}"}
 "$here/ci/setup.sh"
 mark setup
 if [ -n "$against" ]; then
-  # One ccache for both trees: paths under the repository are made relative.
+  # One ccache for both trees: paths under the repository are made relative; the working directory
+  # is not hashed (with -g it would be, so no object of one tree could serve the other); and the
+  # modules' -ffile-prefix-map flags, which map each tree to the same "." and "build", are left out
+  # of the hash.
   export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$here}
+  export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-true}
+  export CCACHE_IGNOREOPTIONS=${CCACHE_IGNOREOPTIONS:-"-ffile-prefix-map=* -Xcompiler=-ffile-prefix-map=*"}
 fi
 # Only what the gate runs: the kgate command (and its package compiler); ci/google-benchmark.sh
 # builds the benchmark executables it runs. KGATE_BUILD_TARGETS="" builds everything.

@@ -18,7 +18,7 @@
 #             of a small project), its CUDA ops UNCHANGED, then timed A/A, then against a changed copy
 #   pkgpair   --baseline-packages: tests/packages' softmax packages against a copy of their tree
 #             (UNCHANGED), then against a tree where one package's launch changed (timed)
-#   against   ci/gate.sh --against HEAD~1 in a fresh build directory: head and base builds with a
+#   against   ci/gate.sh --against KGATE_AGAINST_REF (HEAD) in a fresh build directory: head and base builds with a
 #             cold ccache, then the base build again with a cold and with a warm ccache (hit rates);
 #             ccache from KGATE_CCACHE_BUNDLE (.deb files, unpacked) when it is not installed
 # KGATE_DEADLINE (seconds, default 560): a phase that would start later than this is skipped and
@@ -313,12 +313,16 @@ if has against && in_time against 400; then
   ccache -C > /dev/null 2>&1
   gate() {  # name: one ci/gate.sh --against run, its steps' times
     KGATE_BUILD_DIR=$here/build-against KGATE_REPORTS=$out/against-$1 KGATE_GOOGLE_BENCHMARK=0 KGATE_JOBS=16 \
-      bash "$here/ci/gate.sh" --against HEAD~1 --kernel softmax_block --kernel rms_norm_block --cases 16 \
+      bash "$here/ci/gate.sh" --against "$against_ref" --kernel softmax_block --kernel rms_norm_block --cases 16 \
       --speed-cases 1 > "$out/against-$1.log" 2>&1
     note "against ($1): exit $?; $(grep -E 'base build ccache' "$out/against-$1.log" | tail -1 | cut -c1-200)"
     note "  $(grep -E 'took:' "$out/against-$1.log" | tail -1 | sed 's/.*took: //')"
   }
-  gate cold-both           # the head and the base, each compiled from a cold ccache (the base hits the head's)
+  # This tree as a commit of its own, so that HEAD is what is built (the copy's history may lag).
+  git -C "$here" add -A > /dev/null 2>&1
+  git -C "$here" -c user.name=kgate -c user.email=kgate@localhost commit -q -m "the tree under test" > /dev/null 2>&1
+  against_ref=${KGATE_AGAINST_REF:-HEAD}
+  gate cold-both           # the head compiled into a cold ccache; the base (the same sources) hits it
   rm -rf "$here/.kgate-base/build"; ccache -C > /dev/null 2>&1
   gate cold-base           # the head built already; the base with an empty ccache
   rm -rf "$here/.kgate-base/build"
