@@ -566,7 +566,8 @@ void adjust_speed_decisions(std::vector<KernelReport>& kernels) {
   std::vector<SpeedComparison*> refs;
   for (auto& k : kernels)
     for (auto& s : k.speed)
-      if (s.decision != Outcome::skipped && s.decision != Outcome::invalid) {
+      // (UNCHANGED entries were never timed: no test, so not one of Holm's m.)
+      if (s.decision != Outcome::skipped && s.decision != Outcome::invalid && s.decision != Outcome::unchanged) {
         p.push_back(s.p_value);
         refs.push_back(&s);
       }
