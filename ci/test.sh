@@ -29,3 +29,6 @@ ctest --output-on-failure -j "${KGATE_TEST_JOBS:-2}" --timeout 900 --output-juni
   "${resources[@]}" "$@"
 # A project of its own, against the installed kgate (find_package), with its tests.
 "$here/ci/consumer.sh" "${resources[@]}"
+# Pull requests against the same install (kgate check --baseline-build): a changed, an unchanged and
+# a new kernel, a base that does not build, shards of different bases (tests/pairing, cpu backend).
+"$here/ci/pairing.sh" cpu "$build/pairing"

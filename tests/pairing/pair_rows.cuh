@@ -1,0 +1,144 @@
+// The CUDA kernels of the pairing project: l2_normalize over rows (contiguous within a row, any row
+// stride), fp32 accumulation; one block per row (rows_block, any block size up to 1024) or one warp
+// per row (rows_warp). kExtraEvery = M > 0 is the extra work of PAIR_EXTRA_EVERY: every M-th row
+// also sums the squares of its own row of the scratch buffer (scratch row row / M, n elements of T,
+// zeros) times `scale`, which the launcher passes as 0: the reads cannot be dropped, and the results
+// do not change. Those reads add about 1/(2M) to the kernel's DRAM traffic (it reads x and writes y).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "runtime/kernel.hpp"
+
+#ifndef PAIR_EXTRA_EVERY
+#define PAIR_EXTRA_EVERY 0
+#endif
+
+namespace pair {
+
+// The sum of the squares of p[first], p[first + step], ... below n.
+template <typename T>
+__device__ float sum_squares(const T* p, int64_t n, int64_t first, int64_t step) {
+  float sum = 0.f;
+  for (int64_t i = first; i < n; i += step) {
+    const float v = static_cast<float>(p[i]);
+    sum += v * v;
+  }
+  return sum;
+}
+
+__device__ inline float warp_sum(float sum) {
+  for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
+  return sum;
+}
+
+// y = x / max(sqrt(sum), eps), where a NaN norm stays NaN (fmaxf would return eps).
+template <typename T>
+__device__ void scale_row(const T* xr, T* yr, int64_t n, int64_t first, int64_t step, float sum, float eps) {
+  const float root = sqrtf(sum);
+  const float norm = root < eps ? eps : root;
+  for (int64_t i = first; i < n; i += step) yr[i] = static_cast<T>(static_cast<float>(xr[i]) / norm);
+}
+
+// One block per row; blockDim.x a multiple of 32, up to 1024 (the block size is the launcher's).
+template <typename T, int kExtraEvery>
+__global__ void __launch_bounds__(1024) rows_block(const T* x, T* y, int64_t n, int64_t x_row_stride,
+                                                   int64_t y_row_stride, float eps, const T* scratch, float scale) {
+  const int64_t row = blockIdx.x;
+  const T* xr = x + row * x_row_stride;
+  T* yr = y + row * y_row_stride;
+  float sum = sum_squares(xr, n, threadIdx.x, blockDim.x);
+  if constexpr (kExtraEvery > 0) {
+    if (row % kExtraEvery == 0) sum += scale * sum_squares(scratch + row / kExtraEvery * n, n, threadIdx.x, blockDim.x);
+  }
+  sum = warp_sum(sum);
+  __shared__ float warp_sums[32];  // (1024 threads at most)
+  __shared__ float total;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  if (lane == 0) warp_sums[warp] = sum;
+  __syncthreads();
+  if (warp == 0) {
+    const float s = warp_sum(lane < static_cast<int>(blockDim.x / 32) ? warp_sums[lane] : 0.f);
+    if (lane == 0) total = s;
+  }
+  __syncthreads();
+  scale_row(xr, yr, n, threadIdx.x, blockDim.x, total, eps);
+}
+
+// One warp per row, blockDim.x / 32 rows per block.
+template <typename T, int kExtraEvery>
+__global__ void rows_warp(const T* x, T* y, int64_t rows, int64_t n, int64_t x_row_stride, int64_t y_row_stride,
+                          float eps, const T* scratch, float scale) {
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
+  if (row >= rows) return;  // (the whole warp)
+  const int lane = threadIdx.x % 32;
+  const T* xr = x + row * x_row_stride;
+  T* yr = y + row * y_row_stride;
+  float sum = sum_squares(xr, n, lane, 32);
+  if constexpr (kExtraEvery > 0) {
+    if (row % kExtraEvery == 0) sum += scale * sum_squares(scratch + row / kExtraEvery * n, n, lane, 32);
+  }
+  scale_row(xr, yr, n, lane, 32, warp_sum(sum), eps);
+}
+
+// Host side. The scratch rows of kExtraEvery = M: ceil(rows / M) rows of n zeros, one buffer per
+// element type, allocated once, grown as needed (zero-filled on the call's stream, before the
+// launch that needs them).
+template <typename T>
+const T* scratch_rows(int64_t rows, int64_t n, int every, cudaStream_t stream, const char* kernel) {
+  static void* buffer = nullptr;
+  static size_t capacity = 0;
+  if (every <= 0) return nullptr;
+  const size_t bytes = static_cast<size_t>((rows + every - 1) / every) * static_cast<size_t>(n) * sizeof(T);
+  if (bytes > capacity) {
+    if (buffer) cudaFree(buffer);
+    buffer = nullptr;
+    capacity = 0;
+    if (cudaMalloc(&buffer, bytes) != cudaSuccess || cudaMemsetAsync(buffer, 0, bytes, stream) != cudaSuccess) {
+      cudaGetLastError();
+      throw std::runtime_error(std::string(kernel) + ": cannot allocate " + std::to_string(bytes) + " bytes of scratch rows");
+    }
+    capacity = bytes;
+  }
+  return static_cast<const T*>(buffer);
+}
+
+// rows_block<T, kExtraEvery> over the call, `block` threads per row.
+template <typename T, int kExtraEvery>
+void launch_rows_block(const kgate::KernelCall& call, unsigned block, const char* kernel) {
+  const kgate::TensorView& x = call.inputs.at(0);
+  const kgate::TensorView& y = call.outputs.at(0);
+  const int64_t rows = x.sizes[0], n = x.sizes[1];
+  if (rows == 0 || n == 0) return;
+  const auto stream = static_cast<cudaStream_t>(call.stream);
+  const T* scratch = scratch_rows<T>(rows, n, kExtraEvery, stream, kernel);
+  rows_block<T, kExtraEvery><<<static_cast<unsigned>(rows), block, 0, stream>>>(
+      x.as<const T>(), y.as<T>(), n, x.strides[0], y.strides[0], static_cast<float>(call.attributes.at("eps")), scratch,
+      0.f);
+  if (cudaGetLastError() != cudaSuccess) throw std::runtime_error(std::string(kernel) + ": launch failed");
+}
+
+// rows_warp<T, kExtraEvery> over the call, `block` threads (block / 32 rows) per block.
+template <typename T, int kExtraEvery>
+void launch_rows_warp(const kgate::KernelCall& call, unsigned block, const char* kernel) {
+  const kgate::TensorView& x = call.inputs.at(0);
+  const kgate::TensorView& y = call.outputs.at(0);
+  const int64_t rows = x.sizes[0], n = x.sizes[1];
+  if (rows == 0 || n == 0) return;
+  const auto stream = static_cast<cudaStream_t>(call.stream);
+  const T* scratch = scratch_rows<T>(rows, n, kExtraEvery, stream, kernel);
+  const int64_t per_block = block / 32;
+  rows_warp<T, kExtraEvery><<<static_cast<unsigned>((rows + per_block - 1) / per_block), block, 0, stream>>>(
+      x.as<const T>(), y.as<T>(), rows, n, x.strides[0], y.strides[0], static_cast<float>(call.attributes.at("eps")),
+      scratch, 0.f);
+  if (cudaGetLastError() != cudaSuccess) throw std::runtime_error(std::string(kernel) + ": launch failed");
+}
+
+}  // namespace pair
