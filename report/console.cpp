@@ -74,7 +74,9 @@ void write_console_table(std::ostream& os, const RunReport& report) {
     for (const auto& s : k.speed) {
       if (s.decision == Outcome::unchanged || s.decision == Outcome::skipped || s.blocks == 0) {
         // Not timed: no figures, the note says why.
-        os << "  " << k.name << " " << s.kcase.id() << ": " << outcome_name(s.decision) << " — " << s.note << "\n";
+        // (An UNCHANGED kernel's one entry stands for every case: it has none of its own.)
+        os << "  " << k.name << " " << (s.kcase.op.empty() ? std::string("(every case)") : s.kcase.id()) << ": "
+           << outcome_name(s.decision) << " — " << s.note << "\n";
         continue;
       }
       os << "  " << k.name << " " << s.kcase.id() << ": " << speed_words(s.ratio) << " than " << s.baseline
