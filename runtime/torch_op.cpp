@@ -460,23 +460,19 @@ std::vector<KernelInfo> base_torch_op_kernels(const std::vector<std::string>& ol
     if (!renamed.count(ns)) renamed[ns] = renamed_namespace(ns, taken);
   }
   std::string listed_renames;
-  for (const auto& [from, to] : renamed) listed_renames += (listed_renames.empty() ? "" : ", ") + from + " -> " + to;
+  std::vector<std::string> head_namespaces;
+  for (const auto& [from, to] : renamed) {
+    listed_renames += (listed_renames.empty() ? "" : ", ") + from + " -> " + to;
+    head_namespaces.push_back(from);
+  }
   for (const auto& path : old) {
     std::error_code ec;
     const std::string canonical = fs::weakly_canonical(path, ec).string();
     if (!fs::is_regular_file(canonical, ec)) throw_usage("--baseline-torch-library " + path + " does not exist");
-    if (loaded_libraries().count(canonical))
-      throw_usage("--baseline-torch-library " + path + " is the head's library (--torch-library): give the base "
-                  "commit's build of it");
     std::ifstream in(canonical, std::ios::binary);
     std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     if (rename_namespaces(bytes, renamed, path) == 0)
-      throw_usage("--baseline-torch-library " + path + ": none of the namespaces " + listed(
-                      [&] {
-                        std::vector<std::string> v;
-                        for (const auto& r : renamed) v.push_back(r.first);
-                        return v;
-                      }()) +
+      throw_usage("--baseline-torch-library " + path + ": none of the namespaces " + listed(head_namespaces) +
                   " is spelled in its read-only data: kgate loads a base library under a renamed namespace, "
                   "which needs the namespace as a string literal (TORCH_LIBRARY(ns, m) does that)");
     // The copy: a file of its own (the loader keys libraries by path), unlinked once loaded.
