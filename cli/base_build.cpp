@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "core/strict_json.hpp"
-#include "runtime/package/sha256.hpp"
+#include "core/sha256.hpp"
 
 namespace fs = std::filesystem;
 
@@ -113,7 +113,7 @@ std::string module_code_digest(const std::string& path) {
   const Elf64_Shdr& names = sections[eh.e_shstrndx];
   if (names.sh_offset + names.sh_size > bytes.size()) return "";
   static const std::set<std::string> code = {".text", ".rodata", ".data", ".data.rel.ro", ".nv_fatbin"};
-  package::Sha256 h;
+  Sha256 h;
   h.field("kgate-module-code/1");
   for (const auto& s : sections) {
     if (s.sh_name >= names.sh_size || s.sh_type == SHT_NOBITS) continue;

@@ -42,7 +42,7 @@
 #include "report/text.hpp"
 #include "runtime/cuda/device.hpp"
 #include "runtime/package/package_kernel.hpp"
-#include "runtime/package/sha256.hpp"
+#include "core/sha256.hpp"
 #include "runtime/package/validate.hpp"
 #include "runtime/torch_op.hpp"
 
@@ -449,7 +449,7 @@ int run_check(const CheckArgs& args) {
           if (d.empty()) return std::string();
           joined += d;
         }
-        return package::sha256_hex(joined);
+        return sha256_hex(joined);
       };
       const std::string base_digest = libraries_digest(old_libraries);
       const std::string head_digest = libraries_digest(loaded_torch_libraries());

@@ -38,7 +38,7 @@
 #include "runtime/cuda/check.hpp"
 #include "runtime/package/package_files.hpp"
 #include "runtime/package/nvrtc_worker.hpp"
-#include "runtime/package/sha256.hpp"
+#include "core/sha256.hpp"
 
 #ifndef KGATE_CUDA_INCLUDE_DIR
 #define KGATE_CUDA_INCLUDE_DIR ""

@@ -16,7 +16,7 @@
 #include "core/strict_json.hpp"
 #include "runtime/package/manifest.hpp"
 #include "runtime/package/package_files.hpp"
-#include "runtime/package/sha256.hpp"
+#include "core/sha256.hpp"
 
 namespace kgate::package {
 

@@ -24,7 +24,7 @@
 #include "core/rng.hpp"
 #include "runtime/cuda/check.hpp"
 #include "runtime/cuda/driver.hpp"
-#include "runtime/package/sha256.hpp"
+#include "core/sha256.hpp"
 
 namespace kgate::package {
 

@@ -17,7 +17,7 @@
 
 #include "core/error.hpp"
 #include "package_test_util.hpp"
-#include "runtime/package/sha256.hpp"
+#include "core/sha256.hpp"
 #include "runtime/package/validate.hpp"
 
 namespace kgate::package {

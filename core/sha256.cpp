@@ -1,10 +1,10 @@
 // SHA-256 written from FIPS 180-4 (section 6.2): 64-byte blocks, big-endian words.
-#include "runtime/package/sha256.hpp"
+#include "core/sha256.hpp"
 
 #include <algorithm>
 #include <cstring>
 
-namespace kgate::package {
+namespace kgate {
 
 namespace {
 
@@ -118,4 +118,4 @@ std::string hmac_sha256_hex(std::string_view key, std::string_view message) {
 
 std::string sha256_hex(std::string_view bytes) { return Sha256().update(bytes).hex(); }
 
-}  // namespace kgate::package
+}  // namespace kgate

@@ -1,5 +1,5 @@
-// SHA-256 (FIPS 180-4) for content-addressed caches: the NVRTC cache keys compiled packages by the
-// digest of everything that decides the compiler's output.
+// SHA-256 (FIPS 180-4): the NVRTC cache keys compiled packages by the digest of everything that
+// decides the compiler's output; code digests (base builds, CUBINs' functions) use it too.
 #pragma once
 
 #include <array>
@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-namespace kgate::package {
+namespace kgate {
 
 /// Incremental SHA-256.
 class Sha256 {
@@ -41,4 +41,4 @@ std::string to_hex(std::string_view bytes);
 /// HMAC-SHA256 (RFC 2104) of `message` under `key`, in hex.
 std::string hmac_sha256_hex(std::string_view key, std::string_view message);
 
-}  // namespace kgate::package
+}  // namespace kgate
