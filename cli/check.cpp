@@ -647,11 +647,19 @@ int run_check(const CheckArgs& args) {
     const auto it = base_of.find(k.name);
     if (it == base_of.end()) return {{"status", "new"}};
     const KernelInfo& b = *it->second;
+    // UNCHANGED where the pipeline said so (same code digest and, on the GPU, the same launches);
+    // without a speed phase, where the code digests are equal.
     std::string status = "paired";
-    if (!k.code_digest.empty() && k.code_digest == b.code_digest) status = "unchanged";
+    const bool any_speed = std::any_of(kr.speed.begin(), kr.speed.end(), [&](const SpeedComparison& s) { return s.baseline == b.name; });
+    const bool unchanged_entry = std::any_of(kr.speed.begin(), kr.speed.end(), [&](const SpeedComparison& s) {
+      return s.baseline == b.name && s.decision == Outcome::unchanged;
+    });
+    if (unchanged_entry || (!any_speed && !k.code_digest.empty() && k.code_digest == b.code_digest)) status = "unchanged";
     if (kr.baseline_correctness && kr.baseline_correctness->failed > 0) status = "base_failed";
-    return {{"name", b.name}, {"source", b.source}, {"module", base->module_of.at(b.name)},
-            {"digest", b.code_digest}, {"status", status}};
+    nlohmann::json record = kr.base.is_object() ? kr.base : nlohmann::json::object();  // the pipeline's (launches)
+    record.update({{"name", b.name}, {"source", b.source}, {"module", base->module_of.at(b.name)},
+                   {"digest", b.code_digest}, {"status", status}});
+    return record;
   };
   // --captured: each file must fit every kernel it applies to, and apply to one at least, before
   // anything runs.

@@ -409,9 +409,44 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
                                             "': the kernel itself never ran");
   }
 
-  // A base version running the head's code: nothing to compare (UNCHANGED).
-  const bool unchanged = baseline && options.baseline_is_base && !kernel.code_digest.empty() &&
-                         kernel.code_digest == baseline->code_digest;
+  // The cases timed (here: the UNCHANGED decision records their launches).
+  std::vector<WeightedCase> timed = options.timed_cases;
+  if (timed.empty() && options.speed)
+    for (auto& c : speed_cases(op, kernel, options.seed, options.speed_cases)) timed.push_back({std::move(c), 0});
+  // A base version running the head's code: nothing to compare (UNCHANGED). The module's code must
+  // be the same (its digest), and on the GPU what it launches too: on each timed case, the kernels'
+  // SASS, grid, block, shared memory, attributes and argument bytes (code it reaches outside its
+  // module, a CUBIN it loads, a launch configuration from elsewhere).
+  bool unchanged = baseline && options.baseline_is_base && !kernel.code_digest.empty() &&
+                   kernel.code_digest == baseline->code_digest;
+  std::string launches_note;
+  if (unchanged && options.speed && kernel.timed && runner.backend() == Backend::cuda &&
+      report.correctness.failed == 0 && !runner.context_lost() && !resumed) {
+    nlohmann::json record = {{"cases", 0}};
+    for (const auto& w : timed) {
+      const cuda::LaunchRecord head = runner.record_launches(kernel, w.kcase);
+      const cuda::LaunchRecord base = runner.record_launches(*baseline, w.kcase);
+      std::string difference;
+      if (cuda::same_launches(head, base, &difference)) {
+        record["cases"] = record["cases"].get<int64_t>() + 1;
+        record["launches"] = head.launches.size();
+        continue;
+      }
+      if (!head.known || !base.known) {
+        launches_note = "launches not compared on " + w.kcase.id() + " (" + difference + "): the code digest decides";
+        record["not_compared"] = difference;
+        break;
+      }
+      unchanged = false;
+      launches_note = "its module's code is the base's, but on " + w.kcase.id() + " it launches differently: " + difference;
+      record["different"] = {{"case", w.kcase.id()}, {"difference", difference}};
+      break;
+    }
+    if (launches_note.empty() && !timed.empty())
+      launches_note = "and the same launches on its " + std::to_string(timed.size()) + " timed case(s)";
+    report.base["launches"] = std::move(record);
+    if (!unchanged) say(kernel.name + ": " + launches_note);
+  }
   // The same cases on the baseline (informational: the baseline is not what is being deployed).
   if (baseline && !unchanged) {
     report.baseline = baseline->name;
@@ -474,7 +509,7 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
     s.decision = Outcome::unchanged;
     s.gates = false;
     s.note = "not timed: '" + kernel.name + "' runs the same code as its base '" + baseline->name + "' (digest " +
-             kernel.code_digest.substr(0, 16) + ")";
+             kernel.code_digest.substr(0, 16) + (launches_note.empty() ? "" : "; " + launches_note) + ")";
     report.speed.push_back(std::move(s));
   } else if (options.speed) {
     report.correctness.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -497,9 +532,6 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
       }
       report.speed.push_back(std::move(s));
     };
-    std::vector<WeightedCase> timed = options.timed_cases;
-    if (timed.empty())
-      for (auto& c : speed_cases(op, kernel, options.seed, options.speed_cases)) timed.push_back({std::move(c), 0});
     for (size_t i = 0; i < timed.size() && !wrong_while_timed; ++i) {
       const Case& c = timed[i].kcase;
       say(kernel.name + ": timing " + std::to_string(i + 1) + "/" + std::to_string(timed.size()) + " " + c.id() +

@@ -813,6 +813,8 @@ Runner::Runner(Backend backend) : impl_(std::make_unique<Impl>()) {
   impl_->poison_salt = system_random();
   impl_->backend = backend;
   if (backend == Backend::cuda) {
+    // Before any module loads: the launch records name each kernel's code by its module's CUBIN.
+    cuda::watch_modules();
     std::string why;
     if (!cuda::device_available(&why)) throw Error(ErrorKind::device, why);
     impl_->device = at::Device(at::kCUDA, 0);
@@ -1178,6 +1180,46 @@ std::vector<double> Runner::time_launches(const KernelInfo& kernel, const Case& 
   auto ns = timer.time([&] { impl_->launch(kernel, inputs, outputs, attrs); }, count, between);
   impl_->sync();
   return ns;
+}
+
+cuda::LaunchRecord Runner::record_launches(const KernelInfo& kernel, const Case& c) {
+  cuda::LaunchRecord none;
+  if (impl_->backend != Backend::cuda) {
+    none.why = "kernels of the cpu backend are not recorded";
+    return none;
+  }
+  if (impl_->context_lost) {
+    none.why = "the CUDA context is lost";
+    return none;
+  }
+  try {
+    const OpSignature& op = find_op(c.op);
+    const OpReference& ref = op_reference(c.op);
+    const Attributes attrs = call_attributes(op, c);
+    Tensors inputs = case_inputs(ref, c, op, impl_->device);
+    const Tensors outputs = arm_outputs(op, c, inputs, impl_->device);
+    if (!impl_->refusal(kernel, inputs, outputs, attrs).empty()) {
+      none.known = true;
+      none.launches = {"outside the guard"};
+      return none;
+    }
+    impl_->launch(kernel, inputs, outputs, attrs);
+    impl_->sync();
+    cuda::LaunchRecorder recorder;
+    impl_->launch(kernel, inputs, outputs, attrs);
+    impl_->sync();
+    cuda::LaunchRecord r = recorder.stop();
+    if (r.known && r.launches.empty()) {  // what it ran, CUPTI's callbacks did not see
+      r.known = false;
+      r.why = "no launch of '" + kernel.name + "' was seen";
+    }
+    return r;
+  } catch (const std::exception& e) {
+    impl_->lose_context_if_faulted("the CUDA context was lost when '" + kernel.name + "' was launched to record its launches");
+    none.known = false;
+    none.why = std::string("its launch failed: ") + e.what();
+    return none;
+  }
 }
 
 // One timed comparison with checked timing (Runner::time_case): the candidate against its baseline

@@ -9,6 +9,7 @@
 #include "gates/speed/interleave.hpp"
 #include "core/report.hpp"
 #include "gates/correctness/rules.hpp"
+#include "runtime/cuda/launch_record.hpp"
 #include "runtime/kernel.hpp"
 
 namespace kgate {
@@ -84,6 +85,11 @@ class Runner {
   /// Times `count` launches of `kernel` alone on case `c` (device ns each), for Google Benchmark.
   std::vector<double> time_launches(const KernelInfo& kernel, const Case& c, int count, bool flush_l2);
 
+  /// The launches `kernel` makes on case `c` (runtime/cuda/launch_record.hpp), recorded on its
+  /// second call (the first loads its code and does any one-time setup). A case outside its guard
+  /// records "outside the guard". Not known on the cpu backend, or where CUPTI's callbacks are not
+  /// available (the record's `why` says so).
+  cuda::LaunchRecord record_launches(const KernelInfo& kernel, const Case& c);
   /// True once a device fault has made the CUDA context unusable.
   bool context_lost() const;
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "runtime/cuda/check.hpp"
+#include "runtime/cuda/launch_record.hpp"
 
 namespace kgate::cuda {
 namespace {
@@ -115,9 +116,6 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
   pool.free.push_back(buffer);
 }
 
-// Modules the driver loaded, counted by a CUPTI resource callback (when this process may subscribe).
-std::atomic<int64_t> module_loads_seen{0};
-
 // CUPTI's device buffers for kernel timestamps: 256 KB each (room for ~8,000 records; a timed
 // half-block makes tens) instead of the default 3.2 MB. Set at library load, before any CUDA
 // context exists (the size applies to buffers allocated afterwards). After every forced flush the
@@ -129,22 +127,6 @@ const bool kDeviceBufferSized = [] {
   size_t bytes = sizeof value;
   return cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, &bytes, &value) == CUPTI_SUCCESS;
 }();
-
-void CUPTIAPI resource_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, const void*) {
-  if (domain == CUPTI_CB_DOMAIN_RESOURCE && id == CUPTI_CBID_RESOURCE_MODULE_LOADED) ++module_loads_seen;
-}
-
-// Subscribes once; false when another CUPTI client (a profiler) holds the one subscription.
-bool watch_module_loads() {
-  static const bool watching = [] {
-    CUpti_SubscriberHandle subscriber{};
-    if (cuptiSubscribe(&subscriber, reinterpret_cast<CUpti_CallbackFunc>(resource_callback), nullptr) != CUPTI_SUCCESS)
-      return false;
-    return cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED) ==
-           CUPTI_SUCCESS;
-  }();
-  return watching;
-}
 
 class CuptiTimer final : public LaunchTimer {
  public:
@@ -163,7 +145,7 @@ class CuptiTimer final : public LaunchTimer {
     // External correlation records are attached to API records: without API activity there are none.
     KGATE_CUPTI_CALL(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME));
     KGATE_CUPTI_CALL(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER));
-    watching_loads_ = watch_module_loads();
+    watching_loads_ = watch_modules();  // the one CUPTI subscriber (launch_record.cpp) counts loads
   }
   ~CuptiTimer() override {
     cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
@@ -202,9 +184,9 @@ class CuptiTimer final : public LaunchTimer {
         }
         KGATE_CUPTI_CALL(cuptiActivityPushExternalCorrelationId(kLaunchKind, next_id_++));
         KGATE_CUPTI_CALL(cuptiGetTimestamp(&called[static_cast<size_t>(i)]));
-        const int64_t loads_before = module_loads_seen.load();
+        const int64_t loads_before = modules_loaded();
         launch();
-        loads += module_loads_seen.load() - loads_before;
+        loads += modules_loaded() - loads_before;
         uint64_t popped = 0;
         KGATE_CUPTI_CALL(cuptiActivityPopExternalCorrelationId(kLaunchKind, &popped));
       }
