@@ -12,14 +12,20 @@
 #   ci/pairing.sh gpu OUT_DIR [phase...] measurements (PAIR_CUDA=ON builds of the base commit):
 #     build   base; same (the base commit again, another source and build directory); slow5, slow2,
 #             slow1 (PAIR_EXTRA_EVERY_PAIR_ROWS_256=10, 25, 50 and PAIR_EXTRA_EVERY_PAIR_ROWS_1024=50:
-#             about 5%, 2%, 1% more DRAM traffic); launch (PAIR_BLOCK_PAIR_ROWS_256=512), in parallel
+#             about 5%, 2%, 1% more DRAM traffic); launch (PAIR_BLOCK_PAIR_ROWS_256=512); outside
+#             (PAIR_TUNED_WARP_BLOCK=128: a file of the build, read at run time), in parallel
 #     same    same vs base: every kernel UNCHANGED, not timed
 #     slow5   slow5 vs base at delta 2%: exit 2, pair_rows_256 regressed against its base and not
 #             against eager, the others unchanged
 #     slow2   slow2 vs base at delta 0.5%: pair_rows_256 regressed against its base
 #     launch  launch vs base: pair_rows_256 paired and timed, the others unchanged
+#     outside outside vs base: pair_warp_rows's module code is the base's, but it launches other
+#             blocks: paired and timed (base.launches names the difference), the others unchanged
 #     fp      same vs base with --time-unchanged, a new --seed each run, until PAIR_FP_MIN base
 #             comparisons per delta of PAIR_FP_DELTAS: how many are regressed (false positives)
+#     calibrate (cuda) pilot heads with PAIR_PILOT_M (default "8 32") as M for both row kernels, each
+#             timed against the base; c = (ratio - 1) * M per kernel gives M for 5%, 2% and 1%, and
+#             slow5, slow2, slow1 are built again with them (OUT_DIR/gpu/calibrated.env)
 #     power   slow1 vs base at delta 0.5%, PAIR_POWER_REPS runs: per kernel of PAIR_POWER_KERNELS,
 #             the fraction of runs where every base comparison is regressed
 #     Each run's decisions go to OUT_DIR/gpu/runs.jsonl; rates get Clopper-Pearson 95% intervals; a
@@ -29,10 +35,11 @@
 # Tunables (env): PAIR_CASES (8), PAIR_SPEED_CASES (gpu 2), PAIR_TIME_BUDGET (3), PAIR_FP_BUDGET (1),
 # PAIR_POWER_BUDGET (3), PAIR_FP_MIN (300), PAIR_FP_DELTAS ("0.02 0.005"), PAIR_POWER_REPS (20),
 # PAIR_POWER_DELTA (0.005), PAIR_POWER_RESERVE (seconds the fp phase leaves to power, 150),
-# PAIR_SEED (first seed of fp and power, 1000), PAIR_FLAGS_<SLOW5|SLOW2|SLOW1|LAUNCH> (the variants'
+# PAIR_SEED (first seed of fp and power, 1000), PAIR_FLAGS_<SLOW5|SLOW2|SLOW1|LAUNCH|OUTSIDE> (the variants'
 # cmake -D flags), PAIR_SLOWED, PAIR_POWER_KERNELS, PAIR_SPEED_SHAPES (a JSON list that replaces the
 # op file's speed_shapes in the copy; cpu mode: [{"B": 32, "N": 1024}], so that a cpu comparison
-# takes a second, not twenty), PAIR_JOBS (build jobs; gpu: per build).
+# takes a second, not twenty), PAIR_JOBS (build jobs; gpu: per build), PAIR_BUILD_VARIANTS (what the
+# build phase builds), PAIR_PILOT_M, PAIR_PILOT_BUDGET (2).
 set -uo pipefail
 here=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)  # (through symlinks)
 mode=${1:?usage: ci/pairing.sh cpu|gpu OUT_DIR [phase...]}
@@ -211,7 +218,7 @@ cpu_mode() {
 # ---- gpu mode ---------------------------------------------------------------------------------
 gpu_mode() {
   local phases=("$@")
-  [ ${#phases[@]} -gt 0 ] || phases=(build same slow5 slow2 launch fp power)
+  [ ${#phases[@]} -gt 0 ] || phases=(build same slow5 slow2 launch outside fp power)
   local backend=${PAIR_BACKEND:-cuda}
   local gout=$out/gpu
   local deadline=${KGATE_DEADLINE:-540}
@@ -220,7 +227,7 @@ gpu_mode() {
   local fp_min=${PAIR_FP_MIN:-300} fp_deltas=${PAIR_FP_DELTAS:-0.02 0.005}
   local power_reps=${PAIR_POWER_REPS:-20} power_delta=${PAIR_POWER_DELTA:-0.005} reserve=${PAIR_POWER_RESERVE:-150}
   local seed0=${PAIR_SEED:-1000}
-  local cuda slowed power_kernels flags_slow5 flags_slow2 flags_slow1 flags_launch
+  local cuda slowed power_kernels flags_slow5 flags_slow2 flags_slow1 flags_launch flags_outside outside_kernel
   if [ "$backend" = cuda ]; then
     cuda=${PAIR_CUDA:-ON}
     slowed=${PAIR_SLOWED:-pair_rows_256}
@@ -229,6 +236,8 @@ gpu_mode() {
     flags_slow2=${PAIR_FLAGS_SLOW2:--DPAIR_EXTRA_EVERY_PAIR_ROWS_256=25}
     flags_slow1=${PAIR_FLAGS_SLOW1:--DPAIR_EXTRA_EVERY_PAIR_ROWS_256=50 -DPAIR_EXTRA_EVERY_PAIR_ROWS_1024=50}
     flags_launch=${PAIR_FLAGS_LAUNCH:--DPAIR_BLOCK_PAIR_ROWS_256=512}
+    flags_outside=${PAIR_FLAGS_OUTSIDE:--DPAIR_TUNED_WARP_BLOCK=128}
+    outside_kernel=pair_warp_rows
   else  # a dry run: pair_cpu_a stands for the slowed kernels, one more read pass for each knob
     cuda=${PAIR_CUDA:-OFF}
     slowed=${PAIR_SLOWED:-pair_cpu_a}
@@ -237,6 +246,8 @@ gpu_mode() {
     flags_slow2=${PAIR_FLAGS_SLOW2:--DPAIR_CPU_EXTRA_PASSES_A=1}
     flags_slow1=${PAIR_FLAGS_SLOW1:--DPAIR_CPU_EXTRA_PASSES_A=1}
     flags_launch=${PAIR_FLAGS_LAUNCH:--DPAIR_CPU_EXTRA_PASSES_A=1}
+    flags_outside=${PAIR_FLAGS_OUTSIDE:--DPAIR_CPU_EXTRA_PASSES_A=1}
+    outside_kernel=pair_cpu_a
   fi
   mkdir -p "$gout"
   local summary=()
@@ -255,9 +266,10 @@ gpu_mode() {
     make_repo "${PAIR_SPEED_SHAPES:-}"
     worktree "$gout/base-src" "$base_sha"
     worktree "$gout/same-src" "$base_sha"
-    local n=6 jobs
+    local n jobs
+    n=$(wc -w <<< "${PAIR_BUILD_VARIANTS:-base same slow5 slow2 slow1 launch outside}")
     jobs=${PAIR_JOBS:-$(( ($(nproc) + n - 1) / n + 1 ))}
-    for variant in base same slow5 slow2 slow1 launch; do
+    for variant in ${PAIR_BUILD_VARIANTS:-base same slow5 slow2 slow1 launch outside}; do
       local src=$repo flags=""
       case $variant in
         base) src=$gout/base-src ;;
@@ -266,6 +278,7 @@ gpu_mode() {
         slow2) flags=$flags_slow2 ;;
         slow1) flags=$flags_slow1 ;;
         launch) flags=$flags_launch ;;
+        outside) flags=$flags_outside ;;
       esac
       # shellcheck disable=SC2086
       PAIR_JOBS=$jobs build_project "$src" "$gout/build-$variant" -DPAIR_CUDA="$cuda" \
@@ -277,7 +290,7 @@ gpu_mode() {
     for i in "${!pids[@]}"; do
       wait "${pids[$i]}" || { rc=1; tail -20 "$gout/build-${names[$i]}.log"; echo "build ${names[$i]} failed"; }
     done
-    note "build: base $base_sha; base, same, slow5, slow2, slow1, launch (PAIR_CUDA=$cuda, $jobs jobs each): exit $rc in $((SECONDS - t0)) s"
+    note "build: base $base_sha; ${PAIR_BUILD_VARIANTS:-base same slow5 slow2 slow1 launch outside} (PAIR_CUDA=$cuda, $jobs jobs each): exit $rc in $((SECONDS - t0)) s"
     [ $rc -eq 0 ] || exit 1
     echo "$base_sha" > "$gout/base_sha"
   fi
@@ -300,6 +313,38 @@ gpu_mode() {
     "${py[@]}" record "$gout/runs.jsonl" "$gout/runs/$name/report.json" "$phase" "$variant" "$seed" "$last_rc" "$last_s"
   }
 
+  # calibrate: the extra work's slowdown is not 1/(2M) (the extra row is read inside a row's
+  # reduction, and tails matter): pilot heads with M in PAIR_PILOT_M, each timed against the base,
+  # give c = (ratio - 1) * M per kernel; slow5, slow2 and slow1 are then built with M = c / 5%, 2%, 1%.
+  if has calibrate && [ "$backend" = cuda ] && in_time calibrate 240; then
+    local t0=$SECONDS m pids=() pilots=${PAIR_PILOT_M:-8 32} jobs
+    jobs=${PAIR_JOBS:-$(( ($(nproc) + 1) / 2 + 1 ))}
+    for m in $pilots; do
+      PAIR_JOBS=$jobs build_project "$repo" "$gout/build-pilot$m" -DPAIR_CUDA="$cuda" \
+        -DCMAKE_CUDA_ARCHITECTURES="${KGATE_CUDA_ARCHS:-90}" -DPAIR_EXTRA_EVERY_PAIR_ROWS_256="$m" \
+        -DPAIR_EXTRA_EVERY_PAIR_ROWS_1024="$m" &
+      pids+=($!)
+    done
+    for m in "${pids[@]}"; do wait "$m" || { note "calibrate: a pilot build failed"; exit 1; }; done
+    for m in $pilots; do pair_run "pilot-$m" "pilot$m" 1 --time-budget "${PAIR_PILOT_BUDGET:-2}"; done
+    "${py[@]}" calibrate "$gout/runs.jsonl" "$pilots" "$slowed" "$power_kernels" > "$gout/calibrated.env" ||
+      { note "calibrate: $(cat "$gout/calibrated.env")"; exit 1; }
+    # shellcheck disable=SC1091
+    . "$gout/calibrated.env"
+    flags_slow5=$PAIR_FLAGS_SLOW5 flags_slow2=$PAIR_FLAGS_SLOW2 flags_slow1=$PAIR_FLAGS_SLOW1
+    pids=()
+    local variant flags
+    for variant in slow5 slow2 slow1; do
+      case $variant in slow5) flags=$flags_slow5 ;; slow2) flags=$flags_slow2 ;; slow1) flags=$flags_slow1 ;; esac
+      # shellcheck disable=SC2086
+      PAIR_JOBS=$jobs build_project "$repo" "$gout/build-$variant" -DPAIR_CUDA="$cuda" \
+        -DCMAKE_CUDA_ARCHITECTURES="${KGATE_CUDA_ARCHS:-90}" $flags &
+      pids+=($!)
+    done
+    for m in "${pids[@]}"; do wait "$m" || { note "calibrate: a slowed build failed"; exit 1; }; done
+    note "calibrate: pilots M=$pilots; $(grep '^# ' "$gout/calibrated.env" | sed 's/^# //' | tr '\n' ' ')-> slow5: $flags_slow5; slow2: $flags_slow2; slow1: $flags_slow1 ($((SECONDS - t0)) s)"
+  fi
+
   if has same && in_time same 60; then
     pair_run same same 1 --time-budget "$budget"
     note "same vs base: exit $last_rc in $last_s s; $("${py[@]}" expect "$gout/runs.jsonl" same "$slowed")"
@@ -315,6 +360,11 @@ gpu_mode() {
   if has launch && in_time launch 90; then
     pair_run launch launch 1 --time-budget "$budget"
     note "launch vs base: exit $last_rc in $last_s s; $("${py[@]}" expect "$gout/runs.jsonl" launch "$slowed")"
+  fi
+
+  if has outside && in_time outside 90; then
+    pair_run outside outside 1 --time-budget "$budget"
+    note "outside vs base (only a file the build writes and $outside_kernel reads differs): exit $last_rc in $last_s s; $("${py[@]}" expect "$gout/runs.jsonl" outside "$outside_kernel")"
   fi
 
   # fp and power go on from what runs.jsonl holds (a later call adds runs, with new seeds).
@@ -380,15 +430,17 @@ def record(jsonl, report, phase, variant, seed, rc, seconds):
         rec["error"] = f"no report: {e}"
     else:
         c, base = d["meta"].get("config", {}), d["meta"].get("base", {})
-        rec.update(delta=c.get("delta"), alpha=c.get("alpha"), budget=c.get("time_budget_s"),
+        rec.update(backend=d["meta"].get("backend"), delta=c.get("delta"), alpha=c.get("alpha"), budget=c.get("time_budget_s"),
                    run_comparisons=c.get("run_comparisons"), base_error=base.get("error", ""), kernels={})
-        # Holm's m: every speed entry but the skipped and invalid ones (runtime/pipeline.cpp,
-        # adjust_speed_decisions), UNCHANGED entries included.
-        rec["holm_m"] = sum(1 for k in d["kernels"] for s in k["speed"] if s["decision"] not in ("skipped", "invalid"))
+        # Holm's m: every speed entry but the skipped, invalid and unchanged ones (runtime/pipeline.cpp,
+        # adjust_speed_decisions).
+        rec["holm_m"] = sum(1 for k in d["kernels"] for s in k["speed"]
+                            if s["decision"] not in ("skipped", "invalid", "unchanged"))
         rec["timed"] = sum(1 for k in d["kernels"] for s in k["speed"] if s.get("blocks", 0) > 0)
         for k in d["kernels"]:
             rec["kernels"][k["name"]] = {
                 "outcome": k["outcome"], "status": (k.get("base") or {}).get("status"),
+                "launches": (k.get("base") or {}).get("launches"),
                 "speed": [{"baseline": s["baseline"], "against_base": s["baseline"] != "eager",
                            "case": (s.get("case") or {}).get("id", ""), "decision": s["decision"],
                            "gates": s.get("gates"), "ratio": s.get("ratio"), "lower": s.get("ratio_lower"),
@@ -433,6 +485,9 @@ def expect(jsonl, phase, slowed):
     if phase == "same":
         problems += [f"{n} {ks[n]['status']}" for n in ks if not unchanged(n)]
         if r["rc"] != 0: problems.append(f"exit {r['rc']}")
+        # On the GPU the launches were compared too, and found the same.
+        problems += [f"{n} launches {ks[n].get('launches')}" for n in ks
+                     if r.get("backend") == "cuda" and not (ks[n].get("launches") or {}).get("cases")]
     else:
         k = ks.get(slowed)
         if k is None:
@@ -442,6 +497,8 @@ def expect(jsonl, phase, slowed):
             problems.append(f"{slowed} {k['status']}, {len(b)} base comparisons")
         if phase in ("slow5", "slow2") and not all(s["decision"] == "regressed" for s in b):
             problems.append(f"{slowed} against its base: {[s['decision'] for s in b]}")
+        if phase == "outside" and r.get("backend") == "cuda" and "different" not in (k.get("launches") or {}):
+            problems.append(f"{slowed}: no launch difference recorded ({k.get('launches')})")
         if phase == "slow5":
             eager = [s["decision"] for s in k["speed"] if not s["against_base"]]
             if "regressed" in eager: problems.append(f"{slowed} against eager: {eager}")
@@ -449,6 +506,29 @@ def expect(jsonl, phase, slowed):
         problems += [f"{n} {ks[n]['status']}" for n in others if not unchanged(n)]
     decided = "".join(f"\n    {n}: {ks[n]['status']}: " + ", ".join(entry(s) for s in ks[n]["speed"]) for n in sorted(ks))
     return ("as expected" if not problems else "UNEXPECTED: " + "; ".join(problems)) + decided
+
+def calibrate(jsonl, pilots, slowed, power_kernels):
+    # c = (ratio - 1) * M per kernel, over the pilots' base comparisons; M for a slowdown s: c / s.
+    c = {}
+    for m in pilots.split():
+        r = last(jsonl, f"pilot-{m}")
+        if r is None or "error" in r:
+            print(f"no pilot run for M={m}"); sys.exit(1)
+        for name, k in r["kernels"].items():
+            for s in base_entries(k):
+                if s["blocks"] and isinstance(s["ratio"], (int, float)):
+                    c.setdefault(name, []).append((s["ratio"] - 1) * int(m))
+    def m_for(name, slowdown):
+        if not c.get(name) or sum(c[name]) <= 0:
+            print(f"no slowdown measured for {name}: {c.get(name)}"); sys.exit(1)
+        return max(1, round(sum(c[name]) / len(c[name]) / slowdown))
+    for name in sorted(c):
+        print(f"# {name}: c={sum(c[name]) / len(c[name]):.3f} over {len(c[name])}")
+    upper = lambda n: n.upper()
+    print(f"PAIR_FLAGS_SLOW5='-DPAIR_EXTRA_EVERY_{upper(slowed)}={m_for(slowed, 0.05)}'")
+    print(f"PAIR_FLAGS_SLOW2='-DPAIR_EXTRA_EVERY_{upper(slowed)}={m_for(slowed, 0.02)}'")
+    print("PAIR_FLAGS_SLOW1='" + " ".join(f"-DPAIR_EXTRA_EVERY_{upper(n)}={m_for(n, 0.01)}"
+                                          for n in power_kernels.split()) + "'")
 
 def count(jsonl, phase):  # base comparisons over every run of the phase
     print(sum(len(base_entries(k)) for r in load(jsonl) if r["phase"] == phase and "error" not in r
@@ -565,6 +645,7 @@ if __name__ == "__main__":
     elif cmd == "next_seed": next_seed(*args)
     elif cmd == "rate": rate(*args)
     elif cmd == "table": table(*args)
+    elif cmd == "calibrate": calibrate(*args)
     elif cmd == "cp": print(fmt_rate(int(args[0]), int(args[1])))
     else: sys.exit(f"pairing.py: unknown command {cmd}")
 PY
