@@ -461,14 +461,90 @@ OpFile read_op_file(const std::string& path) {
   return parse_op_file(ss.str(), path);
 }
 
+namespace {
+
+// Collects the paths (a.b[2].c) where two parsed op files differ, up to `cap` of them.
+void differences(const json& a, const json& b, const std::string& path, std::vector<std::string>& out, size_t cap) {
+  if (out.size() >= cap) return;
+  const auto here = [&](const std::string& key) { return path.empty() ? key : path + "." + key; };
+  if (a.is_object() && b.is_object()) {
+    std::set<std::string> keys;
+    for (const auto& [k, v] : a.items()) keys.insert(k);
+    for (const auto& [k, v] : b.items()) keys.insert(k);
+    for (const auto& k : keys) {
+      if (path.empty() && (k == "summary" || k == "description" || k == "$schema")) continue;
+      if (!a.contains(k) || !b.contains(k)) {
+        if (out.size() < cap) out.push_back(here(k));
+      } else {
+        differences(a.at(k), b.at(k), here(k), out, cap);
+      }
+    }
+    return;
+  }
+  if (a.is_array() && b.is_array() && a.size() == b.size()) {
+    for (size_t i = 0; i < a.size(); ++i) differences(a[i], b[i], path + "[" + std::to_string(i) + "]", out, cap);
+    return;
+  }
+  // Numbers compare by value: 0.001 and 1e-3 are one tolerance.
+  if (a.is_number() && b.is_number() && a.get<double>() == b.get<double>()) return;
+  if (a != b) out.push_back(path.empty() ? "(document)" : path);
+}
+
+}  // namespace
+
+std::vector<std::string> op_file_differences(const std::string& a, const std::string& b) {
+  if (a == b) return {};
+  json ja, jb;
+  try {
+    std::string duplicate;
+    ja = parse_strict_json(a, &duplicate);
+    jb = parse_strict_json(b, &duplicate);
+  } catch (const std::exception&) {
+    return {"(document)"};
+  }
+  std::vector<std::string> out;
+  differences(ja, jb, "", out, 20);
+  return out;
+}
+
 std::vector<std::string> op_file_paths(const std::string& path) {
   std::error_code ec;
   if (fs::is_regular_file(path, ec)) return {path};
   if (!fs::is_directory(path, ec))
     throw_usage("--ops " + path + ": no such file or directory (expected an op file or a directory of them)");
+  // A kernel package's directory: its op file, named by its manifest.
+  if (fs::is_regular_file(fs::path(path) / "kgate.json", ec)) {
+    const fs::path manifest = fs::path(path) / "kgate.json";
+    json doc;
+    try {
+      std::ifstream in(manifest, std::ios::binary);
+      std::string text(kMaxOpFileBytes + 1, '\0');
+      in.read(text.data(), static_cast<std::streamsize>(text.size()));
+      text.resize(static_cast<size_t>(in.gcount()));
+      std::string duplicate;
+      doc = parse_strict_json(text, &duplicate);
+    } catch (const std::exception& e) {
+      throw_usage("--ops " + path + ": a kernel package, but its kgate.json could not be read: " + e.what() +
+                  " (`kgate validate " + path + "` says more)");
+    }
+    const auto op_file = doc.is_object() ? doc.find("op_file") : doc.end();
+    if (!doc.is_object() || op_file == doc.end() || !op_file->is_string())
+      throw_usage("--ops " + path + ": a kernel package whose op" +
+                  (doc.is_object() && doc.contains("op") && doc["op"].is_string() ? " '" + doc["op"].get<std::string>() + "'" : std::string()) +
+                  " kgate builds in (its kgate.json names no op_file): give the package with --package, not --ops");
+    const fs::path rel = op_file->get<std::string>();
+    const fs::path file = fs::weakly_canonical(fs::path(path) / rel, ec);
+    const fs::path dir = fs::weakly_canonical(path, ec);
+    const auto inside = std::mismatch(dir.begin(), dir.end(), file.begin(), file.end()).first == dir.end();
+    if (rel.is_absolute() || !inside || !fs::is_regular_file(file, ec))
+      throw_usage("--ops " + path + ": its kgate.json names op_file '" + inline_untrusted(rel.string(), 200) +
+                  "', which is not a file inside the package (`kgate validate " + path + "` says more)");
+    return {(fs::path(path) / rel).string()};
+  }
   std::vector<std::string> out;
   for (const auto& e : fs::directory_iterator(path, ec))
-    if (e.path().extension() == ".json" && e.is_regular_file(ec)) out.push_back(e.path().string());
+    if (e.path().extension() == ".json" && e.is_regular_file(ec) && e.path().filename() != "kgate-pack.json")
+      out.push_back(e.path().string());
   std::sort(out.begin(), out.end());
   if (out.empty()) throw_usage("--ops " + path + ": the directory holds no *.json op file");
   return out;

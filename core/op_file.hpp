@@ -33,8 +33,16 @@ OpFile read_op_file(const std::string& path);
 /// The same for text already read (`path` names it in messages).
 OpFile parse_op_file(const std::string& text, const std::string& path);
 
-/// The op files a --ops argument names: the file itself, or every *.json file of a directory
-/// (sorted); throws Error(usage) when the path is neither.
+/// What makes two op files the same op: they are equal after parsing in every field but
+/// `summary`, `description` and `$schema` (a looser tolerance, another rule, another NaN contract or
+/// other speed shapes make another op). Returns the fields where `a` and `b` differ, as paths
+/// ("tolerance.f32.atol", "inputs[0].shape"), at most 20; empty: the same op. Text that does not
+/// parse differs as "(document)".
+std::vector<std::string> op_file_differences(const std::string& a, const std::string& b);
+
+/// The op files a --ops argument names: the file itself; for a kernel package's directory (it holds
+/// kgate.json), the op file its manifest names; else every *.json file of a directory (sorted;
+/// kgate-pack.json left out). Throws Error(usage) when the path is none of these.
 std::vector<std::string> op_file_paths(const std::string& path);
 
 /// The value kinds of ValueDraw, for messages and the schema.

@@ -115,16 +115,29 @@ void add_file(Catalogue& cat, const std::string& file_path) {
   if (cat.loaded_paths.count(canonical)) return;
   const std::string* embedded = embedded_op_file(file_path);
   OpFile file = embedded ? parse_op_file(*embedded, file_path) : read_op_file(file_path);
-  // The same op file in two places (a package copied out of the tree that carries it, and the
-  // in-tree kernel's) is one op; two different definitions of one name are an error.
-  if (auto it = cat.file_text.find(file.signature.name); it != cat.file_text.end() && it->second == file.text) {
-    cat.loaded_paths.insert(canonical);
-    return;
+  // The same op in two files (a package copied out of the tree that carries it, and the in-tree
+  // kernel's; op_file_differences says what "the same" is) is one op; two different definitions of
+  // one name are an error that lists what differs.
+  if (auto it = cat.file_text.find(file.signature.name); it != cat.file_text.end()) {
+    const auto differ = op_file_differences(it->second, file.text);
+    if (differ.empty()) {
+      cat.loaded_paths.insert(canonical);
+      return;
+    }
+    std::string fields;
+    for (const auto& f : differ) fields += (fields.empty() ? "" : ", ") + f;
+    const OpSignature* first = nullptr;
+    for (const auto& s : cat.signatures)
+      if (s.name == file.signature.name) first = &s;
+    throw_usage("op file " + file_path + ": op '" + file.signature.name + "' is already defined by " +
+                (first ? first->origin : std::string("another op file")) + ", and the two differ in " + fields +
+                " (every field but summary and description defines the op): rename one (\"name\": \"" +
+                file.signature.name + "_v2\", and the kernels' \"op\") or load only one of them");
   }
   for (const auto& s : cat.signatures)
     if (s.name == file.signature.name)
       throw_usage("op file " + file_path + ": op '" + s.name + "' is already defined by " + s.origin +
-                  "; rename it (\"name\") or load only one of them");
+                  " (kgate builds it in); rename it (\"name\") or load only one of them");
   OpReference ref = script_reference(file);
   cat.loaded_paths.insert(canonical);
   cat.file_text[file.signature.name] = file.text;

@@ -96,8 +96,14 @@ rm -rf "$out.pkg" && "$kgate" pack --no-compile -q "$src/kernels/fused_add_rms_n
 "$kgate" validate --no-compile "$out.pkg" > "$out.pkg.log" 2>&1 || { cat "$out.pkg.log"; fail "a copy of the fused_add_rms_norm package is not valid"; }
 sed -i 's/"eps": 1e-6/"eps": 1e-5/' "$out.pkg/fused_add_rms_norm.op.json"
 "$kgate" validate --no-compile "$out.pkg" > "$out.pkg.log" 2>&1
-[ $? -eq 4 ] && grep -q "op_file: op file .*: op 'fused_add_rms_norm' is already defined by" "$out.pkg.log" ||
-  { cat "$out.pkg.log"; fail "a package redefining an op was not refused"; }
+[ $? -eq 4 ] && grep -q "op_file: op file .*: op 'fused_add_rms_norm' is already defined by .*, and the two differ in attributes.eps" "$out.pkg.log" ||
+  { cat "$out.pkg.log"; fail "a package redefining an op was not refused, naming the field"; }
+# Another summary is the same op.
+sed -i 's/"eps": 1e-5/"eps": 1e-6/; s/"summary": "/"summary": "a copy: /' "$out.pkg/fused_add_rms_norm.op.json"
+"$kgate" validate --no-compile "$out.pkg" > "$out.pkg.log" 2>&1 || { cat "$out.pkg.log"; fail "a copy whose op file differs in its summary alone is not the same op"; }
+# --ops on a package directory reads the op file its manifest names.
+"$kgate" --ops "$out.pkg" list --ops > "$out.pkg_ops.log" 2>&1 && grep -q "fused_add_rms_norm" "$out.pkg_ops.log" ||
+  { cat "$out.pkg_ops.log"; fail "kgate --ops PACKAGE_DIR list --ops"; }
 "$kgate" --ops "$src/tests/ops" replay --kernel softmax_cpu 'softmax_script:f32:B=4,N=33:contiguous:normal:0000000000000001' > "$out.op_mismatch.log" 2>&1
 [ $? -eq 4 ] && grep -q "is for op 'softmax_script' but kernel 'softmax_cpu' implements 'softmax'" "$out.op_mismatch.log" ||
   { cat "$out.op_mismatch.log"; fail "a case of another op was not refused"; }

@@ -253,6 +253,46 @@ TEST(OpFile, OpsPathsAreFilesOrDirectories) {
   for (const auto& p : paths) EXPECT_NO_THROW(read_op_file(p)) << p;
 }
 
+TEST(OpFile, APackageDirectoryGivesTheOpFileItsManifestNames) {
+  const std::string pkg = std::string(KGATE_SOURCE_DIR) + "/kernels/fused_add_rms_norm/package";
+  const auto paths = op_file_paths(pkg);
+  ASSERT_EQ(paths.size(), 1u);
+  EXPECT_EQ(paths[0], pkg + "/fused_add_rms_norm.op.json");
+  // A package of an op kgate builds in has no op file to give.
+  try {
+    op_file_paths(std::string(KGATE_SOURCE_DIR) + "/tests/packages/softmax_v1");
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("op 'softmax' kgate builds in"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--package"), std::string::npos) << e.what();
+  }
+}
+
+TEST(OpFile, TheSameOpIsEqualAfterParsingButSummary) {
+  const json a = valid();
+  json b = valid();
+  EXPECT_TRUE(op_file_differences(a.dump(), a.dump(2)).empty());  // layout
+  b["summary"] = "another summary";
+  b["$schema"] = "https://example.com/kgate-op.schema.json";
+  b["tolerance"]["bf16"]["rtol"] = 2e-2;  // the same number spelled otherwise
+  EXPECT_TRUE(op_file_differences(a.dump(), b.dump()).empty());
+}
+
+TEST(OpFile, AnotherOpListsTheFieldsThatDiffer) {
+  const json a = valid();
+  json b = valid();
+  b["tolerance"]["bf16"]["rtol"] = 0.05;  // looser
+  b["nan"] = "propagate";
+  b["inputs"][2]["values"]["std"] = 0.25;
+  b.erase("deterministic");
+  EXPECT_EQ(op_file_differences(a.dump(), b.dump()),
+            (std::vector<std::string>{"deterministic", "inputs[2].values.std", "nan", "tolerance.bf16.rtol"}));
+  json c = valid();
+  c["dtypes"].push_back("f32");
+  EXPECT_EQ(op_file_differences(a.dump(), c.dump()), std::vector<std::string>{"dtypes"});
+  EXPECT_EQ(op_file_differences(a.dump(), "{not json"), std::vector<std::string>{"(document)"});
+}
+
 }  // namespace
 }  // namespace kgate
 
