@@ -115,9 +115,25 @@ function(_kgate_add_module NAME lib op backend)
     set(KGATE_MODULE_DIR "${CMAKE_BINARY_DIR}/kgate-modules")
   endif()
   set_target_properties(${lib} PROPERTIES POSITION_INDEPENDENT_CODE ON)
-  target_compile_options(${lib} PRIVATE
-    $<$<COMPILE_LANGUAGE:CXX>:-ffile-prefix-map=${CMAKE_SOURCE_DIR}=. -ffile-prefix-map=${CMAKE_BINARY_DIR}=build>
-    $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-ffile-prefix-map=${CMAKE_SOURCE_DIR}=. -Xcompiler=-ffile-prefix-map=${CMAKE_BINARY_DIR}=build>)
+  # The trees' paths, and the same paths relative to where the compiler runs (the build directory
+  # with Ninja, the target's with Makefiles): ccache with CCACHE_BASEDIR hands the compiler relative
+  # paths, and __FILE__ would then name the tree ("../base-src/k.cu") in the module's code.
+  set(maps "${CMAKE_SOURCE_DIR}=." "${CMAKE_BINARY_DIR}=build")
+  foreach(cwd "${CMAKE_BINARY_DIR}" "${CMAKE_CURRENT_BINARY_DIR}")
+    file(RELATIVE_PATH rel_src "${cwd}" "${CMAKE_SOURCE_DIR}")
+    file(RELATIVE_PATH rel_bin "${cwd}" "${CMAKE_BINARY_DIR}")
+    if(rel_src)
+      list(APPEND maps "${rel_src}=.")
+    endif()
+    if(rel_bin)
+      list(APPEND maps "${rel_bin}=build")
+    endif()
+  endforeach()
+  list(REMOVE_DUPLICATES maps)
+  foreach(map IN LISTS maps)
+    target_compile_options(${lib} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-ffile-prefix-map=${map}>
+                                          $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-ffile-prefix-map=${map}>)
+  endforeach()
   set(mod kgate.module.${NAME})
   add_library(${mod} MODULE $<TARGET_OBJECTS:${lib}>)
   target_link_libraries(${mod} PRIVATE kgate::runner)
