@@ -7,7 +7,7 @@ namespace {
 
 void launch(const kgate::KernelCall& call) {
   kgate::dispatch_floating(call.inputs.at(0).dtype, "pair_rows_1024", [&](auto t) {
-    pair::launch_rows_block<kgate::element_t<decltype(t)>, PAIR_EXTRA_EVERY>(call, 1024, "pair_rows_1024");
+    pair::launch_rows_block<kgate::element_t<decltype(t)>>(call, 1024, "pair_rows_1024", PAIR_EXTRA_EVERY);
   });
 }
 

@@ -12,7 +12,7 @@ namespace {
 
 void launch(const kgate::KernelCall& call) {
   kgate::dispatch_floating(call.inputs.at(0).dtype, "pair_rows_256", [&](auto t) {
-    pair::launch_rows_block<kgate::element_t<decltype(t)>, PAIR_EXTRA_EVERY>(call, PAIR_BLOCK, "pair_rows_256");
+    pair::launch_rows_block<kgate::element_t<decltype(t)>>(call, PAIR_BLOCK, "pair_rows_256", PAIR_EXTRA_EVERY);
   });
 }
 

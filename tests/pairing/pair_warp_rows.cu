@@ -17,8 +17,12 @@ int tuned_block() {
   static const int block = [] {
     Dl_info info{};
     if (dladdr(reinterpret_cast<void*>(&tuned_block), &info) == 0 || !info.dli_fname) return 256;
+    // The main program is named as it was run (kgate's workers: argv[0], perhaps no path at all):
+    // /proc/self/exe names it then.
     std::error_code ec;
-    const auto self = std::filesystem::canonical(info.dli_fname, ec);
+    std::filesystem::path self = info.dli_fname;
+    if (self.empty() || self.is_relative()) self = std::filesystem::read_symlink("/proc/self/exe", ec);
+    self = std::filesystem::canonical(self, ec);
     // The module (BUILD/kgate-modules/) or the kgate program (BUILD/bin/): BUILD/pair_tuning/.
     std::ifstream in(self.parent_path().parent_path() / "pair_tuning" / "warp_block.txt");
     int b = 0;
@@ -29,7 +33,7 @@ int tuned_block() {
 
 void launch(const kgate::KernelCall& call) {
   kgate::dispatch_floating(call.inputs.at(0).dtype, "pair_warp_rows", [&](auto t) {
-    pair::launch_rows_warp<kgate::element_t<decltype(t)>, PAIR_EXTRA_EVERY>(call, tuned_block(), "pair_warp_rows");
+    pair::launch_rows_warp<kgate::element_t<decltype(t)>>(call, tuned_block(), "pair_warp_rows", PAIR_EXTRA_EVERY);
   });
 }
 
