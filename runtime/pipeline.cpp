@@ -427,9 +427,16 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
       const cuda::LaunchRecord head = runner.record_launches(kernel, w.kcase);
       const cuda::LaunchRecord base = runner.record_launches(*baseline, w.kcase);
       std::string difference;
+      // What was compared, for the report: the first lines of a record.
+      const auto lines = [](const cuda::LaunchRecord& r) {
+        nlohmann::json out = nlohmann::json::array();
+        for (size_t i = 0; i < r.launches.size() && i < 8; ++i) out.push_back(r.launches[i].substr(0, 400));
+        return out;
+      };
       if (cuda::same_launches(head, base, &difference)) {
         record["cases"] = record["cases"].get<int64_t>() + 1;
         record["launches"] = head.launches.size();
+        if (!record.contains("first")) record["first"] = {{"case", w.kcase.id()}, {"lines", lines(head)}};
         continue;
       }
       if (!head.known || !base.known) {
@@ -439,7 +446,7 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
       }
       unchanged = false;
       launches_note = "its module's code is the base's, but on " + w.kcase.id() + " it launches differently: " + difference;
-      record["different"] = {{"case", w.kcase.id()}, {"difference", difference}};
+      record["different"] = {{"case", w.kcase.id()}, {"difference", difference}, {"head", lines(head)}, {"base", lines(base)}};
       break;
     }
     if (launches_note.empty() && !timed.empty())

@@ -159,16 +159,45 @@ std::string dims(unsigned x, unsigned y, unsigned z) {
   return std::to_string(x) + "," + std::to_string(y) + "," + std::to_string(z);
 }
 
-// Records one launch of `f`; `attrs` describes its launch attributes.
-void record_launch(State& s, CUfunction f, const std::string& grid, const std::string& block,
-                   size_t smem, const std::string& attrs, void** args, void** extra) {
+// One recorded launch: its line, and why the record cannot be trusted because of it ("" if it can).
+struct Line {
+  std::string text;
+  std::string unknown;
+  std::string ambiguous;
+};
+
+void commit(State& s, Line line) {
+  if (s.unknown.empty()) s.unknown = std::move(line.unknown);
+  if (s.ambiguous.empty()) s.ambiguous = std::move(line.ambiguous);
+  s.launches.push_back(std::move(line.text));
+}
+
+// A runtime launch call in progress on this thread: its line, from the runtime's parameters, is
+// committed when the call returns unless the driver's launch callback came within it (the driver's
+// parameters are then used: they are the documented ones).
+struct PendingLaunch {
+  bool active = false;
+  bool from_driver = false;
+  Line line;
+};
+thread_local PendingLaunch pending;
+
+// The line of one launch of `f`; `attrs` describes its launch attributes.
+Line launch_line(const State& s, CUfunction f, unsigned const (&grid)[3],
+                 unsigned const (&block)[3], size_t smem, const std::string& attrs, void** args,
+                 void** extra) {
   const Driver& d = driver_functions();
-  std::string line = "launch ";
+  Line out;
+  std::string& line = out.text;
+  line = "launch ";
   std::string name;
+  for (int i = 0; i < 3; ++i)
+    if (grid[i] == 0 || block[i] == 0 || block[i] > 1024)
+      out.unknown = "a launch's configuration could not be read (grid " +
+                    dims(grid[0], grid[1], grid[2]) + ", block " +
+                    dims(block[0], block[1], block[2]) + ")";
   if (!f || !d.FuncGetName) {
-    s.unknown = s.unknown.empty()
-                    ? "a launch's function could not be named (the driver lacks cuFuncGetName)"
-                    : s.unknown;
+    out.unknown = "a launch's function could not be named (the driver lacks cuFuncGetName)";
     name = "?";
   } else {
     const char* n = nullptr;
@@ -182,16 +211,17 @@ void record_launch(State& s, CUfunction f, const std::string& grid, const std::s
     line += code->second.begin()->first.substr(0, 16);
   } else if (versions == 0) {
     line += "?";
-    if (s.unknown.empty())
-      s.unknown = "the code of kernel " + name +
-                  " was not seen loaded (its module was loaded before kgate watched)";
+    if (out.unknown.empty())
+      out.unknown = "the code of kernel " + name +
+                    " was not seen loaded (its module was loaded before kgate watched)";
   } else {
     line += "ambiguous";
-    if (s.ambiguous.empty())
-      s.ambiguous = "kernel " + name + " is held with different code by " +
+    out.ambiguous = "kernel " + name + " is held with different code by " +
                     std::to_string(versions) + " loaded modules: which one ran is not known";
   }
-  line += " grid=" + grid + " block=" + block + " smem=" + std::to_string(smem) + attrs + " args=";
+  line += " grid=" + dims(grid[0], grid[1], grid[2]) +
+          " block=" + dims(block[0], block[1], block[2]) + " smem=" + std::to_string(smem) + attrs +
+          " args=";
   if (args && f && d.FuncGetParamInfo) {
     for (size_t i = 0;; ++i) {
       size_t offset = 0, size = 0;
@@ -207,12 +237,30 @@ void record_launch(State& s, CUfunction f, const std::string& grid, const std::s
       if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE) size = *static_cast<const size_t*>(extra[i + 1]);
     }
     if (buffer) line += masked(buffer, size);
-  } else if (args) {
-    if (s.unknown.empty())
-      s.unknown = "the arguments of kernel " + name +
+  } else if (args && out.unknown.empty()) {
+    out.unknown = "the arguments of kernel " + name +
                   " could not be read (the driver lacks cuFuncGetParamInfo)";
   }
-  s.launches.push_back(std::move(line));
+  return out;
+}
+
+// A launch seen through the runtime: pending until the call returns (see PendingLaunch).
+void runtime_launch(Line line) {
+  pending.active = true;
+  pending.from_driver = false;
+  pending.line = std::move(line);
+}
+
+// A launch seen through the driver: inside a runtime launch call it replaces the runtime's line;
+// inside another runtime call (kgate's own queries, a copy the runtime makes) it is not the
+// kernel's; else it is recorded.
+void driver_launch(State& s, Line line, bool nested) {
+  if (!nested) {
+    commit(s, std::move(line));
+  } else if (pending.active && !pending.from_driver) {
+    pending.from_driver = true;
+    pending.line = std::move(line);
+  }
 }
 
 template <typename Attribute>
@@ -267,24 +315,26 @@ void on_runtime(State& s, CUpti_CallbackId id, const CUpti_CallbackData* cb) {
     case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000:
     case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000: {
       const auto* p = static_cast<const cudaLaunchKernel_v7000_params*>(cb->functionParams);
-      record_launch(s, function_of_runtime(p->func), dims(p->gridDim.x, p->gridDim.y, p->gridDim.z),
-                    dims(p->blockDim.x, p->blockDim.y, p->blockDim.z), p->sharedMem,
-                    id == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000 ||
-                            id == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000
-                        ? ""
-                        : " cooperative",
-                    p->args, nullptr);
+      const bool plain = id == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000 ||
+                         id == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000;
+      runtime_launch(launch_line(s, function_of_runtime(p->func),
+                                 {p->gridDim.x, p->gridDim.y, p->gridDim.z},
+                                 {p->blockDim.x, p->blockDim.y, p->blockDim.z}, p->sharedMem,
+                                 plain ? "" : " cooperative", p->args, nullptr));
       return;
     }
     case CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000:
     case CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000: {
+      // (No generated parameter header declares this one: its parameters are read as its
+      // prototype has them, and the driver's launch callback, when it comes within, replaces them.)
       const auto* p = static_cast<const RuntimeKernelLaunchParams*>(cb->functionParams);
       CUfunction f = nullptr;
       const Driver& d = driver_functions();
-      if (d.KernelGetFunction) d.KernelGetFunction(&f, reinterpret_cast<CUkernel>(p->kernel));
-      record_launch(s, f, dims(p->gridDim.x, p->gridDim.y, p->gridDim.z),
-                    dims(p->blockDim.x, p->blockDim.y, p->blockDim.z), p->sharedMem, "", p->args,
-                    nullptr);
+      if (p && d.KernelGetFunction) d.KernelGetFunction(&f, reinterpret_cast<CUkernel>(p->kernel));
+      if (!p) return;
+      runtime_launch(launch_line(s, f, {p->gridDim.x, p->gridDim.y, p->gridDim.z},
+                                 {p->blockDim.x, p->blockDim.y, p->blockDim.z}, p->sharedMem, "",
+                                 p->args, nullptr));
       return;
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060:
@@ -292,9 +342,10 @@ void on_runtime(State& s, CUpti_CallbackId id, const CUpti_CallbackData* cb) {
       const auto* p = static_cast<const cudaLaunchKernelExC_v11060_params*>(cb->functionParams);
       const cudaLaunchConfig_t* c = p->config;
       if (!c) return;
-      record_launch(s, function_of_runtime(p->func), dims(c->gridDim.x, c->gridDim.y, c->gridDim.z),
-                    dims(c->blockDim.x, c->blockDim.y, c->blockDim.z), c->dynamicSmemBytes,
-                    attribute_text(c->attrs, c->numAttrs), p->args, nullptr);
+      runtime_launch(launch_line(s, function_of_runtime(p->func),
+                                 {c->gridDim.x, c->gridDim.y, c->gridDim.z},
+                                 {c->blockDim.x, c->blockDim.y, c->blockDim.z}, c->dynamicSmemBytes,
+                                 attribute_text(c->attrs, c->numAttrs), p->args, nullptr));
       return;
     }
     default:
@@ -302,22 +353,26 @@ void on_runtime(State& s, CUpti_CallbackId id, const CUpti_CallbackData* cb) {
   }
 }
 
-void on_driver(State& s, CUpti_CallbackId id, const CUpti_CallbackData* cb) {
+void on_driver(State& s, CUpti_CallbackId id, const CUpti_CallbackData* cb, bool nested) {
   switch (id) {
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: {
       const auto* p = static_cast<const cuLaunchKernel_params*>(cb->functionParams);
-      record_launch(s, p->f, dims(p->gridDimX, p->gridDimY, p->gridDimZ),
-                    dims(p->blockDimX, p->blockDimY, p->blockDimZ), p->sharedMemBytes, "",
-                    p->kernelParams, p->extra);
+      driver_launch(s,
+                    launch_line(s, p->f, {p->gridDimX, p->gridDimY, p->gridDimZ},
+                                {p->blockDimX, p->blockDimY, p->blockDimZ}, p->sharedMemBytes, "",
+                                p->kernelParams, p->extra),
+                    nested);
       return;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz: {
       const auto* p = static_cast<const cuLaunchCooperativeKernel_params*>(cb->functionParams);
-      record_launch(s, p->f, dims(p->gridDimX, p->gridDimY, p->gridDimZ),
-                    dims(p->blockDimX, p->blockDimY, p->blockDimZ), p->sharedMemBytes,
-                    " cooperative", p->kernelParams, nullptr);
+      driver_launch(s,
+                    launch_line(s, p->f, {p->gridDimX, p->gridDimY, p->gridDimZ},
+                                {p->blockDimX, p->blockDimY, p->blockDimZ}, p->sharedMemBytes,
+                                " cooperative", p->kernelParams, nullptr),
+                    nested);
       return;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
@@ -325,13 +380,15 @@ void on_driver(State& s, CUpti_CallbackId id, const CUpti_CallbackData* cb) {
       const auto* p = static_cast<const cuLaunchKernelEx_params*>(cb->functionParams);
       const CUlaunchConfig* c = p->config;
       if (!c) return;
-      record_launch(s, p->f, dims(c->gridDimX, c->gridDimY, c->gridDimZ),
-                    dims(c->blockDimX, c->blockDimY, c->blockDimZ), c->sharedMemBytes,
-                    attribute_text(c->attrs, c->numAttrs), p->kernelParams, p->extra);
+      driver_launch(s,
+                    launch_line(s, p->f, {c->gridDimX, c->gridDimY, c->gridDimZ},
+                                {c->blockDimX, c->blockDimY, c->blockDimZ}, c->sharedMemBytes,
+                                attribute_text(c->attrs, c->numAttrs), p->kernelParams, p->extra),
+                    nested);
       return;
     }
     default:
-      record_other(s, cb->functionName, "cu");
+      if (!nested) record_other(s, cb->functionName, "cu");
   }
 }
 
@@ -345,16 +402,27 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId i
   if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
   const auto* cb = static_cast<const CUpti_CallbackData*>(data);
   auto& s = state();
-  if (nesting.generation != s.generation) nesting = {s.generation, 0};
+  if (nesting.generation != s.generation) {
+    nesting = {s.generation, 0};
+    pending = {};
+  }
+  std::lock_guard<std::recursive_mutex> lock(s.mutex);
   if (cb->callbackSite == CUPTI_API_EXIT) {
     if (nesting.depth > 0) --nesting.depth;
+    // The outermost runtime call returns: its launch, if it was one, is recorded now.
+    if (nesting.depth == 0 && pending.active) {
+      if (s.recording) commit(s, std::move(pending.line));
+      pending = {};
+    }
     return;
   }
-  if (nesting.depth++ > 0) return;  // inside a call recorded already (or a query of this file)
-  std::lock_guard<std::recursive_mutex> lock(s.mutex);
+  const bool nested = nesting.depth++ > 0;
   if (!s.recording) return;
-  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) on_runtime(s, id, cb);
-  else on_driver(s, id, cb);
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+    if (!nested) on_runtime(s, id, cb);  // (a nested runtime call is kgate's own query)
+  } else {
+    on_driver(s, id, cb, nested);
+  }
 }
 
 }  // namespace
