@@ -211,6 +211,41 @@ cpu_mode() {
   [ "$(field "$runs/merged/report.json" "sorted(x['name'] for x in d['kernels'])")" = "['pair_cpu_a', 'pair_cpu_b', 'pair_cpu_c']" ] ||
     fail "merged: $(field "$runs/merged/report.json" "[x['name'] for x in d['kernels']]")"
   echo "ok: kgate merge of shards paired with the same base: exit 0, all three kernels"
+
+  # 4. A head whose op file differs from the base's (another eps, another summary): the report lists
+  # the fields that define the op (not the summary); both sides are judged under the head's.
+  worktree "$out/op-src" "$base_sha"
+  sed -i 's/"eps": 1e-12/"eps": 1e-10/; s/"summary": "/"summary": "changed: /' "$out/op-src/l2_normalize.op.json"
+  grep -q '"eps": 1e-10' "$out/op-src/l2_normalize.op.json" || fail "l2_normalize.op.json: no eps to change"
+  build_project "$out/op-src" "$out/build-op" -DPAIR_CUDA=OFF || { tail -30 "$out/build-op.log"; fail "the op-file head did not build"; }
+  "$out/build-op/bin/kgate" check --backend cpu --cases 8 --family random --no-speed --out "$runs/op" \
+    --baseline-build "$out/build-base" > "$runs/op.log" 2>&1
+  rc=$?
+  json=$runs/op/report.json
+  [ "$rc" -eq 0 ] || { tail -20 "$runs/op.log"; fail "op-file head against base: exit $rc"; }
+  [ "$(field "$json" "[base(n).get('op_file_changed') for n in ('pair_cpu_a', 'pair_cpu_b')]")" = "[['attributes.eps'], ['attributes.eps']]" ] ||
+    fail "op-file head: $(field "$json" "[x.get('base') for x in d['kernels']]")"
+  grep -q "pair_cpu_a: the base's op file differs from the head's in attributes.eps; both are judged under the head's" "$runs/op.log" ||
+    { cat "$runs/op.log"; fail "op-file head: the console does not say which fields differ"; }
+  echo "ok: a head whose op file differs: base.op_file_changed lists attributes.eps (not the summary), said on the console"
+
+  # 5. --require-sandbox with a base build: the workers read the base's modules inside their sandbox.
+  if python3 -c 'import ctypes, sys; sys.exit(0 if ctypes.CDLL(None).syscall(444, None, 0, 1) >= 1 else 1)' 2>/dev/null; then
+    "$head/bin/kgate" --require-sandbox check --backend cpu --cases 8 --family random --no-speed -q \
+      --out "$runs/sandboxed" --baseline-build "$out/build-base" > "$runs/sandboxed.log" 2>&1
+    rc=$?
+    json=$runs/sandboxed/report.json
+    [ "$rc" -eq 0 ] || { tail -20 "$runs/sandboxed.log"; fail "--require-sandbox with a base build: exit $rc"; }
+    case "$(field "$json" "d['meta']['config'].get('sandbox', '')")" in
+      landlock*|mount*) ;;
+      *) fail "--require-sandbox with a base build: sandbox '$(field "$json" "d['meta']['config'].get('sandbox')")'" ;;
+    esac
+    [ "$(field "$json" "[base(n).get('status') for n in ('pair_cpu_a', 'pair_cpu_b', 'pair_cpu_c')]")" = "['paired', 'unchanged', 'new']" ] ||
+      fail "--require-sandbox with a base build: $(field "$json" "[x.get('base') for x in d['kernels']]")"
+    echo "ok: --require-sandbox with a base build: exit 0, workers sandboxed ($(field "$json" "d['meta']['config']['sandbox'][:40]")), paired/unchanged/new as before"
+  else
+    echo "SKIPPED (visibly): --require-sandbox with a base build: no Landlock on this machine"
+  fi
   echo "took $((SECONDS - t0)) s"
   echo "PASS"
 }

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "core/strict_json.hpp"
+#include "runtime/embedded_op_files.hpp"
 #include "core/sha256.hpp"
 
 namespace fs = std::filesystem;
@@ -51,6 +52,7 @@ struct LoadedModule {
   std::string error;
   nlohmann::json record;
   std::vector<KernelInfo> kernels;
+  std::map<std::string, std::string> op_files;  ///< the op files it embedded (path -> bytes)
 };
 
 // Reads one module record and loads its module with the registrations captured. Modules stay
@@ -82,19 +84,21 @@ LoadedModule load_module(const fs::path& record_path, const std::string& kgate_v
   }
   // A module loads once per process (dlopen of a loaded file runs no constructor again): the
   // kernels it registered are kept by its canonical path (the head's build given as its own base).
-  static std::map<std::string, std::vector<KernelInfo>> loaded;
+  static std::map<std::string, std::pair<std::vector<KernelInfo>, std::map<std::string, std::string>>> loaded;
   const std::string key = fs::weakly_canonical(m.file, ec).string();
   if (const auto it = loaded.find(key); it != loaded.end()) {
-    m.kernels = it->second;
+    m.kernels = it->second.first;
+    m.op_files = it->second.second;
     return m;
   }
   begin_module_capture();
   void* handle = dlopen(m.file.c_str(), RTLD_NOW | RTLD_LOCAL);
   const char* why = handle ? nullptr : dlerror();
   m.kernels = end_module_capture();
+  m.op_files = captured_op_files();
   if (!handle) m.error = "cannot load module " + m.file + ": " + (why ? why : "dlopen failed");
   else if (m.kernels.empty()) m.error = "module " + m.file + " registered no kernel";
-  else loaded[key] = m.kernels;
+  else loaded[key] = {m.kernels, m.op_files};
   return m;
 }
 
@@ -159,6 +163,7 @@ BaseBuild load_base_build(const std::string& dir, const std::string& kgate_versi
         continue;
       }
       k.code_digest = digest;
+      if (const auto text = m.op_files.find(k.op_file); text != m.op_files.end()) base.op_file_text[k.name] = text->second;
       k.op_file.clear();  // the head's op definition judges both sides
       base.module_of[k.name] = m.file;
       const std::string name = k.name;

@@ -24,6 +24,8 @@ struct BaseBuild {
   /// The base's kernels by name; code_digest holds their module's code digest.
   std::map<std::string, KernelInfo> kernels;
   std::map<std::string, std::string> module_of;  ///< kernel name -> module file
+  /// Kernel name -> the bytes of the op file its module embedded (the base commit's definition).
+  std::map<std::string, std::string> op_file_text;
   std::vector<std::string> warnings;
   std::vector<std::string> torch_libraries;  ///< --baseline-torch-library, when given
 };

@@ -27,6 +27,8 @@
 #include <thread>
 
 #include "cli/base_build.hpp"
+#include "runtime/embedded_op_files.hpp"
+#include "core/op_file.hpp"
 #include "cli/output.hpp"
 #include "cli/progress.hpp"
 #include "cli/report_files.hpp"
@@ -659,6 +661,28 @@ int run_check(const CheckArgs& args) {
     nlohmann::json record = kr.base.is_object() ? kr.base : nlohmann::json::object();  // the pipeline's (launches)
     record.update({{"name", b.name}, {"source", b.source}, {"module", base->module_of.at(b.name)},
                    {"digest", b.code_digest}, {"status", status}});
+    // The base commit's op definition where it differs from the head's (op_file_differences): not an
+    // error, both sides were judged under the head's; the report lists the fields.
+    if (const auto text = base->op_file_text.find(b.name); text != base->op_file_text.end() && !k.op_file.empty()) {
+      std::string head_text;
+      if (const std::string* embedded = embedded_op_file(k.op_file)) {
+        head_text = *embedded;
+      } else {
+        std::ifstream in(k.op_file, std::ios::binary);
+        std::ostringstream bytes;
+        bytes << in.rdbuf();
+        head_text = bytes.str();
+      }
+      const auto fields = head_text.empty() ? std::vector<std::string>{} : op_file_differences(text->second, head_text);
+      if (!fields.empty()) {
+        record["op_file_changed"] = fields;
+        std::string list;
+        for (const auto& f : fields) list += (list.empty() ? "" : ", ") + f;
+        if (!args.quiet)
+          std::fprintf(stderr, "kgate: %s: the base's op file differs from the head's in %s; both are judged under the head's\n",
+                       k.name.c_str(), list.c_str());
+      }
+    }
     return record;
   };
   // --captured: each file must fit every kernel it applies to, and apply to one at least, before

@@ -23,11 +23,17 @@ std::vector<KernelInfo>*& capture() {
   static std::vector<KernelInfo>* kernels = nullptr;
   return kernels;
 }
+// The op files the last captured module embedded (path -> bytes).
+std::map<std::string, std::string>& captured_files() {
+  static std::map<std::string, std::string> files;
+  return files;
+}
 }  // namespace
 
 void begin_module_capture() {
   if (capture()) throw Error(ErrorKind::internal, "begin_module_capture: a capture is under way already");
   capture() = new std::vector<KernelInfo>();
+  captured_files().clear();
 }
 
 std::vector<KernelInfo> end_module_capture() {
@@ -37,10 +43,15 @@ std::vector<KernelInfo> end_module_capture() {
 }
 
 bool embed_op_file(const char* path, const unsigned char* text, std::size_t size) {
-  if (capture()) return true;  // a base module's op file: the head's definitions judge both sides
+  if (capture()) {  // a base module's op file: the head's definitions judge both sides; kept apart
+    captured_files()[path] = std::string(reinterpret_cast<const char*>(text), size);
+    return true;
+  }
   embedded()[path] = std::string(reinterpret_cast<const char*>(text), size);
   return true;
 }
+
+std::map<std::string, std::string> captured_op_files() { return captured_files(); }
 
 const std::string* embedded_op_file(const std::string& path) {
   const auto it = embedded().find(path);
