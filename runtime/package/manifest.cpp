@@ -1004,6 +1004,9 @@ class Checker {
       // An attribute of the op that "attributes" does not pin: the kernel takes the call's value,
       // whatever it is (e.g. layer_norm's eps).
       const bool of_op = !attr && op_ && op_->attributes.count(name);
+      // No op to ask (its problem, an unknown op or an op file that did not load, is reported
+      // already): an attribute it may have is not a second problem.
+      if (!attr && !op_) return;
       if (!attr && !of_op) {
         std::vector<std::string> names;
         for (const auto& x : m_.attributes) names.push_back(x.name);
