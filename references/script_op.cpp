@@ -19,6 +19,7 @@
 
 #include "core/error.hpp"
 #include "core/expr.hpp"
+#include "core/functional_names.hpp"
 #include "core/rng.hpp"
 
 namespace kgate {
@@ -324,8 +325,19 @@ OpReference script_reference(const OpFile& file) {
     s->output_integer.push_back(!t.dtype.empty() && !is_floating(parse_dtype(t.dtype)));
     s->output_dtype.push_back(t.dtype);
   }
-  const std::string source = file.reference + (file.oracle.empty() ? "" : "\n" + file.oracle) +
-                             (file.magnitude.empty() ? "" : "\n" + file.magnitude);
+  // torch.nn.functional calls, as references are written, become their ATen ops where the table of
+  // tested equivalents allows (core/functional_names.hpp); another is refused by name and line.
+  std::vector<std::string> functional_problems;
+  const std::string source = rewrite_functional_calls(
+      file.reference + (file.oracle.empty() ? "" : "\n" + file.oracle) + (file.magnitude.empty() ? "" : "\n" + file.magnitude),
+      &functional_problems);
+  if (!functional_problems.empty()) {
+    std::string text = file.path + ": reference: ";
+    for (size_t i = 0; i < functional_problems.size(); ++i)
+      text += (i ? "; " : "") + functional_problems[i] + " (of the reference source" +
+              (file.oracle.empty() && file.magnitude.empty() ? ")" : ", then the oracle's and magnitude's)");
+    throw Error(ErrorKind::usage, text);
+  }
   // The graph executor would profile a reference's first runs and then fuse its elementwise ops
   // (with fused multiply-adds on a GPU), so one case's reference values would change with how
   // many cases ran before it. References run as written, every time: a case id replays bitwise.

@@ -255,3 +255,44 @@ TEST(ScriptOp, GeneratedCasesRespectMultiplesAndRelations) {
 
 }  // namespace
 }  // namespace kgate
+
+namespace kgate {
+namespace {
+
+// References written with torch.nn.functional (core/functional_names.hpp) compile, and compute what
+// torch.nn.functional does: softmax with dim by keyword, embedding with its arguments the other way.
+TEST(ScriptOp, TorchNnFunctionalNamesCompileToTheirAtenOps) {
+  json d = base_op();
+  d["reference"] = "def reference(x: Tensor, alpha: float) -> Tensor:\n"
+                   "    return torch.nn.functional.softmax(x * alpha, dim=-1, dtype=x.dtype)\n";
+  const OpFile f = file_of(d);
+  const OpReference r = script_reference(f);
+  const Case c = case_of(f.signature, DType::f32, {{"B", 3}, {"N", 7}});
+  const Tensors in = r.make_inputs(c, f.signature, at::kCPU);
+  const Tensors y = r.eager(in, call_attributes(f.signature, c));
+  EXPECT_TRUE(at::allclose(y[0], at::softmax(in[0] * 2.0, -1)));
+
+  d["inputs"] = json::parse(R"([{"name": "x", "shape": ["B", "N"]},
+                                {"name": "ids", "shape": ["B"], "dtype": "i64", "values": {"kind": "integers", "low": 0, "high": "B-1"}}])");
+  d["outputs"] = json::parse(R"([{"name": "y", "shape": ["B", "N"]}])");
+  d["reference"] = "def reference(x: Tensor, ids: Tensor, alpha: float) -> Tensor:\n"
+                   "    return torch.nn.functional.embedding(ids, x) * alpha\n";
+  const OpFile g = file_of(d);
+  const OpReference e = script_reference(g);
+  const Case ce = case_of(g.signature, DType::f32, {{"B", 4}, {"N", 5}});
+  const Tensors ein = e.make_inputs(ce, g.signature, at::kCPU);
+  const Tensors ey = e.eager(ein, call_attributes(g.signature, ce));
+  EXPECT_TRUE(at::allclose(ey[0], ein[0].index_select(0, ein[1]) * 2.0));
+}
+
+TEST(ScriptOp, ATorchNnFunctionalNameWithoutAnEquivalentIsRefusedByLine) {
+  json d = base_op();
+  d["reference"] = "def reference(x: Tensor, alpha: float) -> Tensor:\n"
+                   "    return torch.nn.functional.normalize(x, dim=-1) * alpha\n";
+  const std::string e = error_of(d);
+  EXPECT_NE(e.find("ops/scaled.json: reference: line 2: torch.nn.functional.normalize is not accepted"), std::string::npos) << e;
+  EXPECT_NE(e.find("accepted: softmax, log_softmax"), std::string::npos) << e;
+}
+
+}  // namespace
+}  // namespace kgate
