@@ -60,9 +60,10 @@ const Driver& driver_functions() {
 }
 
 struct State {
-  // Recursive: a query made while a launch is recorded can load a module (lazy loading), whose
-  // callback comes on the same thread.
-  std::recursive_mutex mutex;
+  // Held only to read or change the members below, never across a CUDA call: a callback of another
+  // thread may be inside the driver, and a query of this file can load a module (lazy loading),
+  // whose callback comes on the same thread.
+  std::mutex mutex;
   CUpti_SubscriberHandle subscriber{};
   bool subscribed = false;
   std::string why_not;
@@ -70,7 +71,7 @@ struct State {
   std::map<std::string, std::map<std::string, int>> code;
   std::map<uint32_t, std::vector<std::pair<std::string, std::string>>> module_functions;
   // The recording in progress.
-  bool recording = false;
+  std::atomic<bool> recording{false};
   std::atomic<uint64_t> generation{0};
   std::vector<std::string> launches;
   std::string unknown;  // the first reason the record is not complete
@@ -104,7 +105,7 @@ void on_module(const void* data, bool loaded) {
     if (!module->pCubin || module->cubinSize == 0) return;
     const CubinFunctions f =
         cubin_function_digests(std::string_view(module->pCubin, module->cubinSize));
-    std::lock_guard<std::recursive_mutex> lock(s.mutex);
+    std::lock_guard<std::mutex> lock(s.mutex);
     auto& mine = s.module_functions[module->moduleId];
     for (const auto& [name, digest] : f.digests) {
       ++s.code[name][digest];
@@ -112,7 +113,7 @@ void on_module(const void* data, bool loaded) {
     }
     return;
   }
-  std::lock_guard<std::recursive_mutex> lock(s.mutex);
+  std::lock_guard<std::mutex> lock(s.mutex);
   const auto it = s.module_functions.find(module->moduleId);
   if (it == s.module_functions.end()) return;
   for (const auto& [name, digest] : it->second) {
@@ -167,6 +168,8 @@ struct Line {
 };
 
 void commit(State& s, Line line) {
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (!s.recording) return;
   if (s.unknown.empty()) s.unknown = std::move(line.unknown);
   if (s.ambiguous.empty()) s.ambiguous = std::move(line.ambiguous);
   s.launches.push_back(std::move(line.text));
@@ -183,9 +186,8 @@ struct PendingLaunch {
 thread_local PendingLaunch pending;
 
 // The line of one launch of `f`; `attrs` describes its launch attributes.
-Line launch_line(const State& s, CUfunction f, unsigned const (&grid)[3],
-                 unsigned const (&block)[3], size_t smem, const std::string& attrs, void** args,
-                 void** extra) {
+Line launch_line(State& s, CUfunction f, unsigned const (&grid)[3], unsigned const (&block)[3],
+                 size_t smem, const std::string& attrs, void** args, void** extra) {
   const Driver& d = driver_functions();
   Line out;
   std::string& line = out.text;
@@ -205,10 +207,16 @@ Line launch_line(const State& s, CUfunction f, unsigned const (&grid)[3],
     else name = "?";
   }
   line += name + " code=";
-  const auto code = s.code.find(name);
-  const size_t versions = code == s.code.end() ? 0 : code->second.size();
+  size_t versions = 0;
+  std::string digest;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    const auto code = s.code.find(name);
+    versions = code == s.code.end() ? 0 : code->second.size();
+    if (versions == 1) digest = code->second.begin()->first;
+  }
   if (versions == 1) {
-    line += code->second.begin()->first.substr(0, 16);
+    line += digest.substr(0, 16);
   } else if (versions == 0) {
     line += "?";
     if (out.unknown.empty())
@@ -297,14 +305,14 @@ void record_other(State& s, const char* function, const std::string& api) {
     return name.compare(0, api.size() + std::strlen(what), api + what) == 0;
   };
   if (is("Memcpy") || is("Memset")) {
-    s.launches.push_back(name);
+    commit(s, {name, "", ""});
   } else if (is("Launch") || is("GraphLaunch")) {
-    s.launches.push_back(name);
-    if (s.unknown.empty())
-      s.unknown =
-          name.find("Graph") != std::string::npos
-              ? "it launches a CUDA graph (" + name + "), whose kernels are not recorded one by one"
-              : "it calls " + name + ", which is not recorded in detail";
+    commit(s, {name,
+               name.find("Graph") != std::string::npos
+                   ? "it launches a CUDA graph (" + name +
+                         "), whose kernels are not recorded one by one"
+                   : "it calls " + name + ", which is not recorded in detail",
+               ""});
   }
 }
 
@@ -406,12 +414,11 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId i
     nesting = {s.generation, 0};
     pending = {};
   }
-  std::lock_guard<std::recursive_mutex> lock(s.mutex);
   if (cb->callbackSite == CUPTI_API_EXIT) {
     if (nesting.depth > 0) --nesting.depth;
     // The outermost runtime call returns: its launch, if it was one, is recorded now.
     if (nesting.depth == 0 && pending.active) {
-      if (s.recording) commit(s, std::move(pending.line));
+      commit(s, std::move(pending.line));
       pending = {};
     }
     return;
@@ -461,7 +468,7 @@ LaunchRecorder::LaunchRecorder() {
   if (!watch_modules(&why_not_)) return;
   auto& s = state();
   {
-    std::lock_guard<std::recursive_mutex> lock(s.mutex);
+    std::lock_guard<std::mutex> lock(s.mutex);
     if (s.recording) {
       why_not_ = "another recording is in progress";
       return;
@@ -475,7 +482,7 @@ LaunchRecorder::LaunchRecorder() {
   if (cuptiEnableDomain(1, s.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API) != CUPTI_SUCCESS ||
       cuptiEnableDomain(1, s.subscriber, CUPTI_CB_DOMAIN_DRIVER_API) != CUPTI_SUCCESS) {
     why_not_ = "CUPTI's API callbacks could not be enabled";
-    std::lock_guard<std::recursive_mutex> lock(s.mutex);
+    std::lock_guard<std::mutex> lock(s.mutex);
     s.recording = false;
     return;
   }
@@ -496,7 +503,7 @@ LaunchRecord LaunchRecorder::stop() {
   auto& s = state();
   cuptiEnableDomain(0, s.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
   cuptiEnableDomain(0, s.subscriber, CUPTI_CB_DOMAIN_DRIVER_API);
-  std::lock_guard<std::recursive_mutex> lock(s.mutex);
+  std::lock_guard<std::mutex> lock(s.mutex);
   s.recording = false;
   r.launches = std::move(s.launches);
   s.launches.clear();
