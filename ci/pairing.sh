@@ -533,7 +533,8 @@ def expect(jsonl, phase, slowed):
         if phase in ("slow5", "slow2") and not all(s["decision"] == "regressed" for s in b):
             problems.append(f"{slowed} against its base: {[s['decision'] for s in b]}")
         if phase == "outside" and r.get("backend") == "cuda" and "different" not in (k.get("launches") or {}):
-            problems.append(f"{slowed}: no launch difference recorded ({k.get('launches')})")
+            # (the launch lines compared, to see what the record held)
+            problems.append(f"{slowed}: no launch difference recorded ({json.dumps(k.get('launches'))[:1500]})")
         if phase == "slow5":
             eager = [s["decision"] for s in k["speed"] if not s["against_base"]]
             if "regressed" in eager: problems.append(f"{slowed} against eager: {eager}")
