@@ -186,6 +186,12 @@ struct ValidateArgs {
   std::string package_dir;
   bool compile = true;
   std::string arch = "sm_90";
+  /// --cases N: also list the cases `kgate check` would make with the same --seed, --cases,
+  /// --family and --config (0: none listed).
+  int64_t cases = 0;
+  uint64_t seed = 1;
+  std::vector<std::string> families;
+  std::string config_path;
 };
 CLI::App* add_validate_command(CLI::App& app, ValidateArgs& args);
 int run_validate(const ValidateArgs& args);

@@ -8,9 +8,12 @@
 #include <string>
 #include <system_error>
 
+#include "core/config.hpp"
 #include "core/error.hpp"
+#include "runtime/package/package_kernel.hpp"
 #include "runtime/package/pack.hpp"
 #include "runtime/package/validate.hpp"
+#include "runtime/pipeline.hpp"
 
 namespace kgate::cli {
 namespace fs = std::filesystem;
@@ -20,8 +23,48 @@ CLI::App* add_validate_command(CLI::App& app, ValidateArgs& args) {
   cmd->add_option("package", args.package_dir, "Package directory (holding kgate.json)")->required();
   cmd->add_flag_callback("--no-compile", [&args] { args.compile = false; }, "Check the manifest only");
   cmd->add_option("--arch", args.arch, "GPU architecture to compile for")->capture_default_str();
+  cmd->add_option("--cases", args.cases,
+                  "Also list the cases `kgate check` would make with this many per kernel (with --seed, --family, "
+                  "--config as there): id, family, inside the guard or the fallback")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--seed", args.seed, "Master seed of the listed cases (as kgate check's)")->capture_default_str();
+  cmd->add_option("--family", args.families, "Case families of the listed cases (as kgate check's)");
+  cmd->add_option("--config", args.config_path, "Config file (kgate-config/1) of the listed cases (as kgate check's)");
   return cmd;
 }
+
+namespace {
+
+// The cases `kgate check` makes for the package: the same options, the same functions.
+int list_cases(const ValidateArgs& args, const std::string& dir) {
+  if (!args.compile)
+    throw_usage("--cases lists what `kgate check` would run, which needs the package compiled: drop --no-compile");
+  const auto p = load_package(dir, args.arch, true);
+  if (!p) return static_cast<int>(ExitCode::usage);
+  CheckOptions base;
+  base.seed = args.seed;
+  base.cases = args.cases;
+  base.cli.cases = args.cases;
+  base.families = args.families;
+  if (!args.families.empty()) base.cli.families = args.families;
+  if (!args.config_path.empty()) base.config = load_config(args.config_path);
+  const CheckOptions options = package_options(base, *p);
+  const std::vector<Case> cases = correctness_cases(p->kernel, options);
+  std::printf("cases of %s (kgate check --seed %llu --cases %lld): %zu correctness, %zu timed\n", p->kernel.name.c_str(),
+              static_cast<unsigned long long>(args.seed), static_cast<long long>(args.cases), cases.size(),
+              options.timed_cases.size());
+  for (const auto& c : cases) {
+    const std::string outside = package::case_guard_violation(p->manifest, *p->op, c);
+    std::printf("  %s  %s  %s\n", c.id().c_str(), c.family.empty() ? "-" : c.family.c_str(),
+                outside.empty() ? "inside the guard" : ("outside the guard, the fallback runs: " + outside).c_str());
+  }
+  for (const auto& w : options.timed_cases)
+    std::printf("  timed  %s%s\n", w.kcase.id().c_str(),
+                w.calls > 0 ? ("  (" + std::to_string(w.calls) + " calls)").c_str() : "");
+  return 0;
+}
+
+}  // namespace
 
 int run_validate(const ValidateArgs& args) {
   package::ValidateOptions options = validate_options(args.arch);
@@ -46,7 +89,7 @@ int run_validate(const ValidateArgs& args) {
     std::fprintf(stderr, "kgate: note: %s differs from its %s (edited after kgate pack): %s; pack it again from its source\n",
                  dir.c_str(), package::kPackRecordFileName, files.c_str());
   }
-  return 0;
+  return args.cases > 0 ? list_cases(args, dir) : 0;
 }
 
 }  // namespace kgate::cli

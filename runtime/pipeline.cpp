@@ -239,6 +239,31 @@ void run_null_calibration(Runner& runner, const KernelInfo& kernel, const OpSign
 
 }  // namespace
 
+namespace {
+
+props::GeneratorOptions generator_options(const GateSettings& settings, const CheckOptions& options) {
+  props::GeneratorOptions gen;
+  gen.seed = options.seed;
+  gen.cases = settings.cases.value_or(options.cases);
+  gen.families = settings.families.empty() ? options.families : settings.families;
+  return gen;
+}
+
+}  // namespace
+
+std::vector<Case> correctness_cases(const KernelInfo& kernel, const CheckOptions& options) {
+  const OpSignature& op = find_op(kernel.op);
+  const props::GeneratorOptions gen = generator_options(options.config.resolve(op.name, kernel.name, options.cli), options);
+  auto cases = options.only_cases.empty() ? props::generate_cases(op, traits_of(kernel), gen) : options.only_cases;
+  if (options.only_cases.empty()) {
+    cases.insert(cases.end(), options.extra_cases.begin(), options.extra_cases.end());
+    const auto captured = captured_cases(op, options.captured, gen.seed, kernel.name);
+    cases.insert(cases.end(), captured.begin(), captured.end());
+  }
+  for (auto& c : cases) resolve_captured(c, options.captured);
+  return cases;
+}
+
 KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckOptions& options,
                           const KernelInfo* baseline) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -270,18 +295,9 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
         timing.interleave.alpha, timing.interleave.max_stages, std::max(own, options.run_comparisons));
   }
 
-  props::GeneratorOptions gen;
-  gen.seed = options.seed;
-  gen.cases = settings.cases.value_or(options.cases);
-  gen.families = settings.families.empty() ? options.families : settings.families;
+  const props::GeneratorOptions gen = generator_options(settings, options);
   const auto traits = traits_of(kernel);
-  auto cases = options.only_cases.empty() ? props::generate_cases(op, traits, gen) : options.only_cases;
-  if (options.only_cases.empty()) {
-    cases.insert(cases.end(), options.extra_cases.begin(), options.extra_cases.end());
-    const auto captured = captured_cases(op, options.captured, gen.seed, kernel.name);
-    cases.insert(cases.end(), captured.begin(), captured.end());
-  }
-  for (auto& c : cases) resolve_captured(c, options.captured);
+  auto cases = correctness_cases(kernel, options);
   report.correctness.cases = static_cast<int64_t>(cases.size());
   if (traits.huge && options.only_cases.empty() &&
       (gen.families.empty() || std::find(gen.families.begin(), gen.families.end(), "huge") != gen.families.end())) {

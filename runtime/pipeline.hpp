@@ -116,6 +116,11 @@ correctness::RuleConfig rule_for(const OpSignature& op, DType dtype, const Check
 /// Representative shapes for timing: mid-size to large, cycling through the kernel's dtypes.
 std::vector<Case> speed_cases(const OpSignature& op, const KernelInfo& kernel, uint64_t seed, int64_t count);
 
+/// The correctness cases check_kernel runs for `kernel`, in order: generated ones (seed, count and
+/// families from the config under the command line), then options.extra_cases and captured inputs;
+/// options.only_cases instead when given. `kgate validate --cases` lists them without a GPU.
+std::vector<Case> correctness_cases(const KernelInfo& kernel, const CheckOptions& options);
+
 /// Checks one kernel: correctness over generated cases (then options.extra_cases), the first
 /// failure shrunk, then timing against the eager reference (only when every case passed). Cases the
 /// kernel does not accept run the reference (fallback) and are counted in correctness.fallback; a
