@@ -27,7 +27,6 @@
 #include <thread>
 
 #include "cli/base_build.hpp"
-#include "runtime/embedded_op_files.hpp"
 #include "core/op_file.hpp"
 #include "cli/output.hpp"
 #include "cli/progress.hpp"
@@ -663,17 +662,9 @@ int run_check(const CheckArgs& args) {
                    {"digest", b.code_digest}, {"status", status}});
     // The base commit's op definition where it differs from the head's (op_file_differences): not an
     // error, both sides were judged under the head's; the report lists the fields.
-    if (const auto text = base->op_file_text.find(b.name); text != base->op_file_text.end() && !k.op_file.empty()) {
-      std::string head_text;
-      if (const std::string* embedded = embedded_op_file(k.op_file)) {
-        head_text = *embedded;
-      } else {
-        std::ifstream in(k.op_file, std::ios::binary);
-        std::ostringstream bytes;
-        bytes << in.rdbuf();
-        head_text = bytes.str();
-      }
-      const auto fields = head_text.empty() ? std::vector<std::string>{} : op_file_differences(text->second, head_text);
+    const std::string* head_text = op_file_text(k.op);  // the definition both were judged under
+    if (const auto text = base->op_file_text.find(b.name); text != base->op_file_text.end() && head_text) {
+      const auto fields = op_file_differences(text->second, *head_text);
       if (!fields.empty()) {
         record["op_file_changed"] = fields;
         std::string list;

@@ -208,6 +208,12 @@ const OpSignature* lookup_op(const std::string& name) {
   return nullptr;
 }
 
+const std::string* op_file_text(const std::string& name) {
+  const auto& texts = catalogue().file_text;
+  const auto it = texts.find(name);
+  return it == texts.end() ? nullptr : &it->second;
+}
+
 void load_op_files(const std::string& path) {
   Catalogue& cat = catalogue();
   for (const auto& f : op_file_paths(path)) add_file(cat, f);

@@ -17,6 +17,10 @@ const OpSignature& find_op(const std::string& name);
 /// The op of that name, or nullptr (the pointer stays valid).
 const OpSignature* lookup_op(const std::string& name);
 
+/// The bytes of the op file that defines op `name` in this process (embedded or read), or nullptr
+/// for a built-in op or an unknown one.
+const std::string* op_file_text(const std::string& name);
+
 /// Loads the op files `path` names (a file, or every *.json of a directory) into the catalogue;
 /// throws Error(usage) on an invalid file or an op name that is already taken. Loading the same
 /// file twice is a no-op.

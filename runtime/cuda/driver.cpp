@@ -12,11 +12,10 @@ namespace {
 
 template <typename Fn>
 void resolve(Fn& fn, const char* symbol) {
-  void* p = nullptr;
-  cudaDriverEntryPointQueryResult status{};
-  const cudaError_t rc = cudaGetDriverEntryPointByVersion(symbol, &p, CUDA_VERSION, cudaEnableDefault, &status);
-  if (rc != cudaSuccess || status != cudaDriverEntryPointSuccess || p == nullptr) {
-    cudaGetLastError();
+  int code = 0;
+  void* p = driver_function(symbol, &code);
+  if (p == nullptr) {
+    const auto rc = static_cast<cudaError_t>(code);
     throw Error(ErrorKind::device,
                 std::string("the CUDA driver API function ") + symbol +
                     " is not available (" + cudaGetErrorName(rc) + ": " + cudaGetErrorString(rc) +
@@ -41,6 +40,16 @@ DriverApi load() {
 }
 
 }  // namespace
+
+void* driver_function(const char* symbol, int* rc) {
+  void* p = nullptr;
+  cudaDriverEntryPointQueryResult status{};
+  const cudaError_t r = cudaGetDriverEntryPointByVersion(symbol, &p, CUDA_VERSION, cudaEnableDefault, &status);
+  if (rc) *rc = static_cast<int>(r);
+  if (r == cudaSuccess && status == cudaDriverEntryPointSuccess && p != nullptr) return p;
+  cudaGetLastError();
+  return nullptr;
+}
 
 const DriverApi& driver() {
   static const DriverApi api = load();

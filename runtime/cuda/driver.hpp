@@ -22,4 +22,8 @@ struct DriverApi {
 /// The resolved driver API; throws a device Error when no driver is installed.
 const DriverApi& driver();
 
+/// A driver-API function by name, or nullptr where there is no driver or it lacks the function (a
+/// newer one, such as cuFuncGetName); `rc`, when given, holds the runtime's cudaError_t.
+void* driver_function(const char* symbol, int* rc = nullptr);
+
 }  // namespace kgate::cuda

@@ -13,6 +13,7 @@
 
 #include "core/sha256.hpp"
 #include "runtime/cuda/cubin_digest.hpp"
+#include "runtime/cuda/driver.hpp"
 
 namespace kgate::cuda {
 namespace {
@@ -38,13 +39,7 @@ struct Driver {
 
 template <typename Fn>
 void resolve(Fn& fn, const char* symbol) {
-  void* p = nullptr;
-  cudaDriverEntryPointQueryResult status{};
-  if (cudaGetDriverEntryPointByVersion(symbol, &p, CUDA_VERSION, cudaEnableDefault, &status) ==
-          cudaSuccess &&
-      status == cudaDriverEntryPointSuccess)
-    fn = reinterpret_cast<Fn>(p);
-  else cudaGetLastError();
+  fn = reinterpret_cast<Fn>(driver_function(symbol));
 }
 
 const Driver& driver_functions() {

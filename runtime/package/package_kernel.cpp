@@ -1066,17 +1066,7 @@ using FuncGetParamInfoFn = CUresult (*)(CUfunction, size_t, size_t*, size_t*);
 
 /// cuFuncGetParamInfo when the driver has it (CUDA 12.4+), else nullptr: the check is skipped.
 FuncGetParamInfoFn param_info_function() {
-  static const FuncGetParamInfoFn fn = [] {
-    void* p = nullptr;
-    cudaDriverEntryPointQueryResult status{};
-    const cudaError_t rc =
-        cudaGetDriverEntryPointByVersion("cuFuncGetParamInfo", &p, CUDA_VERSION, cudaEnableDefault, &status);
-    if (rc != cudaSuccess || status != cudaDriverEntryPointSuccess || p == nullptr) {
-      cudaGetLastError();
-      return FuncGetParamInfoFn{nullptr};
-    }
-    return reinterpret_cast<FuncGetParamInfoFn>(p);
-  }();
+  static const auto fn = reinterpret_cast<FuncGetParamInfoFn>(cuda::driver_function("cuFuncGetParamInfo"));
   return fn;
 }
 
