@@ -197,9 +197,20 @@ Line launch_line(State& s, CUfunction f, unsigned const (&grid)[3], unsigned con
     out.unknown = "a launch's function could not be named (the driver lacks cuFuncGetName)";
     name = "?";
   } else {
+    // Since CUDA 12 a launch may pass a CUkernel where a CUfunction is taken (the runtime's <<<>>>
+    // path does, inside __cudaLaunchKernel): such a handle is read through its function in the
+    // current context.
     const char* n = nullptr;
-    if (d.FuncGetName(&n, f) == CUDA_SUCCESS && n) name = n;
-    else name = "?";
+    if (d.FuncGetName(&n, f) != CUDA_SUCCESS || !n) {
+      CUfunction g = nullptr;
+      n = nullptr;
+      if (d.KernelGetFunction && d.KernelGetFunction(&g, reinterpret_cast<CUkernel>(f)) == CUDA_SUCCESS && g &&
+          d.FuncGetName(&n, g) == CUDA_SUCCESS && n)
+        f = g;
+    }
+    name = n ? n : "?";
+    if (!n && out.unknown.empty())
+      out.unknown = "a launch's function could not be named (the driver refused its handle as a function and as a kernel)";
   }
   line += name + " code=";
   size_t versions = 0;
