@@ -58,9 +58,12 @@ int list_cases(const ValidateArgs& args, const std::string& dir) {
     std::printf("  %s  %s  %s\n", c.id().c_str(), c.family.empty() ? "-" : c.family.c_str(),
                 outside.empty() ? "inside the guard" : ("outside the guard, the fallback runs: " + outside).c_str());
   }
-  for (const auto& w : options.timed_cases)
+  for (const auto& w : options.timed_cases) {
     std::printf("  timed  %s%s\n", w.kcase.id().c_str(),
                 w.calls > 0 ? ("  (" + std::to_string(w.calls) + " calls)").c_str() : "");
+    // Arguments computed per call ({"scalar": "1 / sqrt(D)"}), as this case passes them.
+    for (const auto& s : package::case_float_scalars(p->manifest, *p->op, w.kcase)) std::printf("    %s\n", s.c_str());
+  }
   return 0;
 }
 

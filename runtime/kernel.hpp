@@ -62,6 +62,13 @@ struct KernelInfo {
   /// manifest but its name, version and description); "" elsewhere. Two kernels with the same
   /// non-empty digest run the same code: their speed comparison is UNCHANGED and not timed.
   std::string code_digest;
+  /// Outputs the kernel reads before it writes them, with the value each must hold before every
+  /// launch (0, -inf, ...): a BLAS-style C = alpha*A@B + beta*C reads C even when beta is 0, an
+  /// attention kernel accumulates into O. Such an output holds its start value, not the NaN
+  /// poison, before every checked and timed launch (the refill between timed launches is not
+  /// timed); an element still holding it where the reference differs beyond the tolerance counts
+  /// as unwritten. Keyed by the op's output name; outputs written in place cannot have one.
+  std::map<std::string, double> output_start;
 };
 
 /// Adds a kernel; throws an internal Error on a duplicate name. Between begin_module_capture()

@@ -138,8 +138,10 @@ struct GuardedOutput {
 
 // `prefill`: the output holds earlier, finite values instead of the poison (a "written before"
 // check: a kernel that writes only where it sees the poison leaves them, and fails).
+// `start`: the kernel reads the output before it writes it (KernelInfo::output_start): it holds
+// that value instead, whatever the check.
 GuardedOutput make_output(const std::vector<int64_t>& shape, DType dtype, at::Device device, uint64_t salt,
-                          bool prefill) {
+                          bool prefill, std::optional<double> start) {
   GuardedOutput g;
   g.numel = 1;
   for (int64_t s : shape) g.numel *= s;
@@ -147,6 +149,10 @@ GuardedOutput make_output(const std::vector<int64_t>& shape, DType dtype, at::De
   g.buffer = at::empty({g.numel + 2 * g.guard_elements}, at::TensorOptions().dtype(to_scalar_type(dtype)).device(device));
   g.buffer.view(at::kByte).fill_(kGuardByte);
   g.output = g.buffer.narrow(0, g.guard_elements, g.numel).view(shape);
+  if (start) {
+    g.output.fill_(*start);
+    return g;
+  }
   if (prefill && is_floating(dtype)) {
     g.output.copy_(at::randn(shape, at::TensorOptions().dtype(at::kFloat)).to(g.output.options()));
     return g;
@@ -169,6 +175,28 @@ Tensors arm_outputs(const OpSignature& op, const Case& c, Tensors& arm_inputs, a
     }
     out.push_back(at::empty(concrete_shape(o.shape, c),
                             at::TensorOptions().dtype(to_scalar_type(op.tensor_dtype(o, c.dtype))).device(device)));
+  }
+  return out;
+}
+
+// Each output's start value (KernelInfo::output_start) in the op's order; none for an output
+// written in place (it holds its input). A name that is no output of the op is the kernel's error.
+using Starts = std::vector<std::optional<double>>;
+Starts output_starts(const OpSignature& op, const KernelInfo* kernel) {
+  Starts out(op.outputs.size());
+  if (!kernel) return out;
+  for (const auto& [name, value] : kernel->output_start) {
+    const auto it = std::find_if(op.outputs.begin(), op.outputs.end(), [&](const TensorSpec& o) { return o.name == name; });
+    if (it == op.outputs.end() || op.alias_input(*it) >= 0) {
+      std::string names;
+      for (const auto& o : op.outputs)
+        if (op.alias_input(o) < 0) names += (names.empty() ? "" : ", ") + o.name;
+      throw Error(ErrorKind::usage, "kernel '" + kernel->name + "' (" + kernel->source + ") gives a start value for '" +
+                                        name + "', which is not an output of op '" + op.name + "' that the kernel writes" +
+                                        (it == op.outputs.end() ? "" : " (it is written in place)") + "; its outputs: " +
+                                        names);
+    }
+    out[static_cast<size_t>(it - op.outputs.begin())] = value;
   }
   return out;
 }
@@ -374,14 +402,14 @@ Tensors run_reference_on_copies_if_it_fails(const std::function<Tensors(const Te
 // verdict fields. `poison`: the salt of the NaN poison the outputs held before the launch, so that
 // elements left holding it count as unwritten (nullopt: they held something else, and an unwritten
 // element shows as a wrong value); `floating_prefilled`: floating outputs held earlier values
-// instead. Returns false, with `result` invalid (rule reference_error), when the op's reference
+// instead; `starts`: outputs that held their start value (Measurement::start_held). Returns false, with `result` invalid (rule reference_error), when the op's reference
 // fails: that is the op's problem, never blamed on the kernel. Without `with_oracle` the fp64
 // oracle is not run (the eager reference stands in for it): for rules that judge against eager
 // only (allclose, ulp, index), where it would change no verdict.
 bool judge_outputs(const OpSignature& op, const OpReference& ref, const Case& c, const correctness::RuleConfig& rule,
                    const Attributes& attrs, const Tensors& ref_inputs, const Tensors& outputs, DeviceScalars& q,
                    const MemorySlots& memory, std::optional<uint64_t> poison, bool floating_prefilled,
-                   at::Device device, const std::vector<double>& sweep_rtols, CaseResult& result,
+                   const Starts& starts, at::Device device, const std::vector<double>& sweep_rtols, CaseResult& result,
                    bool with_oracle = true, bool references_on_copies = false) {
   // The references first: an op file's reference that fails is the op file's problem, reported
   // as such for this case and never blamed on the kernel.
@@ -461,7 +489,7 @@ bool judge_outputs(const OpSignature& op, const OpReference& ref, const Case& c,
     DType dtype;
     PendingComparison vs_reference, vs_oracle, reference_vs_oracle;
     std::optional<size_t> max_ulp;
-    std::optional<size_t> unwritten;
+    std::optional<size_t> unwritten, start_held;
     std::optional<size_t> relative_worst, relative_mismatches;
     std::optional<size_t> index_out_of_range, index_duplicate_rows, index_mismatches;
     int64_t index_bound = 0;
@@ -474,6 +502,13 @@ bool judge_outputs(const OpSignature& op, const OpReference& ref, const Case& c,
     // as a wrong value instead.
     if (i < memory.unwritten.size() && memory.unwritten[i]) {
       p.unwritten = memory.unwritten[i];
+    } else if (i < starts.size() && starts[i]) {
+      // The start value the kernel reads is a value it may leave as the answer: only where the
+      // reference (in the output's dtype) holds another, and the case fails, is it named.
+      const double start = *starts[i];
+      const auto held = outputs[i].to(at::kDouble).eq(start) &
+                        expected[i].to(outputs[i].scalar_type()).to(at::kDouble).ne(start);
+      p.start_held = q.add_int(held.sum());
     } else if (poison && op.alias_input(op.outputs[i]) < 0 && !(floating_prefilled && is_floating(p.dtype))) {
       const auto poison_value = poison_bits(p.dtype, device, *poison);
       auto unwritten = outputs[i].contiguous().view(bits_type(p.dtype)).eq(poison_value);
@@ -579,6 +614,10 @@ bool judge_outputs(const OpSignature& op, const OpReference& ref, const Case& c,
     m.vs_oracle = p.vs_oracle.resolve(q, nullptr, nullptr);
     m.reference_vs_oracle_max_abs = p.reference_vs_oracle.resolve(q, nullptr, nullptr).max_abs;
     if (p.unwritten) m.vs_reference.unwritten += q.i(*p.unwritten);
+    if (p.start_held) {
+      m.start_held = q.i(*p.start_held);
+      m.start_value = *starts[i];
+    }
     if (p.max_ulp) m.max_ulp = static_cast<double>(q.i(*p.max_ulp));
     if (p.relative_worst) {
       m.relative_worst = q.d(*p.relative_worst);
@@ -897,13 +936,15 @@ std::string huge_refusal(const OpSignature& op, const Case& c, Backend backend) 
 // middle, and all from the row holding element 2^31 to the end) are gathered from the references'
 // inputs and from the kernel's outputs, which the checks below then judge as a case of those rows.
 // Unwritten elements are counted over the whole outputs first (except one-byte dtypes, whose
-// poison is a value: those are counted on the slices, where the reference tells them apart).
+// poison is a value, and outputs with a start value: those are judged on the slices, where the
+// reference tells them apart).
 void judge_slices(const OpSignature& op, const Case& c, const std::string& symbol, Tensors& outputs,
                   Tensors& ref_inputs, std::vector<std::optional<size_t>>& whole_unwritten, DeviceScalars& q,
-                  at::Device device, uint64_t poison_salt, bool prefilled) {
+                  at::Device device, uint64_t poison_salt, bool prefilled, const Starts& starts) {
   for (size_t i = 0; i < outputs.size(); ++i) {
     const DType dtype = from_scalar_type(outputs[i].scalar_type());
-    if (op.alias_input(op.outputs[i]) >= 0 || (prefilled && is_floating(dtype)) || dtype_size(dtype) == 1) continue;
+    if (op.alias_input(op.outputs[i]) >= 0 || (prefilled && is_floating(dtype)) || dtype_size(dtype) == 1 || starts[i])
+      continue;
     whole_unwritten[i] = q.add_int(outputs[i].view(bits_type(dtype)).eq(poison_bits(dtype, device, poison_salt)).sum());
   }
   const auto rows_list = props::huge_rows(op, c, symbol);
@@ -959,6 +1000,7 @@ CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c, const cor
       return result;
     }
   }
+  const Starts starts = output_starts(op, &kernel);
   bool kernel_done = false;  // launched, and finished without a fault
   try {
     const Tensors inputs = case_inputs(ref, c, op, impl_->device);
@@ -972,13 +1014,15 @@ CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c, const cor
     for (const auto& t : inputs) snapshots.push_back(bits_snapshot(t));
     std::vector<GuardedOutput> guarded;
     Tensors outputs;
-    for (const auto& o : op.outputs) {
+    for (size_t i = 0; i < op.outputs.size(); ++i) {
+      const auto& o = op.outputs[i];
       if (const int k = op.alias_input(o); k >= 0) {
         outputs.push_back(inputs[static_cast<size_t>(k)]);
         continue;
       }
       guarded.push_back(make_output(concrete_shape(o.shape, c), op.tensor_dtype(o, c.dtype), impl_->device,
-                                    derive_seed(impl_->poison_salt ^ c.seed, "poison", 0), impl_->prefill_outputs));
+                                    derive_seed(impl_->poison_salt ^ c.seed, "poison", 0), impl_->prefill_outputs,
+                                    starts[i]));
       outputs.push_back(guarded.back().output);
     }
     impl_->sync();
@@ -1030,12 +1074,12 @@ CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c, const cor
     if (huge) {
       if (const std::string s = props::slice_symbol(op); !s.empty())
         judge_slices(op, c, s, outputs, ref_inputs, whole_unwritten, q, impl_->device,
-                     derive_seed(impl_->poison_salt ^ c.seed, "poison", 0), impl_->prefill_outputs);
+                     derive_seed(impl_->poison_salt ^ c.seed, "poison", 0), impl_->prefill_outputs, starts);
     }
 
     MemorySlots memory{std::move(inputs_changed), std::move(guards_ok), std::move(whole_unwritten)};
     const std::optional<uint64_t> poison = derive_seed(impl_->poison_salt ^ c.seed, "poison", 0);
-    if (!judge_outputs(op, ref, c, rule, attrs, ref_inputs, outputs, q, memory, poison, impl_->prefill_outputs,
+    if (!judge_outputs(op, ref, c, rule, attrs, ref_inputs, outputs, q, memory, poison, impl_->prefill_outputs, starts,
                        impl_->device, sweep_rtols, result, true, impl_->references_on_copies)) {
       // A reference that faulted leaves the context unusable: the later cases say so (not run)
       // instead of blaming their kernels for it.
@@ -1175,8 +1219,17 @@ std::vector<double> Runner::time_launches(const KernelInfo& kernel, const Case& 
   Tensors inputs = case_inputs(ref, c, op, impl_->device);
   const Tensors outputs = arm_outputs(op, c, inputs, impl_->device);
   auto& timer = impl_->launch_timer();
+  // Between launches, unmeasured: the outputs' start values (KernelInfo::output_start), the flush.
+  const Starts starts = output_starts(op, &kernel);
+  const bool refill = std::any_of(starts.begin(), starts.end(), [](const auto& v) { return v.has_value(); });
+  const bool flush = flush_l2 && impl_->flusher;
   std::function<void()> between;
-  if (flush_l2 && impl_->flusher) between = [this] { impl_->flusher->flush(); };
+  if (refill || flush)
+    between = [&] {
+      for (size_t i = 0; i < starts.size(); ++i)
+        if (starts[i]) outputs[i].fill_(*starts[i]);
+      if (flush) impl_->flusher->flush();
+    };
   auto ns = timer.time([&] { impl_->launch(kernel, inputs, outputs, attrs); }, count, between);
   impl_->sync();
   return ns;
@@ -1376,6 +1429,16 @@ class Runner::Impl::CheckedTiming {
       if (is_floating(dt)) fills.push_back(at::randn(out.sizes(), out.options().dtype(at::kFloat)).to(out.scalar_type()));
       else fills.push_back(poison_bits(dt, impl.device, poison).expand({out.numel()}).view(out.sizes()).view(out.scalar_type()));
     }
+    // Outputs a kernel arm reads before it writes them hold its start value before every launch
+    // (refill), the checked one included.
+    for (size_t a = 0; a < 2; ++a) {
+      starts[a] = output_starts(op, arm[a].kernel);
+      for (size_t i = 0; i < op.outputs.size(); ++i) {
+        const at::Tensor& out = arm[1].outputs[0][i];
+        start_fills[a].push_back(starts[a][i] ? at::full(out.sizes(), *starts[a][i], out.options()) : at::Tensor());
+        refills |= starts[a][i].has_value();
+      }
+    }
     in_place = written_in_place(op, op.inputs.size());
     flags_per_arm = 1 + static_cast<int64_t>(op.inputs.size());
     if (!on_gpu) return;
@@ -1407,6 +1470,7 @@ class Runner::Impl::CheckedTiming {
     if (options.flush_l2 && impl.flusher) h.flush = [this] { impl.flusher->flush(); };
     h.perturb = [this](int a, size_t s, bool before_flush) { timed_work([&] { swap_two(a, s, before_flush); }); };
     h.prepare = [this](int a, size_t s) { timed_work([&] { prepare(a, s); }); };
+    if (refills) h.refill = [this](int a, size_t s) { refill(a, s); };
     h.capture = [this](int a, size_t s) { timed_work([&] { capture(a, s); }); };
     h.block_done = [this](int64_t block, const std::array<int64_t, 2>& checked_set, bool settled) {
       std::optional<WrongWhileTimed> wrong;
@@ -1515,7 +1579,19 @@ class Runner::Impl::CheckedTiming {
     }
     // Outputs not written in place start with the fill, so an element left unwritten reads wrong.
     for (size_t i = 0; i < op.outputs.size(); ++i)
-      if (op.alias_input(op.outputs[i]) < 0) copy_job(b.outputs[s][i], fills[i]);
+      if (op.alias_input(op.outputs[i]) < 0) {
+        const at::Tensor& start = start_fills[static_cast<size_t>(a)][i];
+        copy_job(b.outputs[s][i], start.defined() ? start : fills[i]);
+      }
+    launch_jobs();
+  }
+
+  // Before every other launch of a kernel arm with start values: its outputs hold them again (one
+  // jobs launch on the GPU; kgate's own work, not timed).
+  void refill(int a, size_t s) {
+    const Tensors& start = start_fills[static_cast<size_t>(a)];
+    for (size_t i = 0; i < start.size(); ++i)
+      if (start[i].defined()) copy_job(arm[static_cast<size_t>(a)].outputs[s][i], start[i]);
     launch_jobs();
   }
 
@@ -1702,7 +1778,7 @@ class Runner::Impl::CheckedTiming {
         CaseResult r;
         r.kcase = bank_case(bank_entry(block, set));
         judge_outputs(op, ref, r.kcase, case_rule, attrs, check[a].inputs_before, check[a].outputs_after, q, memory,
-                      poison, true, impl.device, {}, r, needs_oracle);
+                      poison, true, starts[a], impl.device, {}, r, needs_oracle);
         if (r.outcome == Outcome::failed) return WrongWhileTimed{static_cast<int>(a), std::move(r)};
       }
       check[a] = Check{};
@@ -1849,6 +1925,9 @@ class Runner::Impl::CheckedTiming {
   bool needs_oracle = false;
   std::array<Check, 2> check;
   Tensors fills;
+  std::array<Starts, 2> starts;         // each arm's outputs' start values (output_starts)
+  std::array<Tensors, 2> start_fills;   // the same as tensors (undefined: none)
+  bool refills = false;                 // some arm has one
   double check_seconds = 0;
   std::vector<bool> in_place;
   int64_t flags_per_arm = 1;

@@ -68,7 +68,9 @@ RuleConfig scaled_for(const RuleConfig& rule, const std::vector<std::pair<std::s
   return scaled;
 }
 
-Verdict evaluate(const RuleConfig& rule, const Measurement& m, DType dtype) {
+namespace {
+
+Verdict evaluate_rule(const RuleConfig& rule, const Measurement& m, DType dtype) {
   Verdict v;
   const auto& r = m.vs_reference;
   // Memory checks fail the case whatever the numeric rule; the message names every problem found.
@@ -175,6 +177,17 @@ Verdict evaluate(const RuleConfig& rule, const Measurement& m, DType dtype) {
       break;
     }
   }
+  return v;
+}
+
+}  // namespace
+
+Verdict evaluate(const RuleConfig& rule, const Measurement& m, DType dtype) {
+  Verdict v = evaluate_rule(rule, m, dtype);
+  if (v.outcome == Outcome::failed && m.start_held > 0 && v.rule != "memory")
+    v.message = std::to_string(m.start_held) + " of " + std::to_string(m.vs_reference.elements) +
+                " output elements still hold their start value " + g(m.start_value) +
+                " where the reference holds another (never written?); " + v.message;
   return v;
 }
 

@@ -89,6 +89,11 @@ struct Measurement {
   int64_t index_duplicate_rows = 0;
   int64_t index_mismatches = 0;
   int64_t index_bound = 0;  ///< n
+  /// An output with a start value (KernelInfo::output_start): the elements still holding it where
+  /// the reference, in the output's dtype, holds another value. Not a failure of its own (a start
+  /// value of 0 may be a right answer within the tolerance): a case the rule fails says it first.
+  int64_t start_held = 0;
+  double start_value = 0;
 };
 
 struct Verdict {
@@ -106,7 +111,8 @@ struct Verdict {
 inline constexpr const char* kGuardBandChanged = "the kernel wrote outside its output (guard band changed)";
 inline constexpr const char* kInputModified = "the kernel modified its input (checksum changed)";
 
-/// Applies the memory checks, then the rule. `dtype` scales the ref_ratio floor.
+/// Applies the memory checks, then the rule; a failed case whose output still holds its start value
+/// somewhere says so first. `dtype` scales the ref_ratio floor.
 Verdict evaluate(const RuleConfig& rule, const Measurement& m, DType dtype);
 
 }  // namespace kgate::correctness

@@ -62,6 +62,8 @@ std::vector<double> CheckedArms::measure(int arm, int launches) {
     if (n == check_at) {
       checked_set_[static_cast<size_t>(arm)] = static_cast<int64_t>(static_cast<size_t>(n) % sets_);
       hooks_.prepare(arm, static_cast<size_t>(n) % sets_);
+    } else if (hooks_.refill) {
+      hooks_.refill(arm, static_cast<size_t>(n) % sets_);
     }
     if (hooks_.flush) hooks_.flush();
   };

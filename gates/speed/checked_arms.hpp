@@ -103,6 +103,9 @@ class CheckedArms final : public ArmTimer {
     /// check of this launch's inputs comes between).
     std::function<void(int arm, size_t set, bool before_flush)> perturb;
     std::function<void(int arm, size_t set)> prepare;
+    /// Before every launch that is not checked (prepare fills that one's outputs), unmeasured:
+    /// outputs the kernel reads get their start values again. Empty: none has one.
+    std::function<void(int arm, size_t set)> refill;
     std::function<void(int arm, size_t set)> capture;
     /// Judges the block's captures (throws WrongWhileTimed) and redraws the inputs for the next.
     /// `settled`: no work was queued since the block's last launches were drained (a checked

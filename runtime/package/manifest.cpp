@@ -19,6 +19,7 @@
 
 #include "core/captured.hpp"
 #include "core/error.hpp"
+#include "core/format.hpp"
 #include "core/schema_check.hpp"
 #include "core/suggest.hpp"
 #include "core/safe_text.hpp"
@@ -307,6 +308,7 @@ class Checker {
     check_ranks_against_op();
     declare_expression_names();
     check_workspace(doc);
+    check_output_starts(doc);
     check_launches(doc);
     check_guard(doc);
     check_captured_inputs(doc);
@@ -334,8 +336,8 @@ class Checker {
     // In the manifest's own order of keys (a key it does not know last), whoever found them.
     static const std::vector<std::string> kOrder = {
         "(package)", "(document)", "format", "name", "version", "op", "op_file", "description", "attributes",
-        "sources", "binaries", "include_dirs", "nvrtc_options", "nvrtc_options_for_dtype", "symbols", "workspaces",
-        "launch_defaults", "launches", "guard", "captured_inputs"};
+        "sources", "binaries", "include_dirs", "nvrtc_options", "nvrtc_options_for_dtype", "symbols", "workspace",
+        "outputs", "launch_defaults", "launches", "guard", "captured_inputs"};
     const auto rank = [](const std::string& field) {
       const std::string top = field.substr(0, field.find_first_of(".["));
       const auto it = std::find(kOrder.begin(), kOrder.end(), top);
@@ -780,6 +782,16 @@ class Checker {
     }
   }
 
+  /// What a float expression may name: the shape symbols, every attribute (the manifest's and the
+  /// op's, integer or not) and the built-in symbols.
+  std::set<std::string, std::less<>> float_expression_names() const {
+    std::set<std::string, std::less<>> out = known_symbols_;
+    for (const auto& a : m_.attributes) out.insert(a.name);
+    if (op_)
+      for (const auto& [name, value] : op_->attributes) out.insert(name);
+    return out;
+  }
+
   /// Expressions may also name integer attributes and the built-in symbols.
   void declare_expression_names() {
     for (const auto& a : m_.attributes)
@@ -833,6 +845,54 @@ class Checker {
     for (std::size_t i = 0; i < it->size(); ++i)
       if (auto e = expr_at(at(sub(field, key), i), (*it)[i])) out.push_back(*e);
     return out;
+  }
+
+  /// A start value as written: a number, "inf" or "-inf" (nullopt: the schema said).
+  static std::optional<double> start_value(const json& v) {
+    if (v.is_number()) return v.get<double>();
+    if (v == "inf") return std::numeric_limits<double>::infinity();
+    if (v == "-inf") return -std::numeric_limits<double>::infinity();
+    return std::nullopt;
+  }
+
+  /// An integer tensor starts at a whole, finite value that its type holds.
+  bool whole_start(double v, DType dtype, const std::string& field, const std::string& what) {
+    if (is_floating(dtype)) return true;
+    const double lo = dtype == DType::i32 ? -2147483648.0 : -9223372036854775808.0;
+    if (std::isfinite(v) && v == std::trunc(v) && v >= lo && v < -lo) return true;
+    problem(field, what + " is " + dtype_name(dtype) + ": its start value is a whole number it holds; found " +
+                       format_number(v, "%.17g"));
+    return false;
+  }
+
+  /// "outputs": {"C": {"start": 0}}: outputs the kernel reads before it writes them.
+  void check_output_starts(const json& doc) {
+    auto it = doc.find("outputs");
+    if (it == doc.end() || !it->is_object()) return;  // the schema said
+    for (const auto& [name, spec] : it->items()) {
+      const std::string field = sub("outputs", name);
+      if (!spec.is_object() || !spec.contains("start")) continue;  // the schema said
+      const auto v = start_value(spec.at("start"));
+      if (!v) continue;  // the schema said
+      if (op_) {
+        const auto o = std::find_if(op_->outputs.begin(), op_->outputs.end(), [&](const TensorSpec& t) { return t.name == name; });
+        if (o == op_->outputs.end()) {
+          std::vector<std::string> names;
+          for (const auto& t : op_->outputs) names.push_back(t.name);
+          problem(field, "op " + json_quote(m_.op) + " has no output " + json_quote(name) + "; its outputs: " +
+                             join_capped(names));
+          continue;
+        }
+        if (!o->alias.empty()) {
+          problem(field, "output " + json_quote(name) + " is written in place into input " + json_quote(o->alias) +
+                             ": it holds that input's values, not a start value; remove it from \"outputs\"");
+          continue;
+        }
+        if (!o->dtype.empty() && !whole_start(*v, parse_dtype(o->dtype), sub(field, "start"), "output " + json_quote(name)))
+          continue;
+      }
+      m_.output_start[name] = *v;
+    }
   }
 
   void check_workspace(const json& doc) {
@@ -897,6 +957,20 @@ class Checker {
           ws.zero = z->get<bool>();
         else
           ok = false;  // the schema said
+      }
+      if (ws.zero) ws.start = 0.0;
+      if (auto st = w.find("start"); st != w.end()) {
+        const auto v = start_value(*st);
+        if (!v) {
+          ok = false;  // the schema said
+        } else if (ws.zero && *v != 0) {
+          problem(sub(field, "start"), "\"zero\": true and \"start\": " + st->dump() + " disagree; give one of them");
+          ok = false;
+        } else if (!whole_start(*v, ws.dtype, sub(field, "start"), "workspace " + json_quote(ws.name))) {
+          ok = false;
+        } else {
+          ws.start = *v;
+        }
       }
       if (!ws.name.empty()) workspace_names_.insert(ws.name);
       if (ok) m_.workspace.push_back(std::move(ws));
@@ -1034,6 +1108,25 @@ class Checker {
       auto t = arg_type(a, field, true);
       if (!check_stride(vfield, v, arg) || !t) return;
       arg.kind = KernelArg::Kind::stride;
+      arg.type = *t;
+    } else if (v.is_string()) {  // a float expression
+      auto t = arg_type(a, field, false);
+      if (!t) return;
+      if (is_integer(*t)) {
+        problem(sub(field, "type"), "a float expression is passed as f32 or f64; an integer value is {\"shape\": " +
+                                        json_quote(v.get<std::string>()) + ", \"type\": " +
+                                        json_quote(scalar_type_name(*t)) + "}");
+        return;
+      }
+      try {
+        FloatExpr e = FloatExpr::parse(v.get<std::string>());
+        e.check_symbols(float_expression_names());
+        arg.float_expr = std::move(e);
+      } catch (const Error& e) {
+        problem(vfield, e.what());
+        return;
+      }
+      arg.kind = KernelArg::Kind::scalar;
       arg.type = *t;
     } else {
       auto t = arg_type(a, field, false);

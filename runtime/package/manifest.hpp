@@ -18,6 +18,7 @@
 #include "core/dtype.hpp"
 #include "core/op_signature.hpp"
 #include "core/expr.hpp"
+#include "core/float_expr.hpp"
 
 namespace kgate::package {
 
@@ -94,12 +95,14 @@ struct SymbolBinding {
   int dim = 0;  ///< negative counts from the end, as in PyTorch
 };
 
-/// A scratch tensor kgate allocates for the launches (and zeroes first when `zero` is set).
+/// A scratch tensor kgate allocates for the launches (and fills first when `start` is set).
 struct Workspace {
   std::string name;
   DType dtype = DType::f32;
   std::vector<Expr> shape;  ///< 1 to 8 dimension expressions
-  bool zero = false;
+  bool zero = false;        ///< "zero": true (start is then 0)
+  /// "start" (or 0 with "zero"): what every element holds before the first launch.
+  std::optional<double> start;
 };
 
 /// One kernel parameter, in order.
@@ -109,7 +112,7 @@ struct KernelArg {
     workspace,  ///< {"workspace": "partial"}: a workspace tensor's data pointer
     shape,      ///< {"shape": "N * 2", "type": "i64"}: an expression value
     attribute,  ///< {"attribute": "dim", "type": "i32"}: an attribute of the call
-    scalar,     ///< {"scalar": 1.0, "type": "f32"}: a constant
+    scalar,     ///< {"scalar": 1.0, "type": "f32"}: a constant, or {"scalar": "1 / sqrt(D)"}: a float expression
     stride      ///< {"stride": ["x", 0], "type": "i64"}: the op tensor's stride, in elements
   };
   Kind kind = Kind::tensor;
@@ -119,6 +122,7 @@ struct KernelArg {
   ScalarType type = ScalarType::i64;  ///< shape, attribute, scalar
   int64_t int_value = 0;              ///< integer scalar
   double float_value = 0;             ///< floating scalar
+  std::optional<FloatExpr> float_expr;  ///< floating scalar computed per call (float_value unused)
 };
 
 /// When a launch of the sequence runs ("when"); both parts must hold. A launch without a
@@ -217,6 +221,9 @@ struct PackageManifest {
   std::map<DType, std::vector<std::string>> nvrtc_options_for_dtype;
   std::vector<SymbolBinding> symbols;
   std::vector<Workspace> workspace;
+  /// "outputs": {"C": {"start": 0}}: outputs the kernel reads before it writes them, and the value
+  /// each holds before every launch (KernelInfo::output_start).
+  std::map<std::string, double> output_start;
   std::vector<Launch> launches;
   Guard guard;
 

@@ -332,6 +332,31 @@ bool case_has(const Case& c, const std::string& name) {
 
 }  // namespace
 
+std::vector<std::string> case_float_scalars(const PackageManifest& manifest, const OpSignature& op, const Case& c) {
+  std::vector<std::string> out;
+  FloatValues values;
+  for (const auto& [name, v] : c.dims) values[name] = static_cast<double>(v);
+  for (const auto& [name, v] : op.attributes) values[name] = v;
+  for (const auto& a : manifest.attributes) values[a.name] = a.value;
+  for (const auto& [name, v] : case_symbol_values(manifest, op, c)) values[name] = static_cast<double>(v);
+  values[kDtypeSizeSymbol] = static_cast<double>(dtype_size(c.dtype));
+  for (const auto& l : manifest.launches)
+    for (std::size_t i = 0; i < l.args.size(); ++i) {
+      const KernelArg& a = l.args[i];
+      if (!a.float_expr) continue;
+      std::string value;
+      try {
+        const double v = a.float_expr->evaluate(values);
+        value = a.type == ScalarType::f32 ? format_number(static_cast<float>(v), "%.9g") : format_number(v, "%.17g");
+      } catch (const Error& e) {
+        value = std::string("(") + e.what() + ")";
+      }
+      out.push_back(l.field + ".args[" + std::to_string(i) + "] \"" + a.float_expr->text() + "\" = " + value + " as " +
+                    scalar_type_name(a.type));
+    }
+  return out;
+}
+
 std::map<std::string, int64_t> case_symbol_values(const PackageManifest& manifest, const OpSignature& op,
                                                   const Case& c) {
   std::map<std::string, int64_t> out;
@@ -811,6 +836,7 @@ class LaunchPlanner {
     p.name = ws.name;
     p.dtype = ws.dtype;
     p.zero = ws.zero;
+    p.start = ws.start;
     int64_t bytes = static_cast<int64_t>(dtype_size(ws.dtype));
     for (std::size_t d = 0; d < ws.shape.size(); ++d) {
       const std::string f = field + ".shape[" + std::to_string(d) + "]";
@@ -939,6 +965,25 @@ class LaunchPlanner {
         return;
       }
       case KernelArg::Kind::scalar: {
+        if (arg.float_expr) {
+          out.description = "scalar \"" + arg.float_expr->text() + "\" as " + scalar_type_name(arg.type);
+          // In float64, over the symbols and every attribute of the call, rounded once when packed.
+          FloatValues values;
+          for (const auto& [name, v] : values_) values[name] = static_cast<double>(v);
+          for (const auto& [name, v] : op_.attributes) values[name] = v;
+          for (const auto& a : m_.attributes) values[a.name] = a.value;
+          for (const auto& [name, v] : call_.attributes) values[name] = v;
+          double v = 0;
+          try {
+            v = arg.float_expr->evaluate(values);
+          } catch (const Error& e) {
+            fail(field, e.what());
+          }
+          out.description += " (" + (arg.type == ScalarType::f32 ? format_number(static_cast<float>(v), "%.9g")
+                                                                  : format_number(v, "%.17g")) + ")";
+          integer_or_float(p, std::move(out), arg.type, v, 0, false);
+          return;
+        }
         out.description = "scalar as " + std::string(scalar_type_name(arg.type));
         if (is_integer(arg.type))
           integer_or_float(p, std::move(out), arg.type, static_cast<double>(arg.int_value), arg.int_value, true);
@@ -1019,6 +1064,44 @@ LaunchPlan plan_launches(const PackageManifest& manifest, const OpSignature& op,
 
 // ---------------------------------------------------------------------------------------------
 // The kernel: module cache, workspaces, launches
+
+/// The bits of `value` as an element of `dtype` (rounded to nearest, ties to even).
+uint64_t element_bits(DType dtype, double value) {
+  const float f = static_cast<float>(value);
+  uint32_t f32 = 0;
+  std::memcpy(&f32, &f, 4);
+  switch (dtype) {
+    case DType::f64: {
+      uint64_t b = 0;
+      std::memcpy(&b, &value, 8);
+      return b;
+    }
+    case DType::f32: return f32;
+    case DType::bf16:
+      if (std::isnan(f)) return 0x7fc0;
+      return (f32 + 0x7fffu + ((f32 >> 16) & 1u)) >> 16;
+    case DType::f16: {
+      const uint32_t sign = (f32 >> 16) & 0x8000u;
+      const uint32_t magnitude = f32 & 0x7fffffffu;
+      if (magnitude > 0x7f800000u) return sign | 0x7e00u;                 // NaN
+      if (magnitude >= 0x477ff000u) return sign | 0x7c00u;               // rounds past 65504: inf
+      if (magnitude < 0x33000001u) return sign;                          // below half the least subnormal
+      const int exponent = static_cast<int>(magnitude >> 23) - 127;
+      uint32_t mantissa = (magnitude & 0x7fffffu) | 0x800000u;           // 24 bits with the hidden one
+      const int shift = exponent < -14 ? 13 + (-14 - exponent) : 13;     // subnormals lose more bits
+      const uint32_t rest = mantissa & ((1u << shift) - 1);
+      const uint32_t half = 1u << (shift - 1);
+      mantissa >>= shift;
+      if (rest > half || (rest == half && (mantissa & 1u))) ++mantissa;  // to nearest, ties to even
+      if (exponent < -14) return sign | mantissa;                        // (a carry makes it normal)
+      return sign | ((static_cast<uint32_t>(exponent + 15) << 10) + (mantissa - 0x400u));
+    }
+    case DType::i32: return static_cast<uint32_t>(static_cast<int32_t>(value));
+    case DType::i64: return static_cast<uint64_t>(static_cast<int64_t>(value));
+    default: break;
+  }
+  throw Error(ErrorKind::internal, std::string("no start value bits for dtype ") + dtype_name(dtype));
+}
 
 namespace {
 
@@ -1155,7 +1238,7 @@ class WorkspaceAllocations {
   WorkspaceAllocations(const WorkspaceAllocations&) = delete;
   WorkspaceAllocations& operator=(const WorkspaceAllocations&) = delete;
 
-  void* allocate(std::size_t bytes, bool zero) {
+  void* allocate(std::size_t bytes, DType dtype, std::optional<double> start) {
     if (!probed_) {
       int device = 0, pools = 0;
       KGATE_CUDA_CALL(cudaGetDevice(&device));
@@ -1167,8 +1250,41 @@ class WorkspaceAllocations {
     if (async_) KGATE_CUDA_CALL(cudaMallocAsync(&p, bytes, stream_));
     else KGATE_CUDA_CALL(cudaMalloc(&p, bytes));
     pointers_.push_back(p);
-    if (zero) KGATE_CUDA_CALL(cudaMemsetAsync(p, 0, bytes, stream_));
+    if (start) fill(p, bytes, dtype, *start);
     return p;
+  }
+
+  /// Every element of `dtype` at `p` set to `value`, on the stream: a byte memset where the
+  /// element's bytes agree, else the driver's 16- or 32-bit memsets (a 64-bit element as two
+  /// strided 32-bit halves).
+  void fill(void* p, std::size_t bytes, DType dtype, double value) {
+    const std::size_t size = dtype_size(dtype);
+    const uint64_t bits = element_bits(dtype, value);
+    bool bytes_agree = true;
+    for (std::size_t i = 1; i < size; ++i) bytes_agree &= ((bits >> (8 * i)) & 0xff) == (bits & 0xff);
+    if (bytes_agree) {
+      KGATE_CUDA_CALL(cudaMemsetAsync(p, static_cast<int>(bits & 0xff), bytes, stream_));
+      return;
+    }
+    using D16 = CUresult (*)(CUdeviceptr, unsigned short, size_t, CUstream);
+    using D32 = CUresult (*)(CUdeviceptr, unsigned int, size_t, CUstream);
+    using D2D32 = CUresult (*)(CUdeviceptr, size_t, unsigned int, size_t, size_t, CUstream);
+    const auto d16 = reinterpret_cast<D16>(cuda::driver_function("cuMemsetD16Async"));
+    const auto d32 = reinterpret_cast<D32>(cuda::driver_function("cuMemsetD32Async"));
+    const auto d2d32 = reinterpret_cast<D2D32>(cuda::driver_function("cuMemsetD2D32Async"));
+    const auto ptr = reinterpret_cast<CUdeviceptr>(p);
+    const auto stream = reinterpret_cast<CUstream>(stream_);
+    const std::size_t n = bytes / size;
+    if (size == 2 && d16) {
+      KGATE_DRIVER_CALL(d16(ptr, static_cast<unsigned short>(bits), n, stream));
+    } else if (size == 4 && d32) {
+      KGATE_DRIVER_CALL(d32(ptr, static_cast<unsigned int>(bits), n, stream));
+    } else if (size == 8 && d2d32) {
+      KGATE_DRIVER_CALL(d2d32(ptr, 8, static_cast<unsigned int>(bits), 1, n, stream));
+      KGATE_DRIVER_CALL(d2d32(ptr + 4, 8, static_cast<unsigned int>(bits >> 32), 1, n, stream));
+    } else {
+      throw Error(ErrorKind::device, std::string("the driver lacks the memset that fills a workspace of ") + dtype_name(dtype));
+    }
   }
 
  private:
@@ -1252,7 +1368,8 @@ void launch_package(const PackageState& state, const KernelCall& call) {
   with_context("package " + name + ": workspace", [&] {
     for (std::size_t w = 0; w < plan.workspaces.size(); ++w) {
       const auto& ws = plan.workspaces[w];
-      plan.bind_workspace(w, ws.bytes > 0 ? workspaces.allocate(static_cast<std::size_t>(ws.bytes), ws.zero) : nullptr);
+      plan.bind_workspace(w, ws.bytes > 0 ? workspaces.allocate(static_cast<std::size_t>(ws.bytes), ws.dtype, ws.start)
+                                          : nullptr);
     }
   });
   for (std::size_t i = 0; i < plan.launches.size(); ++i) {
@@ -1323,6 +1440,7 @@ KernelInfo make_package_kernel(const PackageManifest& manifest, const CompileRes
   k.source = manifest.dir.string();
   k.package = true;
   k.code_digest = code_digest(manifest, *shared);
+  k.output_start = manifest.output_start;
   k.accepts = [shared](const KernelCall& call) {
     return call_guard_violation(shared->manifest, shared->op, call).empty();
   };

@@ -68,6 +68,10 @@ std::string guard_violation(const PackageManifest& manifest, DType dtype,
 std::map<std::string, int64_t> case_symbol_values(const PackageManifest& manifest,
                                                   const OpSignature& op, const Case& c);
 
+/// Every float-expression argument ({"scalar": "1 / sqrt(D)"}) with its value for a case, as the
+/// launch passes it: "launches[0].args[4] \"1 / sqrt(D)\" = 0.125 as f32". Empty without any.
+std::vector<std::string> case_float_scalars(const PackageManifest& manifest, const OpSignature& op, const Case& c);
+
 /// guard_violation for a case (its dtype, layout, symbol values and the rank of the tensors the
 /// symbols bind to, from the op's signature); "" when the case is inside the guard.
 std::string case_guard_violation(const PackageManifest& manifest, const OpSignature& op,
@@ -175,12 +179,17 @@ struct PlannedLaunch {
 };
 
 /// A workspace tensor of a plan.
+/// The bits of `value` as an element of `dtype` (f16 and bf16 rounded to nearest, ties to even):
+/// how a start value is written.
+uint64_t element_bits(DType dtype, double value);
+
 struct PlannedWorkspace {
   std::string name;
   DType dtype = DType::f32;
   std::vector<int64_t> shape;
   int64_t bytes = 0;
   bool zero = false;
+  std::optional<double> start;  ///< what every element holds before the first launch (zero: 0)
 };
 
 /// Everything launch() needs, computed on the host without touching the GPU.

@@ -34,6 +34,27 @@ TEST(Rules, AllcloseUsesTheWorstRatio) {
   EXPECT_NE(v.message.find("2 of 100 elements outside atol=1e-05 rtol=1.3e-06"), std::string::npos);
 }
 
+TEST(Rules, AStartValueHeldIsNamedOnlyWhenTheCaseFails) {
+  RuleConfig rule;
+  rule.tolerance = {1e-5, 1.3e-6};
+  auto m = clean();
+  m.start_held = 7;  // 7 elements hold the start value 0 where the reference is not 0 ...
+  m.start_value = 0;
+  auto v = evaluate(rule, m, DType::f32);
+  EXPECT_EQ(v.outcome, Outcome::passed);  // ... within the tolerance: right answers
+  EXPECT_EQ(v.message.find("start value"), std::string::npos);
+  m.allclose_worst = 3;
+  m.vs_reference.mismatches = 7;
+  v = evaluate(rule, m, DType::f32);
+  EXPECT_EQ(v.outcome, Outcome::failed);
+  EXPECT_EQ(v.rule, "allclose");
+  EXPECT_EQ(v.message.rfind("7 of 100 output elements still hold their start value 0 where the reference holds another", 0), 0u)
+      << v.message;
+  EXPECT_NE(v.message.find("7 of 100 elements outside"), std::string::npos);
+  m.start_value = -INFINITY;
+  EXPECT_NE(evaluate(rule, m, DType::f32).message.find("start value -inf"), std::string::npos);
+}
+
 TEST(Rules, Ulp) {
   RuleConfig rule;
   rule.kind = RuleKind::ulp;

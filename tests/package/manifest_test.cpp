@@ -30,7 +30,7 @@ __global__ void k(const T* x, T* y, long long n) {
 
 const char* const kTopKeyList =
     "format, name, version, op, op_file, description, attributes, sources, include_dirs, nvrtc_options, "
-    "symbols, workspace, cubin, fatbin, ptx, captured_inputs, nvrtc_options_for_dtype, launch_defaults, launches, "
+    "outputs, symbols, workspace, cubin, fatbin, ptx, captured_inputs, nvrtc_options_for_dtype, launch_defaults, launches, "
     "guard";
 
 /// A minimal valid manifest for softmax; each test breaks one thing.
@@ -103,6 +103,84 @@ TEST_F(ManifestTest, BaseManifestIsValid) {
   EXPECT_EQ(m.launches[0].args[2].type, ScalarType::i64);
   EXPECT_EQ(m.guard.layouts, std::vector<Layout>{Layout::contiguous});
   EXPECT_EQ(m.name_expressions(), std::vector<std::string>{"k<float>"});
+}
+
+TEST_F(ManifestTest, AScalarMayBeAFloatExpression) {
+  json m = base_manifest();
+  m["launches"][0]["args"].push_back({{"scalar", "1 / sqrt(N) * dim"}, {"type", "f32"}});
+  PackageManifest out;
+  EXPECT_TRUE(problems(m, &out).empty()) << ::testing::PrintToString(problems(m));
+  ASSERT_TRUE(out.launches[0].args.at(3).float_expr);
+  EXPECT_EQ(out.launches[0].args[3].float_expr->text(), "1 / sqrt(N) * dim");
+  m["launches"][0]["args"][3] = {{"scalar", "1 / sqrt(D)"}, {"type", "f32"}};
+  EXPECT_EQ(only_problem(m), line("launches[0].args[3].scalar",
+                                  "in \"1 / sqrt(D)\" at column 10: unknown name 'D'; expected a shape symbol or an "
+                                  "attribute (B, N, dim, dtype_size)"));
+  m["launches"][0]["args"][3] = {{"scalar", "1 / sqrt(N)"}, {"type", "i32"}};
+  EXPECT_EQ(only_problem(m), line("launches[0].args[3].type",
+                                  "a float expression is passed as f32 or f64; an integer value is {\"shape\": "
+                                  "\"1 / sqrt(N)\", \"type\": \"i32\"}"));
+  m["launches"][0]["args"][3] = {{"scalar", "N % 2"}, {"type", "f64"}};
+  EXPECT_NE(only_problem(m).find("'%' is not a float operation"), std::string::npos);
+}
+
+TEST_F(ManifestTest, OutputsAndWorkspacesTakeAStartValue) {
+  json m = base_manifest();
+  m["outputs"] = json::parse(R"J({"y": {"start": "-inf"}})J");
+  m["workspace"] = json::parse(R"J([
+    {"name": "running_max", "dtype": "f32", "shape": ["B"], "start": "-inf"},
+    {"name": "count", "dtype": "i32", "shape": ["B"], "start": 7},
+    {"name": "sum", "dtype": "f64", "shape": ["B"], "zero": true},
+    {"name": "plain", "dtype": "f16", "shape": ["B"]}
+  ])J");
+  PackageManifest out;
+  EXPECT_TRUE(problems(m, &out).empty()) << ::testing::PrintToString(problems(m));
+  ASSERT_EQ(out.output_start.size(), 1u);
+  EXPECT_EQ(out.output_start.at("y"), -INFINITY);
+  ASSERT_EQ(out.workspace.size(), 4u);
+  EXPECT_EQ(out.workspace[0].start, std::optional<double>(-INFINITY));
+  EXPECT_EQ(out.workspace[1].start, std::optional<double>(7));
+  EXPECT_EQ(out.workspace[2].start, std::optional<double>(0));  // "zero": true
+  EXPECT_FALSE(out.workspace[3].start);
+
+  // An output the op lacks; a start that is no number; zero and start that disagree; an integer
+  // workspace that cannot hold its start.
+  m["outputs"] = json::parse(R"J({"z": {"start": 0}})J");
+  EXPECT_EQ(only_problem(m), line("outputs.z", "op \"softmax\" has no output \"z\"; its outputs: y"));
+  m["outputs"] = json::parse(R"J({"y": {"start": "nan"}})J");
+  EXPECT_NE(only_problem(m).find("outputs.y.start"), std::string::npos);
+  m["outputs"] = json::parse(R"J({"y": {"begin": 0}})J");
+  EXPECT_EQ(problems(m).at(0), line("outputs.y.begin", "unknown key \"begin\"; expected one of: start"));
+  m.erase("outputs");
+  m["workspace"] = json::parse(R"J([{"name": "w", "dtype": "f32", "shape": ["B"], "zero": true, "start": 1}])J");
+  EXPECT_EQ(only_problem(m), line("workspace[0].start", "\"zero\": true and \"start\": 1 disagree; give one of them"));
+  m["workspace"] = json::parse(R"J([{"name": "w", "dtype": "i32", "shape": ["B"], "start": "-inf"}])J");
+  EXPECT_EQ(only_problem(m), line("workspace[0].start",
+                                  "workspace \"w\" is i32: its start value is a whole number it holds; found -inf"));
+  m["workspace"] = json::parse(R"J([{"name": "w", "dtype": "i32", "shape": ["B"], "start": 3000000000}])J");
+  EXPECT_NE(only_problem(m).find("found 3000000000"), std::string::npos);
+}
+
+TEST_F(ManifestTest, AnOutputWrittenInPlaceHasNoStartValue) {
+  // softmax with a second output written in place into x.
+  static const OpSignature op = [] {
+    OpSignature o = testing::softmax_op();
+    TensorSpec inplace = o.outputs.at(0);
+    inplace.name = "x_out";
+    inplace.alias = "x";
+    o.outputs.push_back(inplace);
+    return o;
+  }();
+  CheckOptions options = testing::catalogue_options();
+  options.find_op = [](const std::string& name) -> const OpSignature* { return name == "softmax" ? &op : nullptr; };
+  json m = base_manifest();
+  m["launches"][0]["args"].push_back({{"tensor", "x_out"}});
+  m["outputs"] = json::parse(R"J({"x_out": {"start": 0}})J");
+  pkg.write_json("kgate.json", m);
+  const auto ps = lines(check_manifest(pkg.path(), options, nullptr));
+  ASSERT_EQ(ps.size(), 1u) << ::testing::PrintToString(ps);
+  EXPECT_EQ(ps[0], line("outputs.x_out", "output \"x_out\" is written in place into input \"x\": it holds that "
+                                         "input's values, not a start value; remove it from \"outputs\""));
 }
 
 TEST_F(ManifestTest, FullFeaturedManifestIsValid) {
@@ -1286,7 +1364,7 @@ TEST(ManifestSchema, DescribesTheSameTopLevelKeys) {
   std::sort(keys.begin(), keys.end());
   EXPECT_EQ(keys, (std::vector<std::string>{"attributes", "captured_inputs", "cubin", "description", "fatbin", "format", "guard",
                                             "include_dirs", "launch_defaults", "launches", "name",
-                                            "nvrtc_options", "nvrtc_options_for_dtype", "op", "op_file", "ptx",
+                                            "nvrtc_options", "nvrtc_options_for_dtype", "op", "op_file", "outputs", "ptx",
                                             "sources", "symbols", "version", "workspace"}));
   EXPECT_EQ(schema.at("required"), json::parse(R"J(["format", "name", "version", "op", "launches", "guard"])J"));
   EXPECT_EQ(schema.at("anyOf").size(), 4u);  // sources, or a precompiled cubin, fatbin or ptx

@@ -92,6 +92,24 @@ class PackageKernelTest : public ::testing::Test {
   TempDir pkg;
 };
 
+TEST_F(PackageKernelTest, AFloatExpressionIsEvaluatedPerCallAndRoundedOnce) {
+  json m = plan_manifest();
+  m.erase("workspace");
+  m["launches"] = json::parse(R"J([{"kernel": "k<float>", "grid": [1], "block": [32], "args": [{"tensor": "x"}, {"tensor": "y"},
+    {"scalar": "1 / sqrt(N)", "type": "f32"}, {"scalar": "rsqrt(N) * (1 - dim) + min(B, 2.5)", "type": "f64"}]}])J");
+  const auto manifest = load(m);
+  const auto plan = plan_launches(manifest, testing::softmax_op(), kLowered, call_of(3, 300));
+  const PlannedLaunch& l = plan.launches.at(0);
+  EXPECT_EQ(l.value<float>(2), static_cast<float>(1 / std::sqrt(300.0)));  // float64, then one rounding
+  EXPECT_DOUBLE_EQ(l.value<double>(3), 2 / std::sqrt(300.0) + 2.5);        // dim = -1 (the call's)
+  EXPECT_EQ(l.args[2].description, "scalar \"1 / sqrt(N)\" as f32 (0.0577350259)");
+  // What kgate validate --cases prints for a case.
+  const Case c = Case::from_id("softmax:f32:B=4,N=64:contiguous:normal:0000000000000001");
+  EXPECT_EQ(case_float_scalars(manifest, testing::softmax_op(), c),
+            (std::vector<std::string>{"launches[0].args[2] \"1 / sqrt(N)\" = 0.125 as f32",
+                                      "launches[0].args[3] \"rsqrt(N) * (1 - dim) + min(B, 2.5)\" = 2.75 as f64"}));
+}
+
 TEST_F(PackageKernelTest, PacksArgumentsWithSizesAlignmentAndValues) {
   const auto manifest = load(plan_manifest());
   auto plan = plan_launches(manifest, testing::softmax_op(), kLowered, call_of(3, 300));
@@ -146,6 +164,7 @@ TEST_F(PackageKernelTest, PacksArgumentsWithSizesAlignmentAndValues) {
   EXPECT_EQ(plan.workspaces[0].shape, (std::vector<int64_t>{3, 2}));
   EXPECT_EQ(plan.workspaces[0].bytes, 24);
   EXPECT_TRUE(plan.workspaces[0].zero);
+  EXPECT_EQ(plan.workspaces[0].start, std::optional<double>(0));
 
   // Binding the workspace writes its pointer into both launches.
   plan.bind_workspace(0, reinterpret_cast<void*>(uintptr_t{0xABC00}));
@@ -803,6 +822,26 @@ TEST(CudaCheck, ErrorSummaryDropsKgatesOwnLocation) {
   EXPECT_EQ(cuda::api_error_summary("CUDA error: misaligned address\nCUDA kernel errors might be "
                                     "asynchronously reported at some other API call"),
             "CUDA error: misaligned address");
+}
+
+TEST(StartValues, ElementBitsRoundAsTheDeviceTypesDo) {
+  EXPECT_EQ(element_bits(DType::f16, 1.0), 0x3c00u);
+  EXPECT_EQ(element_bits(DType::f16, -INFINITY), 0xfc00u);
+  EXPECT_EQ(element_bits(DType::f16, 65504), 0x7bffu);
+  EXPECT_EQ(element_bits(DType::f16, 65520), 0x7c00u);         // rounds past the largest: inf
+  EXPECT_EQ(element_bits(DType::f16, 0.1), 0x2e66u);
+  EXPECT_EQ(element_bits(DType::f16, std::ldexp(1.0, -24)), 0x0001u);  // the least subnormal
+  EXPECT_EQ(element_bits(DType::f16, std::ldexp(1.0, -25)), 0x0000u);  // a tie: to even
+  EXPECT_EQ(element_bits(DType::f16, std::ldexp(1.5, -25)), 0x0001u);
+  EXPECT_EQ(element_bits(DType::f16, std::ldexp(1023.5, -24)), 0x0400u);  // carries into the least normal
+  EXPECT_EQ(element_bits(DType::f16, -2.0), 0xc000u);
+  EXPECT_EQ(element_bits(DType::bf16, 1.0), 0x3f80u);
+  EXPECT_EQ(element_bits(DType::bf16, -INFINITY), 0xff80u);
+  EXPECT_EQ(element_bits(DType::bf16, 1.0 + std::ldexp(1.0, -8)), 0x3f80u);  // a tie: to even
+  EXPECT_EQ(element_bits(DType::f32, -INFINITY), 0xff800000u);
+  EXPECT_EQ(element_bits(DType::f64, 1.0), 0x3ff0000000000000u);
+  EXPECT_EQ(element_bits(DType::i32, -1), 0xffffffffu);
+  EXPECT_EQ(element_bits(DType::i64, -2), 0xfffffffffffffffeu);
 }
 
 }  // namespace

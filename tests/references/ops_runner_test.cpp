@@ -185,6 +185,101 @@ TEST(OpsThroughTheRunner, StaleCheckCatchesAMemoizingKernel) {
   EXPECT_NE(r.message.find("stale output"), std::string::npos) << r.message;
 }
 
+// gelu written as BLAS writes C = beta * C + f(x) (beta 0): it reads y before writing it, so the
+// NaN poison makes every element NaN unless the kernel declares y's start value. `skip`: leaves
+// the last element of each row alone; `count_dirty`: counts launches that found y not all zero.
+void gelu_reading_y(const KernelCall& call, float beta, bool skip, int64_t* count_dirty) {
+  const auto& x = call.inputs.at(0);
+  const auto& y = call.outputs.at(0);
+  bool dirty = false;
+  for (int64_t r = 0; r < x.sizes[0]; ++r)
+    for (int64_t c = 0; c < x.sizes[1]; ++c) {
+      float& out = y.as<float>()[r * y.strides[0] + c * y.strides[1]];
+      dirty |= out != 0.f;
+      if (skip && c + 1 == x.sizes[1]) continue;
+      const float v = x.as<const float>()[r * x.strides[0] + c * x.strides[1]];
+      out = beta * out + v * 0.5f * (1.f + std::erf(v * 0.70710678118654752440f));
+    }
+  if (count_dirty && dirty) ++*count_dirty;
+}
+
+TEST(OpsThroughTheRunner, AnOutputTheKernelReadsHoldsItsStartValue) {
+  const auto& op = find_op("gelu");
+  const Case c = Case::from_id("gelu:f32:B=3,N=17:contiguous:normal:0000000000000031");
+  const auto rule = rule_for(op, c.dtype, CheckOptions{});
+  KernelInfo k = cpu_kernel("gelu_beta", "gelu", [](const KernelCall& call) { gelu_reading_y(call, 0.f, false, nullptr); });
+  // Without a start value: 0 * NaN is NaN, a correct kernel rejected.
+  EXPECT_EQ(cpu_runner().check_case(k, c, rule).outcome, Outcome::failed);
+  k.output_start = {{"y", 0.0}};
+  const auto r = cpu_runner().check_case(k, c, rule);
+  EXPECT_EQ(r.outcome, Outcome::passed) << r.message;
+  EXPECT_EQ(cpu_runner().check_written_before(k, c, rule).outcome, Outcome::passed);
+  Case d = c;
+  d.set_dim("N", 18);
+  EXPECT_EQ(cpu_runner().check_stale(k, d, rule).outcome, Outcome::passed);
+  // Cases of the families whose values this plain formula takes (not the special values).
+  for (const char* family : {"random", "ragged", "layout"})
+    for (const auto& g : props::generate_family(op, {k.dtypes, {}, true, true}, family, 4, 5, 1 << 15)) {
+      const auto result = cpu_runner().check_case(k, g, rule_for(op, g.dtype, CheckOptions{}));
+      EXPECT_EQ(result.outcome, Outcome::passed) << g.id() << ": " << result.message;
+    }
+
+  // An element left at its start value where the reference differs is named.
+  KernelInfo skip = cpu_kernel("gelu_skip", "gelu", [](const KernelCall& call) { gelu_reading_y(call, 0.f, true, nullptr); });
+  skip.output_start = {{"y", 0.0}};
+  const auto s = cpu_runner().check_case(skip, c, rule);
+  EXPECT_EQ(s.outcome, Outcome::failed);
+  EXPECT_NE(s.message.find("3 of 51 output elements still hold their start value 0 where the reference holds another"),
+            std::string::npos)
+      << s.message;
+
+  // A name that is no output of the op is the kernel's error, said before anything runs.
+  KernelInfo wrong = k;
+  wrong.output_start = {{"z", 0.0}};
+  try {
+    cpu_runner().check_case(wrong, c, rule);
+    ADD_FAILURE() << "a start value for 'z' was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("gives a start value for 'z', which is not an output of op 'gelu'"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(OpsThroughTheRunner, TimedLaunchesFindTheirStartValueEveryTime) {
+  const Case c = Case::from_id("gelu:f32:B=4,N=256:contiguous:normal:0000000000000031");
+  const auto& op = find_op("gelu");
+  const auto rule = rule_for(op, c.dtype, CheckOptions{});
+  static int64_t dirty = 0;
+  KernelInfo k = cpu_kernel("gelu_strict", "gelu", [](const KernelCall& call) { gelu_reading_y(call, 0.f, false, &dirty); });
+  k.output_start = {{"y", 0.0}};
+  TimingOptions t;
+  t.interleave.blocks_per_stage = 6;
+  t.interleave.max_stages = 1;
+  t.interleave.time_budget_s = 1;
+  t.interleave.launches_per_arm = 2;
+  t.max_warmup_batches = 2;
+  dirty = 0;
+  const auto timed = cpu_runner().time_case(k, nullptr, c, t, 1, &rule);
+  EXPECT_FALSE(timed.candidate_ns.empty()) << timed.note;
+  EXPECT_NE(timed.decision, Outcome::invalid) << timed.note;
+  EXPECT_FALSE(timed.checked_launches.empty());
+  EXPECT_EQ(dirty, 0);  // every launch, checked or not, found y at its start value
+  // A kernel baseline runs in the same buffers; with no start value of its own it leaves them
+  // written, and the candidate still finds its start value.
+  const KernelInfo plain = cpu_kernel("gelu_plain", "gelu", [](const KernelCall& call) {
+    const auto& x = call.inputs.at(0);
+    const auto& y = call.outputs.at(0);
+    for (int64_t i = 0; i < x.numel(); ++i) {  // contiguous: the case's layout
+      const float v = x.as<const float>()[i];
+      y.as<float>()[i] = v * 0.5f * (1.f + std::erf(v * 0.70710678118654752440f));
+    }
+  });
+  const auto paired = cpu_runner().time_case(k, &plain, c, t, 2, &rule);
+  EXPECT_NE(paired.decision, Outcome::invalid) << paired.note;
+  EXPECT_EQ(dirty, 0);
+}
+
 // An op file with an output written in place (kgate-op/1 "alias"): s = x + r is stored into r, and
 // y = 2 * s. A correct in-place kernel passes; one that leaves r alone, or that also writes x, fails.
 const char* const kInPlaceOp = R"({

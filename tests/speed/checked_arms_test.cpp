@@ -104,6 +104,39 @@ TEST(CheckedArms, ChecksTheDrawnLaunchOfEachArmBetweenLaunches) {
   EXPECT_EQ(arms.kernels(1), (KernelSet{"k<<<1, 32>>>"}));
 }
 
+TEST(CheckedArms, OutputsAreRefilledBeforeEveryLaunchButTheCheckedOneWhichIsPrepared) {
+  FakeTimer timer;
+  Trace t;
+  CheckedArms::Hooks h = hooks(t);
+  h.refill = [&t](int arm, size_t set) { t.events.push_back("refill " + std::to_string(arm) + "/" + std::to_string(set)); };
+  CheckedArms arms(timer, 2, 3, 10, {true, true}, h, nullptr, {"base", "head"}, fixed(7));
+  arms.measure(1, 10);  // warm-up: every launch refilled
+  for (size_t i = 0; i < t.events.size(); i += 2) {
+    EXPECT_EQ(t.events[i], "refill 1/" + std::to_string(i / 2 % 2));
+    EXPECT_EQ(t.events[i + 1], "launch 1/" + std::to_string(i / 2 % 2));
+  }
+  EXPECT_EQ(t.events.size(), 20u);
+  arms.begin_blocks(true);
+  t.events.clear();
+  arms.measure(0, 5);
+  arms.measure(1, 5);
+  arms.measure(1, 5);
+  arms.measure(0, 5);
+  // 20 launches: 18 refilled, the two checked ones (index 7 of each arm) prepared instead.
+  const auto count = [&](char first) {
+    return std::count_if(t.events.begin(), t.events.end(), [&](const std::string& e) { return e[0] == first; });
+  };
+  EXPECT_EQ(count('l'), 20);
+  EXPECT_EQ(count('r'), 18);
+  EXPECT_EQ(count('p'), 2);
+  for (size_t i = 0; i + 1 < t.events.size(); ++i)
+    if (t.events[i][0] == 'l') {
+      ASSERT_GT(i, 0u);
+      const char before = t.events[i - 1][0];
+      EXPECT_TRUE(before == 'r' || before == 'p') << "launch " << i << " came after " << t.events[i - 1];
+    }
+}
+
 TEST(CheckedArms, TheBaselineIsCheckedInBlockZeroAndAQuarterOfTheRest) {
   FakeTimer timer;
   Trace t;
