@@ -183,19 +183,28 @@ std::vector<std::string> build_differences(const nlohmann::json& head, const nlo
   return out;
 }
 
+namespace {
+
+fs::path head_module_dir() {
+  if (const char* env = std::getenv("KGATE_MODULE_DIR"); env && *env) return env;
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::path() : exe.parent_path().parent_path() / "kgate-modules";
+}
+
+}  // namespace
+
+std::string head_build_dir() {
+  const fs::path dir = head_module_dir();
+  std::error_code ec;
+  return !dir.empty() && fs::is_directory(dir, ec) ? dir.parent_path().string() : std::string();
+}
+
 HeadBuild head_build(const std::string& kgate_version) {
   HeadBuild head;
-  fs::path dir;
-  if (const char* env = std::getenv("KGATE_MODULE_DIR"); env && *env) {
-    dir = env;
-  } else {
-    std::error_code ec;
-    const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-    if (ec) return head;
-    dir = exe.parent_path().parent_path() / "kgate-modules";
-  }
+  const fs::path dir = head_module_dir();
   std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return head;
+  if (dir.empty() || !fs::is_directory(dir, ec)) return head;
   for (const auto& r : module_records(dir)) {
     LoadedModule m = load_module(r, kgate_version);
     if (!m.error.empty()) continue;  // no digest: the kernel is timed

@@ -45,6 +45,10 @@ struct HeadBuild {
 };
 HeadBuild head_build(const std::string& kgate_version);
 
+/// The build directory of the running kgate (the parent of its kgate-modules/, from
+/// KGATE_MODULE_DIR or the program's own path); "" when it is no such build.
+std::string head_build_dir();
+
 /// How the base was built differently from the head (compiler, flags, build type, architectures),
 /// one line each; empty when they agree or either is unknown.
 std::vector<std::string> build_differences(const nlohmann::json& head, const nlohmann::json& base);

@@ -405,6 +405,11 @@ int run_check(const CheckArgs& args) {
   std::vector<std::string> readable = args.packages;
   readable.push_back(args.baseline_package);
   if (!args.baseline_packages.empty()) readable.push_back(args.baseline_packages);
+  // The head's own build, when its compiled kernels run: what a kernel reads from its build (an
+  // autotuned configuration) it reads in the worker too, as the base's kernels read theirs. (A run
+  // of packages alone keeps them to their own directories.)
+  if (args.packages.empty() || !args.kernels.empty())
+    if (const std::string dir = head_build_dir(); !dir.empty()) readable.push_back(dir);
   // The base build, loaded before the sandbox (its modules are mapped executable).
   std::optional<BaseBuild> base;
   std::map<std::string, std::string> head_digests;
