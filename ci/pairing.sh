@@ -348,7 +348,7 @@ gpu_mode() {
     "${py[@]}" record "$gout/runs.jsonl" "$gout/runs/$name/report.json" "$phase" "$variant" "$seed" "$last_rc" "$last_s"
   }
 
-  # calibrate: the extra work's slowdown is not 1/(2M) (the extra row is read inside a row's
+  # calibrate: the extra work's slowdown is not exactly 1/(2M) (the extra elements are read inside a row's
   # reduction, and tails matter): pilot heads with M in PAIR_PILOT_M, each timed against the base,
   # give c = (ratio - 1) * M per kernel; slow5, slow2 and slow1 are then built with M = c / 5%, 2%, 1%.
   if has calibrate && [ "$backend" = cuda ] && in_time calibrate 240; then

@@ -407,8 +407,10 @@ int run_check(const CheckArgs& args) {
   if (!args.baseline_packages.empty()) readable.push_back(args.baseline_packages);
   // The head's own build, when its compiled kernels run: what a kernel reads from its build (an
   // autotuned configuration) it reads in the worker too, as the base's kernels read theirs. (A run
-  // of packages alone keeps them to their own directories.)
-  if (args.packages.empty() || !args.kernels.empty())
+  // of packages or torch ops alone keeps them to their own files.)
+  bool torch_ops = false;
+  for (const auto& k : registered_kernels()) torch_ops |= torch_op_memory_note(k.name) != nullptr;
+  if (!args.kernels.empty() || (args.packages.empty() && !torch_ops))
     if (const std::string dir = head_build_dir(); !dir.empty()) readable.push_back(dir);
   // The base build, loaded before the sandbox (its modules are mapped executable).
   std::optional<BaseBuild> base;

@@ -36,6 +36,7 @@
 #include "core/safe_text.hpp"
 #include "core/suggest.hpp"
 #include "runtime/cuda/check.hpp"
+#include "runtime/package/nvrtc_standins.hpp"
 #include "runtime/package/package_files.hpp"
 #include "runtime/package/nvrtc_worker.hpp"
 #include "core/sha256.hpp"
@@ -58,6 +59,8 @@ constexpr const char* kCacheFormat = "kgate-nvrtc-cache/2";
 constexpr std::uintmax_t kMaxCacheFileBytes = 512ULL << 20;
 /// Name of the generated translation unit that #includes the sources of a multi-source package.
 constexpr const char* kUnityName = "kgate_package_sources.cu";
+// The prelude NVRTC reads before the sources (nvrtc_prelude: uint, ushort, ulong).
+constexpr const char* kPreludeName = "kgate_nvrtc_prelude.h";
 
 std::atomic<uint64_t> g_compile_count{0};
 
@@ -125,7 +128,17 @@ bool read_inputs(const PackageManifest& m, const CompileOptions& opt, Inputs& in
     in.header_names.push_back(h.name);
     in.header_sources.push_back(read_package_file(h.path));
   }
+  // The standard headers NVRTC cannot open, and the prelude (nvrtc_standins.hpp): kernel files
+  // compile as they are.
+  for (const auto& [name, text] : nvrtc_standin_headers())
+    if (std::find(in.header_names.begin(), in.header_names.end(), name) == in.header_names.end()) {
+      in.header_names.push_back(name);
+      in.header_sources.push_back(text);
+    }
+  in.header_names.push_back(kPreludeName);
+  in.header_sources.push_back(nvrtc_prelude());
   in.options.push_back("--gpu-architecture=" + opt.arch);
+  in.options.push_back(std::string("--pre-include=") + kPreludeName);
   for (std::size_t i = 0; i < m.nvrtc_options.size(); ++i) {
     const std::string err = nvrtc_option_problem(m.nvrtc_options[i]);
     if (!err.empty()) {

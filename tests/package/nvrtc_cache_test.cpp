@@ -101,6 +101,39 @@ TEST(NvrtcCache, TinyKernelMissThenHit) {
   EXPECT_EQ(warm.lowered_names, cold.lowered_names);
 }
 
+TEST(NvrtcCache, KernelFilesCompileWithTheStandardHeadersTheyInclude) {
+  // What kernel files begin with, as nvcc takes them: NVRTC opens none of these by itself.
+  TempDir pkg, cache;
+  pkg.write("tiny.cu", R"J(#include <cstdio>
+#include <cstdlib>
+#include <cassert>
+#include <cstdint>
+#include <cstddef>
+#include <algorithm>
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <cmath>
+#include <climits>
+#include <cfloat>
+#include <limits>
+#include <type_traits>
+template <class T>
+__global__ void scale(const T* x, T* y, long long n) {
+  const uint i = blockIdx.x * blockDim.x + threadIdx.x;
+  const std::uint32_t last = std::min<std::uint32_t>(i, UINT_MAX);
+  static_assert(std::is_same<uint32_t, unsigned int>::value, "uint32_t");
+  static_assert(std::numeric_limits<float>::max() == FLT_MAX, "FLT_MAX");
+  assert(n >= 0);
+  if (last < n) y[last] = x[last] * T(std::max(2.0f, std::sqrt(1.0f)));
+  if (n < 0) printf("%lld\n", n);
+}
+)J");
+  pkg.write_json("kgate.json", tiny_manifest());
+  const CompileResult r = compile_package(load_manifest(pkg.path()), options_in(cache));
+  EXPECT_TRUE(is_elf(r.cubin));
+  EXPECT_EQ(r.lowered_names.at("scale<float>"), "_Z5scaleIfEvPKT_PS0_x");
+}
+
 TEST(NvrtcCache, PerDtypeAndPerLaunchOptionsCompileSeparateUnits) {
   // A kernel typed and sized by macros: SCALAR per dtype, FACTOR per launch (a for_each).
   TempDir pkg, cache;

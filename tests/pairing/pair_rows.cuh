@@ -1,13 +1,12 @@
 // The CUDA kernels of the pairing project: l2_normalize over rows (contiguous within a row, any row
 // stride), fp32 accumulation; one block per row (rows_block, any block size up to 1024) or one warp
-// per row (rows_warp). extra_every = M > 0 is the extra work of PAIR_EXTRA_EVERY: every M-th row
-// also sums the squares of its own row of the scratch buffer (scratch row row / M, n elements of T,
-// zeros) times `scale`, which the launcher passes as 0: the reads cannot be dropped, and the results
-// do not change. Those reads add about 1/(2M) to the kernel's DRAM traffic (it reads x and writes y).
-// M is an argument, not a template parameter, and every variant computes the same modulo
-// (extra_period): all run the same device code and only the host launcher's constant differs. (On
-// the H200, with M a template parameter, and then with a 64-bit modulo the base skipped, a head was
-// 3% to 13% slower at any M, so no M gave 1%.)
+// per row (rows_warp). extra_every = M > 0 is the extra work of PAIR_EXTRA_EVERY: every row also
+// sums the squares of n / M elements of its own row of the scratch buffer (zeros) times `scale`,
+// which the launcher passes as 0: the reads cannot be dropped, and the results do not change. Those
+// reads add about 1/(2M) to the kernel's DRAM traffic (it reads x and writes y), spread evenly over
+// the rows. M is an argument, not a template parameter: all variants run the same device code and
+// only the host launcher's constant differs. (On the H200, extra work on every M-th row instead cost
+// 3% to 13% at any M: the rows that did it were the kernel's tail.)
 #pragma once
 
 #include <cuda_bf16.h>
@@ -43,10 +42,9 @@ __device__ inline float warp_sum(float sum) {
   return sum;
 }
 
-// The period of the extra work: M, or for M = 0 one that no row reaches (rows where row % period is
-// period - 1 do the extra reads). Every variant computes the same 32-bit modulo, the base too.
-__device__ inline unsigned extra_period(int extra_every) {
-  return extra_every > 0 ? static_cast<unsigned>(extra_every) : 0x7fffffffu;
+// The extra elements each row reads: n / M (none for M = 0, the base).
+__host__ __device__ inline int64_t extra_length(int64_t n, int extra_every) {
+  return extra_every > 0 ? n / extra_every : 0;
 }
 
 // y = x / max(sqrt(sum), eps), where a NaN norm stays NaN (fmaxf would return eps).
@@ -66,9 +64,8 @@ __global__ void __launch_bounds__(1024) rows_block(const T* x, T* y, int64_t n, 
   const T* xr = x + row * x_row_stride;
   T* yr = y + row * y_row_stride;
   float sum = sum_squares(xr, n, threadIdx.x, blockDim.x);
-  const unsigned period = extra_period(extra_every);
-  if (static_cast<unsigned>(row) % period == period - 1)
-    sum += scale * sum_squares(scratch + row / period * n, n, threadIdx.x, blockDim.x);
+  const int64_t extra = extra_length(n, extra_every);
+  sum += scale * sum_squares(scratch + row * extra, extra, threadIdx.x, blockDim.x);
   sum = warp_sum(sum);
   __shared__ float warp_sums[32];  // (1024 threads at most)
   __shared__ float total;
@@ -93,20 +90,21 @@ __global__ void rows_warp(const T* x, T* y, int64_t rows, int64_t n, int64_t x_r
   const T* xr = x + row * x_row_stride;
   T* yr = y + row * y_row_stride;
   float sum = sum_squares(xr, n, lane, 32);
-  const unsigned period = extra_period(extra_every);
-  if (static_cast<unsigned>(row) % period == period - 1) sum += scale * sum_squares(scratch + row / period * n, n, lane, 32);
+  const int64_t extra = extra_length(n, extra_every);
+  sum += scale * sum_squares(scratch + row * extra, extra, lane, 32);
   scale_row(xr, yr, n, lane, 32, warp_sum(sum), eps);
 }
 
-// Host side. The scratch rows of extra_every = M: ceil(rows / M) rows of n zeros, one buffer per
+// Host side. The scratch rows of extra_every = M: rows rows of n / M zeros, one buffer per
 // element type, allocated once, grown as needed (zero-filled on the call's stream, before the
 // launch that needs them).
 template <typename T>
 const T* scratch_rows(int64_t rows, int64_t n, int every, cudaStream_t stream, const char* kernel) {
   static void* buffer = nullptr;
   static size_t capacity = 0;
-  if (every <= 0) return nullptr;
-  const size_t bytes = static_cast<size_t>((rows + every - 1) / every) * static_cast<size_t>(n) * sizeof(T);
+  const int64_t extra = extra_length(n, every);
+  if (extra <= 0) return nullptr;
+  const size_t bytes = static_cast<size_t>(rows) * static_cast<size_t>(extra) * sizeof(T);
   if (bytes > capacity) {
     if (buffer) cudaFree(buffer);
     buffer = nullptr;
