@@ -112,6 +112,34 @@ std::vector<std::string> split_params(const std::string& list) {
 
 }  // namespace
 
+std::string param_probe_expression(const std::string& kernel) { return "kgate_param_probe<decltype(&" + kernel + ")>"; }
+
+std::optional<std::vector<ParamType>> probe_param_types(const std::string& mangled) {
+  int status = 0;
+  std::unique_ptr<char, void (*)(void*)> text(abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status),
+                                              std::free);
+  if (status != 0 || !text) return std::nullopt;
+  const std::string s = text.get();
+  // "void kgate_param_probe<void (*)(float const*, float*, long long)>()"
+  const std::size_t open = s.find("(*)(");
+  if (s.rfind("void kgate_param_probe<", 0) != 0 || open == std::string::npos) return std::nullopt;
+  int depth = 0;
+  std::size_t close = std::string::npos;
+  for (std::size_t i = open + 3; i < s.size(); ++i) {
+    if (s[i] == '(') ++depth;
+    if (s[i] == ')' && --depth == 0) {
+      close = i;
+      break;
+    }
+  }
+  if (close == std::string::npos) return std::nullopt;
+  const std::string list = s.substr(open + 4, close - open - 4);
+  std::vector<ParamType> out;
+  if (trim(list) == "void" || trim(list).empty()) return out;
+  for (const auto& p : split_params(list)) out.push_back(param_of(p));
+  return out;
+}
+
 std::optional<std::vector<ParamType>> mangled_param_types(const std::string& mangled) {
   if (mangled.rfind("_Z", 0) != 0) return std::nullopt;
   int status = 0;
@@ -159,7 +187,8 @@ std::string describe_arg(const KernelArg& a) {
 }  // namespace
 
 std::vector<ManifestProblem> args_match_types(const PackageManifest& m, const OpSignature& op,
-                                              const CompileResult& r) {
+                                              const CompileResult& r,
+                                              const std::map<std::string, std::vector<ParamType>>& declared) {
   std::vector<ManifestProblem> problems;
   for (std::size_t i = 0; i < m.launches.size(); ++i) {
     const Launch& l = m.launches[i];
@@ -171,8 +200,9 @@ std::vector<ManifestProblem> args_match_types(const PackageManifest& m, const Op
       const CompileResult& unit = compile_unit_for(r, d, i);
       const auto low = unit.lowered_names.find(expr);
       if (expr.empty() || low == unit.lowered_names.end()) continue;
-      const auto types = mangled_param_types(low->second);
-      if (!types || types->size() != l.args.size()) continue;  // extern "C", or counted apart (sizes)
+      auto types = mangled_param_types(low->second);
+      if (const auto d = declared.find(expr); !types && d != declared.end()) types = d->second;  // extern "C"
+      if (!types || types->size() != l.args.size()) continue;  // not known, or counted apart (sizes)
       for (std::size_t j = 0; j < l.args.size() && !reported; ++j) {
         const KernelArg& a = l.args[j];
         const ParamType& p = (*types)[j];

@@ -6,6 +6,7 @@
 // checked (nvrtc_cache.cpp). Torch-free, no GPU.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,12 +35,22 @@ struct ParamType {
 /// that is not an Itanium-mangled function (an extern "C" kernel) or does not demangle.
 std::optional<std::vector<ParamType>> mangled_param_types(const std::string& mangled);
 
+/// The parameter types carried by the mangled name of kgate_param_probe<decltype(&KERNEL)> (the
+/// function-pointer type of its template argument); nullopt when it does not demangle so.
+std::optional<std::vector<ParamType>> probe_param_types(const std::string& mangled);
+
+/// The probe's name expression for a kernel: "kgate_param_probe<decltype(&KERNEL)>".
+std::string param_probe_expression(const std::string& kernel);
+
 /// Each launch's "args" against its kernel's parameter types for every guard dtype: a tensor or
 /// workspace where the kernel takes a value (or the reverse), a value of another type than the
 /// parameter's ("type": "u32" for an `int`), and a tensor whose element type for that dtype (from
 /// the op's signature) is not the pointer's ("f16" tensor to a `float*`). One problem per launch
 /// (the first mismatch), naming the argument, the kernel, the dtype and both types.
+/// `declared`: the types of kernels whose lowered names carry none (extern "C"), by name expression,
+/// from a probe compile.
 std::vector<ManifestProblem> args_match_types(const PackageManifest& manifest, const OpSignature& op,
-                                              const CompileResult& compiled);
+                                              const CompileResult& compiled,
+                                              const std::map<std::string, std::vector<ParamType>>& declared = {});
 
 }  // namespace kgate::package

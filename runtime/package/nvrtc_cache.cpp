@@ -567,7 +567,15 @@ std::vector<std::string> global_function_names(const Inputs& in) {
     }
   };
   scan(in.main_source);
-  for (const auto& h : in.header_sources) scan(h);
+  // The package's headers, not kgate's stand-ins and prelude.
+  const auto kgate_text = [](const std::string& text) {
+    if (text == nvrtc_prelude()) return true;
+    for (const auto& [name, standin] : nvrtc_standin_headers())
+      if (text == standin) return true;
+    return false;
+  };
+  for (const auto& h : in.header_sources)
+    if (!kgate_text(h)) scan(h);
   std::sort(names.begin(), names.end());
   names.erase(std::unique(names.begin(), names.end()), names.end());
   return names;

@@ -17,7 +17,9 @@ namespace kgate::package {
 /// Every stand-in, as (name an #include asks for, its text).
 const std::vector<std::pair<std::string, std::string>>& nvrtc_standin_headers();
 
-/// Text NVRTC sees before a package's sources: the prelude (uint, ushort, ulong).
+/// Text NVRTC sees before a package's sources: the prelude (uint, ushort, ulong, and the template
+/// kgate_param_probe<F>, whose instantiation for decltype(&KERNEL) names an extern "C" kernel's
+/// parameter types).
 const std::string& nvrtc_prelude();
 
 }  // namespace kgate::package

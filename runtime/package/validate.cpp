@@ -7,6 +7,39 @@
 
 namespace kgate::package {
 
+namespace {
+
+// The declared parameter types of the extern "C" kernels, whose names carry none: a second compile
+// of the sources instantiates kgate_param_probe<decltype(&KERNEL)> (the prelude declares it) for
+// each, whose mangled name carries the kernel's function type. Cached as any compile. A probe that
+// does not compile leaves the kernel to the size check; so does a package of several translation
+// units or of precompiled binaries.
+std::map<std::string, std::vector<ParamType>> extern_c_param_types(const PackageManifest& m, const CompileOptions& options,
+                                                                   const CompileResult& r) {
+  std::map<std::string, std::vector<ParamType>> out;
+  if (!r.precompiled.empty() || r.units.size() > 1) return out;
+  PackageManifest probe = m;
+  probe.launches.clear();
+  for (const auto& expr : m.name_expressions()) {
+    const auto low = r.lowered_names.find(expr);
+    if (low == r.lowered_names.end() || low->second.rfind("_Z", 0) == 0) continue;  // mangled: typed already
+    Launch l;
+    l.kernel = param_probe_expression(expr);
+    l.field = expr;
+    probe.launches.push_back(std::move(l));
+  }
+  if (probe.launches.empty()) return out;
+  CompileResult result;
+  ManifestProblem ignored;
+  if (!try_compile_package(probe, options, result, ignored)) return out;
+  for (const auto& l : probe.launches)
+    if (const auto low = result.lowered_names.find(l.kernel); low != result.lowered_names.end())
+      if (auto types = probe_param_types(low->second)) out[l.field] = std::move(*types);
+  return out;
+}
+
+}  // namespace
+
 ValidationReport validate_package(const std::filesystem::path& dir,
                                   const ValidateOptions& options) {
   ValidationReport report;
@@ -22,7 +55,9 @@ ValidationReport validate_package(const std::filesystem::path& dir,
   // Sizes matched; the types, where the kernels' mangled names give them.
   if (options.check.find_op)
     if (const OpSignature* op = options.check.find_op(report.manifest.op))
-      for (auto& p : args_match_types(report.manifest, *op, result)) report.problems.push_back(std::move(p));
+      for (auto& p : args_match_types(report.manifest, *op, result,
+                                      extern_c_param_types(report.manifest, options.compile_options, result)))
+        report.problems.push_back(std::move(p));
   report.compiled = std::move(result);
   return report;
 }

@@ -113,6 +113,30 @@ TEST_F(KernelTypesTest, ATensorOfAnotherElementTypeIsRefused) {
                              "(parameter 0 of kernel \"k<float>\" for f16)"}));
 }
 
+TEST_F(KernelTypesTest, AnExternCKernelIsTypedByTheCompiler) {
+  // extern "C" names carry no types: a probe compile reads them (kgate_param_probe<decltype(&k)>).
+  pkg.write("k.cu", R"J(
+extern "C" __global__ void k(const float* x, float* y, unsigned n) {}
+)J");
+  json m = manifest();
+  m["launches"][0]["kernel"] = "k";
+  // A float kernel declared for f16 tensors: its sizes match, its types do not.
+  EXPECT_EQ(problems(m), (std::vector<std::string>{
+                             "launches[0].args[0]: is tensor x of f16 elements, but the kernel takes float const* "
+                             "(parameter 0 of kernel \"k\" for f16)"}));
+  m["guard"]["dtypes"] = {"f32"};
+  EXPECT_TRUE(problems(m).empty()) << ::testing::PrintToString(problems(m));
+  m["launches"][0]["args"][2]["type"] = "i32";
+  EXPECT_EQ(problems(m), (std::vector<std::string>{
+                             "launches[0].args[2]: is i32, but the kernel takes unsigned int (u32); set \"type\": "
+                             "\"u32\" (parameter 2 of kernel \"k\" for f32)"}));
+  // The probe's name, read back.
+  const auto t = probe_param_types("_Z17kgate_param_probeIPFvPKfPfjEEvv");
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(kinds(*t), "ptr f32, ptr f32, u32");
+  EXPECT_FALSE(probe_param_types("_Z5scaleIfEvPKT_PS0_x").has_value());  // not a probe
+}
+
 TEST_F(KernelTypesTest, APointerWhereTheKernelTakesAValueIsRefused) {
   pkg.write("k.cu", R"J(
 template <class T>
