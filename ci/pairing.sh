@@ -340,6 +340,9 @@ gpu_mode() {
   pair_run() {  # PHASE VARIANT SEED ARGS...
     local phase=$1 variant=$2 seed=$3 name="$1-$2-seed$3" t0=$SECONDS
     shift 3
+    # A variant the build phase did not build (PAIR_BUILD_VARIANTS) is no run to count.
+    [ -x "$gout/build-$variant/bin/kgate" ] ||
+      { echo "ci/pairing.sh: $phase needs the $variant build ($gout/build-$variant): add it to PAIR_BUILD_VARIANTS" >&2; exit 4; }
     KGATE_BASE_SHA=$sha KGATE_BASE_REF=base "$gout/build-$variant/bin/kgate" check --backend "$backend" \
       --baseline-build "$gout/build-base" --cases "$cases" --family random --speed-cases "$speed_cases" --seed "$seed" \
       -q --out "$gout/runs/$name" "$@" > "$gout/runs/$name.log" 2>&1
