@@ -192,6 +192,10 @@ struct ValidateArgs {
   uint64_t seed = 1;
   std::vector<std::string> families;
   std::string config_path;
+  /// Run the op's reference on one small case on the CPU, in a sandboxed worker (--no-reference:
+  /// not); `reference_worker`: this process is that worker, writing nothing but its line.
+  bool reference = true;
+  bool reference_worker = false;
 };
 CLI::App* add_validate_command(CLI::App& app, ValidateArgs& args);
 int run_validate(const ValidateArgs& args);

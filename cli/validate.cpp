@@ -3,8 +3,12 @@
 
 #include <CLI/CLI.hpp>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <tuple>
 #include <string>
 #include <system_error>
 
@@ -13,7 +17,9 @@
 #include "runtime/package/package_kernel.hpp"
 #include "runtime/package/pack.hpp"
 #include "runtime/package/validate.hpp"
+#include "cli/worker.hpp"
 #include "runtime/pipeline.hpp"
+#include "runtime/runner.hpp"
 
 namespace kgate::cli {
 namespace fs = std::filesystem;
@@ -30,10 +36,61 @@ CLI::App* add_validate_command(CLI::App& app, ValidateArgs& args) {
   cmd->add_option("--seed", args.seed, "Master seed of the listed cases (as kgate check's)")->capture_default_str();
   cmd->add_option("--family", args.families, "Case families of the listed cases (as kgate check's)");
   cmd->add_option("--config", args.config_path, "Config file (kgate-config/1) of the listed cases (as kgate check's)");
+  cmd->add_flag_callback("--no-reference", [&args] { args.reference = false; },
+                         "Do not run the op's reference on a small case on the CPU (in a sandboxed worker)");
+  cmd->add_flag("--reference-worker", args.reference_worker, "")->group("");
   return cmd;
 }
 
 namespace {
+
+// In the worker (kgate validate --reference-worker): the op's reference, eager and float64 oracle,
+// on the smallest f32 case a check would make, on the CPU, judged as a fallback is (the outputs'
+// count and shapes against the op's). One line on stdout; exit 0, or 1 when the reference fails.
+int reference_worker(const ValidateArgs& args, const std::string& dir) {
+  const fs::path out = fs::temp_directory_path() / ("kgate-reference-" + std::to_string(::getpid()));
+  const std::string sandbox = enter_worker_sandbox({dir}, out.string());
+  const auto p = load_package(dir, args.arch, true);
+  if (!p) return static_cast<int>(ExitCode::usage);
+  CheckOptions base;
+  base.seed = args.seed;
+  std::vector<Case> cases = correctness_cases(p->kernel, package_options(base, *p));
+  // f32 (CPU kernels of every ATen op take it), contiguous, the fewest elements.
+  const auto elements = [](const Case& c) {
+    int64_t n = 1;
+    for (const auto& [name, v] : c.dims) n *= std::max<int64_t>(v, 1);
+    return n;
+  };
+  const auto rank = [&](const Case& c) {
+    return std::make_tuple(c.dtype != DType::f32, c.layout != Layout::contiguous, elements(c));
+  };
+  if (cases.empty()) {
+    std::printf("reference: not run (no case for %s)\n", p->kernel.name.c_str());
+    return 0;
+  }
+  const Case c = *std::min_element(cases.begin(), cases.end(), [&](const Case& a, const Case& b) { return rank(a) < rank(b); });
+  KernelInfo fallback;
+  fallback.name = p->kernel.name;
+  fallback.op = p->kernel.op;
+  fallback.backend = Backend::cpu;
+  fallback.dtypes = {c.dtype};
+  fallback.source = p->kernel.source;
+  fallback.accepts = [](const KernelCall&) { return false; };  // the reference runs, as outside a guard
+  fallback.rejection_reason = [](const KernelCall&) { return std::string("the reference alone"); };
+  fallback.launch = [](const KernelCall&) {};
+  Runner runner(Backend::cpu);
+  const CaseResult r = runner.check_case(fallback, c, rule_for(*p->op, c.dtype, base, fallback.name));
+  std::error_code ec;
+  fs::remove_all(out, ec);
+  if (r.outcome == Outcome::invalid || r.rule == "reference_error" || r.outcome == Outcome::failed) {
+    std::printf("reference: op '%s' fails on %s on the CPU (sandbox: %s): %s\n", p->kernel.op.c_str(), c.id().c_str(),
+                sandbox.c_str(), r.message.c_str());
+    return 1;
+  }
+  std::printf("reference: op '%s' ran on %s on the CPU (eager and float64 oracle; sandbox: %s)\n",
+              p->kernel.op.c_str(), c.id().c_str(), sandbox.c_str());
+  return 0;
+}
 
 // The cases `kgate check` makes for the package: the same options, the same functions.
 int list_cases(const ValidateArgs& args, const std::string& dir) {
@@ -70,6 +127,7 @@ int list_cases(const ValidateArgs& args, const std::string& dir) {
 }  // namespace
 
 int run_validate(const ValidateArgs& args) {
+  if (args.reference_worker) return reference_worker(args, args.package_dir);
   package::ValidateOptions options = validate_options(args.arch);
   options.compile = args.compile;
   // Messages name the package by its full path: `kgate validate .` would otherwise say "in .".
@@ -91,6 +149,22 @@ int run_validate(const ValidateArgs& args) {
     for (const auto& d : drift) files += (files.empty() ? "" : ", ") + d;
     std::fprintf(stderr, "kgate: note: %s differs from its %s (edited after kgate pack): %s; pack it again from its source\n",
                  dir.c_str(), package::kPackRecordFileName, files.c_str());
+  }
+  // The op's reference on one small case on the CPU, in a sandboxed worker: a reference that
+  // throws or returns the wrong shape is found before any GPU run.
+  if (args.compile && args.reference) {
+    const WorkerResult w = run_worker({"validate", dir, "--reference-worker", "--arch", args.arch, "--seed",
+                                       std::to_string(args.seed)},
+                                      "", 300);
+    std::string text = w.output.text();
+    while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+    if (!w.ok || w.exit_code != 0) {
+      std::fprintf(stderr, "%s\n", text.empty() ? ("reference: the worker failed: " + w.failure).c_str() : text.c_str());
+      std::fprintf(stderr, "kgate: the reference of op '%s' fails; fix it in its op file before any GPU run\n",
+                   report.manifest.op.c_str());
+      return static_cast<int>(ExitCode::usage);
+    }
+    if (!text.empty()) std::printf("%s\n", text.c_str());
   }
   return args.cases > 0 ? list_cases(args, dir) : 0;
 }

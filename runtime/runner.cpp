@@ -762,7 +762,16 @@ struct Runner::Impl {
     const KernelCall call = make_call(inputs, outputs, attrs);
     if (kernel.accepts && !kernel.accepts(call)) {
       const Tensors expected = fallback_reference(kernel, inputs, attrs);
-      for (size_t i = 0; i < outputs.size() && i < expected.size(); ++i) {
+      const OpSignature& op = find_op(kernel.op);
+      for (size_t i = 0; i < outputs.size(); ++i) {
+        const std::string name = i < op.outputs.size() ? op.outputs[i].name : std::to_string(i);
+        if (i >= expected.size())
+          throw ReferenceError("op '" + op.name + "' (" + op.origin + "): the reference returned no output '" + name + "'");
+        // The op's shape, not the reference's: a reference of another shape is the op file's error.
+        if (expected[i].sizes() != outputs[i].sizes())
+          throw ReferenceError("op '" + op.name + "' (" + op.origin + "): output '" + name + "' of the reference has shape " +
+                               c10::str(expected[i].sizes()) + ", the op declares " + c10::str(outputs[i].sizes()) +
+                               " for this case");
         auto out = outputs[i];  // a view: copy_ writes through it
         out.copy_(expected[i]);
       }
