@@ -105,7 +105,7 @@ const std::vector<std::pair<std::string, std::string>>& nvrtc_standin_headers() 
 
 const std::string& nvrtc_prelude() {
   static const std::string text =
-      "typedef unsigned int uint;\ntypedef unsigned short ushort;\ntypedef unsigned long ulong;\n"
+      "typedef unsigned int uint;\ntypedef unsigned short ushort;\n"
       // Instantiated only by the parameter probe (validate.cpp): its mangled name carries F.
       "template <typename kgate_F> __global__ void kgate_param_probe() {}\n";
   return text;
