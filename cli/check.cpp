@@ -408,8 +408,9 @@ int run_check(const CheckArgs& args) {
   // The head's own build, when its compiled kernels run: what a kernel reads from its build (an
   // autotuned configuration) it reads in the worker too, as the base's kernels read theirs. (A run
   // of packages or torch ops alone keeps them to their own files.)
-  bool torch_ops = false;
-  for (const auto& k : registered_kernels()) torch_ops |= torch_op_memory_note(k.name) != nullptr;
+  // (--torch-op kernels are registered before run_check; the selection below reads this too.)
+  const bool torch_ops = std::any_of(registered_kernels().begin(), registered_kernels().end(),
+                                     [](const KernelInfo& k) { return torch_op_memory_note(k.name) != nullptr; });
   if (!args.kernels.empty() || (args.packages.empty() && !torch_ops))
     if (const std::string dir = head_build_dir(); !dir.empty()) readable.push_back(dir);
   // The base build, loaded before the sandbox (its modules are mapped executable).
@@ -582,8 +583,6 @@ int run_check(const CheckArgs& args) {
   if (args.kernels.empty()) {
     // Packages or torch ops named on the command line are what the run checks; otherwise every
     // in-tree kernel of the backend.
-    bool torch_ops = false;
-    for (const auto& k : registered_kernels()) torch_ops |= torch_op_memory_note(k.name) != nullptr;
     if (torch_ops) {
       for (const auto& k : registered_kernels())
         if (torch_op_memory_note(k.name) && k.backend == backend) selected.push_back(&k);

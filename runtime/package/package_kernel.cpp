@@ -1269,9 +1269,10 @@ class WorkspaceAllocations {
     using D16 = CUresult (*)(CUdeviceptr, unsigned short, size_t, CUstream);
     using D32 = CUresult (*)(CUdeviceptr, unsigned int, size_t, CUstream);
     using D2D32 = CUresult (*)(CUdeviceptr, size_t, unsigned int, size_t, size_t, CUstream);
-    const auto d16 = reinterpret_cast<D16>(cuda::driver_function("cuMemsetD16Async"));
-    const auto d32 = reinterpret_cast<D32>(cuda::driver_function("cuMemsetD32Async"));
-    const auto d2d32 = reinterpret_cast<D2D32>(cuda::driver_function("cuMemsetD2D32Async"));
+    // Resolved once: a workspace is filled inside every launch of its package.
+    static const auto d16 = reinterpret_cast<D16>(cuda::driver_function("cuMemsetD16Async"));
+    static const auto d32 = reinterpret_cast<D32>(cuda::driver_function("cuMemsetD32Async"));
+    static const auto d2d32 = reinterpret_cast<D2D32>(cuda::driver_function("cuMemsetD2D32Async"));
     const auto ptr = reinterpret_cast<CUdeviceptr>(p);
     const auto stream = reinterpret_cast<CUstream>(stream_);
     const std::size_t n = bytes / size;
