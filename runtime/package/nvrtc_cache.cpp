@@ -109,6 +109,22 @@ bool read_inputs(const PackageManifest& m, const CompileOptions& opt, Inputs& in
       return false;
     }
   }
+  // As nvcc does for a quoted #include, the directory of each source is searched too, after the
+  // include_dirs: a kernel file includes "its_header.cuh" from beside it as it is. (Best effort:
+  // a directory past the header limits adds nothing.)
+  for (const auto& source : m.sources) {
+    std::string dir = fs::path(source).lexically_normal().parent_path().generic_string();
+    if (dir.empty()) dir = ".";
+    if (std::find(m.include_dirs.begin(), m.include_dirs.end(), dir) != m.include_dirs.end()) continue;
+    std::vector<PackageFile> more;
+    std::size_t more_files = files;
+    std::uintmax_t more_bytes = bytes;
+    if (scan_include_dir(root, dir, more, more_files, more_bytes).empty()) {
+      headers.insert(headers.end(), more.begin(), more.end());
+      files = more_files;
+      bytes = more_bytes;
+    }
+  }
   if (sources.size() == 1) {
     in.main_name = sources[0].first;
     in.main_source = sources[0].second;

@@ -1,5 +1,7 @@
 #include "runtime/package/nvrtc_standins.hpp"
 
+#include <cuda.h>  // CUDA_VERSION, the toolkit NVRTC comes with
+
 namespace kgate::package {
 
 namespace {
@@ -8,7 +10,7 @@ namespace {
 std::string from_libcudacxx(const std::string& name, const std::string& global_names = "") {
   std::string text = "// kgate's stand-in for <" + name + "> under NVRTC: libcu++'s <cuda/std/" + name +
                      ">, its names also in std\n#pragma once\n#include <cuda/std/" + name +
-                     ">\nnamespace std { using namespace cuda::std; }\n";
+                     ">\nnamespace cuda { namespace std {} }\nnamespace std { using namespace cuda::std; }\n";
   return text + global_names;
 }
 
@@ -98,6 +100,15 @@ const std::vector<std::pair<std::string, std::string>>& nvrtc_standin_headers() 
     h.emplace_back("stdio.h", "// kgate's stand-in for <stdio.h> under NVRTC (device printf is built in)\n" + quiet);
     h.emplace_back("cassert", "// kgate's stand-in for <cassert> under NVRTC (assert is built in)\n" + quiet);
     h.emplace_back("assert.h", "// kgate's stand-in for <assert.h> under NVRTC (assert is built in)\n" + quiet);
+    // Host-API headers that kernel files include beside their kernels and no device code calls:
+    // empty (their declarations are host functions, which NVRTC refuses).
+    for (const char* host : {"cuda.h", "cublas_v2.h", "cublas.h", "cublas_api.h", "cublasLt.h", "curand.h",
+                             "cusparse.h", "cufft.h", "nvml.h"})
+      h.emplace_back(host, std::string("// kgate's stand-in for <") + host +
+                               "> under NVRTC: a host API, of which device code uses nothing\n" + quiet +
+                               (std::string(host) == "cuda.h"
+                                    ? "#ifndef CUDA_VERSION\n#define CUDA_VERSION " + std::to_string(CUDA_VERSION) + "\n#endif\n"
+                                    : std::string()));
     return h;
   }();
   return headers;

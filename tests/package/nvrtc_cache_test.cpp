@@ -134,6 +134,44 @@ __global__ void scale(const T* x, T* y, long long n) {
   EXPECT_EQ(r.lowered_names.at("scale<float>"), "_Z5scaleIfEvPKT_PS0_x");
 }
 
+TEST(NvrtcCache, AHeaderOfMacrosAloneAndHostApiHeadersCompile) {
+  // <cfloat> alone declares nothing in cuda::std (its stand-in must not assume it does); cuBLAS's and
+  // the driver's headers, included beside kernels that call nothing of them, are empty under NVRTC.
+  TempDir pkg, cache;
+  pkg.write("tiny.cu", R"J(#include <cfloat>
+#include <cublas_v2.h>
+#include <cuda.h>
+#include <curand.h>
+#if !defined(CUDA_VERSION) || CUDA_VERSION < 12000
+#error "CUDA_VERSION"
+#endif
+template <class T>
+__global__ void scale(const T* x, T* y, long long n) {
+  const long long i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = x[i] * T(FLT_EPSILON > 0.f ? 2.0f : 1.0f);
+}
+)J");
+  pkg.write_json("kgate.json", tiny_manifest());
+  const CompileResult r = compile_package(load_manifest(pkg.path()), options_in(cache));
+  EXPECT_TRUE(is_elf(r.cubin));
+}
+
+TEST(NvrtcCache, AQuotedIncludeFindsTheHeaderBesideItsSource) {
+  // As nvcc: "beside.cuh" next to src/kernels/tiny.cu, with no include_dirs.
+  TempDir pkg, cache;
+  pkg.write("src/kernels/beside.cuh", "#pragma once\n#define KGATE_BESIDE_FACTOR 2.0f\n");
+  pkg.write("src/kernels/tiny.cu", R"J(#include "beside.cuh"
+template <class T>
+__global__ void scale(const T* x, T* y, long long n) {
+  const long long i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = x[i] * T(KGATE_BESIDE_FACTOR);
+}
+)J");
+  pkg.write_json("kgate.json", tiny_manifest("src/kernels/tiny.cu"));
+  const CompileResult r = compile_package(load_manifest(pkg.path()), options_in(cache));
+  EXPECT_TRUE(is_elf(r.cubin));
+}
+
 TEST(NvrtcCache, PerDtypeAndPerLaunchOptionsCompileSeparateUnits) {
   // A kernel typed and sized by macros: SCALAR per dtype, FACTOR per launch (a for_each).
   TempDir pkg, cache;
@@ -447,13 +485,18 @@ TEST(NvrtcCache, HeadersComeFromIncludeDirsOnly) {
   EXPECT_EQ(report.compiled->lowered_names.at("first"), "first");
   EXPECT_EQ(report.compiled->lowered_names.at("second<4>"), "_Z6secondILi4EEvPf");
 
-  // A header outside include_dirs is not visible, even next to the source.
+  // A header beside a source is found, as nvcc finds it for a quoted #include; one elsewhere, outside
+  // include_dirs, is not.
   pkg.write("src/local.cuh", "#define LOCAL 1\n");
-  pkg.write("src/a.cu", "#include \"local.cuh\"\n__global__ void first(float* x) {}\n");
+  pkg.write("src/a.cu", "#include \"local.cuh\"\n#include \"common/defs.cuh\"\n"
+                        "extern \"C\" __global__ void first(float* x) { x[0] = LOCAL * FACTOR; }\n");
+  const ValidationReport beside = validate_package(pkg.path(), vo);
+  EXPECT_TRUE(beside.ok()) << format_problems(beside.problems);
+  pkg.write("elsewhere/far.cuh", "#define FAR 1\n");
+  pkg.write("src/a.cu", "#include \"far.cuh\"\n__global__ void first(float* x) {}\n");
   const ValidationReport hidden = validate_package(pkg.path(), vo);
   ASSERT_EQ(hidden.problems.size(), 1u);
-  EXPECT_NE(hidden.problems[0].message.find("cannot open source file \"local.cuh\""),
-            std::string::npos)
+  EXPECT_NE(hidden.problems[0].message.find("cannot open source file \"far.cuh\""), std::string::npos)
       << hidden.problems[0].message;
 }
 
