@@ -196,6 +196,9 @@ struct ValidateArgs {
   /// not); `reference_worker`: this process is that worker, writing nothing but its line.
   bool reference = true;
   bool reference_worker = false;
+  /// --device-props PRESET|FILE: the device properties launches are judged under (default: every
+  /// preset of --arch's architecture).
+  std::string device_props;
 };
 CLI::App* add_validate_command(CLI::App& app, ValidateArgs& args);
 int run_validate(const ValidateArgs& args);

@@ -8,12 +8,14 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <tuple>
 #include <string>
 #include <system_error>
 
 #include "core/config.hpp"
 #include "core/error.hpp"
+#include "runtime/package/device_props.hpp"
 #include "runtime/package/package_kernel.hpp"
 #include "runtime/package/pack.hpp"
 #include "runtime/package/validate.hpp"
@@ -38,6 +40,14 @@ CLI::App* add_validate_command(CLI::App& app, ValidateArgs& args) {
   cmd->add_option("--config", args.config_path, "Config file (kgate-config/1) of the listed cases (as kgate check's)");
   cmd->add_flag_callback("--no-reference", [&args] { args.reference = false; },
                          "Do not run the op's reference on a small case on the CPU (in a sandboxed worker)");
+  cmd->add_option("--device-props", args.device_props,
+                  "Device properties the launches are judged under: a preset (" +
+                      [] {
+                        std::string names;
+                        for (const auto& n : package::device_preset_names()) names += (names.empty() ? "" : ", ") + n;
+                        return names;
+                      }() +
+                      ") or a JSON file; default: every preset of --arch's architecture");
   cmd->add_flag("--reference-worker", args.reference_worker, "")->group("");
   return cmd;
 }
@@ -92,6 +102,79 @@ int reference_worker(const ValidateArgs& args, const std::string& dir) {
   return 0;
 }
 
+// The devices a package's launches are judged under: --device-props, else every preset of the
+// architecture it is compiled for. Empty: none applies (an architecture without a preset).
+std::vector<package::DeviceProps> judged_devices(const ValidateArgs& args) {
+  if (!args.device_props.empty()) return {package::load_device_props(args.device_props)};
+  std::vector<package::DeviceProps> out;
+  const std::string digits = args.arch.rfind("sm_", 0) == 0 ? args.arch.substr(3) : args.arch;
+  for (const auto& name : package::device_preset_names()) {
+    const auto p = package::device_preset(name);
+    if (p && std::to_string(p->arch) == digits) out.push_back(*p);
+  }
+  return out;
+}
+
+// Every case `kgate check` makes inside the guard runs some launch, and each launch fits the device:
+// under each judged device (device_props.hpp), a line of the launches and their case counts, or the
+// problems (exit 4).
+int check_launches(const ValidateArgs& args, const std::string& dir) {
+  const auto p = load_package(dir, args.arch, true);
+  if (!p) return static_cast<int>(ExitCode::usage);
+  std::vector<package::DeviceProps> devices = judged_devices(args);
+  // Launches that read no device property are judged once, under the first device's limits.
+  if (!p->manifest.reads_device && devices.size() > 1) devices.resize(1);
+  if (devices.empty()) {
+    if (p->manifest.reads_device)
+      throw_usage(dir + ": the launches read the device's properties and no preset is of " + args.arch +
+                  "'s architecture: name the device with --device-props PRESET or a JSON file");
+    package::DeviceProps any;  // the launches read none: CUDA's own limits
+    any.name = "CUDA's limits";
+    any.arch = 90;
+    any.threads_per_block = 1024;
+    any.smem_per_block_optin = package::kMaxSharedMemBytes;
+    devices.push_back(any);
+  }
+  CheckOptions base;
+  base.seed = args.seed;
+  const std::vector<Case> cases = correctness_cases(p->kernel, package_options(base, *p));
+  int rc = 0;
+  for (const auto& d : devices) {
+    if (p->manifest.reads_device) package::set_device_props_override(d);
+    std::map<std::string, int64_t> counts;
+    std::vector<std::string> problems;
+    int64_t inside = 0;
+    try {
+      for (const auto& c : cases) {
+        if (!package::inside_guard(p->manifest, *p->op, c)) continue;
+        ++inside;
+        for (const auto& problem : package::case_launch_problems(p->manifest, *p->op, c, d))
+          problems.push_back(c.id() + ": " + problem);
+        for (const auto& l : package::case_launches(p->manifest, *p->op, c)) ++counts[l.field];
+      }
+    } catch (...) {
+      package::set_device_props_override(std::nullopt);
+      throw;
+    }
+    package::set_device_props_override(std::nullopt);
+    const std::string on = p->manifest.reads_device ? " on " + package::device_props_summary(d)
+                                                    : " (limits of " + d.name + ")";
+    if (!problems.empty()) {
+      rc = static_cast<int>(ExitCode::usage);
+      std::fprintf(stderr, "%s: launches%s: %zu problem(s) among %lld cases inside the guard:\n", dir.c_str(),
+                   on.c_str(), problems.size(), static_cast<long long>(inside));
+      for (std::size_t i = 0; i < problems.size() && i < 10; ++i) std::fprintf(stderr, "  %s\n", problems[i].c_str());
+      if (problems.size() > 10) std::fprintf(stderr, "  and %zu more\n", problems.size() - 10);
+      continue;
+    }
+    std::string used;
+    for (const auto& [field, n] : counts) used += (used.empty() ? "" : ", ") + field + " " + std::to_string(n);
+    std::printf("launches%s: every one of %lld cases inside the guard runs a launch (%s)\n", on.c_str(),
+                static_cast<long long>(inside), used.empty() ? "none" : used.c_str());
+  }
+  return rc;
+}
+
 // The cases `kgate check` makes for the package: the same options, the same functions.
 int list_cases(const ValidateArgs& args, const std::string& dir) {
   if (!args.compile)
@@ -120,6 +203,8 @@ int list_cases(const ValidateArgs& args, const std::string& dir) {
                 w.calls > 0 ? ("  (" + std::to_string(w.calls) + " calls)").c_str() : "");
     // Arguments computed per call ({"scalar": "1 / sqrt(D)"}), as this case passes them.
     for (const auto& s : package::case_float_scalars(p->manifest, *p->op, w.kcase)) std::printf("    %s\n", s.c_str());
+    for (const auto& l : package::case_launches(p->manifest, *p->op, w.kcase))
+      std::printf("    %s\n", package::describe(l).c_str());
   }
   return 0;
 }
@@ -166,7 +251,17 @@ int run_validate(const ValidateArgs& args) {
     }
     if (!text.empty()) std::printf("%s\n", text.c_str());
   }
-  return args.cases > 0 ? list_cases(args, dir) : 0;
+  if (args.compile) {
+    const int rc = check_launches(args, dir);
+    if (rc != 0) return rc;
+  }
+  if (args.cases == 0) return 0;
+  // The timed cases' launches under the device given (or the first judged).
+  std::vector<package::DeviceProps> devices = judged_devices(args);
+  if (!devices.empty()) package::set_device_props_override(devices.front());
+  const int rc = list_cases(args, dir);
+  package::set_device_props_override(std::nullopt);
+  return rc;
 }
 
 }  // namespace kgate::cli

@@ -518,11 +518,23 @@ std::vector<std::string> Expr::symbols() const {
   return out;
 }
 
+std::vector<std::string> listed_names(const std::set<std::string, std::less<>>& known) {
+  std::vector<std::string> out;
+  bool device = false;
+  for (const auto& k : known) {
+    if (k.rfind("device_", 0) == 0) {
+      device = true;
+      continue;
+    }
+    out.push_back(k);
+  }
+  if (device) out.push_back("device_* (the device's properties)");
+  return out;
+}
+
 void Expr::check_symbols(const std::set<std::string, std::less<>>& known) const {
   if (const Node* u = first_unknown(*root_, known))
-    fail(text_, u->column,
-         "unknown symbol '" + u->name +
-             "'; known symbols: " + listed(std::vector<std::string>(known.begin(), known.end())));
+    fail(text_, u->column, "unknown symbol '" + u->name + "'; known symbols: " + listed(listed_names(known)));
 }
 
 std::vector<int64_t> Expr::comparison_bounds(const std::string& symbol) const {

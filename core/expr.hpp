@@ -75,6 +75,10 @@ class Expr {
   std::shared_ptr<const Node> root_;
 };
 
+/// The names of `known` as messages list them: the device's properties (device_arch, device_sms,
+/// ...) as one entry, "device_* (the device's properties)", last.
+std::vector<std::string> listed_names(const std::set<std::string, std::less<>>& known);
+
 /// Evaluates `text` once (parse + evaluate); convenience for tests and one-off values.
 int64_t evaluate_expr(const std::string& text, const SymbolValues& values);
 

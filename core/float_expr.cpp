@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "core/error.hpp"
+#include "core/expr.hpp"
 #include "core/safe_text.hpp"
 
 namespace kgate::package {
@@ -231,7 +232,7 @@ std::vector<std::string> FloatExpr::symbols() const {
 
 void FloatExpr::check_symbols(const std::set<std::string, std::less<>>& known) const {
   if (const Node* u = first_unknown(root_, known)) {
-    const std::vector<std::string> names(known.begin(), known.end());
+    const std::vector<std::string> names = listed_names(known);
     fail(text_, u->column, "unknown name '" + u->name + "'; expected a shape symbol or an attribute (" +
                                (names.empty() ? std::string("none") : join(names)) + ")");
   }

@@ -303,6 +303,7 @@ nlohmann::json to_json(const RunReport& report) {
       if (k.baseline_correctness) kernel["baseline"]["correctness"] = correctness_json(*k.baseline_correctness);
     }
     if (!k.base.is_null()) kernel["base"] = k.base;
+    if (!k.launches.is_null()) kernel["launches"] = k.launches;
     if (k.workload_variants > 0) {
       json w = {{"variants", k.workload_variants}, {"calls", k.workload_calls}};
       w["speedup_vs_eager"] = k.workload_speedup_vs_eager ? number(*k.workload_speedup_vs_eager) : json(nullptr);
@@ -414,6 +415,7 @@ RunReport report_from_json(const nlohmann::json& j) {
       if (b.contains("correctness")) k.baseline_correctness = correctness_from(b.at("correctness"));
     }
     if (kj.contains("base")) k.base = kj.at("base");
+    if (kj.contains("launches")) k.launches = kj.at("launches");
     if (kj.contains("workload")) {
       const auto& w = kj.at("workload");
       k.workload_variants = w.value("variants", int64_t{0});

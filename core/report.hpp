@@ -197,6 +197,9 @@ struct KernelReport {
   std::optional<double> workload_speedup_vs_eager;
   /// The same against the baseline package.
   std::optional<double> workload_speedup_vs_baseline;
+  /// Packages: {"device": the properties the launches read (device_props.hpp), "cases": {case id:
+  /// [the launches it ran, in words]}}; null elsewhere. A case outside the guard lists "fallback".
+  nlohmann::json launches;
   int64_t workload_variants = 0;  ///< variants timed for the workload view
   int64_t workload_calls = 0;     ///< their total call count
 };

@@ -12,6 +12,8 @@
 
 namespace kgate {
 
+struct Case;
+
 enum class Backend { cuda, cpu };
 const char* backend_name(Backend backend);
 Backend parse_backend(const std::string& name);
@@ -69,6 +71,14 @@ struct KernelInfo {
   /// timed); an element still holding it where the reference differs beyond the tolerance counts
   /// as unwritten. Keyed by the op's output name; outputs written in place cannot have one.
   std::map<std::string, double> output_start;
+  /// Optional (packages): the launches a case runs, in words ("launches[1] k<float, 128>: grid
+  /// 64x1x1, block 256x1x1, 0 bytes of shared memory"), under the device's properties, and the
+  /// properties themselves as JSON: a case id names a case, and the device picks the launch.
+  std::function<std::vector<std::string>(const Case&)> case_launches;
+  std::function<std::string()> device_props;
+  /// Optional (packages): what kgate did for the kernel that its own host code must also do (a
+  /// dynamic shared memory limit raised past 48 KiB), in words; the report's warnings.
+  std::function<std::vector<std::string>()> notes;
 };
 
 /// Adds a kernel; throws an internal Error on a duplicate name. Between begin_module_capture()

@@ -624,6 +624,23 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
         (gen.families.empty() ? std::string() : " in the families asked for") +
         (traits.huge ? "" : " (the huge family runs on the cuda backend only)") + ": not checked");
   }
+  // Packages: the device's properties and the launches each case ran under them (a case id names a
+  // case; which launch it ran can depend on the device), and what kgate did that the kernel's own
+  // host code must also do.
+  if (kernel.case_launches) {
+    try {
+      nlohmann::json by_case = nlohmann::json::object();
+      for (const auto& c : cases) by_case[c.id()] = kernel.case_launches(c);
+      for (const auto& w : timed) by_case[w.kcase.id()] = kernel.case_launches(w.kcase);
+      report.launches = {{"device", kernel.device_props ? nlohmann::json::parse(kernel.device_props())
+                                                         : nlohmann::json()},
+                         {"cases", std::move(by_case)}};
+    } catch (const std::exception& e) {
+      report.correctness.warnings.push_back("the launches of each case were not recorded: " + std::string(e.what()));
+    }
+  }
+  if (kernel.notes)
+    for (const auto& n : kernel.notes()) report.correctness.warnings.push_back(n);
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (report.correctness.seconds == 0) report.correctness.seconds = report.seconds;  // no speed phase
   return report;

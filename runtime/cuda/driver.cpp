@@ -36,6 +36,7 @@ DriverApi load() {
   resolve(api.FuncSetAttribute, "cuFuncSetAttribute");
   resolve(api.LaunchKernel, "cuLaunchKernel");
   resolve(api.CtxGetCurrent, "cuCtxGetCurrent");
+  api.LaunchKernelEx = reinterpret_cast<decltype(api.LaunchKernelEx)>(driver_function("cuLaunchKernelEx"));
   return api;
 }
 

@@ -16,6 +16,7 @@ struct DriverApi {
   decltype(&::cuModuleGetFunction) ModuleGetFunction = nullptr;
   decltype(&::cuFuncSetAttribute) FuncSetAttribute = nullptr;
   decltype(&::cuLaunchKernel) LaunchKernel = nullptr;
+  decltype(&::cuLaunchKernelEx) LaunchKernelEx = nullptr;  ///< nullptr where the driver lacks it
   decltype(&::cuCtxGetCurrent) CtxGetCurrent = nullptr;
 };
 

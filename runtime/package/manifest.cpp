@@ -24,6 +24,7 @@
 #include "core/suggest.hpp"
 #include "core/safe_text.hpp"
 #include "core/strict_json.hpp"
+#include "runtime/package/device_props.hpp"
 #include "runtime/package/package_files.hpp"
 
 namespace kgate::package {
@@ -99,6 +100,24 @@ std::string Launch::kernel_name(DType dtype) const {
   return it == kernel_for_dtype.end() ? std::string() : it->second;
 }
 
+bool manifest_reads_device(const PackageManifest& m) {
+  const auto any = [](const std::vector<Expr>& v) {
+    return std::any_of(v.begin(), v.end(), [](const Expr& e) { return reads_device(e); });
+  };
+  for (const auto& w : m.workspace)
+    if (any(w.shape)) return true;
+  for (const auto& l : m.launches) {
+    if (any(l.grid) || any(l.block) || any(l.cluster) || reads_device(l.shared_mem)) return true;
+    if ((l.when.if_expr && reads_device(*l.when.if_expr)) ||
+        (l.max_dynamic_shared_mem && reads_device(*l.max_dynamic_shared_mem)))
+      return true;
+    for (const auto& a : l.args)
+      if ((a.kind == KernelArg::Kind::shape && reads_device(a.value)) || (a.float_expr && reads_device(*a.float_expr)))
+        return true;
+  }
+  return false;
+}
+
 bool launch_runs(const Launch& launch, const SymbolValues& values, Layout layout) {
   const auto& layouts = launch.when.layouts;
   if (!layouts.empty() && std::find(layouts.begin(), layouts.end(), layout) == layouts.end()) return false;
@@ -168,7 +187,7 @@ std::string format_problems(const std::vector<ManifestProblem>& problems) {
 namespace {
 
 const std::vector<std::string> kLaunchDefaultKeys = {"kernel", "grid", "block", "shared_mem", "args", "when",
-                                                     "nvrtc_options"};
+                                                     "nvrtc_options", "max_dynamic_shared_mem", "carveout", "cluster"};
 const std::vector<std::string> kArgKinds = {"tensor",    "workspace", "shape",
                                             "attribute", "scalar",    "stride"};
 /// Most predicates of guard.require.
@@ -315,6 +334,7 @@ class Checker {
     check_when_layouts();
     check_outputs_bound();
     check_launches_at_largest_call();
+    m_.reads_device = manifest_reads_device(m_);
     return finish();
   }
 
@@ -490,7 +510,7 @@ class Checker {
       const std::string field = sub("attributes", item.key());
       const json& v = item.value();
       if (!is_identifier(item.key()) || !v.is_number()) continue;  // the schema said
-      if (is_builtin_symbol(item.key())) {
+      if (is_builtin_symbol(item.key()) || is_device_symbol(item.key())) {
         problem(field, json_quote(item.key()) +
                            " is a built-in symbol of expressions; an attribute cannot take its "
                            "name");
@@ -726,6 +746,11 @@ class Checker {
                            "choose another symbol name");
         continue;
       }
+      if (is_device_symbol(name)) {
+        problem(field, json_quote(name) + " is a built-in symbol (a property of the device the launch runs on); "
+                                          "choose another symbol name");
+        continue;
+      }
       if (is_tensor_symbol_form(name)) {
         problem(field, json_quote(name) +
                            " has the form of a tensor symbol (numel_T, align_T, stride_T_D), which guard.require "
@@ -797,6 +822,8 @@ class Checker {
     for (const auto& a : m_.attributes)
       if (a.is_integer) known_symbols_.insert(a.name);
     for (const auto& b : builtin_symbol_names()) known_symbols_.insert(b);
+    // Launches and workspaces may read the device's properties (the guard may not: below).
+    for (const auto& d : device_symbol_names()) known_symbols_.insert(d);
   }
 
   /// Parses an expression (a string or a JSON integer) and checks its symbols; `tensors`: it may
@@ -1349,6 +1376,11 @@ class Checker {
       launch.block = expr_list(l, field, "block");
       if (auto s = l.find("shared_mem"); s != l.end())
         if (auto e = expr_at(sub(field, "shared_mem"), *s)) launch.shared_mem = *e;
+      if (auto s = l.find("max_dynamic_shared_mem"); s != l.end())
+        launch.max_dynamic_shared_mem = expr_at(sub(field, "max_dynamic_shared_mem"), *s);
+      if (auto c = l.find("carveout"); c != l.end() && c->is_number_integer())  // (the schema: -1 to 100)
+        launch.carveout = static_cast<int>(c->get<int64_t>());
+      if (l.find("cluster") != l.end()) launch.cluster = expr_list(l, field, "cluster");
       auto args = l.find("args");
       if (args == l.end()) {
         problem(sub(field, "args"),
@@ -1472,6 +1504,38 @@ class Checker {
               "dynamic shared memory is 0 to " + std::to_string(kMaxSharedMemBytes) +
                   " bytes (227 KiB, the most any supported GPU gives a block); found " +
                   std::to_string(*v));
+    if (launch.max_dynamic_shared_mem) {
+      const std::string f = sub(field, "max_dynamic_shared_mem");
+      const auto limit = judge(*launch.max_dynamic_shared_mem, f);
+      if (limit && (*limit < 0 || *limit > kMaxSharedMemBytes))
+        problem(f, "a dynamic shared memory limit is 0 to " + std::to_string(kMaxSharedMemBytes) + " bytes; found " +
+                       std::to_string(*limit));
+      else if (const auto used = launch.shared_mem.is_constant() ? judge(launch.shared_mem, sub(field, "shared_mem"))
+                                                                 : std::nullopt;
+               limit && used && *used > *limit)
+        problem(f, "is " + std::to_string(*limit) + " bytes, below the launch's shared_mem of " + std::to_string(*used) +
+                       ": the launch fails in the kernel's own host code too; raise the limit or lower shared_mem");
+    }
+    if (!launch.cluster.empty()) {
+      // A cluster's blocks: 8 at most (the portable size; more needs a non-portable opt-in).
+      int64_t blocks = 1;
+      bool constant = true;
+      for (std::size_t d = 0; d < launch.cluster.size() && d < 3; ++d) {
+        const auto v = judge(launch.cluster[d], at(sub(field, "cluster"), d));
+        if (!v) {
+          constant = false;
+        } else if (*v < 1 || *v > 8) {
+          problem(at(sub(field, "cluster"), d), std::string("a cluster's ") + kAxis[d] + " size is 1 to 8; found " +
+                                                    std::to_string(*v));
+          constant = false;
+        } else {
+          blocks *= *v;
+        }
+      }
+      if (constant && blocks > 8)
+        problem(sub(field, "cluster"), "a cluster holds at most 8 blocks (the portable size); found " +
+                                           std::to_string(blocks));
+    }
     if (launch.when.if_expr) judge(*launch.when.if_expr, sub(sub(field, "when"), "if"));
     // CUDA's kernel parameter space (32,764 bytes since CUDA 12.1 on Volta and later).
     std::size_t bytes = 0;
@@ -1510,6 +1574,11 @@ class Checker {
           if (!(*it)[i].is_string()) continue;  // the schema said
           auto e = expr_at(f, (*it)[i], true);
           if (!e) continue;
+          if (reads_device(*e)) {
+            problem(f, "\"" + e->text() + "\" reads a device property: the guard says where the package may be "
+                           "used, on any GPU; a launch's \"when\": {\"if\": ...} picks launches per device");
+            continue;
+          }
           if (e->is_constant()) {
             if (const auto v = judge(*e, f))
               problem(f, "\"" + e->text() + "\" names no symbol, so it is always " +
@@ -1693,6 +1762,8 @@ class Checker {
           return std::nullopt;
         }
       };
+      // A launch chosen per device is judged per device (kgate validate's --device-props).
+      if (l.when.if_expr && reads_device(*l.when.if_expr)) continue;
       if (l.when.if_expr) {
         const auto runs = value(*l.when.if_expr, sub(sub(l.field, "when"), "if"));
         if (failed || (runs && *runs == 0)) continue;

@@ -150,6 +150,13 @@ struct Launch {
   /// NVRTC options of this launch's compile only ("-DVPT=4"): launches (and dtypes) with different
   /// options are compiled apart (compile_units).
   std::vector<std::string> nvrtc_options;
+  /// Attributes the kernel's own host code sets: its dynamic shared memory limit
+  /// (cudaFuncAttributeMaxDynamicSharedMemorySize; unset: kgate raises the limit to shared_mem by
+  /// itself where that is above 48 KiB, and says so), its preferred shared-memory carveout (percent,
+  /// -1 the driver's default) and thread-block cluster dimensions (empty: no cluster).
+  std::optional<Expr> max_dynamic_shared_mem;
+  std::optional<int> carveout;
+  std::vector<Expr> cluster;
   /// Where it is written, for messages: "launches[3]", or "launches[3]{VPT=4}" for one binding of
   /// a "for_each".
   std::string field;
@@ -194,6 +201,10 @@ struct Guard {
 /// Error when the "if" cannot be evaluated.
 bool launch_runs(const Launch& launch, const SymbolValues& values, Layout layout);
 
+struct PackageManifest;
+/// Whether a launch or workspace expression of `manifest` names a device property.
+bool manifest_reads_device(const PackageManifest& manifest);
+
 /// A parsed and checked kgate.json.
 struct PackageManifest {
   std::filesystem::path dir;            ///< the package directory (canonical)
@@ -226,6 +237,8 @@ struct PackageManifest {
   std::map<std::string, double> output_start;
   std::vector<Launch> launches;
   Guard guard;
+  /// Some launch or workspace expression reads a device property (device_sms, ...; device_props.hpp).
+  bool reads_device = false;
 
   /// Every distinct kernel name expression of the launches, sorted.
   std::vector<std::string> name_expressions() const;

@@ -24,6 +24,7 @@
 #include "core/rng.hpp"
 #include "runtime/cuda/check.hpp"
 #include "runtime/cuda/driver.hpp"
+#include "runtime/package/device_props.hpp"
 #include "core/sha256.hpp"
 
 namespace kgate::package {
@@ -146,6 +147,7 @@ SymbolValues predicate_values(const PackageManifest& manifest, DType dtype, cons
     if (a.is_integer) values[a.name] = static_cast<int64_t>(a.value);
   values[kDtypeSizeSymbol] = static_cast<int64_t>(dtype_size(dtype));
   for (const auto& [k, v] : tensors) values[k] = v;
+  if (manifest.reads_device) put_device_values(values, device_props_in_effect());  // (a when.if may read them)
   return values;
 }
 
@@ -332,6 +334,86 @@ bool case_has(const Case& c, const std::string& name) {
 
 }  // namespace
 
+std::vector<CaseLaunch> case_launches(const PackageManifest& manifest, const OpSignature& op, const Case& c) {
+  SymbolValues values;
+  for (const auto& [name, v] : case_symbol_values(manifest, op, c)) values[name] = v;
+  for (const auto& a : manifest.attributes)
+    if (a.is_integer) values[a.name] = static_cast<int64_t>(a.value);
+  values[kDtypeSizeSymbol] = static_cast<int64_t>(dtype_size(c.dtype));
+  for (const auto& [k, v] : case_tensor_values(op, c)) values[k] = v;
+  if (manifest.reads_device) put_device_values(values, device_props_in_effect());
+  const Layout layout = to_package_layout(c.layout);
+  std::vector<CaseLaunch> out;
+  for (const auto& l : manifest.launches) {
+    CaseLaunch r;
+    r.field = l.field;
+    r.kernel = l.kernel_name(c.dtype);
+    const auto eval = [&](const Expr& e, const std::string& field) -> int64_t {
+      try {
+        return e.evaluate(values);
+      } catch (const Error& err) {
+        if (r.error.empty()) r.error = field + " \"" + e.text() + "\": " + err.what();
+        return 0;
+      }
+    };
+    if (!l.when.layouts.empty() && std::find(l.when.layouts.begin(), l.when.layouts.end(), layout) == l.when.layouts.end())
+      continue;
+    if (l.when.if_expr && eval(*l.when.if_expr, l.field + ".when.if") == 0 && r.error.empty()) continue;
+    for (std::size_t d = 0; d < 3; ++d) {
+      r.grid[d] = d < l.grid.size() ? eval(l.grid[d], l.field + ".grid[" + std::to_string(d) + "]") : 1;
+      r.block[d] = d < l.block.size() ? eval(l.block[d], l.field + ".block[" + std::to_string(d) + "]") : 1;
+      r.cluster[d] = d < l.cluster.size() ? eval(l.cluster[d], l.field + ".cluster[" + std::to_string(d) + "]")
+                                          : (l.cluster.empty() ? 0 : 1);
+    }
+    r.shared_mem = eval(l.shared_mem, l.field + ".shared_mem");
+    if (l.max_dynamic_shared_mem) r.max_dynamic_shared_mem = eval(*l.max_dynamic_shared_mem, l.field + ".max_dynamic_shared_mem");
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::string describe(const CaseLaunch& l) {
+  std::string out = l.field + " " + l.kernel + ": ";
+  if (!l.error.empty()) return out + "cannot be evaluated: " + l.error;
+  const auto dim = [](const std::array<int64_t, 3>& v) {
+    return std::to_string(v[0]) + "x" + std::to_string(v[1]) + "x" + std::to_string(v[2]);
+  };
+  out += "grid " + dim(l.grid) + ", block " + dim(l.block) + ", " + std::to_string(l.shared_mem) +
+         " bytes of dynamic shared memory";
+  if (l.max_dynamic_shared_mem) out += " (limit " + std::to_string(*l.max_dynamic_shared_mem) + ")";
+  if (l.cluster[0] > 0) out += ", cluster " + dim(l.cluster);
+  return out;
+}
+
+std::vector<std::string> case_launch_problems(const PackageManifest& manifest, const OpSignature& op, const Case& c,
+                                              const DeviceProps& props) {
+  std::vector<std::string> out;
+  const std::vector<CaseLaunch> launches = case_launches(manifest, op, c);
+  if (launches.empty() && !manifest.launches.empty() && !manifest.guard.unmatched_fallback)
+    out.push_back("no launch runs for this call inside the guard, so its outputs would stay unwritten; widen a "
+                  "launch's \"when\", or set guard.unmatched to \"fallback\"");
+  for (const auto& l : launches) {
+    const std::string at = l.field + " (" + l.kernel + ")";
+    if (!l.error.empty()) {
+      out.push_back(at + ": " + l.error);
+      continue;
+    }
+    const int64_t threads = l.block[0] * l.block[1] * l.block[2];
+    if (threads > props.threads_per_block)
+      out.push_back(at + ": a block of " + std::to_string(threads) + " threads, more than the " +
+                    std::to_string(props.threads_per_block) + " the device allows");
+    const int64_t limit = l.max_dynamic_shared_mem ? *l.max_dynamic_shared_mem : l.shared_mem;
+    if (std::max(limit, l.shared_mem) > props.smem_per_block_optin)
+      out.push_back(at + ": " + std::to_string(std::max(limit, l.shared_mem)) +
+                    " bytes of dynamic shared memory, more than the " + std::to_string(props.smem_per_block_optin) +
+                    " a block can opt in to on this device");
+    if (l.cluster[0] > 0 && props.arch < 90)
+      out.push_back(at + ": a thread-block cluster, which needs sm_90 or later; the device is sm_" +
+                    std::to_string(props.arch));
+  }
+  return out;
+}
+
 std::vector<std::string> case_float_scalars(const PackageManifest& manifest, const OpSignature& op, const Case& c) {
   std::vector<std::string> out;
   FloatValues values;
@@ -340,6 +422,7 @@ std::vector<std::string> case_float_scalars(const PackageManifest& manifest, con
   for (const auto& a : manifest.attributes) values[a.name] = a.value;
   for (const auto& [name, v] : case_symbol_values(manifest, op, c)) values[name] = static_cast<double>(v);
   values[kDtypeSizeSymbol] = static_cast<double>(dtype_size(c.dtype));
+  if (manifest.reads_device) put_device_values(values, device_props_in_effect());
   for (const auto& l : manifest.launches)
     for (std::size_t i = 0; i < l.args.size(); ++i) {
       const KernelArg& a = l.args[i];
@@ -764,6 +847,7 @@ class LaunchPlanner {
     symbols_ = &plan.symbols;
     values_ = plan.symbols;
     values_[kDtypeSizeSymbol] = static_cast<int64_t>(dtype_size(plan.dtype));
+    if (m_.reads_device) put_device_values(values_, device_props_in_effect());
     // For when.if; only a package with conditions reads them.
     if (std::any_of(m_.launches.begin(), m_.launches.end(), [](const Launch& l) { return l.when.if_expr.has_value(); }))
       for (const auto& [k, v] : call_tensor_values(op_, call_)) values_[k] = v;
@@ -897,6 +981,34 @@ class LaunchPlanner {
       fail(field + ".shared_mem", "\"" + l.shared_mem.text() + "\" evaluates to " + std::to_string(smem) +
                                       " bytes; expected 0 to 4294967295");
     p.shared_mem = static_cast<uint32_t>(smem);
+    if (l.max_dynamic_shared_mem) {
+      const std::string f = field + ".max_dynamic_shared_mem";
+      const int64_t limit = eval(f, *l.max_dynamic_shared_mem);
+      if (limit < 0 || limit > kMaxSharedMemBytes)
+        fail(f, "\"" + l.max_dynamic_shared_mem->text() + "\" evaluates to " + std::to_string(limit) +
+                    " bytes; expected 0 to " + std::to_string(kMaxSharedMemBytes));
+      if (smem > limit)
+        fail(f, "\"" + l.max_dynamic_shared_mem->text() + "\" = " + std::to_string(limit) +
+                    " bytes is below the launch's shared_mem of " + std::to_string(smem) +
+                    ": the kernel's own host code would fail this launch too");
+      p.max_dynamic_shared_mem = static_cast<uint32_t>(limit);
+    }
+    p.carveout = l.carveout;
+    for (std::size_t d = 0; d < l.cluster.size() && d < 3; ++d) {
+      const std::string f = field + ".cluster[" + std::to_string(d) + "]";
+      const int64_t c = eval(f, l.cluster[d]);
+      if (c < 1 || c > 8)
+        fail(f, "\"" + l.cluster[d].text() + "\" evaluates to " + std::to_string(c) + "; a cluster axis is 1 to 8");
+      if (!p.empty && p.grid[d] % c != 0)
+        fail(f, "grid axis " + std::string(1, "xyz"[d]) + " of " + std::to_string(p.grid[d]) +
+                    " blocks is not a multiple of the cluster's " + std::to_string(c));
+      p.cluster[d] = static_cast<uint32_t>(c);
+    }
+    if (!l.cluster.empty()) {
+      for (std::size_t d = l.cluster.size(); d < 3; ++d) p.cluster[d] = 1;
+      if (int64_t{p.cluster[0]} * p.cluster[1] * p.cluster[2] > 8)
+        fail(field + ".cluster", "a cluster holds at most 8 blocks (the portable size)");
+    }
 
     for (std::size_t a = 0; a < l.args.size(); ++a) add_arg(p, l.args[a], field + ".args[" + std::to_string(a) + "]", plan);
     return p;
@@ -1122,13 +1234,29 @@ struct PackageState {
   };
   std::vector<Unit> units;
   std::map<std::pair<DType, std::size_t>, std::size_t> unit_of;  ///< (dtype, launch) -> unit; empty: 0
+  /// What kgate did that the kernel's own host code must also do (raising a shared memory limit),
+  /// once each: the report's warnings.
+  struct Notes {
+    std::mutex mutex;
+    std::vector<std::string> lines;
+    void add(const std::string& line) {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (std::find(lines.begin(), lines.end(), line) == lines.end()) lines.push_back(line);
+    }
+    std::vector<std::string> get() {
+      std::lock_guard<std::mutex> lock(mutex);
+      return lines;
+    }
+  };
+  std::shared_ptr<Notes> notes = std::make_shared<Notes>();
 };
 
 /// A CUBIN loaded into one context, with its function handles.
 struct LoadedModule {
   CUmodule module = nullptr;
   std::map<std::string, CUfunction> functions;           ///< by lowered name
-  std::map<CUfunction, uint32_t> dynamic_shared_set;      ///< the largest max-dynamic-smem attribute set
+  std::map<CUfunction, uint32_t> dynamic_shared_set;      ///< the max-dynamic-smem attribute set
+  std::set<std::pair<CUfunction, int>> carveout_set;      ///< the preferred carveouts set
   std::set<std::pair<CUfunction, std::size_t>> params_checked;  ///< (function, launch index)
 };
 
@@ -1343,24 +1471,46 @@ void launch_package(const PackageState& state, const KernelCall& call) {
           throw;
         }
       }
-      if (l.shared_mem > kDefaultSharedLimit && loaded.dynamic_shared_set[f] < l.shared_mem) {
+      // The dynamic shared memory limit: as the kernel's host code states it ("max_dynamic_shared_mem"),
+      // else raised by kgate to what the launch needs past 48 KiB, which the kernel's own host code
+      // must also do: the report says so.
+      const Launch& declared = state.manifest.launches[l.index];
+      const bool stated = l.max_dynamic_shared_mem.has_value();
+      const uint32_t limit = stated ? *l.max_dynamic_shared_mem : l.shared_mem;
+      const auto set = loaded.dynamic_shared_set.find(f);
+      if (stated ? (set == loaded.dynamic_shared_set.end() || set->second != limit)
+                 : (l.shared_mem > kDefaultSharedLimit && (set == loaded.dynamic_shared_set.end() || set->second < limit))) {
         int device = 0, optin = 0;
         KGATE_CUDA_CALL(cudaGetDevice(&device));
         KGATE_CUDA_CALL(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-        if (static_cast<int64_t>(l.shared_mem) > optin)
+        const std::string text = stated ? "max_dynamic_shared_mem \"" + declared.max_dynamic_shared_mem->text() + "\""
+                                        : "shared_mem \"" + declared.shared_mem.text() + "\"";
+        if (static_cast<int64_t>(limit) > optin)
           throw Error(ErrorKind::package,
-                      where + ": shared_mem \"" + state.manifest.launches[l.index].shared_mem.text() + "\" = " +
-                          std::to_string(l.shared_mem) + " bytes is above the device's limit of " +
+                      where + ": " + text + " = " + std::to_string(limit) + " bytes is above the device's limit of " +
                           std::to_string(optin) + " bytes of shared memory per block [" + values_text(plan.symbols) +
-                          "]; narrow guard.shapes so that it fits");
-        with_context(where + ": setting CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES to " +
-                         std::to_string(l.shared_mem) + " (the kernel's static shared memory counts too)",
+                          "]; narrow guard.shapes so that it fits, or pick a smaller tile with a launch's "
+                          "\"when\": {\"if\": \"device_smem_per_block_optin >= ...\"}");
+        with_context(where + ": setting CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES to " + std::to_string(limit) +
+                         " (the kernel's static shared memory counts too)",
                      [&] {
                        KGATE_DRIVER_CALL(api.FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                                              static_cast<int>(l.shared_mem)));
+                                                              static_cast<int>(limit)));
                      });
-        loaded.dynamic_shared_set[f] = l.shared_mem;
+        loaded.dynamic_shared_set[f] = limit;
+        if (!stated)
+          state.notes->add(l.field + " (" + l.name_expression + "): kgate raised the kernel's dynamic shared memory "
+                           "limit to " + std::to_string(limit) + " bytes, past the 48 KiB a launch gets without it; "
+                           "the kernel's own host code must do the same (cudaFuncSetAttribute with "
+                           "cudaFuncAttributeMaxDynamicSharedMemorySize), and \"max_dynamic_shared_mem\" states it");
       }
+      if (l.carveout && loaded.carveout_set.insert({f, *l.carveout}).second)
+        with_context(where + ": setting CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT to " +
+                         std::to_string(*l.carveout),
+                     [&] {
+                       KGATE_DRIVER_CALL(
+                           api.FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, *l.carveout));
+                     });
     }
   });
 
@@ -1378,8 +1528,30 @@ void launch_package(const PackageState& state, const KernelCall& call) {
     if (l.empty) continue;
     auto params = l.kernel_params();
     try {
-      KGATE_DRIVER_CALL(api.LaunchKernel(functions[i], l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1],
-                                         l.block[2], l.shared_mem, stream, params.data(), nullptr));
+      if (l.cluster[0] == 0) {
+        KGATE_DRIVER_CALL(api.LaunchKernel(functions[i], l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1],
+                                           l.block[2], l.shared_mem, stream, params.data(), nullptr));
+      } else {  // a thread-block cluster ("cluster"): cuLaunchKernelEx with its dimensions
+        if (!api.LaunchKernelEx)
+          throw Error(ErrorKind::device, "the driver has no cuLaunchKernelEx, which cluster launches need");
+        CUlaunchAttribute attr{};
+        attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+        attr.value.clusterDim.x = l.cluster[0];
+        attr.value.clusterDim.y = l.cluster[1];
+        attr.value.clusterDim.z = l.cluster[2];
+        CUlaunchConfig config{};
+        config.gridDimX = l.grid[0];
+        config.gridDimY = l.grid[1];
+        config.gridDimZ = l.grid[2];
+        config.blockDimX = l.block[0];
+        config.blockDimY = l.block[1];
+        config.blockDimZ = l.block[2];
+        config.sharedMemBytes = l.shared_mem;
+        config.hStream = stream;
+        config.attrs = &attr;
+        config.numAttrs = 1;
+        KGATE_DRIVER_CALL(api.LaunchKernelEx(&config, functions[i], params.data(), nullptr));
+      }
     } catch (const Error& e) {  // the context is only built on failure: launches are timed
       throw Error(e.kind(), "package " + name + ": " + l.field + " (" + l.name_expression +
                                 ", grid " + std::to_string(l.grid[0]) + "x" + std::to_string(l.grid[1]) + "x" +
@@ -1442,6 +1614,15 @@ KernelInfo make_package_kernel(const PackageManifest& manifest, const CompileRes
   k.package = true;
   k.code_digest = code_digest(manifest, *shared);
   k.output_start = manifest.output_start;
+  k.case_launches = [shared](const Case& c) {
+    std::vector<std::string> out;
+    if (const std::string why = case_guard_violation(shared->manifest, shared->op, c); !why.empty())
+      return std::vector<std::string>{"fallback (outside the guard: " + why + ")"};
+    for (const auto& l : case_launches(shared->manifest, shared->op, c)) out.push_back(describe(l));
+    return out;
+  };
+  k.device_props = [] { return device_props_json(device_props_in_effect()); };
+  k.notes = [notes = shared->notes] { return notes->get(); };
   k.accepts = [shared](const KernelCall& call) {
     return call_guard_violation(shared->manifest, shared->op, call).empty();
   };

@@ -72,6 +72,30 @@ std::map<std::string, int64_t> case_symbol_values(const PackageManifest& manifes
 /// launch passes it: "launches[0].args[4] \"1 / sqrt(D)\" = 0.125 as f32". Empty without any.
 std::vector<std::string> case_float_scalars(const PackageManifest& manifest, const OpSignature& op, const Case& c);
 
+/// A launch a case runs, evaluated from the case (not from a call): its field, kernel name
+/// expression, grid, block, dynamic shared memory, the stated limit and cluster (all 0: none).
+/// `error`: an expression that does not evaluate for the case.
+struct CaseLaunch {
+  std::string field;
+  std::string kernel;
+  std::array<int64_t, 3> grid{1, 1, 1}, block{1, 1, 1}, cluster{0, 0, 0};
+  int64_t shared_mem = 0;
+  std::optional<int64_t> max_dynamic_shared_mem;
+  std::string error;
+};
+/// The launches whose "when" holds for the case, under the device properties in effect
+/// (device_props_in_effect(): the GPU's, or kgate validate's --device-props) where the manifest
+/// reads them.
+std::vector<CaseLaunch> case_launches(const PackageManifest& manifest, const OpSignature& op, const Case& c);
+/// "launches[1] k<float, 128>: grid 64x1x1, block 256x1x1, 0 bytes of dynamic shared memory".
+std::string describe(const CaseLaunch& launch);
+struct DeviceProps;
+/// Why a case inside the guard cannot run on a device of these properties: no launch matches it
+/// (without guard.unmatched "fallback"), an expression does not evaluate, a block has more threads
+/// or shared memory than the device gives, a cluster on a GPU before sm_90. Empty: it can.
+std::vector<std::string> case_launch_problems(const PackageManifest& manifest, const OpSignature& op, const Case& c,
+                                              const DeviceProps& props);
+
 /// guard_violation for a case (its dtype, layout, symbol values and the rank of the tensors the
 /// symbols bind to, from the op's signature); "" when the case is inside the guard.
 std::string case_guard_violation(const PackageManifest& manifest, const OpSignature& op,
@@ -155,6 +179,11 @@ struct PlannedLaunch {
   std::array<uint32_t, 3> grid{1, 1, 1};
   std::array<uint32_t, 3> block{1, 1, 1};
   uint32_t shared_mem = 0;        ///< dynamic shared memory bytes
+  /// The dynamic shared memory limit the kernel's host code sets ("max_dynamic_shared_mem"), the
+  /// preferred carveout ("carveout") and the cluster dimensions ("cluster"; all 0: no cluster).
+  std::optional<uint32_t> max_dynamic_shared_mem;
+  std::optional<int> carveout;
+  std::array<uint32_t, 3> cluster{0, 0, 0};
   bool empty = false;             ///< a grid or block dimension is 0: nothing to launch
   std::vector<PlannedArg> args;
 

@@ -115,7 +115,7 @@ TEST_F(ManifestTest, AScalarMayBeAFloatExpression) {
   m["launches"][0]["args"][3] = {{"scalar", "1 / sqrt(D)"}, {"type", "f32"}};
   EXPECT_EQ(only_problem(m), line("launches[0].args[3].scalar",
                                   "in \"1 / sqrt(D)\" at column 10: unknown name 'D'; expected a shape symbol or an "
-                                  "attribute (B, N, dim, dtype_size)"));
+                                  "attribute (B, N, dim, dtype_size, device_* (the device's properties))"));
   m["launches"][0]["args"][3] = {{"scalar", "1 / sqrt(N)"}, {"type", "i32"}};
   EXPECT_EQ(only_problem(m), line("launches[0].args[3].type",
                                   "a float expression is passed as f32 or f64; an integer value is {\"shape\": "
@@ -422,7 +422,7 @@ TEST_F(ManifestTest, KernelTypoInLaunch) {
                              line("launches[0].kernal",
                                   "unknown key \"kernal\"; did you mean \"kernel\"? "
                                   "expected one of: for_each, kernel, grid, block, "
-                                  "nvrtc_options, shared_mem, args, when"),
+                                  "nvrtc_options, shared_mem, max_dynamic_shared_mem, carveout, cluster, args, when"),
                              line("launches[0].kernel",
                                   "missing; expected a kernel name expression such as "
                                   "\"softmax_rows<float>\", or an object of them per dtype such as "
@@ -658,7 +658,7 @@ TEST_F(ManifestTest, UnknownSymbolInBlock) {
   m["launches"][0]["block"] = {"M * 2"};
   EXPECT_EQ(only_problem(m), line("launches[0].block[0]",
                                   "in \"M * 2\" at column 1: unknown "
-                                  "symbol 'M'; known symbols: B, N, dim, dtype_size"));
+                                  "symbol 'M'; known symbols: B, N, dim, dtype_size, device_* (the device's properties)"));
 }
 
 TEST_F(ManifestTest, GridNeedsOneToThreeExpressions) {
@@ -1017,7 +1017,7 @@ TEST_F(ManifestTest, BadLaunchConditions) {
   EXPECT_EQ(only_problem(m), line("launches[1].when.if",
                                   "in \"M > 1024\" at column 1: unknown symbol 'M'; known "
                                   "symbols: B, N, align_x, align_y, dim, dtype_size, numel_x, numel_y, "
-                                  "stride_x_0, stride_x_1, stride_y_0, stride_y_1"));
+                                  "stride_x_0, stride_x_1, stride_y_0, stride_y_1, device_* (the device's properties)"));
   m["launches"][1]["when"] = {{"layouts", {"rowmajor"}}};
   EXPECT_EQ(only_problem(m), line("launches[1].when.layouts[0]",
                                   "expected one of contiguous, strided, offset, found "
@@ -1373,8 +1373,9 @@ TEST(ManifestSchema, DescribesTheSameTopLevelKeys) {
   for (const auto& item : schema.at("$defs").at("launch").at("properties").items())
     launch_keys.push_back(item.key());
   std::sort(launch_keys.begin(), launch_keys.end());
-  EXPECT_EQ(launch_keys, (std::vector<std::string>{"args", "block", "for_each", "grid", "kernel",
-                                                   "nvrtc_options", "shared_mem", "when"}));
+  EXPECT_EQ(launch_keys, (std::vector<std::string>{"args", "block", "carveout", "cluster", "for_each", "grid",
+                                                   "kernel", "max_dynamic_shared_mem", "nvrtc_options", "shared_mem",
+                                                   "when"}));
   std::vector<std::string> arg_kinds;
   for (const auto& variant : schema.at("$defs").at("arg").at("oneOf"))
     arg_kinds.push_back(variant.at("required").at(0).get<std::string>());
