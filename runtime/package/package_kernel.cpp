@@ -443,8 +443,20 @@ std::vector<std::string> case_float_scalars(const PackageManifest& manifest, con
 std::map<std::string, int64_t> case_symbol_values(const PackageManifest& manifest, const OpSignature& op,
                                                   const Case& c) {
   std::map<std::string, int64_t> out;
-  for (const auto& [symbol, op_symbol] : op_symbols_of(manifest, op))
-    if (case_has(c, op_symbol)) out[symbol] = c.dim(op_symbol);
+  const SymbolValues dims = symbol_values(c.dims);
+  for (const auto& [symbol, op_dim] : op_symbols_of(manifest, op)) {
+    if (case_has(c, op_dim)) {
+      out[symbol] = c.dim(op_dim);
+      continue;
+    }
+    // A dimension the op writes as an expression of its symbols ("2*D2"): its value for the case,
+    // as the call's tensor will have it.
+    try {
+      out[symbol] = evaluate_expr(op_dim, dims);
+    } catch (const Error&) {
+      // not an expression of the case's symbols: left out
+    }
+  }
   return out;
 }
 

@@ -356,6 +356,29 @@ TEST_F(PackageKernelTest, CaseGuardUsesTheOpsShapes) {
   EXPECT_EQ(case_guard_violation(manifest, op, strided), "layout strided is not in guard.layouts [contiguous]");
 }
 
+TEST_F(PackageKernelTest, ASymbolBoundToAnOpDimensionWrittenAsAnExpressionHasItsValue) {
+  // x:[B, 2*H] (as a rotary op's [.., 2*D2]): "cols" is 2*H for a case, as it is for a call's tensor.
+  // Left out, every case fell outside a guard that names it, and the kernel never ran.
+  json m = plan_manifest();
+  m["symbols"] = {{"rows", {"y", 0}}, {"cols", {"x", -1}}};
+  m["workspace"][0]["shape"] = {"rows", "ceil_div(cols, 256)"};
+  m["launches"][0]["grid"] = {"ceil_div(cols, 256)", "rows"};
+  m["launches"][0]["shared_mem"] = "cols * 4";
+  m["launches"][0]["args"][2]["shape"] = "cols";
+  m["launches"][0]["args"][3]["shape"] = "rows * cols";
+  m["launches"][1]["block"] = {"min(1024, rows)"};
+  m["launches"][1]["args"][2]["shape"] = "rows";
+  m["guard"]["shapes"] = {{"cols", {{"min", 1}, {"max", 1000}}}};
+  const auto manifest = load(m);
+  OpSignature op = testing::softmax_op();
+  op.inputs[0].shape = {"B", "2*H"};
+  const Case c = Case::from_id("softmax:f32:B=4,H=500:contiguous:normal:0000000000000001");
+  EXPECT_EQ(case_symbol_values(manifest, op, c), (std::map<std::string, int64_t>{{"cols", 1000}, {"rows", 4}}));
+  EXPECT_TRUE(inside_guard(manifest, op, c));
+  const Case above = Case::from_id("softmax:f32:B=4,H=501:contiguous:normal:0000000000000001");
+  EXPECT_EQ(case_guard_violation(manifest, op, above), "cols=1002 is above guard.shapes.cols.max=1000");
+}
+
 /// A guard with every kind of boundary: N in [8, 8192], a multiple of 8; dtypes f32 and bf16.
 json boundary_manifest() {
   json m = json::parse(R"J({
