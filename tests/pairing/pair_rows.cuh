@@ -4,9 +4,12 @@
 // sums the squares of n / M elements of its own row of the scratch buffer (zeros) times `scale`,
 // which the launcher passes as 0: the reads cannot be dropped, and the results do not change. Those
 // reads add about 1/(2M) to the kernel's DRAM traffic (it reads x and writes y), spread evenly over
-// the rows. M is an argument, not a template parameter: all variants run the same device code and
-// only the host launcher's constant differs. (On the H200, extra work on every M-th row instead cost
-// 3% to 13% at any M: the rows that did it were the kernel's tail.)
+// the rows, and each thread issues its share before the row's own loads and uses it only after
+// them (extra_loads), so that they cost bandwidth and not a second round of memory latency. M is
+// an argument, not a template parameter: all variants run the same device code and only the host
+// launcher's constant differs. (On the H200, extra work on every M-th row cost 3% to 13% at any M,
+// since the rows that did it were the kernel's tail; extra work read in a second pass after the
+// row's own loads cost a fixed 2% to 6% on top of 1/(2M), one more memory latency per row.)
 #pragma once
 
 #include <cuda_bf16.h>
@@ -47,6 +50,26 @@ __host__ __device__ inline int64_t extra_length(int64_t n, int extra_every) {
   return extra_every > 0 ? n / extra_every : 0;
 }
 
+// The extra reads of one thread: up to four of q[first], q[first + step], ... below `extra`, issued
+// at once (predicated loads, no dependence on the row's own loads), their squares summed only when
+// finish() is called after the row's loop; any further ones (extra > 4 * step) in a loop there.
+template <typename T>
+struct ExtraLoads {
+  float v[4] = {0.f, 0.f, 0.f, 0.f};
+  const T* q;
+  int64_t extra, first, step;
+  __device__ ExtraLoads(const T* q_, int64_t extra_, int64_t first_, int64_t step_)
+      : q(q_), extra(extra_), first(first_), step(step_) {
+#pragma unroll
+    for (int k = 0; k < 4; ++k)
+      if (first + k * step < extra) v[k] = static_cast<float>(q[first + k * step]);
+  }
+  __device__ float finish() const {
+    float sum = v[0] * v[0] + v[1] * v[1] + v[2] * v[2] + v[3] * v[3];
+    return sum + sum_squares(q, extra, first + 4 * step, step);
+  }
+};
+
 // y = x / max(sqrt(sum), eps), where a NaN norm stays NaN (fmaxf would return eps).
 template <typename T>
 __device__ void scale_row(const T* xr, T* yr, int64_t n, int64_t first, int64_t step, float sum, float eps) {
@@ -63,9 +86,10 @@ __global__ void __launch_bounds__(1024) rows_block(const T* x, T* y, int64_t n, 
   const int64_t row = blockIdx.x;
   const T* xr = x + row * x_row_stride;
   T* yr = y + row * y_row_stride;
-  float sum = sum_squares(xr, n, threadIdx.x, blockDim.x);
   const int64_t extra = extra_length(n, extra_every);
-  sum += scale * sum_squares(scratch + row * extra, extra, threadIdx.x, blockDim.x);
+  const ExtraLoads<T> more(scratch + row * extra, extra, threadIdx.x, blockDim.x);
+  float sum = sum_squares(xr, n, threadIdx.x, blockDim.x);
+  sum += scale * more.finish();
   sum = warp_sum(sum);
   __shared__ float warp_sums[32];  // (1024 threads at most)
   __shared__ float total;
@@ -89,9 +113,10 @@ __global__ void rows_warp(const T* x, T* y, int64_t rows, int64_t n, int64_t x_r
   const int lane = threadIdx.x % 32;
   const T* xr = x + row * x_row_stride;
   T* yr = y + row * y_row_stride;
-  float sum = sum_squares(xr, n, lane, 32);
   const int64_t extra = extra_length(n, extra_every);
-  sum += scale * sum_squares(scratch + row * extra, extra, lane, 32);
+  const ExtraLoads<T> more(scratch + row * extra, extra, lane, 32);
+  float sum = sum_squares(xr, n, lane, 32);
+  sum += scale * more.finish();
   scale_row(xr, yr, n, lane, 32, warp_sum(sum), eps);
 }
 
