@@ -75,11 +75,11 @@ void write_console_table(std::ostream& os, const RunReport& report) {
       if (s.decision == Outcome::unchanged || s.decision == Outcome::skipped || s.blocks == 0) {
         // Not timed: no figures, the note says why.
         // (An UNCHANGED kernel's one entry stands for every case: it has none of its own.)
-        os << "  " << k.name << " " << (s.kcase.op.empty() ? std::string("(every case)") : s.kcase.id()) << ": "
+        os << "  " << k.name << " " << case_words(s) << ": "
            << outcome_name(s.decision) << " — " << s.note << "\n";
         continue;
       }
-      os << "  " << k.name << " " << s.kcase.id() << ": " << speed_words(s.ratio) << " than " << s.baseline
+      os << "  " << k.name << " " << case_words(s) << ": " << speed_words(s.ratio) << " than " << s.baseline
          << " (time ratio " << format_number(s.ratio, "%.3f") << " [" << format_number(s.ratio_lower, "%.3f") << ", "
          << format_number(s.ratio_upper, "%.3f") << "]; " << format_number(s.candidate_median_ns / 1e3, "%.1f")
          << " us vs " << format_number(s.baseline_median_ns / 1e3, "%.1f") << " us, " << s.blocks << " blocks, "

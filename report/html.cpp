@@ -298,7 +298,7 @@ void write_speed(std::ostream& os, const KernelReport& k) {
         "<th>bounds</th><th>p</th><th>p adj.</th><th>&delta;</th><th>blocks (dropped)</th><th>baseline median</th>"
         "<th>candidate median</th><th>decision</th><th>note</th></tr>\n";
   for (const auto& s : k.speed) {
-    os << "<tr class=\"cmp\"><td>" << esc_or_dash(s.baseline) << "</td><td><code>" << esc(s.kcase.id())
+    os << "<tr class=\"cmp\"><td>" << esc_or_dash(s.baseline) << "</td><td><code>" << esc(case_words(s))
        << "</code></td><td>" << esc_or_dash(s.timer) << "</td><td class=\"num ratio\">" << ratio_text(s.ratio)
        << "</td><td class=\"num\">[" << format_number_or_dash(s.ratio_lower, "%.3f") << ", " << format_number_or_dash(s.ratio_upper, "%.3f")
        << "]</td><td class=\"num\">" << format_number_or_dash(s.p_value) << "</td><td class=\"num\">" << format_number_or_dash(s.p_adjusted)
@@ -428,7 +428,7 @@ void write_summary_rows(std::ostream& os, const RunReport& report, const char* o
        << (k.correctness.failed > 0 ? " failed" : "") << "\">" << k.correctness.failed << "</td><td class=\"num\">"
        << format_number_or_dash(k.correctness.worst_margin, "%.2f") << "</td>";
     if (worst)
-      os << "<td class=\"num ratio\">" << ratio_text(worst->ratio) << "</td><td><code>" << esc(worst->kcase.id())
+      os << "<td class=\"num ratio\">" << ratio_text(worst->ratio) << "</td><td><code>" << esc(case_words(*worst))
          << "</code></td><td>" << badge(worst->decision) << "</td>";
     else
       os << "<td class=\"num ratio\">-</td><td>-</td><td>-</td>";

@@ -55,7 +55,7 @@ void write_junit(std::ostream& os, const RunReport& report) {
     for (const auto& s : k.speed) {
       ++tests;
       body << "    <testcase classname=\"" << markup_escape(cls) << "\" name=\"speed vs " << markup_escape(s.baseline)
-           << " " << markup_escape(s.kcase.id()) << "\" time=\"" << format_number(s.seconds, "%.3f") << "\">\n";
+           << " " << markup_escape(case_words(s)) << "\" time=\"" << format_number(s.seconds, "%.3f") << "\">\n";
       const bool undecided = s.decision == Outcome::invalid || s.decision == Outcome::inconclusive;
       if (!s.gates && s.decision != Outcome::failed) {
         // Informational (an UNCHANGED kernel, or a comparison a config made informational).

@@ -90,7 +90,7 @@ void write_markdown(std::ostream& os, const RunReport& report) {
       const SpeedComparison* worst = eager.front();
       for (const auto* s : eager)
         if (s->ratio > worst->ratio) worst = s;
-      speed = speed_words(worst->ratio) + " (" + worst->kcase.id() + ")";
+      speed = speed_words(worst->ratio) + " (" + case_words(*worst) + ")";
       decision = outcome_name(worst->decision);
       for (const auto* s : eager)
         if (s->decision == Outcome::invalid) {

@@ -80,6 +80,10 @@ bool inconclusive_fails(const RunReport& report) {
 
 const char* const kNotFailing = "does not fail the gate without --inconclusive-fails";
 
+std::string case_words(const SpeedComparison& s) {
+  return s.kcase.op.empty() ? std::string("(every case)") : s.kcase.id();
+}
+
 std::vector<const SpeedComparison*> eager_comparisons(const KernelReport& k) {
   std::vector<const SpeedComparison*> out;
   for (const auto& s : k.speed)

@@ -28,6 +28,10 @@ std::string speedup_words(double speedup);
 /// blocks, regressed"; for one not timed, its outcome and note.
 std::string speed_summary(const SpeedComparison& s);
 
+/// A speed comparison's case id, or "(every case)" for one that names none (an UNCHANGED kernel is
+/// not timed on any case).
+std::string case_words(const SpeedComparison& s);
+
 /// The comparisons against eager (all of them when none is against eager).
 std::vector<const SpeedComparison*> eager_comparisons(const KernelReport& k);
 
