@@ -71,6 +71,8 @@ worst=0
 while IFS=$'\t' read -r pkg repo _commit _files _kernel _op; do
   [ "$pkg" = package ] && continue
   [ -n "$pkg" ] || continue
+  # PACKAGES="a b": only those.
+  [ -z "${PACKAGES:-}" ] || [[ " $PACKAGES " == *" $pkg "* ]] || continue
   dir=$OUT/packages/$pkg
   vlog=$OUT/logs/$pkg.validate.log
   clog=$OUT/logs/$pkg.check.log

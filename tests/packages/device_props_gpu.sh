@@ -7,7 +7,8 @@
 #      opt-in limit; the streamed kernel past it); no warning that kgate raised a limit;
 #   2. on an H200, its properties equal kgate validate's "h200" preset;
 #   3. without "max_dynamic_shared_mem": still correct, and a warning says that kgate raised the
-#      kernel's dynamic shared memory limit, which its own host code must do;
+#      kernel's dynamic shared memory limit, which its own host code must do (its timed case, a row
+#      of 32768, needs 128 KiB: the correctness cases may stay under 48 KiB);
 #   4. with the limit stated below what the launch needs: exit 4 or 1, naming max_dynamic_shared_mem.
 # Exit 77 (SKIPPED) without a GPU.
 set -u
@@ -52,16 +53,17 @@ if problems: print("FAIL: as it is: " + "; ".join(problems)); sys.exit(1)
 print(f"ok: as it is: {c['passed']} cases passed on {dev.get('name')} (sm_{dev.get('arch')}, {dev.get('sms')} SMs, "
       f"{dev.get('smem_per_block_optin')} B opt-in); {len(cached)} cached launches in clusters, {len(streamed)} streamed")
 h200 = {"arch": 90, "sms": 132, "smem_per_block": 49152, "smem_per_block_optin": 232448, "smem_per_sm": 233472,
-        "regs_per_block": 65536, "regs_per_sm": 65536, "threads_per_block": 1024, "threads_per_sm": 2048}
+        "regs_per_block": 65536, "regs_per_sm": 65536, "threads_per_block": 1024, "threads_per_sm": 2048,
+        "l2_bytes": 62914560}
 if "H200" in (dev.get("name") or ""):
     diff = {key: (dev.get(key), v) for key, v in h200.items() if dev.get(key) != v}
-    if diff: print(f"FAIL: the h200 preset differs from this H200: {diff} (l2_bytes {dev.get('l2_bytes')})"); sys.exit(1)
-    print(f"ok: the h200 preset matches this H200 (l2_bytes: device {dev.get('l2_bytes')})")
+    if diff: print(f"FAIL: the h200 preset differs from this H200: {diff}"); sys.exit(1)
+    print("ok: the h200 preset matches this H200")
 PY
 variant unstated 'del m["launches"][0]["max_dynamic_shared_mem"]'
-check "$out/unstated" unstated --no-speed
+check "$out/unstated" unstated --speed-cases 3 --time-budget 0.3
 rc=$?
-[ $rc -eq 0 ] || { tail -20 "$out/unstated.log"; fail "without max_dynamic_shared_mem: exit $rc"; }
+[ $rc -eq 0 ] || [ $rc -eq 2 ] || { tail -20 "$out/unstated.log"; fail "without max_dynamic_shared_mem: exit $rc"; }
 python3 - "$out/unstated/report.json" <<'PY' || exit 1
 import json, sys
 k = json.load(open(sys.argv[1]))["kernels"][0]
