@@ -39,7 +39,8 @@
 # cmake -D flags), PAIR_SLOWED, PAIR_POWER_KERNELS, PAIR_SPEED_SHAPES (a JSON list that replaces the
 # op file's speed_shapes in the copy; cpu mode: [{"B": 32, "N": 1024}], so that a cpu comparison
 # takes a second, not twenty), PAIR_JOBS (build jobs; gpu: per build), PAIR_BUILD_VARIANTS (what the
-# build phase builds), PAIR_PILOT_M, PAIR_PILOT_BUDGET (2).
+# build phase builds), PAIR_PILOT_M, PAIR_PILOT_BUDGET (2), PAIR_KGATE_PREFIX (an installed kgate to build
+# the project against instead of installing KGATE_BUILD_DIR: the Debian package's /opt/kgate).
 set -uo pipefail
 here=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)  # (through symlinks)
 mode=${1:?usage: ci/pairing.sh cpu|gpu OUT_DIR [phase...]}
@@ -61,9 +62,15 @@ k=lambda n: K.get(n, {}); base=lambda n: k(n).get('base', {}); speed=lambda n: k
 print($2)" "$1"
 }
 
-echo "==> ci/pairing.sh $mode: installing kgate into $prefix"
-cmake --install "$build" --prefix "$prefix" --strip > "$out/install.log" 2>&1 ||
-  { tail -20 "$out/install.log"; fail "cmake --install $build"; }
+if [ -n "${PAIR_KGATE_PREFIX:-}" ]; then  # an installed kgate (the Debian package's /opt/kgate): no build
+  prefix=$PAIR_KGATE_PREFIX
+  [ -f "$prefix/lib/cmake/kgate/kgateConfig.cmake" ] || fail "PAIR_KGATE_PREFIX=$prefix holds no lib/cmake/kgate/kgateConfig.cmake"
+  echo "==> ci/pairing.sh $mode: kgate installed in $prefix"
+else
+  echo "==> ci/pairing.sh $mode: installing kgate into $prefix"
+  cmake --install "$build" --prefix "$prefix" --strip > "$out/install.log" 2>&1 ||
+    { tail -20 "$out/install.log"; fail "cmake --install $build"; }
+fi
 cmake_args=(-G Ninja -DCMAKE_BUILD_TYPE="${KGATE_BUILD_TYPE:-RelWithDebInfo}"
             -DCMAKE_PREFIX_PATH="$prefix;$torch_prefix${deps:+;$deps}")
 if command -v ccache > /dev/null 2>&1; then

@@ -1,15 +1,15 @@
 // The CUDA kernels of the pairing project: l2_normalize over rows (contiguous within a row, any row
 // stride), fp32 accumulation; one block per row (rows_block, any block size up to 1024) or one warp
-// per row (rows_warp). extra_every = M > 0 is the extra work of PAIR_EXTRA_EVERY: every row also
-// sums the squares of n / M elements of its own row of the scratch buffer (zeros) times `scale`,
-// which the launcher passes as 0: the reads cannot be dropped, and the results do not change. Those
-// reads add about 1/(2M) to the kernel's DRAM traffic (it reads x and writes y), spread evenly over
-// the rows, and each thread issues its share before the row's own loads and uses it only after
-// them (extra_loads), so that they cost bandwidth and not a second round of memory latency. M is
-// an argument, not a template parameter: all variants run the same device code and only the host
-// launcher's constant differs. (On the H200, extra work on every M-th row cost 3% to 13% at any M,
-// since the rows that did it were the kernel's tail; extra work read in a second pass after the
-// row's own loads cost a fixed 2% to 6% on top of 1/(2M), one more memory latency per row.)
+// per row (rows_warp). extra_every = M > 0 is the extra work of PAIR_EXTRA_EVERY, reads of a scratch
+// buffer of zeros whose sum is multiplied by `scale`, which the launchers pass as 0: the reads cannot
+// be dropped, and the results do not change. In rows_block, one more block after every M rows reads
+// a whole scratch row (1/M more rows read, about 1/(2M) more DRAM traffic, and the rows keep their
+// latency: the grid grows by rows / M blocks). In rows_warp, every row also reads n / M scratch
+// elements, each thread issuing its share before the row's own loads (ExtraLoads). M is an argument,
+// not a template parameter: all variants run the same device code; only the host launcher's
+// constant (and with it rows_block's grid) differs. (On the H200, extra work on every M-th row cost
+// 3% to 13% at any M, since those rows were the kernel's tail; extra elements read by every row cost a
+// floor of 1.5% to 6% whatever M, one more memory latency per row.)
 #pragma once
 
 #include <cuda_bf16.h>
@@ -79,17 +79,24 @@ __device__ void scale_row(const T* xr, T* yr, int64_t n, int64_t first, int64_t 
 }
 
 // One block per row; blockDim.x a multiple of 32, up to 1024 (the block size is the launcher's).
+// extra_every = M > 0: after every M rows' blocks comes one more block, which reads a row of n
+// elements of the scratch buffer (zeros) and writes nothing (unless the sum it reads times `scale`,
+// passed as 0, were huge): the kernel reads 1/M more rows, as a row's own work, and its rows keep
+// their latency (launch_rows_block sizes the grid).
 template <typename T>
 __global__ void __launch_bounds__(1024) rows_block(const T* x, T* y, int64_t n, int64_t x_row_stride,
                                                    int64_t y_row_stride, float eps, const T* scratch, float scale,
                                                    int extra_every) {
-  const int64_t row = blockIdx.x;
+  const int64_t b = blockIdx.x;
+  if (extra_every > 0 && b % (extra_every + 1) == extra_every) {  // a block of extra work
+    const float s = warp_sum(sum_squares(scratch + b / (extra_every + 1) * n, n, threadIdx.x, blockDim.x));
+    if (s * scale > 3e38f) y[0] = static_cast<T>(s);  // (never: keeps the reads)
+    return;
+  }
+  const int64_t row = extra_every > 0 ? b - b / (extra_every + 1) : b;
   const T* xr = x + row * x_row_stride;
   T* yr = y + row * y_row_stride;
-  const int64_t extra = extra_length(n, extra_every);
-  const ExtraLoads<T> more(scratch + row * extra, extra, threadIdx.x, blockDim.x);
   float sum = sum_squares(xr, n, threadIdx.x, blockDim.x);
-  sum += scale * more.finish();
   sum = warp_sum(sum);
   __shared__ float warp_sums[32];  // (1024 threads at most)
   __shared__ float total;
@@ -151,8 +158,10 @@ void launch_rows_block(const kgate::KernelCall& call, unsigned block, const char
   const int64_t rows = x.sizes[0], n = x.sizes[1];
   if (rows == 0 || n == 0) return;
   const auto stream = static_cast<cudaStream_t>(call.stream);
-  const T* scratch = scratch_rows<T>(rows, n, extra_every, stream, kernel);
-  rows_block<T><<<static_cast<unsigned>(rows), block, 0, stream>>>(
+  // M > 0: rows / M blocks of extra work among the rows' (rows_block), each reading a scratch row.
+  const int64_t extra_blocks = extra_every > 0 ? rows / extra_every : 0;
+  const T* scratch = scratch_rows<T>(extra_blocks + 1, n, extra_every > 0 ? 1 : 0, stream, kernel);
+  rows_block<T><<<static_cast<unsigned>(rows + extra_blocks), block, 0, stream>>>(
       x.as<const T>(), y.as<T>(), n, x.strides[0], y.strides[0], static_cast<float>(call.attributes.at("eps")), scratch,
       0.f, extra_every);
   if (cudaGetLastError() != cudaSuccess) throw std::runtime_error(std::string(kernel) + ": launch failed");
