@@ -389,7 +389,12 @@ std::vector<std::string> case_launch_problems(const PackageManifest& manifest, c
                                               const DeviceProps& props) {
   std::vector<std::string> out;
   const std::vector<CaseLaunch> launches = case_launches(manifest, op, c);
-  if (launches.empty() && !manifest.launches.empty() && !manifest.guard.unmatched_fallback)
+  // No launch is needed where every output is empty (the planner launches nothing then either).
+  bool outputs_empty = true;
+  const SymbolValues tensors = case_tensor_values(op, c);
+  for (const auto& o : op.outputs)
+    if (const auto it = tensors.find("numel_" + o.name); it == tensors.end() || it->second != 0) outputs_empty = false;
+  if (launches.empty() && !manifest.launches.empty() && !manifest.guard.unmatched_fallback && !outputs_empty)
     out.push_back("no launch runs for this call inside the guard, so its outputs would stay unwritten; widen a "
                   "launch's \"when\", or set guard.unmatched to \"fallback\"");
   for (const auto& l : launches) {
