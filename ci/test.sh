@@ -29,6 +29,9 @@ ctest --output-on-failure -j "${KGATE_TEST_JOBS:-2}" --timeout 900 --output-juni
   "${resources[@]}" "$@"
 # A project of its own, against the installed kgate (find_package), with its tests.
 "$here/ci/consumer.sh" "${resources[@]}"
+# The Debian package (an install without a build): built, unpacked, run, and built against.
+"$here/ci/package.sh" "$build" "$build/deb"
+"$here/ci/package.sh" --test "$(ls "$build"/deb/kgate_*_amd64.deb | head -1)" "$build/deb/test"
 # Pull requests against the same install (kgate check --baseline-build): a changed, an unchanged and
 # a new kernel, a base that does not build, shards of different bases (tests/pairing, cpu backend).
 "$here/ci/pairing.sh" cpu "$build/pairing"

@@ -91,6 +91,14 @@ if gate:
     checkout = [s for s in gpu.get("steps", []) if str(s.get("uses", "")).startswith("actions/checkout")]
     if not checkout or (checkout[0].get("with") or {}).get("fetch-depth") != 2:
         problem("gpu: the checkout must fetch 2 commits (fetch-depth: 2) for the merge commit's first parent")
+# The Debian package: built and tested by ci/test.sh (ci/package.sh), uploaded by the CPU job.
+cpu_steps = jobs.get("cpu", {}).get("steps", [])
+deb = [s for s in cpu_steps if str(s.get("uses", "")).startswith("actions/upload-artifact")
+       and (s.get("with") or {}).get("name") == "kgate-deb"]
+if not deb or "build/deb/" not in str((deb[0].get("with") or {}).get("path", "")):
+    problem("cpu: the job must upload the Debian package (kgate-deb, build/deb/kgate_*_amd64.deb)")
+if "ci/package.sh" not in test_sh or "--test" not in test_sh:
+    problem("ci/test.sh must build the Debian package (ci/package.sh) and test it (ci/package.sh --test)")
 if "github.event.pull_request.head.repo.full_name == github.repository" not in str(gpu.get("if", "")):
     problem("gpu: self-hosted GPU runners must not run pull requests from forks")
 
