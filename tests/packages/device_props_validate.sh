@@ -9,17 +9,9 @@
 # --cases shows the launches a timed case runs.
 set -u
 kgate=$1 package=$2 out=$3
-fail() { echo "FAIL: $*"; exit 1; }
 rm -rf "$out" && mkdir -p "$out"
-variant() {  # NAME PYTHON-EDIT: a copy of the package with its manifest edited
-  cp -r "$package" "$out/$1"
-  python3 - "$out/$1/kgate.json" "$2" <<'PY'
-import json, sys
-m = json.load(open(sys.argv[1]))
-exec(sys.argv[2])
-json.dump(m, open(sys.argv[1], "w"), indent=1)
-PY
-}
+# shellcheck source=tests/packages/variant.sh
+. "$(dirname "${BASH_SOURCE[0]}")/variant.sh"  # fail, variant
 validate() {  # NAME DIR [args]: exit code in rc, output in OUT/NAME.log
   local name=$1 dir=$2
   shift 2

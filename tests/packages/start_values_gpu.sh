@@ -11,17 +11,9 @@
 # Exit 77 (SKIPPED) without a GPU.
 set -u
 kgate=$1 package=$2 out=$3
-fail() { echo "FAIL: $*"; exit 1; }
 rm -rf "$out" && mkdir -p "$out"
-variant() {  # NAME PYTHON-EDIT: a copy of the package with its manifest edited
-  cp -r "$package" "$out/$1"
-  python3 - "$out/$1/kgate.json" "$2" <<'PY'
-import json, sys
-m = json.load(open(sys.argv[1]))
-exec(sys.argv[2])
-json.dump(m, open(sys.argv[1], "w"), indent=1)
-PY
-}
+# shellcheck source=tests/packages/variant.sh
+. "$(dirname "${BASH_SOURCE[0]}")/variant.sh"  # fail, variant
 check() {  # DIR NAME [args]
   local dir=$1 name=$2
   shift 2
