@@ -332,9 +332,11 @@ TEST_F(PackageKernelTest, CallGuardChecksLayoutsRanksAndAttributes) {
   EXPECT_EQ(call_guard_violation(manifest, op, call_of(3, 65537)), "N=65537 is above guard.shapes.N.max=65536");
 }
 
-TEST_F(PackageKernelTest, CaseGuardUsesTheOpsShapes) {
+/// plan_manifest() with symbols named the package's own way: rows (y's dim 0) and cols (x's last),
+/// at most 1000 cols.
+json own_symbol_names_manifest() {
   json m = plan_manifest();
-  m["symbols"] = {{"rows", {"y", 0}}, {"cols", {"x", -1}}};  // names of the package's own
+  m["symbols"] = {{"rows", {"y", 0}}, {"cols", {"x", -1}}};
   m["workspace"][0]["shape"] = {"rows", "ceil_div(cols, 256)"};
   m["launches"][0]["grid"] = {"ceil_div(cols, 256)", "rows"};
   m["launches"][0]["shared_mem"] = "cols * 4";
@@ -343,7 +345,11 @@ TEST_F(PackageKernelTest, CaseGuardUsesTheOpsShapes) {
   m["launches"][1]["block"] = {"min(1024, rows)"};
   m["launches"][1]["args"][2]["shape"] = "rows";
   m["guard"]["shapes"] = {{"cols", {{"min", 1}, {"max", 1000}}}};
-  const auto manifest = load(m);
+  return m;
+}
+
+TEST_F(PackageKernelTest, CaseGuardUsesTheOpsShapes) {
+  const auto manifest = load(own_symbol_names_manifest());
   const auto& op = testing::softmax_op();
   EXPECT_EQ(op_symbols_of(manifest, op), (std::map<std::string, std::string>{{"cols", "N"}, {"rows", "B"}}));
   const Case inside = Case::from_id("softmax:f32:B=4,N=1000:contiguous:normal:0000000000000001");
@@ -359,17 +365,7 @@ TEST_F(PackageKernelTest, CaseGuardUsesTheOpsShapes) {
 TEST_F(PackageKernelTest, ASymbolBoundToAnOpDimensionWrittenAsAnExpressionHasItsValue) {
   // x:[B, 2*H] (as a rotary op's [.., 2*D2]): "cols" is 2*H for a case, as it is for a call's tensor.
   // Left out, every case fell outside a guard that names it, and the kernel never ran.
-  json m = plan_manifest();
-  m["symbols"] = {{"rows", {"y", 0}}, {"cols", {"x", -1}}};
-  m["workspace"][0]["shape"] = {"rows", "ceil_div(cols, 256)"};
-  m["launches"][0]["grid"] = {"ceil_div(cols, 256)", "rows"};
-  m["launches"][0]["shared_mem"] = "cols * 4";
-  m["launches"][0]["args"][2]["shape"] = "cols";
-  m["launches"][0]["args"][3]["shape"] = "rows * cols";
-  m["launches"][1]["block"] = {"min(1024, rows)"};
-  m["launches"][1]["args"][2]["shape"] = "rows";
-  m["guard"]["shapes"] = {{"cols", {{"min", 1}, {"max", 1000}}}};
-  const auto manifest = load(m);
+  const auto manifest = load(own_symbol_names_manifest());
   OpSignature op = testing::softmax_op();
   op.inputs[0].shape = {"B", "2*H"};
   const Case c = Case::from_id("softmax:f32:B=4,H=500:contiguous:normal:0000000000000001");
