@@ -118,9 +118,7 @@ std::vector<package::DeviceProps> judged_devices(const ValidateArgs& args) {
 // Every case `kgate check` makes inside the guard runs some launch, and each launch fits the device:
 // under each judged device (device_props.hpp), a line of the launches and their case counts, or the
 // problems (exit 4).
-int check_launches(const ValidateArgs& args, const std::string& dir) {
-  const auto p = load_package(dir, args.arch, true);
-  if (!p) return static_cast<int>(ExitCode::usage);
+int check_launches(const ValidateArgs& args, const std::string& dir, const LoadedPackage* p) {
   std::vector<package::DeviceProps> devices = judged_devices(args);
   // Launches that read no device property are judged once, under the first device's limits.
   if (!p->manifest.reads_device && devices.size() > 1) devices.resize(1);
@@ -176,11 +174,7 @@ int check_launches(const ValidateArgs& args, const std::string& dir) {
 }
 
 // The cases `kgate check` makes for the package: the same options, the same functions.
-int list_cases(const ValidateArgs& args, const std::string& dir) {
-  if (!args.compile)
-    throw_usage("--cases lists what `kgate check` would run, which needs the package compiled: drop --no-compile");
-  const auto p = load_package(dir, args.arch, true);
-  if (!p) return static_cast<int>(ExitCode::usage);
+int list_cases(const ValidateArgs& args, const LoadedPackage* p) {
   CheckOptions base;
   base.seed = args.seed;
   base.cases = args.cases;
@@ -251,15 +245,20 @@ int run_validate(const ValidateArgs& args) {
     }
     if (!text.empty()) std::printf("%s\n", text.c_str());
   }
-  if (args.compile) {
-    const int rc = check_launches(args, dir);
-    if (rc != 0) return rc;
+  if (!args.compile) {
+    if (args.cases > 0)
+      throw_usage("--cases lists what `kgate check` would run, which needs the package compiled: drop --no-compile");
+    return 0;
   }
+  // The package as check loads it, once, for the launch check and the listed cases.
+  const auto p = load_package(dir, args.arch, true);
+  if (!p) return static_cast<int>(ExitCode::usage);
+  if (const int rc = check_launches(args, dir, &*p); rc != 0) return rc;
   if (args.cases == 0) return 0;
   // The timed cases' launches under the device given (or the first judged).
   std::vector<package::DeviceProps> devices = judged_devices(args);
   if (!devices.empty()) package::set_device_props_override(devices.front());
-  const int rc = list_cases(args, dir);
+  const int rc = list_cases(args, &*p);
   package::set_device_props_override(std::nullopt);
   return rc;
 }
