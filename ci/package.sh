@@ -45,6 +45,13 @@ if [ "${1:-}" = "--test" ]; then
   t1=$(date +%s%N)
   "$work/consumer/bin/kgate" list > "$work/consumer.list.log" 2>&1 ||
     { cat "$work/consumer.list.log"; echo "ci/package.sh --test: the consumer's kgate does not start" >&2; exit 1; }
+  # Here torch lies where the package was built, so the libraries' RUNPATH finds it; on a machine where
+  # it lies elsewhere only the consumer's own RUNPATH does, and only for libraries the consumer itself
+  # needs (RUNPATH does not carry over to dependencies): each torch library that kgate's need must be one.
+  needs() { readelf -d "$@" 2>/dev/null | sed -n 's/.*(NEEDED).*\[\(lib\(torch\|c10\)[^]]*\)\]/\1/p' | sort -u; }
+  missing=$(comm -23 <(needs "$work"/root/opt/kgate/lib/libkgate_*.so) <(needs "$work/consumer/bin/kgate"))
+  [ -z "$missing" ] || { echo "ci/package.sh --test: the consumer's kgate does not itself need $(echo $missing) (kgate's" \
+    "libraries do): on a machine with torch elsewhere it would not start (kgateConfig's --no-as-needed)" >&2; exit 1; }
   echo "==> ci/package.sh --test: examples/consumer configured and built against it in $(( (t1 - t0) / 1000000 )) ms;" \
        "its kgate lists $(grep -c . "$work/consumer.list.log") lines"
   exit 0
