@@ -601,12 +601,15 @@ bool judge_outputs(const OpSignature& op, const OpReference& ref, const Case& c,
     if (q.i(slot) != 0) inputs_modified = true;
   for (size_t slot : memory.guards_ok)
     if (q.i(slot) == 0) guards_intact_all = false;
-  // The case's verdict: the first output that fails, else the one nearest its tolerance.
-  std::optional<correctness::Verdict> chosen;
-  correctness::Measurement chosen_m;
+  // The case's verdict (correctness::judge_case): the first output that fails, else the one
+  // nearest its tolerance.
+  std::vector<correctness::OutputMeasurement> measured(outputs.size());
   for (size_t i = 0; i < outputs.size(); ++i) {
     PerOutput& p = per[i];
-    correctness::Measurement m;
+    correctness::Measurement& m = measured[i].measurement;
+    measured[i].name = op.outputs[i].name;
+    measured[i].dtype = p.dtype;
+    measured[i].rule = output_rule(rule, p.dtype, op.outputs[i]);
     m.inputs_modified = inputs_modified;
     m.guard_bands_intact = guards_intact_all;
     m.vs_reference = p.vs_reference.resolve(q, &m.allclose_worst, &m.worst_element);
@@ -629,18 +632,10 @@ bool judge_outputs(const OpSignature& op, const OpReference& ref, const Case& c,
       m.index_mismatches = q.i(*p.index_mismatches);
       m.index_bound = p.index_bound;
     }
-    auto v = correctness::evaluate(output_rule(rule, p.dtype, op.outputs[i]), m, p.dtype);
-    if (outputs.size() > 1 && !v.message.empty()) v.message = "output '" + op.outputs[i].name + "': " + v.message;
-    const bool better = !chosen || (chosen->outcome != Outcome::failed &&
-                                    (v.outcome == Outcome::failed || (std::isfinite(v.margin) && v.margin > chosen->margin)));
-    if (better) {
-      chosen = v;
-      chosen_m = m;
-    }
   }
-  correctness::Verdict verdict;
-  if (chosen) verdict = *chosen;
-  const correctness::Measurement& m = chosen_m;
+  const correctness::CaseVerdict judged = correctness::judge_case(measured);
+  const correctness::Verdict& verdict = judged.verdict;
+  const correctness::Measurement& m = judged.measurement;
   result.outcome = verdict.outcome;
   result.rule = verdict.rule;
   result.observed = verdict.observed;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 
 #include "core/error.hpp"
 #include "core/format.hpp"
@@ -189,6 +190,19 @@ Verdict evaluate(const RuleConfig& rule, const Measurement& m, DType dtype) {
                 " output elements still hold their start value " + g(m.start_value) +
                 " where the reference holds another (never written?); " + v.message;
   return v;
+}
+
+CaseVerdict judge_case(const std::vector<OutputMeasurement>& outputs) {
+  std::optional<CaseVerdict> chosen;
+  for (const auto& o : outputs) {
+    Verdict v = evaluate(o.rule, o.measurement, o.dtype);
+    if (outputs.size() > 1 && !v.message.empty()) v.message = "output '" + o.name + "': " + v.message;
+    const bool better = !chosen || (chosen->verdict.outcome != Outcome::failed &&
+                                    (v.outcome == Outcome::failed ||
+                                     (std::isfinite(v.margin) && v.margin > chosen->verdict.margin)));
+    if (better) chosen = CaseVerdict{std::move(v), o.measurement};
+  }
+  return chosen ? *chosen : CaseVerdict{};
 }
 
 }  // namespace kgate::correctness

@@ -115,4 +115,23 @@ inline constexpr const char* kInputModified = "the kernel modified its input (ch
 /// somewhere says so first. `dtype` scales the ref_ratio floor.
 Verdict evaluate(const RuleConfig& rule, const Measurement& m, DType dtype);
 
+/// One output of a case as measured: its name, dtype and the rule it is judged under.
+struct OutputMeasurement {
+  std::string name;
+  DType dtype = DType::f32;
+  RuleConfig rule;
+  Measurement measurement;
+};
+
+/// A case's verdict and the measurement of the output it comes from.
+struct CaseVerdict {
+  Verdict verdict;
+  Measurement measurement;
+};
+
+/// The case's verdict from its outputs' (each evaluated under its rule): the first output that
+/// fails, else the one nearest its tolerance (the largest finite margin; the first on ties). With
+/// several outputs, a message names its output ("output 'y': ..."). No outputs: passed, empty.
+CaseVerdict judge_case(const std::vector<OutputMeasurement>& outputs);
+
 }  // namespace kgate::correctness

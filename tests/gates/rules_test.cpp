@@ -55,6 +55,45 @@ TEST(Rules, AStartValueHeldIsNamedOnlyWhenTheCaseFails) {
   EXPECT_NE(evaluate(rule, m, DType::f32).message.find("start value -inf"), std::string::npos);
 }
 
+// The case's verdict from several outputs (judge_case): what judge_outputs does after measuring.
+OutputMeasurement output(const std::string& name, double allclose_worst, int64_t mismatches = 0) {
+  OutputMeasurement o;
+  o.name = name;
+  o.rule.tolerance = {1e-5, 1.3e-6};
+  o.measurement = clean();
+  o.measurement.allclose_worst = allclose_worst;
+  o.measurement.vs_reference.mismatches = mismatches;
+  o.measurement.worst_element = "in " + name;  // (tells the outputs apart)
+  return o;
+}
+
+TEST(Rules, ACaseIsJudgedByItsFirstFailingOutputElseItsNearestToTolerance) {
+  // Both pass: the one nearest its tolerance, with no output named in a passing message.
+  auto v = judge_case({output("y", 0.25), output("z", 0.75)});
+  EXPECT_EQ(v.verdict.outcome, Outcome::passed);
+  EXPECT_DOUBLE_EQ(v.verdict.margin, 0.75);
+  EXPECT_DOUBLE_EQ(v.measurement.allclose_worst, 0.75);  // the measurement of the output chosen
+  // The second fails: it is the verdict, named.
+  v = judge_case({output("y", 0.25), output("z", 4, 3)});
+  EXPECT_EQ(v.verdict.outcome, Outcome::failed);
+  EXPECT_EQ(v.verdict.message.rfind("output 'z': 3 of 100 elements outside", 0), 0u) << v.verdict.message;
+  EXPECT_EQ(v.measurement.vs_reference.mismatches, 3);
+  // Both fail: the first, however much worse the second is.
+  v = judge_case({output("y", 2, 1), output("z", 50, 90)});
+  EXPECT_EQ(v.verdict.message.rfind("output 'y': 1 of 100", 0), 0u) << v.verdict.message;
+  // Ties keep the first.
+  v = judge_case({output("y", 0.5), output("z", 0.5)});
+  EXPECT_EQ(v.verdict.margin, 0.5);
+  EXPECT_EQ(v.measurement.worst_element, "in y");
+  // One output: its message is the rule's own.
+  v = judge_case({output("y", 3, 2)});
+  EXPECT_EQ(v.verdict.message.rfind("2 of 100 elements outside", 0), 0u) << v.verdict.message;
+  // None: passed, nothing said.
+  v = judge_case({});
+  EXPECT_EQ(v.verdict.outcome, Outcome::passed);
+  EXPECT_TRUE(v.verdict.message.empty());
+}
+
 TEST(Rules, Ulp) {
   RuleConfig rule;
   rule.kind = RuleKind::ulp;
