@@ -2,8 +2,14 @@
 # The test command: set up, build, run every CTest test. GPU tests show as SKIPPED without a GPU.
 set -euo pipefail
 here=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)  # (through symlinks)
+# Each step's wall time, printed last (and on failure, as far as it got).
+steps=() t_step=$SECONDS
+step() { steps+=("$1 $((SECONDS - t_step)) s"); t_step=$SECONDS; }
+trap 'echo "==> ci/test.sh: times: ${steps[*]:-} (total $SECONDS s)"' EXIT
 "$here/ci/setup.sh"
+step setup
 "$here/ci/build.sh"
+step build
 build=${KGATE_BUILD_DIR:-$here/build}
 echo "==> ci/test.sh: ctest"
 cd "$build"
@@ -27,11 +33,15 @@ fi
 # JUnit (build/ctest-junit.xml) for the workflow's test report.
 ctest --output-on-failure -j "${KGATE_TEST_JOBS:-2}" --timeout 900 --output-junit "$build/ctest-junit.xml" \
   "${resources[@]}" "$@"
+step ctest
 # A project of its own, against the installed kgate (find_package), with its tests.
 "$here/ci/consumer.sh" "${resources[@]}"
+step consumer
 # The Debian package (an install without a build): built, unpacked, run, and built against.
 "$here/ci/package.sh" "$build" "$build/deb"
 "$here/ci/package.sh" --test "$(ls "$build"/deb/kgate_*_amd64.deb | head -1)" "$build/deb/test"
+step package
 # Pull requests against the same install (kgate check --baseline-build): a changed, an unchanged and
 # a new kernel, a base that does not build, shards of different bases (tests/pairing, cpu backend).
 "$here/ci/pairing.sh" cpu "$build/pairing"
+step pairing
