@@ -13,6 +13,7 @@
 #include <string>
 #include <system_error>
 
+#include "core/cuda_limits.hpp"
 #include "core/config.hpp"
 #include "core/error.hpp"
 #include "runtime/package/device_props.hpp"
@@ -130,7 +131,7 @@ int check_launches(const ValidateArgs& args, const std::string& dir, const Loade
     any.name = "CUDA's limits";
     any.arch = 90;
     any.threads_per_block = 1024;
-    any.smem_per_block_optin = package::kMaxSharedMemBytes;
+    any.smem_per_block_optin = cuda_limits::kSharedPerBlockMax;
     devices.push_back(any);
   }
   CheckOptions base;

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/cuda_limits.hpp"
 #include "core/error.hpp"
 #include "core/strict_json.hpp"
 
@@ -40,12 +41,12 @@ DeviceProps props(const char* name, int64_t arch, int64_t sms, int64_t optin, in
   p.name = name;
   p.arch = arch;
   p.sms = sms;
-  p.smem_per_block = 49152;
+  p.smem_per_block = cuda_limits::kSharedPerBlockDefault;
   p.smem_per_block_optin = optin;
   p.smem_per_sm = per_sm;
   p.regs_per_block = 65536;
   p.regs_per_sm = 65536;
-  p.threads_per_block = 1024;
+  p.threads_per_block = cuda_limits::kThreadsPerBlock;
   p.threads_per_sm = threads_per_sm;
   p.l2_bytes = l2;
   return p;

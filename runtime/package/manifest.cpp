@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/captured.hpp"
+#include "core/cuda_limits.hpp"
 #include "core/error.hpp"
 #include "core/format.hpp"
 #include "core/schema_check.hpp"
@@ -1433,10 +1434,6 @@ class Checker {
     }
   }
 
-  /// CUDA's grid limit per axis, and the axes' names.
-  static constexpr int64_t kGridMax[3] = {2147483647, 65535, 65535};
-  static constexpr const char* kAxis[3] = {"x", "y", "z"};
-
   /// More bytes than any GPU holds (2^48) for `elements` of `dtype`, without overflowing.
   static bool workspace_too_big(int64_t elements, DType dtype) {
     return elements > kMaxWorkspaceBytes / 8 || elements * static_cast<int64_t>(dtype_size(dtype)) > kMaxWorkspaceBytes;
@@ -1474,11 +1471,10 @@ class Checker {
   /// Launch settings that can never run: CUDA's limits on grid, block and shared memory, checked
   /// for constants, and expressions that cannot be evaluated for any call.
   void check_launch_settings(const Launch& launch, const std::string& field) {
-    static const int64_t kBlockMax[3] = {1024, 1024, 64};
     for (std::size_t d = 0; d < launch.grid.size() && d < 3; ++d)
-      if (auto v = judge(launch.grid[d], at(sub(field, "grid"), d)); v && (*v < 1 || *v > kGridMax[d]))
-        problem(at(sub(field, "grid"), d), std::string("a grid's ") + kAxis[d] + " size is 1 to " +
-                                               std::to_string(kGridMax[d]) + "; found " +
+      if (auto v = judge(launch.grid[d], at(sub(field, "grid"), d)); v && (*v < 1 || *v > cuda_limits::kGrid[d]))
+        problem(at(sub(field, "grid"), d), std::string("a grid's ") + cuda_limits::kAxis[d] + " size is 1 to " +
+                                               std::to_string(cuda_limits::kGrid[d]) + "; found " +
                                                std::to_string(*v));
     // Each axis within its limit, then (when every axis is a constant) the threads of the block.
     int64_t threads = 1;
@@ -1487,28 +1483,29 @@ class Checker {
       const auto v = judge(launch.block[d], at(sub(field, "block"), d));
       if (!v) {
         all_constant = false;
-      } else if (*v < 1 || *v > kBlockMax[d]) {
-        problem(at(sub(field, "block"), d), std::string("a block's ") + kAxis[d] + " size is 1 to " +
-                                                std::to_string(kBlockMax[d]) + "; found " +
+      } else if (*v < 1 || *v > cuda_limits::kBlock[d]) {
+        problem(at(sub(field, "block"), d), std::string("a block's ") + cuda_limits::kAxis[d] + " size is 1 to " +
+                                                std::to_string(cuda_limits::kBlock[d]) + "; found " +
                                                 std::to_string(*v));
         all_constant = false;
       } else {
         threads *= *v;  // at most 1024 * 1024 * 64: no overflow
       }
     }
-    if (all_constant && !launch.block.empty() && threads > 1024)
-      problem(sub(field, "block"), "a block has 1 to 1024 threads; found " + std::to_string(threads));
+    if (all_constant && !launch.block.empty() && threads > cuda_limits::kThreadsPerBlock)
+      problem(sub(field, "block"), "a block has 1 to " + std::to_string(cuda_limits::kThreadsPerBlock) +
+                                       " threads; found " + std::to_string(threads));
     if (auto v = judge(launch.shared_mem, sub(field, "shared_mem"));
-        v && (*v < 0 || *v > kMaxSharedMemBytes))
+        v && (*v < 0 || *v > cuda_limits::kSharedPerBlockMax))
       problem(sub(field, "shared_mem"),
-              "dynamic shared memory is 0 to " + std::to_string(kMaxSharedMemBytes) +
+              "dynamic shared memory is 0 to " + std::to_string(cuda_limits::kSharedPerBlockMax) +
                   " bytes (227 KiB, the most any supported GPU gives a block); found " +
                   std::to_string(*v));
     if (launch.max_dynamic_shared_mem) {
       const std::string f = sub(field, "max_dynamic_shared_mem");
       const auto limit = judge(*launch.max_dynamic_shared_mem, f);
-      if (limit && (*limit < 0 || *limit > kMaxSharedMemBytes))
-        problem(f, "a dynamic shared memory limit is 0 to " + std::to_string(kMaxSharedMemBytes) + " bytes; found " +
+      if (limit && (*limit < 0 || *limit > cuda_limits::kSharedPerBlockMax))
+        problem(f, "a dynamic shared memory limit is 0 to " + std::to_string(cuda_limits::kSharedPerBlockMax) + " bytes; found " +
                        std::to_string(*limit));
       else if (const auto used = launch.shared_mem.is_constant() ? judge(launch.shared_mem, sub(field, "shared_mem"))
                                                                  : std::nullopt;
@@ -1517,33 +1514,34 @@ class Checker {
                        ": the launch fails in the kernel's own host code too; raise the limit or lower shared_mem");
     }
     if (!launch.cluster.empty()) {
-      // A cluster's blocks: 8 at most (the portable size; more needs a non-portable opt-in).
+      // A cluster's blocks: the portable size at most (more needs a non-portable opt-in).
       int64_t blocks = 1;
       bool constant = true;
       for (std::size_t d = 0; d < launch.cluster.size() && d < 3; ++d) {
         const auto v = judge(launch.cluster[d], at(sub(field, "cluster"), d));
         if (!v) {
           constant = false;
-        } else if (*v < 1 || *v > 8) {
-          problem(at(sub(field, "cluster"), d), std::string("a cluster's ") + kAxis[d] + " size is 1 to 8; found " +
+        } else if (*v < 1 || *v > cuda_limits::kClusterBlocks) {
+          problem(at(sub(field, "cluster"), d), std::string("a cluster's ") + cuda_limits::kAxis[d] + " size is 1 to " +
+                                                    std::to_string(cuda_limits::kClusterBlocks) + "; found " +
                                                     std::to_string(*v));
           constant = false;
         } else {
           blocks *= *v;
         }
       }
-      if (constant && blocks > 8)
-        problem(sub(field, "cluster"), "a cluster holds at most 8 blocks (the portable size); found " +
-                                           std::to_string(blocks));
+      if (constant && blocks > cuda_limits::kClusterBlocks)
+        problem(sub(field, "cluster"), "a cluster holds at most " + std::to_string(cuda_limits::kClusterBlocks) +
+                                           " blocks (the portable size); found " + std::to_string(blocks));
     }
     if (launch.when.if_expr) judge(*launch.when.if_expr, sub(sub(field, "when"), "if"));
     // CUDA's kernel parameter space (32,764 bytes since CUDA 12.1 on Volta and later).
     std::size_t bytes = 0;
     for (const auto& a : launch.args) bytes += argument_bytes(a);
-    if (bytes > kMaxParameterBytes)
+    if (bytes > cuda_limits::kParameterBytes)
       problem(sub(field, "args"), std::to_string(launch.args.size()) + " arguments take " +
                                       std::to_string(bytes) + " bytes; a kernel's parameters may "
-                                      "take at most " + std::to_string(kMaxParameterBytes));
+                                      "take at most " + std::to_string(cuda_limits::kParameterBytes));
   }
 
   static std::size_t argument_bytes(const KernelArg& a) {
@@ -1769,15 +1767,15 @@ class Checker {
         if (failed || (runs && *runs == 0)) continue;
       }
       for (std::size_t d = 0; d < l.grid.size() && d < 3; ++d)
-        if (const auto v = value(l.grid[d], at(sub(l.field, "grid"), d)); v && *v > kGridMax[d])
+        if (const auto v = value(l.grid[d], at(sub(l.field, "grid"), d)); v && *v > cuda_limits::kGrid[d])
           problem(at(sub(l.field, "grid"), d),
-                  "\"" + l.grid[d].text() + "\" is " + std::to_string(*v) + where + ", past CUDA's " + kAxis[d] +
-                      "-grid limit of " + std::to_string(kGridMax[d]) + "; bound the symbols in guard.shapes" +
+                  "\"" + l.grid[d].text() + "\" is " + std::to_string(*v) + where + ", past CUDA's " + cuda_limits::kAxis[d] +
+                      "-grid limit of " + std::to_string(cuda_limits::kGrid[d]) + "; bound the symbols in guard.shapes" +
                       (d == 0 ? ", or give each block more work" : ", or put the large count on the x axis"));
       for (std::size_t d = 0; d < l.block.size() && d < 3; ++d) value(l.block[d], at(sub(l.field, "block"), d));
-      if (const auto v = value(l.shared_mem, sub(l.field, "shared_mem")); v && *v > kMaxSharedMemBytes)
+      if (const auto v = value(l.shared_mem, sub(l.field, "shared_mem")); v && *v > cuda_limits::kSharedPerBlockMax)
         problem(sub(l.field, "shared_mem"), "\"" + l.shared_mem.text() + "\" is " + std::to_string(*v) + " bytes" + where +
-                                                "; a block gets at most " + std::to_string(kMaxSharedMemBytes) +
+                                                "; a block gets at most " + std::to_string(cuda_limits::kSharedPerBlockMax) +
                                                 ": bound the symbols in guard.shapes");
     }
     // Workspaces whose size depends on the call: their bytes at that largest call.

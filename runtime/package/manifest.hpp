@@ -37,12 +37,8 @@ inline constexpr std::size_t kMaxHeaderFiles = 512;
 inline constexpr std::uintmax_t kMaxHeaderBytes = 16u << 20;
 /// Most entries of "sources" or "include_dirs".
 inline constexpr std::size_t kMaxPathEntries = 256;
-/// The most dynamic shared memory a block can have on any supported GPU (sm_90: 227 KiB).
-inline constexpr int64_t kMaxSharedMemBytes = 232448;
 /// Largest workspace whose size is known from the manifest alone (bytes).
 inline constexpr int64_t kMaxWorkspaceBytes = int64_t{1} << 48;
-/// CUDA's kernel parameter space (bytes), CUDA 12.1 and later.
-inline constexpr std::size_t kMaxParameterBytes = 32764;
 /// Most problems one check reports (one more line says how many were left out).
 inline constexpr std::size_t kMaxProblems = 100;
 /// Most captured variants a guard lists, and the largest call count of one: their product stays far

@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/cuda_limits.hpp"
 #include "core/error.hpp"
 #include "core/format.hpp"
 #include "core/rng.hpp"
@@ -30,13 +31,6 @@
 namespace kgate::package {
 
 namespace {
-
-constexpr int64_t kMaxGridX = 2147483647;
-constexpr int64_t kMaxGridYZ = 65535;
-constexpr int64_t kMaxBlockXY = 1024;
-constexpr int64_t kMaxBlockZ = 64;
-constexpr int64_t kMaxThreads = 1024;
-constexpr int64_t kDefaultSharedLimit = 48 * 1024;  // dynamic shared memory without opting in
 
 std::string list_of(const std::vector<std::string>& items) {
   std::string out = "[";
@@ -972,7 +966,7 @@ class LaunchPlanner {
       const char axis = "xyz"[d];
       const std::string gf = field + ".grid[" + std::to_string(d) + "]";
       const int64_t g = d < l.grid.size() ? eval(gf, l.grid[d]) : 1;
-      const int64_t glimit = d == 0 ? kMaxGridX : kMaxGridYZ;
+      const int64_t glimit = cuda_limits::kGrid[d];
       if (g < 0 || g > glimit)
         fail(gf, "\"" + l.grid[d].text() + "\" evaluates to " + std::to_string(g) + "; expected 0 (nothing to " +
                      "launch) to " + std::to_string(glimit) + " blocks in grid " + axis);
@@ -981,7 +975,7 @@ class LaunchPlanner {
 
       const std::string bf = field + ".block[" + std::to_string(d) + "]";
       const int64_t b = d < l.block.size() ? eval(bf, l.block[d]) : 1;
-      const int64_t blimit = d == 2 ? kMaxBlockZ : kMaxBlockXY;
+      const int64_t blimit = cuda_limits::kBlock[d];
       if (b < 0 || b > blimit)
         fail(bf, "\"" + l.block[d].text() + "\" evaluates to " + std::to_string(b) + "; expected 0 (nothing to " +
                      "launch) to " + std::to_string(blimit) + " threads in block " + axis);
@@ -989,10 +983,10 @@ class LaunchPlanner {
       p.block[d] = static_cast<uint32_t>(b);
     }
     const int64_t threads = int64_t{p.block[0]} * p.block[1] * p.block[2];
-    if (!p.empty && threads > kMaxThreads)
+    if (!p.empty && threads > cuda_limits::kThreadsPerBlock)
       fail(field + ".block", std::to_string(p.block[0]) + " x " + std::to_string(p.block[1]) + " x " +
                                  std::to_string(p.block[2]) + " = " + std::to_string(threads) +
-                                 " threads per block; CUDA allows at most " + std::to_string(kMaxThreads));
+                                 " threads per block; CUDA allows at most " + std::to_string(cuda_limits::kThreadsPerBlock));
     const int64_t smem = eval(field + ".shared_mem", l.shared_mem);
     if (smem < 0 || smem > static_cast<int64_t>(std::numeric_limits<uint32_t>::max()))
       fail(field + ".shared_mem", "\"" + l.shared_mem.text() + "\" evaluates to " + std::to_string(smem) +
@@ -1001,9 +995,9 @@ class LaunchPlanner {
     if (l.max_dynamic_shared_mem) {
       const std::string f = field + ".max_dynamic_shared_mem";
       const int64_t limit = eval(f, *l.max_dynamic_shared_mem);
-      if (limit < 0 || limit > kMaxSharedMemBytes)
+      if (limit < 0 || limit > cuda_limits::kSharedPerBlockMax)
         fail(f, "\"" + l.max_dynamic_shared_mem->text() + "\" evaluates to " + std::to_string(limit) +
-                    " bytes; expected 0 to " + std::to_string(kMaxSharedMemBytes));
+                    " bytes; expected 0 to " + std::to_string(cuda_limits::kSharedPerBlockMax));
       if (smem > limit)
         fail(f, "\"" + l.max_dynamic_shared_mem->text() + "\" = " + std::to_string(limit) +
                     " bytes is below the launch's shared_mem of " + std::to_string(smem) +
@@ -1496,7 +1490,7 @@ void launch_package(const PackageState& state, const KernelCall& call) {
       const uint32_t limit = stated ? *l.max_dynamic_shared_mem : l.shared_mem;
       const auto set = loaded.dynamic_shared_set.find(f);
       if (stated ? (set == loaded.dynamic_shared_set.end() || set->second != limit)
-                 : (l.shared_mem > kDefaultSharedLimit && (set == loaded.dynamic_shared_set.end() || set->second < limit))) {
+                 : (l.shared_mem > cuda_limits::kSharedPerBlockDefault && (set == loaded.dynamic_shared_set.end() || set->second < limit))) {
         int device = 0, optin = 0;
         KGATE_CUDA_CALL(cudaGetDevice(&device));
         KGATE_CUDA_CALL(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
