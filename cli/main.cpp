@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -11,7 +12,7 @@
 #include "cli/commands.hpp"   // list, check, merge, replay, validate, pack, compare
 #include "cli/main.hpp"
 #include "cli/output.hpp"
-#include "cli/sweep.hpp"      // kgate sweep (tolerance sensitivity)
+#include "cli/sweep.hpp"  // kgate sweep (tolerance sensitivity)
 #include "core/error.hpp"
 #include "core/safe_text.hpp"
 #include "references/catalogue.hpp"
@@ -23,9 +24,12 @@ namespace {
 int exit_for(const kgate::Error& e) {
   switch (e.kind()) {
     case kgate::ErrorKind::usage:
-    case kgate::ErrorKind::package: return static_cast<int>(kgate::ExitCode::usage);
-    case kgate::ErrorKind::device: return static_cast<int>(kgate::ExitCode::usage);
-    case kgate::ErrorKind::internal: return static_cast<int>(kgate::ExitCode::internal);
+    case kgate::ErrorKind::package:
+      return static_cast<int>(kgate::ExitCode::usage);
+    case kgate::ErrorKind::device:
+      return static_cast<int>(kgate::ExitCode::usage);
+    case kgate::ErrorKind::internal:
+      return static_cast<int>(kgate::ExitCode::internal);
   }
   return static_cast<int>(kgate::ExitCode::internal);
 }
@@ -39,9 +43,11 @@ std::string joined(int argc, char** argv) {
 }  // namespace
 
 int kgate::cli::main(int argc, char** argv) {
-  CLI::App app{"kgate " KGATE_VERSION " - regression tester for optimized GPU kernels.\n"
-               "Exit codes: 0 pass, 1 correctness failure, 2 speed regression, 3 inconclusive (with\n"
-               "--inconclusive-fails), 4 usage/config/package error, 5 internal error."};
+  CLI::App app{
+      "kgate " KGATE_VERSION
+      " - regression tester for optimized GPU kernels.\n"
+      "Exit codes: 0 pass, 1 correctness failure, 2 speed regression, 3 inconclusive (with\n"
+      "--inconclusive-fails), 4 usage/config/package error, 5 internal error."};
   app.require_subcommand(1);
   app.set_version_flag("--version", KGATE_VERSION);
   // Package compiles (every verb that compiles a package); given anywhere on the command line, and
@@ -51,52 +57,103 @@ int kgate::cli::main(int argc, char** argv) {
   double compile_timeout = 0;
   int device = -1;
   app.add_option("--device", device,
-                 "The GPU to run on: its CUDA ordinal as this process sees it (after CUDA_VISIBLE_DEVICES); "
+                 "The GPU to run on: its CUDA ordinal as this process sees it (after "
+                 "CUDA_VISIBLE_DEVICES); "
                  "worker processes inherit it (default 0, or the GPU CTest assigned the test)")
       ->type_name("N")
       ->check(CLI::NonNegativeNumber);
   std::vector<std::string> ops_paths, torch_libraries, torch_ops;
-  app.add_option("--ops", ops_paths,
-                 "Op file (kgate-op/1) or directory of them: ops of your own, with TorchScript references "
-                 "(repeatable; also KGATE_OPS=DIR:DIR)")
+  app.add_option(
+         "--ops", ops_paths,
+         "Op file (kgate-op/1) or directory of them: ops of your own, with TorchScript references "
+         "(repeatable; also KGATE_OPS=DIR:DIR)")
       ->type_name("PATH")
       ->allow_extra_args(false);
   app.add_option("--torch-library", torch_libraries,
                  "Shared library of PyTorch custom ops (TORCH_LIBRARY) to load (repeatable)")
       ->type_name("PATH")
       ->allow_extra_args(false);
-  app.add_option("--torch-op", torch_ops,
-                 "A custom op as a kernel: [cuda/|cpu/]NS::OP[.OVERLOAD]=KGATE_OP[,SCHEMA_ARG=NAME...] "
-                 "(repeatable; its library given with --torch-library)")
+  app.add_option(
+         "--torch-op", torch_ops,
+         "A custom op as a kernel: [cuda/|cpu/]NS::OP[.OVERLOAD]=KGATE_OP[,SCHEMA_ARG=NAME...] "
+         "(repeatable; its library given with --torch-library)")
       ->type_name("SPEC")
       ->allow_extra_args(false);
-  app.add_flag("--require-sandbox", require_sandbox,
-               "Refuse to compile a package where no compile sandbox (mount namespace or Landlock) can "
-               "be entered (also KGATE_REQUIRE_SANDBOX=1)");
+  app.add_flag(
+      "--require-sandbox", require_sandbox,
+      "Refuse to compile a package where no compile sandbox (mount namespace or Landlock) can "
+      "be entered (also KGATE_REQUIRE_SANDBOX=1)");
   app.add_option("--compile-timeout", compile_timeout,
                  "Seconds a package compile may take before it is stopped (default 300; also "
                  "KGATE_COMPILE_TIMEOUT)")
       ->check(kgate::cli::above_zero());
 
-  // The verbs, each with its options in its own file.
+  // The verbs, each with its options in its own file: its parser, and what runs it once parsed.
   kgate::cli::ListArgs list_args;
-  auto* list = kgate::cli::add_list_command(app, list_args);
   kgate::cli::CheckArgs check_args;
-  auto* check = kgate::cli::add_check_command(app, check_args);
   kgate::cli::MergeArgs merge_args;
-  auto* merge = kgate::cli::add_merge_command(app, merge_args);
   kgate::cli::ReplayArgs replay_args;
-  auto* replay = kgate::cli::add_replay_command(app, replay_args);
   kgate::cli::ValidateArgs validate_args;
-  auto* validate = kgate::cli::add_validate_command(app, validate_args);
   kgate::cli::PackArgs pack_args;
-  auto* pack = kgate::cli::add_pack_command(app, pack_args);
   kgate::cli::CompareArgs compare_args;
-  auto* compare = kgate::cli::add_compare_command(app, compare_args);
   kgate::cli::CalibrateArgs calibrate_args;
-  auto* calibrate = kgate::cli::add_calibrate_command(app, calibrate_args);
   kgate::cli::SweepArgs sweep_args;
-  auto* sweep = kgate::cli::add_sweep_command(app, sweep_args);
+  // Torch ops: registered once the op files they may refer to are loaded (for check, after the
+  // config file's, which may name more libraries and ops).
+  auto register_torch_ops = [&](std::vector<std::string> libraries,
+                                std::vector<std::string> specs) {
+    libraries.insert(libraries.end(), torch_libraries.begin(), torch_libraries.end());
+    specs.insert(specs.end(), torch_ops.begin(), torch_ops.end());
+    if (!libraries.empty() && specs.empty())
+      throw kgate::Error(kgate::ErrorKind::usage,
+                         "--torch-library needs --torch-op SPEC: name the ops to check");
+    kgate::add_torch_ops(libraries, specs);
+  };
+  CLI::App* check = nullptr;
+  CLI::App* sweep = nullptr;
+  struct Verb {
+    CLI::App* command;
+    std::function<int()> run;
+  };
+  const std::vector<Verb> verbs = {
+      {kgate::cli::add_list_command(app, list_args),
+       [&] { return kgate::cli::run_list(list_args); }},
+      {check = kgate::cli::add_check_command(app, check_args),
+       [&] {
+         kgate::cli::resolve_check_args(*check, check_args);
+         register_torch_ops(check_args.options.config.torch_libraries,
+                            check_args.options.config.torch_ops);
+         check_args.command_line = joined(argc, argv);
+         check_args.argv.assign(argv + 1, argv + argc);
+         return kgate::cli::run_check(check_args);
+       }},
+      {kgate::cli::add_merge_command(app, merge_args),
+       [&] { return kgate::cli::run_merge(merge_args); }},
+      {kgate::cli::add_replay_command(app, replay_args),
+       [&] { return kgate::cli::run_replay(replay_args); }},
+      {kgate::cli::add_validate_command(app, validate_args),
+       [&] { return kgate::cli::run_validate(validate_args); }},
+      {kgate::cli::add_pack_command(app, pack_args),
+       [&] { return kgate::cli::run_pack(pack_args); }},
+      {kgate::cli::add_compare_command(app, compare_args),
+       [&] { return kgate::cli::run_compare(compare_args); }},
+      {kgate::cli::add_calibrate_command(app, calibrate_args),
+       [&] {
+         calibrate_args.command_line = joined(argc, argv);
+         calibrate_args.argv.assign(argv + 1, argv + argc);
+         return kgate::cli::run_calibrate(calibrate_args);
+       }},
+      {sweep = kgate::cli::add_sweep_command(app, sweep_args),
+       [&] {
+         // As for check: settings given on the command line win over the config file.
+         if (sweep->count("--cases")) sweep_args.options.cli.cases = sweep_args.options.cases;
+         if (sweep->count("--family"))
+           sweep_args.options.cli.families = sweep_args.options.families;
+         sweep_args.command_line = joined(argc, argv);
+         sweep_args.argv.assign(argv + 1, argv + argc);
+         return kgate::cli::run_sweep(sweep_args);
+       }},
+  };
 
   try {
     app.parse(argc, argv);
@@ -115,16 +172,20 @@ int kgate::cli::main(int argc, char** argv) {
   }
 
   if (require_sandbox) ::setenv("KGATE_REQUIRE_SANDBOX", "1", 1);
-  if (!check_args.devices_text.empty() && !check_args.in_worker) {  // a worker gets its one --device
+  if (!check_args.devices_text.empty() &&
+      !check_args.in_worker) {  // a worker gets its one --device
     try {
-      if (device >= 0) throw kgate::Error(kgate::ErrorKind::usage, "--device and --devices: give one of them");
-      check_args.devices = kgate::cli::parse_devices(check_args.devices_text, kgate::cuda::device_count(),
-                                                     std::getenv("CUDA_VISIBLE_DEVICES"));
+      if (device >= 0)
+        throw kgate::Error(kgate::ErrorKind::usage, "--device and --devices: give one of them");
+      check_args.devices =
+          kgate::cli::parse_devices(check_args.devices_text, kgate::cuda::device_count(),
+                                    std::getenv("CUDA_VISIBLE_DEVICES"));
     } catch (const kgate::Error& e) {
       std::fprintf(stderr, "kgate: error: %s\n", e.what());
       return static_cast<int>(kgate::ExitCode::usage);
     }
-    if (check_args.backend.empty()) check_args.backend = "cuda";  // GPUs were asked for: no cpu fallback
+    if (check_args.backend.empty())
+      check_args.backend = "cuda";  // GPUs were asked for: no cpu fallback
   }
   if (device >= 0) {  // before anything starts CUDA
     try {
@@ -137,46 +198,14 @@ int kgate::cli::main(int argc, char** argv) {
     for (std::string* backend : {&check_args.backend, &sweep_args.backend, &calibrate_args.backend})
       if (backend->empty()) *backend = "cuda";
   }
-  if (compile_timeout > 0) ::setenv("KGATE_COMPILE_TIMEOUT", std::to_string(compile_timeout).c_str(), 1);
+  if (compile_timeout > 0)
+    ::setenv("KGATE_COMPILE_TIMEOUT", std::to_string(compile_timeout).c_str(), 1);
 
   try {
     for (const auto& p : ops_paths) kgate::add_ops_path(p);
-    // Torch ops: registered once the op files they may refer to are loaded (for check, after the
-    // config file's, which may name more libraries and ops).
-    auto register_torch_ops = [&](std::vector<std::string> libraries, std::vector<std::string> specs) {
-      libraries.insert(libraries.end(), torch_libraries.begin(), torch_libraries.end());
-      specs.insert(specs.end(), torch_ops.begin(), torch_ops.end());
-      if (!libraries.empty() && specs.empty())
-        throw kgate::Error(kgate::ErrorKind::usage, "--torch-library needs --torch-op SPEC: name the ops to check");
-      kgate::add_torch_ops(libraries, specs);
-    };
     if (!*check) register_torch_ops({}, {});
-    if (*list) return kgate::cli::run_list(list_args);
-    if (*check) {
-      kgate::cli::resolve_check_args(*check, check_args);
-      register_torch_ops(check_args.options.config.torch_libraries, check_args.options.config.torch_ops);
-      check_args.command_line = joined(argc, argv);
-      check_args.argv.assign(argv + 1, argv + argc);
-      return kgate::cli::run_check(check_args);
-    }
-    if (*replay) return kgate::cli::run_replay(replay_args);
-    if (*validate) return kgate::cli::run_validate(validate_args);
-    if (*pack) return kgate::cli::run_pack(pack_args);
-    if (*compare) return kgate::cli::run_compare(compare_args);
-    if (*merge) return kgate::cli::run_merge(merge_args);
-    if (*calibrate) {
-      calibrate_args.command_line = joined(argc, argv);
-      calibrate_args.argv.assign(argv + 1, argv + argc);
-      return kgate::cli::run_calibrate(calibrate_args);
-    }
-    if (*sweep) {
-      // As for check: settings given on the command line win over the config file.
-      if (sweep->count("--cases")) sweep_args.options.cli.cases = sweep_args.options.cases;
-      if (sweep->count("--family")) sweep_args.options.cli.families = sweep_args.options.families;
-      sweep_args.command_line = joined(argc, argv);
-      sweep_args.argv.assign(argv + 1, argv + argc);
-      return kgate::cli::run_sweep(sweep_args);
-    }
+    for (const auto& verb : verbs)
+      if (*verb.command) return verb.run();
   } catch (const kgate::Error& e) {
     std::fprintf(stderr, "kgate: error: %s\n", kgate::safe_log_text(e.what()).c_str());
     return exit_for(e);
