@@ -11,7 +11,7 @@
 namespace kgate {
 namespace {
 
-[[noreturn]] void bad(const std::string& name, const std::string& what) {
+[[noreturn]] void refuse_captured(const std::string& name, const std::string& what) {
   throw Error(ErrorKind::package, "captured inputs " + quote_untrusted(name) + ": " + what);
 }
 
@@ -51,7 +51,7 @@ Case captured_case(const OpSignature& op, const std::string& name, const std::st
 
 Case captured_case(const OpSignature& op, const std::string& name, const SafetensorsFile& file, uint64_t seed) {
   if (name.empty() || name.find(':') != std::string::npos)
-    bad(name, "the name must be non-empty and hold no ':' (it is part of the case id)");
+    refuse_captured(name, "the name must be non-empty and hold no ':' (it is part of the case id)");
   const std::string& path = file.path;
 
   // The case's dtype: that of the inputs whose dtype is the case's.
@@ -59,7 +59,7 @@ Case captured_case(const OpSignature& op, const std::string& name, const Safeten
   for (const auto& in : op.inputs) {
     const auto* t = file.find(in.name);
     if (!t)
-      bad(name, "holds no tensor " + quote_untrusted(in.name) + "; op " + op.name + " takes " +
+      refuse_captured(name, "holds no tensor " + quote_untrusted(in.name) + "; op " + op.name + " takes " +
                     [&] {
                       std::string names;
                       for (const auto& i : op.inputs) names += (names.empty() ? "" : ", ") + i.name;
@@ -71,7 +71,7 @@ Case captured_case(const OpSignature& op, const std::string& name, const Safeten
     if (!case_dtype) {
       std::string allowed;
       for (DType d : op.dtypes) allowed += (allowed.empty() ? "" : ", ") + std::string(safetensors_dtype_of(d));
-      bad(name, "tensor " + quote_untrusted(in.name) + " is " + quote_untrusted(t->dtype) + "; op " + op.name +
+      refuse_captured(name, "tensor " + quote_untrusted(in.name) + " is " + quote_untrusted(t->dtype) + "; op " + op.name +
                     " takes " + allowed);
     }
   }
@@ -79,7 +79,7 @@ Case captured_case(const OpSignature& op, const std::string& name, const Safeten
     bool known = false;
     for (const auto& in : op.inputs) known = known || in.name == t.name;
     if (!known)
-      bad(name, "tensor " + quote_untrusted(t.name) + " is not an input of op " + op.name +
+      refuse_captured(name, "tensor " + quote_untrusted(t.name) + " is not an input of op " + op.name +
                     " (outputs are computed by the reference, not read)");
   }
 
@@ -99,16 +99,16 @@ Case captured_case(const OpSignature& op, const std::string& name, const Safeten
     const auto* t = file.find(in.name);
     const DType want = op.tensor_dtype(in, c.dtype);
     if (t->dtype != safetensors_dtype_of(want))
-      bad(name, "tensor " + quote_untrusted(in.name) + " is " + quote_untrusted(t->dtype) + ", expected " +
+      refuse_captured(name, "tensor " + quote_untrusted(in.name) + " is " + quote_untrusted(t->dtype) + ", expected " +
                     safetensors_dtype_of(want) + " (" + dtype_name(want) + ")");
     if (t->shape.size() != in.shape.size())
-      bad(name, "tensor " + quote_untrusted(in.name) + " has shape " + shape_text(t->shape) + ", op " + op.name +
+      refuse_captured(name, "tensor " + quote_untrusted(in.name) + " has shape " + shape_text(t->shape) + ", op " + op.name +
                     " gives it rank " + std::to_string(in.shape.size()) + ": " + shape_text(in.shape));
     for (size_t d = 0; d < in.shape.size(); ++d) {
       if (!op.symbol(in.shape[d])) continue;
       const auto [it, inserted] = bound.emplace(in.shape[d], t->shape[d]);
       if (!inserted && it->second != t->shape[d])
-        bad(name, "symbol " + in.shape[d] + " is " + std::to_string(it->second) + " in one tensor and " +
+        refuse_captured(name, "symbol " + in.shape[d] + " is " + std::to_string(it->second) + " in one tensor and " +
                       std::to_string(t->shape[d]) + " in tensor " + quote_untrusted(in.name));
     }
   }
@@ -121,16 +121,16 @@ Case captured_case(const OpSignature& op, const std::string& name, const Safeten
         v = std::stoll(meta->second, &used);
         if (used != meta->second.size() || v < 0) throw std::invalid_argument("bad");
       } catch (const std::exception&) {
-        bad(name, "__metadata__." + s.name + " is " + quote_untrusted(meta->second) + ", not a size");
+        refuse_captured(name, "__metadata__." + s.name + " is " + quote_untrusted(meta->second) + ", not a size");
       }
       const auto [it, inserted] = bound.emplace(s.name, v);
       if (!inserted && it->second != v)
-        bad(name, "__metadata__." + s.name + " says " + std::to_string(v) + ", the tensors " +
+        refuse_captured(name, "__metadata__." + s.name + " says " + std::to_string(v) + ", the tensors " +
                       std::to_string(it->second));
     }
     const auto it = bound.find(s.name);
     if (it == bound.end())
-      bad(name, "symbol " + s.name + " of op " + op.name +
+      refuse_captured(name, "symbol " + s.name + " of op " + op.name +
                     " is in no input's shape: give it in the file's __metadata__ (\"" + s.name + "\": \"<value>\")");
     c.dims.emplace_back(s.name, it->second);
   }
@@ -141,13 +141,13 @@ Case captured_case(const OpSignature& op, const std::string& name, const Safeten
     for (size_t d = 0; d < in.shape.size(); ++d) {
       const int64_t want = package::evaluate_expr(in.shape[d], values);
       if (want != t->shape[d])
-        bad(name, "tensor " + quote_untrusted(in.name) + " has shape " + shape_text(t->shape) + "; with " +
+        refuse_captured(name, "tensor " + quote_untrusted(in.name) + " has shape " + shape_text(t->shape) + "; with " +
                       c.id().substr(0, c.id().find(":contiguous")) + " op " + op.name + " expects dim " +
                       std::to_string(d) + " (" + in.shape[d] + ") = " + std::to_string(want));
     }
   }
   for (const auto& r : op.relations)
-    if (package::evaluate_expr(r, values) == 0) bad(name, "the shapes break op " + op.name + "'s relation " + r);
+    if (package::evaluate_expr(r, values) == 0) refuse_captured(name, "the shapes break op " + op.name + "'s relation " + r);
   return c;
 }
 

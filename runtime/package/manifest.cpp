@@ -204,8 +204,6 @@ constexpr int kMaxRank = 8;
 /// them all made its messages grow with the square of its size).
 std::string join_capped(const std::vector<std::string>& items) { return join(items, ", ", 24); }
 
-std::string json_quote(const std::string& s) { return quote_untrusted(s); }
-
 bool is_builtin_symbol(const std::string& name) {
   const auto& names = builtin_symbol_names();
   return std::find(names.begin(), names.end(), name) != names.end();
@@ -257,21 +255,21 @@ std::string nvrtc_option_problem(const std::string& o) {
   if (std::regex_match(o, m, reg_re)) {
     const int n = std::stoi(m[1].str());
     if (n >= 16 && n <= 255) return {};
-    return json_quote(o) + " is out of range; expected -maxrregcount=N with 16 <= N <= 255";
+    return quote_untrusted(o) + " is out of range; expected -maxrregcount=N with 16 <= N <= 255";
   }
   if (std::regex_match(o, define_re)) return {};
   if (o.rfind("-D", 0) == 0 || o.rfind("--define-macro", 0) == 0)
-    return json_quote(o) +
+    return quote_untrusted(o) +
            " is not an allowed macro definition; expected -DNAME or -DNAME=VALUE (NAME an "
            "identifier, VALUE printable ASCII text of at most 192 characters)";
   if (o.rfind("-arch", 0) == 0 || o.rfind("--gpu-architecture", 0) == 0 || o.rfind("-gpu", 0) == 0)
-    return json_quote(o) +
+    return quote_untrusted(o) +
            " is not allowed: kgate sets the GPU architecture for the device (or `kgate validate "
            "--arch`); remove it";
   if (o.rfind("-I", 0) == 0 || o.rfind("--include-path", 0) == 0 || o.rfind("-include", 0) == 0 ||
       o.rfind("--pre-include", 0) == 0)
-    return json_quote(o) + " is not allowed: list include directories in \"include_dirs\" instead";
-  return json_quote(o) +
+    return quote_untrusted(o) + " is not allowed: list include directories in \"include_dirs\" instead";
+  return quote_untrusted(o) +
          " is not an allowed NVRTC option; expected one of -std=c++11|14|17|20, --use_fast_math, "
          "-DNAME[=VALUE], -lineinfo, --fmad=true|false, --ftz=true|false, "
          "--prec-div=true|false, --prec-sqrt=true|false, -maxrregcount=N, "
@@ -299,7 +297,7 @@ class Checker {
   std::vector<ManifestProblem> run() {
     std::error_code ec;
     if (!fs::is_directory(package_dir_, ec)) {
-      problem("(package)", "the package directory " + json_quote(package_dir_.string()) +
+      problem("(package)", "the package directory " + quote_untrusted(package_dir_.string()) +
                                " does not exist or is not a directory");
       return finish();
     }
@@ -473,9 +471,9 @@ class Checker {
     if (!options_.find_op) return;
     op_ = options_.find_op(*v);
     if (op_) return;
-    std::string msg = "unknown op " + json_quote(*v) + ";";
+    std::string msg = "unknown op " + quote_untrusted(*v) + ";";
     const std::string guess = closest(*v, options_.known_ops);
-    if (!guess.empty()) msg += " did you mean " + json_quote(guess) + "?";
+    if (!guess.empty()) msg += " did you mean " + quote_untrusted(guess) + "?";
     msg += options_.known_ops.empty() ? " it is not in kgate's op catalogue"
                                       : " known ops: " + join_capped(options_.known_ops);
     problem("op", msg);
@@ -496,9 +494,9 @@ class Checker {
     if (!op_) return true;
     const auto names = op_tensor_names();
     if (std::find(names.begin(), names.end(), name) != names.end()) return true;
-    std::string msg = "op " + json_quote(m_.op) + " has no tensor " + json_quote(name) + ";";
+    std::string msg = "op " + quote_untrusted(m_.op) + " has no tensor " + quote_untrusted(name) + ";";
     const std::string guess = closest(name, names);
-    if (!guess.empty()) msg += " did you mean " + json_quote(guess) + "?";
+    if (!guess.empty()) msg += " did you mean " + quote_untrusted(guess) + "?";
     problem(field, msg + " expected one of: " + join_capped(names));
     return false;
   }
@@ -512,7 +510,7 @@ class Checker {
       const json& v = item.value();
       if (!is_identifier(item.key()) || !v.is_number()) continue;  // the schema said
       if (is_builtin_symbol(item.key()) || is_device_symbol(item.key())) {
-        problem(field, json_quote(item.key()) +
+        problem(field, quote_untrusted(item.key()) +
                            " is a built-in symbol of expressions; an attribute cannot take its "
                            "name");
         continue;
@@ -520,7 +518,7 @@ class Checker {
       if (op_ && !op_->attributes.count(item.key())) {
         std::vector<std::string> names;
         for (const auto& [n, d] : op_->attributes) names.push_back(n);
-        problem(field, "op " + json_quote(m_.op) + " has no attribute " + json_quote(item.key()) +
+        problem(field, "op " + quote_untrusted(m_.op) + " has no attribute " + quote_untrusted(item.key()) +
                            "; expected one of: " + (names.empty() ? "(none)" : join_capped(names)));
         continue;
       }
@@ -572,7 +570,7 @@ class Checker {
       }
       // Two names (links) of one file: 2,000 symbolic links to one source once took 4.4 GB.
       if (auto [pos, fresh] = seen_files.emplace(resolved, rel); !fresh) {
-        problem(field, json_quote(rel) + " is the same file as " + json_quote(pos->second) +
+        problem(field, quote_untrusted(rel) + " is the same file as " + quote_untrusted(pos->second) +
                            " (through a link); list each file once");
         continue;
       }
@@ -592,7 +590,7 @@ class Checker {
       const std::string rel = (*it)[i].get<std::string>();
       const std::string field = at("captured_inputs", i);
       if (rel.find(':') != std::string::npos) {
-        problem(field, json_quote(rel) + " holds a ':', which case ids cannot carry; rename the file");
+        problem(field, quote_untrusted(rel) + " holds a ':', which case ids cannot carry; rename the file");
         continue;
       }
       if (op_) {
@@ -678,7 +676,7 @@ class Checker {
       auto d = dtype_at(field, json(e.key()), true);
       if (!d) continue;
       if (std::find(m_.guard.dtypes.begin(), m_.guard.dtypes.end(), *d) == m_.guard.dtypes.end()) {
-        problem(field, json_quote(e.key()) + " is not in guard.dtypes: its options would never be used");
+        problem(field, quote_untrusted(e.key()) + " is not in guard.dtypes: its options would never be used");
         continue;
       }
       m_.nvrtc_options_for_dtype[*d] = option_list(*e, field);
@@ -695,11 +693,11 @@ class Checker {
       d = parse_dtype(v.get<std::string>());
     } catch (const Error&) {
       problem(field,
-              "unknown dtype " + json_quote(v.get<std::string>()) + "; expected " + expected);
+              "unknown dtype " + quote_untrusted(v.get<std::string>()) + "; expected " + expected);
       return std::nullopt;
     }
     if (floating_only && !is_floating(d)) {
-      problem(field, "dtype " + json_quote(v.get<std::string>()) +
+      problem(field, "dtype " + quote_untrusted(v.get<std::string>()) +
                          " is not supported here; expected " + expected);
       return std::nullopt;
     }
@@ -734,26 +732,26 @@ class Checker {
       if (!is_identifier(name)) continue;  // the schema said
       const auto& fns = expr_function_names();
       if (std::find(fns.begin(), fns.end(), name) != fns.end()) {
-        problem(field, json_quote(name) + " is an expression function; choose another symbol name");
+        problem(field, quote_untrusted(name) + " is an expression function; choose another symbol name");
         continue;
       }
       if (m_.attribute(name)) {
-        problem(field, json_quote(name) + " is also an attribute; a symbol needs its own name");
+        problem(field, quote_untrusted(name) + " is also an attribute; a symbol needs its own name");
         continue;
       }
       if (is_builtin_symbol(name)) {
-        problem(field, json_quote(name) +
+        problem(field, quote_untrusted(name) +
                            " is a built-in symbol (the bytes of one element of the call's dtype); "
                            "choose another symbol name");
         continue;
       }
       if (is_device_symbol(name)) {
-        problem(field, json_quote(name) + " is a built-in symbol (a property of the device the launch runs on); "
+        problem(field, quote_untrusted(name) + " is a built-in symbol (a property of the device the launch runs on); "
                                           "choose another symbol name");
         continue;
       }
       if (is_tensor_symbol_form(name)) {
-        problem(field, json_quote(name) +
+        problem(field, quote_untrusted(name) +
                            " has the form of a tensor symbol (numel_T, align_T, stride_T_D), which guard.require "
                            "and when.if name for the call's tensors; choose another symbol name");
         continue;
@@ -801,7 +799,7 @@ class Checker {
       std::string listed;
       for (int r : m_.guard.ranks) listed += (listed.empty() ? "" : ", ") + std::to_string(r);
       problem("guard.ranks", "[" + listed + "] leaves out rank " + std::to_string(rank) + ", the rank of op " +
-                                 json_quote(m_.op) + "'s tensor " + json_quote(s.tensor) + " (bound by symbol " + s.name +
+                                 quote_untrusted(m_.op) + "'s tensor " + quote_untrusted(s.tensor) + " (bound by symbol " + s.name +
                                  "): every call would fall outside the guard and the package's kernels would never "
                                  "run; list " + std::to_string(rank) + ", or leave guard.ranks out");
       return;
@@ -907,16 +905,16 @@ class Checker {
         if (o == op_->outputs.end()) {
           std::vector<std::string> names;
           for (const auto& t : op_->outputs) names.push_back(t.name);
-          problem(field, "op " + json_quote(m_.op) + " has no output " + json_quote(name) + "; its outputs: " +
+          problem(field, "op " + quote_untrusted(m_.op) + " has no output " + quote_untrusted(name) + "; its outputs: " +
                              join_capped(names));
           continue;
         }
         if (!o->alias.empty()) {
-          problem(field, "output " + json_quote(name) + " is written in place into input " + json_quote(o->alias) +
+          problem(field, "output " + quote_untrusted(name) + " is written in place into input " + quote_untrusted(o->alias) +
                              ": it holds that input's values, not a start value; remove it from \"outputs\"");
           continue;
         }
-        if (!o->dtype.empty() && !whole_start(*v, parse_dtype(o->dtype), sub(field, "start"), "output " + json_quote(name)))
+        if (!o->dtype.empty() && !whole_start(*v, parse_dtype(o->dtype), sub(field, "start"), "output " + quote_untrusted(name)))
           continue;
       }
       m_.output_start[name] = *v;
@@ -937,11 +935,11 @@ class Checker {
         if (!is_identifier(*name)) {  // the schema said
           ok = false;
         } else if (std::find(tensors.begin(), tensors.end(), *name) != tensors.end()) {
-          problem(sub(field, "name"), json_quote(*name) + " is a tensor of op " +
-                                          json_quote(m_.op) + "; a workspace needs its own name");
+          problem(sub(field, "name"), quote_untrusted(*name) + " is a tensor of op " +
+                                          quote_untrusted(m_.op) + "; a workspace needs its own name");
           ok = false;
         } else if (workspace_names_.count(*name)) {
-          problem(sub(field, "name"), "workspace " + json_quote(*name) + " is declared twice");
+          problem(sub(field, "name"), "workspace " + quote_untrusted(*name) + " is declared twice");
           ok = false;
         }
         ws.name = *name;
@@ -994,7 +992,7 @@ class Checker {
         } else if (ws.zero && *v != 0) {
           problem(sub(field, "start"), "\"zero\": true and \"start\": " + st->dump() + " disagree; give one of them");
           ok = false;
-        } else if (!whole_start(*v, ws.dtype, sub(field, "start"), "workspace " + json_quote(ws.name))) {
+        } else if (!whole_start(*v, ws.dtype, sub(field, "start"), "workspace " + quote_untrusted(ws.name))) {
           ok = false;
         } else {
           ws.start = *v;
@@ -1031,7 +1029,7 @@ class Checker {
       auto d = dtype_at(f, json(item.key()), true);
       if (!d) continue;
       if (std::find(m_.guard.dtypes.begin(), m_.guard.dtypes.end(), *d) == m_.guard.dtypes.end()) {
-        problem(f, "dtype " + json_quote(item.key()) + " is not in guard.dtypes");
+        problem(f, "dtype " + quote_untrusted(item.key()) + " is not in guard.dtypes");
         continue;
       }
       if (!item.value().is_string()) continue;  // the schema said
@@ -1044,7 +1042,7 @@ class Checker {
     }
     for (DType d : m_.guard.dtypes)
       if (!launch.kernel_for_dtype.count(d) && it->find(dtype_name(d)) == it->end())
-        problem(kfield, "no kernel for dtype " + json_quote(dtype_name(d)) +
+        problem(kfield, "no kernel for dtype " + quote_untrusted(dtype_name(d)) +
                             " of guard.dtypes; expected a name expression for every guard dtype");
   }
 
@@ -1126,7 +1124,7 @@ class Checker {
       const bool integer_value = attr ? attr->is_integer : std::floor(op_default) == op_default;
       if (is_integer(*t) && !integer_value) {
         problem(sub(field, "type"),
-                "attribute " + json_quote(name) + " is not an integer; expected f32 or f64");
+                "attribute " + quote_untrusted(name) + " is not an integer; expected f32 or f64");
         return;
       }
       arg.kind = KernelArg::Kind::attribute;
@@ -1142,8 +1140,8 @@ class Checker {
       if (!t) return;
       if (is_integer(*t)) {
         problem(sub(field, "type"), "a float expression is passed as f32 or f64; an integer value is {\"shape\": " +
-                                        json_quote(v.get<std::string>()) + ", \"type\": " +
-                                        json_quote(scalar_type_name(*t)) + "}");
+                                        quote_untrusted(v.get<std::string>()) + ", \"type\": " +
+                                        quote_untrusted(scalar_type_name(*t)) + "}");
         return;
       }
       try {
@@ -1195,7 +1193,7 @@ class Checker {
     if (dim < -rank || dim >= rank) {
       problem(at(field, 1),
               op_ ? "dimension " + std::to_string(dim) + " does not exist in " +
-                        v[0].get<std::string>() + ":[" + shape + "] of op " + json_quote(m_.op) +
+                        v[0].get<std::string>() + ":[" + shape + "] of op " + quote_untrusted(m_.op) +
                         "; expected " + std::to_string(-rank) + " to " + std::to_string(rank - 1)
                   : "expected a dimension from -8 to 7, found " + describe_json(v[1]));
       return false;
@@ -1608,7 +1606,7 @@ class Checker {
     for (const auto& item : it->items()) {
       const std::string field = sub("guard.shapes", item.key());
       if (!is_symbol(item.key())) {
-        problem(field, "unknown symbol " + json_quote(item.key()) +
+        problem(field, "unknown symbol " + quote_untrusted(item.key()) +
                            "; expected one of \"symbols\": " + symbol_list());
         continue;
       }
@@ -1657,7 +1655,7 @@ class Checker {
         for (const auto& d : dims->items()) {
           const std::string f = sub(sub(field, "dims"), d.key());
           if (!is_symbol(d.key())) {
-            problem(f, "unknown symbol " + json_quote(d.key()) +
+            problem(f, "unknown symbol " + quote_untrusted(d.key()) +
                            "; expected one of \"symbols\": " + symbol_list());
             ok = false;
             continue;
@@ -1700,7 +1698,7 @@ class Checker {
         if (std::find(m_.guard.dtypes.begin(), m_.guard.dtypes.end(), *dt) ==
             m_.guard.dtypes.end()) {
           problem(sub(field, "dtype"),
-                  "dtype " + json_quote(dtype_name(*dt)) + " is not in guard.dtypes");
+                  "dtype " + quote_untrusted(dtype_name(*dt)) + " is not in guard.dtypes");
           ok = false;
         }
         var.dtype = *dt;
@@ -1812,9 +1810,9 @@ class Checker {
         if (a.kind == KernelArg::Kind::tensor) passed.insert(a.name);
     for (const auto& t : op_->outputs)
       if (!passed.count(t.name))
-        problem("launches", "output " + json_quote(t.name) + " of op " + json_quote(m_.op) +
+        problem("launches", "output " + quote_untrusted(t.name) + " of op " + quote_untrusted(m_.op) +
                                 " is never passed to a kernel; expected {\"tensor\": " +
-                                json_quote(t.name) + "} in some launch's args");
+                                quote_untrusted(t.name) + "} in some launch's args");
   }
 
   bool is_symbol(const std::string& name) const {
@@ -1867,7 +1865,7 @@ fs::path resolve_in_package(const fs::path& dir, const std::string& relative) {
   const fs::path root = fs::canonical(dir, ec);
   if (ec)
     throw Error(ErrorKind::package,
-                "package directory " + json_quote(dir.string()) + ": " + ec.message());
+                "package directory " + quote_untrusted(dir.string()) + ": " + ec.message());
   fs::path resolved;
   const std::string err = package_path_problem(root, relative, PathKind::any, &resolved);
   if (!err.empty())

@@ -64,8 +64,6 @@ constexpr const char* kPreludeName = "kgate_nvrtc_prelude.h";
 
 std::atomic<uint64_t> g_compile_count{0};
 
-std::string json_quote(const std::string& s) { return quote_untrusted(s); }
-
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -296,21 +294,21 @@ bool load_entry(const fs::path& cubin_path, const fs::path& meta_path, const std
 void check_cache_dir(const fs::path& dir) {
   struct stat st{};
   if (::stat(dir.c_str(), &st) != 0)
-    throw Error(ErrorKind::usage, "cannot use the NVRTC cache directory " + json_quote(dir.string()) +
+    throw Error(ErrorKind::usage, "cannot use the NVRTC cache directory " + quote_untrusted(dir.string()) +
                                       ": " + std::strerror(errno));
   if (!S_ISDIR(st.st_mode))
-    throw Error(ErrorKind::usage, "the NVRTC cache path " + json_quote(dir.string()) +
+    throw Error(ErrorKind::usage, "the NVRTC cache path " + quote_untrusted(dir.string()) +
                                       " is not a directory; set KGATE_CACHE_DIR to a directory");
   if (st.st_uid != ::geteuid())
     throw Error(ErrorKind::usage,
-                "the NVRTC cache directory " + json_quote(dir.string()) + " belongs to user " +
+                "the NVRTC cache directory " + quote_untrusted(dir.string()) + " belongs to user " +
                     std::to_string(st.st_uid) + ", not to this user (" +
                     std::to_string(::geteuid()) +
                     "); another user could plant compiled code there. Set KGATE_CACHE_DIR to a "
                     "directory of your own");
   if (st.st_mode & S_IWOTH)
     throw Error(ErrorKind::usage,
-                "the NVRTC cache directory " + json_quote(dir.string()) +
+                "the NVRTC cache directory " + quote_untrusted(dir.string()) +
                     " is writable by every user; anyone could plant compiled code there. Run "
                     "chmod o-w on it, or set KGATE_CACHE_DIR to a private directory");
 }
@@ -323,7 +321,7 @@ void make_cache_dir(const fs::path& dir) {
     if (!ec) fs::permissions(dir, fs::perms::owner_all, fs::perm_options::replace, ec);
     if (ec)
       throw Error(ErrorKind::usage, "cannot create the NVRTC cache directory " +
-                                        json_quote(dir.string()) + ": " + ec.message() +
+                                        quote_untrusted(dir.string()) + ": " + ec.message() +
                                         "; set KGATE_CACHE_DIR to a writable directory");
   }
   check_cache_dir(dir);
@@ -369,7 +367,7 @@ bool compile(const PackageManifest& m, const CompileOptions& opt, const Inputs& 
   g_compile_count.fetch_add(1);
   const WorkerRun run = run_nvrtc_worker(request, limits);
   const std::string file = m.manifest_path.string();
-  const std::string what = "package " + json_quote(m.name) + " (" + package_sources(m) + ")";
+  const std::string what = "package " + quote_untrusted(m.name) + " (" + package_sources(m) + ")";
   if (run.timed_out) {
     problem = {file, "sources",
                "NVRTC did not finish compiling " + what + " within " +
@@ -415,7 +413,7 @@ bool compile(const PackageManifest& m, const CompileOptions& opt, const Inputs& 
       return false;
     case NvrtcResponse::Status::missing_name:
       problem = {file, "launches",
-                 "kernel name expression " + json_quote(resp.error) +
+                 "kernel name expression " + quote_untrusted(resp.error) +
                      " was not found in the compiled sources; "
                      "expected a __global__ function (or template instance) of that name"};
       return false;
@@ -498,8 +496,8 @@ std::optional<std::string> cache_mac_key(const fs::path& cache_dir, const fs::pa
   const fs::path key_canon = fs::weakly_canonical(key_file, ec);
   if (!ec && is_inside(cache_canon, key_canon))
     throw Error(ErrorKind::usage,
-                "the NVRTC cache key file " + json_quote(key_file.string()) +
-                    " lies inside the cache directory " + json_quote(cache_dir.string()) +
+                "the NVRTC cache key file " + quote_untrusted(key_file.string()) +
+                    " lies inside the cache directory " + quote_untrusted(cache_dir.string()) +
                     "; a restored cache would bring its own key. Keep it outside "
                     "(KGATE_CACHE_KEY_FILE) or pass the key as KGATE_CACHE_KEY");
   for (int attempt = 0; attempt < 2; ++attempt) {
@@ -512,17 +510,17 @@ std::optional<std::string> cache_mac_key(const fs::path& cache_dir, const fs::pa
       ::close(fd);
       if (!stat_ok || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 077))
         throw Error(ErrorKind::usage,
-                    "the NVRTC cache key file " + json_quote(key_file.string()) +
+                    "the NVRTC cache key file " + quote_untrusted(key_file.string()) +
                         " must be a regular file of this user with mode 0600 (no access for "
                         "others); fix it with chmod 600, or delete it to have a new one made");
       if (n < 16)
-        throw Error(ErrorKind::usage, "the NVRTC cache key file " + json_quote(key_file.string()) +
+        throw Error(ErrorKind::usage, "the NVRTC cache key file " + quote_untrusted(key_file.string()) +
                                           " holds fewer than 16 bytes; delete it to have a new one made");
       return std::string(buf, static_cast<std::size_t>(n));
     }
     if (errno != ENOENT)
       throw Error(ErrorKind::usage, "cannot read the NVRTC cache key file " +
-                                        json_quote(key_file.string()) + ": " + std::strerror(errno));
+                                        quote_untrusted(key_file.string()) + ": " + std::strerror(errno));
     // First use: 32 random bytes, in hex, readable by this user only.
     fs::create_directories(key_file.parent_path(), ec);
     unsigned char raw[32];
@@ -643,11 +641,11 @@ void name_problem(const PackageManifest& m, const Inputs& in, ManifestProblem& p
   const std::string guess = closest(base, globals);
   std::string listed;
   for (std::size_t i = 0; i < globals.size() && i < 24; ++i) listed += (i ? ", " : "") + globals[i];
-  std::string message = "kernel " + json_quote(expr) + " does not name a kernel of the sources (NVRTC: " + nvrtc + ")";
+  std::string message = "kernel " + quote_untrusted(expr) + " does not name a kernel of the sources (NVRTC: " + nvrtc + ")";
   if (!guess.empty() && guess != base) {
     std::string fixed = expr;
     fixed.replace(fixed.find(base), base.size(), guess);
-    message += "; did you mean " + json_quote(fixed) + "?";
+    message += "; did you mean " + quote_untrusted(fixed) + "?";
   }
   message += globals.empty() ? " The sources define no __global__ function." : " Their __global__ functions: " + listed + ".";
   problem.field = fields;
@@ -662,7 +660,7 @@ bool names_are_kernels(const PackageManifest& m, const CompileResult& r, Manifes
   for (const auto& [expr, lowered] : r.lowered_names) {
     if (std::binary_search(functions->begin(), functions->end(), lowered)) continue;
     problem = {m.manifest_path.string(), launch_fields_of(m, expr),
-               "kernel " + json_quote(expr) + " is not a function in the compiled code (a __device__ variable, or a "
+               "kernel " + quote_untrusted(expr) + " is not a function in the compiled code (a __device__ variable, or a "
                "__device__ function?); name a __global__ function"};
     if (problem.field.empty()) problem.field = "launches";
     return false;
@@ -677,7 +675,7 @@ bool try_compile_unit(const PackageManifest& m, const CompileOptions& opt, Compi
   r = CompileResult{};
   static const std::regex arch_re("sm_[0-9]{2,3}[af]?");
   if (!std::regex_match(opt.arch, arch_re))
-    throw Error(ErrorKind::usage, "GPU architecture " + json_quote(opt.arch) +
+    throw Error(ErrorKind::usage, "GPU architecture " + quote_untrusted(opt.arch) +
                                       " is not valid; expected a real architecture such as "
                                       "\"sm_90\" (a CUBIN is built, so compute_XY is refused)");
   Inputs in;
@@ -777,7 +775,7 @@ bool load_precompiled(const PackageManifest& m, const CompileOptions& opt, Compi
   if (kind == "cubin") {
     const auto found = elf_function_names(image);
     if (!found) {
-      problem = {file, field, json_quote(rel) + " is not a CUBIN (an ELF64 image, as nvcc -cubin or cuobjdump -xelf "
+      problem = {file, field, quote_untrusted(rel) + " is not a CUBIN (an ELF64 image, as nvcc -cubin or cuobjdump -xelf "
                                                  "writes); a fatbin goes under \"fatbin\", PTX under \"ptx\""};
       ok = false;
       return true;
@@ -786,7 +784,7 @@ bool load_precompiled(const PackageManifest& m, const CompileOptions& opt, Compi
   } else if (kind == "ptx") {
     names = ptx_entry_names(image);
     if (names.empty()) {
-      problem = {file, field, json_quote(rel) + " holds no .entry: expected PTX text with the package's kernels"};
+      problem = {file, field, quote_untrusted(rel) + " holds no .entry: expected PTX text with the package's kernels"};
       ok = false;
       return true;
     }
@@ -799,8 +797,8 @@ bool load_precompiled(const PackageManifest& m, const CompileOptions& opt, Compi
       std::string listed;
       for (std::size_t i = 0; i < names.size() && i < 24; ++i) listed += (i ? ", " : "") + names[i];
       const std::string guess = closest(expr, names);
-      problem = {file, field, "kernel " + json_quote(expr) + " is not in " + json_quote(rel) +
-                                  (guess.empty() ? "" : "; did you mean " + json_quote(guess) + "?") + " It holds: " +
+      problem = {file, field, "kernel " + quote_untrusted(expr) + " is not in " + quote_untrusted(rel) +
+                                  (guess.empty() ? "" : "; did you mean " + quote_untrusted(guess) + "?") + " It holds: " +
                                   listed + ". With a precompiled file, kernel names are its symbols (extern \"C\" "
                                   "names, or mangled ones)"};
       ok = false;
@@ -976,7 +974,7 @@ bool args_match_params(const PackageManifest& m, const CompileResult& r, Manifes
       const auto& params = p->second;
       std::string sizes;
       for (const auto& q : params) sizes += (sizes.empty() ? "" : ", ") + std::to_string(q.size);
-      const std::string kernel = "kernel " + json_quote(expr) + " (" + dtype_name(d) + ") takes " +
+      const std::string kernel = "kernel " + quote_untrusted(expr) + " (" + dtype_name(d) + ") takes " +
                                  std::to_string(params.size()) + " parameter(s) of " + sizes + " bytes";
       if (params.size() != l.args.size()) {
         problem = {m.manifest_path.string(), field, kernel + ", but \"args\" lists " + std::to_string(l.args.size()) +
@@ -1021,7 +1019,7 @@ bool compile_and_check(const PackageManifest& m, const CompileOptions& opt, Comp
                        ManifestProblem& problem) {
   static const std::regex arch_re("sm_[0-9]{2,3}[af]?");
   if (!std::regex_match(opt.arch, arch_re))
-    throw Error(ErrorKind::usage, "GPU architecture " + json_quote(opt.arch) +
+    throw Error(ErrorKind::usage, "GPU architecture " + quote_untrusted(opt.arch) +
                                       " is not valid; expected a real architecture such as "
                                       "\"sm_90\" (a CUBIN is built, so compute_XY is refused)");
   r = CompileResult{};

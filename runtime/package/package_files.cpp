@@ -18,16 +18,14 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string json_quote(const std::string& s) { return quote_untrusted(s); }
-
 /// A file with more than one hard link may be a second name of a file outside the package (a hard
 /// link, unlike a symbolic one, cannot be told from the original), so it is refused.
 std::string hard_link_problem(const fs::path& canon, const std::string& shown) {
   std::error_code ec;
   const auto links = fs::hard_link_count(canon, ec);
-  if (ec) return json_quote(shown) + " cannot be read: " + ec.message();
+  if (ec) return quote_untrusted(shown) + " cannot be read: " + ec.message();
   if (links > 1)
-    return json_quote(shown) + " has " + std::to_string(links) +
+    return quote_untrusted(shown) + " has " + std::to_string(links) +
            " hard links; a package file must have exactly one (another name may be a file outside "
            "the package): copy it instead of linking it";
   return {};
@@ -52,33 +50,33 @@ std::string package_path_problem(const fs::path& root, const std::string& relati
   if (relative.empty()) return "expected a non-empty path relative to the package directory";
   for (char c : relative)
     if (static_cast<unsigned char>(c) < 0x20)
-      return json_quote(relative) + " contains a control character; expected a plain relative path";
+      return quote_untrusted(relative) + " contains a control character; expected a plain relative path";
   const fs::path rel(relative);
   if (rel.is_absolute() || rel.has_root_name() || rel.has_root_directory())
-    return json_quote(relative) +
+    return quote_untrusted(relative) +
            " is an absolute path; expected a path relative to the package directory";
-  if (climbs(rel)) return json_quote(relative) + " contains \"..\"; expected a path inside the package directory";
+  if (climbs(rel)) return quote_untrusted(relative) + " contains \"..\"; expected a path inside the package directory";
   std::error_code ec;
   const fs::path joined = root / rel;
   if (!fs::exists(fs::symlink_status(joined, ec)) || !fs::exists(joined, ec))
-    return json_quote(relative) + " does not exist in the package directory";
+    return quote_untrusted(relative) + " does not exist in the package directory";
   const fs::path canon = fs::canonical(joined, ec);
-  if (ec) return json_quote(relative) + " cannot be resolved: " + ec.message();
+  if (ec) return quote_untrusted(relative) + " cannot be resolved: " + ec.message();
   if (!is_inside(root, canon))
-    return json_quote(relative) + " resolves to " + json_quote(canon.string()) +
+    return quote_untrusted(relative) + " resolves to " + quote_untrusted(canon.string()) +
            ", outside the package directory (through a symbolic link); expected a path inside it";
   if (kind == PathKind::directory && !fs::is_directory(canon, ec))
-    return json_quote(relative) + " is not a directory; expected a directory of headers";
+    return quote_untrusted(relative) + " is not a directory; expected a directory of headers";
   if (kind == PathKind::source || kind == PathKind::binary || kind == PathKind::data) {
     const bool binary = kind != PathKind::source;
     if (!fs::is_regular_file(canon, ec))
-      return json_quote(relative) + " is not a regular file; expected " +
+      return quote_untrusted(relative) + " is not a regular file; expected " +
              (kind == PathKind::data ? "a safetensors file" : binary ? "a CUBIN, fatbin or PTX file" : "a CUDA source file");
     const auto size = fs::file_size(canon, ec);
-    if (ec) return json_quote(relative) + " cannot be read: " + ec.message();
+    if (ec) return quote_untrusted(relative) + " cannot be read: " + ec.message();
     const std::uintmax_t limit = binary ? kMaxBinaryBytes : kMaxSourceBytes;
     if (size > limit)
-      return json_quote(relative) + " has " + std::to_string(size) + " bytes; expected at most " +
+      return quote_untrusted(relative) + " has " + std::to_string(size) + " bytes; expected at most " +
              std::to_string(limit) + (binary ? " (256 MiB)" : " (1 MiB)");
     if (std::string err = hard_link_problem(canon, relative); !err.empty()) return err;
   }
@@ -105,15 +103,15 @@ std::string scan_include_dir(const fs::path& root, const std::string& include_di
     const fs::path rel_to_root = p.lexically_relative(root);
     if (it->is_directory(ec)) continue;
     const fs::path canon = fs::canonical(p, ec);
-    if (ec) return json_quote(rel_to_root.string()) + " cannot be resolved: " + ec.message();
+    if (ec) return quote_untrusted(rel_to_root.string()) + " cannot be resolved: " + ec.message();
     if (!is_inside(root, canon))
-      return json_quote(rel_to_root.string()) + " resolves to " + json_quote(canon.string()) +
+      return quote_untrusted(rel_to_root.string()) + " resolves to " + quote_untrusted(canon.string()) +
              ", outside the package directory (through a symbolic link); expected a path inside it";
     if (!fs::is_regular_file(canon, ec)) continue;
     const auto size = fs::file_size(canon, ec);
-    if (ec) return json_quote(rel_to_root.string()) + " cannot be read: " + ec.message();
+    if (ec) return quote_untrusted(rel_to_root.string()) + " cannot be read: " + ec.message();
     if (size > kMaxSourceBytes)
-      return json_quote(rel_to_root.string()) + " has " + std::to_string(size) +
+      return quote_untrusted(rel_to_root.string()) + " has " + std::to_string(size) +
              " bytes; expected at most " + std::to_string(kMaxSourceBytes) + " (1 MiB)";
     if (std::string err = hard_link_problem(canon, rel_to_root.string()); !err.empty())
       return err;
@@ -126,7 +124,7 @@ std::string scan_include_dir(const fs::path& root, const std::string& include_di
              " bytes of headers; expected less";
     found.push_back({p.lexically_relative(dir).generic_string(), canon});
   }
-  if (ec) return json_quote(include_dir) + " cannot be listed: " + ec.message();
+  if (ec) return quote_untrusted(include_dir) + " cannot be listed: " + ec.message();
   // Directory order is unspecified: sort so that names and cache keys are stable.
   std::sort(found.begin(), found.end(),
             [](const PackageFile& a, const PackageFile& b) { return a.name < b.name; });
@@ -136,11 +134,11 @@ std::string scan_include_dir(const fs::path& root, const std::string& include_di
 
 std::string read_package_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(ErrorKind::package, "cannot read " + json_quote(path.string()));
+  if (!in) throw Error(ErrorKind::package, "cannot read " + quote_untrusted(path.string()));
   std::ostringstream ss;
   ss << in.rdbuf();
   if (!in.good() && !in.eof())
-    throw Error(ErrorKind::package, "cannot read " + json_quote(path.string()));
+    throw Error(ErrorKind::package, "cannot read " + quote_untrusted(path.string()));
   return ss.str();
 }
 
