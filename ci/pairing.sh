@@ -39,7 +39,8 @@
 # cmake -D flags), PAIR_SLOWED, PAIR_POWER_KERNELS, PAIR_SPEED_SHAPES (a JSON list that replaces the
 # op file's speed_shapes in the copy; cpu mode: [{"B": 32, "N": 1024}], so that a cpu comparison
 # takes a second, not twenty), PAIR_JOBS (build jobs; gpu: per build), PAIR_BUILD_VARIANTS (what the
-# build phase builds), PAIR_PILOT_M, PAIR_PILOT_BUDGET (2), PAIR_KGATE_PREFIX (an installed kgate to build
+# build phase builds), PAIR_PILOT_M, PAIR_PILOT_BUDGET (2), PAIR_CHECK_ARGS (more kgate check
+# arguments for the fp and power runs, e.g. --fill-budget), PAIR_KGATE_PREFIX (an installed kgate to build
 # the project against instead of installing KGATE_BUILD_DIR: the Debian package's /opt/kgate).
 set -uo pipefail
 here=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)  # (through symlinks)
@@ -425,7 +426,8 @@ gpu_mode() {
       got=$("${py[@]}" count "$gout/runs.jsonl" "fp-$delta")
       while [ "$got" -lt "$fp_min" ]; do
         in_time "fp delta $delta run $((runs + 1))" "$need" "$share" || break
-        pair_run "fp-$delta" same "$seed" --time-unchanged --delta "$delta" --time-budget "$fp_budget"
+        # shellcheck disable=SC2086
+        pair_run "fp-$delta" same "$seed" --time-unchanged --delta "$delta" --time-budget "$fp_budget" ${PAIR_CHECK_ARGS:-}
         got=$("${py[@]}" count "$gout/runs.jsonl" "fp-$delta")
         runs=$((runs + 1))
         seed=$((seed + 1))
@@ -440,7 +442,8 @@ gpu_mode() {
     done_runs=$("${py[@]}" runs "$gout/runs.jsonl" power)
     while [ $((done_runs + runs)) -lt "$power_reps" ]; do
       in_time "power run $((done_runs + runs + 1))" "$need" || break
-      pair_run power slow1 "$seed" --delta "$power_delta" --time-budget "$power_budget"
+      # shellcheck disable=SC2086
+      pair_run power slow1 "$seed" --delta "$power_delta" --time-budget "$power_budget" ${PAIR_CHECK_ARGS:-}
       runs=$((runs + 1))
       seed=$((seed + 1))
       need=$last_s

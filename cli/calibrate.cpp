@@ -311,6 +311,9 @@ CLI::App* add_calibrate_command(CLI::App& app, CalibrateArgs& args) {
       ->capture_default_str();
   cmd->add_option("--time-budget", timing.time_budget_s, "Seconds of timing per comparison")
       ->capture_default_str();
+  cmd->add_flag("--fill-budget", timing.fill_budget,
+                "After the first look, let each stage grow (to 16x) to spend the time budget (as kgate "
+                "check --fill-budget)");
   cmd->add_flag_callback("--warm", [&args] { args.timing.flush_l2 = false; },
                 "Time with a warm L2 (default: flushed between launches)");
   cmd->add_flag("--unchecked-timing", args.unchecked_timing,
@@ -374,6 +377,7 @@ int run_calibrate(const CalibrateArgs& args) {
                       {"launches_per_arm", il.launches_per_arm},
                       {"blocks_per_stage", il.blocks_per_stage},
                       {"max_stages", il.max_stages},
+                      {"fill_budget", il.fill_budget},
                       {"flush_l2", args.timing.flush_l2},
                       {"checked_timing", !args.unchecked_timing},
                       {"isolate", isolate || args.in_worker}};

@@ -158,6 +158,9 @@ CLI::App* add_check_command(CLI::App& app, CheckArgs& args) {
   cmd->add_option("--time-budget", opt.timing.interleave.time_budget_s,
                   "Seconds of timing per comparison")
       ->capture_default_str();
+  cmd->add_flag("--fill-budget", opt.timing.interleave.fill_budget,
+                "After the first look, let each stage grow (to 16x) to spend the time budget: a fast "
+                "kernel's interval narrows, and smaller slowdowns above --delta are found");
   cmd->add_flag("--warm", args.warm, "Time with a warm L2 (default: flushed between launches)");
   cmd->add_flag_callback(
       "--no-isolate", [&args] { args.isolate = false; },
@@ -273,6 +276,7 @@ RunReport start_report(const CheckArgs& args, const CheckPlan& plan,
     report.removed = plan.removed;
   }
   if (!sandbox.empty()) report.meta.config["sandbox"] = sandbox;
+  if (o.timing.interleave.fill_budget) report.meta.config["fill_budget"] = true;
   if (o.atol) report.meta.config["atol"] = *o.atol;
   if (o.rtol) report.meta.config["rtol"] = *o.rtol;
   return report;

@@ -19,6 +19,7 @@ void validate(const InterleaveOptions& options) {
   if (!(options.alpha > 0 && options.alpha < 0.5)) problem << "alpha must be in (0, 0.5); ";
   if (!(options.delta > -1) || !std::isfinite(options.delta)) problem << "delta must be > -1; ";
   if (!(options.time_budget_s >= 0)) problem << "time_budget_s must be >= 0; ";
+  if (options.max_stage_growth < 1) problem << "max_stage_growth must be >= 1; ";
   if (!(options.max_dropped_fraction >= 0 && options.max_dropped_fraction <= 1)) {
     problem << "max_dropped_fraction must be in [0, 1]; ";
   }
@@ -75,6 +76,19 @@ Block run_block(ArmTimer& timer, int launches, Rng& rng) {
   return block;
 }
 
+// The blocks of look `stage` (0-based), `blocks` blocks having taken `used` seconds so far.
+int blocks_in_stage(const InterleaveOptions& options, int stage, size_t blocks, double used) {
+  if (!options.fill_budget || stage == 0 || blocks == 0 || !(used > 0))
+    return options.blocks_per_stage;
+  const double left = options.time_budget_s - used;
+  if (!(left > 0)) return options.blocks_per_stage;
+  const double fit =
+      left / (used / static_cast<double>(blocks)) / static_cast<double>(options.max_stages - stage);
+  const double most = static_cast<double>(options.blocks_per_stage) * options.max_stage_growth;
+  return static_cast<int>(
+      std::clamp(std::floor(fit), static_cast<double>(options.blocks_per_stage), most));
+}
+
 }  // namespace
 
 InterleaveResult run_interleaved(ArmTimer& timer, const InterleaveOptions& options, Rng& rng) {
@@ -91,8 +105,10 @@ InterleaveResult run_interleaved(ArmTimer& timer, const InterleaveOptions& optio
   };
 
   for (int stage = 0; stage < options.max_stages; ++stage) {
+    const int stage_blocks =
+        blocks_in_stage(options, stage, result.blocks.size(), timer.seconds_used() - start);
     bool out_of_time = false;
-    for (int i = 0; i < options.blocks_per_stage && !out_of_time; ++i) {
+    for (int i = 0; i < stage_blocks && !out_of_time; ++i) {
       result.blocks.push_back(run_block(timer, options.launches_per_arm, rng));
       out_of_time = budget_spent();
     }
@@ -127,7 +143,8 @@ InterleaveResult run_interleaved(ArmTimer& timer, const InterleaveOptions& optio
   }
   result.seconds = timer.seconds_used() - start;
   if (static_cast<int>(result.blocks.size()) < options.min_blocks && !result.blocks.empty())
-    result.budget_needed_s = result.seconds / static_cast<double>(result.blocks.size()) * options.min_blocks * 1.2;
+    result.budget_needed_s =
+        result.seconds / static_cast<double>(result.blocks.size()) * options.min_blocks * 1.2;
   return result;
 }
 

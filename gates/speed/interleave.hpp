@@ -40,6 +40,15 @@ struct InterleaveOptions {
   /// can never decide), unless they would take more than `max_budget_factor` x the budget.
   int min_blocks = 0;
   double max_budget_factor = 10;
+  /// Later stages grow to spend the time budget (--fill-budget): after the first look, each stage
+  /// has as many blocks as the budget left allows over the looks left, at the seconds per block so
+  /// far, at least blocks_per_stage and at most max_stage_growth x blocks_per_stage. Off: every
+  /// stage has blocks_per_stage blocks, and a fast kernel stops at max_stages x blocks_per_stage
+  /// blocks with most of its budget unspent. Each look's alpha (alpha / max_stages) does not depend
+  /// on the stages' sizes, which depend on time alone, so the false-positive bound holds either
+  /// way; the interval of a fast kernel narrows, and smaller effects above delta are found.
+  bool fill_budget = false;
+  int max_stage_growth = 16;
 };
 
 /// One block: the samples of each arm and the block statistic.

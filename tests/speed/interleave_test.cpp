@@ -195,6 +195,35 @@ TEST(Interleave, NoEffectRunsOutOfStages) {
   EXPECT_FALSE(r.invalid);
 }
 
+TEST(Interleave, FillBudgetGrowsLaterStagesToSpendTheBudget) {
+  // 20 launches of 10 us per block (2e-4 s) and a 0.1 s budget, never decided: 30 blocks, then each
+  // later stage sized for the budget left over the looks left (0.094 s / 2e-4 s / 3 = 156, ...).
+  InterleaveOptions options;
+  options.time_budget_s = 0.1;
+  options.fill_budget = true;
+  OnTheThresholdTimer timer(options.delta);
+  Rng rng(3);
+  const InterleaveResult r = run_interleaved(timer, options, rng);
+  EXPECT_EQ(r.decision.decision, Decision::inconclusive);
+  EXPECT_EQ(r.stages, options.max_stages);
+  EXPECT_GE(r.blocks.size(), 480u);  // 0.1 s of 2e-4 s blocks, less what rounding down leaves
+  EXPECT_LE(r.blocks.size(), 500u);
+  EXPECT_LE(r.seconds, options.time_budget_s + 2e-4);
+  // Off: four stages of 30, the budget mostly unspent.
+  options.fill_budget = false;
+  OnTheThresholdTimer fixed(options.delta);
+  Rng rng2(3);
+  EXPECT_EQ(run_interleaved(fixed, options, rng2).blocks.size(), 120u);
+  // A budget that would allow more than max_stage_growth x blocks_per_stage per stage is capped.
+  options.fill_budget = true;
+  options.time_budget_s = 100;
+  OnTheThresholdTimer capped(options.delta);
+  Rng rng3(3);
+  EXPECT_EQ(run_interleaved(capped, options, rng3).blocks.size(), static_cast<size_t>(30 + 3 * 16 * 30));
+  options.max_stage_growth = 0;
+  EXPECT_THROW(run_interleaved(capped, options, rng3), Error);
+}
+
 TEST(Interleave, TimeBudgetEndsTheRunInconclusive) {
   // 0.2 s per block (20 launches of 10 ms) and a 1 s budget: 5 blocks, too few for any bound at
   // alpha / 4 (2^-5 > 0.0125), so even a 10% slowdown stays inconclusive.
@@ -492,6 +521,31 @@ TEST(SpeedGateSimulation, AAFalsePositiveRate) {
   options.delta = 0;
   const SimulationSummary sharp = simulate(model, options, kFalsePositiveComparisons, 2001);
   print_figures("A/A, delta 0", sharp);
+  EXPECT_LE(sharp.rate(sharp.regressions), options.alpha + slack);
+  EXPECT_LE(sharp.rate(sharp.passes), options.alpha + slack);
+}
+
+// --fill-budget on a fast kernel: 10 us launches, 0.1 s of budget (about 480 blocks where the
+// fixed stages stop at 120). A 1% slowdown at delta 0.5%, found in ~93% of comparisons with fixed
+// stages (above), is found in every one; the A/A rates stay within alpha at the sharp delta 0.
+TEST(SpeedGateSimulation, FillBudgetFindsOnePercentAtHalfAPercentAndKeepsAlpha) {
+  InterleaveOptions options;
+  options.fill_budget = true;
+  options.time_budget_s = 0.1;
+  options.delta = 0.005;
+  GpuModel slow;
+  slow.candidate_ratio = 1.01;
+  const SimulationSummary power = simulate(slow, options, kPowerComparisons, 3000);
+  print_figures("power with --fill-budget, 1% slower, delta 0.5%", power);
+  EXPECT_GE(power.rate(power.regressions), 0.99);
+  EXPECT_EQ(power.passes, 0);
+  EXPECT_GT(power.mean_blocks, 121);  // (the stages grew)
+
+  GpuModel same;
+  options.delta = 0;
+  const SimulationSummary sharp = simulate(same, options, kFalsePositiveComparisons, 3001);
+  print_figures("A/A with --fill-budget, delta 0", sharp);
+  const double slack = binomial_slack(options.alpha, kFalsePositiveComparisons);
   EXPECT_LE(sharp.rate(sharp.regressions), options.alpha + slack);
   EXPECT_LE(sharp.rate(sharp.passes), options.alpha + slack);
 }
