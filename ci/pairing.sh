@@ -40,7 +40,9 @@
 # op file's speed_shapes in the copy; cpu mode: [{"B": 32, "N": 1024}], so that a cpu comparison
 # takes a second, not twenty), PAIR_JOBS (build jobs; gpu: per build), PAIR_BUILD_VARIANTS (what the
 # build phase builds), PAIR_PILOT_M, PAIR_PILOT_BUDGET (2), PAIR_CHECK_ARGS (more kgate check
-# arguments for the fp and power runs, e.g. --fill-budget), PAIR_KGATE_PREFIX (an installed kgate to build
+# arguments for the fp and power runs, e.g. --fill-budget), PAIR_INJECT (extra: the slowed heads read
+# more rows, PAIR_EXTRA_EVERY; spin: their blocks are held longer, PAIR_SPIN_CYCLES; for calibrate),
+# PAIR_KGATE_PREFIX (an installed kgate to build
 # the project against instead of installing KGATE_BUILD_DIR: the Debian package's /opt/kgate).
 set -uo pipefail
 here=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)  # (through symlinks)
@@ -362,18 +364,22 @@ gpu_mode() {
   # calibrate: the extra work's slowdown is not exactly 1/(2M) (the extra elements are read inside a row's
   # reduction, and tails matter): pilot heads with M in PAIR_PILOT_M, each timed against the base,
   # give c = (ratio - 1) * M per kernel; slow5, slow2 and slow1 are then built with M = c / 5%, 2%, 1%.
+  # PAIR_INJECT=spin: the pilots and the heads hold each row kernel's blocks PAIR_PILOT_M SM cycles
+  # longer instead (c = (ratio - 1) / S; S = 5%, 2%, 1% / c).
   if has calibrate && [ "$backend" = cuda ] && in_time calibrate 240; then
     local t0=$SECONDS m pids=() pilots=${PAIR_PILOT_M:-8 32} jobs
     jobs=${PAIR_JOBS:-$(( ($(nproc) + 1) / 2 + 1 ))}
+    local knob=PAIR_EXTRA_EVERY_
+    [ "${PAIR_INJECT:-extra}" = spin ] && knob=PAIR_SPIN_CYCLES_
     for m in $pilots; do
       PAIR_JOBS=$jobs build_project "$repo" "$gout/build-pilot$m" -DPAIR_CUDA="$cuda" \
-        -DCMAKE_CUDA_ARCHITECTURES="${KGATE_CUDA_ARCHS:-90}" -DPAIR_EXTRA_EVERY_PAIR_ROWS_256="$m" \
-        -DPAIR_EXTRA_EVERY_PAIR_ROWS_1024="$m" &
+        -DCMAKE_CUDA_ARCHITECTURES="${KGATE_CUDA_ARCHS:-90}" -D${knob}PAIR_ROWS_256="$m" \
+        -D${knob}PAIR_ROWS_1024="$m" &
       pids+=($!)
     done
     for m in "${pids[@]}"; do wait "$m" || { note "calibrate: a pilot build failed"; exit 1; }; done
     for m in $pilots; do pair_run "pilot-$m" "pilot$m" 1 --time-budget "${PAIR_PILOT_BUDGET:-2}"; done
-    "${py[@]}" calibrate "$gout/runs.jsonl" "$pilots" "$slowed" "$power_kernels" > "$gout/calibrated.env" ||
+    "${py[@]}" calibrate "$gout/runs.jsonl" "$pilots" "$slowed" "$power_kernels" "${PAIR_INJECT:-extra}" > "$gout/calibrated.env" ||
       { note "calibrate: $(cat "$gout/calibrated.env")"; exit 1; }
     # shellcheck disable=SC1091
     . "$gout/calibrated.env"
@@ -556,8 +562,11 @@ def expect(jsonl, phase, slowed):
     decided = "".join(f"\n    {n}: {ks[n]['status']}: " + ", ".join(entry(s) for s in ks[n]["speed"]) for n in sorted(ks))
     return ("as expected" if not problems else "UNEXPECTED: " + "; ".join(problems)) + decided
 
-def calibrate(jsonl, pilots, slowed, power_kernels):
-    # c = (ratio - 1) * M per kernel, over the pilots' base comparisons; M for a slowdown s: c / s.
+def calibrate(jsonl, pilots, slowed, power_kernels, inject="extra"):
+    # extra: c = (ratio - 1) * M per kernel, over the pilots' base comparisons; M for a slowdown s: c / s.
+    # spin: c = (ratio - 1) / S (S the pilot's cycles); S for a slowdown s: s / c.
+    spin = inject == "spin"
+    knob = "PAIR_SPIN_CYCLES_" if spin else "PAIR_EXTRA_EVERY_"
     c = {}
     for m in pilots.split():
         r = last(jsonl, f"pilot-{m}")
@@ -566,17 +575,18 @@ def calibrate(jsonl, pilots, slowed, power_kernels):
         for name, k in r["kernels"].items():
             for s in base_entries(k):
                 if s["blocks"] and isinstance(s["ratio"], (int, float)):
-                    c.setdefault(name, []).append((s["ratio"] - 1) * int(m))
+                    c.setdefault(name, []).append((s["ratio"] - 1) / int(m) if spin else (s["ratio"] - 1) * int(m))
     def m_for(name, slowdown):
         if not c.get(name) or sum(c[name]) <= 0:
             print(f"no slowdown measured for {name}: {c.get(name)}"); sys.exit(1)
-        return max(1, round(sum(c[name]) / len(c[name]) / slowdown))
+        mean = sum(c[name]) / len(c[name])
+        return max(1, round(slowdown / mean if spin else mean / slowdown))
     for name in sorted(c):
-        print(f"# {name}: c={sum(c[name]) / len(c[name]):.3f} over {len(c[name])}")
+        print(f"# {name}: c={sum(c[name]) / len(c[name]):.4g} over {len(c[name])}")
     upper = lambda n: n.upper()
-    print(f"PAIR_FLAGS_SLOW5='-DPAIR_EXTRA_EVERY_{upper(slowed)}={m_for(slowed, 0.05)}'")
-    print(f"PAIR_FLAGS_SLOW2='-DPAIR_EXTRA_EVERY_{upper(slowed)}={m_for(slowed, 0.02)}'")
-    print("PAIR_FLAGS_SLOW1='" + " ".join(f"-DPAIR_EXTRA_EVERY_{upper(n)}={m_for(n, 0.01)}"
+    print(f"PAIR_FLAGS_SLOW5='-D{knob}{upper(slowed)}={m_for(slowed, 0.05)}'")
+    print(f"PAIR_FLAGS_SLOW2='-D{knob}{upper(slowed)}={m_for(slowed, 0.02)}'")
+    print("PAIR_FLAGS_SLOW1='" + " ".join(f"-D{knob}{upper(n)}={m_for(n, 0.01)}"
                                           for n in power_kernels.split()) + "'")
 
 def count(jsonl, phase):  # base comparisons over every run of the phase

@@ -27,6 +27,9 @@
 #ifndef PAIR_EXTRA_EVERY
 #define PAIR_EXTRA_EVERY 0
 #endif
+#ifndef PAIR_SPIN_CYCLES
+#define PAIR_SPIN_CYCLES 0
+#endif
 
 namespace pair {
 
@@ -87,7 +90,7 @@ __device__ void scale_row(const T* xr, T* yr, int64_t n, int64_t first, int64_t 
 template <typename T>
 __global__ void __launch_bounds__(1024) rows_block(const T* x, T* y, int64_t n, int64_t x_row_stride,
                                                    int64_t y_row_stride, float eps, const T* scratch, float scale,
-                                                   int extra_every) {
+                                                   int extra_every, long long spin_cycles) {
   // Every block of every variant runs the same instructions (one 32-bit division): with M = 0 the
   // period is 2^31 and no block is extra work. (A 64-bit division, in the heads alone, cost 1.7% to
   // 5.5% whatever M on the H200, as much as the extra blocks were meant to.)
@@ -115,6 +118,14 @@ __global__ void __launch_bounds__(1024) rows_block(const T* x, T* y, int64_t n, 
   }
   __syncthreads();
   scale_row(xr, yr, n, threadIdx.x, blockDim.x, total, eps);
+  // spin_cycles > 0 (PAIR_SPIN_CYCLES): the block's first thread holds the block that many SM cycles
+  // longer, a cost that does not move with where the buffers land (extra memory traffic does: its
+  // slowdown ranged 0.998 to 1.015 between processes on the H200). The base only tests the 0.
+  if (spin_cycles > 0 && threadIdx.x == 0) {
+    const long long start = clock64();
+    while (clock64() - start < spin_cycles) {
+    }
+  }
 }
 
 // One warp per row, blockDim.x / 32 rows per block.
@@ -156,9 +167,12 @@ const T* scratch_rows(int64_t rows, int64_t n, int every, cudaStream_t stream, c
   return static_cast<const T*>(buffer);
 }
 
-// rows_block<T> over the call, `block` threads per row, extra work every `extra_every` rows.
+// rows_block<T> over the call, `block` threads per row, extra work every `extra_every` rows, each block
+// held `spin_cycles` longer (both explicit: the two row kernels' TUs define different knobs, and an
+// inline template reading a macro would be one definition for both).
 template <typename T>
-void launch_rows_block(const kgate::KernelCall& call, unsigned block, const char* kernel, int extra_every) {
+void launch_rows_block(const kgate::KernelCall& call, unsigned block, const char* kernel, int extra_every,
+                       long long spin_cycles) {
   const kgate::TensorView& x = call.inputs.at(0);
   const kgate::TensorView& y = call.outputs.at(0);
   const int64_t rows = x.sizes[0], n = x.sizes[1];
@@ -169,7 +183,7 @@ void launch_rows_block(const kgate::KernelCall& call, unsigned block, const char
   const T* scratch = scratch_rows<T>(extra_blocks + 1, n, extra_every > 0 ? 1 : 0, stream, kernel);
   rows_block<T><<<static_cast<unsigned>(rows + extra_blocks), block, 0, stream>>>(
       x.as<const T>(), y.as<T>(), n, x.strides[0], y.strides[0], static_cast<float>(call.attributes.at("eps")), scratch,
-      0.f, extra_every);
+      0.f, extra_every, spin_cycles);
   if (cudaGetLastError() != cudaSuccess) throw std::runtime_error(std::string(kernel) + ": launch failed");
 }
 

@@ -7,7 +7,8 @@ namespace {
 
 void launch(const kgate::KernelCall& call) {
   kgate::dispatch_floating(call.inputs.at(0).dtype, "pair_rows_1024", [&](auto t) {
-    pair::launch_rows_block<kgate::element_t<decltype(t)>>(call, 1024, "pair_rows_1024", PAIR_EXTRA_EVERY);
+    pair::launch_rows_block<kgate::element_t<decltype(t)>>(call, 1024, "pair_rows_1024",
+                                                           PAIR_EXTRA_EVERY, PAIR_SPIN_CYCLES);
   });
 }
 
