@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <set>
 
 #include "cli/output.hpp"
@@ -33,18 +34,14 @@ const KernelInfo* CheckPlan::base_of_kernel(const KernelInfo& k) const {
 }
 
 int64_t CheckPlan::timed_pairs() const {
+  // Against eager alone; against base and eager; or not at all (the base's code is the head's).
+  const auto comparisons = [](const KernelInfo& k, const KernelInfo* b) -> int64_t {
+    if (!b) return 1;
+    return k.code_digest.empty() || k.code_digest != b->code_digest ? 2 : 0;
+  };
   int64_t pairs = 0;
-  for (const auto& p : packages) {
-    const KernelInfo* b = package_baseline(p);
-    pairs += !b                                                                       ? 1
-             : p.kernel.code_digest.empty() || p.kernel.code_digest != b->code_digest ? 2
-                                                                                      : 0;
-  }
-  for (const KernelInfo* k : selected) {
-    const auto b = base_of.find(k->name);
-    if (b == base_of.end()) ++pairs;
-    else if (k->code_digest.empty() || k->code_digest != b->second->code_digest) pairs += 2;
-  }
+  for (const auto& p : packages) pairs += comparisons(p.kernel, package_baseline(p));
+  for (const KernelInfo* k : selected) pairs += comparisons(*k, base_of_kernel(*k));
   return pairs;
 }
 
@@ -194,11 +191,9 @@ std::optional<int> load_run_packages(const CheckArgs& args, CheckPlan& plan) {
       if (!args.baseline_package.empty())
         throw_usage(
             "--baseline-package and --baseline-packages: give one (a package for every package of "
-            "the run, "
-            "or a tree to find each one's namesake in)");
+            "the run, or a tree to find each one's namesake in)");
       if (!plan.base) plan.base.emplace();
       plan.base->dir = args.baseline_packages;
-      std::set<std::string> named;
       for (const auto& [name, dir] : package_tree(args.baseline_packages)) {
         const auto head =
             std::find_if(plan.packages.begin(), plan.packages.end(),
@@ -346,6 +341,20 @@ void check_captured_files(const CheckArgs& args, const CheckPlan& plan) {
   }
 }
 
+namespace {
+
+// Keeps the kernels and packages whose names `keep` accepts, in their order.
+void keep_named(CheckPlan& plan, const std::function<bool(const std::string&)>& keep) {
+  plan.selected.erase(std::remove_if(plan.selected.begin(), plan.selected.end(),
+                                     [&](const KernelInfo* k) { return !keep(k->name); }),
+                      plan.selected.end());
+  plan.packages.erase(std::remove_if(plan.packages.begin(), plan.packages.end(),
+                                     [&](const LoadedPackage& p) { return !keep(p.kernel.name); }),
+                      plan.packages.end());
+}
+
+}  // namespace
+
 void keep_share(const CheckArgs& args, CheckPlan& plan) {
   if (!args.shard.empty()) {  // this runner's share of the kernels and packages
     const Shard shard = parse_shard(args.shard);
@@ -353,32 +362,18 @@ void keep_share(const CheckArgs& args, CheckPlan& plan) {
     for (const KernelInfo* k : plan.selected) names.push_back(k->name);
     for (const auto& p : plan.packages) names.push_back(p.kernel.name);
     const auto mine = shard_names(names, shard);
-    const std::set<std::string> keep(mine.begin(), mine.end());
-    plan.selected.erase(
-        std::remove_if(plan.selected.begin(), plan.selected.end(),
-                       [&](const KernelInfo* k) { return keep.count(k->name) == 0; }),
-        plan.selected.end());
-    plan.packages.erase(
-        std::remove_if(plan.packages.begin(), plan.packages.end(),
-                       [&](const LoadedPackage& p) { return keep.count(p.kernel.name) == 0; }),
-        plan.packages.end());
+    const std::set<std::string> kept(mine.begin(), mine.end());
+    keep_named(plan, [&](const std::string& name) { return kept.count(name) > 0; });
     if (!args.quiet && !args.in_worker)
       std::fprintf(stderr, "kgate: shard %d/%d: %zu of %zu kernel(s)/package(s)%s\n", shard.index,
                    shard.count, mine.size(), names.size(),
                    mine.empty() ? " (nothing to check: an empty report is written)" : "");
   }
   if (!args.only.empty()) {  // a worker: keep only its kernel or package
-    plan.selected.erase(std::remove_if(plan.selected.begin(), plan.selected.end(),
-                                       [&](const KernelInfo* k) { return k->name != args.only; }),
-                        plan.selected.end());
-    plan.packages.erase(
-        std::remove_if(plan.packages.begin(), plan.packages.end(),
-                       [&](const LoadedPackage& p) { return p.kernel.name != args.only; }),
-        plan.packages.end());
+    keep_named(plan, [&](const std::string& name) { return name == args.only; });
     if (plan.selected.size() + plan.packages.size() != 1)
       throw_usage("--only " + args.only + ": no such kernel or package in this run");
   }
-  const bool isolate = args.isolate && !args.in_worker;
 }
 
 }  // namespace kgate::cli
