@@ -495,6 +495,8 @@ bool judge_outputs(const OpSignature& op, const OpReference& ref, const Case& c,
     int64_t index_bound = 0;
   };
   std::vector<PerOutput> per(outputs.size());
+  // What the case's verdict is judged from (correctness::judge_case), filled as each is measured.
+  std::vector<correctness::OutputMeasurement> measured(outputs.size());
   for (size_t i = 0; i < outputs.size(); ++i) {
     PerOutput& p = per[i];
     p.dtype = from_scalar_type(outputs[i].scalar_type());
@@ -519,7 +521,9 @@ bool judge_outputs(const OpSignature& op, const OpReference& ref, const Case& c,
       p.unwritten = q.add_int(unwritten.sum());
     }
     const bool floating = is_floating(p.dtype);
-    const auto out_rule = output_rule(rule, p.dtype, op.outputs[i]);
+    const auto& out_rule = measured[i].rule = output_rule(rule, p.dtype, op.outputs[i]);
+    measured[i].name = op.outputs[i].name;
+    measured[i].dtype = p.dtype;
     const auto tol = out_rule.tolerance;
     const auto out64 = outputs[i].to(at::kDouble);
     const auto ref64 = expected[i].to(at::kDouble);
@@ -603,13 +607,9 @@ bool judge_outputs(const OpSignature& op, const OpReference& ref, const Case& c,
     if (q.i(slot) == 0) guards_intact_all = false;
   // The case's verdict (correctness::judge_case): the first output that fails, else the one
   // nearest its tolerance.
-  std::vector<correctness::OutputMeasurement> measured(outputs.size());
   for (size_t i = 0; i < outputs.size(); ++i) {
     PerOutput& p = per[i];
     correctness::Measurement& m = measured[i].measurement;
-    measured[i].name = op.outputs[i].name;
-    measured[i].dtype = p.dtype;
-    measured[i].rule = output_rule(rule, p.dtype, op.outputs[i]);
     m.inputs_modified = inputs_modified;
     m.guard_bands_intact = guards_intact_all;
     m.vs_reference = p.vs_reference.resolve(q, &m.allclose_worst, &m.worst_element);
