@@ -109,6 +109,11 @@ int kgate::cli::main(int argc, char** argv) {
                          "--torch-library needs --torch-op SPEC: name the ops to check");
     kgate::add_torch_ops(libraries, specs);
   };
+  // What check, calibrate and sweep record of their command line, and start workers with.
+  const auto record_command_line = [&](auto& args) {
+    args.command_line = joined(argc, argv);
+    args.argv.assign(argv + 1, argv + argc);
+  };
   CLI::App* check = nullptr;
   CLI::App* sweep = nullptr;
   struct Verb {
@@ -123,8 +128,7 @@ int kgate::cli::main(int argc, char** argv) {
          kgate::cli::resolve_check_args(*check, check_args);
          register_torch_ops(check_args.options.config.torch_libraries,
                             check_args.options.config.torch_ops);
-         check_args.command_line = joined(argc, argv);
-         check_args.argv.assign(argv + 1, argv + argc);
+         record_command_line(check_args);
          return kgate::cli::run_check(check_args);
        }},
       {kgate::cli::add_merge_command(app, merge_args),
@@ -139,8 +143,7 @@ int kgate::cli::main(int argc, char** argv) {
        [&] { return kgate::cli::run_compare(compare_args); }},
       {kgate::cli::add_calibrate_command(app, calibrate_args),
        [&] {
-         calibrate_args.command_line = joined(argc, argv);
-         calibrate_args.argv.assign(argv + 1, argv + argc);
+         record_command_line(calibrate_args);
          return kgate::cli::run_calibrate(calibrate_args);
        }},
       {sweep = kgate::cli::add_sweep_command(app, sweep_args),
@@ -149,8 +152,7 @@ int kgate::cli::main(int argc, char** argv) {
          if (sweep->count("--cases")) sweep_args.options.cli.cases = sweep_args.options.cases;
          if (sweep->count("--family"))
            sweep_args.options.cli.families = sweep_args.options.families;
-         sweep_args.command_line = joined(argc, argv);
-         sweep_args.argv.assign(argv + 1, argv + argc);
+         record_command_line(sweep_args);
          return kgate::cli::run_sweep(sweep_args);
        }},
   };
