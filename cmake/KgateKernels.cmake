@@ -240,7 +240,8 @@ function(kgate_add_kernel NAME)
   endif()
 
   if(KGATE_BUILD_TESTS)
-    gtest_discover_tests(${test} TEST_PREFIX "kernel.${NAME}." DISCOVERY_MODE PRE_TEST TEST_LIST ${test}_TESTS)
+    gtest_discover_tests(${test} TEST_PREFIX "kernel.${NAME}." DISCOVERY_MODE PRE_TEST TEST_LIST ${test}_TESTS
+                         DISCOVERY_TIMEOUT 60)  # (listing loads LibTorch: seconds from a cold page cache)
     kgate_set_discovered_properties(${test} "${labels}" "${props}")
     # The speed gate of this kernel alone, through the kgate command (SKIPPED without a GPU).
     add_test(NAME kernel.${NAME}.speed_gate

@@ -25,7 +25,8 @@ function(kgate_add_test NAME)
   add_executable(${target} ${ARG_SOURCES})
   target_link_libraries(${target} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gtest_main)
   target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR})
-  gtest_discover_tests(${target} TEST_PREFIX "${NAME}." DISCOVERY_MODE PRE_TEST TEST_LIST ${target}_TESTS)
+  gtest_discover_tests(${target} TEST_PREFIX "${NAME}." DISCOVERY_MODE PRE_TEST TEST_LIST ${target}_TESTS
+                       DISCOVERY_TIMEOUT 60)  # (listing loads LibTorch: seconds from a cold page cache)
   # GPU: the test uses the GPU when there is one (it holds a CTest GPU slot while it runs).
   if(ARG_GPU)
     kgate_set_discovered_properties(${target} "unit;${ARG_LABELS}" "RESOURCE_GROUPS gpus:1")
