@@ -24,7 +24,7 @@
 #     fp      same vs base with --time-unchanged, a new --seed each run, until PAIR_FP_MIN base
 #             comparisons per delta of PAIR_FP_DELTAS: how many are regressed (false positives)
 #     calibrate (cuda) pilot heads with PAIR_PILOT_M (default "8 32") as M for both row kernels, each
-#             timed against the base; c = (ratio - 1) * M per kernel gives M for 5%, 2% and 1%, and
+#             timed against the base; per kernel, the slowdowns joined by lines from (0, 0) give M for 5%, 2% and 1%, and
 #             slow5, slow2, slow1 are built again with them (OUT_DIR/gpu/calibrated.env)
 #     power   slow1 vs base at delta 0.5%, PAIR_POWER_REPS runs: per kernel of PAIR_POWER_KERNELS,
 #             the fraction of runs where every base comparison is regressed
@@ -363,9 +363,10 @@ gpu_mode() {
 
   # calibrate: the extra work's slowdown is not exactly 1/(2M) (the extra elements are read inside a row's
   # reduction, and tails matter): pilot heads with M in PAIR_PILOT_M, each timed against the base,
-  # give c = (ratio - 1) * M per kernel; slow5, slow2 and slow1 are then built with M = c / 5%, 2%, 1%.
+  # give each kernel's slowdown at each M; the curve through them (from no slowdown at no extra work)
+  # gives the M of 5%, 2% and 1%, and slow5, slow2 and slow1 are built with them.
   # PAIR_INJECT=spin: the pilots and the heads hold each row kernel's blocks PAIR_PILOT_M SM cycles
-  # longer instead (c = (ratio - 1) / S; S = 5%, 2%, 1% / c).
+  # longer instead (S cycles for 5%, 2%, 1% read off the same kind of curve).
   if has calibrate && [ "$backend" = cuda ] && in_time calibrate 240; then
     local t0=$SECONDS m pids=() pilots=${PAIR_PILOT_M:-8 32} jobs
     jobs=${PAIR_JOBS:-$(( ($(nproc) + 1) / 2 + 1 ))}
@@ -563,26 +564,41 @@ def expect(jsonl, phase, slowed):
     return ("as expected" if not problems else "UNEXPECTED: " + "; ".join(problems)) + decided
 
 def calibrate(jsonl, pilots, slowed, power_kernels, inject="extra"):
-    # extra: c = (ratio - 1) * M per kernel, over the pilots' base comparisons; M for a slowdown s: c / s.
-    # spin: c = (ratio - 1) / S (S the pilot's cycles); S for a slowdown s: s / c.
+    # The slowdown is not linear in the knob (spin cycles hide under memory latency at first, extra
+    # reads land in rows being reduced): per kernel, the pilots' slowdowns (the mean ratio - 1 of
+    # their base comparisons) against x, the knob's dose (spin: S cycles; extra: 1/M), joined by
+    # straight lines from (0, 0); the dose for a slowdown s is read off that curve (past the last
+    # pilot, along its last segment). Pilots near the target make it exact.
     spin = inject == "spin"
     knob = "PAIR_SPIN_CYCLES_" if spin else "PAIR_EXTRA_EVERY_"
-    c = {}
+    points = {}  # kernel -> {dose: [slowdown, ...]}
     for m in pilots.split():
         r = last(jsonl, f"pilot-{m}")
         if r is None or "error" in r:
             print(f"no pilot run for M={m}"); sys.exit(1)
+        dose = int(m) if spin else 1 / int(m)
         for name, k in r["kernels"].items():
             for s in base_entries(k):
                 if s["blocks"] and isinstance(s["ratio"], (int, float)):
-                    c.setdefault(name, []).append((s["ratio"] - 1) / int(m) if spin else (s["ratio"] - 1) * int(m))
+                    points.setdefault(name, {}).setdefault(dose, []).append(s["ratio"] - 1)
+    curve = {n: [(0.0, 0.0)] + sorted((x, sum(v) / len(v)) for x, v in p.items()) for n, p in points.items()}
     def m_for(name, slowdown):
-        if not c.get(name) or sum(c[name]) <= 0:
-            print(f"no slowdown measured for {name}: {c.get(name)}"); sys.exit(1)
-        mean = sum(c[name]) / len(c[name])
-        return max(1, round(slowdown / mean if spin else mean / slowdown))
-    for name in sorted(c):
-        print(f"# {name}: c={sum(c[name]) / len(c[name]):.4g} over {len(c[name])}")
+        pts = curve.get(name)
+        if not pts or pts[-1][1] <= 0:
+            print(f"no slowdown measured for {name}: {pts}"); sys.exit(1)
+        x = None
+        for (x0, y0), (x1, y1) in zip(pts, pts[1:]):
+            if y1 > y0 and y0 <= slowdown <= y1:
+                x = x0 + (slowdown - y0) * (x1 - x0) / (y1 - y0)
+                break
+        if x is None:  # past the last pilot (or a non-increasing curve): the last rising segment
+            seg = [(a, b) for a, b in zip(pts, pts[1:]) if b[1] > a[1]][-1]
+            (x0, y0), (x1, y1) = seg
+            x = x0 + (slowdown - y0) * (x1 - x0) / (y1 - y0)
+        return max(1, round(x if spin else 1 / x))
+    for name in sorted(curve):
+        print(f"# {name}: " + ", ".join(f"{'S' if spin else 'M'}={round(x) if spin else round(1 / x)}: "
+                                        f"{y * 100:+.2f}%" for x, y in curve[name][1:]))
     upper = lambda n: n.upper()
     print(f"PAIR_FLAGS_SLOW5='-D{knob}{upper(slowed)}={m_for(slowed, 0.05)}'")
     print(f"PAIR_FLAGS_SLOW2='-D{knob}{upper(slowed)}={m_for(slowed, 0.02)}'")
