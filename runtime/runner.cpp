@@ -1303,16 +1303,9 @@ class Runner::Impl::CheckedTiming {
                      checked, hooks(), impl.nvml ? &monitor : nullptr,
                      {arm[0].kernel ? arm[0].kernel->name : std::string("eager"), kernel.name});
 
-    // Warm-up until the median of a batch is stable (within 2% of the previous batch), both arms.
-    double prev_a = 0, prev_b = 0;
-    for (int batch = 0; batch < options.max_warmup_batches; ++batch) {
-      const double ma = median_of(arms.measure(0, 10));
-      const double mb = median_of(arms.measure(1, 10));
-      const bool stable = batch > 0 && std::abs(ma - prev_a) <= 0.02 * prev_a && std::abs(mb - prev_b) <= 0.02 * prev_b;
-      prev_a = ma;
-      prev_b = mb;
-      if (stable) break;
-    }
+    // Warm-up until both arms settle, bounded by a share of the time budget (a 65 ms launch on a
+    // busy 2-core host never settled within 2%: 20 batches, 13 s, for a 2 s budget).
+    speed::warm_up(arms, options.max_warmup_batches, options.warmup_budget_share * options.interleave.time_budget_s);
 
     arms.begin_blocks(checking);
     Rng rng(derive_seed(seed, "interleave/" + kernel.name + "/" + c.id(), 0));

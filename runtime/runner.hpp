@@ -6,9 +6,9 @@
 #include <memory>
 #include <string>
 
-#include "gates/speed/interleave.hpp"
 #include "core/report.hpp"
 #include "gates/correctness/rules.hpp"
+#include "gates/speed/interleave.hpp"
 #include "runtime/cuda/launch_record.hpp"
 #include "runtime/kernel.hpp"
 
@@ -24,8 +24,10 @@ struct RunnerEnvironment {
 
 struct TimingOptions {
   speed::InterleaveOptions interleave;
-  bool flush_l2 = true;   ///< cold-cache timing (default); false: warm
+  bool flush_l2 = true;  ///< cold-cache timing (default); false: warm
   int max_warmup_batches = 20;
+  /// Warm-up ends after two batches once it has used this share of the time budget, settled or not.
+  double warmup_budget_share = 0.25;
   /// Checked timing: each arm's launches cycle through this many buffer sets, whose inputs are
   /// redrawn (same buffers, new values) between blocks.
   int pools = 2;
@@ -48,7 +50,8 @@ class Runner {
   /// instead; the result is marked `fallback` (rule "fallback" when it passes).
   /// With `sweep_rtols` (kgate sweep), the result's needed_atol holds, per rtol, the smallest atol
   /// with which allclose against the eager reference passes.
-  CaseResult check_case(const KernelInfo& kernel, const Case& c, const correctness::RuleConfig& rule,
+  CaseResult check_case(const KernelInfo& kernel, const Case& c,
+                        const correctness::RuleConfig& rule,
                         const std::vector<double>& sweep_rtols = {});
 
   /// Stale-output check: case `c`, then at once the same shape with other values (a seed derived
@@ -62,7 +65,8 @@ class Runner {
   /// Runs `c` into outputs that hold earlier, finite values instead of the NaN poison: a kernel
   /// that writes only where it sees the poison (or skips outputs that look computed) fails, with
   /// rule "written_before". (The poison's payload also differs per run and case.)
-  CaseResult check_written_before(const KernelInfo& kernel, const Case& c, const correctness::RuleConfig& rule);
+  CaseResult check_written_before(const KernelInfo& kernel, const Case& c,
+                                  const correctness::RuleConfig& rule);
 
   /// Determinism check: case `c` twice on fresh outputs; the two outputs must be bitwise equal
   /// (rule "determinism" otherwise). For ops whose contract says deterministic.
@@ -73,8 +77,8 @@ class Runner {
   /// the kernel's guard is not timed (decision skipped, with a note); outside the baseline's guard
   /// the baseline's fallback (the eager reference) is timed, with a note.
   /// Checked timing: the arms' launches cycle through `options.pools` buffer sets, redrawn between
-  /// blocks. With `rule`, one launch of the candidate per block (and of a kernel baseline in block 0
-  /// and a random quarter of the later blocks), at an index from the system's random source
+  /// blocks. With `rule`, one launch of the candidate per block (and of a kernel baseline in block
+  /// 0 and a random quarter of the later blocks), at an index from the system's random source
   /// (SpeedComparison::checked_launches), is judged under it: a wrong candidate
   /// output ends the comparison as failed, with `wrong_while_timed` (rule "wrong_while_timed");
   /// a wrong baseline output makes it invalid.
@@ -83,7 +87,8 @@ class Runner {
                             const correctness::RuleConfig* rule = nullptr);
 
   /// Times `count` launches of `kernel` alone on case `c` (device ns each), for Google Benchmark.
-  std::vector<double> time_launches(const KernelInfo& kernel, const Case& c, int count, bool flush_l2);
+  std::vector<double> time_launches(const KernelInfo& kernel, const Case& c, int count,
+                                    bool flush_l2);
 
   /// The launches `kernel` makes on case `c` (runtime/cuda/launch_record.hpp), recorded on its
   /// second call (the first loads its code and does any one-time setup). A case outside its guard

@@ -91,6 +91,23 @@ int blocks_in_stage(const InterleaveOptions& options, int stage, size_t blocks, 
 
 }  // namespace
 
+int warm_up(ArmTimer& timer, int max_batches, double max_seconds, int launches, double settle) {
+  const double start = timer.seconds_used();
+  double prev_a = 0, prev_b = 0;
+  int batch = 0;
+  while (batch < max_batches) {
+    const double ma = median(timer.measure(0, launches));
+    const double mb = median(timer.measure(1, launches));
+    const bool settled = batch > 0 && std::abs(ma - prev_a) <= settle * prev_a &&
+                         std::abs(mb - prev_b) <= settle * prev_b;
+    prev_a = ma;
+    prev_b = mb;
+    ++batch;
+    if (settled || (batch >= 2 && timer.seconds_used() - start >= max_seconds)) break;
+  }
+  return batch;
+}
+
 InterleaveResult run_interleaved(ArmTimer& timer, const InterleaveOptions& options, Rng& rng) {
   validate(options);
   InterleaveResult result;

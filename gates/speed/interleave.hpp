@@ -29,12 +29,12 @@ class ArmTimer {
 };
 
 struct InterleaveOptions {
-  double delta = 0.02;           ///< minimum effect that counts as a regression (2%)
-  double alpha = 0.05;           ///< false-positive rate of one comparison, across all stages
-  int launches_per_arm = 5;      ///< launches per arm per half-block (A B B A = 4 half-blocks)
-  int blocks_per_stage = 30;     ///< blocks added per stage
-  int max_stages = 4;            ///< at most this many looks; alpha is split across them
-  double time_budget_s = 3.0;    ///< stop extending after this much timer time
+  double delta = 0.02;                ///< minimum effect that counts as a regression (2%)
+  double alpha = 0.05;                ///< false-positive rate of one comparison, across all stages
+  int launches_per_arm = 5;           ///< launches per arm per half-block (A B B A = 4 half-blocks)
+  int blocks_per_stage = 30;          ///< blocks added per stage
+  int max_stages = 4;                 ///< at most this many looks; alpha is split across them
+  double time_budget_s = 3.0;         ///< stop extending after this much timer time
   double max_dropped_fraction = 0.2;  ///< above this, the comparison is INVALID
   /// The budget does not stop the run before this many blocks (speed::min_blocks_to_decide: fewer
   /// can never decide), unless they would take more than `max_budget_factor` x the budget.
@@ -66,12 +66,20 @@ struct InterleaveResult {
   std::string invalid_reason;
   int stages = 0;
   double alpha_last_stage = 0;
-  std::vector<Block> blocks;       ///< all blocks, dropped ones included
+  std::vector<Block> blocks;  ///< all blocks, dropped ones included
   double seconds = 0;
   /// The run stopped at max_budget_factor x the budget with fewer than min_blocks blocks: a
   /// decision was out of reach, and this is the budget (seconds) that would allow it.
   double budget_needed_s = 0;
 };
+
+/// Warm-up before the blocks: batches of `launches` launches of each arm until a batch's medians
+/// are both within `settle` (relative) of the previous batch's, at most `max_batches` batches, and,
+/// after the first two, no longer than `max_seconds` of timer.seconds_used() (a slow kernel on a
+/// noisy host may never settle: the time budget bounds what is spent before timing). Returns the
+/// batches run.
+int warm_up(ArmTimer& timer, int max_batches, double max_seconds, int launches = 10,
+            double settle = 0.02);
 
 /// Runs interleaved blocks and decides; deterministic given the rng seed and the timer.
 /// Each block is A B B A or B A A B (a fair coin from `rng`), each letter `launches_per_arm`

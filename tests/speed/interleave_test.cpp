@@ -1,6 +1,7 @@
-// Unit tests of the interleaved A/B runner (gates/speed/interleave) with fake timers, and simulations of
-// the whole speed gate on a synthetic GPU: power at known slowdowns, the A/A false-positive rate,
-// and robustness to slow drift. Every simulation is seeded, so each figure is reproducible.
+// Unit tests of the interleaved A/B runner (gates/speed/interleave) with fake timers, and
+// simulations of the whole speed gate on a synthetic GPU: power at known slowdowns, the A/A
+// false-positive rate, and robustness to slow drift. Every simulation is seeded, so each figure is
+// reproducible.
 #include "gates/speed/interleave.hpp"
 
 #include <gtest/gtest.h>
@@ -59,6 +60,40 @@ class ConstantTimer : public ArmTimer {
   double ns_[2];
   double seconds_ = 0;
 };
+
+/// An arm whose batch medians never settle: each batch is 30% slower or faster than the last.
+class UnsettledTimer : public ArmTimer {
+ public:
+  std::vector<double> measure(int arm, int launches) override {
+    seconds_ += seconds_per_launch * launches;
+    if (arm == 1) ++batches;
+    return std::vector<double>(launches, arm == 1 && batches % 2 == 0 ? 130.0 : 100.0);
+  }
+  double seconds_used() const override { return seconds_; }
+  double seconds_per_launch =
+      0.065;  // a 65 ms launch (a slow kernel, or a cpu kernel on a big case)
+  int batches = 0;
+
+ private:
+  double seconds_ = 0;
+};
+
+TEST(WarmUp, EndsWhenBothArmsSettle) {
+  ConstantTimer timer(100, 200);
+  EXPECT_EQ(speed::warm_up(timer, 20, 100.0), 2);  // the second batch matches the first
+  EXPECT_EQ(timer.arms, (std::vector<int>{0, 1, 0, 1}));
+}
+
+TEST(WarmUp, AnArmThatNeverSettlesStopsAtItsShareOfTheBudget) {
+  UnsettledTimer slow;  // 20 launches of 65 ms a batch: 1.3 s
+  EXPECT_EQ(speed::warm_up(slow, 20, 5.0), 4) << "5.2 s used after 4 batches, 3.9 s after 3";
+  UnsettledTimer slower;
+  EXPECT_EQ(speed::warm_up(slower, 20, 0.5), 2)
+      << "never fewer than two batches, whatever the share";
+  UnsettledTimer fast;
+  fast.seconds_per_launch = 1e-5;  // 10 us launches: the batch cap ends it long before the share
+  EXPECT_EQ(speed::warm_up(fast, 20, 0.75), 20);
+}
 
 /// Candidate/baseline ratio alternates per block between (1+delta)e^{+0.01} and (1+delta)e^{-0.01}:
 /// the median log ratio sits exactly on the threshold, so no look can ever decide.
@@ -219,7 +254,8 @@ TEST(Interleave, FillBudgetGrowsLaterStagesToSpendTheBudget) {
   options.time_budget_s = 100;
   OnTheThresholdTimer capped(options.delta);
   Rng rng3(3);
-  EXPECT_EQ(run_interleaved(capped, options, rng3).blocks.size(), static_cast<size_t>(30 + 3 * 16 * 30));
+  EXPECT_EQ(run_interleaved(capped, options, rng3).blocks.size(),
+            static_cast<size_t>(30 + 3 * 16 * 30));
   options.max_stage_growth = 0;
   EXPECT_THROW(run_interleaved(capped, options, rng3), Error);
 }
