@@ -7,8 +7,10 @@ here=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)  # (throu
 build=${KGATE_BUILD_DIR:-$here/build}
 prefix=""
 [ -f "$here/.deps-prefix" ] && prefix=$(cat "$here/.deps-prefix")
-torch_prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>/dev/null | tail -1) \
-  || { echo "ci/build.sh: torch is not importable: run ci/setup.sh" >&2; exit 1; }
+# torch.utils.cmake_prefix_path, found without importing torch (which takes over a second).
+torch_prefix=$(python3 -c 'import importlib.util as u, os
+print(os.path.join(os.path.dirname(u.find_spec("torch").origin), "share", "cmake"))' 2>/dev/null) \
+  || { echo "ci/build.sh: python3 finds no torch: run ci/setup.sh" >&2; exit 1; }
 export PATH=${CUDA_HOME:-/usr/local/cuda}/bin:$PATH
 jobs=${KGATE_JOBS:-$(nproc)}
 # ccache, where it is installed (the workflow caches its directory); KGATE_CCACHE=0 leaves it out.

@@ -53,8 +53,12 @@ else
   rm -f "$here/.deps-prefix"
 fi
 
-if python3 -c 'import torch' > /dev/null 2>&1; then
-  step "torch present: $(python3 -c 'import torch; print(torch.__version__)' 2>/dev/null)"
+# (Found and its version read without importing it: an import of torch takes over a second, and
+# every ci/gate.sh runs this.)
+if torch_version=$(python3 -c 'import importlib.metadata as m, importlib.util as u
+assert u.find_spec("torch")
+print(m.version("torch"))' 2> /dev/null); then
+  step "torch present: $torch_version"
 else
   step "installing $TORCH_SPEC from the Python package index (LibTorch; ~3 GB with its CUDA libraries)"
   python3 -m pip install --quiet --disable-pip-version-check "$TORCH_SPEC" \
