@@ -44,6 +44,8 @@
 # more rows, PAIR_EXTRA_EVERY; spin: their blocks are held longer, PAIR_SPIN_CYCLES; for calibrate),
 # PAIR_KGATE_PREFIX (an installed kgate to build
 # the project against instead of installing KGATE_BUILD_DIR: the Debian package's /opt/kgate).
+# The +1% power figure of docs/ci.md: PAIR_INJECT=spin PAIR_PILOT_M="150 300 600"
+# PAIR_SPEED_SHAPES='[{"B": 4096, "N": 4096}]' ci/pairing.sh gpu OUT build calibrate power
 set -uo pipefail
 here=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)  # (through symlinks)
 mode=${1:?usage: ci/pairing.sh cpu|gpu OUT_DIR [phase...]}
