@@ -16,28 +16,31 @@
 #include "core/format.hpp"
 #include "core/rng.hpp"
 #include "core/safetensors.hpp"
-#include "gates/speed/decision.hpp"
 #include "gates/props/shrink.hpp"
+#include "gates/speed/decision.hpp"
 #include "references/catalogue.hpp"
 #include "runtime/cuda/check.hpp"
 #include "runtime/torch_op.hpp"
 
 namespace kgate {
 
-std::vector<Case> captured_cases(const OpSignature& op, const std::vector<CapturedFile>& files, uint64_t seed,
-                                 const std::string& kernel) {
+std::vector<Case> captured_cases(const OpSignature& op, const std::vector<CapturedFile>& files,
+                                 uint64_t seed, const std::string& kernel) {
   std::vector<Case> cases;
   for (const auto& f : files) {
     const auto header = read_safetensors_header(f.path);
     const auto named = header.metadata.find("op");
     if (named != header.metadata.end() && named->second != op.name) continue;
     try {
-      cases.push_back(captured_case(op, f.name, f.path, derive_seed(seed, "captured/" + f.name, 0)));
+      cases.push_back(
+          captured_case(op, f.name, f.path, derive_seed(seed, "captured/" + f.name, 0)));
     } catch (const Error& e) {
-      throw Error(e.kind(), std::string(e.what()) + " (checking kernel " + kernel + " of op " + op.name +
-                                (named == header.metadata.end()
-                                     ? "; a file whose __metadata__ has \"op\" applies to that op's kernels only)"
-                                     : ")"));
+      throw Error(
+          e.kind(),
+          std::string(e.what()) + " (checking kernel " + kernel + " of op " + op.name +
+              (named == header.metadata.end()
+                   ? "; a file whose __metadata__ has \"op\" applies to that op's kernels only)"
+                   : ")"));
     }
   }
   return cases;
@@ -66,7 +69,8 @@ std::string default_rule(const OpSignature& op, DType dtype) {
   // f16 and bf16: torch's allclose rtol is about one ulp, so a kernel one or two ulp from eager
   // (and as close to the fp64 oracle) would fail or be FRAGILE. Such outputs are judged relative to
   // eager's own error, element by element, unless the op asks for ulp.
-  if ((dtype == DType::f16 || dtype == DType::bf16) && op.default_rule != "ulp") return "eager_relative";
+  if ((dtype == DType::f16 || dtype == DType::bf16) && op.default_rule != "ulp")
+    return "eager_relative";
   return op.default_rule;
 }
 
@@ -74,9 +78,11 @@ correctness::RuleConfig rule_for(const OpSignature& op, DType dtype, const Check
                                  const std::string& kernel) {
   const GateSettings s = options.config.resolve(op.name, kernel, options.cli);
   correctness::RuleConfig rule;
-  rule.kind = correctness::parse_rule(!options.rule.empty() ? options.rule : s.rule.value_or(default_rule(op, dtype)));
+  rule.kind = correctness::parse_rule(
+      !options.rule.empty() ? options.rule : s.rule.value_or(default_rule(op, dtype)));
   rule.tolerance = op.tolerance_for(dtype);
-  const bool own_tolerance = !s.atol && !s.rtol && !s.tolerance.count(dtype) && !options.atol && !options.rtol;
+  const bool own_tolerance =
+      !s.atol && !s.rtol && !s.tolerance.count(dtype) && !options.atol && !options.rtol;
   if (own_tolerance) {
     rule.scale_symbol = op.tolerance_scale_symbol;
     rule.scale_power = op.tolerance_scale_power;
@@ -96,12 +102,14 @@ correctness::RuleConfig rule_for(const OpSignature& op, DType dtype, const Check
   return rule;
 }
 
-std::vector<Case> speed_cases(const OpSignature& op, const KernelInfo& kernel, uint64_t seed, int64_t count) {
+std::vector<Case> speed_cases(const OpSignature& op, const KernelInfo& kernel, uint64_t seed,
+                              int64_t count) {
   // Row lengths from short to long; the other symbols fill about 4M elements.
   const int64_t rows[] = {1024, 4096, 32768, 256, 16384};
   std::vector<DType> dtypes;
   for (DType d : op.dtypes)
-    if (kernel.dtypes.empty() || std::find(kernel.dtypes.begin(), kernel.dtypes.end(), d) != kernel.dtypes.end())
+    if (kernel.dtypes.empty() ||
+        std::find(kernel.dtypes.begin(), kernel.dtypes.end(), d) != kernel.dtypes.end())
       dtypes.push_back(d);
   std::vector<Case> out;
   for (int64_t i = 0; i < count && !dtypes.empty(); ++i) {
@@ -125,7 +133,8 @@ std::vector<Case> speed_cases(const OpSignature& op, const KernelInfo& kernel, u
       if (s.name == op.reduced_symbol) {
         v = std::clamp<int64_t>(n, s.min, s.max);
       } else {
-        const double target = std::pow(4.0 * 1024 * 1024 / static_cast<double>(n), 1.0 / static_cast<double>(others - 1));
+        const double target = std::pow(4.0 * 1024 * 1024 / static_cast<double>(n),
+                                       1.0 / static_cast<double>(others - 1));
         v = std::clamp<int64_t>(static_cast<int64_t>(target), std::max<int64_t>(s.min, 1), s.max);
       }
       c.dims.emplace_back(s.name, v);
@@ -136,7 +145,8 @@ std::vector<Case> speed_cases(const OpSignature& op, const KernelInfo& kernel, u
 }
 
 std::optional<double> workload_speedup(const std::vector<SpeedComparison>& speed,
-                                       const std::vector<WeightedCase>& weighted, const std::string& baseline_name) {
+                                       const std::vector<WeightedCase>& weighted,
+                                       const std::string& baseline_name) {
   double base = 0, cand = 0;
   bool any = false;
   for (const auto& w : weighted) {
@@ -161,7 +171,8 @@ std::string fmt_g(double v) { return format_number(v); }
 
 void record(CorrectnessReport& c, CaseResult r, size_t keep) {
   if (r.rule == "reference_error") {  // the op's, never the kernel's: said, not counted
-    c.warnings.push_back("a behaviour check of case " + r.kcase.id() + " was not judged: " + r.message);
+    c.warnings.push_back("a behaviour check of case " + r.kcase.id() +
+                         " was not judged: " + r.message);
     return;
   }
   if (r.outcome == Outcome::failed) {
@@ -172,7 +183,8 @@ void record(CorrectnessReport& c, CaseResult r, size_t keep) {
 
 // Stale outputs, outputs written before, and bitwise determinism, on the first case of each family.
 void run_behaviour_checks(Runner& runner, const KernelInfo& kernel, const OpSignature& op,
-                          const std::vector<Case>& cases, const CheckOptions& options, KernelReport& report) {
+                          const std::vector<Case>& cases, const CheckOptions& options,
+                          KernelReport& report) {
   std::set<std::string> families;
   for (const auto& c : cases) {
     // The huge case is not run again: it costs seconds and gigabytes each time.
@@ -181,10 +193,12 @@ void run_behaviour_checks(Runner& runner, const KernelInfo& kernel, const OpSign
     ++report.correctness.behaviour_checks;
     record(report.correctness, runner.check_stale(kernel, c, rule), options.max_failures_kept);
     ++report.correctness.behaviour_checks;
-    record(report.correctness, runner.check_written_before(kernel, c, rule), options.max_failures_kept);
+    record(report.correctness, runner.check_written_before(kernel, c, rule),
+           options.max_failures_kept);
     if (op.deterministic) {
       ++report.correctness.behaviour_checks;
-      record(report.correctness, runner.check_deterministic(kernel, c, rule), options.max_failures_kept);
+      record(report.correctness, runner.check_deterministic(kernel, c, rule),
+             options.max_failures_kept);
     }
   }
 }
@@ -203,11 +217,15 @@ KernelInfo null_kernel(const KernelInfo& kernel, const std::string& which) {
       const size_t bytes = static_cast<size_t>(out.numel()) * dtype_size(out.dtype);
       size_t copied = 0;
       if (copy && !call.inputs.empty())
-        copied = std::min(bytes, static_cast<size_t>(call.inputs[0].numel()) * dtype_size(call.inputs[0].dtype));
+        copied = std::min(
+            bytes, static_cast<size_t>(call.inputs[0].numel()) * dtype_size(call.inputs[0].dtype));
       auto* dst = static_cast<char*>(out.data);
       if (device) {
-        if (copied > 0) KGATE_CUDA_CALL(cudaMemcpyAsync(dst, call.inputs[0].data, copied, cudaMemcpyDeviceToDevice, stream));
-        if (bytes > copied) KGATE_CUDA_CALL(cudaMemsetAsync(dst + copied, 0, bytes - copied, stream));
+        if (copied > 0)
+          KGATE_CUDA_CALL(
+              cudaMemcpyAsync(dst, call.inputs[0].data, copied, cudaMemcpyDeviceToDevice, stream));
+        if (bytes > copied)
+          KGATE_CUDA_CALL(cudaMemsetAsync(dst + copied, 0, bytes - copied, stream));
       } else {
         if (copied > 0) std::memcpy(dst, call.inputs[0].data, copied);
         if (bytes > copied) std::memset(dst + copied, 0, bytes - copied);
@@ -218,7 +236,8 @@ KernelInfo null_kernel(const KernelInfo& kernel, const std::string& which) {
 }
 
 void run_null_calibration(Runner& runner, const KernelInfo& kernel, const OpSignature& op,
-                          const std::vector<Case>& cases, const CheckOptions& options, KernelReport& report) {
+                          const std::vector<Case>& cases, const CheckOptions& options,
+                          KernelReport& report) {
   for (const std::string which : {"zeros", "copy"}) {
     const KernelInfo nk = null_kernel(kernel, which);
     auto& per_family = report.correctness.null_calibration[which];
@@ -227,14 +246,15 @@ void run_null_calibration(Runner& runner, const KernelInfo& kernel, const OpSign
       auto& counts = per_family[c.family.empty() ? "other" : c.family];
       if (counts.first >= options.null_calibration_cases || runner.context_lost()) continue;
       ++counts.first;
-      if (runner.check_case(nk, c, rule_for(op, c.dtype, options, kernel.name)).outcome == Outcome::failed)
+      if (runner.check_case(nk, c, rule_for(op, c.dtype, options, kernel.name)).outcome ==
+          Outcome::failed)
         ++counts.second;
     }
     for (const auto& [family, counts] : per_family)
       if (counts.first > 0 && counts.second == 0)
-        report.correctness.warnings.push_back("case family '" + family + "' is too weak for op " + op.name + ": the " +
-                                              which + " null kernel passes all " + std::to_string(counts.first) +
-                                              " of its cases");
+        report.correctness.warnings.push_back(
+            "case family '" + family + "' is too weak for op " + op.name + ": the " + which +
+            " null kernel passes all " + std::to_string(counts.first) + " of its cases");
   }
 }
 
@@ -242,7 +262,8 @@ void run_null_calibration(Runner& runner, const KernelInfo& kernel, const OpSign
 
 namespace {
 
-props::GeneratorOptions generator_options(const GateSettings& settings, const CheckOptions& options) {
+props::GeneratorOptions generator_options(const GateSettings& settings,
+                                          const CheckOptions& options) {
   props::GeneratorOptions gen;
   gen.seed = options.seed;
   gen.cases = settings.cases.value_or(options.cases);
@@ -254,8 +275,10 @@ props::GeneratorOptions generator_options(const GateSettings& settings, const Ch
 
 std::vector<Case> correctness_cases(const KernelInfo& kernel, const CheckOptions& options) {
   const OpSignature& op = find_op(kernel.op);
-  const props::GeneratorOptions gen = generator_options(options.config.resolve(op.name, kernel.name, options.cli), options);
-  auto cases = options.only_cases.empty() ? props::generate_cases(op, traits_of(kernel), gen) : options.only_cases;
+  const props::GeneratorOptions gen =
+      generator_options(options.config.resolve(op.name, kernel.name, options.cli), options);
+  auto cases = options.only_cases.empty() ? props::generate_cases(op, traits_of(kernel), gen)
+                                          : options.only_cases;
   if (options.only_cases.empty()) {
     cases.insert(cases.end(), options.extra_cases.begin(), options.extra_cases.end());
     const auto captured = captured_cases(op, options.captured, gen.seed, kernel.name);
@@ -290,10 +313,13 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
   // Fewer blocks than this can never decide, however large the slowdown: the budget cannot stop
   // a comparison before them (unless they take 10x the budget; the note then says what would do).
   {
-    const int64_t own = (options.timed_cases.empty() ? options.speed_cases : static_cast<int64_t>(options.timed_cases.size())) *
-                        (baseline ? 2 : 1);
-    timing.interleave.min_blocks = speed::min_blocks_to_decide(
-        timing.interleave.alpha, timing.interleave.max_stages, std::max(own, options.run_comparisons));
+    const int64_t own =
+        (options.timed_cases.empty() ? options.speed_cases
+                                     : static_cast<int64_t>(options.timed_cases.size())) *
+        (baseline ? 2 : 1);
+    timing.interleave.min_blocks =
+        speed::min_blocks_to_decide(timing.interleave.alpha, timing.interleave.max_stages,
+                                    std::max(own, options.run_comparisons));
   }
 
   const props::GeneratorOptions gen = generator_options(settings, options);
@@ -301,17 +327,20 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
   auto cases = correctness_cases(kernel, options);
   report.correctness.cases = static_cast<int64_t>(cases.size());
   if (traits.huge && options.only_cases.empty() &&
-      (gen.families.empty() || std::find(gen.families.begin(), gen.families.end(), "huge") != gen.families.end())) {
+      (gen.families.empty() ||
+       std::find(gen.families.begin(), gen.families.end(), "huge") != gen.families.end())) {
     std::string why;
     if (!props::huge_case(op, traits, gen.seed, &why))
-      report.correctness.warnings.push_back("no huge case, so 32-bit index arithmetic is not tested: " + why);
+      report.correctness.warnings.push_back(
+          "no huge case, so 32-bit index arithmetic is not tested: " + why);
   }
   const int64_t step = std::max<int64_t>(1, static_cast<int64_t>(cases.size()) / 8);
   std::string closest_repro;  // the passing case nearest its tolerance
   std::string first_reference_error;
   // Cases whose reference failed on their view and ran on contiguous copies: "layout dtype dims".
   std::vector<std::string> reference_needed_copies;
-  const size_t first_case = static_cast<size_t>(std::clamp<int64_t>(options.resume_at, 0, static_cast<int64_t>(cases.size())));
+  const size_t first_case = static_cast<size_t>(
+      std::clamp<int64_t>(options.resume_at, 0, static_cast<int64_t>(cases.size())));
   // The cases this process ran and judged: the behaviour checks and the null kernels take theirs
   // from these (a case whose reference failed, or faulted in an earlier worker, judges nothing).
   std::vector<Case> judged;
@@ -325,17 +354,21 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
     // The reference faulted on a view: a fresh worker runs this case again with the reference on
     // contiguous copies (once; a fault there is final), so it is counted there. (Only a worker's
     // parent starts a fresh one: with --no-isolate the fault is final here.)
-    const bool retry_on_copies = options.in_worker && runner.context_lost() && r.rule == "reference_error" &&
-                                 !copies && c.layout != Layout::contiguous;
+    const bool retry_on_copies = options.in_worker && runner.context_lost() &&
+                                 r.rule == "reference_error" && !copies &&
+                                 c.layout != Layout::contiguous;
     if (options.on_case) options.on_case(i, cases.size(), c, &r);
     if (r.fallback) ++report.correctness.fallback;
     if (r.message.find("ran on contiguous copies") != std::string::npos) {
       std::string dims;
-      for (const auto& [name, value] : c.dims) dims += (dims.empty() ? "" : ",") + name + "=" + std::to_string(value);
-      reference_needed_copies.push_back(std::string(layout_name(c.layout)) + " " + dtype_name(c.dtype) + " " + dims);
+      for (const auto& [name, value] : c.dims)
+        dims += (dims.empty() ? "" : ",") + name + "=" + std::to_string(value);
+      reference_needed_copies.push_back(std::string(layout_name(c.layout)) + " " +
+                                        dtype_name(c.dtype) + " " + dims);
     }
     // (Not a case whose reference ran on copies: the behaviour checks would run it on its view.)
-    if (r.rule != "reference_error" && r.outcome != Outcome::skipped && !copies) judged.push_back(c);
+    if (r.rule != "reference_error" && r.outcome != Outcome::skipped && !copies)
+      judged.push_back(c);
     if (c.values == Values::captured) report.correctness.captured.push_back(r);
     if (r.outcome == Outcome::skipped) {
       // Not run here (a huge case without the device memory for it): never a pass, and said.
@@ -343,7 +376,8 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
       report.correctness.warnings.push_back("case " + c.id() + " (" + c.family + ") " + r.message);
     } else if (r.rule == "reference_error") {
       // The op's reference failed: the case judges nothing, and the kernel is not blamed.
-      if (!retry_on_copies && report.correctness.reference_errors++ == 0) first_reference_error = c.id() + ": " + r.message;
+      if (!retry_on_copies && report.correctness.reference_errors++ == 0)
+        first_reference_error = c.id() + ": " + r.message;
     } else if (r.outcome == Outcome::failed) {
       ++report.correctness.failed;
       // A fault is kept past the cap: it ends this worker, and its message names the CUDA error.
@@ -360,33 +394,40 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
       // Nothing more runs in this CUDA context: stop, and leave the rest unrun (never failed). A
       // worker's parent goes on at resume_at in a fresh process.
       const bool reference = r.rule == "reference_error";
-      (reference ? report.correctness.reference_faulted : report.correctness.faulted).push_back(c.id());
+      (reference ? report.correctness.reference_faulted : report.correctness.faulted)
+          .push_back(c.id());
       report.correctness.resume_at = static_cast<int64_t>(i) + (retry_on_copies ? 0 : 1);
-      report.correctness.not_run = static_cast<int64_t>(cases.size()) - report.correctness.resume_at;
+      report.correctness.not_run =
+          static_cast<int64_t>(cases.size()) - report.correctness.resume_at;
       report.correctness.reference_copies_at = retry_on_copies ? static_cast<int64_t>(i) : -1;
-      say(kernel.name + ": case " + c.id() + (reference ? ": the op's reference faulted" : " faulted") + "; " +
+      say(kernel.name + ": case " + c.id() +
+          (reference ? ": the op's reference faulted" : " faulted") + "; " +
           std::to_string(report.correctness.not_run) + " cases left for a fresh process" +
           (retry_on_copies ? " (this one again, the reference on contiguous copies)" : ""));
       break;
     }
     if ((static_cast<int64_t>(i) + 1) % step == 0 || i + 1 == cases.size())
-      say(kernel.name + ": correctness " + std::to_string(i + 1) + "/" + std::to_string(cases.size()) + " cases, " +
-          std::to_string(report.correctness.failed) + " failed");
+      say(kernel.name + ": correctness " + std::to_string(i + 1) + "/" +
+          std::to_string(cases.size()) + " cases, " + std::to_string(report.correctness.failed) +
+          " failed");
   }
   // The end of the case list: a crash after this line is not a case's (behaviour checks, timing).
-  if (options.on_case && report.correctness.not_run == 0) options.on_case(cases.size(), cases.size(), Case{}, nullptr);
+  if (options.on_case && report.correctness.not_run == 0)
+    options.on_case(cases.size(), cases.size(), Case{}, nullptr);
   // (Outside a worker no case is retried: the lost case is the one before resume_at.)
   if (report.correctness.not_run > 0 && !options.in_worker)
     report.correctness.warnings.push_back(
         std::to_string(report.correctness.not_run) + " of " + std::to_string(cases.size()) +
-        " cases were not run: the CUDA context was lost when case " + cases[static_cast<size_t>(report.correctness.resume_at) - 1].id() +
+        " cases were not run: the CUDA context was lost when case " +
+        cases[static_cast<size_t>(report.correctness.resume_at) - 1].id() +
         " faulted (`kgate check` runs each kernel in worker processes and goes on in a fresh one)");
 
   if (!reference_needed_copies.empty()) {
     std::string list;
     for (size_t i = 0; i < reference_needed_copies.size() && i < 5; ++i)
       list += (i ? "; " : "") + reference_needed_copies[i];
-    if (reference_needed_copies.size() > 5) list += "; and " + std::to_string(reference_needed_copies.size() - 5) + " more";
+    if (reference_needed_copies.size() > 5)
+      list += "; and " + std::to_string(reference_needed_copies.size() - 5) + " more";
     report.correctness.warnings.push_back(
         "the op's reference failed on " + std::to_string(reference_needed_copies.size()) +
         " case(s) of views and was judged on contiguous copies" +
@@ -397,14 +438,16 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
   }
   if (report.correctness.reference_errors > 0)
     report.correctness.warnings.push_back(
-        std::to_string(report.correctness.reference_errors) + " of " + std::to_string(cases.size()) +
-        " cases could not be judged: the op's reference failed on them (fix the op file " + op.origin +
-        "); first: " + first_reference_error);
+        std::to_string(report.correctness.reference_errors) + " of " +
+        std::to_string(cases.size()) +
+        " cases could not be judged: the op's reference failed on them (fix the op file " +
+        op.origin + "); first: " + first_reference_error);
 
   // A worker that goes on after a kernel's fault judges its cases only: the kernel has failed
   // already. After the reference's faults alone, the behaviour checks and the timing follow here.
   const bool resumed = options.resume_at > 0 && options.resumed_after_failure;
-  if (options.behaviour_checks && report.correctness.failed == 0 && !runner.context_lost() && !resumed)
+  if (options.behaviour_checks && report.correctness.failed == 0 && !runner.context_lost() &&
+      !resumed)
     run_behaviour_checks(runner, kernel, op, judged, options, report);
   if (options.null_calibration_cases > 0 && !runner.context_lost() && !resumed)
     run_null_calibration(runner, kernel, op, judged, options, report);
@@ -414,7 +457,8 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
     report.correctness.warnings.push_back(
         "FRAGILE: passes with a worst margin of " + fmt_g(report.correctness.worst_margin) +
         " (observed / allowed error), above the fragility threshold " + fmt_g(fragile_margin) +
-        "; closest case: " + closest_repro + "; `kgate sweep " + (kernel.package ? "'" + kernel.source + "'" : "--kernel " + kernel.name) +
+        "; closest case: " + closest_repro + "; `kgate sweep " +
+        (kernel.package ? "'" + kernel.source + "'" : "--kernel " + kernel.name) +
         "` shows the margin per dtype and the tightest tolerance that passes");
   // A resumed worker sees only the cases after a fault: its counts say nothing of the whole run.
   if (kernel.accepts && !cases.empty() && !runner.context_lost() && options.resume_at == 0) {
@@ -429,7 +473,8 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
   // The cases timed (here: the UNCHANGED decision records their launches).
   std::vector<WeightedCase> timed = options.timed_cases;
   if (timed.empty() && options.speed)
-    for (auto& c : speed_cases(op, kernel, options.seed, options.speed_cases)) timed.push_back({std::move(c), 0});
+    for (auto& c : speed_cases(op, kernel, options.seed, options.speed_cases))
+      timed.push_back({std::move(c), 0});
   // A base version running the head's code: nothing to compare (UNCHANGED). The module's code must
   // be the same (its digest), and on the GPU what it launches too: on each timed case, the kernels'
   // SASS, grid, block, shared memory, attributes and argument bytes (code it reaches outside its
@@ -447,13 +492,15 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
       // What was compared, for the report: the first lines of a record.
       const auto lines = [](const cuda::LaunchRecord& r) {
         nlohmann::json out = nlohmann::json::array();
-        for (size_t i = 0; i < r.launches.size() && i < 8; ++i) out.push_back(r.launches[i].substr(0, 400));
+        for (size_t i = 0; i < r.launches.size() && i < 8; ++i)
+          out.push_back(r.launches[i].substr(0, 400));
         return out;
       };
       if (cuda::same_launches(head, base, &difference)) {
         record["cases"] = record["cases"].get<int64_t>() + 1;
         record["launches"] = head.launches.size();
-        if (!record.contains("first")) record["first"] = {{"case", w.kcase.id()}, {"lines", lines(head)}};
+        if (!record.contains("first"))
+          record["first"] = {{"case", w.kcase.id()}, {"lines", lines(head)}};
         continue;
       }
       if (!head.known || !base.known) {
@@ -465,12 +512,17 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
         break;
       }
       unchanged = false;
-      launches_note = "its module's code is the base's, but on " + w.kcase.id() + " it launches differently: " + difference;
-      record["different"] = {{"case", w.kcase.id()}, {"difference", difference}, {"head", lines(head)}, {"base", lines(base)}};
+      launches_note = "its module's code is the base's, but on " + w.kcase.id() +
+                      " it launches differently: " + difference;
+      record["different"] = {{"case", w.kcase.id()},
+                             {"difference", difference},
+                             {"head", lines(head)},
+                             {"base", lines(base)}};
       break;
     }
     if (launches_note.empty() && !timed.empty())
-      launches_note = "and the same launches on its " + std::to_string(timed.size()) + " timed case(s)";
+      launches_note =
+          "and the same launches on its " + std::to_string(timed.size()) + " timed case(s)";
     report.base["launches"] = std::move(record);
     if (!unchanged) say(kernel.name + ": " + launches_note);
   }
@@ -490,7 +542,8 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
     CorrectnessReport b;
     b.cases = static_cast<int64_t>(cases.size());
     for (size_t i = 0; i < cases.size() && !runner.context_lost(); ++i) {
-      auto r = runner.check_case(*baseline, cases[i], rule_for(op, cases[i].dtype, options, baseline->name));
+      auto r = runner.check_case(*baseline, cases[i],
+                                 rule_for(op, cases[i].dtype, options, baseline->name));
       if (r.fallback) ++b.fallback;
       if (r.outcome == Outcome::failed) {
         ++b.failed;
@@ -500,13 +553,14 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
         if (std::isfinite(r.margin)) b.worst_margin = std::max(b.worst_margin, r.margin);
       }
       if ((static_cast<int64_t>(i) + 1) % step == 0 || i + 1 == cases.size())
-        say(kernel.name + ": baseline " + baseline->name + " correctness " + std::to_string(i + 1) + "/" +
-            std::to_string(cases.size()) + " cases, " + std::to_string(b.failed) + " failed");
+        say(kernel.name + ": baseline " + baseline->name + " correctness " + std::to_string(i + 1) +
+            "/" + std::to_string(cases.size()) + " cases, " + std::to_string(b.failed) + " failed");
     }
     if (b.failed > 0)
-      report.correctness.warnings.push_back("baseline '" + baseline->name + "' fails " + std::to_string(b.failed) +
-                                            " of " + std::to_string(b.cases) + " cases (first: " +
-                                            b.failures.front().kcase.id() + ": " + b.failures.front().message + ")");
+      report.correctness.warnings.push_back(
+          "baseline '" + baseline->name + "' fails " + std::to_string(b.failed) + " of " +
+          std::to_string(b.cases) + " cases (first: " + b.failures.front().kcase.id() + ": " +
+          b.failures.front().message + ")");
     report.baseline_correctness = std::move(b);
   }
 
@@ -519,17 +573,21 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
       if (f.kcase.numel_hint() < first->kcase.numel_hint()) first = &f;
     // A stale or determinism failure needs its behaviour check to show: shrinking it with plain
     // check_case runs would end on a passing case (an empty message, a repro that passes).
-    const bool behaviour = first->rule == "stale" || first->rule == "determinism" || first->rule == "written_before";
+    const bool behaviour =
+        first->rule == "stale" || first->rule == "determinism" || first->rule == "written_before";
     if (options.shrink && first->rule != "fault" && !behaviour && !runner.context_lost()) {
       say(kernel.name + ": shrinking the failing case " + first->kcase.id());
       const auto shrunk = props::shrink(first->kcase, op, kernel.tile_sizes, [&](const Case& c) {
-        return runner.check_case(kernel, c, rule_for(op, c.dtype, options, kernel.name)).outcome == Outcome::failed;
+        return runner.check_case(kernel, c, rule_for(op, c.dtype, options, kernel.name)).outcome ==
+               Outcome::failed;
       });
-      auto minimal = runner.check_case(kernel, shrunk.minimal, rule_for(op, shrunk.minimal.dtype, options, kernel.name));
+      auto minimal = runner.check_case(kernel, shrunk.minimal,
+                                       rule_for(op, shrunk.minimal.dtype, options, kernel.name));
       minimal.kcase.family = first->kcase.family;
       report.correctness.minimal = minimal;
-      say(kernel.name + ": minimal failing case " + minimal.kcase.id() + " (" + std::to_string(shrunk.steps) +
-          " reductions, " + std::to_string(shrunk.attempts) + " attempts)");
+      say(kernel.name + ": minimal failing case " + minimal.kcase.id() + " (" +
+          std::to_string(shrunk.steps) + " reductions, " + std::to_string(shrunk.attempts) +
+          " attempts)");
     } else {
       report.correctness.minimal = *first;
     }
@@ -544,11 +602,13 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
     s.baseline = baseline->name;
     s.decision = Outcome::unchanged;
     s.gates = false;
-    s.note = "not timed: '" + kernel.name + "' runs the same code as its base '" + baseline->name + "' (digest " +
-             kernel.code_digest.substr(0, 16) + (launches_note.empty() ? "" : "; " + launches_note) + ")";
+    s.note = "not timed: '" + kernel.name + "' runs the same code as its base '" + baseline->name +
+             "' (digest " + kernel.code_digest.substr(0, 16) +
+             (launches_note.empty() ? "" : "; " + launches_note) + ")";
     report.speed.push_back(std::move(s));
   } else if (options.speed) {
-    report.correctness.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    report.correctness.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     // Checked timing: a timed launch whose output is wrong fails the kernel's correctness, and
     // ends its timing (what it measured is not a correct kernel's time).
     bool wrong_while_timed = false;
@@ -570,26 +630,29 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
     };
     for (size_t i = 0; i < timed.size() && !wrong_while_timed; ++i) {
       const Case& c = timed[i].kcase;
-      say(kernel.name + ": timing " + std::to_string(i + 1) + "/" + std::to_string(timed.size()) + " " + c.id() +
-          " vs eager");
+      say(kernel.name + ": timing " + std::to_string(i + 1) + "/" + std::to_string(timed.size()) +
+          " " + c.id() + " vs eager");
       timed_comparison(nullptr, c);
-      // gate_against_eager: false: a kernel with a base to gate against reports eager, informational.
+      // gate_against_eager: false: a kernel with a base to gate against reports eager,
+      // informational.
       if (baseline && options.baseline_is_base && settings.gate_against_eager == false)
         report.speed.back().gates = false;
-      if (baseline && !wrong_while_timed && options.baseline_is_base && report.baseline_correctness &&
-          report.baseline_correctness->failed > 0) {
+      if (baseline && !wrong_while_timed && options.baseline_is_base &&
+          report.baseline_correctness && report.baseline_correctness->failed > 0) {
         // A base that is wrong on the head's cases has no speed worth comparing with.
         const auto& bf = report.baseline_correctness->failures.front();
         SpeedComparison s;
         s.baseline = baseline->name;
         s.kcase = c;
         s.decision = Outcome::invalid;
-        s.note = "not timed: base '" + baseline->name + "' fails " + std::to_string(report.baseline_correctness->failed) +
-                 " of the head's correctness cases (first: " + bf.kcase.id() + ": " + bf.message + ")";
+        s.note = "not timed: base '" + baseline->name + "' fails " +
+                 std::to_string(report.baseline_correctness->failed) +
+                 " of the head's correctness cases (first: " + bf.kcase.id() + ": " + bf.message +
+                 ")";
         report.speed.push_back(std::move(s));
       } else if (baseline && !wrong_while_timed) {
-        say(kernel.name + ": timing " + std::to_string(i + 1) + "/" + std::to_string(timed.size()) + " " + c.id() +
-            " vs " + baseline->name);
+        say(kernel.name + ": timing " + std::to_string(i + 1) + "/" + std::to_string(timed.size()) +
+            " " + c.id() + " vs " + baseline->name);
         timed_comparison(baseline, c);
       }
     }
@@ -600,24 +663,30 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
       }
     if (report.workload_variants > 0) {
       report.workload_speedup_vs_eager = workload_speedup(report.speed, timed, "eager");
-      if (baseline) report.workload_speedup_vs_baseline = workload_speedup(report.speed, timed, baseline->name);
+      if (baseline)
+        report.workload_speedup_vs_baseline = workload_speedup(report.speed, timed, baseline->name);
     }
     for (const auto& s : report.speed) {
       // An undecided comparison whose estimate is past delta is never a quiet pass.
       if (s.decision == Outcome::inconclusive && s.ratio > 1 + s.delta)
         report.correctness.warnings.push_back(
-            "speed vs " + s.baseline + " on " + s.kcase.id() + " is undecided, but its estimate x" + fmt_g(s.ratio) +
-            " is past delta " + fmt_g(100 * s.delta) + "% (" + std::to_string(s.blocks) + " blocks" +
-            (s.note.empty() ? "" : "; " + s.note) + "); --inconclusive-fails makes this exit 3");
-      if (report.outcome == Outcome::failed || !s.gates) continue;  // (informational entries decide nothing)
+            "speed vs " + s.baseline + " on " + s.kcase.id() + " is undecided, but its estimate x" +
+            fmt_g(s.ratio) + " is past delta " + fmt_g(100 * s.delta) + "% (" +
+            std::to_string(s.blocks) + " blocks" + (s.note.empty() ? "" : "; " + s.note) +
+            "); --inconclusive-fails makes this exit 3");
+      if (report.outcome == Outcome::failed || !s.gates)
+        continue;  // (informational entries decide nothing)
       if (s.decision == Outcome::regressed) report.outcome = Outcome::regressed;
-      else if (s.decision == Outcome::invalid && report.outcome == Outcome::passed) report.outcome = Outcome::invalid;
+      else if (s.decision == Outcome::invalid && report.outcome == Outcome::passed)
+        report.outcome = Outcome::invalid;
     }
   }
   // Cases the reference could not judge leave the kernel unproven: never a pass.
-  if (report.correctness.reference_errors > 0 && report.outcome == Outcome::passed) report.outcome = Outcome::invalid;
+  if (report.correctness.reference_errors > 0 && report.outcome == Outcome::passed)
+    report.outcome = Outcome::invalid;
   // No case ran (the families asked for do not apply here): nothing was shown, so nothing passed.
-  if (report.correctness.cases == 0 && report.outcome == Outcome::passed && options.resume_at == 0) {
+  if (report.correctness.cases == 0 && report.outcome == Outcome::passed &&
+      options.resume_at == 0) {
     report.outcome = Outcome::skipped;
     report.correctness.warnings.push_back(
         "no correctness case applies to '" + kernel.name + "'" +
@@ -632,17 +701,20 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
       nlohmann::json by_case = nlohmann::json::object();
       for (const auto& c : cases) by_case[c.id()] = kernel.case_launches(c);
       for (const auto& w : timed) by_case[w.kcase.id()] = kernel.case_launches(w.kcase);
-      report.launches = {{"device", kernel.device_props ? nlohmann::json::parse(kernel.device_props())
-                                                         : nlohmann::json()},
-                         {"cases", std::move(by_case)}};
+      report.launches = {
+          {"device",
+           kernel.device_props ? nlohmann::json::parse(kernel.device_props()) : nlohmann::json()},
+          {"cases", std::move(by_case)}};
     } catch (const std::exception& e) {
-      report.correctness.warnings.push_back("the launches of each case were not recorded: " + std::string(e.what()));
+      report.correctness.warnings.push_back("the launches of each case were not recorded: " +
+                                            std::string(e.what()));
     }
   }
   if (kernel.notes)
     for (const auto& n : kernel.notes()) report.correctness.warnings.push_back(n);
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (report.correctness.seconds == 0) report.correctness.seconds = report.seconds;  // no speed phase
+  if (report.correctness.seconds == 0)
+    report.correctness.seconds = report.seconds;  // no speed phase
   return report;
 }
 
@@ -652,7 +724,8 @@ void adjust_speed_decisions(std::vector<KernelReport>& kernels) {
   for (auto& k : kernels)
     for (auto& s : k.speed)
       // (UNCHANGED entries were never timed: no test, so not one of Holm's m.)
-      if (s.decision != Outcome::skipped && s.decision != Outcome::invalid && s.decision != Outcome::unchanged) {
+      if (s.decision != Outcome::skipped && s.decision != Outcome::invalid &&
+          s.decision != Outcome::unchanged) {
         p.push_back(s.p_value);
         refs.push_back(&s);
       }
@@ -661,7 +734,8 @@ void adjust_speed_decisions(std::vector<KernelReport>& kernels) {
     refs[i]->p_adjusted = adjusted[i];
     if (refs[i]->decision == Outcome::regressed && adjusted[i] > refs[i]->alpha) {
       refs[i]->decision = Outcome::inconclusive;
-      refs[i]->note += (refs[i]->note.empty() ? "" : "; ") + std::string("regression not significant after Holm correction");
+      refs[i]->note += (refs[i]->note.empty() ? "" : "; ") +
+                       std::string("regression not significant after Holm correction");
     }
   }
   for (auto& k : kernels) {
