@@ -37,7 +37,7 @@ int64_t CheckPlan::timed_pairs() const {
   // Against eager alone; against base and eager; or not at all (the base's code is the head's).
   const auto comparisons = [](const KernelInfo& k, const KernelInfo* b) -> int64_t {
     if (!b) return 1;
-    return k.code_digest.empty() || k.code_digest != b->code_digest ? 2 : 0;
+    return same_code(k, *b) ? 0 : 2;
   };
   int64_t pairs = 0;
   for (const auto& p : packages) pairs += comparisons(p.kernel, package_baseline(p));
@@ -61,7 +61,7 @@ nlohmann::json CheckPlan::base_record(const KernelInfo& k, const KernelReport& k
       std::any_of(kr.speed.begin(), kr.speed.end(), [&](const SpeedComparison& s) {
         return s.baseline == b.name && s.decision == Outcome::unchanged;
       });
-  if (unchanged_entry || (!any_speed && !k.code_digest.empty() && k.code_digest == b.code_digest))
+  if (unchanged_entry || (!any_speed && same_code(k, b)))
     status = "unchanged";
   if (kr.baseline_correctness && kr.baseline_correctness->failed > 0) status = "base_failed";
   nlohmann::json record =

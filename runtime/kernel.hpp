@@ -81,6 +81,12 @@ struct KernelInfo {
   std::function<std::vector<std::string>()> notes;
 };
 
+/// The UNCHANGED rule's first half: `a` and `b` run the same code (equal, non-empty code digests).
+/// On the GPU the pipeline also compares their launches before calling a pair UNCHANGED.
+inline bool same_code(const KernelInfo& a, const KernelInfo& b) {
+  return !a.code_digest.empty() && a.code_digest == b.code_digest;
+}
+
 /// Adds a kernel; throws an internal Error on a duplicate name. Between begin_module_capture()
 /// and end_module_capture() the kernel goes to the capture instead (a base build's module being
 /// loaded: its kernels carry the head's names, and must not replace or meet the head's).

@@ -288,63 +288,136 @@ std::vector<Case> correctness_cases(const KernelInfo& kernel, const CheckOptions
   return cases;
 }
 
-KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckOptions& options,
-                          const KernelInfo* baseline) {
-  const auto t0 = std::chrono::steady_clock::now();
-  KernelReport report;
-  report.name = kernel.name;
-  report.op = kernel.op;
-  report.backend = backend_name(kernel.backend);
-  report.source = kernel.source;
-  const OpSignature& op = find_op(kernel.op);
-  auto say = [&](const std::string& line) {
+namespace {
+
+/// One kernel's check, as steps in the order they run: its settings; the correctness cases; the
+/// behaviour checks and what the counts warn of; whether the base runs the same code (UNCHANGED);
+/// the base on the head's cases; the failure shrunk, or the timing; the outcome's last rules.
+class KernelCheck {
+ public:
+  KernelCheck(Runner& runner, const KernelInfo& kernel, const CheckOptions& options,
+              const KernelInfo* baseline)
+      : runner(runner),
+        kernel(kernel),
+        options(options),
+        baseline(baseline),
+        op(find_op(kernel.op)),
+        settings(options.config.resolve(op.name, kernel.name, options.cli)),
+        timing(timing_for(settings)),
+        gen(generator_options(settings, options)),
+        traits(traits_of(kernel)),
+        cases(correctness_cases(kernel, options)),
+        step(std::max<int64_t>(1, static_cast<int64_t>(cases.size()) / 8)),
+        resumed(options.resume_at > 0 && options.resumed_after_failure) {
+    report.name = kernel.name;
+    report.op = kernel.op;
+    report.backend = backend_name(kernel.backend);
+    report.source = kernel.source;
+  }
+
+  KernelReport run() {
+    // A torch op that returns new tensors cannot be checked for unwritten elements or guard bands.
+    if (const std::string* note = torch_op_memory_note(kernel.name); note && !note->empty())
+      report.correctness.warnings.push_back(*note);
+    report.correctness.cases = static_cast<int64_t>(cases.size());
+    warn_without_huge_case();
+    run_cases();
+    warn_of_case_counts();
+    // A worker that goes on after a kernel's fault judges its cases only: the kernel has failed
+    // already. After the reference's faults alone, the behaviour checks and the timing follow here.
+    if (options.behaviour_checks && report.correctness.failed == 0 && !runner.context_lost() &&
+        !resumed)
+      run_behaviour_checks(runner, kernel, op, judged, options, report);
+    if (options.null_calibration_cases > 0 && !runner.context_lost() && !resumed)
+      run_null_calibration(runner, kernel, op, judged, options, report);
+    warn_of_margin_and_guard();
+
+    // The cases timed (here: the UNCHANGED decision records their launches).
+    timed = options.timed_cases;
+    if (timed.empty() && options.speed)
+      for (auto& c : speed_cases(op, kernel, options.seed, options.speed_cases))
+        timed.push_back({std::move(c), 0});
+    decide_unchanged();
+    if (baseline && !unchanged) check_baseline_cases();
+
+    if (report.correctness.failed > 0) {
+      report.outcome = Outcome::failed;
+      shrink_failure();
+    } else if (resumed || runner.context_lost()) {
+      // No timing: the faults before this worker failed the kernel, or the reference's fault left
+      // this worker's context unusable (the next worker times it).
+    } else if (options.speed && !kernel.timed) {
+      report.correctness.warnings.push_back("'" + kernel.name + "' " + kTwinNotTimed);
+    } else if (options.speed && unchanged) {
+      // Not timed, not gated: the base runs byte-identical code.
+      SpeedComparison s;
+      s.baseline = baseline->name;
+      s.decision = Outcome::unchanged;
+      s.gates = false;
+      s.note = "not timed: '" + kernel.name + "' runs the same code as its base '" +
+               baseline->name + "' (digest " + kernel.code_digest.substr(0, 16) +
+               (launches_note.empty() ? "" : "; " + launches_note) + ")";
+      report.speed.push_back(std::move(s));
+    } else if (options.speed) {
+      time_kernel();
+    }
+    finish();
+    return std::move(report);
+  }
+
+ private:
+  void say(const std::string& line) const {
     if (options.progress) options.progress(line);
-  };
-  // A torch op that returns new tensors cannot be checked for unwritten elements or guard bands.
-  if (const std::string* note = torch_op_memory_note(kernel.name); note && !note->empty())
-    report.correctness.warnings.push_back(*note);
+  }
 
   // Config (global < op < kernel) under the command line, for this kernel.
-  const GateSettings settings = options.config.resolve(op.name, kernel.name, options.cli);
-  TimingOptions timing = options.timing;
-  if (settings.delta) timing.interleave.delta = *settings.delta;
-  if (settings.alpha) timing.interleave.alpha = *settings.alpha;
-  if (settings.time_budget_s) timing.interleave.time_budget_s = *settings.time_budget_s;
-  // Fewer blocks than this can never decide, however large the slowdown: the budget cannot stop
-  // a comparison before them (unless they take 10x the budget; the note then says what would do).
-  {
+  TimingOptions timing_for(const GateSettings& s) const {
+    TimingOptions t = options.timing;
+    if (s.delta) t.interleave.delta = *s.delta;
+    if (s.alpha) t.interleave.alpha = *s.alpha;
+    if (s.time_budget_s) t.interleave.time_budget_s = *s.time_budget_s;
+    // Fewer blocks than this can never decide, however large the slowdown: the budget cannot stop
+    // a comparison before them (unless they take 10x the budget; the note then says what would do).
     const int64_t own =
         (options.timed_cases.empty() ? options.speed_cases
                                      : static_cast<int64_t>(options.timed_cases.size())) *
         (baseline ? 2 : 1);
-    timing.interleave.min_blocks =
-        speed::min_blocks_to_decide(timing.interleave.alpha, timing.interleave.max_stages,
-                                    std::max(own, options.run_comparisons));
+    t.interleave.min_blocks = speed::min_blocks_to_decide(
+        t.interleave.alpha, t.interleave.max_stages, std::max(own, options.run_comparisons));
+    return t;
   }
 
-  const props::GeneratorOptions gen = generator_options(settings, options);
-  const auto traits = traits_of(kernel);
-  auto cases = correctness_cases(kernel, options);
-  report.correctness.cases = static_cast<int64_t>(cases.size());
-  if (traits.huge && options.only_cases.empty() &&
-      (gen.families.empty() ||
-       std::find(gen.families.begin(), gen.families.end(), "huge") != gen.families.end())) {
+  void warn_without_huge_case() {
+    if (!traits.huge || !options.only_cases.empty()) return;
+    if (!gen.families.empty() &&
+        std::find(gen.families.begin(), gen.families.end(), "huge") == gen.families.end())
+      return;
     std::string why;
     if (!props::huge_case(op, traits, gen.seed, &why))
       report.correctness.warnings.push_back(
           "no huge case, so 32-bit index arithmetic is not tested: " + why);
   }
-  const int64_t step = std::max<int64_t>(1, static_cast<int64_t>(cases.size()) / 8);
-  std::string closest_repro;  // the passing case nearest its tolerance
-  std::string first_reference_error;
-  // Cases whose reference failed on their view and ran on contiguous copies: "layout dtype dims".
-  std::vector<std::string> reference_needed_copies;
-  const size_t first_case = static_cast<size_t>(
-      std::clamp<int64_t>(options.resume_at, 0, static_cast<int64_t>(cases.size())));
-  // The cases this process ran and judged: the behaviour checks and the null kernels take theirs
-  // from these (a case whose reference failed, or faulted in an earlier worker, judges nothing).
-  std::vector<Case> judged;
-  for (size_t i = first_case; i < cases.size(); ++i) {
+
+  // The correctness cases from resume_at on, each judged and counted, until the list ends or the
+  // CUDA context is lost.
+  void run_cases() {
+    const size_t first_case = static_cast<size_t>(
+        std::clamp<int64_t>(options.resume_at, 0, static_cast<int64_t>(cases.size())));
+    for (size_t i = first_case; i < cases.size(); ++i) {
+      if (!run_case(i)) break;
+      if ((static_cast<int64_t>(i) + 1) % step == 0 || i + 1 == cases.size())
+        say(kernel.name + ": correctness " + std::to_string(i + 1) + "/" +
+            std::to_string(cases.size()) + " cases, " + std::to_string(report.correctness.failed) +
+            " failed");
+    }
+    // The end of the case list: a crash after this line is not a case's (behaviour checks, timing).
+    if (options.on_case && report.correctness.not_run == 0)
+      options.on_case(cases.size(), cases.size(), Case{}, nullptr);
+  }
+
+  // Case i, judged and counted; false when the CUDA context was lost on it (nothing more runs
+  // here).
+  bool run_case(size_t i) {
     const auto& c = cases[i];
     if (options.on_case) options.on_case(i, cases.size(), c, nullptr);
     const bool copies = static_cast<int64_t>(i) == options.reference_copies_at;
@@ -390,112 +463,108 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
         closest_repro = r.repro;
       }
     }
-    if (runner.context_lost()) {
-      // Nothing more runs in this CUDA context: stop, and leave the rest unrun (never failed). A
-      // worker's parent goes on at resume_at in a fresh process.
-      const bool reference = r.rule == "reference_error";
-      (reference ? report.correctness.reference_faulted : report.correctness.faulted)
-          .push_back(c.id());
-      report.correctness.resume_at = static_cast<int64_t>(i) + (retry_on_copies ? 0 : 1);
-      report.correctness.not_run =
-          static_cast<int64_t>(cases.size()) - report.correctness.resume_at;
-      report.correctness.reference_copies_at = retry_on_copies ? static_cast<int64_t>(i) : -1;
-      say(kernel.name + ": case " + c.id() +
-          (reference ? ": the op's reference faulted" : " faulted") + "; " +
-          std::to_string(report.correctness.not_run) + " cases left for a fresh process" +
-          (retry_on_copies ? " (this one again, the reference on contiguous copies)" : ""));
-      break;
+    if (!runner.context_lost()) return true;
+    // Nothing more runs in this CUDA context: stop, and leave the rest unrun (never failed). A
+    // worker's parent goes on at resume_at in a fresh process.
+    const bool reference = r.rule == "reference_error";
+    (reference ? report.correctness.reference_faulted : report.correctness.faulted)
+        .push_back(c.id());
+    report.correctness.resume_at = static_cast<int64_t>(i) + (retry_on_copies ? 0 : 1);
+    report.correctness.not_run = static_cast<int64_t>(cases.size()) - report.correctness.resume_at;
+    report.correctness.reference_copies_at = retry_on_copies ? static_cast<int64_t>(i) : -1;
+    say(kernel.name + ": case " + c.id() +
+        (reference ? ": the op's reference faulted" : " faulted") + "; " +
+        std::to_string(report.correctness.not_run) + " cases left for a fresh process" +
+        (retry_on_copies ? " (this one again, the reference on contiguous copies)" : ""));
+    return false;
+  }
+
+  // What the case loop's counts say: cases not run, references run on copies or failing.
+  void warn_of_case_counts() {
+    // (Outside a worker no case is retried: the lost case is the one before resume_at.)
+    if (report.correctness.not_run > 0 && !options.in_worker)
+      report.correctness.warnings.push_back(
+          std::to_string(report.correctness.not_run) + " of " + std::to_string(cases.size()) +
+          " cases were not run: the CUDA context was lost when case " +
+          cases[static_cast<size_t>(report.correctness.resume_at) - 1].id() +
+          " faulted (`kgate check` runs each kernel in worker processes and goes on in a fresh "
+          "one)");
+    if (!reference_needed_copies.empty()) {
+      std::string list;
+      for (size_t i = 0; i < reference_needed_copies.size() && i < 5; ++i)
+        list += (i ? "; " : "") + reference_needed_copies[i];
+      if (reference_needed_copies.size() > 5)
+        list += "; and " + std::to_string(reference_needed_copies.size() - 5) + " more";
+      report.correctness.warnings.push_back(
+          "the op's reference failed on " + std::to_string(reference_needed_copies.size()) +
+          " case(s) of views and was judged on contiguous copies" +
+          (kernel.accepts
+               ? " (outside the guard of '" + kernel.name +
+                     "' it is the fallback: deployed code that falls back fails on these)"
+               : std::string()) +
+          ": " + list);
     }
-    if ((static_cast<int64_t>(i) + 1) % step == 0 || i + 1 == cases.size())
-      say(kernel.name + ": correctness " + std::to_string(i + 1) + "/" +
-          std::to_string(cases.size()) + " cases, " + std::to_string(report.correctness.failed) +
-          " failed");
-  }
-  // The end of the case list: a crash after this line is not a case's (behaviour checks, timing).
-  if (options.on_case && report.correctness.not_run == 0)
-    options.on_case(cases.size(), cases.size(), Case{}, nullptr);
-  // (Outside a worker no case is retried: the lost case is the one before resume_at.)
-  if (report.correctness.not_run > 0 && !options.in_worker)
-    report.correctness.warnings.push_back(
-        std::to_string(report.correctness.not_run) + " of " + std::to_string(cases.size()) +
-        " cases were not run: the CUDA context was lost when case " +
-        cases[static_cast<size_t>(report.correctness.resume_at) - 1].id() +
-        " faulted (`kgate check` runs each kernel in worker processes and goes on in a fresh one)");
-
-  if (!reference_needed_copies.empty()) {
-    std::string list;
-    for (size_t i = 0; i < reference_needed_copies.size() && i < 5; ++i)
-      list += (i ? "; " : "") + reference_needed_copies[i];
-    if (reference_needed_copies.size() > 5)
-      list += "; and " + std::to_string(reference_needed_copies.size() - 5) + " more";
-    report.correctness.warnings.push_back(
-        "the op's reference failed on " + std::to_string(reference_needed_copies.size()) +
-        " case(s) of views and was judged on contiguous copies" +
-        (kernel.accepts ? " (outside the guard of '" + kernel.name +
-                              "' it is the fallback: deployed code that falls back fails on these)"
-                        : std::string()) +
-        ": " + list);
-  }
-  if (report.correctness.reference_errors > 0)
-    report.correctness.warnings.push_back(
-        std::to_string(report.correctness.reference_errors) + " of " +
-        std::to_string(cases.size()) +
-        " cases could not be judged: the op's reference failed on them (fix the op file " +
-        op.origin + "); first: " + first_reference_error);
-
-  // A worker that goes on after a kernel's fault judges its cases only: the kernel has failed
-  // already. After the reference's faults alone, the behaviour checks and the timing follow here.
-  const bool resumed = options.resume_at > 0 && options.resumed_after_failure;
-  if (options.behaviour_checks && report.correctness.failed == 0 && !runner.context_lost() &&
-      !resumed)
-    run_behaviour_checks(runner, kernel, op, judged, options, report);
-  if (options.null_calibration_cases > 0 && !runner.context_lost() && !resumed)
-    run_null_calibration(runner, kernel, op, judged, options, report);
-
-  const double fragile_margin = settings.fragile_margin.value_or(kDefaultFragileMargin);
-  if (report.correctness.failed == 0 && report.correctness.worst_margin > fragile_margin)
-    report.correctness.warnings.push_back(
-        "FRAGILE: passes with a worst margin of " + fmt_g(report.correctness.worst_margin) +
-        " (observed / allowed error), above the fragility threshold " + fmt_g(fragile_margin) +
-        "; closest case: " + closest_repro + "; `kgate sweep " +
-        (kernel.package ? "'" + kernel.source + "'" : "--kernel " + kernel.name) +
-        "` shows the margin per dtype and the tightest tolerance that passes");
-  // A resumed worker sees only the cases after a fault: its counts say nothing of the whole run.
-  if (kernel.accepts && !cases.empty() && !runner.context_lost() && options.resume_at == 0) {
-    if (report.correctness.fallback == 0)
-      report.correctness.warnings.push_back("no case fell outside the guard of '" + kernel.name +
-                                            "': the fallback side was not tested");
-    else if (report.correctness.fallback == report.correctness.cases)
-      report.correctness.warnings.push_back("every case fell outside the guard of '" + kernel.name +
-                                            "': the kernel itself never ran");
+    if (report.correctness.reference_errors > 0)
+      report.correctness.warnings.push_back(
+          std::to_string(report.correctness.reference_errors) + " of " +
+          std::to_string(cases.size()) +
+          " cases could not be judged: the op's reference failed on them (fix the op file " +
+          op.origin + "); first: " + first_reference_error);
   }
 
-  // The cases timed (here: the UNCHANGED decision records their launches).
-  std::vector<WeightedCase> timed = options.timed_cases;
-  if (timed.empty() && options.speed)
-    for (auto& c : speed_cases(op, kernel, options.seed, options.speed_cases))
-      timed.push_back({std::move(c), 0});
+  // FRAGILE, and a guard whose fallback side (or kernel side) no case reached.
+  void warn_of_margin_and_guard() {
+    const double fragile_margin = settings.fragile_margin.value_or(kDefaultFragileMargin);
+    if (report.correctness.failed == 0 && report.correctness.worst_margin > fragile_margin)
+      report.correctness.warnings.push_back(
+          "FRAGILE: passes with a worst margin of " + fmt_g(report.correctness.worst_margin) +
+          " (observed / allowed error), above the fragility threshold " + fmt_g(fragile_margin) +
+          "; closest case: " + closest_repro + "; `kgate sweep " +
+          (kernel.package ? "'" + kernel.source + "'" : "--kernel " + kernel.name) +
+          "` shows the margin per dtype and the tightest tolerance that passes");
+    // A resumed worker sees only the cases after a fault: its counts say nothing of the whole run.
+    if (kernel.accepts && !cases.empty() && !runner.context_lost() && options.resume_at == 0) {
+      if (report.correctness.fallback == 0)
+        report.correctness.warnings.push_back("no case fell outside the guard of '" + kernel.name +
+                                              "': the fallback side was not tested");
+      else if (report.correctness.fallback == report.correctness.cases)
+        report.correctness.warnings.push_back("every case fell outside the guard of '" +
+                                              kernel.name + "': the kernel itself never ran");
+    }
+  }
+
   // A base version running the head's code: nothing to compare (UNCHANGED). The module's code must
   // be the same (its digest), and on the GPU what it launches too: on each timed case, the kernels'
   // SASS, grid, block, shared memory, attributes and argument bytes (code it reaches outside its
   // module, a CUBIN it loads, a launch configuration from elsewhere).
-  bool unchanged = baseline && options.baseline_is_base && !kernel.code_digest.empty() &&
-                   kernel.code_digest == baseline->code_digest;
-  std::string launches_note;
-  if (unchanged && options.speed && kernel.timed && runner.backend() == Backend::cuda &&
-      report.correctness.failed == 0 && !runner.context_lost() && !resumed) {
+  void decide_unchanged() {
+    unchanged = baseline && options.baseline_is_base && same_code(kernel, *baseline);
+    if (unchanged && options.speed && kernel.timed && runner.backend() == Backend::cuda &&
+        report.correctness.failed == 0 && !runner.context_lost() && !resumed)
+      compare_launches();
+    // Equal code digests that the launches overruled: the runner, which calls equal digests
+    // UNCHANGED, gets a base without one, and times it.
+    if (baseline && !unchanged && options.baseline_is_base && same_code(kernel, *baseline)) {
+      relaunched = *baseline;
+      relaunched->code_digest.clear();
+      baseline = &*relaunched;
+    }
+  }
+
+  // The head's and the base's launches on each timed case: the same, or UNCHANGED is overruled.
+  void compare_launches() {
     nlohmann::json record = {{"cases", 0}};
+    // What was compared, for the report: the first lines of a record.
+    const auto lines = [](const cuda::LaunchRecord& r) {
+      nlohmann::json out = nlohmann::json::array();
+      for (size_t i = 0; i < r.launches.size() && i < 8; ++i)
+        out.push_back(r.launches[i].substr(0, 400));
+      return out;
+    };
     for (const auto& w : timed) {
       const cuda::LaunchRecord head = runner.record_launches(kernel, w.kcase);
       const cuda::LaunchRecord base = runner.record_launches(*baseline, w.kcase);
       std::string difference;
-      // What was compared, for the report: the first lines of a record.
-      const auto lines = [](const cuda::LaunchRecord& r) {
-        nlohmann::json out = nlohmann::json::array();
-        for (size_t i = 0; i < r.launches.size() && i < 8; ++i)
-          out.push_back(r.launches[i].substr(0, 400));
-        return out;
-      };
       if (cuda::same_launches(head, base, &difference)) {
         record["cases"] = record["cases"].get<int64_t>() + 1;
         record["launches"] = head.launches.size();
@@ -503,15 +572,14 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
           record["first"] = {{"case", w.kcase.id()}, {"lines", lines(head)}};
         continue;
       }
+      unchanged = false;
       if (!head.known || !base.known) {
         // What cannot be seen cannot be called the same: timed (the safe side).
-        unchanged = false;
         launches_note = "its module's code is the base's, but its launches on " + w.kcase.id() +
                         " could not be compared (" + difference + "): timed";
         record["not_compared"] = difference;
         break;
       }
-      unchanged = false;
       launches_note = "its module's code is the base's, but on " + w.kcase.id() +
                       " it launches differently: " + difference;
       record["different"] = {{"case", w.kcase.id()},
@@ -526,17 +594,9 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
     report.base["launches"] = std::move(record);
     if (!unchanged) say(kernel.name + ": " + launches_note);
   }
-  // Equal code digests that the launches overruled: the runner, which calls equal digests
-  // UNCHANGED, gets a base without one, and times it.
-  std::optional<KernelInfo> relaunched;
-  if (baseline && !unchanged && options.baseline_is_base && !kernel.code_digest.empty() &&
-      kernel.code_digest == baseline->code_digest) {
-    relaunched = *baseline;
-    relaunched->code_digest.clear();
-    baseline = &*relaunched;
-  }
+
   // The same cases on the baseline (informational: the baseline is not what is being deployed).
-  if (baseline && !unchanged) {
+  void check_baseline_cases() {
     report.baseline = baseline->name;
     report.baseline_source = baseline->source;
     CorrectnessReport b;
@@ -564,9 +624,8 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
     report.baseline_correctness = std::move(b);
   }
 
-  if (report.correctness.failed > 0) {
-    report.outcome = Outcome::failed;
-    // Shrink the smallest failing case we kept (fewer steps to a minimal one).
+  // The smallest failing case kept, shrunk to a minimal one (fewer steps from a small one).
+  void shrink_failure() {
     const auto& failures = report.correctness.failures;
     const CaseResult* first = &failures.front();
     for (const auto& f : failures)
@@ -575,59 +634,47 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
     // check_case runs would end on a passing case (an empty message, a repro that passes).
     const bool behaviour =
         first->rule == "stale" || first->rule == "determinism" || first->rule == "written_before";
-    if (options.shrink && first->rule != "fault" && !behaviour && !runner.context_lost()) {
-      say(kernel.name + ": shrinking the failing case " + first->kcase.id());
-      const auto shrunk = props::shrink(first->kcase, op, kernel.tile_sizes, [&](const Case& c) {
-        return runner.check_case(kernel, c, rule_for(op, c.dtype, options, kernel.name)).outcome ==
-               Outcome::failed;
-      });
-      auto minimal = runner.check_case(kernel, shrunk.minimal,
-                                       rule_for(op, shrunk.minimal.dtype, options, kernel.name));
-      minimal.kcase.family = first->kcase.family;
-      report.correctness.minimal = minimal;
-      say(kernel.name + ": minimal failing case " + minimal.kcase.id() + " (" +
-          std::to_string(shrunk.steps) + " reductions, " + std::to_string(shrunk.attempts) +
-          " attempts)");
-    } else {
+    if (!options.shrink || first->rule == "fault" || behaviour || runner.context_lost()) {
       report.correctness.minimal = *first;
+      return;
     }
-  } else if (resumed || runner.context_lost()) {
-    // No timing: the faults before this worker failed the kernel, or the reference's fault left
-    // this worker's context unusable (the next worker times it).
-  } else if (options.speed && !kernel.timed) {
-    report.correctness.warnings.push_back("'" + kernel.name + "' " + kTwinNotTimed);
-  } else if (options.speed && unchanged) {
-    // Not timed, not gated: the base runs byte-identical code.
-    SpeedComparison s;
-    s.baseline = baseline->name;
-    s.decision = Outcome::unchanged;
-    s.gates = false;
-    s.note = "not timed: '" + kernel.name + "' runs the same code as its base '" + baseline->name +
-             "' (digest " + kernel.code_digest.substr(0, 16) +
-             (launches_note.empty() ? "" : "; " + launches_note) + ")";
+    say(kernel.name + ": shrinking the failing case " + first->kcase.id());
+    const auto shrunk = props::shrink(first->kcase, op, kernel.tile_sizes, [&](const Case& c) {
+      return runner.check_case(kernel, c, rule_for(op, c.dtype, options, kernel.name)).outcome ==
+             Outcome::failed;
+    });
+    auto minimal = runner.check_case(kernel, shrunk.minimal,
+                                     rule_for(op, shrunk.minimal.dtype, options, kernel.name));
+    minimal.kcase.family = first->kcase.family;
+    report.correctness.minimal = minimal;
+    say(kernel.name + ": minimal failing case " + minimal.kcase.id() + " (" +
+        std::to_string(shrunk.steps) + " reductions, " + std::to_string(shrunk.attempts) +
+        " attempts)");
+  }
+
+  // One timed comparison. Checked timing: a timed launch whose output is wrong fails the kernel's
+  // correctness, and ends its timing (what it measured is not a correct kernel's time).
+  void timed_comparison(const KernelInfo* against, const Case& c) {
+    const auto start = std::chrono::steady_clock::now();
+    const auto rule = rule_for(op, c.dtype, options, kernel.name);
+    SpeedComparison s = runner.time_case(kernel, against, c, timing, options.seed, &rule);
+    s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (s.wrong_while_timed) {
+      wrong_while_timed = true;
+      say(kernel.name + ": " + s.wrong_while_timed->message);
+      ++report.correctness.cases;
+      ++report.correctness.failed;
+      report.correctness.failures.push_back(*s.wrong_while_timed);
+      report.correctness.minimal = *s.wrong_while_timed;
+      report.outcome = Outcome::failed;
+    }
     report.speed.push_back(std::move(s));
-  } else if (options.speed) {
+  }
+
+  // Each timed case against eager and against the baseline; the workload's speedups; the outcome.
+  void time_kernel() {
     report.correctness.seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    // Checked timing: a timed launch whose output is wrong fails the kernel's correctness, and
-    // ends its timing (what it measured is not a correct kernel's time).
-    bool wrong_while_timed = false;
-    auto timed_comparison = [&](const KernelInfo* against, const Case& c) {
-      const auto start = std::chrono::steady_clock::now();
-      const auto rule = rule_for(op, c.dtype, options, kernel.name);
-      SpeedComparison s = runner.time_case(kernel, against, c, timing, options.seed, &rule);
-      s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      if (s.wrong_while_timed) {
-        wrong_while_timed = true;
-        say(kernel.name + ": " + s.wrong_while_timed->message);
-        ++report.correctness.cases;
-        ++report.correctness.failed;
-        report.correctness.failures.push_back(*s.wrong_while_timed);
-        report.correctness.minimal = *s.wrong_while_timed;
-        report.outcome = Outcome::failed;
-      }
-      report.speed.push_back(std::move(s));
-    };
     for (size_t i = 0; i < timed.size() && !wrong_while_timed; ++i) {
       const Case& c = timed[i].kcase;
       say(kernel.name + ": timing " + std::to_string(i + 1) + "/" + std::to_string(timed.size()) +
@@ -681,41 +728,79 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
         report.outcome = Outcome::invalid;
     }
   }
-  // Cases the reference could not judge leave the kernel unproven: never a pass.
-  if (report.correctness.reference_errors > 0 && report.outcome == Outcome::passed)
-    report.outcome = Outcome::invalid;
-  // No case ran (the families asked for do not apply here): nothing was shown, so nothing passed.
-  if (report.correctness.cases == 0 && report.outcome == Outcome::passed &&
-      options.resume_at == 0) {
-    report.outcome = Outcome::skipped;
-    report.correctness.warnings.push_back(
-        "no correctness case applies to '" + kernel.name + "'" +
-        (gen.families.empty() ? std::string() : " in the families asked for") +
-        (traits.huge ? "" : " (the huge family runs on the cuda backend only)") + ": not checked");
-  }
-  // Packages: the device's properties and the launches each case ran under them (a case id names a
-  // case; which launch it ran can depend on the device), and what kgate did that the kernel's own
-  // host code must also do.
-  if (kernel.case_launches) {
-    try {
-      nlohmann::json by_case = nlohmann::json::object();
-      for (const auto& c : cases) by_case[c.id()] = kernel.case_launches(c);
-      for (const auto& w : timed) by_case[w.kcase.id()] = kernel.case_launches(w.kcase);
-      report.launches = {
-          {"device",
-           kernel.device_props ? nlohmann::json::parse(kernel.device_props()) : nlohmann::json()},
-          {"cases", std::move(by_case)}};
-    } catch (const std::exception& e) {
-      report.correctness.warnings.push_back("the launches of each case were not recorded: " +
-                                            std::string(e.what()));
+
+  // The outcome's last rules, the launches each case ran (packages), the kernel's notes, the times.
+  void finish() {
+    // Cases the reference could not judge leave the kernel unproven: never a pass.
+    if (report.correctness.reference_errors > 0 && report.outcome == Outcome::passed)
+      report.outcome = Outcome::invalid;
+    // No case ran (the families asked for do not apply here): nothing was shown, so nothing passed.
+    if (report.correctness.cases == 0 && report.outcome == Outcome::passed &&
+        options.resume_at == 0) {
+      report.outcome = Outcome::skipped;
+      report.correctness.warnings.push_back(
+          "no correctness case applies to '" + kernel.name + "'" +
+          (gen.families.empty() ? std::string() : " in the families asked for") +
+          (traits.huge ? "" : " (the huge family runs on the cuda backend only)") +
+          ": not checked");
     }
+    // Packages: the device's properties and the launches each case ran under them (a case id names
+    // a case; which launch it ran can depend on the device), and what kgate did that the kernel's
+    // own host code must also do.
+    if (kernel.case_launches) {
+      try {
+        nlohmann::json by_case = nlohmann::json::object();
+        for (const auto& c : cases) by_case[c.id()] = kernel.case_launches(c);
+        for (const auto& w : timed) by_case[w.kcase.id()] = kernel.case_launches(w.kcase);
+        report.launches = {
+            {"device",
+             kernel.device_props ? nlohmann::json::parse(kernel.device_props()) : nlohmann::json()},
+            {"cases", std::move(by_case)}};
+      } catch (const std::exception& e) {
+        report.correctness.warnings.push_back("the launches of each case were not recorded: " +
+                                              std::string(e.what()));
+      }
+    }
+    if (kernel.notes)
+      for (const auto& n : kernel.notes()) report.correctness.warnings.push_back(n);
+    report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (report.correctness.seconds == 0)
+      report.correctness.seconds = report.seconds;  // no speed phase
   }
-  if (kernel.notes)
-    for (const auto& n : kernel.notes()) report.correctness.warnings.push_back(n);
-  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (report.correctness.seconds == 0)
-    report.correctness.seconds = report.seconds;  // no speed phase
-  return report;
+
+  const std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+  Runner& runner;
+  const KernelInfo& kernel;
+  const CheckOptions& options;
+  const KernelInfo* baseline;  // relaunched's, where equal digests were overruled by the launches
+  const OpSignature& op;
+  const GateSettings settings;
+  const TimingOptions timing;
+  const props::GeneratorOptions gen;
+  const props::KernelTraits traits;
+  const std::vector<Case> cases;
+  const int64_t step;  // progress every step cases
+  const bool resumed;  // a worker going on after the kernel's fault
+  KernelReport report;
+  std::string closest_repro;  // the passing case nearest its tolerance
+  std::string first_reference_error;
+  // Cases whose reference failed on their view and ran on contiguous copies: "layout dtype dims".
+  std::vector<std::string> reference_needed_copies;
+  // The cases this process ran and judged: the behaviour checks and the null kernels take theirs
+  // from these (a case whose reference failed, or faulted in an earlier worker, judges nothing).
+  std::vector<Case> judged;
+  std::vector<WeightedCase> timed;
+  bool unchanged = false;
+  std::string launches_note;
+  std::optional<KernelInfo> relaunched;
+  bool wrong_while_timed = false;
+};
+
+}  // namespace
+
+KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckOptions& options,
+                          const KernelInfo* baseline) {
+  return KernelCheck(runner, kernel, options, baseline).run();
 }
 
 void adjust_speed_decisions(std::vector<KernelReport>& kernels) {

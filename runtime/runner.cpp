@@ -1954,7 +1954,7 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
   }
   // The same code on both sides (a new package version whose kernels did not change): nothing
   // to time. A kernel given as its own baseline (kgate calibrate's A/A) is timed.
-  if (baseline && baseline != &kernel && !kernel.code_digest.empty() && kernel.code_digest == baseline->code_digest) {
+  if (baseline && baseline != &kernel && same_code(kernel, *baseline)) {
     cmp.decision = Outcome::unchanged;
     cmp.note = "not timed: '" + kernel.name + "' and baseline '" + baseline->name +
                "' run byte-identical code (every CUBIN and the manifest but name and version; digest " +
