@@ -4,18 +4,18 @@
 # Builds the wrapped third-party packages (build-packages.sh SRC_ROOT OUT_DIR/packages), then, one
 # package at a time and never stopping at a failure:
 #   kgate validate OUT_DIR/packages/<package>                  -> OUT_DIR/logs/<package>.validate.log
-#   kgate check    OUT_DIR/packages/<package> --out OUT_DIR/reports/<package> \
-#                  --speed-cases 1 --time-budget 1              -> OUT_DIR/logs/<package>.check.log
+#   kgate check    OUT_DIR/packages/<package> --out OUT_DIR/reports/<package>
+#                                                               -> OUT_DIR/logs/<package>.check.log
 # and prints a table (also OUT_DIR/table.txt): package, validate exit, check exit, verdict.
 #
 #   SRC_ROOT  one folder per repository, OWNER+NAME, holding the listed files (see build-packages.sh)
 #   OUT_DIR   created; its packages/, logs/ and reports/ entries for these packages are replaced
 #   KGATE     the kgate binary (default: build/bin/kgate under the repository root)
 #
-# The check uses kgate's defaults (64 correctness cases, seed 1, flushed L2, 2% minimum effect) except
-# for timing: one timed shape per package and 1 s per comparison instead of 3 shapes and 3 s, so that the
-# 14 packages finish in about 5 minutes on one H200. Each check runs under `timeout` (TIMEOUT seconds,
-# default 240). Extra `kgate check` arguments may be given in CHECK_ARGS (word-split).
+# The check uses kgate's defaults: 64 correctness cases, seed 1, up to 3 timed shapes with 3 s per
+# comparison, flushed L2, 2% minimum effect. QUICK=1 times one shape for 1 s (--speed-cases 1
+# --time-budget 1), for a first look. Each check runs under `timeout` (TIMEOUT seconds, default 240).
+# Extra `kgate check` arguments may be given in CHECK_ARGS (word-split).
 #
 # Exit status: 0 when every package validated and checked with exit 0, else 1 (2 on a usage error).
 
@@ -35,6 +35,7 @@ OUT=$2
 KGATE=${3:-$ROOT/build/bin/kgate}
 TIMEOUT=${TIMEOUT:-240}
 read -r -a EXTRA <<<"${CHECK_ARGS:-}"
+[ "${QUICK:-0}" = 1 ] && EXTRA=(--speed-cases 1 --time-budget 1 "${EXTRA[@]}")
 
 [ -x "$KGATE" ] || { echo "$0: KGATE '$KGATE' is not an executable file" >&2; exit 2; }
 case "$TIMEOUT" in ''|*[!0-9]*) echo "$0: TIMEOUT must be a whole number of seconds" >&2; exit 2 ;; esac
@@ -84,11 +85,10 @@ while IFS=$'\t' read -r pkg repo _commit _files _kernel _op; do
   echo "==> $pkg ($repo): validate" >&2
   "$KGATE" validate "$dir" >"$vlog" 2>&1
   vrc=$?
-  echo "==> $pkg: $KGATE check $dir --out $OUT/reports/$pkg --speed-cases 1 --time-budget 1 ${EXTRA[*]}" >&2
+  echo "==> $pkg: $KGATE check $dir --out $OUT/reports/$pkg ${EXTRA[*]}" >&2
   rm -rf -- "${OUT:?}/reports/$pkg"
   start=$(date +%s)
-  timeout --kill-after=15 "$TIMEOUT" "$KGATE" check "$dir" --out "$OUT/reports/$pkg" \
-    --speed-cases 1 --time-budget 1 "${EXTRA[@]}" >"$clog" 2>&1
+  timeout --kill-after=15 "$TIMEOUT" "$KGATE" check "$dir" --out "$OUT/reports/$pkg" "${EXTRA[@]}" >"$clog" 2>&1
   crc=$?
   sec=$(( $(date +%s) - start ))
   v=$(verdict_of "$pkg" "$clog" "$crc")
