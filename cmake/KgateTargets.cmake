@@ -25,6 +25,9 @@ function(kgate_add_test NAME)
   add_executable(${target} ${ARG_SOURCES})
   target_link_libraries(${target} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gtest_main)
   target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR})
+  if(KGATE_TEST_CXX_OPT)  # (CMakeLists.txt says why)
+    target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:${KGATE_TEST_CXX_OPT}>)
+  endif()
   gtest_discover_tests(${target} TEST_PREFIX "${NAME}." DISCOVERY_MODE PRE_TEST TEST_LIST ${target}_TESTS
                        DISCOVERY_TIMEOUT 60)  # (listing loads LibTorch: seconds from a cold page cache)
   # GPU: the test uses the GPU when there is one (it holds a CTest GPU slot while it runs).
