@@ -35,18 +35,59 @@ if [ "${gpus:-0}" -gt 0 ]; then
   resources=(--resource-spec-file "$spec")
   echo "==> ci/test.sh: $gpus GPU(s): $spec"
 fi
+# The longest tests start first, so that the run does not end on one long test while the other
+# core idles: CTest orders by its cost data (Testing/Temporary/CTestCostData.txt, which it keeps up
+# to date), seeded on a fresh build from ci/ctest-costs.txt.
+costs="$build/Testing/Temporary/CTestCostData.txt"
+if [ ! -s "$costs" ]; then
+  mkdir -p "$(dirname "$costs")"
+  { awk '!/^#/ && NF == 2 {print $1, 1, $2}' "$here/ci/ctest-costs.txt"; echo "---"; } > "$costs"
+fi
 # JUnit (build/ctest-junit.xml) for the workflow's test report.
 ctest --output-on-failure -j "${KGATE_TEST_JOBS:-2}" --timeout 900 --output-junit "$build/ctest-junit.xml" \
   "${resources[@]}" "$@"
 step ctest
-# A project of its own, against the installed kgate (find_package), with its tests.
-"$here/ci/consumer.sh" "${resources[@]}"
-step consumer
-# The Debian package (an install without a build): built, unpacked, run, and built against.
-"$here/ci/package.sh" "$build" "$build/deb"
-"$here/ci/package.sh" --test "$(ls "$build"/deb/kgate_*_amd64.deb | head -1)" "$build/deb/test"
-step package
-# Pull requests against the same install (kgate check --baseline-build): a changed, an unchanged and
-# a new kernel, a base that does not build, shards of different bases (tests/pairing, cpu backend).
-"$here/ci/pairing.sh" cpu "$build/pairing"
-step pairing
+# After the tests, three checks of what a user installs. Without a GPU they run in two lanes at once
+# (each keeps about one core busy: serially 118 s on 2 cores, 61 s of it the first lane); with one,
+# one after another, so that nothing builds beside the consumer's GPU timing. Each lane's output
+# is printed whole when it ends.
+times="$build/ci-post-times.txt"
+: > "$times"
+consumer_and_package() {
+  local t=$SECONDS
+  # A project of its own, against the installed kgate (find_package), with its tests.
+  "$here/ci/consumer.sh" "${resources[@]}" || return 1
+  echo "consumer $((SECONDS - t)) s" >> "$times"; t=$SECONDS
+  # The Debian package (an install without a build): built, unpacked, run, and built against.
+  "$here/ci/package.sh" "$build" "$build/deb" || return 1
+  "$here/ci/package.sh" --test "$(ls "$build"/deb/kgate_*_amd64.deb | head -1)" "$build/deb/test" || return 1
+  echo "package $((SECONDS - t)) s" >> "$times"
+}
+pairing() {
+  local t=$SECONDS
+  # Pull requests against an install of this build (kgate check --baseline-build): a changed, an
+  # unchanged and a new kernel, a base that does not build, shards of different bases
+  # (tests/pairing, cpu backend). Its own install prefix: the consumer's lane reinstalls its own.
+  KGATE_INSTALL_PREFIX="$build/install-pairing" "$here/ci/pairing.sh" cpu "$build/pairing" || return 1
+  echo "pairing $((SECONDS - t)) s" >> "$times"
+}
+post_rc=0
+if [ "${gpus:-0}" -gt 0 ]; then
+  consumer_and_package || post_rc=1
+  [ $post_rc -eq 0 ] && { pairing || post_rc=1; }
+else
+  echo "==> ci/test.sh: consumer and package | pairing, in two lanes (output when each ends)"
+  consumer_and_package > "$build/ci-consumer-package.log" 2>&1 &
+  lane1=$!
+  pairing > "$build/ci-pairing.log" 2>&1 &
+  lane2=$!
+  rc1=0 rc2=0
+  wait $lane1 || rc1=$?
+  echo "==> ci/test.sh: consumer and package lane: exit $rc1"; cat "$build/ci-consumer-package.log"
+  wait $lane2 || rc2=$?
+  echo "==> ci/test.sh: pairing lane: exit $rc2"; cat "$build/ci-pairing.log"
+  [ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] || post_rc=1
+fi
+while read -r line; do steps+=("$line"); done < "$times"
+step "(consumer, package, pairing: wall)"
+[ $post_rc -eq 0 ] || { echo "ci/test.sh: a check after the tests failed (its output is above)" >&2; exit 1; }
