@@ -44,6 +44,25 @@ function(kgate_set_discovered_properties target labels extra)
   set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES "${file}")
 endfunction()
 
+# Runs the GoogleTest executable `target`'s tests through kgate_gpu_or_skip where the project has
+# it (kgate's own build): without a CUDA device they are reported SKIPPED without being started.
+# GLOBs name tests of it that run without a GPU. Before gtest_discover_tests(), which reads it.
+function(_kgate_gpu_test_launcher target)
+  if(NOT TARGET kgate_gpu_or_skip)
+    return()
+  endif()
+  set(launcher "$<TARGET_FILE:kgate_gpu_or_skip>")
+  foreach(glob IN LISTS ARGN)
+    list(APPEND launcher "--runs-without-gpu=${glob}")
+  endforeach()
+  list(APPEND launcher --)
+  if(CMAKE_VERSION VERSION_GREATER_EQUAL 3.29)
+    set_property(TARGET ${target} PROPERTY TEST_LAUNCHER "${launcher}")
+  else()
+    set_property(TARGET ${target} PROPERTY CROSSCOMPILING_EMULATOR "${launcher}")
+  endif()
+endfunction()
+
 # Writes a source that embeds the op file's bytes (keyed by `key`, the name its kernels carry) into
 # `lib`.
 function(_kgate_embed_op_file lib op_file key)
@@ -215,9 +234,18 @@ function(kgate_add_kernel NAME)
     return()
   endif()
 
+  # A cuda kernel's tests run through kgate_gpu_or_skip where there is one (kgate's build).
+  set(gpu_or_skip "")
+  set(fails_prefix "")
+  set(gate_command kgate)
   if(ARG_BACKEND STREQUAL "cuda")
     set(labels "gpu;correctness")
     set(props RESOURCE_GROUPS "gpus:1")
+    if(TARGET kgate_gpu_or_skip)
+      set(gpu_or_skip "$<TARGET_FILE:kgate_gpu_or_skip>")
+      set(fails_prefix "${gpu_or_skip}" --)
+      set(gate_command "${gpu_or_skip}" --skip-exit=${KGATE_SKIP_RETURN_CODE} -- "$<TARGET_FILE:kgate>")
+    endif()
   else()
     set(labels "cpu;correctness")
     set(props "")
@@ -228,11 +256,14 @@ function(kgate_add_kernel NAME)
     _kgate_kernel_name_source(${NAME} name_source)
     add_executable(${test} "${name_source}")
     target_link_libraries(${test} PRIVATE ${lib} kgate_kernel_test_main kgate::runner GTest::gtest GTest::gtest_main)
+    if(gpu_or_skip)
+      _kgate_gpu_test_launcher(${test})
+    endif()
   endif()
   if(ARG_MUTANT)
     # Its other tests may fail or crash: only the expected failure runs (SKIPPED without a GPU).
     add_test(NAME kernel.${NAME}.${ARG_FAILS_TEST}.fails
-      COMMAND ${CMAKE_COMMAND} -DEXE=$<TARGET_FILE:${test}> -DTEST=${ARG_FAILS_TEST}
+      COMMAND ${fails_prefix} ${CMAKE_COMMAND} -DEXE=$<TARGET_FILE:${test}> -DTEST=${ARG_FAILS_TEST}
               "-DEXPECT=${ARG_FAILS_WITH}" -P "${KGATE_EXPECT_FAILURE_SCRIPT}")
     set_tests_properties(kernel.${NAME}.${ARG_FAILS_TEST}.fails PROPERTIES
       LABELS "${labels};mutants" SKIP_REGULAR_EXPRESSION [==[\[  SKIPPED \]]==] ${props})
@@ -245,7 +276,7 @@ function(kgate_add_kernel NAME)
     kgate_set_discovered_properties(${test} "${labels}" "${props}")
     # The speed gate of this kernel alone, through the kgate command (SKIPPED without a GPU).
     add_test(NAME kernel.${NAME}.speed_gate
-      COMMAND kgate check --kernel ${NAME} --backend ${ARG_BACKEND} --cases 8
+      COMMAND ${gate_command} check --kernel ${NAME} --backend ${ARG_BACKEND} --cases 8
               --out ${CMAKE_CURRENT_BINARY_DIR}/reports/${NAME}
               --no-device-exit-code ${KGATE_SKIP_RETURN_CODE})
     set_tests_properties(kernel.${NAME}.speed_gate PROPERTIES
