@@ -89,5 +89,5 @@ else
   [ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] || post_rc=1
 fi
 while read -r line; do steps+=("$line"); done < "$times"
-step "(consumer, package, pairing: wall)"
+step "after-tests-wall"
 [ $post_rc -eq 0 ] || { echo "ci/test.sh: a check after the tests failed (its output is above)" >&2; exit 1; }
