@@ -76,7 +76,11 @@ std::string default_rule(const OpSignature& op, DType dtype) {
 
 correctness::RuleConfig rule_for(const OpSignature& op, DType dtype, const CheckOptions& options,
                                  const std::string& kernel) {
-  const GateSettings s = options.config.resolve(op.name, kernel, options.cli);
+  return rule_for(op, dtype, options.config.resolve(op.name, kernel, options.cli), options);
+}
+
+correctness::RuleConfig rule_for(const OpSignature& op, DType dtype, const GateSettings& s,
+                                 const CheckOptions& options) {
   correctness::RuleConfig rule;
   rule.kind = correctness::parse_rule(
       !options.rule.empty() ? options.rule : s.rule.value_or(default_rule(op, dtype)));
@@ -183,13 +187,13 @@ void record(CorrectnessReport& c, CaseResult r, size_t keep) {
 
 // Stale outputs, outputs written before, and bitwise determinism, on the first case of each family.
 void run_behaviour_checks(Runner& runner, const KernelInfo& kernel, const OpSignature& op,
-                          const std::vector<Case>& cases, const CheckOptions& options,
-                          KernelReport& report) {
+                          const std::vector<Case>& cases, const GateSettings& settings,
+                          const CheckOptions& options, KernelReport& report) {
   std::set<std::string> families;
   for (const auto& c : cases) {
     // The huge case is not run again: it costs seconds and gigabytes each time.
     if (c.family == "huge" || !families.insert(c.family).second || runner.context_lost()) continue;
-    const auto rule = rule_for(op, c.dtype, options, kernel.name);
+    const auto rule = rule_for(op, c.dtype, settings, options);
     ++report.correctness.behaviour_checks;
     record(report.correctness, runner.check_stale(kernel, c, rule), options.max_failures_kept);
     ++report.correctness.behaviour_checks;
@@ -236,8 +240,8 @@ KernelInfo null_kernel(const KernelInfo& kernel, const std::string& which) {
 }
 
 void run_null_calibration(Runner& runner, const KernelInfo& kernel, const OpSignature& op,
-                          const std::vector<Case>& cases, const CheckOptions& options,
-                          KernelReport& report) {
+                          const std::vector<Case>& cases, const GateSettings& settings,
+                          const CheckOptions& options, KernelReport& report) {
   for (const std::string which : {"zeros", "copy"}) {
     const KernelInfo nk = null_kernel(kernel, which);
     auto& per_family = report.correctness.null_calibration[which];
@@ -246,7 +250,7 @@ void run_null_calibration(Runner& runner, const KernelInfo& kernel, const OpSign
       auto& counts = per_family[c.family.empty() ? "other" : c.family];
       if (counts.first >= options.null_calibration_cases || runner.context_lost()) continue;
       ++counts.first;
-      if (runner.check_case(nk, c, rule_for(op, c.dtype, options, kernel.name)).outcome ==
+      if (runner.check_case(nk, c, rule_for(op, c.dtype, settings, options)).outcome ==
           Outcome::failed)
         ++counts.second;
     }
@@ -271,12 +275,9 @@ props::GeneratorOptions generator_options(const GateSettings& settings,
   return gen;
 }
 
-}  // namespace
-
-std::vector<Case> correctness_cases(const KernelInfo& kernel, const CheckOptions& options) {
-  const OpSignature& op = find_op(kernel.op);
-  const props::GeneratorOptions gen =
-      generator_options(options.config.resolve(op.name, kernel.name, options.cli), options);
+// The correctness cases of `kernel` (of `op`), generated as `gen` says.
+std::vector<Case> cases_of(const KernelInfo& kernel, const OpSignature& op,
+                           const props::GeneratorOptions& gen, const CheckOptions& options) {
   auto cases = options.only_cases.empty() ? props::generate_cases(op, traits_of(kernel), gen)
                                           : options.only_cases;
   if (options.only_cases.empty()) {
@@ -286,6 +287,16 @@ std::vector<Case> correctness_cases(const KernelInfo& kernel, const CheckOptions
   }
   for (auto& c : cases) resolve_captured(c, options.captured);
   return cases;
+}
+
+}  // namespace
+
+std::vector<Case> correctness_cases(const KernelInfo& kernel, const CheckOptions& options) {
+  const OpSignature& op = find_op(kernel.op);
+  return cases_of(
+      kernel, op,
+      generator_options(options.config.resolve(op.name, kernel.name, options.cli), options),
+      options);
 }
 
 namespace {
@@ -306,7 +317,7 @@ class KernelCheck {
         timing(timing_for(settings)),
         gen(generator_options(settings, options)),
         traits(traits_of(kernel)),
-        cases(correctness_cases(kernel, options)),
+        cases(cases_of(kernel, op, gen, options)),
         step(std::max<int64_t>(1, static_cast<int64_t>(cases.size()) / 8)),
         resumed(options.resume_at > 0 && options.resumed_after_failure) {
     report.name = kernel.name;
@@ -327,9 +338,9 @@ class KernelCheck {
     // already. After the reference's faults alone, the behaviour checks and the timing follow here.
     if (options.behaviour_checks && report.correctness.failed == 0 && !runner.context_lost() &&
         !resumed)
-      run_behaviour_checks(runner, kernel, op, judged, options, report);
+      run_behaviour_checks(runner, kernel, op, judged, settings, options, report);
     if (options.null_calibration_cases > 0 && !runner.context_lost() && !resumed)
-      run_null_calibration(runner, kernel, op, judged, options, report);
+      run_null_calibration(runner, kernel, op, judged, settings, options, report);
     warn_of_margin_and_guard();
 
     // The cases timed (here: the UNCHANGED decision records their launches).
@@ -422,7 +433,7 @@ class KernelCheck {
     if (options.on_case) options.on_case(i, cases.size(), c, nullptr);
     const bool copies = static_cast<int64_t>(i) == options.reference_copies_at;
     runner.set_references_on_copies(copies);
-    auto r = runner.check_case(kernel, c, rule_for(op, c.dtype, options, kernel.name));
+    auto r = runner.check_case(kernel, c, rule_for(op, c.dtype, settings, options));
     runner.set_references_on_copies(false);
     // The reference faulted on a view: a fresh worker runs this case again with the reference on
     // contiguous copies (once; a fault there is final), so it is counted there. (Only a worker's
@@ -640,11 +651,11 @@ class KernelCheck {
     }
     say(kernel.name + ": shrinking the failing case " + first->kcase.id());
     const auto shrunk = props::shrink(first->kcase, op, kernel.tile_sizes, [&](const Case& c) {
-      return runner.check_case(kernel, c, rule_for(op, c.dtype, options, kernel.name)).outcome ==
+      return runner.check_case(kernel, c, rule_for(op, c.dtype, settings, options)).outcome ==
              Outcome::failed;
     });
     auto minimal = runner.check_case(kernel, shrunk.minimal,
-                                     rule_for(op, shrunk.minimal.dtype, options, kernel.name));
+                                     rule_for(op, shrunk.minimal.dtype, settings, options));
     minimal.kcase.family = first->kcase.family;
     report.correctness.minimal = minimal;
     say(kernel.name + ": minimal failing case " + minimal.kcase.id() + " (" +
@@ -656,7 +667,7 @@ class KernelCheck {
   // correctness, and ends its timing (what it measured is not a correct kernel's time).
   void timed_comparison(const KernelInfo* against, const Case& c) {
     const auto start = std::chrono::steady_clock::now();
-    const auto rule = rule_for(op, c.dtype, options, kernel.name);
+    const auto rule = rule_for(op, c.dtype, settings, options);
     SpeedComparison s = runner.time_case(kernel, against, c, timing, options.seed, &rule);
     s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (s.wrong_while_timed) {

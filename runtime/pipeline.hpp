@@ -112,6 +112,10 @@ std::string default_rule(const OpSignature& op, DType dtype);
 /// the config (global < op < kernel), then by the command line / options.
 correctness::RuleConfig rule_for(const OpSignature& op, DType dtype, const CheckOptions& options,
                                  const std::string& kernel = "");
+/// The same, with the kernel's settings already resolved (options.config.resolve(op, kernel,
+/// options.cli)): check_kernel resolves them once per kernel.
+correctness::RuleConfig rule_for(const OpSignature& op, DType dtype, const GateSettings& settings,
+                                 const CheckOptions& options);
 
 /// Representative shapes for timing: mid-size to large, cycling through the kernel's dtypes.
 std::vector<Case> speed_cases(const OpSignature& op, const KernelInfo& kernel, uint64_t seed, int64_t count);

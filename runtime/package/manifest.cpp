@@ -287,7 +287,7 @@ bool is_name_expression(const std::string& s) {
 
 class Checker {
  public:
-  Checker(const fs::path& package_dir, const CheckOptions& options, PackageManifest& m)
+  Checker(const fs::path& package_dir, const ManifestCheckOptions& options, PackageManifest& m)
       : options_(options), m_(m) {
     m_.manifest_path = package_dir / kManifestFileName;
     file_ = m_.manifest_path.string();
@@ -1824,7 +1824,7 @@ class Checker {
     return declared_symbols_.empty() ? "(none declared)" : join_capped(declared_symbols_);
   }
 
-  const CheckOptions& options_;
+  const ManifestCheckOptions& options_;
   PackageManifest& m_;
   fs::path package_dir_;
   std::string file_;
@@ -1842,14 +1842,15 @@ class Checker {
 }  // namespace
 
 std::vector<ManifestProblem> check_manifest(const fs::path& package_dir,
-                                            const CheckOptions& options, PackageManifest* out) {
+                                            const ManifestCheckOptions& options,
+                                            PackageManifest* out) {
   PackageManifest local;
   PackageManifest& m = out ? *out : local;
   m = PackageManifest{};
   return Checker(package_dir, options, m).run();
 }
 
-PackageManifest load_manifest(const fs::path& package_dir, const CheckOptions& options) {
+PackageManifest load_manifest(const fs::path& package_dir, const ManifestCheckOptions& options) {
   PackageManifest m;
   const auto problems = check_manifest(package_dir, options, &m);
   if (!problems.empty()) {

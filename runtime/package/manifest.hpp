@@ -263,7 +263,7 @@ struct ManifestProblem {
 };
 
 /// What check_manifest can verify beyond the manifest itself.
-struct CheckOptions {
+struct ManifestCheckOptions {
   /// Looks an op up in the catalogue (nullptr: unknown op). When unset, the op's name, tensors and
   /// attributes are only checked for syntax.
   std::function<const OpSignature*(const std::string&)> find_op;
@@ -278,12 +278,12 @@ struct CheckOptions {
 /// (empty: the package is well formed). When `out` is given it receives the manifest as far as it
 /// could be read. Never throws for a bad package.
 std::vector<ManifestProblem> check_manifest(const std::filesystem::path& package_dir,
-                                            const CheckOptions& options = {},
+                                            const ManifestCheckOptions& options = {},
                                             PackageManifest* out = nullptr);
 
 /// Reads and checks a package; throws Error(package) listing every problem, one per line.
 PackageManifest load_manifest(const std::filesystem::path& package_dir,
-                              const CheckOptions& options = {});
+                              const ManifestCheckOptions& options = {});
 
 /// "<file>: <field>: <message>".
 std::string format_problem(const ManifestProblem& problem);

@@ -14,7 +14,7 @@ namespace kgate::package {
 
 /// What validate_package does.
 struct ValidateOptions {
-  CheckOptions check;   ///< op catalogue look-up for op / tensor / attribute names
+  ManifestCheckOptions check;  ///< op catalogue look-up for op / tensor / attribute names
   bool compile = true;  ///< compile with NVRTC when the manifest is clean
   CompileOptions compile_options;
 };

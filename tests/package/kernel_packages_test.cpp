@@ -27,8 +27,8 @@ namespace fs = std::filesystem;
 /// The packed packages (the build's `kgate pack` of each kernels/<op>/package*/).
 const fs::path kKernels = fs::path(KGATE_PACKED_KERNELS_DIR);
 
-CheckOptions real_catalogue() {
-  CheckOptions o;
+ManifestCheckOptions real_catalogue() {
+  ManifestCheckOptions o;
   o.find_op = [](const std::string& name) { return lookup_op(name); };
   o.load_op_file = [](const std::string& path) { load_op_files(path); };
   for (const auto& op : op_catalogue()) o.known_ops.push_back(op.name);

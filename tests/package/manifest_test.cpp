@@ -171,7 +171,7 @@ TEST_F(ManifestTest, AnOutputWrittenInPlaceHasNoStartValue) {
     o.outputs.push_back(inplace);
     return o;
   }();
-  CheckOptions options = testing::catalogue_options();
+  ManifestCheckOptions options = testing::catalogue_options();
   options.find_op = [](const std::string& name) -> const OpSignature* { return name == "softmax" ? &op : nullptr; };
   json m = base_manifest();
   m["launches"][0]["args"].push_back({{"tensor", "x_out"}});
@@ -453,7 +453,7 @@ TEST_F(ManifestTest, OpFileIsLoadedFromInsideThePackage) {
   json m = base_manifest();
   pkg.write("op.json", "{}");
   std::vector<std::string> loaded;
-  CheckOptions options = testing::catalogue_options();
+  ManifestCheckOptions options = testing::catalogue_options();
   options.load_op_file = [&](const std::string& path) {
     loaded.push_back(path);
     if (path.find("bad") != std::string::npos) throw Error(ErrorKind::usage, "op file " + path + " is invalid");

@@ -86,8 +86,8 @@ inline const OpSignature& layer_norm_op() {
 }
 
 /// Check options with a catalogue of softmax and layer_norm.
-inline CheckOptions catalogue_options() {
-  CheckOptions o;
+inline ManifestCheckOptions catalogue_options() {
+  ManifestCheckOptions o;
   o.find_op = [](const std::string& name) -> const OpSignature* {
     if (name == "softmax") return &softmax_op();
     return name == "layer_norm" ? &layer_norm_op() : nullptr;
