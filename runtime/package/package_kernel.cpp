@@ -23,10 +23,11 @@
 #include "core/error.hpp"
 #include "core/format.hpp"
 #include "core/rng.hpp"
+#include "core/sha256.hpp"
+#include "gates/props/guard_cases.hpp"
 #include "runtime/cuda/check.hpp"
 #include "runtime/cuda/driver.hpp"
 #include "runtime/package/device_props.hpp"
-#include "core/sha256.hpp"
 
 namespace kgate::package {
 
@@ -87,20 +88,6 @@ std::string rank_violation(const Guard& guard, int64_t rank) {
 
 bool in_dtypes(const Guard& guard, DType d) {
   return std::find(guard.dtypes.begin(), guard.dtypes.end(), d) != guard.dtypes.end();
-}
-
-/// The value nearest to `target` within [lo, hi] that is a multiple of `mult` (the next multiple
-/// up, else the one below); nullopt when there is none. lo is taken as at least 0.
-std::optional<int64_t> pick_value(int64_t target, int64_t lo, int64_t hi, int64_t mult) {
-  lo = std::max<int64_t>(lo, 0);
-  if (lo > hi) return std::nullopt;
-  const int64_t v = std::clamp(target, lo, hi);
-  if (mult <= 1) return v;
-  const int64_t up = v % mult == 0 ? v : (v / mult + 1) * mult;
-  if (up <= hi) return up;
-  const int64_t down = v / mult * mult;
-  if (down >= lo) return down;
-  return std::nullopt;
 }
 
 /// Row-major strides of `sizes` (a dimension of size 0 counts as 1, as in PyTorch).
@@ -537,195 +524,39 @@ std::string call_guard_violation(const PackageManifest& manifest, const OpSignat
 // ---------------------------------------------------------------------------------------------
 // Cases
 
-namespace {
-
-struct SymbolPlan {
-  const SymbolDomain* domain = nullptr;
-  int64_t lo = 1, hi = 1, mult = 1;  // the guard's range within the op's domain
-  bool guarded = false;
-  ShapeRange range;
-  std::string manifest_symbol;
-};
-
-Case make_case(const OpSignature& op, DType dtype, const std::map<std::string, int64_t>& dims, kgate::Layout layout,
-               uint64_t seed) {
-  Case c;
-  c.op = op.name;
-  c.dtype = dtype;
-  c.layout = layout;
-  c.values = Values::normal;
-  c.seed = seed;
-  for (const auto& s : op.symbols) c.dims.emplace_back(s.name, dims.at(s.name));
-  return c;
-}
-
-int64_t numel_of(const std::map<std::string, int64_t>& dims) {
-  int64_t n = 1;
-  for (const auto& [name, v] : dims) {
-    if (v != 0 && n > std::numeric_limits<int64_t>::max() / v) return std::numeric_limits<int64_t>::max();
-    n *= v;
-  }
-  return n;
-}
-
-}  // namespace
-
-std::vector<Case> guard_boundary_cases(const PackageManifest& manifest, const OpSignature& op, uint64_t seed,
-                                       int64_t max_elements) {
+GuardModel guard_model_of(const PackageManifest& manifest, const OpSignature& op) {
+  GuardModel g;
+  g.name = manifest.name;
   const auto op_symbol = op_symbols_of(manifest, op);
-  std::map<std::string, SymbolPlan> plans;  // by op symbol
-  std::map<std::string, int64_t> inside, smallest;
-  for (const auto& s : op.symbols) {
-    SymbolPlan p;
-    p.domain = &s;
-    p.lo = std::max<int64_t>(s.min, 1);
-    p.hi = s.max;
-    for (const auto& [ms, os] : op_symbol) {
-      if (os != s.name) continue;
-      auto r = manifest.guard.shapes.find(ms);
-      if (r == manifest.guard.shapes.end()) continue;
-      p.guarded = true;
-      p.range = r->second;
-      p.manifest_symbol = ms;
-      p.lo = std::max(p.lo, r->second.min);
-      p.hi = std::min(p.hi, r->second.max);
-      p.mult = std::max<int64_t>(1, r->second.multiple_of);
-    }
-    // Small values inside the guard; the row a little longer and not a multiple of 32.
-    const int64_t target = s.name == op.reduced_symbol ? 264 : 3;
-    const auto v = pick_value(target, p.lo, p.hi, p.mult);
-    const auto low = pick_value(p.lo, p.lo, p.hi, p.mult);
-    inside[s.name] = v ? *v : std::clamp<int64_t>(target, std::max<int64_t>(s.min, 1), s.max);
-    smallest[s.name] = low ? *low : inside[s.name];
-    plans[s.name] = p;
+  for (const auto& [ms, os] : op_symbol) {
+    auto r = manifest.guard.shapes.find(ms);
+    if (r != manifest.guard.shapes.end())
+      g.shapes.push_back({os, r->second.min, r->second.max, r->second.multiple_of});
   }
-  DType dtype_in = op.dtypes.empty() ? DType::f32 : op.dtypes.front();
-  for (DType d : op.dtypes)
-    if (in_dtypes(manifest.guard, d)) {
-      dtype_in = d;
-      break;
-    }
-
-  std::vector<Case> out;
-  std::set<std::string> seen;
-  uint64_t index = 0;
-  // The op's relations ("K <= N") hold in every case: where a boundary value breaks one, the other
-  // symbols take their smallest values; a case that still breaks one is not made.
-  const auto relations_hold = [&](const std::map<std::string, int64_t>& dims) {
-    std::vector<std::pair<std::string, int64_t>> list(dims.begin(), dims.end());
-    const auto values = symbol_values(list);
-    for (const auto& r : op.relations) {
-      try {
-        if (evaluate_expr(r, values) == 0) return false;
-      } catch (const Error&) {
-        return false;
-      }
-    }
-    return true;
-  };
-  auto add = [&](std::map<std::string, int64_t> dims, const std::string& varied, DType dtype, kgate::Layout layout) {
-    if (!relations_hold(dims)) {
-      for (auto& [name, v] : dims)
-        if (name != varied) v = smallest[name];
-      if (!relations_hold(dims)) return;
-    }
-    if (numel_of(dims) > max_elements) {
-      for (auto& [name, v] : dims)
-        if (name != varied) v = smallest[name];
-      if (numel_of(dims) > max_elements || !relations_hold(dims)) return;
-    }
-    Case c = make_case(op, dtype, dims, layout, derive_seed(seed, "guard/" + manifest.name, index++));
-    c.family = inside_guard(manifest, op, c) ? "guard_inside" : "guard_outside";
-    if (seen.insert(c.id()).second) out.push_back(std::move(c));
-  };
-
-  for (const auto& s : op.symbols) {
-    const SymbolPlan& p = plans[s.name];
-    if (!p.guarded) continue;
-    std::set<int64_t> values;
-    const ShapeRange& r = p.range;
-    for (int64_t v : {r.min - 1, r.min, r.max}) values.insert(v);
-    if (r.max < std::numeric_limits<int64_t>::max()) values.insert(r.max + 1);
-    if (p.mult > 1) {
-      if (auto a = pick_value(r.min, std::max<int64_t>(r.min, 1), r.max, p.mult)) {
-        values.insert(*a);
-        values.insert(*a + 1);
-        if (*a - 1 >= r.min) values.insert(*a - 1);
-      }
-      if (auto a = pick_value(inside[s.name], p.lo, p.hi, p.mult)) values.insert(*a + 1);
-    }
-    for (int64_t v : values) {
-      if (v < s.min || v > s.max) continue;  // outside the op's domain: cannot be generated
-      auto dims = inside;
-      dims[s.name] = v;
-      add(dims, s.name, dtype_in, kgate::Layout::contiguous);
-    }
-  }
-  // Both sides of every guard.require predicate: for each shape symbol it names, the nearest
-  // values around the inside point where it flips (the tensor symbols flip with the layouts below).
   for (const auto& pred : manifest.guard.require) {
-    for (const auto& ms : pred.symbols()) {
-      auto os = op_symbol.find(ms);
-      if (os == op_symbol.end()) continue;
-      const SymbolDomain* d = op.symbol(os->second);
-      if (!d) continue;
-      const auto holds = [&](int64_t v) -> std::optional<bool> {
-        auto dims = inside;
-        dims[d->name] = v;
-        const Case c = make_case(op, dtype_in, dims, kgate::Layout::contiguous, 0);
-        try {
-          return pred.evaluate(predicate_values(manifest, dtype_in, case_symbol_values(manifest, op, c),
-                                                case_tensor_values(op, c))) != 0;
-        } catch (const Error&) {
-          return std::nullopt;
-        }
-      };
-      const int64_t lo = std::max<int64_t>(d->min, 0), hi = d->max, at = inside[d->name];
-      std::set<int64_t> candidates = {lo, hi};
-      for (int64_t k = 0; k <= 32; ++k) {
-        if (at - k >= lo) candidates.insert(at - k);
-        if (at <= hi - k) candidates.insert(at + k);
+    GuardModel::Predicate p;
+    for (const auto& ms : pred.symbols())
+      if (auto os = op_symbol.find(ms); os != op_symbol.end())
+        p.symbols.emplace_back(os->second, pred.comparison_bounds(ms));
+    p.holds = [&manifest, &op, &pred](const Case& c) -> std::optional<bool> {
+      try {
+        return pred.evaluate(predicate_values(manifest, c.dtype,
+                                              case_symbol_values(manifest, op, c),
+                                              case_tensor_values(op, c))) != 0;
+      } catch (const Error&) {
+        return std::nullopt;
       }
-      for (int64_t b : pred.comparison_bounds(ms))
-        if (b > lo && b < hi)  // then b - 1 and b + 1 cannot overflow
-          for (int64_t v : {b - 1, b, b + 1}) candidates.insert(v);
-      // Adjacent candidates that disagree bracket a flip: bisect to the two neighbouring values.
-      std::vector<std::pair<int64_t, bool>> known;
-      for (int64_t v : candidates)
-        if (auto h = holds(v)) known.emplace_back(v, *h);
-      std::vector<std::pair<int64_t, int64_t>> flips;
-      for (std::size_t i = 1; i < known.size(); ++i) {
-        if (known[i].second == known[i - 1].second) continue;
-        int64_t a = known[i - 1].first, b = known[i].first;
-        const bool at_a = known[i - 1].second;
-        while (b - a > 1) {
-          const int64_t mid = a + (b - a) / 2;
-          const auto h = holds(mid);
-          if (!h) break;
-          (*h == at_a ? a : b) = mid;
-        }
-        flips.emplace_back(a, b);
-      }
-      // The flips nearest the inside point (at most two per symbol and predicate).
-      std::sort(flips.begin(), flips.end(), [&](const auto& x, const auto& y) {
-        return std::llabs(x.first - at) < std::llabs(y.first - at);
-      });
-      for (std::size_t i = 0; i < flips.size() && i < 2; ++i)
-        for (int64_t v : {flips[i].first, flips[i].second}) {
-          auto dims = inside;
-          dims[d->name] = v;
-          add(dims, d->name, dtype_in, kgate::Layout::contiguous);
-        }
-    }
+    };
+    g.require.push_back(std::move(p));
   }
-  for (DType d : op.dtypes)
-    if (!in_dtypes(manifest.guard, d)) add(inside, "", d, kgate::Layout::contiguous);
-  add(inside, "", dtype_in, kgate::Layout::contiguous);
-  add(inside, "", dtype_in, kgate::Layout::strided);
-  add(inside, "", dtype_in, kgate::Layout::offset);
-  add(inside, "", dtype_in, kgate::Layout::padded);
-  add(inside, "", dtype_in, kgate::Layout::offset16);
-  return out;
+  g.admits_dtype = [&manifest](DType d) { return in_dtypes(manifest.guard, d); };
+  g.inside = [&manifest, &op](const Case& c) { return inside_guard(manifest, op, c); };
+  return g;
+}
+
+std::vector<Case> guard_boundary_cases(const PackageManifest& manifest, const OpSignature& op,
+                                       uint64_t seed, int64_t max_elements) {
+  return props::guard_boundary_cases(guard_model_of(manifest, op), op, seed, max_elements);
 }
 
 std::vector<VariantCase> variant_cases(const PackageManifest& manifest, const OpSignature& op, uint64_t seed) {
@@ -740,8 +571,9 @@ std::vector<VariantCase> variant_cases(const PackageManifest& manifest, const Op
       if (it != op_symbol.end()) dims[it->second] = value;
     }
     VariantCase vc;
-    vc.kcase = make_case(op, v.dtype, dims, kgate::Layout::contiguous,
-                         derive_seed(seed, "variant/" + manifest.name, static_cast<uint64_t>(i)));
+    vc.kcase =
+        props::case_of(op, v.dtype, dims, kgate::Layout::contiguous,
+                       derive_seed(seed, "variant/" + manifest.name, static_cast<uint64_t>(i)));
     vc.kcase.family = "variant";
     vc.calls = v.calls;
     out.push_back(std::move(vc));
@@ -757,8 +589,9 @@ std::optional<Case> move_inside_guard(const PackageManifest& manifest, const OpS
     auto r = manifest.guard.shapes.find(ms);
     const SymbolDomain* d = op.symbol(os);
     if (r == manifest.guard.shapes.end() || !d || !case_has(out, os)) continue;
-    const auto v = pick_value(out.dim(os), std::max(r->second.min, d->min), std::min(r->second.max, d->max),
-                              std::max<int64_t>(1, r->second.multiple_of));
+    const auto v = props::pick_value(out.dim(os), std::max(r->second.min, d->min),
+                                     std::min(r->second.max, d->max),
+                                     std::max<int64_t>(1, r->second.multiple_of));
     if (!v) return std::nullopt;
     out.set_dim(os, *v);
   }

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/case.hpp"
+#include "core/guard_model.hpp"
 #include "core/op_signature.hpp"
 #include "runtime/kernel.hpp"
 #include "runtime/package/manifest.hpp"
@@ -119,6 +120,10 @@ std::string call_guard_violation(const PackageManifest& manifest, const OpSignat
 /// the op's symbolic tensor shapes; symbols whose binding does not resolve are left out.
 std::map<std::string, std::string> op_symbols_of(const PackageManifest& manifest,
                                                  const OpSignature& op);
+
+/// The manifest's guard in the op's terms, for case generation (gates/props/guard_cases.hpp). It
+/// refers to `manifest` and `op`, which must outlive it.
+GuardModel guard_model_of(const PackageManifest& manifest, const OpSignature& op);
 
 /// Correctness cases on both sides of every guard boundary, all inside the op's shape domain and
 /// at most `max_elements` elements per tensor:

@@ -1,4 +1,4 @@
-// Case generators and shrinking, on synthetic op signatures (no torch).
+// Case generators, guard boundary cases and shrinking, on synthetic op signatures (no torch).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -6,6 +6,7 @@
 
 #include "core/error.hpp"
 #include "gates/props/generators.hpp"
+#include "gates/props/guard_cases.hpp"
 #include "gates/props/shrink.hpp"
 
 namespace kgate::props {
@@ -288,6 +289,79 @@ TEST(HugeFamily, ShrinkingNeverGoesBelowTheThreshold) {
   EXPECT_TRUE(is_huge(big_rows_op(), r.minimal)) << r.minimal.id();
   EXPECT_LE(r.attempts, 12);
   EXPECT_LT(r.minimal.numel_hint(), c.numel_hint() + 1);
+}
+
+// N in [64, 4096], a multiple of 64; f32 only; B <= 100.
+GuardModel rows_guard() {
+  GuardModel g;
+  g.name = "rows_pkg";
+  g.shapes = {{"N", 64, 4096, 64}};
+  GuardModel::Predicate p;
+  p.symbols = {{"B", {100}}};
+  p.holds = [](const Case& c) -> std::optional<bool> { return c.dim("B") <= 100; };
+  g.require = {p};
+  g.admits_dtype = [](DType d) { return d == DType::f32; };
+  g.inside = [](const Case& c) {
+    const int64_t n = c.dim("N");
+    return c.dtype == DType::f32 && n >= 64 && n <= 4096 && n % 64 == 0 && c.dim("B") <= 100 &&
+           c.layout == Layout::contiguous;
+  };
+  return g;
+}
+
+std::set<int64_t> values_of(const std::vector<Case>& cases, const std::string& symbol) {
+  std::set<int64_t> out;
+  for (const auto& c : cases) out.insert(c.dim(symbol));
+  return out;
+}
+
+TEST(GuardCases, BothSidesOfEveryBoundaryAndFlip) {
+  const auto cases = guard_boundary_cases(rows_guard(), rows_op(), 7, int64_t{1} << 24);
+  const auto n = values_of(cases, "N");
+  for (int64_t v : {63, 64, 65, 4096, 4097}) EXPECT_TRUE(n.count(v)) << "N=" << v;
+  const auto b = values_of(cases, "B");
+  EXPECT_TRUE(b.count(100));
+  EXPECT_TRUE(b.count(101));
+  // The bf16 case is outside (the guard admits f32 only); the layouts other than contiguous too.
+  bool bf16_outside = false, strided_outside = false, inside = false;
+  for (const auto& c : cases) {
+    const bool in = rows_guard().inside(c);
+    EXPECT_EQ(c.family, in ? "guard_inside" : "guard_outside") << c.id();
+    inside = inside || in;
+    if (c.dtype == DType::bf16) bf16_outside = !in;
+    if (c.layout == Layout::strided) strided_outside = !in;
+  }
+  EXPECT_TRUE(inside);
+  EXPECT_TRUE(bf16_outside);
+  EXPECT_TRUE(strided_outside);
+  // Deterministic per seed, distinct ids.
+  const auto again = guard_boundary_cases(rows_guard(), rows_op(), 7, int64_t{1} << 24);
+  ASSERT_EQ(again.size(), cases.size());
+  std::set<std::string> ids;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    EXPECT_EQ(cases[i].id(), again[i].id());
+    ids.insert(cases[i].id());
+  }
+  EXPECT_EQ(ids.size(), cases.size());
+}
+
+TEST(GuardCases, StayWithinTheOpsDomainAndTheElementCap) {
+  GuardModel g = rows_guard();
+  g.shapes = {{"N", 1, 100000, 1}};  // the op's own bounds: 0 and 100001 cannot be made
+  const auto cases = guard_boundary_cases(g, rows_op(), 1, 200000);
+  for (const auto& c : cases) {
+    EXPECT_GE(c.dim("N"), 1);
+    EXPECT_LE(c.dim("N"), 100000);
+    EXPECT_LE(c.dim("B") * c.dim("N"), 200000) << c.id();
+  }
+  EXPECT_TRUE(values_of(cases, "N").count(100000));
+}
+
+TEST(GuardCases, PickValueFindsTheNearestMultipleInRange) {
+  EXPECT_EQ(pick_value(264, 64, 4096, 64), 320);
+  EXPECT_EQ(pick_value(5000, 64, 4096, 64), 4096);
+  EXPECT_EQ(pick_value(3, 1, 10, 1), 3);
+  EXPECT_EQ(pick_value(3, 5, 7, 8), std::nullopt);
 }
 
 }  // namespace
