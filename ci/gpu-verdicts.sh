@@ -9,6 +9,9 @@
 #   controls  every CUDA control (KGATE_CONTROLS: those named) and the GEMM control packages at
 #             KGATE_CONTROL_CASES (1000) cases
 #   time      kgate check --no-speed --seed 1 over the in-tree kernels, twice, head and before
+#   same      with KGATE_BEFORE_SRC: kgate check --no-speed --seed 1 over the in-tree kernels and over
+#             the in-tree packages (as built), head and before, compared (ci/same-verdicts.py:
+#             outcomes, case ids, margins, the cleaned report.json)
 #   sweep     kgate sweep --seed 1, head and before: worst margins and FRAGILE rows
 #   suite     the mutant suite and the gaming corpus (tests/packages/corpus)
 #   timing    kgate check with speed on two kernels (checked timing end to end)
@@ -28,7 +31,7 @@ here=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
 out=${1:?usage: ci/gpu-verdicts.sh OUT_DIR [phase...]}
 shift
 phases=("$@")
-[ ${#phases[@]} -gt 0 ] || phases=(build mutants faults controls time sweep suite timing base torchpair pkgpair against)
+[ ${#phases[@]} -gt 0 ] || phases=(build mutants faults controls time same sweep suite timing base torchpair pkgpair against)
 mkdir -p "$out"
 build=${KGATE_BUILD_DIR:-$here/build}
 kgate=$build/bin/kgate
@@ -151,6 +154,24 @@ if has time; then
   for round in 1 2; do
     in_time "time head-$round" 60 && time_check "head-$round" "$kgate"
     [ -n "$before" ] && in_time "time before-$round" 60 && time_check "before-$round" "$before/build/bin/kgate"
+  done
+fi
+
+if has same && [ -n "$before" ] && in_time same 200; then
+  # The same verdicts before and after a restructuring: in-tree kernels, then in-tree packages.
+  mapfile -t pkgs < <(ls -d "$build"/kernels/*/package*/)
+  for what in kernels packages; do
+    args=(); [ $what = packages ] && args=("${pkgs[@]}")
+    for side in head before; do
+      bin=$kgate; [ $side = before ] && bin=$before/build/bin/kgate
+      t0=$SECONDS
+      "$bin" check --no-speed --seed 1 -q --out "$out/same-$what-$side" "${args[@]}" > "$out/same-$what-$side.log" 2>&1
+      note "same $what ($side): kgate check --no-speed --seed 1: exit $? in $((SECONDS - t0)) s"
+    done
+    mkdir -p "$out/same-$what"
+    python3 "$here/ci/same-verdicts.py" "$out/same-$what-head/report.json" "$out/same-$what-before/report.json" \
+      "$out/same-$what" | tee "$out/same-$what.txt"
+    note "same $what: $(grep -E '^kernels:' "$out/same-$what.txt"); $(grep -oE '[0-9]+ differing lines' "$out/same-$what.txt")"
   done
 fi
 
