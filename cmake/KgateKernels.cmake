@@ -44,14 +44,26 @@ function(kgate_set_discovered_properties target labels extra)
   set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES "${file}")
 endfunction()
 
-# Runs the GoogleTest executable `target`'s tests through kgate_gpu_or_skip where the project has
-# it (kgate's own build): without a CUDA device they are reported SKIPPED without being started.
-# GLOBs name tests of it that run without a GPU. Before gtest_discover_tests(), which reads it.
+# The launcher of GPU tests (tests/support/gpu_or_skip.cpp): kgate's own build's target, or the
+# installed kgate::gpu_or_skip; "" where there is neither (a kgate installed before it).
+function(_kgate_gpu_or_skip_file out)
+  set(file "")
+  if(TARGET kgate_gpu_or_skip)
+    set(file "$<TARGET_FILE:kgate_gpu_or_skip>")
+  elseif(TARGET kgate::gpu_or_skip)
+    set(file "$<TARGET_FILE:kgate::gpu_or_skip>")
+  endif()
+  set(${out} "${file}" PARENT_SCOPE)
+endfunction()
+
+# Runs the GoogleTest executable `target`'s tests through the launcher of GPU tests: without a CUDA
+# device they are reported SKIPPED without being started. GLOBs name tests of it that run without
+# a GPU. Before gtest_discover_tests(), which reads it.
 function(_kgate_gpu_test_launcher target)
-  if(NOT TARGET kgate_gpu_or_skip)
+  _kgate_gpu_or_skip_file(launcher)
+  if(NOT launcher)
     return()
   endif()
-  set(launcher "$<TARGET_FILE:kgate_gpu_or_skip>")
   foreach(glob IN LISTS ARGN)
     list(APPEND launcher "--runs-without-gpu=${glob}")
   endforeach()
@@ -234,15 +246,15 @@ function(kgate_add_kernel NAME)
     return()
   endif()
 
-  # A cuda kernel's tests run through kgate_gpu_or_skip where there is one (kgate's build).
+  # A cuda kernel's tests run through the launcher of GPU tests.
   set(gpu_or_skip "")
   set(fails_prefix "")
   set(gate_command kgate)
   if(ARG_BACKEND STREQUAL "cuda")
     set(labels "gpu;correctness")
     set(props RESOURCE_GROUPS "gpus:1")
-    if(TARGET kgate_gpu_or_skip)
-      set(gpu_or_skip "$<TARGET_FILE:kgate_gpu_or_skip>")
+    _kgate_gpu_or_skip_file(gpu_or_skip)
+    if(gpu_or_skip)
       set(fails_prefix "${gpu_or_skip}" --)
       set(gate_command "${gpu_or_skip}" --skip-exit=${KGATE_SKIP_RETURN_CODE} -- "$<TARGET_FILE:kgate>")
     endif()
