@@ -3,6 +3,8 @@
 #   bin/kgate                          the command (with kgate's own example kernels)
 #   libexec/kgate/kgate-nvrtc-worker   the sandboxed package compiler it runs
 #   libexec/kgate/kgate_gpu_or_skip    the launcher of GPU tests (SKIPPED unstarted without a GPU)
+#   libexec/kgate/kgate-package-source writes the unit that compiles a package into a build
+#                                      (kgate_add_kernel PACKAGE)
 #   lib/libkgate_*.so, include/kgate/  the libraries and headers a kernel, its tests and a command link
 #                                      (shared: the runner is linked once, not into every executable;
 #                                      libkgate_cli.a is the command's verbs, linked into one kgate)
@@ -21,6 +23,7 @@ endforeach()
 set_target_properties(kgate-nvrtc-worker PROPERTIES EXPORT_NAME nvrtc_worker)
 set_target_properties(kgate PROPERTIES EXPORT_NAME kgate)
 set_target_properties(kgate_gpu_or_skip PROPERTIES EXPORT_NAME gpu_or_skip)
+set_target_properties(kgate-package-source PROPERTIES EXPORT_NAME package_source INSTALL_RPATH "$ORIGIN/../../${CMAKE_INSTALL_LIBDIR}")
 
 # kgate's libraries are shared (lib/ of the build tree, lib/ of an install): the runner, LibTorch's
 # users and the kernel registry exist once per process, and the many per-kernel test and benchmark
@@ -37,6 +40,7 @@ endforeach()
 install(TARGETS kgate EXPORT kgateTargets RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(TARGETS kgate-nvrtc-worker EXPORT kgateTargets RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/kgate)
 install(TARGETS kgate_gpu_or_skip EXPORT kgateTargets RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/kgate)
+install(TARGETS kgate-package-source EXPORT kgateTargets RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/kgate)
 install(TARGETS ${_kgate_libraries} EXPORT kgateTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 

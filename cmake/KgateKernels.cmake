@@ -3,6 +3,17 @@
 #
 #   kgate_add_kernel(NAME OP op BACKEND cuda|cpu [OP_FILE file.op.json] SOURCES ...
 #                    [MUTANT [FAILS_TEST T FAILS_WITH REGEX] | CONTROL] [COMPILE_OPTIONS flag...])
+#   kgate_add_kernel(NAME PACKAGE dir [TILE_SIZES n...] [UNTIMED] [COMPILE_OPTIONS flag...]
+#                    [OP_FILE file.op.json] [MUTANT [FAILS_TEST T FAILS_WITH REGEX] | CONTROL])
+#
+# PACKAGE: the kernel is described by an exported package's kgate.json alone. nvcc compiles the
+# package's sources (its include_dirs and nvrtc_options applied; they may reach outside the package),
+# and the kernel runs the manifest's launch plan: its guard (calls outside fall back to the
+# reference), launches, grid, block, arguments and workspaces, as `kgate check --package dir` would,
+# but on the build's own code (no NVRTC at run time). OP, BACKEND (cuda) and OP_FILE come from the
+# manifest (OP_FILE may be given where the manifest names none). A MUTANT of a package is the same
+# package built with COMPILE_OPTIONS that switch its bug on (-DMY_BUG=1 read by the device code). A broken manifest fails the build, naming the field. TILE_SIZES: block or tile sizes for
+# the ragged cases beside those the guard names; UNTIMED: a correctness twin, not timed.
 #
 # The sources register the kernel with KGATE_REGISTER_KERNEL. The kernel becomes:
 #   - an object library kgate.kernel.NAME, linked whole into the project's `kgate` command
@@ -195,8 +206,105 @@ function(_kgate_add_module NAME lib op backend)
 ")
 endfunction()
 
+# PACKAGE: the kernel is a package directory (kgate-package/1) compiled by nvcc: reads kgate.json at
+# configure time for its op, op file, include_dirs and NVRTC options (as nvcc flags: -std= gives way
+# to the project's CUDA standard, -default-device has no nvcc equivalent), and has
+# kgate-package-source write, at build time, the unit that includes its sources and registers them.
+# Sets, in the caller's scope, ARG_OP, ARG_BACKEND, ARG_OP_FILE and ARG_SOURCES, and _kgate_package_flags,
+# _kgate_package_includes.
+macro(_kgate_package_kernel NAME)
+  get_filename_component(_pkg_dir "${ARG_PACKAGE}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+  set(_pkg_where "kgate_add_kernel(${NAME} PACKAGE ${ARG_PACKAGE})")
+  if(NOT EXISTS "${_pkg_dir}/kgate.json")
+    message(FATAL_ERROR "${_pkg_where}: ${_pkg_dir}/kgate.json does not exist; PACKAGE names a package directory")
+  endif()
+  if(ARG_SOURCES)
+    message(FATAL_ERROR "${_pkg_where}: SOURCES and PACKAGE do not go together: the package's own sources are compiled")
+  endif()
+  if(ARG_BACKEND AND NOT ARG_BACKEND STREQUAL "cuda")
+    message(FATAL_ERROR "${_pkg_where}: a package runs on the cuda backend, not '${ARG_BACKEND}'")
+  endif()
+  set(ARG_BACKEND cuda)
+  file(READ "${_pkg_dir}/kgate.json" _pkg_json)
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${_pkg_dir}/kgate.json")
+  string(JSON _pkg_op ERROR_VARIABLE _pkg_err GET "${_pkg_json}" op)
+  if(_pkg_err)
+    message(FATAL_ERROR "${_pkg_where}: ${_pkg_dir}/kgate.json: \"op\": ${_pkg_err}")
+  endif()
+  if(ARG_OP AND NOT ARG_OP STREQUAL _pkg_op)
+    message(FATAL_ERROR "${_pkg_where}: OP ${ARG_OP} differs from the manifest's \"op\": \"${_pkg_op}\"")
+  endif()
+  set(ARG_OP "${_pkg_op}")
+  string(JSON _pkg_op_file ERROR_VARIABLE _pkg_err GET "${_pkg_json}" op_file)
+  if(NOT _pkg_err AND NOT ARG_OP_FILE)
+    set(ARG_OP_FILE "${_pkg_dir}/${_pkg_op_file}")
+  endif()
+  set(_kgate_package_includes "${_pkg_dir}")
+  string(JSON _pkg_n ERROR_VARIABLE _pkg_err LENGTH "${_pkg_json}" include_dirs)
+  if(NOT _pkg_err AND _pkg_n GREATER 0)
+    math(EXPR _pkg_last "${_pkg_n} - 1")
+    foreach(_pkg_i RANGE ${_pkg_last})
+      string(JSON _pkg_inc GET "${_pkg_json}" include_dirs ${_pkg_i})
+      get_filename_component(_pkg_inc "${_pkg_inc}" ABSOLUTE BASE_DIR "${_pkg_dir}")
+      list(APPEND _kgate_package_includes "${_pkg_inc}")
+    endforeach()
+  endif()
+  set(_kgate_package_flags "")
+  string(JSON _pkg_n ERROR_VARIABLE _pkg_err LENGTH "${_pkg_json}" nvrtc_options)
+  if(NOT _pkg_err AND _pkg_n GREATER 0)
+    math(EXPR _pkg_last "${_pkg_n} - 1")
+    foreach(_pkg_i RANGE ${_pkg_last})
+      string(JSON _pkg_opt GET "${_pkg_json}" nvrtc_options ${_pkg_i})
+      if(_pkg_opt MATCHES "^-std=")
+        continue()  # the project's CMAKE_CUDA_STANDARD (nvcc refuses a second -std)
+      elseif(_pkg_opt STREQUAL "-default-device")
+        message(FATAL_ERROR "${_pkg_where}: nvrtc_options[${_pkg_i}] -default-device has no nvcc equivalent; "
+                            "mark the device functions __device__, or check the package with kgate check --package")
+      endif()
+      list(APPEND _kgate_package_flags "$<$<COMPILE_LANGUAGE:CUDA>:${_pkg_opt}>")
+    endforeach()
+  endif()
+  if(TARGET kgate-package-source)
+    set(_pkg_tool "$<TARGET_FILE:kgate-package-source>")
+  elseif(TARGET kgate::package_source)
+    set(_pkg_tool "$<TARGET_FILE:kgate::package_source>")
+  else()
+    message(FATAL_ERROR "${_pkg_where}: this kgate has no kgate-package-source (libexec/kgate); install a newer kgate")
+  endif()
+  file(RELATIVE_PATH _pkg_name "${CMAKE_SOURCE_DIR}" "${_pkg_dir}")
+  if(_pkg_name MATCHES "^\\.\\./")
+    set(_pkg_name "${_pkg_dir}")
+  endif()
+  set(_pkg_args --package "${_pkg_dir}" --kernel ${NAME} --source-name "${_pkg_name}")
+  foreach(_pkg_t IN LISTS ARG_TILE_SIZES)
+    list(APPEND _pkg_args --tile-size ${_pkg_t})
+  endforeach()
+  if(ARG_UNTIMED)
+    list(APPEND _pkg_args --untimed)
+  endif()
+  if(ARG_MUTANT)
+    list(APPEND _pkg_args --mutant)
+  elseif(ARG_CONTROL)
+    list(APPEND _pkg_args --control)
+  endif()
+  set(_pkg_out "${CMAKE_CURRENT_BINARY_DIR}/kgate.kernel.${NAME}.package.cu")
+  add_custom_command(OUTPUT "${_pkg_out}"
+    COMMAND ${_pkg_tool} ${_pkg_args} --out "${_pkg_out}"
+    DEPENDS "${_pkg_dir}/kgate.json" ${_pkg_tool}
+    COMMENT "Writing the unit that compiles package ${ARG_PACKAGE} into kernel ${NAME}"
+    VERBATIM)
+  set(ARG_SOURCES "${_pkg_out}")
+endmacro()
+
 function(kgate_add_kernel NAME)
-  cmake_parse_arguments(ARG "MUTANT;CONTROL" "OP;OP_FILE;BACKEND;FAILS_TEST;FAILS_WITH" "SOURCES;COMPILE_OPTIONS" ${ARGN})
+  cmake_parse_arguments(ARG "MUTANT;CONTROL;UNTIMED" "OP;OP_FILE;BACKEND;FAILS_TEST;FAILS_WITH;PACKAGE"
+                        "SOURCES;COMPILE_OPTIONS;TILE_SIZES" ${ARGN})
+  if(ARG_PACKAGE)
+    _kgate_package_kernel(${NAME})
+  elseif(ARG_TILE_SIZES OR ARG_UNTIMED)
+    message(FATAL_ERROR "kgate_add_kernel(${NAME}): TILE_SIZES and UNTIMED go with PACKAGE (other kernels set "
+                        "KernelInfo::tile_sizes and ::timed in their sources)")
+  endif()
   if(NOT ARG_OP OR NOT ARG_BACKEND OR NOT ARG_SOURCES)
     message(FATAL_ERROR "kgate_add_kernel(${NAME}): OP, BACKEND (cuda|cpu) and SOURCES are required")
   endif()
@@ -239,6 +347,11 @@ function(kgate_add_kernel NAME)
   # without FMA contraction).
   if(ARG_COMPILE_OPTIONS)
     target_compile_options(${lib} PRIVATE ${ARG_COMPILE_OPTIONS})
+  endif()
+  if(ARG_PACKAGE)  # the manifest's include_dirs and options; its launch plan needs kgate's package code
+    target_include_directories(${lib} PRIVATE ${_kgate_package_includes})
+    target_compile_options(${lib} PRIVATE ${_kgate_package_flags})
+    target_link_libraries(${lib} PUBLIC kgate::package kgate::references)
   endif()
   if(ARG_CONTROL OR (ARG_MUTANT AND NOT (KGATE_BUILD_TESTS AND ARG_FAILS_TEST)))
     # Mutants and controls get no test targets of their own: the mutant suite asserts that the

@@ -164,7 +164,7 @@ Catalogue& catalogue() {
     if (const char* env = std::getenv("KGATE_OPS"))
       for (const auto& p : split_paths(env))
         for (const auto& f : op_file_paths(p)) add_file(cat, f);
-    for (const auto& k : registered_kernels())
+    for (const auto& k : declared_kernels())  // (completing a kernel reads the catalogue)
       if (!k.op_file.empty()) add_file(cat, k.op_file);
   });
   return catalogue_storage();

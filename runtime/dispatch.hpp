@@ -2,14 +2,16 @@
 // call's floating dtype to its C++ element type, and the KernelInfo such a kernel starts from.
 //
 //   void launch(const KernelCall& call) {
-//     dispatch_floating(call.inputs.at(0).dtype, "rms_norm_block",
+//     dispatch_floating(call.inputs.at(0).dtype, "fused_add_rms_norm_block",
 //                       [&](auto t) { run<element_t<decltype(t)>>(call); });
 //   }
 //   KGATE_REGISTER_KERNEL(([] {
-//     KernelInfo k = cuda_kernel("rms_norm_block", "rms_norm", "kernels/rms_norm/rms_norm_block.cu", launch);
+//     KernelInfo k = cuda_kernel("fused_add_rms_norm_block", "fused_add_rms_norm", __FILE__, launch);
 //     k.tile_sizes = {256};
 //     return k;
 //   })());
+// A kernel that has a package needs neither: kgate_add_kernel(NAME PACKAGE dir) runs its manifest's
+// launches (runtime/package/compiled_package.hpp).
 #pragma once
 
 #include <cuda_bf16.h>

@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/dtype.hpp"
@@ -79,6 +80,12 @@ struct KernelInfo {
   /// Optional (packages): what kgate did for the kernel that its own host code must also do (a
   /// dynamic shared memory limit raised past 48 KiB), in words; the report's warnings.
   std::function<std::vector<std::string>()> notes;
+  /// Optional: fills in the rest of this info once, before the kernel is first listed or found
+  /// (registered_kernels, find_kernel, end_module_capture), when kgate's op catalogue can be read:
+  /// a kernel compiled from a package (kgate_add_kernel PACKAGE) reads its manifest there. Throws
+  /// an Error naming the kernel when it cannot; the kernel then stays incomplete and every listing
+  /// throws it again.
+  std::function<void(KernelInfo&)> complete;
 };
 
 /// The UNCHANGED rule's first half: `a` and `b` run the same code (equal, non-empty code digests).
@@ -96,13 +103,34 @@ bool register_kernel(KernelInfo info);
 void begin_module_capture();
 /// Ends the capture and returns the kernels registered since begin_module_capture().
 std::vector<KernelInfo> end_module_capture();
+/// Every registered kernel, each completed (KernelInfo::complete) on the first call.
 const std::vector<KernelInfo>& registered_kernels();
+/// The kernels as registered, without completing any: names, ops and op files, for the op
+/// catalogue, which a completion reads.
+const std::vector<KernelInfo>& declared_kernels();
 /// Finds a kernel by name; throws a usage Error listing the known names.
 const KernelInfo& find_kernel(const std::string& name);
 
 }  // namespace kgate
 
 namespace kgate {
+/// The KernelInfo of a CPU kernel: its name, op, dtypes, source file and launcher; it takes strided
+/// and unaligned views (a loop reads any strides). Set the rest (tile_sizes, timed) on the result.
+/// CUDA kernels start from cuda_kernel() (runtime/dispatch.hpp).
+inline KernelInfo cpu_kernel(std::string name, std::string op, std::vector<DType> dtypes, std::string source,
+                             std::function<void(const KernelCall&)> launch) {
+  KernelInfo k;
+  k.name = std::move(name);
+  k.op = std::move(op);
+  k.backend = Backend::cpu;
+  k.dtypes = std::move(dtypes);
+  k.accepts_strided = true;
+  k.accepts_unaligned = true;
+  k.source = std::move(source);
+  k.launch = std::move(launch);
+  return k;
+}
+
 /// `info` with `op_file` set from the translation unit's KGATE_OP_FILE (kgate_add_kernel's OP_FILE)
 /// unless it names one itself.
 inline KernelInfo with_op_file(KernelInfo info, const char* op_file) {

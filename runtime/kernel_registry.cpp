@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <mutex>
 
 #include "core/error.hpp"
 #include "core/suggest.hpp"
@@ -36,10 +37,37 @@ void begin_module_capture() {
   captured_files().clear();
 }
 
+namespace {
+/// Runs the pending completions of `kernels` (KernelInfo::complete). A completion reads the op
+/// catalogue, which reads declared_kernels(), never this: no completion runs inside another.
+void complete_all(std::vector<KernelInfo>& kernels) {
+  static std::recursive_mutex mutex;
+  static bool completing = false;
+  std::lock_guard<std::recursive_mutex> lock(mutex);
+  if (completing) return;
+  completing = true;
+  struct Done {
+    ~Done() { completing = false; }
+  } done;
+  for (auto& k : kernels) {
+    if (!k.complete) continue;
+    const auto complete = k.complete;
+    try {
+      complete(k);
+    } catch (const Error& e) {
+      throw Error(e.kind(), "kernel '" + k.name + "' (" + k.source + "): " + e.what());
+    }
+    k.complete = nullptr;
+  }
+}
+}  // namespace
+
 std::vector<KernelInfo> end_module_capture() {
   std::unique_ptr<std::vector<KernelInfo>> kernels(capture());
   capture() = nullptr;
-  return kernels ? std::move(*kernels) : std::vector<KernelInfo>{};
+  if (!kernels) return {};
+  complete_all(*kernels);
+  return std::move(*kernels);
 }
 
 bool embed_op_file(const char* path, const unsigned char* text, std::size_t size) {
@@ -82,10 +110,15 @@ bool register_kernel(KernelInfo info) {
   return true;
 }
 
-const std::vector<KernelInfo>& registered_kernels() { return registry(); }
+const std::vector<KernelInfo>& registered_kernels() {
+  complete_all(registry());
+  return registry();
+}
+
+const std::vector<KernelInfo>& declared_kernels() { return registry(); }
 
 const KernelInfo& find_kernel(const std::string& name) {
-  for (const auto& k : registry())
+  for (const auto& k : registered_kernels())
     if (k.name == name) return k;
   // The closest name first (a typo), then the kernels that are not mutants.
   std::vector<std::string> names;

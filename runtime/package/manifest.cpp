@@ -296,21 +296,25 @@ class Checker {
 
   std::vector<ManifestProblem> run() {
     std::error_code ec;
-    if (!fs::is_directory(package_dir_, ec)) {
+    if (files_unread()) {
+      m_.dir = package_dir_;
+    } else if (!fs::is_directory(package_dir_, ec)) {
       problem("(package)", "the package directory " + quote_untrusted(package_dir_.string()) +
                                " does not exist or is not a directory");
       return finish();
-    }
-    m_.dir = fs::canonical(package_dir_, ec);
-    if (ec) {
-      problem("(package)", "cannot resolve the package directory: " + ec.message());
-      return finish();
+    } else {
+      m_.dir = fs::canonical(package_dir_, ec);
+      if (ec) {
+        problem("(package)", "cannot resolve the package directory: " + ec.message());
+        return finish();
+      }
     }
     json doc;
     if (!read_document(doc)) return finish();
     // The structure first (types, required and unknown keys, enums, ranges: the JSON Schema), then
     // what a schema cannot say; the checks below skip what the schema refused.
     schema_problems_ = SchemaCheck::package_manifest().problems(doc);
+    if (files_unread()) allow_include_dirs_outside(doc);
     if (!doc.is_object()) return finish();
     check_format(doc);
     check_name_version(doc);
@@ -382,7 +386,31 @@ class Checker {
     return field + "[" + std::to_string(i) + "]";
   }
 
+  /// A package compiled into the build reads headers from the project's own tree: its
+  /// include_dirs may climb out of the package ("../../common"), which the schema refuses.
+  void allow_include_dirs_outside(const json& doc) {
+    const auto dirs = doc.find("include_dirs");
+    if (dirs == doc.end() || !dirs->is_array()) return;
+    std::vector<SchemaProblem> kept;
+    for (const auto& p : schema_problems_) {
+      bool climbs_only = false;
+      for (std::size_t i = 0; i < dirs->size() && !climbs_only; ++i) {
+        const json& v = (*dirs)[i];
+        if (p.field != at("include_dirs", i) || !v.is_string()) continue;
+        const std::string rel = v.get<std::string>();
+        climbs_only = !rel.empty() && rel[0] != '/' &&
+                      std::none_of(rel.begin(), rel.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20; });
+      }
+      if (!climbs_only) kept.push_back(p);
+    }
+    schema_problems_ = std::move(kept);
+  }
+
+  /// The manifest's bytes came with the options: the files it names are not opened.
+  bool files_unread() const { return options_.manifest_text.has_value(); }
+
   bool read_document(json& doc) {
+    if (files_unread()) return parse_document(*options_.manifest_text, doc);
     std::error_code ec;
     const fs::path& p = m_.manifest_path;
     const auto status = fs::symlink_status(p, ec);
@@ -411,9 +439,18 @@ class Checker {
     }
     std::stringstream ss;
     ss << in.rdbuf();
+    return parse_document(ss.str(), doc);
+  }
+
+  bool parse_document(const std::string& text, json& doc) {
+    if (text.size() > kMaxManifestBytes) {
+      problem("(document)", "the manifest has " + std::to_string(text.size()) +
+                                " bytes; expected at most " + std::to_string(kMaxManifestBytes));
+      return false;
+    }
     std::string duplicate;
     try {
-      doc = parse_strict_json(ss.str(), &duplicate);  // core/strict_json.hpp
+      doc = parse_strict_json(text, &duplicate);  // core/strict_json.hpp
     } catch (const json::exception& e) {
       problem("(document)", "not valid JSON: " + json_error_text(e));
       return false;
@@ -453,9 +490,12 @@ class Checker {
       fs::path resolved;
       const std::string err = !it->is_string()
                                   ? "expected the path of the op file (kgate-op/1) inside the package, found " + describe_json(*it)
+                              : files_unread() ? std::string()
                                   : package_path_problem(m_.dir, it->get<std::string>(), PathKind::source, &resolved);
       if (!err.empty()) {
         problem("op_file", err);
+      } else if (files_unread()) {
+        m_.op_file = it->get<std::string>();  // (the build loads it: kgate_add_kernel embeds it)
       } else {
         m_.op_file = resolved.string();
         if (options_.load_op_file) {
@@ -558,6 +598,10 @@ class Checker {
       if (!v.is_string()) continue;  // the schema said
       const std::string rel = v.get<std::string>();
       if (!seen.insert(rel).second) continue;  // the schema said (uniqueItems)
+      if (files_unread()) {
+        out.push_back(rel);
+        continue;
+      }
       fs::path resolved;
       const std::string err = package_path_problem(m_.dir, rel, kind, &resolved);
       if (!err.empty()) {
@@ -593,7 +637,7 @@ class Checker {
         problem(field, quote_untrusted(rel) + " holds a ':', which case ids cannot carry; rename the file");
         continue;
       }
-      if (op_) {
+      if (op_ && !files_unread()) {
         try {
           captured_case(*op_, rel, (m_.dir / rel).string(), 0);
         } catch (const Error& e) {
@@ -614,6 +658,7 @@ class Checker {
   void check_binaries(const json& doc) {
     const auto one = [&](const json& v, const std::string& field) -> std::string {
       if (!v.is_string()) return {};  // the schema said
+      if (files_unread()) return v.get<std::string>();
       const std::string err = package_path_problem(m_.dir, v.get<std::string>(), PathKind::binary, nullptr);
       if (!err.empty()) {
         problem(field, err);
@@ -636,6 +681,7 @@ class Checker {
 
   void check_include_dirs(const json& doc) {
     m_.include_dirs = check_paths(doc, "include_dirs", PathKind::directory);
+    if (files_unread()) return;
     std::size_t files = 0;
     std::uintmax_t bytes = 0;
     for (std::size_t i = 0; i < m_.include_dirs.size(); ++i) {

@@ -272,6 +272,11 @@ struct ManifestCheckOptions {
   std::function<void(const std::string&)> load_op_file;
   /// Names of the known ops, listed in the message for an unknown op.
   std::vector<std::string> known_ops;
+  /// The manifest's bytes, checked instead of package_dir/kgate.json, with the files it names left
+  /// unopened: paths are taken as written (include_dirs may reach outside the package), the op
+  /// file is not loaded and captured inputs are not read. For a package compiled into the build by
+  /// nvcc (kgate_add_kernel PACKAGE), which carries its manifest's bytes but none of its files.
+  std::optional<std::string> manifest_text;
 };
 
 /// Reads and checks `package_dir/kgate.json` and the files it names; returns every problem found

@@ -27,6 +27,7 @@
 #include "gates/props/guard_cases.hpp"
 #include "runtime/cuda/check.hpp"
 #include "runtime/cuda/driver.hpp"
+#include "runtime/package/compiled_package.hpp"
 #include "runtime/package/device_props.hpp"
 
 namespace kgate::package {
@@ -1078,6 +1079,9 @@ struct PackageState {
   };
   std::vector<Unit> units;
   std::map<std::pair<DType, std::size_t>, std::size_t> unit_of;  ///< (dtype, launch) -> unit; empty: 0
+  /// A package compiled into the program by nvcc (no units): each name expression's host stub,
+  /// whose function cudaGetFuncBySymbol finds.
+  std::map<std::string, const void*> host_functions;
   /// What kgate did that the kernel's own host code must also do (raising a shared memory limit),
   /// once each: the report's warnings.
   struct Notes {
@@ -1267,6 +1271,116 @@ class WorkspaceAllocations {
   std::vector<void*> pointers_;
 };
 
+/// The function of a launch in the package's CUBIN for the call's dtype: its module loaded once
+/// per context, the function looked up and its parameters checked once. Under module_cache's lock.
+std::pair<CUfunction, LoadedModule*> module_function(const PackageState& state, const LaunchPlan& plan,
+                                                     const PlannedLaunch& l, const cuda::DriverApi& api, CUcontext ctx) {
+  const std::string where = l.field + " (" + l.name_expression + ")";
+  // The translation unit that holds this launch's kernel for the call's dtype.
+  std::size_t u = 0;
+  if (!state.unit_of.empty()) {
+    const auto it = state.unit_of.find({plan.dtype, l.index});
+    if (it == state.unit_of.end())
+      throw Error(ErrorKind::internal, "package " + state.manifest.name + ": no compile unit for " + where +
+                                           " and dtype " + dtype_name(plan.dtype));
+    u = it->second;
+  }
+  const auto& unit = state.units.at(u);
+  const std::string& cubin = unit.cubin;
+  LoadedModule& loaded = module_cache().modules[{unit.key, ctx}];
+  if (!loaded.module) {
+    with_context("loading its CUBIN (" + std::to_string(cubin.size()) + " bytes)",
+                 [&] { KGATE_DRIVER_CALL(api.ModuleLoadData(&loaded.module, cubin.data())); });
+  }
+  std::string lowered = l.lowered_name;
+  if (const auto own = unit.lowered_names.find(l.name_expression); own != unit.lowered_names.end() && !own->second.empty())
+    lowered = own->second;
+  CUfunction& f = loaded.functions[lowered];
+  if (!f) with_context(where, [&] { KGATE_DRIVER_CALL(api.ModuleGetFunction(&f, loaded.module, lowered.c_str())); });
+  if (loaded.params_checked.insert({f, l.index}).second) {
+    try {
+      const auto read = unit.params.find(lowered);
+      check_parameters(f, l, read == unit.params.end() ? nullptr : &read->second);
+    } catch (...) {
+      loaded.params_checked.erase({f, l.index});
+      throw;
+    }
+  }
+  return {f, &loaded};
+}
+
+/// The function of a launch compiled into the program by nvcc: its host stub's function in this
+/// context (cudaGetFuncBySymbol), its parameters checked once. Under module_cache's lock.
+std::pair<CUfunction, LoadedModule*> compiled_function(const PackageState& state, const PlannedLaunch& l, CUcontext ctx) {
+  LoadedModule& loaded = module_cache().modules[{"compiled " + state.manifest.name, ctx}];
+  CUfunction& f = loaded.functions[l.name_expression];
+  if (!f) {
+    const auto stub = state.host_functions.find(l.name_expression);
+    if (stub == state.host_functions.end() || !stub->second)
+      throw Error(ErrorKind::internal, l.field + ": kernel \"" + l.name_expression +
+                                           "\" was not compiled into the build; please report this");
+    cudaFunction_t function = nullptr;
+    with_context(l.field + " (" + l.name_expression + ")",
+                 [&] { KGATE_CUDA_CALL(cudaGetFuncBySymbol(&function, stub->second)); });
+    f = reinterpret_cast<CUfunction>(function);
+  }
+  if (loaded.params_checked.insert({f, l.index}).second) {
+    try {
+      check_parameters(f, l, nullptr);
+    } catch (...) {
+      loaded.params_checked.erase({f, l.index});
+      throw;
+    }
+  }
+  return {f, &loaded};
+}
+
+/// A launch's function attributes, each set once per function and value: the dynamic shared
+/// memory limit as the kernel's host code states it ("max_dynamic_shared_mem"), else raised by
+/// kgate to what the launch needs past 48 KiB (which the kernel's own host code must also do: the
+/// report says so), and the preferred carveout. Under module_cache's lock.
+void set_attributes(const PackageState& state, const LaunchPlan& plan, const PlannedLaunch& l, CUfunction f,
+                    LoadedModule& loaded, const cuda::DriverApi& api) {
+  const std::string where = l.field + " (" + l.name_expression + ")";
+  const Launch& declared = state.manifest.launches[l.index];
+  const bool stated = l.max_dynamic_shared_mem.has_value();
+  const uint32_t limit = stated ? *l.max_dynamic_shared_mem : l.shared_mem;
+  const auto set = loaded.dynamic_shared_set.find(f);
+  if (stated ? (set == loaded.dynamic_shared_set.end() || set->second != limit)
+             : (l.shared_mem > cuda_limits::kSharedPerBlockDefault && (set == loaded.dynamic_shared_set.end() || set->second < limit))) {
+    int device = 0, optin = 0;
+    KGATE_CUDA_CALL(cudaGetDevice(&device));
+    KGATE_CUDA_CALL(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    const std::string text = stated ? "max_dynamic_shared_mem \"" + declared.max_dynamic_shared_mem->text() + "\""
+                                    : "shared_mem \"" + declared.shared_mem.text() + "\"";
+    if (static_cast<int64_t>(limit) > optin)
+      throw Error(ErrorKind::package,
+                  where + ": " + text + " = " + std::to_string(limit) + " bytes is above the device's limit of " +
+                      std::to_string(optin) + " bytes of shared memory per block [" + values_text(plan.symbols) +
+                      "]; narrow guard.shapes so that it fits, or pick a smaller tile with a launch's "
+                      "\"when\": {\"if\": \"device_smem_per_block_optin >= ...\"}");
+    with_context(where + ": setting CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES to " + std::to_string(limit) +
+                     " (the kernel's static shared memory counts too)",
+                 [&] {
+                   KGATE_DRIVER_CALL(api.FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                          static_cast<int>(limit)));
+                 });
+    loaded.dynamic_shared_set[f] = limit;
+    if (!stated)
+      state.notes->add(l.field + " (" + l.name_expression + "): kgate raised the kernel's dynamic shared memory "
+                       "limit to " + std::to_string(limit) + " bytes, past the 48 KiB a launch gets without it; "
+                       "the kernel's own host code must do the same (cudaFuncSetAttribute with "
+                       "cudaFuncAttributeMaxDynamicSharedMemorySize), and \"max_dynamic_shared_mem\" states it");
+  }
+  if (l.carveout && loaded.carveout_set.insert({f, *l.carveout}).second)
+    with_context(where + ": setting CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT to " +
+                     std::to_string(*l.carveout),
+                 [&] {
+                   KGATE_DRIVER_CALL(
+                       api.FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, *l.carveout));
+                 });
+}
+
 void launch_package(const PackageState& state, const KernelCall& call) {
   const std::string& name = state.manifest.name;
   LaunchPlan plan = plan_launches(state.manifest, state.op, state.lowered_names, call);
@@ -1280,81 +1394,10 @@ void launch_package(const PackageState& state, const KernelCall& call) {
     const CUcontext ctx = current_context(api);
     for (std::size_t i = 0; i < plan.launches.size(); ++i) {
       const PlannedLaunch& l = plan.launches[i];
-      const std::string where = l.field + " (" + l.name_expression + ")";
-      // The translation unit that holds this launch's kernel for the call's dtype.
-      std::size_t u = 0;
-      if (!state.unit_of.empty()) {
-        const auto it = state.unit_of.find({plan.dtype, l.index});
-        if (it == state.unit_of.end())
-          throw Error(ErrorKind::internal, "package " + name + ": no compile unit for " + where + " and dtype " +
-                                               dtype_name(plan.dtype));
-        u = it->second;
-      }
-      const auto& unit = state.units.at(u);
-      const std::string& key = unit.key;
-      const std::string& cubin = unit.cubin;
-      LoadedModule& loaded = module_cache().modules[{key, ctx}];
-      if (!loaded.module) {
-        with_context("loading its CUBIN (" + std::to_string(cubin.size()) + " bytes)",
-                     [&] { KGATE_DRIVER_CALL(api.ModuleLoadData(&loaded.module, cubin.data())); });
-      }
-      std::string lowered = l.lowered_name;
-      if (const auto own = unit.lowered_names.find(l.name_expression);
-          own != unit.lowered_names.end() && !own->second.empty())
-        lowered = own->second;
-      CUfunction& f = loaded.functions[lowered];
-      if (!f)
-        with_context(where, [&] { KGATE_DRIVER_CALL(api.ModuleGetFunction(&f, loaded.module, lowered.c_str())); });
+      const auto [f, loaded] = state.host_functions.empty() ? module_function(state, plan, l, api, ctx)
+                                                            : compiled_function(state, l, ctx);
       functions[i] = f;
-      if (loaded.params_checked.insert({f, l.index}).second) {
-        try {
-          const auto read = unit.params.find(lowered);
-          check_parameters(f, l, read == unit.params.end() ? nullptr : &read->second);
-        } catch (...) {
-          loaded.params_checked.erase({f, l.index});
-          throw;
-        }
-      }
-      // The dynamic shared memory limit: as the kernel's host code states it ("max_dynamic_shared_mem"),
-      // else raised by kgate to what the launch needs past 48 KiB, which the kernel's own host code
-      // must also do: the report says so.
-      const Launch& declared = state.manifest.launches[l.index];
-      const bool stated = l.max_dynamic_shared_mem.has_value();
-      const uint32_t limit = stated ? *l.max_dynamic_shared_mem : l.shared_mem;
-      const auto set = loaded.dynamic_shared_set.find(f);
-      if (stated ? (set == loaded.dynamic_shared_set.end() || set->second != limit)
-                 : (l.shared_mem > cuda_limits::kSharedPerBlockDefault && (set == loaded.dynamic_shared_set.end() || set->second < limit))) {
-        int device = 0, optin = 0;
-        KGATE_CUDA_CALL(cudaGetDevice(&device));
-        KGATE_CUDA_CALL(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-        const std::string text = stated ? "max_dynamic_shared_mem \"" + declared.max_dynamic_shared_mem->text() + "\""
-                                        : "shared_mem \"" + declared.shared_mem.text() + "\"";
-        if (static_cast<int64_t>(limit) > optin)
-          throw Error(ErrorKind::package,
-                      where + ": " + text + " = " + std::to_string(limit) + " bytes is above the device's limit of " +
-                          std::to_string(optin) + " bytes of shared memory per block [" + values_text(plan.symbols) +
-                          "]; narrow guard.shapes so that it fits, or pick a smaller tile with a launch's "
-                          "\"when\": {\"if\": \"device_smem_per_block_optin >= ...\"}");
-        with_context(where + ": setting CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES to " + std::to_string(limit) +
-                         " (the kernel's static shared memory counts too)",
-                     [&] {
-                       KGATE_DRIVER_CALL(api.FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                                              static_cast<int>(limit)));
-                     });
-        loaded.dynamic_shared_set[f] = limit;
-        if (!stated)
-          state.notes->add(l.field + " (" + l.name_expression + "): kgate raised the kernel's dynamic shared memory "
-                           "limit to " + std::to_string(limit) + " bytes, past the 48 KiB a launch gets without it; "
-                           "the kernel's own host code must do the same (cudaFuncSetAttribute with "
-                           "cudaFuncAttributeMaxDynamicSharedMemorySize), and \"max_dynamic_shared_mem\" states it");
-      }
-      if (l.carveout && loaded.carveout_set.insert({f, *l.carveout}).second)
-        with_context(where + ": setting CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT to " +
-                         std::to_string(*l.carveout),
-                     [&] {
-                       KGATE_DRIVER_CALL(
-                           api.FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, *l.carveout));
-                     });
+      set_attributes(state, plan, l, f, *loaded, api);
     }
   });
 
@@ -1425,38 +1468,20 @@ std::string code_digest(const PackageManifest& manifest, const PackageState& sta
 
 }  // namespace
 
-KernelInfo make_package_kernel(const PackageManifest& manifest, const CompileResult& compiled, const OpSignature& op) {
-  if (manifest.op != op.name)
-    throw Error(ErrorKind::internal, "make_package_kernel: package " + manifest.name + " implements op '" +
-                                         manifest.op + "', not '" + op.name + "'");
-  if (compiled.cubin.empty())
-    throw Error(ErrorKind::package, "package " + manifest.name + " (" + manifest.manifest_path.string() +
-                                        "): the compile result holds no CUBIN; compile it first (kgate validate)");
-  auto state = std::make_shared<PackageState>();
-  state->manifest = manifest;
-  state->op = op;
-  state->lowered_names = compiled.lowered_names;
-  if (compiled.units.empty()) {
-    state->units.push_back({compiled.key.empty() ? sha256_hex(compiled.cubin) : compiled.key, compiled.cubin,
-                            compiled.params, compiled.lowered_names});
-  } else {
-    for (const auto& u : compiled.units)
-      state->units.push_back({u.key.empty() ? sha256_hex(u.cubin) : u.key, u.cubin, u.params, u.lowered_names});
-    state->unit_of = compiled.unit_of;
-  }
-  std::shared_ptr<const PackageState> shared = state;
+namespace {
 
+/// What a package's KernelInfo says whichever compiler built its kernels.
+KernelInfo package_kernel_info(const std::shared_ptr<const PackageState>& shared) {
+  const PackageManifest& manifest = shared->manifest;
   KernelInfo k;
   k.name = manifest.name;
   k.op = manifest.op;
   k.backend = Backend::cuda;
   k.dtypes = manifest.guard.dtypes;
-  k.tile_sizes = guard_tile_sizes(manifest, op);
+  k.tile_sizes = guard_tile_sizes(manifest, shared->op);
   k.accepts_strided = true;    // outside guard.layouts the call falls back: layout cases test both sides
   k.accepts_unaligned = true;
   k.source = manifest.dir.string();
-  k.package = true;
-  k.code_digest = code_digest(manifest, *shared);
   k.output_start = manifest.output_start;
   k.case_launches = [shared](const Case& c) {
     std::vector<std::string> out;
@@ -1474,6 +1499,100 @@ KernelInfo make_package_kernel(const PackageManifest& manifest, const CompileRes
     return call_guard_violation(shared->manifest, shared->op, call);
   };
   k.launch = [shared](const KernelCall& call) { launch_package(*shared, call); };
+  return k;
+}
+
+void check_op_of(const PackageManifest& manifest, const OpSignature& op, const char* caller) {
+  if (manifest.op != op.name)
+    throw Error(ErrorKind::internal, std::string(caller) + ": package " + manifest.name + " implements op '" +
+                                         manifest.op + "', not '" + op.name + "'");
+}
+
+}  // namespace
+
+KernelInfo make_package_kernel(const PackageManifest& manifest, const CompileResult& compiled, const OpSignature& op) {
+  check_op_of(manifest, op, "make_package_kernel");
+  if (compiled.cubin.empty())
+    throw Error(ErrorKind::package, "package " + manifest.name + " (" + manifest.manifest_path.string() +
+                                        "): the compile result holds no CUBIN; compile it first (kgate validate)");
+  auto state = std::make_shared<PackageState>();
+  state->manifest = manifest;
+  state->op = op;
+  state->lowered_names = compiled.lowered_names;
+  if (compiled.units.empty()) {
+    state->units.push_back({compiled.key.empty() ? sha256_hex(compiled.cubin) : compiled.key, compiled.cubin,
+                            compiled.params, compiled.lowered_names});
+  } else {
+    for (const auto& u : compiled.units)
+      state->units.push_back({u.key.empty() ? sha256_hex(u.cubin) : u.key, u.cubin, u.params, u.lowered_names});
+    state->unit_of = compiled.unit_of;
+  }
+  KernelInfo k = package_kernel_info(state);
+  k.package = true;
+  k.code_digest = code_digest(manifest, *state);
+  return k;
+}
+
+KernelInfo make_compiled_package_kernel(const PackageManifest& manifest, const OpSignature& op,
+                                        const std::map<std::string, const void*>& functions) {
+  check_op_of(manifest, op, "make_compiled_package_kernel");
+  if (compile_units(manifest).size() > 1)
+    throw Error(ErrorKind::package, "package " + manifest.name + ": its dtypes or launches have NVRTC options of their "
+                                        "own (several translation units), which one nvcc compile cannot give");
+  auto state = std::make_shared<PackageState>();
+  state->manifest = manifest;
+  state->op = op;
+  for (const auto& name : manifest.name_expressions()) {
+    const auto it = functions.find(name);
+    if (it == functions.end() || !it->second)
+      throw Error(ErrorKind::package, "package " + manifest.name + ": kernel \"" + name +
+                                          "\" was not compiled into the build (rebuild: the manifest changed)");
+    state->lowered_names[name] = name;
+    state->host_functions[name] = it->second;
+  }
+  return package_kernel_info(state);
+}
+
+KernelInfo compiled_package_kernel(const CompiledPackage& p) {
+  KernelInfo k;
+  k.name = p.kernel;
+  k.op = p.op;
+  k.backend = Backend::cuda;
+  k.source = p.source;
+  k.timed = p.timed;
+  k.mutant = p.mutant || p.control;
+  k.control = p.control;
+  const std::string text(p.manifest, p.manifest_size);
+  std::map<std::string, const void*> functions;
+  for (std::size_t i = 0; i < p.function_count; ++i) functions[p.functions[i].name_expression] = p.functions[i].function;
+  const std::vector<int64_t> tiles(p.tile_sizes, p.tile_sizes + p.tile_count);
+  const auto lookup = p.lookup_op;
+  k.complete = [text, functions, tiles, lookup](KernelInfo& info) {
+    ManifestCheckOptions options;
+    options.manifest_text = text;
+    options.find_op = lookup;
+    PackageManifest manifest;
+    const auto problems = check_manifest(info.source, options, &manifest);
+    if (!problems.empty()) {
+      std::string lines = format_problems(problems);
+      lines.pop_back();
+      throw Error(ErrorKind::package, "its manifest, as built:\n" + lines);
+    }
+    const OpSignature* op = lookup(manifest.op);
+    if (!op) throw Error(ErrorKind::package, "unknown op '" + manifest.op + "'");
+    KernelInfo full = make_compiled_package_kernel(manifest, *op, functions);
+    full.name = info.name;  // the kernel's name, not the package's
+    full.source = info.source;
+    full.op_file = info.op_file;
+    full.timed = info.timed;
+    full.mutant = info.mutant;
+    full.control = info.control;
+    full.expected_catch = info.expected_catch;
+    for (const int64_t t : tiles)
+      if (std::find(full.tile_sizes.begin(), full.tile_sizes.end(), t) == full.tile_sizes.end()) full.tile_sizes.push_back(t);
+    std::sort(full.tile_sizes.begin(), full.tile_sizes.end());
+    info = std::move(full);
+  };
   return k;
 }
 

@@ -272,6 +272,15 @@ LaunchPlan plan_launches(const PackageManifest& manifest, const OpSignature& op,
 KernelInfo make_package_kernel(const PackageManifest& manifest, const CompileResult& compiled,
                                const OpSignature& op);
 
+/// make_package_kernel for a package whose sources nvcc compiled into the program
+/// (kgate_add_kernel PACKAGE): `functions` holds each of the manifest's name expressions with its
+/// host stub (`(const void*)&ns::k<float>`); a launch runs the function cudaGetFuncBySymbol finds
+/// for it, under the same plan, attributes and parameter checks. `package` false (it is replayed
+/// with --kernel), no code digest. Error(package) when a name expression has no function, or when
+/// the package needs several translation units (per-dtype or per-launch NVRTC options).
+KernelInfo make_compiled_package_kernel(const PackageManifest& manifest, const OpSignature& op,
+                                        const std::map<std::string, const void*>& functions);
+
 // ---------------------------------------------------------------------------------------------
 
 template <class T>

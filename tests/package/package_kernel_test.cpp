@@ -14,6 +14,7 @@
 
 #include "core/error.hpp"
 #include "runtime/cuda/check.hpp"
+#include "runtime/package/compiled_package.hpp"
 #include "package_test_util.hpp"
 
 namespace kgate::package {
@@ -808,6 +809,110 @@ TEST_F(PackageKernelTest, KernelInfoOfAPackage) {
 
   CompileResult empty;
   EXPECT_THROW(make_package_kernel(manifest, empty, testing::softmax_op()), Error);
+}
+
+/// The op catalogue of these tests, as a plain function (CompiledPackage::lookup_op).
+const OpSignature* lookup_softmax(const std::string& name) {
+  return name == "softmax" ? &testing::softmax_op() : nullptr;
+}
+
+/// What kgate-package-source registers for a package's manifest text, with fake host stubs.
+struct Compiled {
+  std::string text;
+  std::vector<CompiledFunction> functions;
+  std::vector<int64_t> tiles{256};
+  int stub = 0;
+  CompiledPackage package(const char* kernel = "rows_kernel") const {
+    return {kernel, "softmax", "kernels/rows/package", text.data(), text.size(), functions.data(),
+            functions.size(), tiles.data(), tiles.size(), false, false, false, &lookup_softmax};
+  }
+};
+
+TEST_F(PackageKernelTest, PackageCompiledIntoTheBuildIsCompletedFromItsManifest) {
+  Compiled c;
+  c.text = boundary_manifest().dump();
+  c.functions = {{"k", &c.stub}};
+  KernelInfo k = compiled_package_kernel(c.package());
+  // Registered: what needs no catalogue.
+  EXPECT_EQ(k.name, "rows_kernel");
+  EXPECT_EQ(k.op, "softmax");
+  EXPECT_EQ(k.source, "kernels/rows/package");
+  EXPECT_FALSE(k.timed);
+  EXPECT_TRUE(k.dtypes.empty());
+  ASSERT_TRUE(k.complete);
+  // Completed: the manifest checked against the op, its guard and launch plan.
+  k.complete(k);
+  EXPECT_EQ(k.name, "rows_kernel");  // the kernel's name, not the package's ("bounded")
+  EXPECT_EQ(k.source, "kernels/rows/package");
+  EXPECT_FALSE(k.timed);
+  EXPECT_FALSE(k.package);  // replayed with --kernel, not --package
+  EXPECT_TRUE(k.code_digest.empty());
+  EXPECT_EQ(k.dtypes, (std::vector<DType>{DType::f32, DType::bf16}));
+  EXPECT_EQ(k.tile_sizes, (std::vector<int64_t>{8, 256, 8192}));  // the guard's, and TILE_SIZES
+  ASSERT_TRUE(k.accepts);
+  EXPECT_TRUE(k.accepts(call_of(4, 1024)));
+  EXPECT_EQ(k.rejection_reason(call_of(4, 1028)), "N=1028 is not a multiple of guard.shapes.N.multiple_of=8");
+  ASSERT_TRUE(k.case_launches);
+  ASSERT_TRUE(k.launch);
+}
+
+TEST_F(PackageKernelTest, PackageCompiledIntoTheBuildNamesWhatIsWrong) {
+  Compiled c;
+  c.text = boundary_manifest().dump();
+  // A name expression the build did not compile (the manifest changed after the build).
+  KernelInfo k = compiled_package_kernel(c.package());
+  try {
+    k.complete(k);
+    FAIL() << "no error for a kernel without its function";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::package);
+    EXPECT_NE(std::string(e.what()).find("kernel \"k\" was not compiled into the build"), std::string::npos) << e.what();
+  }
+  // A manifest that does not fit the op: the field, as for kgate validate.
+  json m = boundary_manifest();
+  m["symbols"]["N"] = json::array({"z", 1});
+  c.text = m.dump();
+  c.functions = {{"k", &c.stub}};
+  KernelInfo bad = compiled_package_kernel(c.package());
+  try {
+    bad.complete(bad);
+    FAIL() << "no error for a manifest naming a tensor the op lacks";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("its manifest, as built:"), std::string::npos) << what;
+    EXPECT_NE(what.find("kernels/rows/package/kgate.json: symbols.N"), std::string::npos) << what;
+  }
+  // Several translation units (a dtype's own options): one nvcc compile cannot give them.
+  m = boundary_manifest();
+  m["nvrtc_options_for_dtype"] = {{"bf16", {"-DUSE_BF16"}}};
+  c.text = m.dump();
+  KernelInfo units = compiled_package_kernel(c.package());
+  EXPECT_THROW(units.complete(units), Error);
+}
+
+TEST_F(PackageKernelTest, ManifestTextIsCheckedWithoutItsFiles) {
+  // The bytes of a manifest whose directory does not exist: include_dirs may climb out (the
+  // build's own tree), sources are taken as written.
+  json m = boundary_manifest();
+  m["include_dirs"] = {".", "../../common"};
+  m["sources"] = {"missing.cu"};
+  ManifestCheckOptions options = testing::catalogue_options();
+  options.manifest_text = m.dump();
+  PackageManifest out;
+  EXPECT_TRUE(check_manifest("/nonexistent/pkg", options, &out).empty());
+  EXPECT_EQ(out.sources, (std::vector<std::string>{"missing.cu"}));
+  EXPECT_EQ(out.include_dirs, (std::vector<std::string>{".", "../../common"}));
+  // Read from disk, the same manifest is refused at both fields.
+  pkg.write_json("kgate.json", m);
+  const auto problems = check_manifest(pkg.path(), testing::catalogue_options());
+  std::set<std::string> fields;
+  for (const auto& p : problems) fields.insert(p.field);
+  EXPECT_TRUE(fields.count("sources[0]")) << format_problems(problems);
+  EXPECT_TRUE(fields.count("include_dirs[1]")) << format_problems(problems);
+  // What the schema refuses stays refused: an absolute include directory.
+  m["include_dirs"] = {"/usr/include"};
+  options.manifest_text = m.dump();
+  EXPECT_FALSE(check_manifest("/nonexistent/pkg", options).empty());
 }
 
 TEST_F(PackageKernelTest, CodeDigestNamesTheCodeNotThePackage) {
