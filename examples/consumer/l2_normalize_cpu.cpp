@@ -33,15 +33,8 @@ void launch(const kgate::KernelCall& call) {
 }
 
 KGATE_REGISTER_KERNEL(([] {
-  kgate::KernelInfo k;
-  k.name = L2N_NAME;
-  k.op = "l2_normalize";
-  k.backend = kgate::Backend::cpu;
-  k.dtypes = {kgate::DType::f32};
-  k.accepts_strided = true;
-  k.source = __FILE__;
+  kgate::KernelInfo k = kgate::cpu_kernel(L2N_NAME, "l2_normalize", {kgate::DType::f32}, __FILE__, launch);
   k.timed = false;  // a correctness twin: no CPU loop is a deployment candidate
-  k.launch = launch;
   return k;
 })());
 

@@ -34,19 +34,7 @@ void launch(const KernelCall& call) {
   }
 }
 
-KGATE_REGISTER_KERNEL(([] {
-  KernelInfo k;
-  k.name = "softmax_cpu";
-  k.op = "softmax";
-  k.backend = Backend::cpu;
-  k.dtypes = {DType::f32};
-  k.tile_sizes = {};
-  k.accepts_strided = true;
-  k.accepts_unaligned = true;
-  k.source = "kernels/softmax/softmax_cpu.cpp";
-  k.launch = launch;
-  return k;
-})());
+KGATE_REGISTER_KERNEL(cpu_kernel("softmax_cpu", "softmax", {DType::f32}, "kernels/softmax/softmax_cpu.cpp", launch));
 
 }  // namespace
 }  // namespace kgate::kernels

@@ -3,7 +3,7 @@
 // looking at x. Each shape's first call is right, so cases of distinct shapes all pass; the stale
 // check (the same shape again with other values, Runner::check_stale) must reject it.
 // Expected: "stale" (the mutant suite runs the random family's cases through check_stale).
-// Correct twin: kernels/gelu/gelu_elementwise.cu.
+// Correct twin: gelu_elementwise (kernels/gelu/package_gelu_elementwise).
 #include <cuda_runtime.h>
 
 #include <cstddef>

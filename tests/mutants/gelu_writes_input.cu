@@ -1,7 +1,7 @@
 // Mutant: gelu that also stores each result back into its input (using x as scratch space, as an
 // "in-place when possible" optimization would). The output is right; the caller's input is not.
 // The input checksum catches it in any family; expected: random.
-// Correct twin: kernels/gelu/gelu_elementwise.cu.
+// Correct twin: gelu_elementwise (kernels/gelu/package_gelu_elementwise).
 #include <cuda_runtime.h>
 
 #include "core/error.hpp"

@@ -1,6 +1,6 @@
 // The device code of adaptive_avg_pool2d_direct: x:[B,C,H,W] -> y:[B,C,OH,OW], any strides.
 // Compiled by nvcc into the in-tree kernel
-// (kernels/adaptive_avg_pool2d/adaptive_avg_pool2d_direct.cu) and by NVRTC as package
+// (adaptive_avg_pool2d_direct, kgate_add_kernel PACKAGE) and by NVRTC as package
 // adaptive_avg_pool2d_direct_pkg, so checking the package checks this code. NVRTC-compatible: no
 // host headers.
 // One thread per output cell (grid-stride): the window rows [floor(i*H/OH), ceil((i+1)*H/OH)) and

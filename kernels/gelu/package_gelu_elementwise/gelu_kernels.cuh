@@ -1,6 +1,6 @@
 // The device code of gelu_elementwise (exact, erf) and gelu_tanh_elementwise (tanh approximation)
-// over x:[B,N]. Compiled by nvcc into both in-tree kernels (through
-// kernels/gelu/gelu_elementwise.cuh) and by NVRTC as packages gelu_elementwise_pkg and
+// over x:[B,N]. Compiled by nvcc into both in-tree kernels (each is its package, built with
+// kgate_add_kernel PACKAGE) and by NVRTC as packages gelu_elementwise_pkg and
 // gelu_tanh_elementwise_pkg, so checking the packages checks this code. NVRTC-compatible: no host
 // headers.
 // A package reads only files inside its own directory, so this file exists twice, byte-identical

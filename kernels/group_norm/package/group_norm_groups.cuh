@@ -1,6 +1,6 @@
 // The device code of group_norm_block: group_norm of x:[B,G,CG,HW] (C = G*CG channels in G groups)
 // with weight and bias:[G,CG], any sizes and strides (scalar accesses). Compiled by nvcc into the
-// in-tree kernel (kernels/group_norm/group_norm_block.cu) and by NVRTC as package
+// in-tree kernel (group_norm_block, kgate_add_kernel PACKAGE) and by NVRTC as package
 // group_norm_block_pkg, so checking the package checks this code. NVRTC-compatible: no host
 // headers.
 // One block per (batch, group): the CG*HW elements of the group, three passes in float as

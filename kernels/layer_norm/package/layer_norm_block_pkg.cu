@@ -1,3 +1,3 @@
 // NVRTC entry of package layer_norm_block_pkg. The device code is layer_norm_rows.cuh, the file the
-// in-tree kernel kernels/layer_norm/layer_norm_block.cu compiles too.
+// in-tree kernel layer_norm_block (kgate_add_kernel PACKAGE) compiles too.
 #include "layer_norm_rows.cuh"

@@ -1,6 +1,6 @@
 // The device code of layer_norm_block: layer_norm over the rows of x:[B,N] with weight:[N] and
 // bias:[N], any strides (scalar accesses). Compiled by nvcc into the in-tree kernel
-// (kernels/layer_norm/layer_norm_block.cu) and by NVRTC as package layer_norm_block_pkg, so
+// (layer_norm_block, kgate_add_kernel PACKAGE) and by NVRTC as package layer_norm_block_pkg, so
 // checking the package checks this code. NVRTC-compatible: no host headers.
 // One block per row, three passes over the row in float:
 //   1. s1 = sum(x - p) with p = the row's first element: differences from a value inside the row

@@ -1,3 +1,3 @@
 // NVRTC entry of package log_softmax_block_pkg. The device code is log_softmax_rows.cuh, the file
-// the in-tree kernel kernels/log_softmax/log_softmax_block.cu compiles too.
+// the in-tree kernel log_softmax_block (kgate_add_kernel PACKAGE) compiles too.
 #include "log_softmax_rows.cuh"

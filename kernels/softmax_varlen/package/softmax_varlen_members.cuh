@@ -1,7 +1,7 @@
 // The device code of softmax_varlen_block: softmax over each member of a packed batch, x:[T] with
 // int32 offsets cu_seqlens:[S+1] (contiguous), y:[T], any member lengths (0 included) and any
 // strides of x and y. Compiled by nvcc into the in-tree kernel
-// (kernels/softmax_varlen/softmax_varlen_block.cu) and by NVRTC as package
+// (softmax_varlen_block, kgate_add_kernel PACKAGE) and by NVRTC as package
 // softmax_varlen_block_pkg, so checking the package checks this code. NVRTC-compatible: no host
 // headers.
 // One block per member, three passes over it in float (max, sum of exp(x - max), write

@@ -1,5 +1,6 @@
 // Device code of the l2_normalize kernels: one block per row, fp32 accumulation.
-// kDropTail is the bug of the wrong kernel: it works in groups of 4 and forgets the last N % 4.
+// L2N_DROP_TAIL (-DL2N_DROP_TAIL=true) is the bug of the wrong kernel: it works in groups of 4 and
+// forgets the last N % 4. NVRTC-compatible (the package compiles it at run time too).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -7,14 +8,18 @@
 
 #include <cstdint>
 
+#ifndef L2N_DROP_TAIL
+#define L2N_DROP_TAIL false
+#endif
+
 namespace l2n {
 
-template <typename T, bool kDropTail>
+template <typename T>
 __global__ void normalize_rows(const T* x, T* y, int64_t n, int64_t x_row_stride, int64_t y_row_stride,
                                float eps) {
   const T* xr = x + blockIdx.x * x_row_stride;
   T* yr = y + blockIdx.x * y_row_stride;
-  const int64_t end = kDropTail ? n - n % 4 : n;
+  const int64_t end = L2N_DROP_TAIL ? n - n % 4 : n;
   float sum = 0.f;
   for (int64_t i = threadIdx.x; i < end; i += blockDim.x) {
     const float v = static_cast<float>(xr[i]);
