@@ -4,15 +4,10 @@
 # between runs stripped, numbers to 4 significant digits; the diff in OUT_DIR/same-verdicts.diff) and
 # per kernel: outcome, case counts, worst margin, each failure's case id and margin. Exit 1 when a
 # kernel differs.
-import json, sys, difflib
-varies = {"seconds", "started_at", "git_sha", "command", "sandbox", "worker_output", "worker_output_bytes",
-          "worker_output_dropped_bytes", "worker_start_s", "worker_end_s", "worker_device", "worker_ordinal", "start_s", "end_s",
-          "device", "driver", "cuda", "torch", "kgate_version", "source"}
-def clean(v):
-    if isinstance(v, dict): return {k: clean(x) for k, x in v.items() if k not in varies}
-    if isinstance(v, list): return [clean(x) for x in v]
-    if isinstance(v, float): return float(f"{v:.4g}")
-    return v
+import json, os, sys, difflib
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from report_clean import clean as clean_report  # what check_golden.sh strips; "source" too (two trees)
+def clean(v): return clean_report(v, also_varies=("source",))
 def sig(x):  # 4 significant digits, as text: "inf" and "nan" (written as strings) compare equal
     try:
         return f"{float(x):.4g}"

@@ -32,21 +32,10 @@ compare() {  # NAME TEXT_FILE
 echo "kgate check --backend cpu --no-speed --seed 1: exit $?" > "$out/check_cpu.json"
 python3 - "$out/check/report.json" "$src" "$build" >> "$out/check_cpu.json" <<'PY' || status=1
 import json, sys
+sys.path.insert(0, sys.argv[2] + "/ci")
+from report_clean import clean  # ci/report_clean.py: what varies, 4 significant digits
 report, src, build = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3]
-varies = {"seconds", "started_at", "git_sha", "command", "sandbox", "worker_output", "worker_output_bytes",
-          "worker_output_dropped_bytes", "worker_start_s", "worker_end_s", "worker_device", "worker_ordinal", "start_s", "end_s",
-          "device", "driver", "cuda", "torch", "kgate_version"}
-def clean(v):
-    if isinstance(v, dict):
-        return {k: clean(x) for k, x in v.items() if k not in varies}
-    if isinstance(v, list):
-        return [clean(x) for x in v]
-    if isinstance(v, float):
-        return float(f"{v:.4g}")
-    if isinstance(v, str):
-        return v.replace(build, "<build>").replace(src, "<src>")
-    return v
-print(json.dumps(clean(report), indent=1, sort_keys=True))
+print(json.dumps(clean(report, replace=((build, "<build>"), (src, "<src>"))), indent=1, sort_keys=True))
 PY
 compare check_cpu.json "$out/check_cpu.json" "kgate check's report.json"
 
