@@ -612,9 +612,10 @@ class KernelCheck {
     report.baseline_source = baseline->source;
     CorrectnessReport b;
     b.cases = static_cast<int64_t>(cases.size());
+    // The base's settings, resolved once (it is judged as its own kernel name would be).
+    const GateSettings base_settings = options.config.resolve(op.name, baseline->name, options.cli);
     for (size_t i = 0; i < cases.size() && !runner.context_lost(); ++i) {
-      auto r = runner.check_case(*baseline, cases[i],
-                                 rule_for(op, cases[i].dtype, options, baseline->name));
+      auto r = runner.check_case(*baseline, cases[i], rule_for(op, cases[i].dtype, base_settings, options));
       if (r.fallback) ++b.fallback;
       if (r.outcome == Outcome::failed) {
         ++b.failed;

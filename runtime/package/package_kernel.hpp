@@ -125,15 +125,8 @@ std::map<std::string, std::string> op_symbols_of(const PackageManifest& manifest
 /// refers to `manifest` and `op`, which must outlive it.
 GuardModel guard_model_of(const PackageManifest& manifest, const OpSignature& op);
 
-/// Correctness cases on both sides of every guard boundary, all inside the op's shape domain and
-/// at most `max_elements` elements per tensor:
-///   - for every guard.shapes range: min-1, min, max, max+1 (and, with multiple_of > 1, a multiple
-///     and the value above it), the other symbols at small values inside the guard;
-///   - one case per op dtype that is not in guard.dtypes;
-///   - one case per drawn layout (strided, offset, padded: row-padded, offset16: 16-byte but not
-///     256-byte aligned), on either side of guard.layouts.
-/// Family "guard_inside" or "guard_outside" by case_guard_violation; values "normal"; seeds derive
-/// from `seed`. Values outside the op's domain (e.g. max+1 when max is the op's max) are skipped.
+/// Correctness cases on both sides of every guard boundary of the manifest (props::guard_boundary_cases,
+/// gates/props/guard_cases.hpp, over guard_model_of: what each case is and how it is drawn).
 std::vector<Case> guard_boundary_cases(const PackageManifest& manifest, const OpSignature& op,
                                        uint64_t seed, int64_t max_elements = int64_t{1} << 24);
 
