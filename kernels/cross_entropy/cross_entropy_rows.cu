@@ -1,8 +1,9 @@
-// cross_entropy_rows: the op of cross_entropy.op.json (mean cross-entropy with ignore_index) for f32,
+// The mutants of cross_entropy_rows, whose right version is its package (package/, compiled into the
+// build by kgate_add_kernel PACKAGE); this launcher is theirs alone. The kernel: the op of cross_entropy.op.json (mean cross-entropy with ignore_index) for f32,
 // f16 and bf16 logits and int64 targets; rows of any length, any strides. The device code is
 // package/cross_entropy_rows.cuh (two deterministic passes), shared with the package
 // cross_entropy_rows_pkg; here the rows' scratch is a stream-ordered allocation.
-// This source also registers two mutants:
+// This source registers two mutants:
 //   mutant_cross_entropy_ignored_counted  rows with target == ignore_index counted in the mean
 //   mutant_cross_entropy_no_max_sub       exp(x) without subtracting the row max (overflows)
 #include <cuda_bf16.h>
@@ -57,7 +58,6 @@ KernelInfo info(const char* name, void (*fn)(const KernelCall&), bool mutant, co
   return k;
 }
 
-KGATE_REGISTER_KERNEL(info("cross_entropy_rows", launch<0>, false, ""));
 KGATE_REGISTER_KERNEL(info("mutant_cross_entropy_ignored_counted", launch<1>, true, "random"));
 KGATE_REGISTER_KERNEL(info("mutant_cross_entropy_no_max_sub", launch<2>, true, "extreme"));
 

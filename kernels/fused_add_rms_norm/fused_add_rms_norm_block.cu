@@ -1,4 +1,5 @@
-// fused_add_rms_norm_block: the op of fused_add_rms_norm.op.json (an op kgate does not build in),
+// The mutants of fused_add_rms_norm_block, whose right version is its package (package/, compiled into the
+// build by kgate_add_kernel PACKAGE); this launcher is theirs alone. The kernel: the op of fused_add_rms_norm.op.json (an op kgate does not build in),
 // for f32, f16 and bf16, rows of any length, contiguous rows (any row stride;
 // accepts_strided is false, so no case has a strided last dim).
 // The device code is package/fused_add_rms_norm_rows.cuh, shared with the package
@@ -50,7 +51,6 @@ KernelInfo info(const char* name, void (*fn)(const KernelCall&), bool mutant, co
   return k;
 }
 
-KGATE_REGISTER_KERNEL(info("fused_add_rms_norm_block", launch<0>, false, ""));
 KGATE_REGISTER_KERNEL(info("mutant_fused_add_rms_norm_tail_dropped", launch<1>, true, "ragged"));
 KGATE_REGISTER_KERNEL(info("mutant_fused_add_rms_norm_norms_x", launch<2>, true, "random"));
 

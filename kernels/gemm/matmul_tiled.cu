@@ -1,8 +1,9 @@
-// matmul_tiled: the op of matmul.op.json for bf16, f16 and f32 a and b of any shapes and strides.
+// The mutants of matmul_tiled, whose right version is its package (package/, compiled into the
+// build by kgate_add_kernel PACKAGE); this launcher is theirs alone. The kernel: the op of matmul.op.json for bf16, f16 and f32 a and b of any shapes and strides.
 // The device code is package/matmul_tiled.cuh, shared with the package matmul_tiled_pkg: 64 x 64
 // output tiles, 16-deep slices of K in shared memory as float, float32 accumulation. A correctness twin, not a deployment candidate: cuBLAS, which eager
 // calls, is several times faster (tensor cores), so it is not timed.
-// This source also registers two mutants:
+// This source registers two mutants:
 //   mutant_matmul_k_tail_dropped  the last K % 16 products never added (ragged K)
 //   mutant_matmul_storage_accum   accumulation rounded to the storage dtype after every slice
 #include <cuda_bf16.h>
@@ -63,7 +64,6 @@ KernelInfo info(const char* name, void (*fn)(const KernelCall&), bool mutant, co
   return k;
 }
 
-KGATE_REGISTER_KERNEL(info("matmul_tiled", launch<kCorrect>, false, ""));
 KGATE_REGISTER_KERNEL(info("mutant_matmul_k_tail_dropped", launch<kKTailDropped>, true, "ragged"));
 KGATE_REGISTER_KERNEL(info("mutant_matmul_storage_accum", launch<kStorageAccum>, true, "random"));
 

@@ -1,8 +1,9 @@
-// quantize_int8_rows: the op of quantize_int8_per_token.op.json for f32, f16 and bf16 rows of any
+// The mutants of quantize_int8_rows, whose right version is its package (package/, compiled into the
+// build by kgate_add_kernel PACKAGE); this launcher is theirs alone. The kernel: the op of quantize_int8_per_token.op.json for f32, f16 and bf16 rows of any
 // length and strides. The device code is package/quantize_int8_rows.cuh, shared with the package
 // quantize_int8_rows_pkg: one block per row reduces |x| to the row's scale, then each element is
 // divided by it and rounded to nearest even, as the op states.
-// This source also registers two mutants:
+// This source registers two mutants:
 //   mutant_quantize_int8_truncates   q = (int)(x / scale): rounds toward zero
 //   mutant_quantize_int8_signed_max  the scale from max(x), not max(|x|): rows led by a negative
 //                                    value overflow and clamp
@@ -55,7 +56,6 @@ KernelInfo info(const char* name, void (*fn)(const KernelCall&), bool mutant, co
   return k;
 }
 
-KGATE_REGISTER_KERNEL(info("quantize_int8_rows", launch<kCorrect>, false, ""));
 KGATE_REGISTER_KERNEL(info("mutant_quantize_int8_truncates", launch<kTruncates>, true, "random"));
 KGATE_REGISTER_KERNEL(info("mutant_quantize_int8_signed_max", launch<kSignedMax>, true, "random"));
 

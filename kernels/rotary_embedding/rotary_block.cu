@@ -1,8 +1,9 @@
-// rotary_block: rotary position embedding in place, for the ops of rotary_embedding.op.json
+// The mutants of rotary_block and rotary_interleaved_block, whose right version is its package (package_half_split and package_interleaved/, compiled into the
+// build by kgate_add_kernel PACKAGE); this launcher is theirs alone. The kernel: rotary position embedding in place, for the ops of rotary_embedding.op.json
 // (half-split pairs, j and j + D2) and rotary_embedding_interleaved.op.json (pairs 2j, 2j+1;
 // built with ROTARY_INTERLEAVED). One block per (token, head); f32, f16 and bf16; any strides.
 // The products are rounded as the eager reference rounds them (no fused multiply-add).
-// The half-split build also registers two mutants, and the interleaved one a third:
+// The half-split build registers two mutants, and the interleaved one a third:
 //   mutant_rotary_positions_int32    the int64 positions read as int32
 //   mutant_rotary_last_position      positions clamped to P-2 (the cache's last row never used)
 //   mutant_rotary_interleaved_as_half_split  the interleaved op rotated with half-split pairs
@@ -57,11 +58,9 @@ KernelInfo info(const char* name, const char* op, void (*fn)(const KernelCall&),
 }
 
 #ifndef ROTARY_INTERLEAVED
-KGATE_REGISTER_KERNEL(info("rotary_block", "rotary_embedding", launch<false, 0>, false, ""));
 KGATE_REGISTER_KERNEL(info("mutant_rotary_positions_int32", "rotary_embedding", launch<false, 1>, true, "random"));
 KGATE_REGISTER_KERNEL(info("mutant_rotary_last_position", "rotary_embedding", launch<false, 2>, true, "random"));
 #else
-KGATE_REGISTER_KERNEL(info("rotary_interleaved_block", "rotary_embedding_interleaved", launch<true, 0>, false, ""));
 KGATE_REGISTER_KERNEL(info("mutant_rotary_interleaved_as_half_split", "rotary_embedding_interleaved",
                            launch<false, 0>, true, "random"));
 #endif

@@ -1,4 +1,4 @@
-// The device code of cross_entropy_rows (kernels/cross_entropy/cross_entropy_rows.cu) and of package
+// The device code of cross_entropy_rows (compiled into the build from this package; its mutants in kernels/cross_entropy/cross_entropy_rows.cu) and of package
 // cross_entropy_rows_pkg. NVRTC-compatible: no host headers.
 // Two deterministic passes: one 256-thread block per row reads the row once (online logsumexp) and
 // writes the row's loss and whether it counts (its target is not ignore_index) into `rows` (2 floats

@@ -1,4 +1,4 @@
-// The device code of fused_add_rms_norm_block (kernels/fused_add_rms_norm/fused_add_rms_norm_block.cu)
+// The device code of fused_add_rms_norm_block (compiled into the build from this package; its mutants in kernels/fused_add_rms_norm/fused_add_rms_norm_block.cu)
 // and of package fused_add_rms_norm_block_pkg. NVRTC-compatible: no host headers.
 // One 256-thread block per row: r = x + residual is rounded to the dtype and stored, its squares
 // summed in float; then y = r * rsqrt(mean(r^2) + eps) * weight, rounded once. Rows are contiguous

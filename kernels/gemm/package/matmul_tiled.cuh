@@ -1,4 +1,4 @@
-// The device code of matmul_tiled (kernels/gemm/matmul_tiled.cu) and of package matmul_tiled_pkg.
+// The device code of matmul_tiled (compiled into the build from this package; its mutants in kernels/gemm/matmul_tiled.cu) and of package matmul_tiled_pkg.
 // NVRTC-compatible: no host headers. 64 x 64 output tiles (grid: ceil(N/64) x ceil(M/64), 256
 // threads), 16-deep slices of K staged in shared memory as float, 4 x 4 outputs per thread, float32
 // accumulation; a and b of any strides.

@@ -1,4 +1,4 @@
-// The device code of quantize_int8_rows (kernels/quantize_int8/quantize_int8_rows.cu) and of package
+// The device code of quantize_int8_rows (compiled into the build from this package; its mutants in kernels/quantize_int8/quantize_int8_rows.cu) and of package
 // quantize_int8_rows_pkg. NVRTC-compatible: no host headers.
 // One block per row: a block reduction of |x| gives the row's scale, max(amax, 1e-10) / 127 (IEEE
 // division), then each element is divided by it and rounded to nearest even (rintf), clamped to

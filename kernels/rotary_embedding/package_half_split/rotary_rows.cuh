@@ -1,4 +1,4 @@
-// The device code of rotary_block and rotary_interleaved_block (kernels/rotary_embedding/rotary_block.cu)
+// The device code of rotary_block and rotary_interleaved_block (compiled into the build from the two packages; the mutants in kernels/rotary_embedding/rotary_block.cu)
 // and of their packages. NVRTC-compatible: no host headers.
 // One block per (token, head): each thread rotates pairs of q in place, reading cos/sin at the
 // token's int64 position; half-split pairs are (j, j + D2), interleaved pairs (2j, 2j + 1). The
