@@ -169,13 +169,11 @@ void sanitize_in_workers(KernelReport& kr, const KernelInfo& k, const LoadedPack
     all = package_options(args.options, *package)
               .extra_cases;  // inside the guard, where the kernel runs
   } else {
-    props::GeneratorOptions gen;
-    gen.seed = args.options.seed;
-    gen.cases = args.options.cases;
-    gen.families = args.options.families;
+    // The kernel's own cases (its config's count and families too), less the huge one.
+    const OpSignature& op = find_op(k.op);
     auto traits = traits_of(k);
     traits.huge = false;
-    all = props::generate_cases(find_op(k.op), traits, gen);
+    all = props::generate_cases(op, traits, resolve_settings(op, k.name, args.options).cases);
   }
   const auto subset = sanitize_subset(all, args.sanitize_cases);
   WorkerLaunch launch;

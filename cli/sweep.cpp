@@ -240,14 +240,11 @@ KernelResult sweep_kernel(Runner& runner, const Target& t, const SweepArgs& args
                           std::map<DType, std::vector<sensitivity::CaseErrors>>* raw = nullptr) {
   const KernelInfo& kernel = *t.kernel;
   const OpSignature& op = find_op(kernel.op);
-  const GateSettings settings = t.options.config.resolve(op.name, kernel.name, t.options.cli);
+  const KernelSettings settings = resolve_settings(op, kernel.name, t.options);  // once per kernel
   KernelResult k{kernel.name, kernel.op, backend_name(kernel.backend), kernel.source, 0, kDefaultFragileMargin, {}};
-  k.fragile_margin = args.fragile_margin.value_or(settings.fragile_margin.value_or(kDefaultFragileMargin));
+  k.fragile_margin = args.fragile_margin.value_or(settings.gates.fragile_margin.value_or(kDefaultFragileMargin));
 
-  props::GeneratorOptions gen;
-  gen.seed = t.options.seed;
-  gen.cases = settings.cases.value_or(t.options.cases);
-  gen.families = settings.families.empty() ? t.options.families : settings.families;
+  const props::GeneratorOptions& gen = settings.cases;
   auto traits = traits_of(kernel);
   traits.huge = false;  // tolerance sensitivity: the huge case's cost buys nothing here
   auto cases = props::generate_cases(op, traits, gen);
@@ -258,7 +255,7 @@ KernelResult sweep_kernel(Runner& runner, const Target& t, const SweepArgs& args
   const size_t step = std::max<size_t>(1, cases.size() / 8);
   for (size_t i = 0; i < cases.size(); ++i) {
     const Case& c = cases[i];
-    const auto rule = rule_for(op, c.dtype, t.options, kernel.name);
+    const auto rule = rule_for(op, c.dtype, settings);
     const CaseResult r = runner.check_case(kernel, c, rule, grid.rtols);
     const bool lost = runner.context_lost();  // this case faulted: nothing more runs in this context
     if ((i + 1) % step == 0 || i + 1 == cases.size())

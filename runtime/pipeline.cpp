@@ -74,19 +74,35 @@ std::string default_rule(const OpSignature& op, DType dtype) {
   return op.default_rule;
 }
 
-correctness::RuleConfig rule_for(const OpSignature& op, DType dtype, const CheckOptions& options,
-                                 const std::string& kernel) {
-  return rule_for(op, dtype, options.config.resolve(op.name, kernel, options.cli), options);
+KernelSettings resolve_settings(const OpSignature& op, const std::string& kernel, const CheckOptions& options) {
+  KernelSettings k;
+  k.gates = options.config.resolve(op.name, kernel, options.cli);
+  const GateSettings& s = k.gates;
+  k.rule = !options.rule.empty() ? options.rule : s.rule.value_or("");
+  k.atol = options.atol;
+  k.rtol = options.rtol;
+  k.cases.seed = options.seed;
+  k.cases.cases = s.cases.value_or(options.cases);
+  k.cases.families = s.families.empty() ? options.families : s.families;
+  k.timing = options.timing;
+  if (s.delta) k.timing.interleave.delta = *s.delta;
+  if (s.alpha) k.timing.interleave.alpha = *s.alpha;
+  if (s.time_budget_s) k.timing.interleave.time_budget_s = *s.time_budget_s;
+  return k;
 }
 
-correctness::RuleConfig rule_for(const OpSignature& op, DType dtype, const GateSettings& s,
-                                 const CheckOptions& options) {
+correctness::RuleConfig rule_for(const OpSignature& op, DType dtype, const CheckOptions& options,
+                                 const std::string& kernel) {
+  return rule_for(op, dtype, resolve_settings(op, kernel, options));
+}
+
+correctness::RuleConfig rule_for(const OpSignature& op, DType dtype, const KernelSettings& settings) {
+  const GateSettings& s = settings.gates;
   correctness::RuleConfig rule;
-  rule.kind = correctness::parse_rule(
-      !options.rule.empty() ? options.rule : s.rule.value_or(default_rule(op, dtype)));
+  rule.kind = correctness::parse_rule(!settings.rule.empty() ? settings.rule : default_rule(op, dtype));
   rule.tolerance = op.tolerance_for(dtype);
   const bool own_tolerance =
-      !s.atol && !s.rtol && !s.tolerance.count(dtype) && !options.atol && !options.rtol;
+      !s.atol && !s.rtol && !s.tolerance.count(dtype) && !settings.atol && !settings.rtol;
   if (own_tolerance) {
     rule.scale_symbol = op.tolerance_scale_symbol;
     rule.scale_power = op.tolerance_scale_power;
@@ -98,8 +114,8 @@ correctness::RuleConfig rule_for(const OpSignature& op, DType dtype, const GateS
     if (it->second.first) rule.tolerance.atol = *it->second.first;
     if (it->second.second) rule.tolerance.rtol = *it->second.second;
   }
-  if (options.atol) rule.tolerance.atol = *options.atol;
-  if (options.rtol) rule.tolerance.rtol = *options.rtol;
+  if (settings.atol) rule.tolerance.atol = *settings.atol;
+  if (settings.rtol) rule.tolerance.rtol = *settings.rtol;
   if (s.max_ulp) rule.max_ulp = *s.max_ulp;
   if (s.ref_ratio_k) rule.ratio_k = *s.ref_ratio_k;
   if (s.ref_ratio_floor) rule.ratio_floor = *s.ref_ratio_floor;
@@ -187,13 +203,13 @@ void record(CorrectnessReport& c, CaseResult r, size_t keep) {
 
 // Stale outputs, outputs written before, and bitwise determinism, on the first case of each family.
 void run_behaviour_checks(Runner& runner, const KernelInfo& kernel, const OpSignature& op,
-                          const std::vector<Case>& cases, const GateSettings& settings,
+                          const std::vector<Case>& cases, const KernelSettings& settings,
                           const CheckOptions& options, KernelReport& report) {
   std::set<std::string> families;
   for (const auto& c : cases) {
     // The huge case is not run again: it costs seconds and gigabytes each time.
     if (c.family == "huge" || !families.insert(c.family).second || runner.context_lost()) continue;
-    const auto rule = rule_for(op, c.dtype, settings, options);
+    const auto rule = rule_for(op, c.dtype, settings);
     ++report.correctness.behaviour_checks;
     record(report.correctness, runner.check_stale(kernel, c, rule), options.max_failures_kept);
     ++report.correctness.behaviour_checks;
@@ -240,7 +256,7 @@ KernelInfo null_kernel(const KernelInfo& kernel, const std::string& which) {
 }
 
 void run_null_calibration(Runner& runner, const KernelInfo& kernel, const OpSignature& op,
-                          const std::vector<Case>& cases, const GateSettings& settings,
+                          const std::vector<Case>& cases, const KernelSettings& settings,
                           const CheckOptions& options, KernelReport& report) {
   for (const std::string which : {"zeros", "copy"}) {
     const KernelInfo nk = null_kernel(kernel, which);
@@ -250,7 +266,7 @@ void run_null_calibration(Runner& runner, const KernelInfo& kernel, const OpSign
       auto& counts = per_family[c.family.empty() ? "other" : c.family];
       if (counts.first >= options.null_calibration_cases || runner.context_lost()) continue;
       ++counts.first;
-      if (runner.check_case(nk, c, rule_for(op, c.dtype, settings, options)).outcome ==
+      if (runner.check_case(nk, c, rule_for(op, c.dtype, settings)).outcome ==
           Outcome::failed)
         ++counts.second;
     }
@@ -265,15 +281,6 @@ void run_null_calibration(Runner& runner, const KernelInfo& kernel, const OpSign
 }  // namespace
 
 namespace {
-
-props::GeneratorOptions generator_options(const GateSettings& settings,
-                                          const CheckOptions& options) {
-  props::GeneratorOptions gen;
-  gen.seed = options.seed;
-  gen.cases = settings.cases.value_or(options.cases);
-  gen.families = settings.families.empty() ? options.families : settings.families;
-  return gen;
-}
 
 // The correctness cases of `kernel` (of `op`), generated as `gen` says.
 std::vector<Case> cases_of(const KernelInfo& kernel, const OpSignature& op,
@@ -293,10 +300,7 @@ std::vector<Case> cases_of(const KernelInfo& kernel, const OpSignature& op,
 
 std::vector<Case> correctness_cases(const KernelInfo& kernel, const CheckOptions& options) {
   const OpSignature& op = find_op(kernel.op);
-  return cases_of(
-      kernel, op,
-      generator_options(options.config.resolve(op.name, kernel.name, options.cli), options),
-      options);
+  return cases_of(kernel, op, resolve_settings(op, kernel.name, options).cases, options);
 }
 
 namespace {
@@ -313,9 +317,9 @@ class KernelCheck {
         options(options),
         baseline(baseline),
         op(find_op(kernel.op)),
-        settings(options.config.resolve(op.name, kernel.name, options.cli)),
+        settings(resolve_settings(op, kernel.name, options)),
         timing(timing_for(settings)),
-        gen(generator_options(settings, options)),
+        gen(settings.cases),
         traits(traits_of(kernel)),
         cases(cases_of(kernel, op, gen, options)),
         step(std::max<int64_t>(1, static_cast<int64_t>(cases.size()) / 8)),
@@ -382,11 +386,8 @@ class KernelCheck {
   }
 
   // Config (global < op < kernel) under the command line, for this kernel.
-  TimingOptions timing_for(const GateSettings& s) const {
-    TimingOptions t = options.timing;
-    if (s.delta) t.interleave.delta = *s.delta;
-    if (s.alpha) t.interleave.alpha = *s.alpha;
-    if (s.time_budget_s) t.interleave.time_budget_s = *s.time_budget_s;
+  TimingOptions timing_for(const KernelSettings& s) const {
+    TimingOptions t = s.timing;
     // Fewer blocks than this can never decide, however large the slowdown: the budget cannot stop
     // a comparison before them (unless they take 10x the budget; the note then says what would do).
     const int64_t own =
@@ -433,7 +434,7 @@ class KernelCheck {
     if (options.on_case) options.on_case(i, cases.size(), c, nullptr);
     const bool copies = static_cast<int64_t>(i) == options.reference_copies_at;
     runner.set_references_on_copies(copies);
-    auto r = runner.check_case(kernel, c, rule_for(op, c.dtype, settings, options));
+    auto r = runner.check_case(kernel, c, rule_for(op, c.dtype, settings));
     runner.set_references_on_copies(false);
     // The reference faulted on a view: a fresh worker runs this case again with the reference on
     // contiguous copies (once; a fault there is final), so it is counted there. (Only a worker's
@@ -525,7 +526,7 @@ class KernelCheck {
 
   // FRAGILE, and a guard whose fallback side (or kernel side) no case reached.
   void warn_of_margin_and_guard() {
-    const double fragile_margin = settings.fragile_margin.value_or(kDefaultFragileMargin);
+    const double fragile_margin = settings.gates.fragile_margin.value_or(kDefaultFragileMargin);
     if (report.correctness.failed == 0 && report.correctness.worst_margin > fragile_margin)
       report.correctness.warnings.push_back(
           "FRAGILE: passes with a worst margin of " + fmt_g(report.correctness.worst_margin) +
@@ -613,9 +614,9 @@ class KernelCheck {
     CorrectnessReport b;
     b.cases = static_cast<int64_t>(cases.size());
     // The base's settings, resolved once (it is judged as its own kernel name would be).
-    const GateSettings base_settings = options.config.resolve(op.name, baseline->name, options.cli);
+    const KernelSettings base_settings = resolve_settings(op, baseline->name, options);
     for (size_t i = 0; i < cases.size() && !runner.context_lost(); ++i) {
-      auto r = runner.check_case(*baseline, cases[i], rule_for(op, cases[i].dtype, base_settings, options));
+      auto r = runner.check_case(*baseline, cases[i], rule_for(op, cases[i].dtype, base_settings));
       if (r.fallback) ++b.fallback;
       if (r.outcome == Outcome::failed) {
         ++b.failed;
@@ -652,11 +653,11 @@ class KernelCheck {
     }
     say(kernel.name + ": shrinking the failing case " + first->kcase.id());
     const auto shrunk = props::shrink(first->kcase, op, kernel.tile_sizes, [&](const Case& c) {
-      return runner.check_case(kernel, c, rule_for(op, c.dtype, settings, options)).outcome ==
+      return runner.check_case(kernel, c, rule_for(op, c.dtype, settings)).outcome ==
              Outcome::failed;
     });
     auto minimal = runner.check_case(kernel, shrunk.minimal,
-                                     rule_for(op, shrunk.minimal.dtype, settings, options));
+                                     rule_for(op, shrunk.minimal.dtype, settings));
     minimal.kcase.family = first->kcase.family;
     report.correctness.minimal = minimal;
     say(kernel.name + ": minimal failing case " + minimal.kcase.id() + " (" +
@@ -668,7 +669,7 @@ class KernelCheck {
   // correctness, and ends its timing (what it measured is not a correct kernel's time).
   void timed_comparison(const KernelInfo* against, const Case& c) {
     const auto start = std::chrono::steady_clock::now();
-    const auto rule = rule_for(op, c.dtype, settings, options);
+    const auto rule = rule_for(op, c.dtype, settings);
     SpeedComparison s = runner.time_case(kernel, against, c, timing, options.seed, &rule);
     s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (s.wrong_while_timed) {
@@ -694,7 +695,7 @@ class KernelCheck {
       timed_comparison(nullptr, c);
       // gate_against_eager: false: a kernel with a base to gate against reports eager,
       // informational.
-      if (baseline && options.baseline_is_base && settings.gate_against_eager == false)
+      if (baseline && options.baseline_is_base && settings.gates.gate_against_eager == false)
         report.speed.back().gates = false;
       if (baseline && !wrong_while_timed && options.baseline_is_base &&
           report.baseline_correctness && report.baseline_correctness->failed > 0) {
@@ -786,7 +787,7 @@ class KernelCheck {
   const CheckOptions& options;
   const KernelInfo* baseline;  // relaunched's, where equal digests were overruled by the launches
   const OpSignature& op;
-  const GateSettings settings;
+  const KernelSettings settings;
   const TimingOptions timing;
   const props::GeneratorOptions gen;
   const props::KernelTraits traits;

@@ -108,14 +108,25 @@ void resolve_captured(Case& c, const std::vector<CapturedFile>& files);
 /// names one: eager_relative for f16 and bf16 (unless the op asks for ulp), else the op's.
 std::string default_rule(const OpSignature& op, DType dtype);
 
-/// The rule for one case of `kernel`: the op's default rule and tolerance per dtype, overridden by
-/// the config (global < op < kernel), then by the command line / options.
+/// One kernel's settings, resolved once: the config and the command line's settings by
+/// Config::resolve's precedence (global < op < kernel < cli), then CheckOptions' own rule,
+/// tolerances, case count and families, then the defaults. A kernel's cases, the rule of each of
+/// its cases and its timing are read from this alone.
+struct KernelSettings {
+  GateSettings gates;                ///< the config and the command line, for this op and kernel
+  std::string rule;                  ///< the rule for every dtype; "" : the op's (default_rule) per dtype
+  std::optional<double> atol, rtol;  ///< tolerances over every dtype's, the config's included
+  props::GeneratorOptions cases;     ///< seed, case count and families of the generated cases
+  TimingOptions timing;              ///< options.timing with the settings' delta, alpha and budget
+};
+KernelSettings resolve_settings(const OpSignature& op, const std::string& kernel, const CheckOptions& options);
+
+/// The rule for one case of a kernel: the op's default rule and tolerance for the dtype, overridden
+/// by the kernel's settings.
+correctness::RuleConfig rule_for(const OpSignature& op, DType dtype, const KernelSettings& settings);
+/// rule_for under resolve_settings(op, kernel, options).
 correctness::RuleConfig rule_for(const OpSignature& op, DType dtype, const CheckOptions& options,
                                  const std::string& kernel = "");
-/// The same, with the kernel's settings already resolved (options.config.resolve(op, kernel,
-/// options.cli)): check_kernel resolves them once per kernel.
-correctness::RuleConfig rule_for(const OpSignature& op, DType dtype, const GateSettings& settings,
-                                 const CheckOptions& options);
 
 /// Representative shapes for timing: mid-size to large, cycling through the kernel's dtypes.
 std::vector<Case> speed_cases(const OpSignature& op, const KernelInfo& kernel, uint64_t seed, int64_t count);

@@ -7,6 +7,9 @@
 #include <memory>
 #include <set>
 
+#include <nlohmann/json.hpp>
+
+#include "core/config.hpp"
 #include "references/catalogue.hpp"
 #include "runtime/pipeline.hpp"
 
@@ -361,6 +364,54 @@ TEST(Pipeline, StaleCheckCatchesCachedOutputs) {
   const auto r = runner.check_stale(k, c, rule_for(op, c.dtype, CheckOptions{}));
   EXPECT_EQ(r.outcome, Outcome::failed);
   EXPECT_EQ(r.rule, "stale");
+}
+
+}  // namespace
+}  // namespace kgate
+
+namespace kgate {
+namespace {
+
+// A kernel's settings come from one place (resolve_settings): config global < op < kernel < the
+// command line's settings, then --rule / --atol / --rtol over every dtype, then the defaults. The
+// rule of a case, the generated cases and the timing are read from it.
+TEST(Pipeline, AKernelsSettingsAreResolvedInOnePlace) {
+  CheckOptions o;
+  o.config = parse_config(nlohmann::json::parse(R"({
+    "format": "kgate-config/1",
+    "global": {"rule": "ulp", "delta": 0.02},
+    "ops": {"softmax": {"cases": 100, "families": ["random"], "tolerance": {"f32": {"rtol": 0.02}}}},
+    "kernels": {"softmax_cpu": {"cases": 12, "alpha": 0.01, "fragile_margin": 0.5}}
+  })"), "kgate.config.json");
+  o.seed = 7;
+  o.timing.interleave.time_budget_s = 2.5;
+  const OpSignature& op = find_op("softmax");
+  KernelSettings s = resolve_settings(op, "softmax_cpu", o);
+  EXPECT_EQ(s.cases.seed, 7u);
+  EXPECT_EQ(s.cases.cases, 12);                                   // kernel over op
+  EXPECT_EQ(s.cases.families, (std::vector<std::string>{"random"}));  // op
+  EXPECT_EQ(s.rule, "ulp");                                       // global
+  EXPECT_DOUBLE_EQ(s.timing.interleave.delta, 0.02);              // global
+  EXPECT_DOUBLE_EQ(s.timing.interleave.alpha, 0.01);              // kernel
+  EXPECT_DOUBLE_EQ(s.timing.interleave.time_budget_s, 2.5);       // the options' own
+  EXPECT_DOUBLE_EQ(*s.gates.fragile_margin, 0.5);
+  EXPECT_DOUBLE_EQ(rule_for(op, DType::f32, s).tolerance.rtol, 0.02);  // the op's f32 tolerance in the config
+  EXPECT_EQ(rule_for(op, DType::f32, s).kind, correctness::parse_rule("ulp"));
+  // Another kernel of the op: the op's and the global settings, the options' case count unused.
+  s = resolve_settings(op, "softmax_block", o);
+  EXPECT_EQ(s.cases.cases, 100);
+  // --rule and --rtol win over the config; the count given on the command line over the kernel's.
+  o.rule = "allclose";
+  o.rtol = 0.125;
+  o.cli.cases = 3;
+  s = resolve_settings(op, "softmax_cpu", o);
+  EXPECT_EQ(s.cases.cases, 3);
+  EXPECT_EQ(rule_for(op, DType::f32, s).kind, correctness::parse_rule("allclose"));
+  EXPECT_DOUBLE_EQ(rule_for(op, DType::f32, s).tolerance.rtol, 0.125);
+  // Without a config: the op's default rule per dtype and the options' count.
+  s = resolve_settings(op, "softmax_cpu", CheckOptions{});
+  EXPECT_EQ(s.cases.cases, CheckOptions{}.cases);
+  EXPECT_EQ(rule_for(op, DType::bf16, s).kind, correctness::parse_rule(default_rule(op, DType::bf16)));
 }
 
 }  // namespace
