@@ -77,6 +77,10 @@ struct KernelInfo {
   /// properties themselves as JSON: a case id names a case, and the device picks the launch.
   std::function<std::vector<std::string>(const Case&)> case_launches;
   std::function<std::string()> device_props;
+  /// Optional (a kernel compiled from a package, kgate_add_kernel PACKAGE): correctness cases on
+  /// both sides of every boundary of its guard, run after the generated ones, as `kgate check
+  /// --package` runs them for a package. Deterministic in the seed.
+  std::function<std::vector<Case>(uint64_t seed)> guard_cases;
   /// Optional (packages): what kgate did for the kernel that its own host code must also do (a
   /// dynamic shared memory limit raised past 48 KiB), in words; the report's warnings.
   std::function<std::vector<std::string>()> notes;

@@ -288,6 +288,10 @@ std::vector<Case> cases_of(const KernelInfo& kernel, const OpSignature& op,
   auto cases = options.only_cases.empty() ? props::generate_cases(op, traits_of(kernel), gen)
                                           : options.only_cases;
   if (options.only_cases.empty()) {
+    if (kernel.guard_cases) {
+      const auto guard = kernel.guard_cases(gen.seed);
+      cases.insert(cases.end(), guard.begin(), guard.end());
+    }
     cases.insert(cases.end(), options.extra_cases.begin(), options.extra_cases.end());
     const auto captured = captured_cases(op, options.captured, gen.seed, kernel.name);
     cases.insert(cases.end(), captured.begin(), captured.end());

@@ -1550,7 +1550,11 @@ KernelInfo make_compiled_package_kernel(const PackageManifest& manifest, const O
     state->lowered_names[name] = name;
     state->host_functions[name] = it->second;
   }
-  return package_kernel_info(state);
+  KernelInfo k = package_kernel_info(state);
+  k.guard_cases = [state](uint64_t seed) {
+    return guard_boundary_cases(state->manifest, state->op, seed, int64_t{1} << 24);  // as kgate check --package
+  };
+  return k;
 }
 
 KernelInfo compiled_package_kernel(const CompiledPackage& p) {

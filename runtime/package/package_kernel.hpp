@@ -269,7 +269,7 @@ KernelInfo make_package_kernel(const PackageManifest& manifest, const CompileRes
 /// (kgate_add_kernel PACKAGE): `functions` holds each of the manifest's name expressions with its
 /// host stub (`(const void*)&ns::k<float>`); a launch runs the function cudaGetFuncBySymbol finds
 /// for it, under the same plan, attributes and parameter checks. `package` false (it is replayed
-/// with --kernel), no code digest. Error(package) when a name expression has no function, or when
+/// with --kernel), no code digest; guard_cases: guard_boundary_cases (at most 2^24 elements). Error(package) when a name expression has no function, or when
 /// the package needs several translation units (per-dtype or per-launch NVRTC options).
 KernelInfo make_compiled_package_kernel(const PackageManifest& manifest, const OpSignature& op,
                                         const std::map<std::string, const void*>& functions);

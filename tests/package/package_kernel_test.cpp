@@ -854,6 +854,13 @@ TEST_F(PackageKernelTest, PackageCompiledIntoTheBuildIsCompletedFromItsManifest)
   EXPECT_EQ(k.rejection_reason(call_of(4, 1028)), "N=1028 is not a multiple of guard.shapes.N.multiple_of=8");
   ASSERT_TRUE(k.case_launches);
   ASSERT_TRUE(k.launch);
+  // Its correctness cases include both sides of the guard, as kgate check --package's do.
+  ASSERT_TRUE(k.guard_cases);
+  std::set<std::string> families;
+  for (const auto& g : k.guard_cases(1)) families.insert(g.family);
+  EXPECT_EQ(families, (std::set<std::string>{"guard_inside", "guard_outside"}));
+  EXPECT_EQ(k.guard_cases(1).size(), guard_boundary_cases(load(boundary_manifest()), testing::softmax_op(), 1,
+                                                          int64_t{1} << 24).size());
 }
 
 TEST_F(PackageKernelTest, PackageCompiledIntoTheBuildNamesWhatIsWrong) {
