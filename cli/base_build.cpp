@@ -70,10 +70,12 @@ LoadedModule load_module(const fs::path& record_path, const std::string& kgate_v
     m.error = record_path.string() + ": \"format\" is not \"kgate-module/1\" (a module record of another kgate?)";
     return m;
   }
+  // The version with the kernel ABI (runtime/kernel.hpp): a module of another layout is never loaded.
   const std::string version = m.record.value("kgate_version", std::string());
-  if (version != kgate_version) {
+  const std::string ours = kgate_version + "+kernel-abi." + std::to_string(KGATE_KERNEL_ABI);
+  if (version != ours) {
     m.error = record_path.string() + " was built against kgate " + (version.empty() ? "(unknown)" : version) +
-              ", and this is kgate " + kgate_version + ": build the base with the same kgate as the head";
+              ", and this is kgate " + ours + ": build the base with the same kgate as the head";
     return m;
   }
   m.file = (record_path.parent_path() / m.record.value("module", std::string())).string();

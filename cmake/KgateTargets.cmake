@@ -16,7 +16,13 @@ set(KGATE_KERNEL_BENCH_SOURCE ${PROJECT_SOURCE_DIR}/bench/kernel_bench.cpp CACHE
 set(KGATE_COMMAND_SOURCE ${PROJECT_SOURCE_DIR}/cli/kgate_main.cpp CACHE INTERNAL "")
 set(KGATE_EXPECT_FAILURE_SCRIPT ${PROJECT_SOURCE_DIR}/cmake/KgateExpectFailure.cmake CACHE INTERNAL "")
 set(KGATE_BIN_DIR ${PROJECT_BINARY_DIR}/bin CACHE INTERNAL "")
-set(KGATE_MODULE_KGATE_VERSION ${PROJECT_VERSION} CACHE INTERNAL "")
+# The version a module records: kgate's and its kernel ABI (KGATE_KERNEL_ABI in runtime/kernel.hpp).
+file(STRINGS "${PROJECT_SOURCE_DIR}/runtime/kernel.hpp" _kgate_abi REGEX "^#define KGATE_KERNEL_ABI [0-9]+$")
+string(REGEX REPLACE "^#define KGATE_KERNEL_ABI " "" _kgate_abi "${_kgate_abi}")
+if(NOT _kgate_abi MATCHES "^[0-9]+$")
+  message(FATAL_ERROR "runtime/kernel.hpp: no '#define KGATE_KERNEL_ABI <number>' line")
+endif()
+set(KGATE_MODULE_KGATE_VERSION "${PROJECT_VERSION}+kernel-abi.${_kgate_abi}" CACHE INTERNAL "")
 include(KgateKernels)
 
 function(kgate_add_test NAME)

@@ -11,6 +11,12 @@
 #include "core/dtype.hpp"
 #include "core/tensor_view.hpp"
 
+/// The layout of what a kernel's module hands kgate (KernelInfo, KernelCall, TensorView). A base
+/// build's module (kgate check --baseline-build) records it with its kgate version
+/// ("0.1.0+kernel-abi.2") and is refused, before it is loaded, by a kgate of another: its
+/// registrations would be read with the wrong layout. Raised whenever those structs change.
+#define KGATE_KERNEL_ABI 2
+
 namespace kgate {
 
 struct Case;

@@ -91,6 +91,14 @@ check 4 other_version --baseline-build "$out/other" --require-base
 grep -q "built against kgate 0.0.1-other, and this is kgate" "$out/other_version.log" ||
   { cat "$out/other_version.log"; fail "another version: not named"; }
 echo "another kgate version: refused ($(grep -o 'built against kgate [^:]*' "$out/other_version.log" | head -1))"
+# The same version with another kernel ABI (KernelInfo's layout): refused before it is loaded.
+own=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['kgate_version'])" "$build/kgate-modules/softmax_cpu.kgate-module.json")
+case "$own" in *+kernel-abi.[0-9]*) ;; *) fail "the module record's version carries no kernel ABI: '$own'" ;; esac
+sed -i "s/\"kgate_version\": \"[^\"]*\"/\"kgate_version\": \"${own%%+*}+kernel-abi.1\"/" "$out/other/kgate-modules/softmax_cpu.kgate-module.json"
+check 4 other_abi --baseline-build "$out/other" --require-base
+grep -q "built against kgate ${own%%+*}+kernel-abi.1, and this is kgate $own" "$out/other_abi.log" ||
+  { cat "$out/other_abi.log"; fail "another kernel ABI: not named"; }
+echo "another kernel ABI: refused ($own against ${own%%+*}+kernel-abi.1)"
 
 # 6. --pair with an unknown base kernel.
 check 4 bad_pair --baseline-build "$build" --pair softmax_cpu=no_such_kernel
