@@ -215,6 +215,19 @@ TEST(PackageFallback, OneSidedCaseSetsAreFlagged) {
   r = check_kernel(runner, nothing, o);
   ASSERT_EQ(r.correctness.warnings.size(), 1u);
   EXPECT_EQ(r.correctness.warnings[0], "every case fell outside the guard of 'cpu_nothing': the kernel itself never ran");
+  // A guard whose boundary cases all fall inside it (none is guard_outside) admits every case of
+  // the op: no fallback side, no warning. One guard_outside case brings the warning back.
+  Case inside = correctness_cases(everything, o).front();
+  inside.family = "guard_inside";
+  o.extra_cases = {inside};
+  r = check_kernel(runner, everything, o);
+  EXPECT_TRUE(r.correctness.warnings.empty()) << r.correctness.warnings.front();
+  Case outside = inside;
+  outside.family = "guard_outside";
+  o.extra_cases.push_back(outside);
+  r = check_kernel(runner, everything, o);
+  ASSERT_EQ(r.correctness.warnings.size(), 1u);
+  EXPECT_EQ(r.correctness.warnings[0], "no case fell outside the guard of 'cpu_everything': the fallback side was not tested");
 }
 
 TEST(PackageFallback, WorkloadSpeedupIsCallWeighted) {
