@@ -1576,11 +1576,10 @@ KernelInfo compiled_package_kernel(const CompiledPackage& p) {
     options.manifest_text = text;
     options.find_op = lookup;
     PackageManifest manifest;
-    const auto problems = check_manifest(info.source, options, &manifest);
-    if (!problems.empty()) {
-      std::string lines = format_problems(problems);
-      lines.pop_back();
-      throw Error(ErrorKind::package, "its manifest, as built:\n" + lines);
+    try {
+      manifest = load_manifest(info.source, options);
+    } catch (const Error& e) {
+      throw Error(e.kind(), std::string("its manifest, as built:\n") + e.what());
     }
     const OpSignature* op = lookup(manifest.op);
     if (!op) throw Error(ErrorKind::package, "unknown op '" + manifest.op + "'");
