@@ -13,6 +13,7 @@
 #include "core/error.hpp"
 #include "core/safe_text.hpp"
 #include "package_test_util.hpp"
+#include "runtime/package/manifest_source.hpp"
 
 namespace kgate::package {
 namespace {
@@ -1588,6 +1589,55 @@ TEST_F(ManifestTest, WorkspacesNoMemoryHoldsAreRefused) {
   EXPECT_NE(only_problem(m).find("workspace[0].shape[1]: can never be evaluated"), std::string::npos);
   m["workspace"][0]["shape"] = {"B", "ceil_div(N, 256)"};
   EXPECT_TRUE(problems(m).empty()) << ::testing::PrintToString(problems(m));
+}
+
+// The decoded source: one walk over the JSON, every value with its field path, a launch per
+// binding of its for_each with its launch_defaults applied, and what the schema refused left out.
+TEST(ManifestSource, EveryValueCarriesItsFieldPath) {
+  json m = base_manifest();
+  m["launch_defaults"] = {{"block", {128}}};
+  m["launches"][0].erase("block");
+  m["launches"][0]["for_each"] = {{"V", {1, 2}}};
+  m["launches"][0]["grid"] = {"ceil_div(B, {V})", 1};
+  m["workspace"] = json::parse(R"J([{"name": "w", "dtype": "f32", "shape": ["N"], "zero": true}])J");
+  const source::ManifestSource s = source::decode_manifest(m);
+  ASSERT_EQ(s.launches.size(), 2u);
+  EXPECT_EQ(s.launches[1].field, "launches[0]{V=2}");
+  ASSERT_TRUE(s.launches[1].grid.has_value());
+  EXPECT_EQ((*s.launches[1].grid)[0].text, "ceil_div(B, 2)");
+  EXPECT_EQ((*s.launches[1].grid)[0].field, "launches[0]{V=2}.grid[0]");
+  ASSERT_TRUE(s.launches[0].block.has_value());
+  EXPECT_EQ((*s.launches[0].block)[0].integer, 128);
+  ASSERT_EQ(s.launches[0].args.size(), 3u);
+  EXPECT_EQ(s.launches[0].args[2].field, "launches[0]{V=1}.args[2]");
+  EXPECT_EQ(s.launches[0].args[2].type, ScalarType::i64);
+  ASSERT_EQ(s.symbols.size(), 2u);
+  ASSERT_TRUE(s.symbols[1].binding.has_value());
+  EXPECT_EQ(s.symbols[1].binding->dim.field, "symbols.N[1]");
+  ASSERT_EQ(s.workspace.size(), 1u);
+  EXPECT_EQ(s.workspace[0].zero->field, "workspace[0].zero");
+  EXPECT_FALSE(s.launches_incomplete);
+  EXPECT_TRUE(s.expansion_problems.empty());
+}
+
+TEST(ManifestSource, WhatTheSchemaRefusedIsLeftOutAndExpansionProblemsAreKept) {
+  json m = base_manifest();
+  m["sources"] = {"k.cu", 7, "k.cu"};           // a number (the schema) and a repeat (uniqueItems)
+  m["symbols"]["not an identifier"] = {"x", 0};  // (the schema: propertyNames)
+  m["symbols"]["M"] = {"x", "first"};            // not [TENSOR, DIM]: declared, no binding
+  m["launches"][0]["for_each"] = {{"A", {1, 2, 3, 4, 5, 6, 7, 8}}, {"C", {1, 2, 3, 4, 5, 6, 7, 8, 9}}};
+  const source::ManifestSource s = source::decode_manifest(m);
+  ASSERT_EQ(s.sources.paths.size(), 1u);
+  EXPECT_EQ(s.sources.count, 3u);
+  ASSERT_EQ(s.symbols.size(), 3u);  // B, M, N (in the order of the object's keys)
+  EXPECT_EQ(s.symbols[1].name, "M");
+  EXPECT_FALSE(s.symbols[1].binding.has_value());
+  EXPECT_TRUE(s.symbols[2].binding.has_value());
+  EXPECT_TRUE(s.launches.empty());
+  EXPECT_TRUE(s.launches_incomplete);
+  ASSERT_EQ(s.expansion_problems.size(), 1u);
+  EXPECT_EQ(s.expansion_problems[0].first, "launches[0].for_each");
+  EXPECT_EQ(s.expansion_problems[0].second, "expands to 72 launches, more than 64");
 }
 
 }  // namespace
