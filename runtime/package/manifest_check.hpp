@@ -39,6 +39,7 @@ struct CheckState {
   std::set<std::string, std::less<>> known_symbols;
   std::vector<std::string> declared_symbols;  ///< "symbols", in order
   std::set<std::string> workspace_names;
+  std::vector<std::string> workspace_fields;  ///< of each workspace of m.workspace ("workspace[2]")
   std::vector<ManifestProblem> problems;  ///< at most kMaxProblems
   std::size_t dropped_problems = 0;
 

@@ -17,10 +17,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-/// The usable paths of a list of package-relative paths; `kind` selects include dirs, sources or
-/// data files.
-std::vector<std::string> check_paths(CheckState& st, const source::PathList& list, PathKind kind) {
-  std::vector<std::string> out;
+/// The usable paths of a list of package-relative paths, with their fields; `kind` selects include
+/// dirs, sources or data files.
+std::vector<Value> check_paths(CheckState& st, const source::PathList& list, PathKind kind) {
+  std::vector<Value> out;
   if (list.count > kMaxPathEntries) {
     st.problem(list.key, "lists " + std::to_string(list.count) + " paths; expected at most " +
                              std::to_string(kMaxPathEntries));
@@ -30,7 +30,7 @@ std::vector<std::string> check_paths(CheckState& st, const source::PathList& lis
   for (const Value& v : list.paths) {
     const std::string& rel = v.text;
     if (st.files_unread()) {
-      out.push_back(rel);
+      out.push_back(v);
       continue;
     }
     fs::path resolved;
@@ -49,8 +49,14 @@ std::vector<std::string> check_paths(CheckState& st, const source::PathList& lis
                               " (through a link); list each file once");
       continue;
     }
-    out.push_back(rel);
+    out.push_back(v);
   }
+  return out;
+}
+
+std::vector<std::string> texts(const std::vector<Value>& values) {
+  std::vector<std::string> out;
+  for (const auto& v : values) out.push_back(v.text);
   return out;
 }
 
@@ -74,25 +80,26 @@ void check_sources(const ManifestSource& s, CheckState& st) {
     if (auto path = binary_path(st, b.path); !path.empty()) st.m.cubins[b.arch] = path;
   if (s.fatbin) st.m.fatbin = binary_path(st, *s.fatbin);
   if (s.ptx) st.m.ptx = binary_path(st, *s.ptx);
-  st.m.sources = check_paths(st, s.sources, PathKind::source);
+  st.m.sources = texts(check_paths(st, s.sources, PathKind::source));
 }
 
 void check_include_dirs(const ManifestSource& s, CheckState& st) {
-  st.m.include_dirs = check_paths(st, s.include_dirs, PathKind::directory);
+  const auto dirs = check_paths(st, s.include_dirs, PathKind::directory);
+  st.m.include_dirs = texts(dirs);
   if (st.files_unread()) return;
   std::size_t files = 0;
   std::uintmax_t bytes = 0;
-  for (std::size_t i = 0; i < st.m.include_dirs.size(); ++i) {
+  for (const Value& dir : dirs) {
     std::vector<PackageFile> headers;
-    const std::string err = scan_include_dir(st.m.dir, st.m.include_dirs[i], headers, files, bytes);
-    if (!err.empty()) st.problem(at("include_dirs", i), err);
+    const std::string err = scan_include_dir(st.m.dir, dir.text, headers, files, bytes);
+    if (!err.empty()) st.problem(dir.field, err);
   }
 }
 
 /// "captured_inputs": ["captured/llama_b4.safetensors"]: one call's input tensors per file, run
 /// as fixed cases; each must fit the op (tensor names, dtypes, shapes; core/captured.hpp).
 void check_captured_inputs(const ManifestSource& s, CheckState& st) {
-  const auto files = check_paths(st, s.captured_inputs, PathKind::data);
+  const auto files = texts(check_paths(st, s.captured_inputs, PathKind::data));
   const std::set<std::string> usable(files.begin(), files.end());
   for (const Value& v : s.captured_inputs.paths) {
     const std::string& rel = v.text;

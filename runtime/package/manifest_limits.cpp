@@ -204,7 +204,7 @@ void check_launches_at_largest_call(const ManifestSource& src, CheckState& st) {
   // Workspaces whose size depends on the call: their bytes at that largest call.
   for (std::size_t i = 0; i < st.m.workspace.size(); ++i) {
     const Workspace& ws = st.m.workspace[i];
-    const std::string field = at(std::string("workspace"), i) + ".shape";
+    const std::string field = st.workspace_fields[i] + ".shape";
     int64_t elements = 1;
     bool known = true, depends = false;
     for (std::size_t d = 0; d < ws.shape.size() && known; ++d) {

@@ -423,7 +423,9 @@ void check_workspace(const ManifestSource& s, CheckState& st) {
       }
     }
     if (!ws.name.empty()) st.workspace_names.insert(ws.name);
-    if (ok) st.m.workspace.push_back(std::move(ws));
+    if (!ok) continue;
+    st.m.workspace.push_back(std::move(ws));
+    st.workspace_fields.push_back(field);
   }
 }
 

@@ -576,6 +576,30 @@ TEST_F(ManifestTest, IncludeDirMustBeADirectory) {
                 line("include_dirs[2]", "\"missing\" does not exist in the package directory")}));
 }
 
+// A problem names the entry as the manifest lists it, also when an entry before it was refused.
+TEST_F(ManifestTest, AProblemNamesItsEntryAfterARefusedOne) {
+  TempDir outside;
+  outside.write("secret.h", "#define SECRET 1\n");
+  pkg.write("include/ok.cuh", "#pragma once\n");
+  std::filesystem::create_symlink(outside.path() / "secret.h", pkg.path() / "include" / "link.h");
+  json m = base_manifest();
+  m["include_dirs"] = {"missing", "include"};
+  const auto found = problems(m);
+  ASSERT_EQ(found.size(), 2u) << ::testing::PrintToString(found);
+  EXPECT_EQ(found[0], line("include_dirs[0]", "\"missing\" does not exist in the package directory"));
+  EXPECT_NE(found[1].find("include_dirs[1]: \"include/link.h\" resolves to"), std::string::npos) << found[1];
+  m = base_manifest();
+  m["workspace"] = json::parse(R"J([{"name": "a", "dtype": "f8", "shape": [1]},
+                                    {"name": "w", "dtype": "f32", "shape": ["N * N * N"]}])J");
+  m["launches"][0]["args"].push_back({{"workspace", "w"}});
+  std::string all;
+  for (const auto& p : problems(m)) all += p + "\n";
+  EXPECT_NE(all.find("workspace[0].dtype: unknown dtype \"f8\""), std::string::npos) << all;
+  EXPECT_NE(all.find("workspace[1].shape: the workspace would take more than 2^48 bytes (256 TiB) at the largest call"),
+            std::string::npos)
+      << all;
+}
+
 // --- NVRTC options -----------------------------------------------------------------------------
 
 TEST_F(ManifestTest, ArchitectureOptionRefused) {
