@@ -166,8 +166,7 @@ void sanitize_in_workers(KernelReport& kr, const KernelInfo& k, const LoadedPack
   }
   std::vector<Case> all;
   if (package) {
-    all = package_options(args.options, *package)
-              .extra_cases;  // inside the guard, where the kernel runs
+    all = guard_and_extra_cases(package->kernel, package_options(args.options, *package));
   } else {
     // The kernel's own cases (its config's count and families too), less the huge one.
     const OpSignature& op = find_op(k.op);

@@ -154,15 +154,17 @@ std::vector<int> parse_devices(const std::string& text, int count, const char* v
 
 CheckOptions package_options(const CheckOptions& base, const LoadedPackage& p) {
   CheckOptions o = base;
-  constexpr int64_t kMaxElements = int64_t{1} << 24;
-  o.extra_cases = package::guard_boundary_cases(p.manifest, *p.op, base.seed, kMaxElements);
+  // The guard's boundary cases come with the kernel (KernelInfo::guard_cases); calls drawn as
+  // usual and moved inside the guard, and the captured variants, are added here.
+  constexpr int64_t kMaxElements = package::kMaxGuardCaseElements;
   props::GeneratorOptions gen;
   gen.seed = derive_seed(base.seed, "inside/" + p.manifest.name, 0);
   gen.cases = std::max<int64_t>(1, base.cases / 2);
   gen.families = base.families;
   gen.max_elements = kMaxElements;
   std::set<std::string> seen;
-  for (const auto& c : o.extra_cases) seen.insert(c.id());
+  if (p.kernel.guard_cases)
+    for (const auto& c : p.kernel.guard_cases(base.seed)) seen.insert(c.id());
   for (const auto& c : props::generate_cases(*p.op, traits_of(p.kernel), gen)) {
     if (c.family == "layout") continue;  // layouts outside the guard are what that family is for
     auto inside = package::move_inside_guard(p.manifest, *p.op, c);

@@ -248,7 +248,8 @@ KernelResult sweep_kernel(Runner& runner, const Target& t, const SweepArgs& args
   auto traits = traits_of(kernel);
   traits.huge = false;  // tolerance sensitivity: the huge case's cost buys nothing here
   auto cases = props::generate_cases(op, traits, gen);
-  cases.insert(cases.end(), t.options.extra_cases.begin(), t.options.extra_cases.end());
+  const auto added = guard_and_extra_cases(kernel, t.options);
+  cases.insert(cases.end(), added.begin(), added.end());
 
   std::map<DType, std::vector<sensitivity::CaseErrors>> per_dtype;
   std::map<DType, DtypeResult> results;

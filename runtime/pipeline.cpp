@@ -288,11 +288,8 @@ std::vector<Case> cases_of(const KernelInfo& kernel, const OpSignature& op,
   auto cases = options.only_cases.empty() ? props::generate_cases(op, traits_of(kernel), gen)
                                           : options.only_cases;
   if (options.only_cases.empty()) {
-    if (kernel.guard_cases) {
-      const auto guard = kernel.guard_cases(gen.seed);
-      cases.insert(cases.end(), guard.begin(), guard.end());
-    }
-    cases.insert(cases.end(), options.extra_cases.begin(), options.extra_cases.end());
+    const auto added = guard_and_extra_cases(kernel, options);
+    cases.insert(cases.end(), added.begin(), added.end());
     const auto captured = captured_cases(op, options.captured, gen.seed, kernel.name);
     cases.insert(cases.end(), captured.begin(), captured.end());
   }
@@ -301,6 +298,13 @@ std::vector<Case> cases_of(const KernelInfo& kernel, const OpSignature& op,
 }
 
 }  // namespace
+
+std::vector<Case> guard_and_extra_cases(const KernelInfo& kernel, const CheckOptions& options) {
+  std::vector<Case> out;
+  if (kernel.guard_cases) out = kernel.guard_cases(options.seed);
+  out.insert(out.end(), options.extra_cases.begin(), options.extra_cases.end());
+  return out;
+}
 
 std::vector<Case> correctness_cases(const KernelInfo& kernel, const CheckOptions& options) {
   const OpSignature& op = find_op(kernel.op);

@@ -135,6 +135,9 @@ std::vector<Case> speed_cases(const OpSignature& op, const KernelInfo& kernel, u
 /// families from the config under the command line), then options.extra_cases and captured inputs;
 /// options.only_cases instead when given. `kgate validate --cases` lists them without a GPU.
 std::vector<Case> correctness_cases(const KernelInfo& kernel, const CheckOptions& options);
+/// The cases a run adds to a kernel's generated ones: its guard's boundary cases
+/// (KernelInfo::guard_cases, a package's), then the run's extra_cases.
+std::vector<Case> guard_and_extra_cases(const KernelInfo& kernel, const CheckOptions& options);
 
 /// Checks one kernel: correctness over generated cases (then options.extra_cases), the first
 /// failure shrunk, then timing against the eager reference (only when every case passed). Cases the

@@ -375,6 +375,41 @@ namespace {
 // A kernel's settings come from one place (resolve_settings): config global < op < kernel < the
 // command line's settings, then --rule / --atol / --rtol over every dtype, then the defaults. The
 // rule of a case, the generated cases and the timing are read from it.
+// A kernel's correctness cases: the generated ones, then its guard's boundary cases (a package's
+// KernelInfo::guard_cases), then the run's extra cases; --case alone replaces them all.
+TEST(Pipeline, GuardCasesComeWithTheKernelBeforeTheRunsExtraCases) {
+  KernelInfo k = find_kernel("softmax_cpu");
+  const OpSignature& op = find_op("softmax");
+  const auto drawn = [&](int64_t n, const std::string& family) {
+    Case c;
+    c.op = "softmax";
+    c.dtype = DType::f32;
+    c.dims = {{"B", 2}, {"N", n}};
+    c.family = family;
+    return c;
+  };
+  k.guard_cases = [&](uint64_t seed) {
+    EXPECT_EQ(seed, 11u);
+    return std::vector<Case>{drawn(8, "guard_inside"), drawn(9, "guard_outside")};
+  };
+  CheckOptions o;
+  o.seed = 11;
+  o.cli.cases = 4;
+  o.extra_cases = {drawn(33, "extra")};
+  const auto cases = correctness_cases(k, o);
+  const auto generated = props::generate_cases(op, traits_of(k), resolve_settings(op, k.name, o).cases);
+  ASSERT_EQ(cases.size(), generated.size() + 3);
+  for (size_t i = 0; i < generated.size(); ++i) EXPECT_EQ(cases[i].id(), generated[i].id());
+  EXPECT_EQ(cases[generated.size()].family, "guard_inside");
+  EXPECT_EQ(cases[generated.size() + 1].family, "guard_outside");
+  EXPECT_EQ(cases[generated.size() + 2].family, "extra");
+  const auto added = guard_and_extra_cases(k, o);
+  ASSERT_EQ(added.size(), 3u);
+  EXPECT_EQ(added[2].dims[1].second, 33);
+  o.only_cases = {drawn(5, "replay")};
+  ASSERT_EQ(correctness_cases(k, o).size(), 1u);
+}
+
 TEST(Pipeline, AKernelsSettingsAreResolvedInOnePlace) {
   CheckOptions o;
   o.config = parse_config(nlohmann::json::parse(R"({

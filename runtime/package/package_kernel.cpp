@@ -1499,6 +1499,9 @@ KernelInfo package_kernel_info(const std::shared_ptr<const PackageState>& shared
     return call_guard_violation(shared->manifest, shared->op, call);
   };
   k.launch = [shared](const KernelCall& call) { launch_package(*shared, call); };
+  k.guard_cases = [shared](uint64_t seed) {
+    return guard_boundary_cases(shared->manifest, shared->op, seed, kMaxGuardCaseElements);
+  };
   return k;
 }
 
@@ -1550,11 +1553,7 @@ KernelInfo make_compiled_package_kernel(const PackageManifest& manifest, const O
     state->lowered_names[name] = name;
     state->host_functions[name] = it->second;
   }
-  KernelInfo k = package_kernel_info(state);
-  k.guard_cases = [state](uint64_t seed) {
-    return guard_boundary_cases(state->manifest, state->op, seed, int64_t{1} << 24);  // as kgate check --package
-  };
-  return k;
+  return package_kernel_info(state);
 }
 
 KernelInfo compiled_package_kernel(const CompiledPackage& p) {

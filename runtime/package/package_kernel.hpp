@@ -127,6 +127,8 @@ GuardModel guard_model_of(const PackageManifest& manifest, const OpSignature& op
 
 /// Correctness cases on both sides of every guard boundary of the manifest (props::guard_boundary_cases,
 /// gates/props/guard_cases.hpp, over guard_model_of: what each case is and how it is drawn).
+/// The largest guard boundary case a package kernel runs (elements of its largest tensor).
+inline constexpr int64_t kMaxGuardCaseElements = int64_t{1} << 24;
 std::vector<Case> guard_boundary_cases(const PackageManifest& manifest, const OpSignature& op,
                                        uint64_t seed, int64_t max_elements = int64_t{1} << 24);
 
@@ -269,7 +271,7 @@ KernelInfo make_package_kernel(const PackageManifest& manifest, const CompileRes
 /// (kgate_add_kernel PACKAGE): `functions` holds each of the manifest's name expressions with its
 /// host stub (`(const void*)&ns::k<float>`); a launch runs the function cudaGetFuncBySymbol finds
 /// for it, under the same plan, attributes and parameter checks. `package` false (it is replayed
-/// with --kernel), no code digest; guard_cases: guard_boundary_cases (at most 2^24 elements). Error(package) when a name expression has no function, or when
+/// with --kernel), no code digest. Error(package) when a name expression has no function, or when
 /// the package needs several translation units (per-dtype or per-launch NVRTC options).
 KernelInfo make_compiled_package_kernel(const PackageManifest& manifest, const OpSignature& op,
                                         const std::map<std::string, const void*>& functions);

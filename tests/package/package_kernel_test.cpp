@@ -806,6 +806,13 @@ TEST_F(PackageKernelTest, KernelInfoOfAPackage) {
   EXPECT_FALSE(k.accepts(call_of(4, 1028)));
   EXPECT_EQ(k.rejection_reason(call_of(4, 1028)), "N=1028 is not a multiple of guard.shapes.N.multiple_of=8");
   EXPECT_FALSE(k.accepts(call_of(4, 1024, DType::f16)));
+  // Its guard's boundary cases come with it, as with a package compiled into the build.
+  ASSERT_TRUE(k.guard_cases);
+  const auto guard = k.guard_cases(3);
+  const auto expected = guard_boundary_cases(manifest, testing::softmax_op(), 3, kMaxGuardCaseElements);
+  ASSERT_EQ(guard.size(), expected.size());
+  ASSERT_FALSE(guard.empty());
+  for (size_t i = 0; i < guard.size(); ++i) EXPECT_EQ(guard[i].id(), expected[i].id());
 
   CompileResult empty;
   EXPECT_THROW(make_package_kernel(manifest, empty, testing::softmax_op()), Error);
