@@ -177,7 +177,7 @@ void sanitize_in_workers(KernelReport& kr, const KernelInfo& k, const LoadedPack
   const auto subset = sanitize_subset(all, args.sanitize_cases);
   WorkerLaunch launch;
   launch.wrapper = {*sanitizer, "--tool", tool, "--print-limit", "10", "--error-exitcode", "0"};
-  launch.env = {"PYTORCH_NO_CUDA_MEMORY_CACHING=1"};
+  launch.env = {"PYTORCH_NO_CUDA_MEMORY_CACHING=1", "KGATE_UNDER_SANITIZER=1"};
   std::string said;
   int64_t with_errors = 0;
   for (size_t n = 0; n < subset.size(); ++n) {

@@ -109,6 +109,11 @@ bool any_device(std::string* why) {
 
 }  // namespace
 
+bool under_sanitizer() {
+  const char* v = std::getenv("KGATE_UNDER_SANITIZER");
+  return v && std::string(v) == "1";
+}
+
 bool device_available(std::string* why) {
   const bool ok = any_device(why);
   // Name the selection: "--device 3" on a machine of one GPU shows as no device at all.

@@ -12,6 +12,11 @@ namespace kgate::cuda {
 /// True when the runtime sees at least one device; otherwise `why` says what is missing.
 bool device_available(std::string* why = nullptr);
 
+/// True in a process that kgate check --sanitize runs under compute-sanitizer
+/// (KGATE_UNDER_SANITIZER=1): kgate makes no CUDA call there that it expects to fail (the tool
+/// would count it as the kernel's error) and leaves CUPTI to the tool.
+bool under_sanitizer();
+
 /// The CUDA_VISIBLE_DEVICES value that leaves only device `ordinal` (as this process numbers the
 /// devices: the `ordinal`-th entry of `visible`, the current CUDA_VISIBLE_DEVICES, when it is set;
 /// else `ordinal` itself). Throws Error(usage) for a negative ordinal or one past the list.

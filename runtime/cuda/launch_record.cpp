@@ -6,13 +6,16 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
 #include <set>
+#include <string>
 
 #include "core/sha256.hpp"
 #include "runtime/cuda/cubin_digest.hpp"
+#include "runtime/cuda/device.hpp"
 #include "runtime/cuda/driver.hpp"
 
 namespace kgate::cuda {
@@ -444,6 +447,10 @@ bool watch_modules(std::string* why) {
   auto& s = state();
   static std::once_flag once;
   std::call_once(once, [&s] {
+    if (under_sanitizer()) {
+      s.why_not = "CUPTI is left to compute-sanitizer in this process (KGATE_UNDER_SANITIZER=1)";
+      return;
+    }
     CUpti_SubscriberHandle subscriber{};
     const CUptiResult rc =
         cuptiSubscribe(&subscriber, reinterpret_cast<CUpti_CallbackFunc>(on_callback), nullptr);

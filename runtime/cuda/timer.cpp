@@ -122,11 +122,6 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
 // first kernel launch paid for the large buffer, ~0.17 ms per timed half-block; on the H200 this cut
 // an A/A comparison's wall time by 29% unchecked and 26% checked (kgate calibrate, 120 comparisons).
 // Without CUPTI or a driver the call fails, harmlessly.
-const bool kDeviceBufferSized = [] {
-  size_t value = 256 << 10;
-  size_t bytes = sizeof value;
-  return cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, &bytes, &value) == CUPTI_SUCCESS;
-}();
 
 class CuptiTimer final : public LaunchTimer {
  public:
@@ -134,6 +129,11 @@ class CuptiTimer final : public LaunchTimer {
       : kind_(records == CuptiRecords::serialized ? CUPTI_ACTIVITY_KIND_KERNEL : CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
     static std::once_flag registered;
     std::call_once(registered, [] {
+      // (Set here, when the first timer is made, not when the library loads: CUPTI initialized
+      // before the driver keeps a tool such as compute-sanitizer from attaching to the process.)
+      size_t buffer = 256 << 10;
+      size_t buffer_bytes = sizeof buffer;
+      cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, &buffer_bytes, &buffer);
       // kgate hands CUPTI zeroed buffers (buffer_requested): CUPTI need not zero them itself.
       uint8_t zeroed = 1;
       size_t bytes = sizeof zeroed;
