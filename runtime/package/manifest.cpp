@@ -346,7 +346,7 @@ class ManifestCheck {
       bool climbs_only = false;
       for (std::size_t i = 0; i < dirs->size() && !climbs_only; ++i) {
         const json& v = (*dirs)[i];
-        if (p.field != check::at("include_dirs", i) || !v.is_string()) continue;
+        if (p.field != source::at("include_dirs", i) || !v.is_string()) continue;
         const std::string rel = v.get<std::string>();
         climbs_only = !rel.empty() && rel[0] != '/' &&
                       std::none_of(rel.begin(), rel.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20; });

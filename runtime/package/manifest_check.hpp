@@ -61,12 +61,11 @@ struct CheckState {
   std::string symbol_list() const;
 };
 
-/// A string Value (for keys that name dtypes: {"bf16": [...]}).
-Value string_value(const std::string& text, const std::string& field);
+using source::at;
+using source::sub;
+
 /// A list in a message, at most 24 items.
 std::string join_capped(const std::vector<std::string>& items);
-std::string sub(const std::string& field, const std::string& key);
-std::string at(const std::string& field, std::size_t i);
 /// NVRTC options from the allow-list; the good ones are returned, the others reported.
 std::vector<std::string> option_list(CheckState& st, const std::vector<Value>& options);
 /// A dimension index the JSON reader holds as an unsigned number above 2^63 - 1 would read as a

@@ -23,9 +23,6 @@ const std::vector<std::string> kLaunchDefaultKeys = {"kernel", "grid", "block", 
                                                      "nvrtc_options", "max_dynamic_shared_mem", "carveout", "cluster"};
 const std::vector<std::string> kArgKinds = {"tensor", "workspace", "shape", "attribute", "scalar", "stride"};
 
-std::string sub(const std::string& field, const std::string& key) { return field.empty() ? key : field + "." + key; }
-std::string at(const std::string& field, std::size_t i) { return field + "[" + std::to_string(i) + "]"; }
-
 Value value(const json& v, const std::string& field) {
   Value out;
   out.field = field;
@@ -73,24 +70,18 @@ std::optional<int64_t> int_at(const json& obj, const std::string& key, int64_t m
 }
 
 std::optional<ScalarType> parse_scalar_type(const std::string& s) {
-  static const std::map<std::string, ScalarType> kTypes = {{"i32", ScalarType::i32}, {"i64", ScalarType::i64},
-                                                           {"u32", ScalarType::u32}, {"u64", ScalarType::u64},
-                                                           {"f32", ScalarType::f32}, {"f64", ScalarType::f64}};
-  auto it = kTypes.find(s);
-  return it == kTypes.end() ? std::nullopt : std::optional<ScalarType>(it->second);
+  for (ScalarType t : {ScalarType::i32, ScalarType::i64, ScalarType::u32, ScalarType::u64, ScalarType::f32, ScalarType::f64})
+    if (s == scalar_type_name(t)) return t;
+  return std::nullopt;
 }
 
 /// A layout list: the valid names of an array (anything else: the schema).
 std::vector<Layout> layouts(const json& v) {
   std::vector<Layout> out;
   if (!v.is_array()) return out;
-  for (const json& e : v) {
-    if (!e.is_string()) continue;
-    const std::string s = e.get<std::string>();
-    if (s == "contiguous") out.push_back(Layout::contiguous);
-    if (s == "strided") out.push_back(Layout::strided);
-    if (s == "offset") out.push_back(Layout::offset);
-  }
+  for (const json& e : v)
+    for (Layout l : {Layout::contiguous, Layout::strided, Layout::offset})
+      if (e.is_string() && e.get<std::string>() == layout_name(l)) out.push_back(l);
   return out;
 }
 
@@ -302,7 +293,8 @@ LaunchSource launch(const json& l, const std::string& field) {
       out.kernel_per_dtype = true;
       for (const auto& item : k->items()) {
         out.kernel_keys.push_back(item.key());
-        out.kernel_for_dtype.emplace_back(item.key(), value(item.value(), sub(sub(field, "kernel"), item.key())));
+        const std::string f = sub(sub(field, "kernel"), item.key());
+        out.kernel_for_dtype.emplace_back(value(json(item.key()), f), value(item.value(), f));
       }
     }
   }
@@ -451,7 +443,7 @@ ManifestSource decode_manifest(const nlohmann::json& doc) {
   if (auto it = doc.find("nvrtc_options_for_dtype"); it != doc.end() && it->is_object())
     for (auto e = it->begin(); e != it->end(); ++e) {
       const std::string field = sub("nvrtc_options_for_dtype", e.key());
-      s.nvrtc_options_for_dtype.push_back({e.key(), field, options(*e, field)});
+      s.nvrtc_options_for_dtype.push_back({value(json(e.key()), field), options(*e, field)});
     }
   decode_symbols(doc, s);
   decode_workspace(doc, s);

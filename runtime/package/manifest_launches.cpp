@@ -48,10 +48,10 @@ void check_kernel(CheckState& st, const LaunchSource& l, Launch& launch) {
   }
   if (!l.kernel_per_dtype) return;  // the schema said
   for (const auto& [key, v] : l.kernel_for_dtype) {
-    auto d = st.dtype_at(string_value(key, v.field), true);
+    auto d = st.dtype_at(key, true);
     if (!d) continue;
     if (!in_guard_dtypes(st, *d)) {
-      st.problem(v.field, "dtype " + quote_untrusted(key) + " is not in guard.dtypes");
+      st.problem(v.field, "dtype " + quote_untrusted(key.text) + " is not in guard.dtypes");
       continue;
     }
     if (!v.is_string()) continue;  // the schema said

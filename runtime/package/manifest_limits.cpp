@@ -27,6 +27,28 @@ std::size_t argument_bytes(const KernelArg& a) {
   }
 }
 
+/// The axes (x, y, z) of a grid, block or cluster, each judged and, where it is a constant, within 1
+/// to its limit (a problem names the axis otherwise). Returns their product when every axis is a
+/// constant within its limit (saturating at int64's largest value), else nullopt.
+std::optional<int64_t> axes_within(CheckState& st, const std::vector<Expr>& axes, const std::string& field,
+                                   const char* what, const int64_t (&limit)[3]) {
+  int64_t product = 1;
+  bool constant = true;
+  for (std::size_t d = 0; d < axes.size() && d < 3; ++d) {
+    const auto v = judge(st, axes[d], at(field, d));
+    if (!v) {
+      constant = false;
+    } else if (*v < 1 || *v > limit[d]) {
+      st.problem(at(field, d), std::string("a ") + what + "'s " + cuda_limits::kAxis[d] + " size is 1 to " +
+                                   std::to_string(limit[d]) + "; found " + std::to_string(*v));
+      constant = false;
+    } else if (__builtin_mul_overflow(product, *v, &product)) {
+      product = std::numeric_limits<int64_t>::max();
+    }
+  }
+  return constant ? std::optional<int64_t>(product) : std::nullopt;
+}
+
 }  // namespace
 
 /// More bytes than any GPU holds (2^48) for `elements` of `dtype`, without overflowing.
@@ -66,30 +88,12 @@ std::optional<int64_t> judge(CheckState& st, const Expr& e, const std::string& f
 /// Launch settings that can never run: CUDA's limits on grid, block and shared memory, checked
 /// for constants, and expressions that cannot be evaluated for any call.
 void check_launch_settings(CheckState& st, const Launch& launch, const std::string& field) {
-  for (std::size_t d = 0; d < launch.grid.size() && d < 3; ++d)
-    if (auto v = judge(st, launch.grid[d], at(sub(field, "grid"), d)); v && (*v < 1 || *v > cuda_limits::kGrid[d]))
-      st.problem(at(sub(field, "grid"), d), std::string("a grid's ") + cuda_limits::kAxis[d] + " size is 1 to " +
-                                             std::to_string(cuda_limits::kGrid[d]) + "; found " +
-                                             std::to_string(*v));
+  axes_within(st, launch.grid, sub(field, "grid"), "grid", cuda_limits::kGrid);
   // Each axis within its limit, then (when every axis is a constant) the threads of the block.
-  int64_t threads = 1;
-  bool all_constant = true;
-  for (std::size_t d = 0; d < launch.block.size() && d < 3; ++d) {
-    const auto v = judge(st, launch.block[d], at(sub(field, "block"), d));
-    if (!v) {
-      all_constant = false;
-    } else if (*v < 1 || *v > cuda_limits::kBlock[d]) {
-      st.problem(at(sub(field, "block"), d), std::string("a block's ") + cuda_limits::kAxis[d] + " size is 1 to " +
-                                              std::to_string(cuda_limits::kBlock[d]) + "; found " +
-                                              std::to_string(*v));
-      all_constant = false;
-    } else {
-      threads *= *v;  // at most 1024 * 1024 * 64: no overflow
-    }
-  }
-  if (all_constant && !launch.block.empty() && threads > cuda_limits::kThreadsPerBlock)
+  if (const auto threads = axes_within(st, launch.block, sub(field, "block"), "block", cuda_limits::kBlock);
+      threads && !launch.block.empty() && *threads > cuda_limits::kThreadsPerBlock)
     st.problem(sub(field, "block"), "a block has 1 to " + std::to_string(cuda_limits::kThreadsPerBlock) +
-                                     " threads; found " + std::to_string(threads));
+                                     " threads; found " + std::to_string(*threads));
   if (auto v = judge(st, launch.shared_mem, sub(field, "shared_mem"));
       v && (*v < 0 || *v > cuda_limits::kSharedPerBlockMax))
     st.problem(sub(field, "shared_mem"),
@@ -110,24 +114,12 @@ void check_launch_settings(CheckState& st, const Launch& launch, const std::stri
   }
   if (!launch.cluster.empty()) {
     // A cluster's blocks: the portable size at most (more needs a non-portable opt-in).
-    int64_t blocks = 1;
-    bool constant = true;
-    for (std::size_t d = 0; d < launch.cluster.size() && d < 3; ++d) {
-      const auto v = judge(st, launch.cluster[d], at(sub(field, "cluster"), d));
-      if (!v) {
-        constant = false;
-      } else if (*v < 1 || *v > cuda_limits::kClusterBlocks) {
-        st.problem(at(sub(field, "cluster"), d), std::string("a cluster's ") + cuda_limits::kAxis[d] + " size is 1 to " +
-                                                  std::to_string(cuda_limits::kClusterBlocks) + "; found " +
-                                                  std::to_string(*v));
-        constant = false;
-      } else {
-        blocks *= *v;
-      }
-    }
-    if (constant && blocks > cuda_limits::kClusterBlocks)
+    constexpr int64_t kClusterAxis[3] = {cuda_limits::kClusterBlocks, cuda_limits::kClusterBlocks,
+                                         cuda_limits::kClusterBlocks};
+    const auto blocks = axes_within(st, launch.cluster, sub(field, "cluster"), "cluster", kClusterAxis);
+    if (blocks && *blocks > cuda_limits::kClusterBlocks)
       st.problem(sub(field, "cluster"), "a cluster holds at most " + std::to_string(cuda_limits::kClusterBlocks) +
-                                         " blocks (the portable size); found " + std::to_string(blocks));
+                                         " blocks (the portable size); found " + std::to_string(*blocks));
   }
   if (launch.when.if_expr) judge(st, *launch.when.if_expr, sub(sub(field, "when"), "if"));
   // CUDA's kernel parameter space (32,764 bytes since CUDA 12.1 on Volta and later).

@@ -104,18 +104,7 @@ std::string CheckState::symbol_list() const {
   return declared_symbols.empty() ? "(none declared)" : join_capped(declared_symbols);
 }
 
-Value string_value(const std::string& text, const std::string& field) {
-  Value v;
-  v.type = Value::Type::string;
-  v.text = text;
-  v.field = field;
-  v.found = quote_untrusted(text, 57);  // (as describe_json says it)
-  return v;
-}
-
 std::string join_capped(const std::vector<std::string>& items) { return join(items, ", ", 24); }
-std::string sub(const std::string& field, const std::string& key) { return field.empty() ? key : field + "." + key; }
-std::string at(const std::string& field, std::size_t i) { return field + "[" + std::to_string(i) + "]"; }
 
 namespace {
 
@@ -244,11 +233,11 @@ void check_guard_dtypes(const ManifestSource& s, CheckState& st) {
 /// "nvrtc_options_for_dtype": {"bf16": ["-DENABLE_BF16"]}: options of the dtype's compile only.
 void check_dtype_options(const ManifestSource& s, CheckState& st) {
   for (const auto& e : s.nvrtc_options_for_dtype) {
-    auto d = st.dtype_at(string_value(e.dtype, e.field), true);
+    auto d = st.dtype_at(e.dtype, true);
     if (!d) continue;
     const auto& dtypes = st.m.guard.dtypes;
     if (std::find(dtypes.begin(), dtypes.end(), *d) == dtypes.end()) {
-      st.problem(e.field, quote_untrusted(e.dtype) + " is not in guard.dtypes: its options would never be used");
+      st.problem(e.dtype.field, quote_untrusted(e.dtype.text) + " is not in guard.dtypes: its options would never be used");
       continue;
     }
     st.m.nvrtc_options_for_dtype[*d] = option_list(st, e.options);

@@ -110,10 +110,11 @@ struct LaunchSource {
   std::string field;
   bool has_kernel = false;
   std::optional<Value> kernel;  ///< a string kernel name
-  /// An object of name expressions per dtype (non-empty): its keys, and the string values.
+  /// An object of name expressions per dtype (non-empty): its keys (strings, with the entry's
+  /// field), each with its value.
   bool kernel_per_dtype = false;
   std::vector<std::string> kernel_keys;
-  std::vector<std::pair<std::string, Value>> kernel_for_dtype;
+  std::vector<std::pair<Value, Value>> kernel_for_dtype;
   ExprList grid;
   ExprList block;
   std::optional<ExprSource> shared_mem;
@@ -168,8 +169,7 @@ struct BinarySource {
 };
 
 struct NvrtcOptionsForDtype {
-  std::string dtype;
-  std::string field;
+  Value dtype;  ///< the key, a string, with the entry's field
   std::vector<Value> options;
 };
 
@@ -198,6 +198,12 @@ struct ManifestSource {
 /// Decodes a manifest document that is a JSON object (the caller parsed it and ran the schema).
 /// Defined in manifest_decode.cpp, the one place that reads the JSON.
 ManifestSource decode_manifest(const nlohmann::json& document);
+
+/// A field's path: "launches[0]" + "grid" = "launches[0].grid", and its i-th entry "...grid[1]".
+inline std::string sub(const std::string& field, const std::string& key) {
+  return field.empty() ? key : field + "." + key;
+}
+inline std::string at(const std::string& field, std::size_t i) { return field + "[" + std::to_string(i) + "]"; }
 
 /// Limits of the format the decoder and the checks share.
 inline constexpr std::size_t kMaxRequire = 32;            ///< predicates of guard.require
