@@ -25,8 +25,6 @@
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/cuda/CUDAGraph.h>
 #include <c10/cuda/CUDAGuard.h>
-#include <c10/cuda/CUDACachingAllocator.h>
-#include <torch/headeronly/version.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -37,7 +35,6 @@
 #include <cstring>
 #include <map>
 #include <optional>
-#include <random>
 #include <sstream>
 #include <tuple>
 
@@ -46,7 +43,6 @@
 #include "core/expr.hpp"
 #include "core/rng.hpp"
 #include "core/safe_text.hpp"
-#include "gates/props/generators.hpp"
 #include "gates/speed/speed_of_light.hpp"
 #include "references/catalogue.hpp"
 #include "references/op_reference.hpp"
@@ -54,8 +50,6 @@
 #include "runtime/cuda/compare.hpp"
 #include "runtime/cuda/device.hpp"
 #include "runtime/cuda/timer.hpp"
-#include "runtime/embedded_op_files.hpp"
-#include "runtime/torch_op.hpp"
 #include "runtime/runner_internal.hpp"
 
 namespace kgate {

@@ -393,7 +393,7 @@ class KernelCheck {
     if (options.progress) options.progress(line);
   }
 
-  // Config (global < op < kernel) under the command line, for this kernel.
+  // The settings' timing (resolve_settings), with the block count the budget cannot cut below.
   TimingOptions timing_for(const KernelSettings& s) const {
     TimingOptions t = s.timing;
     // Fewer blocks than this can never decide, however large the slowdown: the budget cannot stop
@@ -803,7 +803,7 @@ class KernelCheck {
   const OpSignature& op;
   const KernelSettings settings;
   const TimingOptions timing;
-  const props::GeneratorOptions gen;
+  const props::GeneratorOptions& gen;  // settings.cases
   const props::KernelTraits traits;
   const std::vector<Case> cases;
   const int64_t step;  // progress every step cases

@@ -116,21 +116,19 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
   pool.free.push_back(buffer);
 }
 
-// CUPTI's device buffers for kernel timestamps: 256 KB each (room for ~8,000 records; a timed
-// half-block makes tens) instead of the default 3.2 MB. Set at library load, before any CUDA
-// context exists (the size applies to buffers allocated afterwards). After every forced flush the
-// first kernel launch paid for the large buffer, ~0.17 ms per timed half-block; on the H200 this cut
-// an A/A comparison's wall time by 29% unchecked and 26% checked (kgate calibrate, 120 comparisons).
-// Without CUPTI or a driver the call fails, harmlessly.
-
 class CuptiTimer final : public LaunchTimer {
  public:
   explicit CuptiTimer(CuptiRecords records)
       : kind_(records == CuptiRecords::serialized ? CUPTI_ACTIVITY_KIND_KERNEL : CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
     static std::once_flag registered;
     std::call_once(registered, [] {
-      // (Set here, when the first timer is made, not when the library loads: CUPTI initialized
-      // before the driver keeps a tool such as compute-sanitizer from attaching to the process.)
+      // CUPTI's device buffers for kernel timestamps: 256 KB each (room for ~8,000 records; a timed
+      // half-block makes tens) instead of the default 3.2 MB; the size applies to buffers allocated
+      // afterwards. After every forced flush the first kernel launch paid for the large buffer,
+      // ~0.17 ms per timed half-block; on the H200 this cut an A/A comparison's wall time by 29%
+      // unchecked and 26% checked (kgate calibrate, 120 comparisons). Set when the first timer is
+      // made, not when the library loads: CUPTI initialized before the driver keeps a tool such as
+      // compute-sanitizer from attaching to the process. Without CUPTI the call fails, harmlessly.
       size_t buffer = 256 << 10;
       size_t buffer_bytes = sizeof buffer;
       cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, &buffer_bytes, &buffer);

@@ -125,12 +125,12 @@ std::map<std::string, std::string> op_symbols_of(const PackageManifest& manifest
 /// refers to `manifest` and `op`, which must outlive it.
 GuardModel guard_model_of(const PackageManifest& manifest, const OpSignature& op);
 
-/// Correctness cases on both sides of every guard boundary of the manifest (props::guard_boundary_cases,
-/// gates/props/guard_cases.hpp, over guard_model_of: what each case is and how it is drawn).
 /// The largest guard boundary case a package kernel runs (elements of its largest tensor).
 inline constexpr int64_t kMaxGuardCaseElements = int64_t{1} << 24;
+/// Correctness cases on both sides of every guard boundary of the manifest (props::guard_boundary_cases,
+/// gates/props/guard_cases.hpp, over guard_model_of: what each case is and how it is drawn).
 std::vector<Case> guard_boundary_cases(const PackageManifest& manifest, const OpSignature& op,
-                                       uint64_t seed, int64_t max_elements = int64_t{1} << 24);
+                                       uint64_t seed, int64_t max_elements = kMaxGuardCaseElements);
 
 /// A case with how often production calls it (guard.variants' "calls").
 struct VariantCase {
