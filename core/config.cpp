@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "core/format.hpp"
 
 namespace kgate {
 namespace {
@@ -20,10 +21,14 @@ struct Ctx {
   }
 };
 
-double number(const Ctx& c, const json& v, const std::string& field, double lo, double hi) {
+// A number in [lo, hi]; `open_lo` / `open_hi` leave that end out ("in (0, 0.5)").
+double number(const Ctx& c, const json& v, const std::string& field, double lo, double hi,
+              bool open_lo = false, bool open_hi = false) {
   if (!v.is_number()) c.fail(field, "expected a number, found " + v.dump());
   const double d = v.get<double>();
-  if (!(d >= lo && d <= hi)) c.fail(field, "expected a number in [" + json(lo).dump() + ", " + json(hi).dump() + "], found " + v.dump());
+  if (!((open_lo ? d > lo : d >= lo) && (open_hi ? d < hi : d <= hi)))
+    c.fail(field, "expected a number in " + std::string(open_lo ? "(" : "[") + format_exact(lo) +
+                      ", " + format_exact(hi) + (open_hi ? ")" : "]") + ", found " + v.dump());
   return d;
 }
 
@@ -49,11 +54,13 @@ GateSettings parse_settings(const Ctx& c, const json& j, const std::string& fiel
     s.cases = j["cases"].get<int64_t>();
   }
   if (j.contains("families")) {
-    static const std::vector<std::string> known = {"random", "ragged", "extreme", "special", "layout", "long"};
+    // As kgate check --family takes them (gates/props' families and huge).
+    static const std::vector<std::string> known = {"random", "ragged", "extreme", "special", "layout", "long", "huge"};
     if (!j["families"].is_array()) c.fail(f("families"), "expected an array of family names");
     for (const auto& v : j["families"]) {
       if (!v.is_string() || std::find(known.begin(), known.end(), v.get<std::string>()) == known.end())
-        c.fail(f("families"), "unknown family " + v.dump() + "; expected random, ragged, extreme, special, layout or long");
+        c.fail(f("families"), "unknown family " + v.dump() +
+                                  "; expected random, ragged, extreme, special, layout, long or huge");
       s.families.push_back(v.get<std::string>());
     }
   }
@@ -87,10 +94,13 @@ GateSettings parse_settings(const Ctx& c, const json& j, const std::string& fiel
   if (j.contains("max_ulp")) s.max_ulp = number(c, j["max_ulp"], f("max_ulp"), 0, 1e18);
   if (j.contains("ref_ratio_k")) s.ref_ratio_k = number(c, j["ref_ratio_k"], f("ref_ratio_k"), 1, 1e6);
   if (j.contains("ref_ratio_floor")) s.ref_ratio_floor = number(c, j["ref_ratio_floor"], f("ref_ratio_floor"), 0, 1e30);
-  if (j.contains("delta")) s.delta = number(c, j["delta"], f("delta"), 0, 10);
-  if (j.contains("alpha")) s.alpha = number(c, j["alpha"], f("alpha"), 1e-9, 0.5);
+  // As the command line takes them: a minimum effect above 0, alpha in (0, 0.5) (the speed gate's
+  // decision needs alpha < 0.5), a fragility threshold in (0, 1].
+  if (j.contains("delta")) s.delta = number(c, j["delta"], f("delta"), 0, 10, true);
+  if (j.contains("alpha")) s.alpha = number(c, j["alpha"], f("alpha"), 0, 0.5, true, true);
   if (j.contains("time_budget_s")) s.time_budget_s = number(c, j["time_budget_s"], f("time_budget_s"), 0, 86400);
-  if (j.contains("fragile_margin")) s.fragile_margin = number(c, j["fragile_margin"], f("fragile_margin"), 0, 1);
+  if (j.contains("fragile_margin"))
+    s.fragile_margin = number(c, j["fragile_margin"], f("fragile_margin"), 0, 1, true);
   if (j.contains("gate_against_eager")) {
     if (!j["gate_against_eager"].is_boolean())
       c.fail(f("gate_against_eager"), "expected true or false, found " + j["gate_against_eager"].dump());

@@ -55,13 +55,39 @@ TEST(Config, ErrorsNameFileFieldAndExpectation) {
   EXPECT_EQ(error_of(R"({"format": "kgate-config/1", "ops": {"softmax": {"tolerance": {"f8": {}}}}})"),
             "cfg.json: ops.softmax.tolerance.f8: unknown dtype; expected f16, bf16, f32 or f64");
   EXPECT_EQ(error_of(R"({"format": "kgate-config/1", "kernels": {"k": {"alpha": 0.9}}})"),
-            "cfg.json: kernels.k.alpha: expected a number in [1e-09, 0.5], found 0.9");
+            "cfg.json: kernels.k.alpha: expected a number in (0, 0.5), found 0.9");
   EXPECT_EQ(error_of(R"({"format": "kgate-config/1", "global": {"rule": "close"}})"),
             "cfg.json: global.rule: expected \"allclose\", \"ulp\", \"ref_ratio\", \"eager_relative\" or \"conditioned\", found \"close\"");
   EXPECT_EQ(error_of(R"({"format": "kgate-config/1", "global": {"cases": 0}})"),
             "cfg.json: global.cases: expected a positive integer, found 0");
   EXPECT_EQ(error_of(R"({"format": "kgate-config/1", "global": {"families": ["fuzzy"]}})"),
-            "cfg.json: global.families: unknown family \"fuzzy\"; expected random, ragged, extreme, special, layout or long");
+            "cfg.json: global.families: unknown family \"fuzzy\"; expected random, ragged, extreme, special, layout, long or huge");
+}
+
+// The speed gate's and the sweep's settings as the command line takes them: what the gates would
+// refuse in a worker is refused here, before anything runs (issue 48).
+TEST(Config, RefusesSettingsTheGatesCannotUse) {
+  EXPECT_EQ(error_of(R"({"format": "kgate-config/1", "global": {"alpha": 0.5}})"),
+            "cfg.json: global.alpha: expected a number in (0, 0.5), found 0.5");
+  EXPECT_EQ(error_of(R"({"format": "kgate-config/1", "global": {"alpha": 0}})"),
+            "cfg.json: global.alpha: expected a number in (0, 0.5), found 0");
+  EXPECT_EQ(error_of(R"({"format": "kgate-config/1", "ops": {"softmax": {"delta": 0}}})"),
+            "cfg.json: ops.softmax.delta: expected a number in (0, 10], found 0");
+  EXPECT_EQ(error_of(R"({"format": "kgate-config/1", "global": {"delta": -0.5}})"),
+            "cfg.json: global.delta: expected a number in (0, 10], found -0.5");
+  EXPECT_EQ(error_of(R"({"format": "kgate-config/1", "global": {"time_budget_s": -1}})"),
+            "cfg.json: global.time_budget_s: expected a number in [0, 86400], found -1");
+  EXPECT_EQ(error_of(R"({"format": "kgate-config/1", "global": {"atol": -1e-5}})"),
+            "cfg.json: global.atol: expected a number in [0, 1e+30], found -1e-05");
+  EXPECT_EQ(error_of(R"({"format": "kgate-config/1", "kernels": {"k": {"fragile_margin": 0}}})"),
+            "cfg.json: kernels.k.fragile_margin: expected a number in (0, 1], found 0");
+  EXPECT_EQ(error_of(R"({"format": "kgate-config/1", "global": {"families": ["random", ""]}})"),
+            "cfg.json: global.families: unknown family \"\"; expected random, ragged, extreme, special, layout, long or huge");
+  // What the gates take is taken: 0 tolerances and budget, alpha just under 0.5, the huge family.
+  EXPECT_EQ(error_of(R"({"format": "kgate-config/1", "global": {"atol": 0, "rtol": 0, "time_budget_s": 0,
+                                                               "delta": 0.0025, "alpha": 0.49,
+                                                               "fragile_margin": 1, "families": ["huge"]}})"),
+            "no error");
 }
 
 // Op files named by a config are found next to it, as --ops would find them from there.
