@@ -306,11 +306,14 @@ CLI::App* add_calibrate_command(CLI::App& app, CalibrateArgs& args) {
       ->capture_default_str()
       ->check(above_zero());
   cmd->add_option("--delta", timing.delta, "Minimum slowdown that counts as a regression")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(delta_value());
   cmd->add_option("--alpha", timing.alpha, "False-positive rate per comparison")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(alpha_value());
   cmd->add_option("--time-budget", timing.time_budget_s, "Seconds of timing per comparison")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(time_budget_value());
   cmd->add_flag("--fill-budget", timing.fill_budget,
                 "After the first look, let each stage grow (to 16x) to spend the time budget (as kgate "
                 "check --fill-budget)");
@@ -330,7 +333,8 @@ CLI::App* add_calibrate_command(CLI::App& app, CalibrateArgs& args) {
                          "Calibrate in this process instead of one worker process per kernel");
   cmd->add_option("--kernel-timeout", args.kernel_timeout_s,
                   "Seconds before a kernel's worker counts as hung and is killed")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(timeout_value());
   cmd->add_option("--only", args.only, "")->group("");  // internal: the worker's kernel
   cmd->add_flag("--in-worker", args.in_worker, "")->group("");
   return cmd;

@@ -115,9 +115,9 @@ CLI::App* add_check_command(CLI::App& app, CheckArgs& args) {
   cmd->add_option("--cases", opt.cases, "Correctness cases per kernel")
       ->capture_default_str()
       ->check(above_zero());
-  cmd->add_option("--family", opt.families,
-                  "Case families (random, ragged, extreme, special, layout, long, huge)")
-      ->allow_extra_args(false);
+  add_family_option(*cmd, opt.families, check_families(),
+                    "Case families (random, ragged, extreme, special, layout, long, huge); "
+                    "repeatable, or a comma list: random,ragged");
   cmd->add_option("--rule", opt.rule,
                   "Correctness rule: " + kgate::correctness::rule_list() +
                       " (default: the op's; conditioned for ops that declare their conditioning, "
@@ -126,8 +126,10 @@ CLI::App* add_check_command(CLI::App& app, CheckArgs& args) {
   cmd->add_option("--config", args.config_path,
                   "Config file (kgate-config/1): settings per op and kernel")
       ->check(CLI::ExistingFile);
-  cmd->add_option("--atol", opt.atol, "Absolute tolerance (overrides the op's default)");
-  cmd->add_option("--rtol", opt.rtol, "Relative tolerance (overrides the op's default)");
+  cmd->add_option("--atol", opt.atol, "Absolute tolerance (overrides the op's default)")
+      ->check(tolerance_value());
+  cmd->add_option("--rtol", opt.rtol, "Relative tolerance (overrides the op's default)")
+      ->check(tolerance_value());
   cmd->add_option(
          "--devices", args.devices_text,
          "GPUs to use at once: 'all' or ordinals such as 0,1. Kernels and packages are dealt to "
@@ -149,15 +151,19 @@ CLI::App* add_check_command(CLI::App& app, CheckArgs& args) {
   cmd->add_flag_callback(
       "--no-speed", [&opt] { opt.speed = false; }, "Skip the speed gate");
   cmd->add_option("--speed-cases", opt.speed_cases, "Shapes timed per kernel")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(above_zero());
   cmd->add_option("--delta", opt.timing.interleave.delta,
                   "Minimum slowdown that counts as a regression")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(delta_value());
   cmd->add_option("--alpha", opt.timing.interleave.alpha, "False-positive rate per comparison")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(alpha_value());
   cmd->add_option("--time-budget", opt.timing.interleave.time_budget_s,
                   "Seconds of timing per comparison")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(time_budget_value());
   cmd->add_flag("--fill-budget", opt.timing.interleave.fill_budget,
                 "After the first look, let each stage grow (to 16x) to spend the time budget: a fast "
                 "kernel's interval narrows, and smaller slowdowns above --delta are found");
@@ -173,7 +179,8 @@ CLI::App* add_check_command(CLI::App& app, CheckArgs& args) {
       ->check(above_zero());
   cmd->add_option("--kernel-timeout", args.kernel_timeout_s,
                   "Seconds before a kernel's worker counts as hung and is killed")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(timeout_value());
   cmd->add_option(
          "--sanitize", args.sanitize,
          "Run each kernel's largest case of each family (up to 2^20 elements) again under NVIDIA "
@@ -206,7 +213,7 @@ CLI::App* add_check_command(CLI::App& app, CheckArgs& args) {
          "--fragile-margin", args.fragile_margin,
          "Worst margin above which a passing kernel gets a FRAGILE warning (default: the config's "
          "fragile_margin, else 0.8)")
-      ->check(CLI::Range(1e-9, 1.0));
+      ->check(fragile_margin_value());
   cmd->add_flag("--inconclusive-fails", args.inconclusive_fails,
                 "Exit 3 when a speed decision is inconclusive");
   cmd->add_option(

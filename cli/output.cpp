@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include "core/error.hpp"
+#include "gates/props/generators.hpp"
 
 namespace kgate::cli {
 
@@ -60,6 +61,86 @@ CLI::Validator above_zero() {
         return v > 0 ? "" : "must be above 0, found " + text;
       },
       "> 0");
+}
+
+CLI::Validator finite_number(const std::string& what, std::function<bool(double)> accepts) {
+  return CLI::Validator(
+      [what, accepts = std::move(accepts)](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        if (text.empty() || end == text.c_str() || *end != '\0' || !std::isfinite(v) || !accepts(v))
+          return "expected a finite number " + what + ", found '" + text + "'";
+        return "";
+      },
+      what);
+}
+
+CLI::Validator tolerance_value() {
+  return finite_number(">= 0", [](double v) { return v >= 0; });
+}
+
+CLI::Validator delta_value() {
+  return finite_number("> 0", [](double v) { return v > 0; });
+}
+
+CLI::Validator alpha_value() {
+  return finite_number("in (0, 0.5)", [](double v) { return v > 0 && v < 0.5; });
+}
+
+CLI::Validator time_budget_value() {
+  return finite_number(">= 0", [](double v) { return v >= 0; });
+}
+
+CLI::Validator timeout_value() {
+  return finite_number("> 0", [](double v) { return v > 0; });
+}
+
+CLI::Validator fragile_margin_value() {
+  return finite_number("in (0, 1]", [](double v) { return v > 0 && v <= 1; });
+}
+
+std::vector<std::string> check_families() {
+  std::vector<std::string> families = props::all_families();
+  families.push_back("huge");
+  return families;
+}
+
+CLI::Option* add_family_option(CLI::App& cmd, std::vector<std::string>& families,
+                               const std::vector<std::string>& known, const std::string& help) {
+  std::string expected;
+  for (size_t i = 0; i < known.size(); ++i)
+    expected += (i == 0 ? "" : i + 1 == known.size() ? " or " : ", ") + known[i];
+  // Each value a name or a comma list: checked item by item here, split when the option is taken.
+  const auto split = [](const std::string& text) {
+    std::vector<std::string> items;
+    size_t from = 0;
+    for (size_t comma; (comma = text.find(',', from)) != std::string::npos; from = comma + 1)
+      items.push_back(text.substr(from, comma - from));
+    items.push_back(text.substr(from));
+    return items;
+  };
+  const CLI::Validator names(
+      [=](std::string& text) -> std::string {
+        for (const auto& item : split(text)) {
+          if (item.empty())
+            return "an empty family name in '" + text + "'; expected " + expected +
+                   " (a comma list: random,ragged)";
+          if (std::find(known.begin(), known.end(), item) == known.end())
+            return "unknown case family '" + item + "'; expected " + expected;
+        }
+        return "";
+      },
+      "");
+  return cmd
+      .add_option_function<std::vector<std::string>>(
+          "--family",
+          [&families, split](const std::vector<std::string>& values) {
+            for (const auto& value : values)
+              for (auto& item : split(value)) families.push_back(std::move(item));
+          },
+          help)
+      ->check(names)
+      ->allow_extra_args(false);
 }
 
 Progress::Progress(bool quiet) : quiet_(quiet), tty_(isatty(fileno(stderr)) != 0) {}

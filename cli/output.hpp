@@ -1,9 +1,10 @@
 // What every kgate verb's output is made of: UTC timestamps, files written whole, JSON numbers, and
-// progress lines on stderr.
+// progress lines on stderr; and the checks of the options the verbs share.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -46,5 +47,29 @@ class Progress {
 /// A CLI11 check for a number above zero, whose message is "must be above 0, found 0" (CLI11's own
 /// PositiveNumber prints its 300-digit upper bound).
 CLI::Validator above_zero();
+
+/// A CLI11 check for a finite number that `accepts`: `what` ("> 0", ">= 0", "in (0, 0.5)") shows in
+/// the help and in the message, "--atol: expected a finite number >= 0, found -1" (a usage error,
+/// exit 4, while the command line is parsed: before anything runs).
+CLI::Validator finite_number(const std::string& what, std::function<bool(double)> accepts);
+
+/// The settings of the speed gate and the tolerances as every verb checks them: atol and rtol a
+/// finite number >= 0; delta > 0; alpha in (0, 0.5) (the decision needs alpha < 0.5); a time budget
+/// >= 0; a timeout > 0; a fragility threshold in (0, 1].
+CLI::Validator tolerance_value();
+CLI::Validator delta_value();
+CLI::Validator alpha_value();
+CLI::Validator time_budget_value();
+CLI::Validator timeout_value();
+CLI::Validator fragile_margin_value();
+
+/// The case families of kgate check (gates/props' families and huge).
+std::vector<std::string> check_families();
+
+/// Adds --family to `cmd`, appending to `families`: a family of `known`, repeatable, or a comma
+/// list of them ("--family random,ragged" is "--family random --family ragged"). An unknown name
+/// or an empty item is a usage error that names the known families.
+CLI::Option* add_family_option(CLI::App& cmd, std::vector<std::string>& families,
+                               const std::vector<std::string>& known, const std::string& help);
 
 }  // namespace kgate::cli

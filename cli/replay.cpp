@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/output.hpp"
 #include "core/error.hpp"
 #include "gates/correctness/rules.hpp"
 #include "references/catalogue.hpp"
@@ -31,8 +32,8 @@ CLI::App* add_replay_command(CLI::App& app, ReplayArgs& args) {
   cmd->add_option("--arch", args.arch, "NVRTC target for --package (default: the GPU's)");
   cmd->add_option("case", args.case_ref, "Case id (op:dtype:dims:layout:values:seed) or JSON file")->required();
   cmd->add_option("--rule", args.rule, "Correctness rule")->check(CLI::IsMember(kgate::correctness::rule_names()));
-  cmd->add_option("--atol", args.atol, "Absolute tolerance");
-  cmd->add_option("--rtol", args.rtol, "Relative tolerance");
+  cmd->add_option("--atol", args.atol, "Absolute tolerance")->check(tolerance_value());
+  cmd->add_option("--rtol", args.rtol, "Relative tolerance")->check(tolerance_value());
   return cmd;
 }
 

@@ -22,6 +22,7 @@
 #include "core/format.hpp"
 #include "core/safe_text.hpp"
 #include "report/text.hpp"
+#include "gates/props/generators.hpp"
 #include "gates/sensitivity/sweep.hpp"
 #include "references/catalogue.hpp"
 #include "runtime/cuda/device.hpp"
@@ -411,16 +412,19 @@ CLI::App* add_sweep_command(CLI::App& app, SweepArgs& args) {
       ->check(CLI::IsMember({"cuda", "cpu"}));
   cmd->add_option("--seed", opt.seed, "Master seed")->capture_default_str();
   cmd->add_option("--cases", opt.cases, "Cases per kernel")->capture_default_str()->check(above_zero());
-  cmd->add_option("--family", opt.families, "Case families (random, ragged, extreme, special, layout, long)")
-      ->allow_extra_args(false);
+  add_family_option(*cmd, opt.families, props::all_families(),
+                    "Case families (random, ragged, extreme, special, layout, long); repeatable, or a "
+                    "comma list: random,ragged");
   cmd->add_option("--rule", opt.rule, "Correctness rule the margin is taken under (default: the op's)")
       ->check(CLI::IsMember(correctness::rule_names()));
   cmd->add_option("--config", args.config_path, "Config file (kgate-config/1)")->check(CLI::ExistingFile);
-  cmd->add_option("--atol", opt.atol, "Configured absolute tolerance (overrides the op's default)");
-  cmd->add_option("--rtol", opt.rtol, "Configured relative tolerance (overrides the op's default)");
+  cmd->add_option("--atol", opt.atol, "Configured absolute tolerance (overrides the op's default)")
+      ->check(tolerance_value());
+  cmd->add_option("--rtol", opt.rtol, "Configured relative tolerance (overrides the op's default)")
+      ->check(tolerance_value());
   cmd->add_option("--fragile-margin", args.fragile_margin,
                   "Margin above which a passing kernel is FRAGILE (default: the config's fragile_margin, else 0.8)")
-      ->check(CLI::Range(1e-9, 1.0));
+      ->check(fragile_margin_value());
   cmd->add_flag("--fail-on-fragile", args.fail_on_fragile, "Exit 1 when a kernel is FRAGILE");
   cmd->add_option("--out", args.out_dir, "Directory for sweep.json, sweep.md and sweep.html")
       ->capture_default_str()
@@ -431,7 +435,8 @@ CLI::App* add_sweep_command(CLI::App& app, SweepArgs& args) {
   cmd->add_flag_callback("--no-isolate", [&args] { args.isolate = false; },
                          "Sweep every kernel in this process (default: one worker process each, under a watchdog)");
   cmd->add_option("--kernel-timeout", args.kernel_timeout_s, "Seconds before a kernel's worker counts as hung")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(timeout_value());
   cmd->add_option("--only", args.only, "")->group("");  // internal: the worker's kernel
   cmd->add_flag("--in-worker", args.in_worker, "")->group("");
   return cmd;

@@ -13,6 +13,7 @@
 #include <string>
 #include <system_error>
 
+#include "cli/output.hpp"
 #include "core/cuda_limits.hpp"
 #include "core/config.hpp"
 #include "core/error.hpp"
@@ -37,7 +38,8 @@ CLI::App* add_validate_command(CLI::App& app, ValidateArgs& args) {
                   "--config as there): id, family, inside the guard or the fallback")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--seed", args.seed, "Master seed of the listed cases (as kgate check's)")->capture_default_str();
-  cmd->add_option("--family", args.families, "Case families of the listed cases (as kgate check's)");
+  add_family_option(*cmd, args.families, check_families(),
+                    "Case families of the listed cases (as kgate check's; repeatable, or a comma list)");
   cmd->add_option("--config", args.config_path, "Config file (kgate-config/1) of the listed cases (as kgate check's)");
   cmd->add_flag_callback("--no-reference", [&args] { args.reference = false; },
                          "Do not run the op's reference on a small case on the CPU (in a sandboxed worker)");
