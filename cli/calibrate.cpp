@@ -19,6 +19,7 @@
 #include "cli/output.hpp"
 #include "cli/worker.hpp"
 #include "core/error.hpp"
+#include "core/format.hpp"
 #include "core/rng.hpp"
 #include "core/safe_text.hpp"
 #include "gates/speed/calibration.hpp"
@@ -228,6 +229,9 @@ std::string short_case(const Case& c) {
   return s;
 }
 
+/// A measured fraction (a rate, the noise) as a percent with `digits` decimals, for the table; the
+/// settings (delta, alpha) and the delta to raise them to print through format_percent, which
+/// reads back.
 std::string percent(double fraction, int digits = 2) {
   if (std::isnan(fraction)) return "-";
   if (std::isinf(fraction)) return "inf";
@@ -545,12 +549,12 @@ int run_calibrate(const CalibrateArgs& args) {
   }
 
   std::printf(
-      "\nA/A calibration on %s (%s timer), delta %s, alpha %.3g, %s L2, %d comparisons per case\n",
+      "\nA/A calibration on %s (%s timer), delta %s, alpha %s, %s L2, %d comparisons per case\n",
       env.device.c_str(),
       all.empty() || all[0].empty() || all[0][0].runs.empty()
           ? "-"
           : all[0][0].runs[0].comparison.timer.c_str(),
-      percent(il.delta, 1).c_str(), il.alpha,
+      format_percent(il.delta).c_str(), format_exact(il.alpha).c_str(),
       backend != Backend::cuda ? "no"
       : args.timing.flush_l2   ? "cold"
                                : "warm",
@@ -576,7 +580,7 @@ int run_calibrate(const CalibrateArgs& args) {
       "\nfalse positives: %lld of %lld valid A/A comparisons = %s (95%% CI %s to %s; alpha %s)\n",
       static_cast<long long>(total.regressions), static_cast<long long>(total.valid),
       percent(total.false_positive_rate).c_str(), percent(total.fp_exact.lower).c_str(),
-      percent(total.fp_exact.upper).c_str(), percent(il.alpha, 1).c_str());
+      percent(total.fp_exact.upper).c_str(), format_percent(il.alpha).c_str());
   std::printf("noise floor (p95 |HL - 1|): %s; smallest supported delta (p95 CI half-width): %s\n",
               percent(total.noise_floor).c_str(), percent(total.delta_min).c_str());
   if (total.valid > 0 && total.fp_exact.lower > il.alpha) {
@@ -585,18 +589,18 @@ int run_calibrate(const CalibrateArgs& args) {
         "timing on this machine is biased or unstable (check clocks, other load, --warm)\n");
   }
   if (std::isfinite(total.delta_min) && total.delta_min <= il.delta) {
-    std::printf("delta %s is supported (>= %s)\n", percent(il.delta, 1).c_str(),
-                percent(total.delta_min).c_str());
+    std::printf("delta %s is supported (>= %s)\n", format_percent(il.delta).c_str(),
+                format_percent(total.delta_min).c_str());
   } else if (std::isinf(total.delta_min)) {
     std::printf(
         "delta %s: not established: some comparisons ran too few blocks for any bound at "
         "this alpha (give each comparison more --time-budget)\n",
-        percent(il.delta, 1).c_str());
+        format_percent(il.delta).c_str());
   } else if (total.valid > 0) {
     std::printf(
         "delta %s is NOT supported: raise --delta to at least %s, or give each comparison "
         "more --time-budget\n",
-        percent(il.delta, 1).c_str(), percent(total.delta_min).c_str());
+        format_percent(il.delta).c_str(), format_percent(total.delta_min).c_str());
   }
   std::printf("\nreport: %s\n", out.string().c_str());
   return some_case_empty ? static_cast<int>(ExitCode::inconclusive) : 0;

@@ -58,6 +58,10 @@ struct KernelResult {
 
 std::string g(double v) { return std::isinf(v) ? "inf" : format_number_or_dash(v); }
 
+/// A setting (a configured tolerance, the fragility threshold) as it reads back: 1.2345e-05, not
+/// g's 1.23e-05.
+std::string exact(double v) { return std::isfinite(v) ? format_exact(v) : g(v); }
+
 ordered_json quantiles_json(const sensitivity::Quantiles& q) {
   return {{"p50", json_number(q.p50)}, {"p90", json_number(q.p90)}, {"p99", json_number(q.p99)},
           {"max", json_number(q.max)}};
@@ -104,8 +108,8 @@ std::string markdown(const std::vector<KernelResult>& kernels, const sensitivity
      << "|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& k : kernels)
     for (const auto& d : k.dtypes)
-      md << "| " << k.name << " | " << dtype_name(d.sweep.dtype) << " | " << d.sweep.rule << " | " << g(d.atol)
-         << " | " << g(d.rtol) << " | " << d.sweep.cases << " | " << d.sweep.failed << " | "
+      md << "| " << k.name << " | " << dtype_name(d.sweep.dtype) << " | " << d.sweep.rule << " | " << exact(d.atol)
+         << " | " << exact(d.rtol) << " | " << d.sweep.cases << " | " << d.sweep.failed << " | "
          << g(d.sweep.worst_margin) << " | " << g(d.sweep.margin.p90) << " | " << d.sweep.verdict << " |\n";
   for (const auto& k : kernels)
     for (const auto& d : k.dtypes) {
@@ -206,7 +210,7 @@ std::string html(const std::vector<KernelResult>& kernels, const sensitivity::Sw
   for (const auto& k : kernels)
     for (const auto& d : k.dtypes)
       h << "<tr><td>" << markup_escape(k.name) << "</td><td>" << dtype_name(d.sweep.dtype) << "</td><td>"
-        << markup_escape(d.sweep.rule) << "</td><td>" << g(d.atol) << "</td><td>" << g(d.rtol) << "</td><td>"
+        << markup_escape(d.sweep.rule) << "</td><td>" << exact(d.atol) << "</td><td>" << exact(d.rtol) << "</td><td>"
         << d.sweep.cases << "</td><td>" << d.sweep.failed << "</td><td>" << g(d.sweep.margin.p90) << "</td><td>"
         << g(d.sweep.worst_margin) << "</td><td class=\"" << d.sweep.verdict << "\">" << d.sweep.verdict
         << "</td></tr>\n";
@@ -217,7 +221,7 @@ std::string html(const std::vector<KernelResult>& kernels, const sensitivity::Sw
       h << "<h2>" << markup_escape(k.name) << " " << dtype_name(s.dtype) << " <span class=\"" << s.verdict << "\">"
         << s.verdict << "</span></h2>\n<p>Max abs error per case p50/p90/p99/max: " << g(s.max_abs.p50) << " / "
         << g(s.max_abs.p90) << " / " << g(s.max_abs.p99) << " / " << g(s.max_abs.max)
-        << "; worst margin " << g(s.worst_margin) << " (FRAGILE above " << g(k.fragile_margin) << ")";
+        << "; worst margin " << g(s.worst_margin) << " (FRAGILE above " << exact(k.fragile_margin) << ")";
       if (!d.worst_repro.empty()) h << "; closest case: <code>" << markup_escape(d.worst_repro) << "</code>";
       h << "</p>\n";
       std::vector<std::pair<std::string, std::vector<double>>> by_rtol;
@@ -377,14 +381,14 @@ void print_table(const std::vector<KernelResult>& kernels) {
   for (const auto& k : kernels)
     for (const auto& d : k.dtypes)
       std::printf("%-28s %-5s %-9s %9s %9s %6lld %6lld %10s %10s %s\n", k.name.c_str(), dtype_name(d.sweep.dtype),
-                  d.sweep.rule.c_str(), g(d.atol).c_str(), g(d.rtol).c_str(), static_cast<long long>(d.sweep.cases),
+                  d.sweep.rule.c_str(), exact(d.atol).c_str(), exact(d.rtol).c_str(), static_cast<long long>(d.sweep.cases),
                   static_cast<long long>(d.sweep.failed), g(d.sweep.margin.p90).c_str(),
                   g(d.sweep.worst_margin).c_str(), d.sweep.verdict.c_str());
   for (const auto& k : kernels)
     for (const auto& d : k.dtypes) {
       if (d.sweep.verdict == "FRAGILE")
         std::printf("  %s %s FRAGILE (margin %s; threshold %s): %s\n", k.name.c_str(), dtype_name(d.sweep.dtype),
-                    g(d.worst_margin).c_str(), g(k.fragile_margin).c_str(), d.worst_repro.c_str());
+                    g(d.worst_margin).c_str(), exact(k.fragile_margin).c_str(), d.worst_repro.c_str());
       if (d.sweep.verdict == "FAILED")
         std::printf("  %s %s FAILED: %lld case(s) fail the configured tolerance, %lld of them at any tolerance; "
                     "e.g. %s\n    %s\n",

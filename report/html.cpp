@@ -302,7 +302,8 @@ void write_speed(std::ostream& os, const KernelReport& k) {
        << "</code></td><td>" << esc_or_dash(s.timer) << "</td><td class=\"num ratio\">" << ratio_text(s.ratio)
        << "</td><td class=\"num\">[" << format_number_or_dash(s.ratio_lower, "%.3f") << ", " << format_number_or_dash(s.ratio_upper, "%.3f")
        << "]</td><td class=\"num\">" << format_number_or_dash(s.p_value) << "</td><td class=\"num\">" << format_number_or_dash(s.p_adjusted)
-       << "</td><td class=\"num\">" << format_number_or_dash(s.delta) << "</td><td class=\"num\">" << s.blocks << " ("
+       << "</td><td class=\"num\">" << (std::isfinite(s.delta) ? format_exact(s.delta) : "-")
+       << "</td><td class=\"num\">" << s.blocks << " ("
        << s.dropped_blocks << ")</td><td class=\"num\">" << micros(s.baseline_median_ns) << "</td><td class=\"num\">"
        << micros(s.candidate_median_ns) << "</td><td>" << badge(s.decision) << "</td><td class=\"msg\">"
        << esc(s.note) << "</td></tr>\n";

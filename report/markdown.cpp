@@ -48,7 +48,7 @@ void write_base_section(std::ostream& os, const RunReport& report) {
     std::string line = "`" + k.name + "`";
     if (status == "base_failed") line += ": the base fails the head's cases, so the comparison is invalid";
     else if (worst)
-      line += ": " + speed_words(worst->ratio) + " than base (δ " + format_number(100 * worst->delta, "%g") + "%), " +
+      line += ": " + speed_words(worst->ratio) + " than base (δ " + format_percent(worst->delta) + "), " +
               outcome_name(worst->decision);
     (worst && worst->decision == Outcome::regressed ? regressed : changed).push_back(line);
   }
