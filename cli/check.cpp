@@ -194,6 +194,7 @@ CLI::App* add_check_command(CLI::App& app, CheckArgs& args) {
   cmd->add_option("--resume-at", args.resume_at, "")->group("");  // internal: after a fault
   cmd->add_flag("--resumed-after-failure", args.resumed_after_failure, "")->group("");  // internal
   cmd->add_option("--reference-copies-at", args.reference_copies_at, "")->group("");    // internal
+  cmd->add_option("--observed-sizes", args.observed_sizes, "")->group("");  // internal: a fresh worker
   cmd->add_option("--run-comparisons", args.run_comparisons, "")->group("");  // internal: Holm's m
   cmd->add_option("--case", args.only_case, "")->group("");  // internal: shrinking a fault
   cmd->add_option("--out", args.out_dir, "Directory for report.json, junit.xml and summary.md")
@@ -397,6 +398,13 @@ int run_check(const CheckArgs& args) {
   options.resume_at = args.resume_at;
   options.resumed_after_failure = args.resumed_after_failure;
   options.reference_copies_at = args.reference_copies_at;
+  if (!args.observed_sizes.empty()) {
+    std::vector<FoundSize> sizes;
+    for (const auto& s : nlohmann::json::parse(args.observed_sizes))
+      sizes.push_back({s.at("size").get<int64_t>(), s.at("origin").get<std::string>(),
+                       s.at("detail").get<std::string>()});
+    options.observed_sizes = std::move(sizes);
+  }
   if (!args.only_case.empty()) {
     options.only_cases = {Case::from_id(args.only_case)};
     options.speed = false;

@@ -70,6 +70,7 @@ void merge_resumed(KernelReport& into, KernelReport part) {
                     (b.minimal->rule != "fault" &&
                      b.minimal->kcase.numel_hint() < a.minimal->kcase.numel_hint())))
     a.minimal = std::move(b.minimal);
+  if (a.coverage.is_null()) a.coverage = std::move(b.coverage);  // the first worker's: all cases
   for (auto& [name, families] : b.null_calibration)
     for (auto& [family, counts] : families) {
       auto& c = a.null_calibration[name][family];
@@ -134,7 +135,8 @@ void shrink_fault_in_workers(KernelReport& kr, const KernelInfo& k,
     std::fprintf(stderr, "kgate: %s: shrinking the faulting case %s in fresh workers\n",
                  k.name.c_str(), fault->kcase.id().c_str());
   const auto shrunk =
-      props::shrink(fault->kcase, op, k.tile_sizes, faults, kMaxFaultShrinkAttempts);
+      props::shrink(fault->kcase, op, props::all_tile_sizes(traits_of(k)), faults,
+                    kMaxFaultShrinkAttempts);
   CaseResult minimal = *fault;
   if (shrunk.steps > 0 && last_fault && last_fault->kcase.id() == shrunk.minimal.id())
     minimal = *last_fault;
@@ -299,6 +301,16 @@ class WorkerDealer {
       if (reference_copies_at >= 0)
         attempt.insert(attempt.end(),
                        {"--reference-copies-at", std::to_string(reference_copies_at)});
+      // A fresh worker takes the tile sizes the first observed (none: it does not probe again),
+      // so that its case list is the first's.
+      if (merged) {
+        nlohmann::json observed = nlohmann::json::array();
+        const auto& cov = merged->correctness.coverage;
+        if (cov.is_object() && cov.contains("tile_sizes"))
+          for (const auto& s : cov.at("tile_sizes"))
+            if (s.value("origin", "") == "observed") observed.push_back(s);
+        attempt.insert(attempt.end(), {"--observed-sizes", observed.dump()});
+      }
       std::error_code ignored;
       fs::remove(worker_out / "progress", ignored);  // the watch must not read the last worker's
       auto w = run_worker(attempt, (worker_out / "report.json").string(), args.kernel_timeout_s,

@@ -33,7 +33,9 @@ enum class ExitCode : int {
   ok = 0,            ///< every gate passed
   correctness = 1,   ///< at least one kernel is incorrect (or faulted / hung)
   regression = 2,    ///< a statistically significant speed regression
-  inconclusive = 3,  ///< inconclusive or invalid measurement, when the policy says that fails
+  /// inconclusive or invalid measurement, when the policy says that fails; and, whatever the
+  /// policy, a kernel that no case ran (Outcome::unchecked)
+  inconclusive = 3,
   usage = 4,         ///< usage, configuration or package error
   internal = 5,      ///< kgate itself failed (a bug: please report it)
 };

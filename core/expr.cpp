@@ -490,7 +490,37 @@ void collect_bounds(const Expr::Node& n, const std::string& symbol, const std::s
   if (n.rhs) collect_bounds(*n.rhs, symbol, text, out);
 }
 
+// Constant divisors of a quotient, remainder, ceil_div or round_up whose dividend names `symbol`.
+void collect_divisors(const Expr::Node& n, const std::string& symbol, const std::string& text,
+                      std::vector<int64_t>& out) {
+  if ((n.op == Op::div || n.op == Op::mod || n.op == Op::ceil_div || n.op == Op::round_up) && n.lhs &&
+      n.rhs) {
+    std::vector<std::string> dividend, divisor;
+    collect_symbols(*n.lhs, dividend);
+    collect_symbols(*n.rhs, divisor);
+    if (divisor.empty() && std::find(dividend.begin(), dividend.end(), symbol) != dividend.end()) {
+      static const SymbolValues kNone;
+      try {
+        const int64_t d = Evaluator(text, kNone).eval(*n.rhs);
+        if (d > 1) out.push_back(d);
+      } catch (const Error&) {
+      }
+    }
+  }
+  if (n.cond) collect_divisors(*n.cond, symbol, text, out);
+  if (n.lhs) collect_divisors(*n.lhs, symbol, text, out);
+  if (n.rhs) collect_divisors(*n.rhs, symbol, text, out);
+}
+
 }  // namespace
+
+std::vector<int64_t> Expr::divisors_of(const std::string& symbol) const {
+  std::vector<int64_t> out;
+  collect_divisors(*root_, symbol, text_, out);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
 
 const std::vector<std::string>& expr_function_names() {
   static const std::vector<std::string> names = {"ceil_div", "max", "min", "round_up"};

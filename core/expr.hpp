@@ -65,6 +65,11 @@ class Expr {
   /// 1024), sorted and distinct: where a launch condition over that symbol switches.
   std::vector<int64_t> comparison_bounds(const std::string& symbol) const;
 
+  /// The constant divisors of every quotient, remainder, ceil_div and round_up whose dividend
+  /// names `symbol` ("(N + 255) / 256", "B * ceil_div(N, 1024)": 256, 1024), sorted and
+  /// distinct: a grid written this way covers `symbol` in tiles of that size.
+  std::vector<int64_t> divisors_of(const std::string& symbol) const;
+
   /// True when the expression names no symbol (its value is known without shapes).
   bool is_constant() const { return symbols().empty(); }
 

@@ -14,6 +14,9 @@ enum class Outcome {
   skipped,       ///< not run here (e.g. no GPU): never counted as a pass
   fragile,       ///< passes, but uses more of its error budget than the fragility threshold
   unchanged,     ///< candidate and baseline compile to byte-identical code: not timed, nothing changed
+  /// No case ran the kernel (none applied, or every case fell outside its guard and the reference
+  /// ran): nothing was shown, so never a pass; exit 3 whatever the policy.
+  unchecked,
 };
 
 const char* outcome_name(Outcome outcome);

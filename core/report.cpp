@@ -117,6 +117,7 @@ json correctness_json(const CorrectnessReport& c) {
         nc[null_kernel][family] = {{"cases", counts.first}, {"failed", counts.second}};
     out["null_calibration"] = nc;
   }
+  if (!c.coverage.is_null()) out["coverage"] = c.coverage;
   return out;
 }
 
@@ -135,6 +136,7 @@ CorrectnessReport correctness_from(const json& c) {
   r.reference_errors = c.value("reference_errors", int64_t{0});
   r.skipped = c.value("skipped", int64_t{0});
   r.seconds = read_number(c, "seconds");
+  if (c.contains("coverage")) r.coverage = c.at("coverage");
   r.faulted = c.value("faulted", std::vector<std::string>{});
   r.not_run = c.value("not_run", int64_t{0});
   r.resume_at = c.value("resume_at", int64_t{0});
@@ -251,8 +253,9 @@ SpeedComparison speed_from(const json& j) {
 }  // namespace
 
 ExitCode RunReport::exit_code(bool inconclusive_fails) const {
-  bool failed = false, regressed = false, inconclusive = false;
+  bool failed = false, regressed = false, inconclusive = false, unchecked = false;
   for (const auto& k : kernels) {
+    if (k.outcome == Outcome::unchecked) unchecked = true;
     if (k.outcome == Outcome::failed || k.correctness.failed > 0) failed = true;
     for (const auto& s : k.speed) {
       if (!s.gates) continue;  // informational
@@ -264,7 +267,7 @@ ExitCode RunReport::exit_code(bool inconclusive_fails) const {
   }
   if (failed) return ExitCode::correctness;
   if (regressed) return ExitCode::regression;
-  if (inconclusive && inconclusive_fails) return ExitCode::inconclusive;
+  if (unchecked || (inconclusive && inconclusive_fails)) return ExitCode::inconclusive;
   return ExitCode::ok;
 }
 

@@ -99,6 +99,10 @@ struct CorrectnessReport {
   /// Null-kernel calibration: per null kernel ("zeros", "copy"), per family, cases run and failed.
   /// A family a null kernel passes entirely is too weak (a warning says so).
   std::map<std::string, std::map<std::string, std::pair<int64_t, int64_t>>> null_calibration;
+  /// Which edges of the op's edge symbol the cases reached ("symbol", "tile_sizes" with where each
+  /// came from, "tried" with their dtypes, "left_out" for budget, "spread"): null when not known
+  /// (a replay, an op without symbols).
+  nlohmann::json coverage;
 };
 
 /// One timed comparison of a candidate against a baseline.

@@ -372,6 +372,7 @@ int severity(Outcome o) {
     case Outcome::invalid: return 2;
     case Outcome::inconclusive: return 3;
     case Outcome::fragile: return 4;
+    case Outcome::unchecked: return 2;
     case Outcome::skipped: return 5;
     case Outcome::passed: return 6;
     case Outcome::unchanged: return 6;

@@ -27,6 +27,9 @@ void write_junit(std::ostream& os, const RunReport& report) {
     if (k.outcome == Outcome::skipped) {
       ++skipped;
       body << "      <skipped message=\"" << markup_escape(k.message) << "\"/>\n";
+    } else if (k.outcome == Outcome::unchecked) {
+      ++failures;  // nothing was shown: exit 3 whatever the policy
+      body << "      <failure message=\"" << markup_escape("UNCHECKED: " + k.message) << "\"/>\n";
     } else if (k.outcome == Outcome::invalid && k.correctness.failed == 0 && k.correctness.reference_errors > 0) {
       // The op's reference could not judge some cases: unproven, as the exit code counts it.
       const std::string why = std::to_string(k.correctness.reference_errors) + " of " +

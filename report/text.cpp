@@ -24,6 +24,8 @@ std::string speedup_words(double speedup) {
 std::string correctness_cell(const KernelReport& k) {
   const CorrectnessReport& c = k.correctness;
   if (k.outcome == Outcome::skipped) return "skipped";
+  if (k.outcome == Outcome::unchecked)
+    return c.cases == 0 ? "UNCHECKED, no case" : "UNCHECKED, " + std::to_string(c.fallback) + "/" + std::to_string(c.cases) + " fell back";
   if (c.failed > 0) return "failed " + std::to_string(c.failed) + " of " + std::to_string(c.cases);
   if (k.outcome == Outcome::failed)  // a crash, a hang or a fault outside the cases
     return c.cases == 0 ? "failed, no case ran" : "failed after " + std::to_string(c.passed) + "/" + std::to_string(c.cases);

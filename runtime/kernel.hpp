@@ -9,13 +9,14 @@
 #include <vector>
 
 #include "core/dtype.hpp"
+#include "core/found_size.hpp"
 #include "core/tensor_view.hpp"
 
 /// The layout of what a kernel's module hands kgate (KernelInfo, KernelCall, TensorView). A base
 /// build's module (kgate check --baseline-build) records it with its kgate version
 /// ("0.1.0+kernel-abi.2") and is refused, before it is loaded, by a kgate of another: its
 /// registrations would be read with the wrong layout. Raised whenever those structs change.
-#define KGATE_KERNEL_ABI 2
+#define KGATE_KERNEL_ABI 3
 
 namespace kgate {
 
@@ -41,7 +42,9 @@ struct KernelInfo {
   std::string op_file;
   Backend backend = Backend::cuda;
   std::vector<DType> dtypes;      ///< dtypes it supports (cases of other dtypes are not generated)
-  std::vector<int64_t> tile_sizes;///< block/tile sizes: ragged cases put these +-1 on the reduced dim
+  /// Declared tile sizes (kgate_add_kernel's TILE_SIZES): ragged cases reach t - 1, t + 1 and t of
+  /// each on the op's reduced symbol before any other size.
+  std::vector<int64_t> tile_sizes;
   bool accepts_strided = false;   ///< takes non-contiguous views (else only contiguous inputs)
   bool accepts_unaligned = true;  ///< takes base pointers that are not 16-byte aligned
   std::string source;             ///< where it comes from (file or package)
@@ -96,6 +99,10 @@ struct KernelInfo {
   /// an Error naming the kernel when it cannot; the kernel then stays incomplete and every listing
   /// throws it again.
   std::function<void(KernelInfo&)> complete;
+  /// Sizes kgate found where the kernel's behaviour changes (a package's guard bounds, `when`
+  /// conditions and grid divisors), with where each came from: ragged cases reach them after the
+  /// declared tiles. (Sizes observed in launch records are found when the kernel is checked.)
+  std::vector<FoundSize> found_sizes;
 };
 
 /// The UNCHANGED rule's first half: `a` and `b` run the same code (equal, non-empty code digests).

@@ -17,6 +17,7 @@
 #include "core/rng.hpp"
 #include "core/safetensors.hpp"
 #include "gates/props/shrink.hpp"
+#include "gates/props/tile_inference.hpp"
 #include "gates/speed/decision.hpp"
 #include "references/catalogue.hpp"
 #include "runtime/cuda/check.hpp"
@@ -56,6 +57,7 @@ props::KernelTraits traits_of(const KernelInfo& kernel) {
   props::KernelTraits t;
   t.dtypes = kernel.dtypes;
   t.tile_sizes = kernel.tile_sizes;
+  t.found_sizes = kernel.found_sizes;
   t.accepts_strided = kernel.accepts_strided;
   t.accepts_unaligned = kernel.accepts_unaligned;
   t.huge = kernel.backend == Backend::cuda;
@@ -189,6 +191,91 @@ namespace {
 
 std::string fmt_g(double v) { return format_number(v); }
 
+// What one probe case's launches showed of a kernel's tiles (a CUDA kernel or torch op that
+// declares none): the sizes inferred, how it went, and a fault if the kernel lost the context.
+struct TileProbe {
+  std::vector<FoundSize> sizes;
+  std::string case_id;  ///< "" when no probe ran
+  std::string note;     ///< why nothing was inferred, or the sizes came from an earlier worker
+  std::optional<CaseResult> fault;
+};
+
+TileProbe probe_tiles(Runner& runner, const KernelInfo& kernel, const OpSignature& op,
+                      const CheckOptions& options, uint64_t seed) {
+  TileProbe p;
+  if (options.observed_sizes) {
+    p.sizes = *options.observed_sizes;
+    p.note = "as the first worker observed them";
+    return p;
+  }
+  // Every CUDA kernel that declares no tile: a CMake kernel, a torch op, a package (whose manifest
+  // may say where it switches, but not how a block walks a row).
+  if (runner.backend() != Backend::cuda || !kernel.tile_sizes.empty() ||
+      !options.only_cases.empty() || options.resume_at > 0 || std::getenv("KGATE_UNDER_SANITIZER"))
+    return p;
+  const auto c = props::probe_case(op, traits_of(kernel), seed);
+  if (!c) {
+    p.note = "no probe case: the op has no edge symbol or no small shape in its domain";
+    return p;
+  }
+  p.case_id = c->id();
+  const cuda::LaunchRecord r = runner.record_launches(kernel, *c);
+  if (runner.context_lost()) {
+    CaseResult f;
+    f.kcase = *c;
+    f.outcome = Outcome::failed;
+    f.rule = "fault";
+    f.message = "kernel '" + kernel.name + "' faulted on the case that probes its tiles: " + r.why;
+    f.repro = repro_command(kernel, *c);
+    p.fault = f;
+    p.note = r.why;
+    return p;
+  }
+  if (r.launches.size() == 1 && r.launches[0] == "outside the guard") {
+    p.note = "the probe case is outside the kernel's guard";
+    return p;
+  }
+  const std::string es = props::edge_symbol(op);
+  const int64_t n = std::max<int64_t>(1, c->dim(es));
+  const int64_t rows = std::max<int64_t>(1, props::largest_tensor_numel(op, *c) / n);
+  std::string why;
+  p.sizes = props::infer_tiles(props::launch_shapes(r.launches), rows, n, &why);
+  if (p.sizes.empty())
+    p.note = "no tile inferred from its launches" + (why.empty() ? std::string() : ": " + why) +
+             (r.known || r.why.empty() ? "" : " (" + r.why + ")");
+  return p;
+}
+
+// report.json's correctness.coverage: the edge symbol, the edges tried (with their dtypes) and
+// left out, the spread's count, and the sizes found (declared, manifest, observed) with where.
+nlohmann::json coverage_json(const props::EdgeCoverage& cov, const props::KernelTraits& traits,
+                             const TileProbe& probe) {
+  const auto edge = [](const props::Edge& e) {
+    return nlohmann::json{{"size", e.size}, {"origin", e.origin}, {"detail", e.detail}};
+  };
+  nlohmann::json tried = nlohmann::json::array(), left = nlohmann::json::array();
+  for (const auto& r : cov.tried) {
+    auto j = edge(r.edge);
+    j["dtypes"] = nlohmann::json::array();
+    for (DType d : r.dtypes) j["dtypes"].push_back(dtype_name(d));
+    tried.push_back(std::move(j));
+  }
+  for (const auto& e : cov.left_out) left.push_back(edge(e));
+  nlohmann::json sizes = nlohmann::json::array();
+  for (int64_t t : traits.tile_sizes)
+    sizes.push_back({{"size", t}, {"origin", "declared"}, {"detail", "tile " + std::to_string(t)}});
+  for (const auto& f : traits.found_sizes)
+    sizes.push_back({{"size", f.size}, {"origin", f.origin}, {"detail", f.detail}});
+  return {{"symbol", cov.symbol},
+          {"tile_sizes", std::move(sizes)},
+          {"tried", std::move(tried)},
+          {"left_out", std::move(left)},
+          {"spread", {{"tried", cov.spread_tried}, {"total", cov.spread_total}}},
+          {"probe", probe.case_id.empty() && probe.note.empty()
+                        ? nlohmann::json()
+                        : nlohmann::json{{"case", probe.case_id}, {"note", probe.note}}}};
+}
+
 void record(CorrectnessReport& c, CaseResult r, size_t keep) {
   if (r.rule == "reference_error") {  // the op's, never the kernel's: said, not counted
     c.warnings.push_back("a behaviour check of case " + r.kcase.id() +
@@ -284,8 +371,9 @@ namespace {
 
 // The correctness cases of `kernel` (of `op`), generated as `gen` says.
 std::vector<Case> cases_of(const KernelInfo& kernel, const OpSignature& op,
-                           const props::GeneratorOptions& gen, const CheckOptions& options) {
-  auto cases = options.only_cases.empty() ? props::generate_cases(op, traits_of(kernel), gen)
+                           const props::KernelTraits& traits, const props::GeneratorOptions& gen,
+                           const CheckOptions& options) {
+  auto cases = options.only_cases.empty() ? props::generate_cases(op, traits, gen)
                                           : options.only_cases;
   if (options.only_cases.empty()) {
     const auto added = guard_and_extra_cases(kernel, options);
@@ -308,7 +396,8 @@ std::vector<Case> guard_and_extra_cases(const KernelInfo& kernel, const CheckOpt
 
 std::vector<Case> correctness_cases(const KernelInfo& kernel, const CheckOptions& options) {
   const OpSignature& op = find_op(kernel.op);
-  return cases_of(kernel, op, resolve_settings(op, kernel.name, options).cases, options);
+  return cases_of(kernel, op, traits_of(kernel), resolve_settings(op, kernel.name, options).cases,
+                  options);
 }
 
 namespace {
@@ -328,10 +417,11 @@ class KernelCheck {
         settings(resolve_settings(op, kernel.name, options)),
         timing(timing_for(settings)),
         gen(settings.cases),
-        traits(traits_of(kernel)),
-        cases(cases_of(kernel, op, gen, options)),
+        probe(probe_tiles(runner, kernel, op, options, gen.seed)),
+        traits(with_observed(traits_of(kernel), probe)),
+        cases(cases_of(kernel, op, traits, gen, options)),
         step(std::max<int64_t>(1, static_cast<int64_t>(cases.size()) / 8)),
-        resumed(options.resume_at > 0 && options.resumed_after_failure) {
+        resumed(options.resumed_after_failure) {
     report.name = kernel.name;
     report.op = kernel.op;
     report.backend = backend_name(kernel.backend);
@@ -343,8 +433,19 @@ class KernelCheck {
     if (const std::string* note = torch_op_memory_note(kernel.name); note && !note->empty())
       report.correctness.warnings.push_back(*note);
     report.correctness.cases = static_cast<int64_t>(cases.size());
+    record_coverage();
     warn_without_huge_case();
-    run_cases();
+    if (probe.fault) {
+      // The kernel lost the CUDA context on the probe: its fault, and every case is a fresh
+      // worker's (which takes the sizes observed, none, instead of probing again).
+      report.correctness.failed = 1;
+      report.correctness.failures.push_back(*probe.fault);
+      report.correctness.faulted.push_back(probe.fault->kcase.id());
+      report.correctness.resume_at = 0;
+      report.correctness.not_run = static_cast<int64_t>(cases.size());
+    } else {
+      run_cases();
+    }
     warn_of_case_counts();
     // A worker that goes on after a kernel's fault judges its cases only: the kernel has failed
     // already. After the reference's faults alone, the behaviour checks and the timing follow here.
@@ -405,6 +506,32 @@ class KernelCheck {
     t.interleave.min_blocks = speed::min_blocks_to_decide(
         t.interleave.alpha, t.interleave.max_stages, std::max(own, options.run_comparisons));
     return t;
+  }
+
+  static props::KernelTraits with_observed(props::KernelTraits t, const TileProbe& p) {
+    t.found_sizes.insert(t.found_sizes.end(), p.sizes.begin(), p.sizes.end());
+    return t;
+  }
+
+  // Which ragged edges the cases reached, and a warning naming those the budget left out.
+  void record_coverage() {
+    if (!options.only_cases.empty()) return;  // a replay or a shrink: not the kernel's case list
+    const props::EdgeCoverage cov = props::edge_coverage(op, traits, gen.seed, cases);
+    if (cov.symbol.empty()) return;
+    report.correctness.coverage = coverage_json(cov, traits, probe);
+    // (Families asked for without ragged: their edges were not what this run was for.)
+    const bool ragged = gen.families.empty() ||
+                        std::find(gen.families.begin(), gen.families.end(), "ragged") != gen.families.end();
+    if (cov.left_out.empty() || !ragged) return;
+    std::string list;
+    for (size_t i = 0; i < cov.left_out.size() && i < 8; ++i)
+      list += (i ? ", " : "") + cov.symbol + "=" + std::to_string(cov.left_out[i].size) + " (" +
+              cov.left_out[i].detail + ", " + cov.left_out[i].origin + ")";
+    if (cov.left_out.size() > 8) list += ", and " + std::to_string(cov.left_out.size() - 8) + " more";
+    report.correctness.warnings.push_back(
+        std::to_string(cov.left_out.size()) + " edge(s) of " + cov.symbol +
+        " did not fit the budget of " + std::to_string(gen.cases) + " cases: " + list +
+        "; more --cases (or cases: in the config) reach them");
   }
 
   void warn_without_huge_case() {
@@ -538,7 +665,7 @@ class KernelCheck {
     if (report.correctness.failed == 0 && report.correctness.worst_margin > fragile_margin)
       report.correctness.warnings.push_back(
           "FRAGILE: passes with a worst margin of " + fmt_g(report.correctness.worst_margin) +
-          " (observed / allowed error), above the fragility threshold " + fmt_g(fragile_margin) +
+          " (observed / allowed error), above the fragility threshold " + format_exact(fragile_margin) +
           "; closest case: " + closest_repro + "; `kgate sweep " +
           (kernel.package ? "'" + kernel.source + "'" : "--kernel " + kernel.name) +
           "` shows the margin per dtype and the tightest tolerance that passes");
@@ -666,13 +793,14 @@ class KernelCheck {
       return;
     }
     say(kernel.name + ": shrinking the failing case " + first->kcase.id());
-    const auto shrunk = props::shrink(first->kcase, op, kernel.tile_sizes, [&](const Case& c) {
+    const auto shrunk = props::shrink(first->kcase, op, props::all_tile_sizes(traits), [&](const Case& c) {
       return runner.check_case(kernel, c, rule_for(op, c.dtype, settings)).outcome ==
              Outcome::failed;
     });
     auto minimal = runner.check_case(kernel, shrunk.minimal,
                                      rule_for(op, shrunk.minimal.dtype, settings));
     minimal.kcase.family = first->kcase.family;
+    minimal.message += correctness::shrunk_from_note(*first, minimal);
     report.correctness.minimal = minimal;
     say(kernel.name + ": minimal failing case " + minimal.kcase.id() + " (" +
         std::to_string(shrunk.steps) + " reductions, " + std::to_string(shrunk.attempts) +
@@ -745,7 +873,7 @@ class KernelCheck {
       if (s.decision == Outcome::inconclusive && s.ratio > 1 + s.delta)
         report.correctness.warnings.push_back(
             "speed vs " + s.baseline + " on " + s.kcase.id() + " is undecided, but its estimate x" +
-            fmt_g(s.ratio) + " is past delta " + fmt_g(100 * s.delta) + "% (" +
+            fmt_g(s.ratio) + " is past delta " + format_percent(s.delta) + " (" +
             std::to_string(s.blocks) + " blocks" + (s.note.empty() ? "" : "; " + s.note) +
             "); --inconclusive-fails makes this exit 3");
       if (report.outcome == Outcome::failed || !s.gates)
@@ -761,15 +889,24 @@ class KernelCheck {
     // Cases the reference could not judge leave the kernel unproven: never a pass.
     if (report.correctness.reference_errors > 0 && report.outcome == Outcome::passed)
       report.outcome = Outcome::invalid;
-    // No case ran (the families asked for do not apply here): nothing was shown, so nothing passed.
+    // No case ran the kernel: nothing was shown, so nothing passed. UNCHECKED (exit 3), but for
+    // the huge family alone on the cpu backend, which leaves it out by design (skipped, exit 0).
     if (report.correctness.cases == 0 && report.outcome == Outcome::passed &&
         options.resume_at == 0) {
-      report.outcome = Outcome::skipped;
-      report.correctness.warnings.push_back(
-          "no correctness case applies to '" + kernel.name + "'" +
-          (gen.families.empty() ? std::string() : " in the families asked for") +
-          (traits.huge ? "" : " (the huge family runs on the cuda backend only)") +
-          ": not checked");
+      const bool huge_on_cpu = !traits.huge && gen.families.size() == 1 && gen.families[0] == "huge";
+      report.outcome = huge_on_cpu ? Outcome::skipped : Outcome::unchecked;
+      report.message = "no correctness case applies to '" + kernel.name + "'" +
+                       (gen.families.empty() ? std::string() : " in the families asked for") +
+                       (huge_on_cpu ? " (the huge family runs on the cuda backend only)" : "") +
+                       ": not checked";
+      report.correctness.warnings.push_back(report.message);
+    } else if (kernel.accepts && report.correctness.cases > 0 &&
+               report.correctness.fallback == report.correctness.cases &&
+               report.outcome == Outcome::passed && !runner.context_lost() &&
+               options.resume_at == 0) {
+      report.outcome = Outcome::unchecked;
+      report.message = "every case fell outside the guard of '" + kernel.name +
+                       "': the kernel itself never ran (widen its guard, or the op's domain)";
     }
     // Packages: the device's properties and the launches each case ran under them (a case id names
     // a case; which launch it ran can depend on the device), and what kgate did that the kernel's
@@ -804,6 +941,7 @@ class KernelCheck {
   const KernelSettings settings;
   const TimingOptions timing;
   const props::GeneratorOptions& gen;  // settings.cases
+  const TileProbe probe;  // before traits: they take the sizes it observed
   const props::KernelTraits traits;
   const std::vector<Case> cases;
   const int64_t step;  // progress every step cases

@@ -91,6 +91,11 @@ struct CheckOptions {
   /// When non-empty: exactly these correctness cases instead of the generated ones (a fresh worker
   /// trying one shrink candidate of a faulting case).
   std::vector<Case> only_cases;
+  /// The tile sizes an earlier worker observed in the kernel's launches (its report's
+  /// correctness.coverage): a fresh worker going on after a fault takes them instead of probing
+  /// again, so that its case list is the first worker's. nullopt: probe (a CUDA kernel or torch op
+  /// that declares no tile sizes).
+  std::optional<std::vector<FoundSize>> observed_sizes;
 };
 
 props::KernelTraits traits_of(const KernelInfo& kernel);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "core/error.hpp"
@@ -272,6 +273,162 @@ std::vector<int64_t> ragged_sizes(const SymbolDomain& domain, const std::vector<
   return out;
 }
 
+std::vector<int64_t> all_tile_sizes(const KernelTraits& traits) {
+  std::set<int64_t> s(traits.tile_sizes.begin(), traits.tile_sizes.end());
+  for (const auto& f : traits.found_sizes) s.insert(f.size);
+  s.erase(0);
+  return {s.begin(), s.end()};
+}
+
+std::string edge_symbol(const OpSignature& op) {
+  if (!op.reduced_symbol.empty()) return op.reduced_symbol;
+  for (const auto& t : op.inputs)
+    for (auto it = t.shape.rbegin(); it != t.shape.rend(); ++it)
+      if (op.symbol(*it)) return *it;
+  return op.symbols.empty() ? "" : op.symbols.back().name;
+}
+
+namespace {
+
+// The sizes of the spread tier: 2^k +- 1, primes, 2^k, tile multiples +- 1 and the domain's top.
+std::set<int64_t> spread_candidates(const SymbolDomain& domain, const std::vector<int64_t>& tiles) {
+  std::set<int64_t> s = {5, 7, 13, 17, 31, 61, 127, 251, 509, 1021, 2039, 4093, 8191, 16381, 32749, 65521};
+  for (int k = 2; k <= 24; ++k) {
+    s.insert((int64_t{1} << k) - 1);
+    s.insert(int64_t{1} << k);
+    s.insert((int64_t{1} << k) + 1);
+  }
+  for (int64_t t : tiles)
+    for (int64_t m : {int64_t{2}, int64_t{4}})
+      if (t <= (int64_t{1} << 40)) {
+        s.insert(t * m - 1);
+        s.insert(t * m + 1);
+      }
+  s.insert(domain.max);
+  s.insert(domain.max - 1);
+  return s;
+}
+
+std::string spread_detail(int64_t v) {
+  for (int k = 1; k <= 62; ++k) {
+    const int64_t p = int64_t{1} << k;
+    if (v == p) return "2^" + std::to_string(k);
+    if (v == p - 1) return "2^" + std::to_string(k) + " - 1";
+    if (v == p + 1) return "2^" + std::to_string(k) + " + 1";
+  }
+  return std::to_string(v);
+}
+
+}  // namespace
+
+std::vector<Edge> ragged_edges(const SymbolDomain& domain, const KernelTraits& traits, uint64_t seed) {
+  std::vector<Edge> out;
+  std::set<int64_t> taken;
+  const int64_t step = std::max<int64_t>(1, domain.multiple_of);
+  auto add = [&](int64_t v, const std::string& origin, const std::string& detail) {
+    if (v < domain.min || v > domain.max || v % step != 0 || !taken.insert(v).second) return;
+    out.push_back({v, origin, detail});
+  };
+  // A size's neighbours: +-1, or the multiples of the domain's step on each side.
+  auto below = [&](int64_t t) { return step == 1 ? t - 1 : (t - 1) / step * step; };
+  auto above = [&](int64_t t) { return step == 1 ? t + 1 : (t / step + 1) * step; };
+  auto tier = [&](const std::vector<std::pair<int64_t, std::string>>& sizes, const std::string& origin) {
+    for (const auto& [t, what] : sizes) {
+      add(below(t), origin, what + " - " + std::to_string(t - below(t)));
+      add(above(t), origin, what + " + " + std::to_string(above(t) - t));
+    }
+    for (const auto& [t, what] : sizes) add(t, origin, what);
+  };
+  std::vector<std::pair<int64_t, std::string>> declared;
+  for (int64_t t : traits.tile_sizes)
+    if (t > 0) declared.emplace_back(t, "tile " + std::to_string(t));
+  tier(declared, "declared");
+  for (const char* origin : {"manifest", "observed"}) {
+    std::vector<std::pair<int64_t, std::string>> found;
+    for (const auto& f : traits.found_sizes)
+      if (f.origin == origin && f.size > 0)
+        found.emplace_back(f.size, f.detail.empty() ? std::to_string(f.size) : f.detail);
+    tier(found, origin);
+  }
+  for (int64_t v : {0, 1, 2, 3}) add(v, "small", std::to_string(v));
+  // The spread: each next size the farthest (log2) from every size before it, so that a few
+  // cases reach across the domain; the seed breaks near-ties.
+  std::vector<int64_t> pool;
+  for (int64_t v : spread_candidates(domain, all_tile_sizes(traits)))
+    if (v >= domain.min && v <= domain.max && v % step == 0 && !taken.count(v)) pool.push_back(v);
+  Rng rng(derive_seed(seed, "ragged/spread", 0));
+  std::vector<double> jitter(pool.size());
+  for (auto& j : jitter) j = 0.05 * rng.uniform();
+  const auto lg = [](int64_t v) { return std::log2(static_cast<double>(v) + 1.0); };
+  std::vector<double> nearest(pool.size(), 1e300);
+  for (size_t i = 0; i < pool.size(); ++i)
+    for (int64_t t : taken) nearest[i] = std::min(nearest[i], std::abs(lg(pool[i]) - lg(t)));
+  std::vector<bool> used(pool.size(), false);
+  for (size_t n = 0; n < pool.size(); ++n) {
+    size_t best = pool.size();
+    for (size_t i = 0; i < pool.size(); ++i)
+      if (!used[i] && (best == pool.size() || nearest[i] + jitter[i] > nearest[best] + jitter[best])) best = i;
+    used[best] = true;
+    add(pool[best], "spread", spread_detail(pool[best]));
+    for (size_t i = 0; i < pool.size(); ++i)
+      nearest[i] = std::min(nearest[i], std::abs(lg(pool[i]) - lg(pool[best])));
+  }
+  if (out.empty()) out.push_back({to_multiple(domain, domain.min), "small", "the domain's min"});
+  return out;
+}
+
+std::optional<Case> probe_case(const OpSignature& op, const KernelTraits& traits, uint64_t seed) {
+  const std::string es = edge_symbol(op);
+  const auto dtypes = supported_dtypes(op, traits);
+  if (es.empty() || dtypes.empty()) return std::nullopt;
+  Case c = base_case(op, dtypes.front(), derive_seed(seed, op.name + "/probe", 0), "probe");
+  c.values = Values::normal;
+  const SymbolDomain& d = *op.symbol(es);
+  for (int64_t others : {3, 2, 4, 1, 5, 6, 8}) {
+    for (auto& [name, v] : c.dims) {
+      const SymbolDomain& s = *op.symbol(name);
+      v = name == es ? to_multiple(s, std::clamp<int64_t>(16381, std::max<int64_t>(s.min, 1), s.max))
+                     : to_multiple(s, std::clamp<int64_t>(others, std::max<int64_t>(s.min, 1), s.max));
+    }
+    if (in_domain(op, c) && c.dim(es) <= d.max) return c;
+  }
+  return std::nullopt;
+}
+
+int64_t tile_edge_count(const std::vector<Edge>& edges) {
+  int64_t n = 0;
+  for (const auto& e : edges)
+    if (e.origin == "declared" || e.origin == "manifest" || e.origin == "observed") ++n;
+  return n;
+}
+
+EdgeCoverage edge_coverage(const OpSignature& op, const KernelTraits& traits, uint64_t seed,
+                           const std::vector<Case>& cases) {
+  EdgeCoverage out;
+  out.symbol = edge_symbol(op);
+  const SymbolDomain* d = out.symbol.empty() ? nullptr : op.symbol(out.symbol);
+  if (!d) {
+    out.symbol.clear();
+    return out;
+  }
+  std::map<int64_t, std::set<DType>> reached;
+  for (const auto& c : cases)
+    for (const auto& [name, v] : c.dims)
+      if (name == out.symbol) reached[v].insert(c.dtype);
+  for (const auto& e : ragged_edges(*d, traits, seed)) {
+    const auto it = reached.find(e.size);
+    if (e.origin == "spread") {
+      ++out.spread_total;
+      if (it != reached.end()) ++out.spread_tried;
+    } else if (it == reached.end()) {
+      out.left_out.push_back(e);
+    } else {
+      out.tried.push_back({e, {it->second.begin(), it->second.end()}});
+    }
+  }
+  return out;
+}
+
 std::vector<int64_t> long_sizes(const SymbolDomain& domain, const std::vector<int64_t>& tile_sizes) {
   const int64_t typical = domain.typical_max > 0 ? std::min(domain.typical_max, domain.max) : domain.max;
   const int64_t step = std::max<int64_t>(1, domain.multiple_of);
@@ -290,7 +447,7 @@ std::vector<int64_t> long_sizes(const SymbolDomain& domain, const std::vector<in
 int64_t long_case_count(const OpSignature& op, const KernelTraits& traits) {
   const SymbolDomain* d = op.reduced_symbol.empty() ? nullptr : op.symbol(op.reduced_symbol);
   if (!d) return 0;
-  return static_cast<int64_t>(long_sizes(*d, traits.tile_sizes).size() * 3 * supported_dtypes(op, traits).size());
+  return static_cast<int64_t>(long_sizes(*d, all_tile_sizes(traits)).size() * 3 * supported_dtypes(op, traits).size());
 }
 
 std::vector<std::string> applicable_families(const OpSignature& op, const KernelTraits& traits) {
@@ -315,7 +472,7 @@ std::vector<Case> generate_family(const OpSignature& op, const KernelTraits& tra
     // Case i: row length, values and dtype from the list, values fastest, then dtypes, then
     // lengths (the domain's max first), so that a few cases still reach the longest rows.
     const SymbolDomain* reduced = op.reduced_symbol.empty() ? nullptr : op.symbol(op.reduced_symbol);
-    const auto lengths = reduced ? long_sizes(*reduced, traits.tile_sizes) : std::vector<int64_t>{};
+    const auto lengths = reduced ? long_sizes(*reduced, all_tile_sizes(traits)) : std::vector<int64_t>{};
     if (lengths.empty()) return {};
     // Large-mean and constant rows, and normal ones: a long softmax row of the first two is ~1/N
     // everywhere, under an f32 atol, where a kernel writing zeros would pass.
@@ -348,10 +505,17 @@ std::vector<Case> generate_family(const OpSignature& op, const KernelTraits& tra
     }
     return out;
   }
+  // The ragged family: case i takes edge i on the edge symbol, its dtype rotating (a second pass
+  // over the edges gives each another dtype).
+  const std::string edge_name = family == "ragged" ? edge_symbol(op) : "";
+  const std::vector<Edge> edges =
+      edge_name.empty() ? std::vector<Edge>{} : ragged_edges(*op.symbol(edge_name), traits, seed);
   for (int64_t i = 0; i < count; ++i) {
     const uint64_t case_seed = derive_seed(seed, op.name + "/" + family, static_cast<uint64_t>(i));
     Rng rng(case_seed);
-    const DType dtype = dtypes[static_cast<size_t>(i) % dtypes.size()];
+    const size_t n = static_cast<size_t>(i);
+    const DType dtype = edges.empty() ? dtypes[n % dtypes.size()]
+                                      : dtypes[(n + n / edges.size()) % dtypes.size()];
     Case c = base_case(op, dtype, case_seed, family);
     for (auto& [name, v] : c.dims) {
       const SymbolDomain* d = op.symbol(name);
@@ -361,12 +525,12 @@ std::vector<Case> generate_family(const OpSignature& op, const KernelTraits& tra
     if (family == "random") {
       c.values = rng.coin() ? Values::normal : Values::uniform;
     } else if (family == "ragged") {
-      // Every symbol ragged; the reduced symbol walks the whole ragged list (tile edges included).
+      // Every symbol ragged; the edge symbol walks the edges (tiles first), the others small.
       for (auto& [name, v] : c.dims) {
         const SymbolDomain* d = op.symbol(name);
-        const auto sizes = ragged_sizes(*d, traits.tile_sizes);
-        if (name == op.reduced_symbol) {
-          v = sizes[static_cast<size_t>(i) % sizes.size()];
+        const auto sizes = ragged_sizes(*d, {});
+        if (name == edge_name) {
+          v = edges[n % edges.size()].size;
         } else {
           // Other symbols small and ragged, so long rows still fit.
           std::vector<int64_t> small;
@@ -397,12 +561,14 @@ std::vector<Case> generate_family(const OpSignature& op, const KernelTraits& tra
     fit_size(c, op, max_elements);
     for (auto& [name, v] : c.dims) v = to_multiple(*op.symbol(name), v);
     // Relations between symbols: redraw the shape (same family, values and layout) until they
-    // hold; ops whose relation is rare say it with a product instead ("C": "G*CG").
+    // hold; ops whose relation is rare say it with a product instead ("C": "G*CG"). A ragged
+    // case keeps its edge while the other symbols are redrawn, for its first 100 tries.
     for (int tries = 0; !in_domain(op, c); ++tries) {
       if (tries == 200)
         throw_usage("op '" + op.name + "': no shape satisfying its relations was drawn in 200 tries (" +
                     c.id() + "); write a rare relation as a product of symbols (\"shape\": [\"G*CG\"])");
       for (auto& [name, v] : c.dims) {
+        if (name == edge_name && tries < 100) continue;
         const SymbolDomain* d = op.symbol(name);
         const int64_t hi = d->typical_max > 0 ? std::min(d->typical_max, d->max) : d->max;
         v = to_multiple(*d, log_uniform(rng, std::max<int64_t>(d->min, 1), family == "ragged" ? std::min<int64_t>(hi, 65) : hi));
@@ -416,6 +582,9 @@ std::vector<Case> generate_family(const OpSignature& op, const KernelTraits& tra
 }
 
 std::vector<Case> generate_cases(const OpSignature& op, const KernelTraits& traits, const GeneratorOptions& options) {
+  for (const auto& f : options.families)
+    if (f != "huge" && std::find(all_families().begin(), all_families().end(), f) == all_families().end())
+      throw_usage("unknown case family '" + f + "': expected random, ragged, extreme, special, layout, long or huge");
   auto families = options.families.empty() ? applicable_families(op, traits) : options.families;
   const auto applicable = applicable_families(op, traits);
   families.erase(std::remove_if(families.begin(), families.end(),
@@ -453,15 +622,36 @@ std::vector<Case> generate_cases(const OpSignature& op, const KernelTraits& trai
     weight.push_back(f == "random" ? 4 : f == "ragged" ? 3 : f == "extreme" ? 1.5 : 1);
   double total = 0;
   for (double w : weight) total += w;
-  std::vector<Case> out;
+  // The ragged family's share grows to reach every tile edge (declared, manifest, observed), up to
+  // half of the budget; the other families share what is left by their weights.
+  std::vector<int64_t> count(families.size(), 0);
+  int64_t budget = rest.cases;
+  double others = total;
+  if (auto it = std::find(families.begin(), families.end(), "ragged"); it != families.end() && families.size() > 1) {
+    const size_t r = static_cast<size_t>(it - families.begin());
+    const std::string es = edge_symbol(op);
+    const int64_t edges = es.empty() ? 0 : tile_edge_count(ragged_edges(*op.symbol(es), traits, options.seed));
+    const int64_t share = std::max<int64_t>(1, static_cast<int64_t>(std::floor(rest.cases * weight[r] / total)));
+    count[r] = std::max<int64_t>(0, std::min(rest.cases, std::max(share, std::min(edges, rest.cases / 2))));
+    budget -= count[r];
+    others -= weight[r];
+    weight[r] = 0;
+  }
   int64_t assigned = 0;
+  size_t last = families.size();
+  for (size_t i = 0; i < families.size(); ++i)
+    if (weight[i] > 0) last = i;
   for (size_t i = 0; i < families.size(); ++i) {
-    int64_t n = i + 1 == families.size()
-                    ? rest.cases - assigned
-                    : std::max<int64_t>(1, static_cast<int64_t>(std::floor(rest.cases * weight[i] / total)));
-    n = std::max<int64_t>(0, std::min(n, rest.cases - assigned));
+    if (weight[i] == 0) continue;
+    int64_t n = i == last ? budget - assigned
+                          : std::max<int64_t>(1, static_cast<int64_t>(std::floor(budget * weight[i] / others)));
+    n = std::max<int64_t>(0, std::min(n, budget - assigned));
     assigned += n;
-    auto cases = generate_family(op, traits, families[i], n, options.seed, options.max_elements);
+    count[i] = n;
+  }
+  std::vector<Case> out;
+  for (size_t i = 0; i < families.size(); ++i) {
+    auto cases = generate_family(op, traits, families[i], count[i], options.seed, options.max_elements);
     out.insert(out.end(), cases.begin(), cases.end());
   }
   out.insert(out.end(), long_rows.begin(), long_rows.end());

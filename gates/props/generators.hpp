@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/case.hpp"
+#include "core/found_size.hpp"
 #include "core/op_signature.hpp"
 
 namespace kgate::props {
@@ -19,12 +20,65 @@ namespace kgate::props {
 /// What the kernel under test accepts; cases outside it are not generated.
 struct KernelTraits {
   std::vector<DType> dtypes;        ///< empty: every dtype of the op
-  std::vector<int64_t> tile_sizes;  ///< ragged cases put these +-1 on the reduced symbol
+  std::vector<int64_t> tile_sizes;  ///< declared: ragged cases reach t - 1, t + 1 and t first
   bool accepts_strided = false;
   bool accepts_unaligned = true;
   /// The huge family applies (a device runs the kernel; the cpu backend skips it).
   bool huge = false;
+  /// Sizes found in a package's manifest or in the kernel's launches: reached after the declared.
+  std::vector<FoundSize> found_sizes;
 };
+
+/// The declared tile sizes and the found ones, sorted and distinct: the sizes shrinking steps to
+/// and the long family reaches above typical_max.
+std::vector<int64_t> all_tile_sizes(const KernelTraits& traits);
+
+/// One size of the ragged family on the edge symbol, and why it is there.
+struct Edge {
+  int64_t size = 0;
+  /// declared, manifest, observed (a tile or bound +- 1 and the size itself), small (0, 1, 2,
+  /// 3) or spread (2^k +- 1 and primes over the whole range).
+  std::string origin;
+  std::string detail;  ///< "tile 256 - 1", "guard.shapes.N.max + 1", "2^12 + 1", ...
+};
+
+/// The symbol the ragged family puts its edges on: the op's reduced symbol, else the innermost
+/// symbol of its first input ("" for an op without symbols).
+std::string edge_symbol(const OpSignature& op);
+
+/// The ragged family's sizes on the edge symbol, in the order its cases take them (case i takes
+/// entry i, its dtype rotating): each declared tile t at t - 1, t + 1 (all tiles), then t; then
+/// each found size likewise; then 0 (where the domain allows), 1, 2, 3; then 2^k +- 1, primes and
+/// tile multiples spread over the whole domain (each next size the farthest, in log scale, from
+/// those before it; the seed breaks near-ties). Within the domain and its multiple_of
+/// (a tile's neighbours are then t -+ multiple_of), distinct.
+std::vector<Edge> ragged_edges(const SymbolDomain& domain, const KernelTraits& traits, uint64_t seed);
+
+/// The case whose launches show a kernel's tiles (props::infer_tiles): the edge symbol at a prime
+/// near 16381 (within its domain, well above the usual tiles), every other symbol small (3 where
+/// the domain allows), normal values, contiguous, the kernel's first dtype. nullopt when the op has
+/// no edge symbol or no such shape is in its domain.
+std::optional<Case> probe_case(const OpSignature& op, const KernelTraits& traits, uint64_t seed);
+
+/// How many leading entries of ragged_edges are tile edges (declared, manifest, observed): the
+/// ragged family's share of a budget grows to reach them (up to half of it).
+int64_t tile_edge_count(const std::vector<Edge>& edges);
+
+/// Which ragged edges a case list reached (any case whose edge symbol has the edge's size, in any
+/// family) and which it left out.
+struct EdgeCoverage {
+  std::string symbol;  ///< the edge symbol ("" : the op has none; nothing below)
+  struct Reached {
+    Edge edge;
+    std::vector<DType> dtypes;  ///< the dtypes of the cases that reached it
+  };
+  std::vector<Reached> tried;   ///< tile and small edges reached
+  std::vector<Edge> left_out;   ///< tile and small edges no case reached (the budget ran out)
+  int64_t spread_tried = 0;     ///< spread sizes reached, of
+  int64_t spread_total = 0;
+};
+EdgeCoverage edge_coverage(const OpSignature& op, const KernelTraits& traits, uint64_t seed,
+                           const std::vector<Case>& cases);
 
 /// A tensor past this many elements wraps 32-bit index arithmetic: each huge case holds one.
 inline constexpr int64_t kHugeElements = int64_t{1} << 31;

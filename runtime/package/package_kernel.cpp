@@ -636,6 +636,33 @@ std::vector<int64_t> guard_tile_sizes(const PackageManifest& manifest, const OpS
   return {sizes.begin(), sizes.end()};
 }
 
+std::vector<FoundSize> manifest_sizes(const PackageManifest& manifest, const OpSignature& op) {
+  std::vector<FoundSize> out;
+  std::set<int64_t> seen;
+  constexpr int64_t kLargest = int64_t{1} << 40;
+  const auto add = [&](int64_t v, const std::string& detail) {
+    if (v > 1 && v <= kLargest && seen.insert(v).second) out.push_back({v, "manifest", detail});
+  };
+  for (const auto& [ms, os] : op_symbols_of(manifest, op)) {
+    if (os != op.reduced_symbol) continue;
+    for (size_t l = 0; l < manifest.launches.size(); ++l)
+      for (size_t g = 0; g < manifest.launches[l].grid.size(); ++g)
+        for (int64_t d : manifest.launches[l].grid[g].divisors_of(ms))
+          add(d, "launches[" + std::to_string(l) + "].grid[" + std::to_string(g) + "] " +
+                     manifest.launches[l].grid[g].text());
+    for (const auto& l : manifest.launches)
+      if (l.when.if_expr)
+        for (int64_t b : l.when.if_expr->comparison_bounds(ms)) add(b, "when " + l.when.if_expr->text());
+    if (auto r = manifest.guard.shapes.find(ms); r != manifest.guard.shapes.end()) {
+      const std::string g = "guard.shapes." + ms;
+      add(r->second.min, g + ".min");
+      add(r->second.max, g + ".max");
+      add(r->second.multiple_of, g + ".multiple_of");
+    }
+  }
+  return out;
+}
+
 // ---------------------------------------------------------------------------------------------
 // The launch plan
 
@@ -1482,7 +1509,7 @@ KernelInfo package_kernel_info(const std::shared_ptr<const PackageState>& shared
   k.op = manifest.op;
   k.backend = Backend::cuda;
   k.dtypes = manifest.guard.dtypes;
-  k.tile_sizes = guard_tile_sizes(manifest, shared->op);
+  k.found_sizes = manifest_sizes(manifest, shared->op);
   k.accepts_strided = true;    // outside guard.layouts the call falls back: layout cases test both sides
   k.accepts_unaligned = true;
   k.source = manifest.dir.string();

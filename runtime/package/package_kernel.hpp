@@ -155,6 +155,13 @@ std::optional<Case> move_inside_guard(const PackageManifest& manifest, const OpS
 /// switches kernels: "N <= 1024" gives 1024).
 std::vector<int64_t> guard_tile_sizes(const PackageManifest& manifest, const OpSignature& op);
 
+/// The sizes on the op's reduced symbol where the package's behaviour changes, each once with where
+/// it was found, in this order: the constant divisors of the launches' grid expressions over the
+/// symbol bound to it ("(N + 255) / 256", "ceil_div(N, 1024)": a grid that covers N in tiles of
+/// that size), then guard_tile_sizes' (the launches' `when` conditions, the guard's bounds).
+/// Ragged cases reach each at s - 1, s + 1 and s (origin "manifest").
+std::vector<FoundSize> manifest_sizes(const PackageManifest& manifest, const OpSignature& op);
+
 // ---------------------------------------------------------------------------------------------
 // The launch plan
 
@@ -253,7 +260,7 @@ LaunchPlan plan_launches(const PackageManifest& manifest, const OpSignature& op,
 // The kernel
 
 /// The KernelInfo of a compiled package: name = the package name, op = its op, backend cuda,
-/// dtypes = guard.dtypes, tile_sizes = guard_tile_sizes, accepts_strided / accepts_unaligned true
+/// dtypes = guard.dtypes, found_sizes = manifest_sizes, accepts_strided / accepts_unaligned true
 /// (calls outside guard.layouts fall back, so layout cases exercise both sides), source = the
 /// package directory, package = true. accepts / rejection_reason: call_guard_violation. launch():
 /// plans the call, loads the CUBIN once per process and CUDA context (cuModuleLoadData; the

@@ -102,6 +102,84 @@ TEST(Generators, RaggedCoversTileEdges) {
   for (int64_t v : {1, 2, 31, 33, 1023, 1025, 2047, 2049}) EXPECT_TRUE(n.count(v)) << "missing N=" << v;
 }
 
+TEST(Generators, DefaultBudgetReachesEveryDeclaredTileEdge) {
+  // A kernel wrong only one element past whole blocks (N = 257, 513, ...) passed 64 of 64 default
+  // cases when the ragged family walked its sizes smallest-first.
+  KernelTraits t;
+  t.tile_sizes = {256, 1024};
+  for (uint64_t seed : {0, 1, 2, 3, 4}) {
+    GeneratorOptions o;
+    o.seed = seed;
+    const auto cases = generate_cases(rows_op(), t, o);
+    std::set<int64_t> n;
+    for (const auto& c : cases) n.insert(c.dim("N"));
+    for (int64_t v : {255, 257, 1023, 1025, 256, 1024, 1, 2, 3}) EXPECT_TRUE(n.count(v)) << "seed " << seed << ": no N=" << v;
+    const auto cov = edge_coverage(rows_op(), t, seed, cases);
+    EXPECT_EQ(cov.symbol, "N");
+    EXPECT_TRUE(cov.left_out.empty()) << cov.left_out.front().detail;
+    EXPECT_GT(cov.spread_tried, 3);
+  }
+}
+
+TEST(Generators, RaggedEdgesComeInPrecedence) {
+  KernelTraits t;
+  t.tile_sizes = {256};
+  t.found_sizes = {{1024, "manifest", "grid ceil_div(N, 1024)"}, {128, "observed", "block 128"}};
+  const auto e = ragged_edges(*rows_op().symbol("N"), t, 1);
+  std::vector<int64_t> head;
+  for (size_t i = 0; i < 12; ++i) head.push_back(e[i].size);
+  EXPECT_EQ(head, (std::vector<int64_t>{255, 257, 256, 1023, 1025, 1024, 127, 129, 128, 1, 2, 3}));
+  EXPECT_GE(e[12].size, 99999) << "then the spread, from the far end of the domain";
+  EXPECT_EQ(e[0].origin, "declared");
+  EXPECT_EQ(e[0].detail, "tile 256 - 1");
+  EXPECT_EQ(e[4].origin, "manifest");
+  EXPECT_EQ(e[4].detail, "grid ceil_div(N, 1024) + 1");
+  EXPECT_EQ(e[6].origin, "observed");
+  EXPECT_EQ(tile_edge_count(e), 9);
+  // Not smallest-first: the spread reaches across the domain within a few sizes.
+  int64_t largest = 0;
+  for (size_t i = 9; i < 16; ++i) largest = std::max(largest, e[i].size);
+  EXPECT_GT(largest, 10000);
+  std::set<int64_t> distinct;
+  for (const auto& x : e) EXPECT_TRUE(distinct.insert(x.size).second) << x.size;
+}
+
+TEST(Generators, RaggedEdgesFollowMultipleOfAndRotateDtypes) {
+  SymbolDomain d{"N", 8, 4096, 1024};
+  d.multiple_of = 8;
+  KernelTraits t;
+  t.tile_sizes = {256};
+  const auto e = ragged_edges(d, t, 1);
+  EXPECT_EQ(e[0].size, 248);
+  EXPECT_EQ(e[1].size, 264);
+  for (const auto& x : e) EXPECT_EQ(x.size % 8, 0) << x.size;
+  // Each edge in a dtype, rotating: 255 and 257 of rows_op get f32 and bf16.
+  const auto cases = generate_family(rows_op(), t, "ragged", 4, 1);
+  EXPECT_EQ(cases[0].dim("N"), 255);
+  EXPECT_NE(cases[0].dtype, cases[1].dtype);
+}
+
+TEST(Generators, CoverageSaysWhichEdgesTheBudgetLeftOut) {
+  KernelTraits t;
+  t.tile_sizes = {64, 128, 256, 512, 1024, 2048, 4096, 8192};  // 24 tile edges
+  GeneratorOptions o;
+  o.cases = 16;
+  const auto cases = generate_cases(rows_op(), t, o);
+  const auto cov = edge_coverage(rows_op(), t, 0, cases);
+  EXPECT_FALSE(cov.left_out.empty());
+  EXPECT_FALSE(cov.tried.empty());
+  EXPECT_EQ(cov.tried.front().edge.size, 63);
+  EXPECT_EQ(cov.tried.size() + cov.left_out.size(), 24u + 3u);  // and 1, 2, 3
+}
+
+TEST(Generators, UnknownFamilyNameIsRefusedNotDropped) {
+  GeneratorOptions o;
+  o.families = {"bogus"};
+  EXPECT_THROW(generate_cases(rows_op(), KernelTraits{}, o), Error);
+  o.families = {"huge"};  // known, but not applicable here: nothing generated
+  EXPECT_TRUE(generate_cases(rows_op(), KernelTraits{}, o).empty());
+}
+
 TEST(Generators, RaggedSizesRespectZeroOnlyWhenAllowed) {
   SymbolDomain with_zero{"N", 0, 100, 0};
   SymbolDomain without{"N", 1, 100, 0};

@@ -215,6 +215,11 @@ TEST(PackageFallback, OneSidedCaseSetsAreFlagged) {
   r = check_kernel(runner, nothing, o);
   ASSERT_EQ(r.correctness.warnings.size(), 1u);
   EXPECT_EQ(r.correctness.warnings[0], "every case fell outside the guard of 'cpu_nothing': the kernel itself never ran");
+  // Nothing was shown: never a pass (exit 3 whatever the policy).
+  EXPECT_EQ(r.outcome, Outcome::unchecked);
+  RunReport run;
+  run.kernels = {r};
+  EXPECT_EQ(run.exit_code(false), ExitCode::inconclusive);
   // A guard whose boundary cases all fall inside it (none is guard_outside) admits every case of
   // the op: no fallback side, no warning. One guard_outside case brings the warning back.
   Case inside = correctness_cases(everything, o).front();

@@ -782,6 +782,23 @@ TEST_F(PackageKernelTest, TileSizesIncludeWhereLaunchConditionsSwitch) {
   EXPECT_EQ(guard_tile_sizes(manifest, testing::softmax_op()), (std::vector<int64_t>{32, 1024, 65536}));
 }
 
+TEST_F(PackageKernelTest, ManifestSizesStartWithTheGridsDivisors) {
+  json m = dispatch_manifest();
+  m["launches"][0]["when"]["if"] = "N > 32 && N <= 1024";
+  m["launches"][1]["grid"] = json::array({"B * ((N + 511) / 512)"});
+  const auto sizes = manifest_sizes(load(m), testing::softmax_op());
+  std::vector<int64_t> got;
+  for (const auto& s : sizes) {
+    EXPECT_EQ(s.origin, "manifest");
+    got.push_back(s.size);
+  }
+  // launches[0]'s grid divides B * N by 256 (a flattened tile), launches[1]'s N by 512; then the
+  // conditions and the guard.
+  EXPECT_EQ(got, (std::vector<int64_t>{256, 512, 32, 1024, 65536}));
+  EXPECT_EQ(sizes[1].detail, "launches[1].grid[0] B * ((N + 511) / 512)");
+  EXPECT_EQ(sizes[2].detail, "when N > 32 && N <= 1024");
+}
+
 TEST_F(PackageKernelTest, KernelInfoOfAPackage) {
   const auto manifest = load(boundary_manifest());
   CompileResult compiled;
@@ -793,7 +810,13 @@ TEST_F(PackageKernelTest, KernelInfoOfAPackage) {
   EXPECT_EQ(k.op, "softmax");
   EXPECT_EQ(k.backend, Backend::cuda);
   EXPECT_EQ(k.dtypes, (std::vector<DType>{DType::f32, DType::bf16}));
-  EXPECT_EQ(k.tile_sizes, (std::vector<int64_t>{8, 8192}));
+  EXPECT_TRUE(k.tile_sizes.empty());  // a package declares none: its manifest's sizes are found
+  std::vector<int64_t> found;
+  for (const auto& f : k.found_sizes) {
+    EXPECT_EQ(f.origin, "manifest");
+    found.push_back(f.size);
+  }
+  EXPECT_EQ(found, (std::vector<int64_t>{8, 8192}));
   EXPECT_TRUE(k.accepts_strided);
   EXPECT_TRUE(k.accepts_unaligned);
   EXPECT_TRUE(k.package);
@@ -855,7 +878,10 @@ TEST_F(PackageKernelTest, PackageCompiledIntoTheBuildIsCompletedFromItsManifest)
   EXPECT_FALSE(k.package);  // replayed with --kernel, not --package
   EXPECT_TRUE(k.code_digest.empty());
   EXPECT_EQ(k.dtypes, (std::vector<DType>{DType::f32, DType::bf16}));
-  EXPECT_EQ(k.tile_sizes, (std::vector<int64_t>{8, 256, 8192}));  // the guard's, and TILE_SIZES
+  EXPECT_EQ(k.tile_sizes, (std::vector<int64_t>{256}));  // TILE_SIZES: declared
+  ASSERT_EQ(k.found_sizes.size(), 2u);                     // and the guard's: found
+  EXPECT_EQ(k.found_sizes[0].size, 8);
+  EXPECT_EQ(k.found_sizes[1].size, 8192);
   ASSERT_TRUE(k.accepts);
   EXPECT_TRUE(k.accepts(call_of(4, 1024)));
   EXPECT_EQ(k.rejection_reason(call_of(4, 1028)), "N=1028 is not a multiple of guard.shapes.N.multiple_of=8");
