@@ -72,6 +72,10 @@ std::vector<int> parse_devices(const std::string& text, int count, const char* v
 struct ListArgs {
   bool ops = false;
   bool all = false;  ///< include mutants
+  int64_t cases = 0;  ///< > 0: list each kernel's correctness cases as kgate check makes this many
+  uint64_t seed = 1;  ///< (kgate check's default)
+  std::vector<std::string> kernels;
+  std::vector<std::string> families;
 };
 /// Each verb adds its subcommand to the kgate command's parser, its options bound to `args`
 /// (calibrate and sweep: calibrate.hpp, sweep.hpp); main() runs the verb that was given.
@@ -123,6 +127,8 @@ struct CheckArgs {
   int64_t resume_at = 0;             ///< a worker going on after a fault: skip this many cases
   bool resumed_after_failure = false;  ///< ... and the kernel has failed already (judge them only)
   int64_t reference_copies_at = -1;  ///< ... and this case's reference faulted on its view
+  /// ... and the tile sizes the first worker observed (JSON: [{"size", "origin", "detail"}])
+  std::string observed_sizes;
   int64_t run_comparisons = 0;       ///< a worker: speed comparisons in the parent's whole run
   std::string only_case;             ///< a worker trying one case id (shrinking a fault)
   /// Google Benchmark JSON outputs (kgate.kernel.NAME.bench --benchmark_out=F

@@ -122,7 +122,10 @@ int kgate::cli::main(int argc, char** argv) {
   };
   const std::vector<Verb> verbs = {
       {kgate::cli::add_list_command(app, list_args),
-       [&] { return kgate::cli::run_list(list_args); }},
+       [&] {
+         register_torch_ops({}, {});  // --torch-op kernels are listed (and their cases) too
+         return kgate::cli::run_list(list_args);
+       }},
       {check = kgate::cli::add_check_command(app, check_args),
        [&] {
          kgate::cli::resolve_check_args(*check, check_args);
