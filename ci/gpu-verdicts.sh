@@ -5,6 +5,8 @@
 #   build     ci/setup.sh and ci/build.sh; with KGATE_BEFORE_SRC (a source tree of an earlier
 #             commit), that tree's kgate too, built beside it
 #   mutants   the precision mutants at the default 64 cases: minimal case, error over allowance
+#   edges     the tile-edge mutants (tests/edges/edges_gpu.sh): CMake kernels, packages and torch
+#             ops, each at the defaults at five seeds; minimal cases and the sizes found
 #   faults    cli.torch_op_fault_gpu, cli.isolation_gpu (ctest)
 #   controls  every CUDA control (KGATE_CONTROLS: those named) and the GEMM control packages at
 #             KGATE_CONTROL_CASES (1000) cases
@@ -31,7 +33,7 @@ here=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
 out=${1:?usage: ci/gpu-verdicts.sh OUT_DIR [phase...]}
 shift
 phases=("$@")
-[ ${#phases[@]} -gt 0 ] || phases=(build mutants faults controls time same sweep suite timing base torchpair pkgpair against)
+[ ${#phases[@]} -gt 0 ] || phases=(build edges mutants faults controls time same sweep suite timing base torchpair pkgpair against)
 mkdir -p "$out"
 build=${KGATE_BUILD_DIR:-$here/build}
 kgate=$build/bin/kgate
@@ -98,6 +100,14 @@ if has mutants && in_time mutants 60; then
   report_lines "$out/fused-mutant/report.json"
 fi
 
+if has edges && in_time edges 150; then
+  t0=$SECONDS
+  bash "$here/tests/edges/edges_gpu.sh" "$kgate" "$build/tests/torch_op/libkgate_test_ops.so" "$out/edges" \
+    > "$out/edges.log" 2>&1
+  note "tile-edge mutants (5 seeds, defaults): exit $? in $((SECONDS - t0)) s"
+  tail -40 "$out/edges.log"
+fi
+
 if has faults && in_time faults 90; then
   (cd "$build" && ctest -R "${KGATE_FAULT_TESTS:-cli\.(torch_op_fault_gpu|isolation_gpu|reference_faults_cpu)\$|package\.controls_gpu}" \
      --timeout 150 --output-on-failure > "$out/faults-ctest.log" 2>&1)
@@ -155,6 +165,20 @@ if has time; then
     in_time "time head-$round" 60 && time_check "head-$round" "$kgate"
     [ -n "$before" ] && in_time "time before-$round" 60 && time_check "before-$round" "$before/build/bin/kgate"
   done
+  # Each in-tree kernel's coverage: the edges tried, those left out, the sizes and where from.
+  python3 - "$out/time-head-1/report.json" > "$out/coverage.txt" 2>&1 <<'PY'
+import json, sys
+for k in json.load(open(sys.argv[1]))["kernels"]:
+    c = k["correctness"].get("coverage") or {}
+    sizes = ", ".join(f"{s['size']} {s['origin']}" for s in c.get("tile_sizes", [])) or "none"
+    tried = " ".join(str(e["size"]) for e in c.get("tried", []) if e["origin"] not in ("small",))
+    left = " ".join(str(e["size"]) for e in c.get("left_out", []))
+    probe = (c.get("probe") or {}).get("note", "")
+    print(f"{k['name']:34s} {c.get('symbol', '-'):3s} sizes [{sizes}] tried [{tried}] left out [{left}] "
+          f"spread {c.get('spread', {}).get('tried', 0)}/{c.get('spread', {}).get('total', 0)} {probe}")
+PY
+  note "coverage of the in-tree kernels: $out/coverage.txt"
+  cat "$out/coverage.txt"
 fi
 
 if has same && [ -n "$before" ] && in_time same 200; then

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "edge_rms_norm.cuh"
 #include "fused_add_rms_norm_rows.cuh"
 
 void kgate_test_launch_fused_add_rms_norm(int dtype, const void* x, void* residual, const void* weight, void* y,
@@ -28,6 +29,28 @@ void kgate_test_launch_fused_add_rms_norm(int dtype, const void* x, void* residu
           static_cast<const __nv_bfloat16*>(weight), static_cast<__nv_bfloat16*>(y),
           static_cast<__nv_bfloat16*>(residual), n, eps, x_row, r_row, y_row, r_row);
   }
+}
+
+template <typename T>
+static void launch_edge(const void* x, const void* w, void* y, int64_t rows, int64_t n, float eps, int64_t x_row,
+                        int64_t y_row, int bug, int tile, cudaStream_t stream) {
+  const auto* xt = static_cast<const T*>(x);
+  const auto* wt = static_cast<const T*>(w);
+  auto* yt = static_cast<T*>(y);
+  if (tile == 1024)
+    kgate_edges::rms_norm_block_tiles<T, 4><<<static_cast<unsigned>(rows), 256, 0, stream>>>(xt, wt, yt, n, eps, x_row,
+                                                                                            y_row, bug);
+  else
+    kgate_edges::rms_norm_block_tiles<T, 1><<<static_cast<unsigned>(rows), 256, 0, stream>>>(xt, wt, yt, n, eps, x_row,
+                                                                                            y_row, bug);
+}
+
+void kgate_test_launch_rms_norm_edge(int dtype, const void* x, const void* weight, void* y, int64_t rows, int64_t n,
+                                     float eps, int64_t x_row, int64_t y_row, int bug, int tile, cudaStream_t stream) {
+  if (rows == 0 || n == 0) return;
+  if (dtype == 0) launch_edge<float>(x, weight, y, rows, n, eps, x_row, y_row, bug, tile, stream);
+  else if (dtype == 1) launch_edge<__half>(x, weight, y, rows, n, eps, x_row, y_row, bug, tile, stream);
+  else launch_edge<__nv_bfloat16>(x, weight, y, rows, n, eps, x_row, y_row, bug, tile, stream);
 }
 
 namespace {
