@@ -69,6 +69,45 @@ RuleConfig scaled_for(const RuleConfig& rule, const std::vector<std::pair<std::s
   return scaled;
 }
 
+bool as_accurate_as_eager(double kernel_vs_oracle, double eager_vs_oracle, double factor) {
+  return std::isfinite(kernel_vs_oracle) && std::isfinite(eager_vs_oracle) && eager_vs_oracle > 0 &&
+         kernel_vs_oracle <= factor * eager_vs_oracle;
+}
+
+bool elementwise_rule(const std::string& rule) {
+  return rule == rule_name(RuleKind::allclose) || rule == rule_name(RuleKind::eager_relative);
+}
+
+std::string as_accurate_as_eager_fix() {
+  return std::string(
+             "most likely a tolerance too tight for the op, not a kernel bug; where each output is "
+             "a sum of products, declare the op's `conditioning` (its `terms`, and a `magnitude` "
+             "where the sum subtracts) in its op file (") +
+         kConditioningDocs + "), else widen its tolerance";
+}
+
+std::string as_accurate_as_eager_note(double kernel_vs_oracle, double eager_vs_oracle) {
+  return "; yet the kernel is as accurate as eager against the float64 oracle (max abs error " +
+         g(kernel_vs_oracle) + ", eager's " + g(eager_vs_oracle) + ", within " +
+         g(kAsAccurateAsEagerFactor) + "x): " + as_accurate_as_eager_fix();
+}
+
+bool failed_as_accurate_as_eager(const CaseResult& r) {
+  return r.outcome == Outcome::failed && elementwise_rule(r.rule) && r.vs_oracle.elements > 0 &&
+         as_accurate_as_eager(r.vs_oracle.max_abs, r.reference_vs_oracle_max_abs);
+}
+
+std::string shrunk_from_note(const CaseResult& shrunk_from, const CaseResult& minimal) {
+  if (minimal.outcome != Outcome::failed || !elementwise_rule(minimal.rule) ||
+      failed_as_accurate_as_eager(minimal) || !failed_as_accurate_as_eager(shrunk_from))
+    return "";
+  return "; shrunk from case " + shrunk_from.kcase.id() +
+         ", where the kernel is as accurate as eager against the float64 oracle (max abs error " +
+         g(shrunk_from.vs_oracle.max_abs) + ", eager's " +
+         g(shrunk_from.reference_vs_oracle_max_abs) + ", within " + g(kAsAccurateAsEagerFactor) +
+         "x): " + as_accurate_as_eager_fix();
+}
+
 namespace {
 
 Verdict evaluate_rule(const RuleConfig& rule, const Measurement& m, DType dtype) {
@@ -185,6 +224,11 @@ Verdict evaluate_rule(const RuleConfig& rule, const Measurement& m, DType dtype)
 
 Verdict evaluate(const RuleConfig& rule, const Measurement& m, DType dtype) {
   Verdict v = evaluate_rule(rule, m, dtype);
+  // A kernel failing an elementwise rule while as close to the oracle as eager: the tolerance,
+  // most likely, and the message says so (the verdict stands).
+  if (v.outcome == Outcome::failed && elementwise_rule(v.rule) && m.vs_oracle.elements > 0 &&
+      as_accurate_as_eager(m.vs_oracle.max_abs, m.reference_vs_oracle_max_abs))
+    v.message += as_accurate_as_eager_note(m.vs_oracle.max_abs, m.reference_vs_oracle_max_abs);
   if (v.outcome == Outcome::failed && m.start_held > 0 && v.rule != "memory")
     v.message = std::to_string(m.start_held) + " of " + std::to_string(m.vs_reference.elements) +
                 " output elements still hold their start value " + g(m.start_value) +

@@ -111,8 +111,54 @@ struct Verdict {
 inline constexpr const char* kGuardBandChanged = "the kernel wrote outside its output (guard band changed)";
 inline constexpr const char* kInputModified = "the kernel modified its input (checksum changed)";
 
+/// How much further from the float64 oracle than eager a kernel that fails an elementwise rule
+/// may be and still count as as accurate as eager (as_accurate_as_eager). 2: eager's own error
+/// (its rounding of each product, its summation order) against a kernel's that differs from it by
+/// as much in another order or with fused multiply-adds; a precision bug (bf16 inputs, an f16 sum,
+/// a dropped element) is tens of times further.
+inline constexpr double kAsAccurateAsEagerFactor = 2;
+
+/// Whether a kernel that failed a case is as accurate as eager there: its largest error against
+/// the float64 oracle, `kernel_vs_oracle`, is within `factor` x eager's own largest error against
+/// it, `eager_vs_oracle` (both finite; eager's above 0: where eager is exact, a failing kernel is
+/// not). Host-only and pure: the runner's two numbers in, the decision out.
+bool as_accurate_as_eager(double kernel_vs_oracle, double eager_vs_oracle,
+                          double factor = kAsAccurateAsEagerFactor);
+
+/// The rules whose failure may be a tolerance too tight for the op rather than a kernel bug:
+/// allclose and eager_relative, which judge each element against eager (or a few times eager's
+/// error) without the op's conditioning.
+bool elementwise_rule(const std::string& rule);
+
+/// The section of docs/gates.md that a failure as accurate as eager points to (declaring an op's
+/// conditioning): "docs/gates.md#sums-of-products-the-conditioned-rule".
+inline constexpr const char* kConditioningDocs =
+    "docs/gates.md#sums-of-products-the-conditioned-rule";
+
+/// The likely cause of a failure as accurate as eager and its fix, in words: a tolerance too
+/// tight for the op; declare the op's conditioning (with its magnitude) in its op file
+/// (kConditioningDocs), else widen its tolerance.
+std::string as_accurate_as_eager_fix();
+
+/// What a failure's message ends with where the kernel is as accurate as eager: both errors, then
+/// as_accurate_as_eager_fix(). Starts with "; ".
+std::string as_accurate_as_eager_note(double kernel_vs_oracle, double eager_vs_oracle);
+
+/// A case of a report that failed an elementwise rule while its kernel is as accurate as eager
+/// (its oracle errors measured: vs_oracle.elements > 0).
+bool failed_as_accurate_as_eager(const CaseResult& r);
+
+/// What a minimal failing case's message adds when shrinking lost the note: shrinking can end on
+/// a case so small (one element) that eager is exact there by luck, or that eager_relative fails
+/// only at 4x eager's error. "" unless `minimal` failed an elementwise rule without being as
+/// accurate as eager and `shrunk_from`, the case it was shrunk from, is (then its id, both errors
+/// and the fix; starts with "; ").
+std::string shrunk_from_note(const CaseResult& shrunk_from, const CaseResult& minimal);
+
 /// Applies the memory checks, then the rule; a failed case whose output still holds its start value
-/// somewhere says so first. `dtype` scales the ref_ratio floor.
+/// somewhere says so first. `dtype` scales the ref_ratio floor. A case failing an elementwise
+/// rule whose kernel is as accurate as eager (the oracle measured: vs_oracle.elements > 0) ends
+/// its message with as_accurate_as_eager_note; the verdict stays failed.
 Verdict evaluate(const RuleConfig& rule, const Measurement& m, DType dtype);
 
 /// One output of a case as measured: its name, dtype and the rule it is judged under.

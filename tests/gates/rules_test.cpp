@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "core/report.hpp"
 #include "gates/correctness/rules.hpp"
 
 namespace kgate::correctness {
@@ -275,6 +276,182 @@ TEST(Rules, Names) {
   EXPECT_EQ(parse_rule("eager_relative"), RuleKind::eager_relative);
   EXPECT_THROW(parse_rule("close_enough"), Error);
   EXPECT_THROW(parse_rule("index"), Error);  // only for index outputs, never chosen
+}
+
+// Is a failing kernel as accurate as eager against the float64 oracle? Within 2x eager's own
+// largest error, on synthetic numbers.
+TEST(AsAccurateAsEager, WithinTwiceEagersOwnError) {
+  EXPECT_DOUBLE_EQ(kAsAccurateAsEagerFactor, 2);
+  EXPECT_TRUE(
+      as_accurate_as_eager(1.15e-4, 1.15e-4));       // issue 48: rotary with FMA, as far as eager
+  EXPECT_TRUE(as_accurate_as_eager(1e-7, 1.15e-4));  // closer to the oracle than eager
+  EXPECT_TRUE(as_accurate_as_eager(0, 1e-7));        // exact
+  EXPECT_TRUE(as_accurate_as_eager(2e-6, 1e-6));     // the bound itself
+  EXPECT_FALSE(as_accurate_as_eager(2.01e-6, 1e-6));
+  EXPECT_FALSE(as_accurate_as_eager(3e-3, 1e-7));    // a precision bug: far from the oracle
+  EXPECT_TRUE(as_accurate_as_eager(3e-6, 1e-6, 4));  // another factor
+}
+
+TEST(AsAccurateAsEager, NeverWhereEagerIsExactOrAnErrorIsNotFinite) {
+  EXPECT_FALSE(as_accurate_as_eager(0, 0));  // eager exact: nothing to be as accurate as
+  EXPECT_FALSE(as_accurate_as_eager(1e-9, 0));
+  EXPECT_FALSE(as_accurate_as_eager(NAN, 1e-6));
+  EXPECT_FALSE(as_accurate_as_eager(INFINITY, 1e-6));
+  EXPECT_FALSE(as_accurate_as_eager(1e-6, NAN));
+  EXPECT_FALSE(as_accurate_as_eager(1e-6, INFINITY));
+  EXPECT_FALSE(as_accurate_as_eager(1e-6, -1e-6));
+}
+
+TEST(AsAccurateAsEager, OnlyElementwiseRulesAreTolerances) {
+  EXPECT_TRUE(elementwise_rule("allclose"));
+  EXPECT_TRUE(elementwise_rule("eager_relative"));
+  for (const char* r :
+       {"conditioned", "ref_ratio", "ulp", "index", "memory", "nan_contract", "fault", ""})
+    EXPECT_FALSE(elementwise_rule(r)) << r;
+}
+
+// A measurement whose kernel fails `rule` with these errors against the oracle (the runner's).
+Measurement failing(RuleKind rule, double kernel_vs_oracle, double eager_vs_oracle) {
+  Measurement m = clean();
+  m.vs_oracle.elements = 100;  // the oracle was measured
+  m.vs_oracle.max_abs = kernel_vs_oracle;
+  m.reference_vs_oracle_max_abs = eager_vs_oracle;
+  if (rule == RuleKind::allclose) {
+    m.allclose_worst = 2.17;
+    m.vs_reference.mismatches = 5;
+  } else {
+    m.relative_worst = 2.17;
+    m.relative_mismatches = 5;
+  }
+  return m;
+}
+
+TEST(AsAccurateAsEager, TheFailureMessageSaysSoAndNamesTheFix) {
+  for (RuleKind kind : {RuleKind::allclose, RuleKind::eager_relative}) {
+    RuleConfig rule;
+    rule.kind = kind;
+    rule.tolerance = {1e-5, 1.3e-6};
+    const auto v = evaluate(rule, failing(kind, 1.15e-4, 1.15e-4), DType::f32);
+    EXPECT_EQ(v.outcome, Outcome::failed);  // the verdict stands
+    EXPECT_EQ(v.rule, rule_name(kind));
+    EXPECT_NE(v.message.find("5 of 100 elements"), std::string::npos)
+        << v.message;  // the rule's own first
+    EXPECT_NE(
+        v.message.find(
+            "; yet the kernel is as accurate as eager against the float64 oracle (max abs error "
+            "0.000115, eager's 0.000115, within 2x)"),
+        std::string::npos)
+        << v.message;
+    EXPECT_NE(v.message.find("declare the op's `conditioning`"), std::string::npos) << v.message;
+    EXPECT_NE(v.message.find("`magnitude`"), std::string::npos) << v.message;
+    EXPECT_NE(v.message.find(kConditioningDocs), std::string::npos) << v.message;
+    EXPECT_EQ(v.message, evaluate(rule, failing(kind, 1.15e-4, 1.15e-4), DType::f32).message);
+  }
+}
+
+TEST(AsAccurateAsEager, NoNoteForAKernelFarFromTheOracleNorForOtherRules) {
+  RuleConfig rule;
+  rule.tolerance = {1e-5, 1.3e-6};
+  // Far from the oracle (a precision bug): the rule's message alone.
+  auto v = evaluate(rule, failing(RuleKind::allclose, 3e-3, 1e-7), DType::f32);
+  EXPECT_EQ(v.outcome, Outcome::failed);
+  EXPECT_EQ(v.message.find("as accurate as eager"), std::string::npos) << v.message;
+  // The oracle not measured (checked timing judges allclose against eager alone): nothing said.
+  auto m = failing(RuleKind::allclose, 1e-7, 1e-7);
+  m.vs_oracle.elements = 0;
+  EXPECT_EQ(evaluate(rule, m, DType::f32).message.find("as accurate as eager"), std::string::npos);
+  // A passing case says nothing.
+  m = failing(RuleKind::allclose, 1e-7, 1e-7);
+  m.allclose_worst = 0.5;
+  m.vs_reference.mismatches = 0;
+  v = evaluate(rule, m, DType::f32);
+  EXPECT_EQ(v.outcome, Outcome::passed);
+  EXPECT_TRUE(v.message.empty()) << v.message;
+  // Memory and NaN-contract failures are the kernel's whatever its errors.
+  m = failing(RuleKind::allclose, 1e-7, 1e-7);
+  m.vs_reference.unwritten = 3;
+  EXPECT_EQ(evaluate(rule, m, DType::f32).message.find("as accurate as eager"), std::string::npos);
+  m = failing(RuleKind::allclose, 1e-7, 1e-7);
+  m.vs_reference.nan_mismatches = 1;
+  EXPECT_EQ(evaluate(rule, m, DType::f32).message.find("as accurate as eager"), std::string::npos);
+  // ulp and conditioned are not tolerances a conditioning fixes (conditioned is that fix).
+  for (RuleKind kind : {RuleKind::ulp, RuleKind::conditioned}) {
+    RuleConfig other;
+    other.kind = kind;
+    m = failing(RuleKind::eager_relative, 1e-7, 1e-7);
+    m.max_ulp = 100;
+    v = evaluate(other, m, DType::f32);
+    EXPECT_EQ(v.outcome, Outcome::failed) << rule_name(kind);
+    EXPECT_EQ(v.message.find("as accurate as eager"), std::string::npos) << v.message;
+  }
+}
+
+TEST(AsAccurateAsEager, ACaseOfSeveralOutputsNotesTheFailingOnesErrors) {
+  OutputMeasurement y = output("y", 0.5), z = output("z", 3, 2);
+  y.measurement.vs_oracle.elements = z.measurement.vs_oracle.elements = 100;
+  y.measurement.vs_oracle.max_abs = 1e-3;  // y is far from the oracle but passes
+  z.measurement.vs_oracle.max_abs = 1.5e-6;
+  z.measurement.reference_vs_oracle_max_abs = 1e-6;
+  const auto v = judge_case({y, z});
+  EXPECT_EQ(v.verdict.outcome, Outcome::failed);
+  EXPECT_EQ(v.verdict.message.rfind("output 'z': 2 of 100", 0), 0u) << v.verdict.message;
+  EXPECT_NE(v.verdict.message.find("(max abs error 1.5e-06, eager's 1e-06, within 2x)"),
+            std::string::npos)
+      << v.verdict.message;
+}
+
+// A report's case (CaseResult) that failed a tolerance while as accurate as eager.
+CaseResult failed_case(const std::string& rule, double kernel_vs_oracle, double eager_vs_oracle,
+                       int64_t n) {
+  CaseResult r;
+  r.kcase.op = "matmul";
+  r.kcase.dtype = DType::f32;
+  r.kcase.dims = {{"M", n}, {"N", n}, {"K", 64}};
+  r.outcome = Outcome::failed;
+  r.rule = rule;
+  r.vs_oracle.elements = n * n;
+  r.vs_oracle.max_abs = kernel_vs_oracle;
+  r.reference_vs_oracle_max_abs = eager_vs_oracle;
+  return r;
+}
+
+TEST(AsAccurateAsEager, AReportsFailedCase) {
+  EXPECT_TRUE(failed_as_accurate_as_eager(failed_case("allclose", 1e-4, 1e-4, 4)));
+  EXPECT_TRUE(failed_as_accurate_as_eager(failed_case("eager_relative", 1e-4, 1e-4, 4)));
+  EXPECT_FALSE(failed_as_accurate_as_eager(failed_case("allclose", 1e-3, 1e-4, 4)));
+  EXPECT_FALSE(failed_as_accurate_as_eager(failed_case("conditioned", 1e-4, 1e-4, 4)));
+  EXPECT_FALSE(failed_as_accurate_as_eager(failed_case("memory", 1e-4, 1e-4, 4)));
+  auto r = failed_case("allclose", 1e-4, 1e-4, 4);
+  r.outcome = Outcome::passed;
+  EXPECT_FALSE(failed_as_accurate_as_eager(r));
+  r = failed_case("allclose", 1e-4, 1e-4, 4);
+  r.vs_oracle.elements = 0;  // not measured
+  EXPECT_FALSE(failed_as_accurate_as_eager(r));
+}
+
+// Shrinking to one element can leave eager exact by luck: the minimal case then names the case
+// it was shrunk from, where the kernel is as accurate as eager.
+TEST(AsAccurateAsEager, AMinimalCaseNamesTheCaseItWasShrunkFrom) {
+  const CaseResult from = failed_case("eager_relative", 5.5e-3, 9.1e-3, 42);
+  const CaseResult lucky = failed_case("eager_relative", 4e-4, 6.7e-5, 1);  // 6x: eager lucky
+  const std::string note = shrunk_from_note(from, lucky);
+  EXPECT_EQ(
+      note.rfind(
+          "; shrunk from case " + from.kcase.id() +
+              ", where the kernel is as accurate as eager against the float64 oracle (max abs "
+              "error 0.0055, eager's 0.0091, within 2x): most likely a tolerance too tight",
+          0),
+      0u)
+      << note;
+  EXPECT_NE(note.find(kConditioningDocs), std::string::npos) << note;
+  // The minimal case says so itself, or it was not shrunk from such a case, or it fails otherwise:
+  // nothing added.
+  EXPECT_EQ(shrunk_from_note(from, failed_case("eager_relative", 1e-4, 1e-4, 1)), "");
+  EXPECT_EQ(shrunk_from_note(failed_case("eager_relative", 5e-2, 1e-4, 42), lucky), "");
+  EXPECT_EQ(shrunk_from_note(from, failed_case("memory", 4e-4, 6.7e-5, 1)), "");
+  CaseResult passed = lucky;
+  passed.outcome = Outcome::passed;
+  EXPECT_EQ(shrunk_from_note(from, passed), "");
 }
 
 }  // namespace
