@@ -386,14 +386,20 @@ bool judge_outputs(const OpSignature& op, const OpReference& ref, const Case& c,
   auto on_copies_if_it_fails = [&](const std::function<Tensors(const Tensors&)>& run, const Tensors& in) {
     return run_reference_on_copies_if_it_fails(run, in, device.is_cuda(), layout_note, references_on_copies);
   };
+  // The oracle's inputs: floating inputs in float64 but those the op keeps in their dtype.
+  auto upcast_inputs = [&] {
+    Tensors upcast;
+    for (size_t i = 0; i < ref_inputs.size(); ++i) {
+      const bool keep = !ref_inputs[i].is_floating_point() ||
+                        (i < op.inputs.size() && op.inputs[i].keep_dtype_in_oracle);
+      upcast.push_back(keep ? ref_inputs[i] : ref_inputs[i].to(at::kDouble));
+    }
+    return upcast;
+  };
   try {
     expected = on_copies_if_it_fails([&](const Tensors& in) { return ref.eager(in, attrs); }, ref_inputs);
     if (with_oracle || conditioned) {
-      Tensors upcast;
-      for (size_t i = 0; i < ref_inputs.size(); ++i) {
-        const bool keep = !ref_inputs[i].is_floating_point() || (i < op.inputs.size() && op.inputs[i].keep_dtype_in_oracle);
-        upcast.push_back(keep ? ref_inputs[i] : ref_inputs[i].to(at::kDouble));
-      }
+      const Tensors upcast = upcast_inputs();
       oracle = on_copies_if_it_fails([&](const Tensors& in) { return ref.oracle(in, attrs); }, upcast);
       if (conditioned) {
         if (ref.magnitude) {
@@ -594,7 +600,39 @@ bool judge_outputs(const OpSignature& op, const OpReference& ref, const Case& c,
       m.index_bound = p.index_bound;
     }
   }
-  const correctness::CaseVerdict judged = correctness::judge_case(measured);
+  correctness::CaseVerdict judged = correctness::judge_case(measured);
+  // Judged without the oracle (checked timing under allclose) and failed an elementwise rule: the
+  // oracle's errors are measured now, for this failing case alone, so that its message can say
+  // whether the kernel is as accurate as eager (correctness::as_accurate_as_eager). An oracle that
+  // fails here leaves the verdict as it is: it is a note's, not the case's.
+  if (!with_oracle && judged.verdict.outcome == Outcome::failed &&
+      correctness::elementwise_rule(judged.verdict.rule)) {
+    try {
+      std::string ignored;
+      const Tensors late = run_reference_on_copies_if_it_fails(
+          [&](const Tensors& in) { return ref.oracle(in, attrs); }, upcast_inputs(),
+          device.is_cuda(), ignored, references_on_copies);
+      DeviceScalars late_q;
+      std::vector<std::pair<PendingComparison, PendingComparison>> late_errors(outputs.size());
+      for (size_t i = 0; i < outputs.size() && i < late.size(); ++i) {
+        if (!is_floating(per[i].dtype) || late[i].sizes() != outputs[i].sizes()) continue;
+        const auto o64 = late[i].to(at::kDouble);
+        const Tolerance tol = measured[i].rule.tolerance;
+        late_errors[i] = {
+            PendingComparison(late_q, outputs[i].to(at::kDouble), o64, tol, Compare::max_abs),
+            PendingComparison(late_q, expected[i].to(at::kDouble), o64, tol, Compare::max_abs)};
+      }
+      late_q.fetch();
+      for (size_t i = 0; i < outputs.size(); ++i) {
+        measured[i].measurement.vs_oracle = late_errors[i].first.resolve(late_q, nullptr, nullptr);
+        measured[i].measurement.reference_vs_oracle_max_abs =
+            late_errors[i].second.resolve(late_q, nullptr, nullptr).max_abs;
+      }
+      judged = correctness::judge_case(measured);
+    } catch (const std::exception&) {
+      if (device.is_cuda()) cudaGetLastError();
+    }
+  }
   const correctness::Verdict& verdict = judged.verdict;
   const correctness::Measurement& m = judged.measurement;
   result.outcome = verdict.outcome;
