@@ -47,6 +47,9 @@ struct DtypeResult {
   std::string worst_repro;
   std::string worst_message;
   double worst_margin = -1;
+  /// Of the failing cases, those that fail an elementwise rule while the kernel is as accurate as
+  /// eager against the float64 oracle (correctness::as_accurate_as_eager): a tolerance too tight.
+  int64_t as_accurate_as_eager = 0;
 };
 
 struct KernelResult {
@@ -61,6 +64,21 @@ std::string g(double v) { return std::isinf(v) ? "inf" : format_number_or_dash(v
 /// A setting (a configured tolerance, the fragility threshold) as it reads back: 1.2345e-05, not
 /// g's 1.23e-05.
 std::string exact(double v) { return std::isfinite(v) ? format_exact(v) : g(v); }
+
+/// What a dtype whose failing cases are as accurate as eager says (one sentence; "" when none is):
+/// how many, and, with `fix`, the likely cause and its fix (else the cause and the docs' section:
+/// the console's shorter line, under the worst case's message).
+std::string as_accurate_as_eager_words(const DtypeResult& d, bool fix = true) {
+  if (d.as_accurate_as_eager == 0) return "";
+  return std::to_string(d.as_accurate_as_eager) + " of the " + std::to_string(d.sweep.failed) +
+         " failing case(s) are as accurate as eager against the float64 oracle (max abs error "
+         "within " +
+         g(correctness::kAsAccurateAsEagerFactor) + "x eager's): " +
+         (fix ? correctness::as_accurate_as_eager_fix()
+              : std::string("a tolerance too tight for the op, most likely (") +
+                    correctness::kConditioningDocs + ")") +
+         ".";
+}
 
 ordered_json quantiles_json(const sensitivity::Quantiles& q) {
   return {{"p50", json_number(q.p50)}, {"p90", json_number(q.p90)}, {"p99", json_number(q.p99)},
@@ -84,6 +102,7 @@ ordered_json kernel_json(const KernelResult& k, const sensitivity::SweepGrid& gr
                       {"cases", s.cases},
                       {"failed", s.failed},
                       {"hard_failures", s.hard_failures},
+                      {"failed_as_accurate_as_eager", d.as_accurate_as_eager},
                       {"worst_margin", json_number(s.worst_margin)},
                       {"verdict", s.verdict},
                       {"worst_case", {{"case", d.worst_case}, {"repro", d.worst_repro}, {"message", d.worst_message}}},
@@ -119,6 +138,7 @@ std::string markdown(const std::vector<KernelResult>& kernels, const sensitivity
          << g(s.max_abs.p99) << " / " << g(s.max_abs.max) << "; max rel error: " << g(s.max_rel.p50) << " / "
          << g(s.max_rel.p90) << " / " << g(s.max_rel.p99) << " / " << g(s.max_rel.max) << ".\n";
       if (!d.worst_case.empty()) md << "Closest case (margin " << g(d.worst_margin) << "): `" << d.worst_repro << "`\n";
+      if (d.as_accurate_as_eager > 0) md << "\n" << as_accurate_as_eager_words(d) << "\n";
       md << "\nPass rate (allclose against the eager reference), rtol down, atol across; last column: the "
             "frontier (smallest atol every case passes with)\n\n| rtol \\ atol |";
       for (double a : grid.atols) md << " " << g(a) << " |";
@@ -224,6 +244,8 @@ std::string html(const std::vector<KernelResult>& kernels, const sensitivity::Sw
         << "; worst margin " << g(s.worst_margin) << " (FRAGILE above " << exact(k.fragile_margin) << ")";
       if (!d.worst_repro.empty()) h << "; closest case: <code>" << markup_escape(d.worst_repro) << "</code>";
       h << "</p>\n";
+      if (d.as_accurate_as_eager > 0)
+        h << "<p>" << markup_escape(as_accurate_as_eager_words(d)) << "</p>\n";
       std::vector<std::pair<std::string, std::vector<double>>> by_rtol;
       for (size_t r = 0; r < grid.rtols.size(); ++r) by_rtol.emplace_back("rtol " + g(grid.rtols[r]), s.pass_rate[r]);
       h << "<figure>" << curve_plot("pass rate vs atol (allclose vs eager)", grid.atols, by_rtol, d.atol, "configured")
@@ -281,6 +303,7 @@ KernelResult sweep_kernel(Runner& runner, const Target& t, const SweepArgs& args
     per_dtype[c.dtype].push_back(e);
 
     DtypeResult& d = results[c.dtype];
+    if (correctness::failed_as_accurate_as_eager(r)) ++d.as_accurate_as_eager;
     d.sweep.rule = correctness::rule_name(rule.kind);
     d.atol = rule.tolerance.atol;
     d.rtol = rule.tolerance.rtol;
@@ -316,7 +339,7 @@ ordered_json raw_json(const KernelResult& k, const std::map<DType, std::vector<s
     dtypes.push_back({{"dtype", dtype_name(d.sweep.dtype)}, {"rule", d.sweep.rule}, {"atol", d.atol}, {"rtol", d.rtol},
                       {"worst_case", d.worst_case}, {"worst_repro", d.worst_repro},
                       {"worst_message", d.worst_message}, {"worst_margin", json_number(d.worst_margin)},
-                      {"cases", cases}});
+                      {"as_accurate_as_eager", d.as_accurate_as_eager}, {"cases", cases}});
   }
   return {{"name", k.name}, {"op", k.op}, {"backend", k.backend}, {"source", k.source},
           {"fallback", k.fallback}, {"fragile_margin", k.fragile_margin}, {"dtypes", dtypes}};
@@ -352,6 +375,7 @@ KernelResult from_raw(const nlohmann::json& j, const sensitivity::SweepGrid& gri
     d.worst_repro = dj.at("worst_repro");
     d.worst_message = dj.at("worst_message");
     d.worst_margin = raw_number(dj, "worst_margin");
+    d.as_accurate_as_eager = dj.value("as_accurate_as_eager", int64_t{0});
     k.dtypes.push_back(std::move(d));
   }
   return k;
@@ -394,6 +418,8 @@ void print_table(const std::vector<KernelResult>& kernels) {
                     "e.g. %s\n    %s\n",
                     k.name.c_str(), dtype_name(d.sweep.dtype), static_cast<long long>(d.sweep.failed),
                     static_cast<long long>(d.sweep.hard_failures), d.worst_repro.c_str(), d.worst_message.c_str());
+      if (d.sweep.verdict == "FAILED" && d.as_accurate_as_eager > 0)
+        std::printf("    %s\n", as_accurate_as_eager_words(d, false).c_str());
     }
 }
 
