@@ -353,9 +353,11 @@ std::vector<Edge> ragged_edges(const SymbolDomain& domain, const KernelTraits& t
   for (int64_t v : {0, 1, 2, 3}) add(v, "small", std::to_string(v));
   // The spread: each next size the farthest (log2) from every size before it, so that a few
   // cases reach across the domain; the seed breaks near-ties.
+  // (Up to typical_max, as the random family: the long family reaches the domain's max.)
+  const int64_t top = domain.typical_max > 0 ? std::min(domain.typical_max, domain.max) : domain.max;
   std::vector<int64_t> pool;
   for (int64_t v : spread_candidates(domain, all_tile_sizes(traits)))
-    if (v >= domain.min && v <= domain.max && v % step == 0 && !taken.count(v)) pool.push_back(v);
+    if (v >= domain.min && v <= top && v % step == 0 && !taken.count(v)) pool.push_back(v);
   Rng rng(derive_seed(seed, "ragged/spread", 0));
   std::vector<double> jitter(pool.size());
   for (auto& j : jitter) j = 0.05 * rng.uniform();
@@ -558,7 +560,10 @@ std::vector<Case> generate_family(const OpSignature& op, const KernelTraits& tra
     } else {
       throw_usage("unknown case family '" + family + "': expected random, ragged, extreme, special, layout, long or huge");
     }
-    fit_size(c, op, max_elements);
+    // A ragged case is about its edge: at most 2^18 elements, the other symbols shrinking first
+    // (an edge past that keeps one row).
+    const int64_t limit = family == "ragged" ? std::min<int64_t>(max_elements, int64_t{1} << 18) : max_elements;
+    fit_size(c, op, limit);
     for (auto& [name, v] : c.dims) v = to_multiple(*op.symbol(name), v);
     // Relations between symbols: redraw the shape (same family, values and layout) until they
     // hold; ops whose relation is rare say it with a product instead ("C": "G*CG"). A ragged
@@ -573,7 +578,7 @@ std::vector<Case> generate_family(const OpSignature& op, const KernelTraits& tra
         const int64_t hi = d->typical_max > 0 ? std::min(d->typical_max, d->max) : d->max;
         v = to_multiple(*d, log_uniform(rng, std::max<int64_t>(d->min, 1), family == "ragged" ? std::min<int64_t>(hi, 65) : hi));
       }
-      fit_size(c, op, max_elements);
+      fit_size(c, op, limit);
       for (auto& [name, v] : c.dims) v = to_multiple(*op.symbol(name), v);
     }
     out.push_back(std::move(c));

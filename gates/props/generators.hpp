@@ -37,7 +37,7 @@ std::vector<int64_t> all_tile_sizes(const KernelTraits& traits);
 struct Edge {
   int64_t size = 0;
   /// declared, manifest, observed (a tile or bound +- 1 and the size itself), small (0, 1, 2,
-  /// 3) or spread (2^k +- 1 and primes over the whole range).
+  /// 3) or spread (2^k +- 1 and primes up to typical_max).
   std::string origin;
   std::string detail;  ///< "tile 256 - 1", "guard.shapes.N.max + 1", "2^12 + 1", ...
 };
@@ -49,8 +49,9 @@ std::string edge_symbol(const OpSignature& op);
 /// The ragged family's sizes on the edge symbol, in the order its cases take them (case i takes
 /// entry i, its dtype rotating): each declared tile t at t - 1, t + 1 (all tiles), then t; then
 /// each found size likewise; then 0 (where the domain allows), 1, 2, 3; then 2^k +- 1, primes and
-/// tile multiples spread over the whole domain (each next size the farthest, in log scale, from
-/// those before it; the seed breaks near-ties). Within the domain and its multiple_of
+/// tile multiples up to typical_max (the long family reaches past it), spread: each next size the
+/// farthest, in log scale, from those before it (the seed breaks near-ties). Within the domain and
+/// its multiple_of
 /// (a tile's neighbours are then t -+ multiple_of), distinct.
 std::vector<Edge> ragged_edges(const SymbolDomain& domain, const KernelTraits& traits, uint64_t seed);
 

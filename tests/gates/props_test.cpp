@@ -129,7 +129,8 @@ TEST(Generators, RaggedEdgesComeInPrecedence) {
   std::vector<int64_t> head;
   for (size_t i = 0; i < 12; ++i) head.push_back(e[i].size);
   EXPECT_EQ(head, (std::vector<int64_t>{255, 257, 256, 1023, 1025, 1024, 127, 129, 128, 1, 2, 3}));
-  EXPECT_GE(e[12].size, 99999) << "then the spread, from the far end of the domain";
+  EXPECT_GE(e[12].size, 8191) << "then the spread, from the top of its range (typical_max 8192)";
+  EXPECT_LE(e.back().size, 8192);
   EXPECT_EQ(e[0].origin, "declared");
   EXPECT_EQ(e[0].detail, "tile 256 - 1");
   EXPECT_EQ(e[4].origin, "manifest");
@@ -139,7 +140,7 @@ TEST(Generators, RaggedEdgesComeInPrecedence) {
   // Not smallest-first: the spread reaches across the domain within a few sizes.
   int64_t largest = 0;
   for (size_t i = 9; i < 16; ++i) largest = std::max(largest, e[i].size);
-  EXPECT_GT(largest, 10000);
+  EXPECT_GT(largest, 4000);
   std::set<int64_t> distinct;
   for (const auto& x : e) EXPECT_TRUE(distinct.insert(x.size).second) << x.size;
 }
