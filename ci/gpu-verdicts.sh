@@ -121,6 +121,18 @@ if has controls; then
   if [ -n "${KGATE_CONTROLS:-}" ]; then read -ra controls <<< "$KGATE_CONTROLS"
   else mapfile -t controls < <("$kgate" list --all 2>/dev/null | awk '$3 == "cuda" && /control: must pass/ {print $1}'); fi
   per=$(( cases / 40 + 5 ))
+  # KGATE_CONTROL_JOBS > 1: that many at once (one GPU holds several; no timing runs beside them).
+  jobs=${KGATE_CONTROL_JOBS:-1}
+  if [ "$jobs" -gt 1 ]; then
+    t0=$SECONDS
+    printf '%s\n' "${controls[@]}" | xargs -P "$jobs" -I{} sh -c \
+      "'$kgate' check --backend cuda --no-speed --cases $cases --kernel {} --out '$out/controls/{}' > '$out/controls-{}.log' 2>&1; echo \"control {}: exit \$?\"" \
+      > "$out/controls-exits.txt"
+    note "controls (${#controls[@]}, $cases cases, $jobs at once): $(grep -c 'exit 0' "$out/controls-exits.txt") exit 0 in $((SECONDS - t0)) s"
+    grep -v 'exit 0' "$out/controls-exits.txt"
+    for k in "${controls[@]}"; do report_lines "$out/controls/$k/report.json"; done
+    controls=()
+  fi
   for k in "${controls[@]}"; do
     in_time "control $k" "$per" || continue
     t0=$SECONDS
@@ -161,7 +173,7 @@ PY
 }
 if has time; then
   # Alternating, so that a drift of the machine falls on both.
-  for round in 1 2; do
+  for round in $(seq 1 "${KGATE_TIME_ROUNDS:-2}"); do
     in_time "time head-$round" 60 && time_check "head-$round" "$kgate"
     [ -n "$before" ] && in_time "time before-$round" 60 && time_check "before-$round" "$before/build/bin/kgate"
   done
