@@ -14,6 +14,7 @@
 #include "core/strict_json.hpp"
 #include "runtime/embedded_op_files.hpp"
 #include "core/sha256.hpp"
+#include "runtime/cuda/module_digest.hpp"
 
 namespace fs = std::filesystem;
 
@@ -106,32 +107,6 @@ LoadedModule load_module(const fs::path& record_path, const std::string& kgate_v
 
 }  // namespace
 
-std::string module_code_digest(const std::string& path) {
-  const std::string bytes = read_file(path);
-  if (bytes.size() < sizeof(Elf64_Ehdr) || std::memcmp(bytes.data(), ELFMAG, SELFMAG) != 0) return "";
-  Elf64_Ehdr eh;
-  std::memcpy(&eh, bytes.data(), sizeof eh);
-  if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_shentsize != sizeof(Elf64_Shdr) ||
-      eh.e_shoff + static_cast<uint64_t>(eh.e_shnum) * sizeof(Elf64_Shdr) > bytes.size() || eh.e_shstrndx >= eh.e_shnum)
-    return "";
-  std::vector<Elf64_Shdr> sections(eh.e_shnum);
-  std::memcpy(sections.data(), bytes.data() + eh.e_shoff, eh.e_shnum * sizeof(Elf64_Shdr));
-  const Elf64_Shdr& names = sections[eh.e_shstrndx];
-  if (names.sh_offset + names.sh_size > bytes.size()) return "";
-  static const std::set<std::string> code = {".text", ".rodata", ".data", ".data.rel.ro", ".nv_fatbin"};
-  Sha256 h;
-  h.field("kgate-module-code/1");
-  for (const auto& s : sections) {
-    if (s.sh_name >= names.sh_size || s.sh_type == SHT_NOBITS) continue;
-    const char* name = bytes.data() + names.sh_offset + s.sh_name;
-    const std::string section(name, strnlen(name, names.sh_size - s.sh_name));
-    if (!code.count(section) || s.sh_offset + s.sh_size > bytes.size()) continue;
-    h.field(section);
-    h.field(std::string_view(bytes.data() + s.sh_offset, s.sh_size));
-  }
-  return h.hex();
-}
-
 BaseBuild load_base_build(const std::string& dir, const std::string& kgate_version) {
   BaseBuild base;
   base.dir = dir;
@@ -157,7 +132,7 @@ BaseBuild load_base_build(const std::string& dir, const std::string& kgate_versi
       base.build = m.record.value("build", nlohmann::json::object());
       base.build["kgate_version"] = kgate_version;
     }
-    const std::string digest = module_code_digest(m.file);
+    const std::string digest = cuda::module_code_digest(m.file);
     for (auto& k : m.kernels) {
       if (base.kernels.count(k.name)) {
         base.warnings.push_back("base kernel '" + k.name + "' is registered by two modules (" + base.module_of[k.name] +
@@ -211,7 +186,7 @@ HeadBuild head_build(const std::string& kgate_version) {
     LoadedModule m = load_module(r, kgate_version);
     if (!m.error.empty()) continue;  // no digest: the kernel is timed
     if (head.build.empty()) head.build = m.record.value("build", nlohmann::json::object());
-    const std::string digest = module_code_digest(m.file);
+    const std::string digest = cuda::module_code_digest(m.file);
     for (const auto& k : m.kernels) head.digests.emplace(k.name, digest);
   }
   return head;

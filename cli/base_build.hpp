@@ -53,8 +53,6 @@ std::string head_build_dir();
 /// one line each; empty when they agree or either is unknown.
 std::vector<std::string> build_differences(const nlohmann::json& head, const nlohmann::json& base);
 
-/// SHA-256 of a module's code: its .text, .rodata, .data, .data.rel.ro and .nv_fatbin sections
-/// (not its build id, symbol tables or debug information). "" when the file is no ELF object.
-std::string module_code_digest(const std::string& path);
+/// (A module's code digest: runtime/cuda/module_digest.hpp.)
 
 }  // namespace kgate::cli

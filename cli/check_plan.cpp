@@ -136,7 +136,7 @@ void load_base(const CheckArgs& args, CheckPlan& plan, std::vector<std::string>&
       const auto libraries_digest = [](const std::vector<std::string>& files) {
         std::string joined;
         for (const auto& f : files) {
-          const std::string d = module_code_digest(f);
+          const std::string d = cuda::module_code_digest(f);
           if (d.empty()) return std::string();
           joined += d;
         }

@@ -7,6 +7,7 @@
 #include <set>
 #include <vector>
 
+#include "core/anonymous_names.hpp"
 #include "core/sha256.hpp"
 
 namespace kgate::cuda {
@@ -291,7 +292,10 @@ class Reader {
 
 CubinFunctions cubin_function_digests(std::string_view cubin) {
   CubinFunctions out;
-  Reader reader(cubin);
+  // Anonymous-namespace names carry a hash of the source's path: the same code built elsewhere
+  // must digest the same (the names, normalised, are also the keys).
+  const std::string bytes = normalized_anonymous_names(cubin);
+  Reader reader(bytes);
   out.error = reader.read();
   if (out.error.empty()) out.digests = reader.digests();
   return out;

@@ -26,6 +26,8 @@ struct CubinFunctions {
 /// and the sections of functions it does not reach: one source built in two directories, or with
 /// line information, gives the same digests, and a change to one kernel leaves another's digest
 /// alone unless it shares data with it (or shifts the symbol numbers its attributes name).
+/// Anonymous-namespace names are read normalised (core/anonymous_names.hpp), in the digests and
+/// in the keys: launch records look a function up by its normalised name.
 CubinFunctions cubin_function_digests(std::string_view cubin);
 
 }  // namespace kgate::cuda

@@ -13,6 +13,7 @@
 #include <set>
 #include <string>
 
+#include "core/anonymous_names.hpp"
 #include "core/sha256.hpp"
 #include "runtime/cuda/cubin_digest.hpp"
 #include "runtime/cuda/device.hpp"
@@ -211,7 +212,8 @@ Line launch_line(State& s, CUfunction f, unsigned const (&grid)[3], unsigned con
           d.FuncGetName(&n, g) == CUDA_SUCCESS && n)
         f = g;
     }
-    name = n ? n : "?";
+    // (Normalised as the CUBIN digests' keys are: the same code built in another directory.)
+    name = n ? normalized_anonymous_names(n) : "?";
     if (!n && out.unknown.empty())
       out.unknown = "a launch's function could not be named (the driver refused its handle as a function and as a kernel)";
   }

@@ -1,0 +1,194 @@
+#include "runtime/cuda/module_digest.hpp"
+
+#include <dlfcn.h>
+#include <elf.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <vector>
+
+#include "core/anonymous_names.hpp"
+#include "core/sha256.hpp"
+#include "runtime/cuda/cubin_digest.hpp"
+
+namespace kgate::cuda {
+namespace {
+
+constexpr uint32_t kFatbinMagic = 0xBA55ED50;
+constexpr unsigned char kZstdMagic[4] = {0x28, 0xB5, 0x2F, 0xFD};
+
+template <typename T>
+T read_at(std::string_view s, size_t at) {
+  T v{};
+  std::memcpy(&v, s.data() + at, sizeof v);
+  return v;
+}
+
+// libzstd, loaded once where it exists (the fatbinaries of CUDA 13 compress PTX with it).
+struct Zstd {
+  size_t (*decompress)(void*, size_t, const void*, size_t) = nullptr;
+  size_t (*frame_size)(const void*, size_t) = nullptr;
+  unsigned long long (*content_size)(const void*, size_t) = nullptr;
+  unsigned (*is_error)(size_t) = nullptr;
+};
+
+const Zstd& zstd() {
+  static const Zstd z = [] {
+    Zstd z;
+    void* h = dlopen("libzstd.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!h) return z;
+    z.decompress = reinterpret_cast<decltype(z.decompress)>(dlsym(h, "ZSTD_decompress"));
+    z.frame_size = reinterpret_cast<decltype(z.frame_size)>(dlsym(h, "ZSTD_findFrameCompressedSize"));
+    z.content_size = reinterpret_cast<decltype(z.content_size)>(dlsym(h, "ZSTD_getFrameContentSize"));
+    z.is_error = reinterpret_cast<decltype(z.is_error)>(dlsym(h, "ZSTD_isError"));
+    if (!z.decompress || !z.frame_size || !z.content_size || !z.is_error) z = Zstd{};
+    return z;
+  }();
+  return z;
+}
+
+// The payload's zstd frame decompressed; false where it cannot be (no libzstd, not zstd, a frame
+// that does not say its size or says more than 2 GiB).
+bool decompress(std::string_view payload, std::string& out) {
+  const Zstd& z = zstd();
+  if (!z.decompress || payload.size() < 4 || std::memcmp(payload.data(), kZstdMagic, 4) != 0) return false;
+  const size_t frame = z.frame_size(payload.data(), payload.size());
+  if (z.is_error(frame)) return false;
+  const unsigned long long size = z.content_size(payload.data(), frame);
+  if (size == 0 || size > (1ull << 31)) return false;  // (also ZSTD_CONTENTSIZE_UNKNOWN / _ERROR)
+  out.resize(size);
+  const size_t n = z.decompress(out.data(), out.size(), payload.data(), frame);
+  return !z.is_error(n) && n == size;
+}
+
+// PTX without what names the build: `.file` and `.loc` lines, and `.section .debug_*` blocks.
+std::string canonical_ptx(std::string text) {
+  normalize_anonymous_names(text);
+  std::string out;
+  std::istringstream in(text);
+  std::string line;
+  int debug_depth = 0;
+  while (std::getline(in, line)) {
+    const size_t first = line.find_first_not_of(" \t");
+    const std::string_view t = first == std::string::npos ? std::string_view() : std::string_view(line).substr(first);
+    if (debug_depth > 0) {
+      for (char c : t) debug_depth += c == '{' ? 1 : c == '}' ? -1 : 0;
+      continue;
+    }
+    if (t.rfind(".section", 0) == 0 && t.find(".debug_") != std::string_view::npos) {
+      for (char c : t) debug_depth += c == '{' ? 1 : c == '}' ? -1 : 0;
+      if (t.find('{') == std::string_view::npos) debug_depth = 1;  // its brace on the next line
+      continue;
+    }
+    if (t.rfind(".file", 0) == 0 || t.rfind(".loc", 0) == 0) continue;
+    out += line;
+    out += '\n';
+  }
+  return out;
+}
+
+// One entry's payload, canonical: a CUBIN by its functions' digests, PTX by its text.
+std::string canonical_payload(std::string_view payload) {
+  if (payload.size() >= 4 && std::memcmp(payload.data(), ELFMAG, SELFMAG) == 0) {
+    const CubinFunctions f = cubin_function_digests(normalized_anonymous_names(payload));
+    if (f.error.empty()) {
+      std::string out = "cubin\n";
+      for (const auto& [name, digest] : f.digests) out += name + " " + digest + "\n";
+      return out;
+    }
+    return normalized_anonymous_names(payload);
+  }
+  // PTX (text, NUL-padded).
+  std::string_view text = payload.substr(0, payload.find('\0'));
+  return "ptx\n" + canonical_ptx(std::string(text));
+}
+
+}  // namespace
+
+std::string canonical_fatbin(std::string_view s) {
+  std::string out;
+  size_t at = 0;
+  while (at + 16 <= s.size()) {
+    if (read_at<uint32_t>(s, at) != kFatbinMagic) {
+      if (s[at] == '\0') {  // padding between containers
+        ++at;
+        continue;
+      }
+      out += "raw\n" + normalized_anonymous_names(s.substr(at));
+      return out;
+    }
+    const uint16_t header = read_at<uint16_t>(s, at + 6);
+    const uint64_t size = read_at<uint64_t>(s, at + 8);
+    if (header < 16 || at + header + size > s.size()) {
+      out += "raw\n" + normalized_anonymous_names(s.substr(at));
+      return out;
+    }
+    out += "fatbin\n";
+    size_t e = at + header;
+    const size_t end = at + header + size;
+    while (e + 16 <= end) {
+      const uint32_t entry_header = read_at<uint32_t>(s, e + 4);
+      const uint64_t payload_size = read_at<uint64_t>(s, e + 8);
+      if (entry_header < 16 || e + entry_header + payload_size > end) {
+        out += "raw\n" + normalized_anonymous_names(s.substr(e, end - e));
+        break;
+      }
+      // The header less its sizes (payload, compressed, uncompressed: a PTX whose .file lines name
+      // another directory is longer), which the canonical payload stands for.
+      std::string head(s.substr(e, entry_header));
+      head.replace(8, std::min<size_t>(12, head.size() - 8), std::min<size_t>(12, head.size() - 8), '\0');
+      if (head.size() >= 64) head.replace(56, 8, 8, '\0');
+      const std::string_view payload = s.substr(e + entry_header, payload_size);
+      std::string plain;
+      const bool compressed = entry_header >= 20 && payload.size() >= 4 &&
+                              std::memcmp(payload.data(), kZstdMagic, 4) == 0;
+      if (compressed && decompress(payload, plain)) {
+        out += "entry\n" + head + canonical_payload(plain);
+      } else if (compressed) {
+        out += "entry\n" + head + std::string(payload);  // unreadable here: as it is
+      } else {
+        out += "entry\n" + head + canonical_payload(payload);
+      }
+      e += entry_header + payload_size;
+    }
+    at = end;
+  }
+  if (at < s.size()) out += "tail\n" + std::string(s.substr(at));
+  return out;
+}
+
+std::string module_code_digest(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  const std::string bytes = buffer.str();
+  if (bytes.size() < sizeof(Elf64_Ehdr) || std::memcmp(bytes.data(), ELFMAG, SELFMAG) != 0) return "";
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, bytes.data(), sizeof eh);
+  if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_shentsize != sizeof(Elf64_Shdr) ||
+      eh.e_shoff + static_cast<uint64_t>(eh.e_shnum) * sizeof(Elf64_Shdr) > bytes.size() || eh.e_shstrndx >= eh.e_shnum)
+    return "";
+  std::vector<Elf64_Shdr> sections(eh.e_shnum);
+  std::memcpy(sections.data(), bytes.data() + eh.e_shoff, eh.e_shnum * sizeof(Elf64_Shdr));
+  const Elf64_Shdr& names = sections[eh.e_shstrndx];
+  if (names.sh_offset + names.sh_size > bytes.size()) return "";
+  static const std::set<std::string> code = {".text", ".rodata", ".data", ".data.rel.ro", ".nv_fatbin"};
+  Sha256 h;
+  h.field("kgate-module-code/2");
+  for (const auto& s : sections) {
+    if (s.sh_name >= names.sh_size || s.sh_type == SHT_NOBITS) continue;
+    const char* name = bytes.data() + names.sh_offset + s.sh_name;
+    const std::string section(name, strnlen(name, names.sh_size - s.sh_name));
+    if (!code.count(section) || s.sh_offset + s.sh_size > bytes.size()) continue;
+    const std::string_view contents(bytes.data() + s.sh_offset, s.sh_size);
+    h.field(section);
+    h.field(section == ".nv_fatbin" ? canonical_fatbin(contents) : normalized_anonymous_names(contents));
+  }
+  return h.hex();
+}
+
+}  // namespace kgate::cuda

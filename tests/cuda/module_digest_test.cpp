@@ -1,0 +1,44 @@
+// Module code digests (runtime/cuda/module_digest.hpp) of one source built as a module object in two
+// directories, with an anonymous namespace, a static and an external kernel: the same code has one
+// digest, with line information (-lineinfo, -g -G) too, and a change of code has another. No GPU
+// needed.
+#include "runtime/cuda/module_digest.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace kgate::cuda {
+namespace {
+
+std::string digest(const std::string& variant, const std::string& where) {
+  const std::string d = module_code_digest(std::string(KGATE_TEST_CUBINS) + "/anon_" + variant + "_" + where + ".o");
+  EXPECT_EQ(d.size(), 64u) << variant << " " << where << ": not built, or no ELF";
+  return d;
+}
+
+TEST(ModuleDigest, OneSourceBuiltInTwoDirectoriesIsTheSameCode) {
+  // nvcc names the anonymous namespace after the source's path (_GLOBAL__N__<hash>_...), in host
+  // .rodata and in the CUBIN and PTX of .nv_fatbin.
+  EXPECT_EQ(digest("plain", "one"), digest("plain", "two_deeper"));
+  EXPECT_EQ(digest("lineinfo", "one"), digest("lineinfo", "two_deeper"));
+  EXPECT_EQ(digest("debug", "one"), digest("debug", "two_deeper"));
+}
+
+TEST(ModuleDigest, AChangeOfCodeIsAChange) {
+  EXPECT_NE(digest("change", "one"), digest("plain", "one"));
+  EXPECT_EQ(digest("change", "one"), digest("change", "two_deeper"));
+  // Device code compiled for debugging (-G) is other code.
+  EXPECT_NE(digest("debug", "one"), digest("plain", "one"));
+}
+
+TEST(ModuleDigest, AFileThatIsNoElfHasNone) {
+  EXPECT_EQ(module_code_digest(std::string(KGATE_TEST_CUBINS) + "/missing.o"), "");
+}
+
+TEST(CanonicalFatbin, BytesItCannotReadStayAsTheyAre) {
+  EXPECT_EQ(canonical_fatbin("not a fatbin at all"), "raw\nnot a fatbin at all");
+}
+
+}  // namespace
+}  // namespace kgate::cuda
