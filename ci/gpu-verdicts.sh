@@ -294,10 +294,15 @@ PY
 }
 
 if has torchpair && in_time torchpair 150; then
-  # The library of tests/torch_op built twice from the same sources, in two build directories.
+  # The library of tests/torch_op built twice, each from its own copy of the sources at another
+  # path (as a base worktree is): its anonymous namespaces get other names, the code is the same.
   proj=$out/torchlib
-  mkdir -p "$proj/src"
-  cat > "$proj/src/CMakeLists.txt" <<CMK
+  for side in head base/deeper; do
+    src=$proj/src-$side
+    mkdir -p "$src"
+    cp "$here"/tests/torch_op/test_ops.cpp "$here"/tests/torch_op/test_ops_cuda.cu "$here"/tests/edges/edge_rms_norm.cuh \
+       "$here"/kernels/common/*.cuh "$here"/kernels/fused_add_rms_norm/package/*.cuh "$src/"
+    cat > "$src/CMakeLists.txt" <<'CMK'
 cmake_minimum_required(VERSION 3.25)
 project(kgate_test_ops_twice LANGUAGES CXX CUDA)
 set(CMAKE_CUDA_ARCHITECTURES 90)
@@ -305,15 +310,18 @@ set(CMAKE_CXX_STANDARD 17)
 set(CMAKE_CUDA_STANDARD 17)
 find_package(Torch REQUIRED)
 find_package(CUDAToolkit REQUIRED)
-add_library(kgate_test_ops SHARED $here/tests/torch_op/test_ops.cpp $here/tests/torch_op/test_ops_cuda.cu)
-target_include_directories(kgate_test_ops PRIVATE $here/kernels/fused_add_rms_norm/package $here/kernels/common)
+add_library(kgate_test_ops SHARED test_ops.cpp test_ops_cuda.cu)
+target_include_directories(kgate_test_ops PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 target_link_libraries(kgate_test_ops PRIVATE torch CUDA::cudart)
 set_target_properties(kgate_test_ops PROPERTIES CUDA_RUNTIME_LIBRARY Shared)
 CMK
+  done
   torch_prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)' | tail -1)
   t0=$SECONDS
   for side in head base; do
-    (cmake -S "$proj/src" -B "$proj/$side" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_PREFIX_PATH="$torch_prefix" \
+    srcdir=$proj/src-head
+    [ "$side" = base ] && srcdir=$proj/src-base/deeper
+    (cmake -S "$srcdir" -B "$proj/$side" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_PREFIX_PATH="$torch_prefix" \
        > "$proj/$side.log" 2>&1 && cmake --build "$proj/$side" >> "$proj/$side.log" 2>&1) &
   done
   wait
