@@ -560,9 +560,9 @@ std::vector<Case> generate_family(const OpSignature& op, const KernelTraits& tra
     } else {
       throw_usage("unknown case family '" + family + "': expected random, ragged, extreme, special, layout, long or huge");
     }
-    // A ragged case is about its edge: at most 2^18 elements, the other symbols shrinking first
+    // A ragged case is about its edge: at most 2^16 elements, the other symbols shrinking first
     // (an edge past that keeps one row).
-    const int64_t limit = family == "ragged" ? std::min<int64_t>(max_elements, int64_t{1} << 18) : max_elements;
+    const int64_t limit = family == "ragged" ? std::min<int64_t>(max_elements, int64_t{1} << 16) : max_elements;
     fit_size(c, op, limit);
     for (auto& [name, v] : c.dims) v = to_multiple(*op.symbol(name), v);
     // Relations between symbols: redraw the shape (same family, values and layout) until they
