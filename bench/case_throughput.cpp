@@ -1,7 +1,7 @@
 // Correctness-engine throughput (kgate.bench.case_throughput): Google Benchmark runs the generated
 // correctness cases of a kernel through Runner::check_case, the whole per-case path of `kgate
-// check` (values drawn on the device, poisoned and guarded outputs, the launch, input checksums, the
-// eager reference, the fp64 oracle, the rule), and reports cases per second. One benchmark per
+// check` (values drawn on the device, poisoned and guarded outputs, the launch, input checksums,
+// the eager reference, the fp64 oracle, the rule), and reports cases per second. One benchmark per
 // kernel: softmax_block on a GPU, softmax_cpu on the CPU; a GPU benchmark without a GPU reports a
 // visible SKIPPED error. The case set is the one `kgate check --cases N --seed 1` runs.
 // The "@OP" benchmarks run the same kernel and cases under an op file's op (tests/ops restates the
@@ -55,15 +55,18 @@ void run_cases(benchmark::State& state, const std::string& kernel_name, const st
     elements += static_cast<double>(c.numel_hint());
   }
   // Warm-up: allocator pools, the ATen kernels of the references, lazy CUDA module loading.
-  for (size_t i = 0; i < cases.size() && i < 16; ++i) runner->check_case(kernel, cases[i], rules[i]);
+  for (size_t i = 0; i < cases.size() && i < 16; ++i)
+    runner->check_case(kernel, cases[i], rules[i]);
 
   int64_t failed = 0;
   for (auto _ : state) {
     for (size_t i = 0; i < cases.size(); ++i)
-      if (runner->check_case(kernel, cases[i], rules[i]).outcome == kgate::Outcome::failed) ++failed;
+      if (runner->check_case(kernel, cases[i], rules[i]).outcome == kgate::Outcome::failed)
+        ++failed;
   }
   const double n = static_cast<double>(cases.size());
-  state.counters["cases/s"] = benchmark::Counter(n * state.iterations(), benchmark::Counter::kIsRate);
+  state.counters["cases/s"] =
+      benchmark::Counter(n * state.iterations(), benchmark::Counter::kIsRate);
   state.counters["cases"] = n;
   state.counters["mean_elements"] = elements / n;
   // A correct kernel fails nothing: a non-zero count here is a false rejection to investigate.
@@ -82,17 +85,23 @@ void compile_op_file(benchmark::State& state, const std::string& path) {
 int main(int argc, char** argv) {
   const std::string ops = std::string(KGATE_SOURCE_DIR) + "/tests/ops";
   kgate::load_op_files(ops);
-  const std::pair<const char*, const char*> runs[] = {
-      {"softmax_block", ""},  {"softmax_cpu", ""},       {"softmax_block", "softmax_script"},
-      {"softmax_cpu", "softmax_script"}, {"rms_norm_block", ""}, {"rms_norm_block", "rms_norm_script"}};
+  const std::pair<const char*, const char*> runs[] = {{"softmax_block", ""},
+                                                      {"softmax_cpu", ""},
+                                                      {"softmax_block", "softmax_script"},
+                                                      {"softmax_cpu", "softmax_script"},
+                                                      {"rms_norm_block", ""},
+                                                      {"rms_norm_block", "rms_norm_script"}};
   for (const auto& [kernel, as_op] : runs)
-    benchmark::RegisterBenchmark((std::string("case_throughput/") + kernel + (*as_op ? std::string("@") + as_op : "")).c_str(),
-                                 run_cases, std::string(kernel), std::string(as_op))
+    benchmark::RegisterBenchmark(
+        (std::string("case_throughput/") + kernel + (*as_op ? std::string("@") + as_op : ""))
+            .c_str(),
+        run_cases, std::string(kernel), std::string(as_op))
         ->Unit(benchmark::kMillisecond)
         ->UseRealTime()
         ->Iterations(1);
   for (const auto& path : kgate::op_file_paths(ops))
-    benchmark::RegisterBenchmark(("op_file_compile/" + path.substr(path.rfind('/') + 1)).c_str(), compile_op_file, path)
+    benchmark::RegisterBenchmark(("op_file_compile/" + path.substr(path.rfind('/') + 1)).c_str(),
+                                 compile_op_file, path)
         ->Unit(benchmark::kMillisecond);
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;

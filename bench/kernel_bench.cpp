@@ -35,7 +35,8 @@ void run_case(benchmark::State& state, const kgate::KernelInfo* kernel, kgate::C
     const auto ns = r.time_launches(*kernel, c, 1, /*flush_l2=*/true);
     state.SetIterationTime(ns.front() * 1e-9);
   }
-  const int64_t bytes = c.numel_hint() * static_cast<int64_t>(kgate::dtype_size(c.dtype)) * 2;  // read + write
+  const int64_t bytes =
+      c.numel_hint() * static_cast<int64_t>(kgate::dtype_size(c.dtype)) * 2;  // read + write
   state.SetBytesProcessed(state.iterations() * bytes);
   state.SetLabel(c.id());
 }
@@ -47,7 +48,8 @@ int main(int argc, char** argv) {
   const auto& kernel = kgate::find_kernel(KGATE_KERNEL_NAME);
   const auto& op = kgate::find_op(kernel.op);
   if (!kernel.timed) {
-    std::fprintf(stderr, "SKIPPED: %s is a correctness twin, not a deployment candidate: not timed\n",
+    std::fprintf(stderr,
+                 "SKIPPED: %s is a correctness twin, not a deployment candidate: not timed\n",
                  kernel.name.c_str());
     return kSkipped;
   }
@@ -59,7 +61,9 @@ int main(int argc, char** argv) {
   for (const auto& c : kgate::speed_cases(op, kernel, /*seed=*/1, 5)) {
     std::string name = kernel.name + "/" + kgate::dtype_name(c.dtype);
     for (const auto& [sym, v] : c.dims) name += "/" + sym + ":" + std::to_string(v);
-    benchmark::RegisterBenchmark(name.c_str(), run_case, &kernel, c)->UseManualTime()->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark(name.c_str(), run_case, &kernel, c)
+        ->UseManualTime()
+        ->Unit(benchmark::kMicrosecond);
   }
   // Which kernel a JSON output belongs to, for whoever reads it inside a kgate report.
   benchmark::AddCustomContext("kgate_kernel", kernel.name);

@@ -22,21 +22,21 @@
 #include <string>
 #include <vector>
 
-#include "gates/speed/interleave.hpp"
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "gates/speed/calibration.hpp"
 #include "gates/speed/decision.hpp"
+#include "gates/speed/interleave.hpp"
 #include "runtime/cuda/check.hpp"
 #include "runtime/cuda/device.hpp"
 #include "runtime/cuda/timer.hpp"
 
 namespace kgate::bench::power {
 using speed::ArmTimer;
+using speed::Block;
 using speed::InterleaveOptions;
 using speed::InterleaveResult;
 using speed::run_interleaved;
-using speed::Block;
 
 /// Streams n float4 from `in` to `out` with a little arithmetic: one thread per element, so the
 /// work is exactly proportional to n.
@@ -149,7 +149,8 @@ constexpr const char* kUsage =
     "  --flush read|write      how the L2 is flushed: a read kernel (default, leaves clean lines)\n"
     "                          or cudaMemset (leaves dirty lines the next launch writes back)\n"
     "  --timer cupti|cupti-serial|events  launch timer (default cupti: concurrent-kernel records;\n"
-    "                          cupti-serial: serialized kernel records); none only with --ncu-kernels\n"
+    "                          cupti-serial: serialized kernel records); none only with "
+    "--ncu-kernels\n"
     "  --launch-gap US         before each timed launch, synchronize and wait US microseconds, so\n"
     "                          it starts on a GPU idle that long (as under a profiler) instead of\n"
     "                          right behind the flush\n"
@@ -231,7 +232,8 @@ Options parse_options(int argc, char** argv) {
       o.verbose = true;
     } else if (flag == "--launch-gap") {
       o.launch_gap_us = parse_number<double>(flag, value());
-      if (!(o.launch_gap_us >= 0 && o.launch_gap_us <= 1e6)) throw_usage("--launch-gap must be in [0, 1e6] us");
+      if (!(o.launch_gap_us >= 0 && o.launch_gap_us <= 1e6))
+        throw_usage("--launch-gap must be in [0, 1e6] us");
     } else if (flag == "--ncu-kernels") {
       o.ncu_kernels = true;
     } else if (flag == "--launches") {
@@ -415,7 +417,8 @@ struct Bench {
       if (flusher) flusher->flush();
       if (launch_gap_us >= 0) {
         KGATE_CUDA_CALL(cudaStreamSynchronize(stream));
-        const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double, std::micro>(launch_gap_us);
+        const auto until = std::chrono::steady_clock::now() +
+                           std::chrono::duration<double, std::micro>(launch_gap_us);
         while (std::chrono::steady_clock::now() < until) {
         }
       }
@@ -590,14 +593,10 @@ RowSummary summarize(const Row& row) {
   s.n = static_cast<int>(row.runs.size());
   std::vector<double> base, ratio, clocks;
   for (const Comparison& c : row.runs) {
-    if (c.invalid)
-      ++s.invalid;
-    else if (c.decision == speed::Decision::regression)
-      ++s.regressions;
-    else if (c.decision == speed::Decision::pass)
-      ++s.passes;
-    else
-      ++s.inconclusive;
+    if (c.invalid) ++s.invalid;
+    else if (c.decision == speed::Decision::regression) ++s.regressions;
+    else if (c.decision == speed::Decision::pass) ++s.passes;
+    else ++s.inconclusive;
     if (c.base_ns > 0) base.push_back(c.base_ns);
     ratio.push_back(std::expm1(c.hodges_lehmann));
     if (std::isfinite(c.clock_mhz)) clocks.push_back(c.clock_mhz);
@@ -724,10 +723,13 @@ std::vector<int64_t> size_all(Bench& bench, const Options& o, std::vector<double
 
 int run_ncu_kernels(const Options& o) {
   Bench bench(o);
-  const std::string gap = o.launch_gap_us < 0 ? "" : fmt(" GPU idle %g us before each launch,", o.launch_gap_us);
-  std::printf("ncu-kernels: %s, timer %s, %s L2,%s %d launches per kernel\n", bench.info.name.c_str(),
-              bench.timer ? bench.timer->name() : "none",
-              !o.flush_l2 ? "warm" : o.flush_mode == cuda::FlushMode::read ? "read-flushed" : "write-flushed",
+  const std::string gap =
+      o.launch_gap_us < 0 ? "" : fmt(" GPU idle %g us before each launch,", o.launch_gap_us);
+  std::printf("ncu-kernels: %s, timer %s, %s L2,%s %d launches per kernel\n",
+              bench.info.name.c_str(), bench.timer ? bench.timer->name() : "none",
+              !o.flush_l2                             ? "warm"
+              : o.flush_mode == cuda::FlushMode::read ? "read-flushed"
+                                                      : "write-flushed",
               gap.c_str(), o.launches);
   std::vector<double> base_us;
   const auto units = size_all(bench, o, &base_us);
@@ -745,9 +747,11 @@ int run_ncu_kernels(const Options& o) {
       }
       KGATE_CUDA_CALL(cudaStreamSynchronize(bench.stream));
     }
-    std::printf("ncu-kernel name=%s target_us=%g units=%lld launches=%d cupti_median_ns=%s sm_clock_mhz=%s\n",
-                w.kernel_name().c_str(), o.sizes_us[i], static_cast<long long>(units[i]),
-                o.launches, median.c_str(), bench.clock_now().c_str());
+    std::printf(
+        "ncu-kernel name=%s target_us=%g units=%lld launches=%d cupti_median_ns=%s "
+        "sm_clock_mhz=%s\n",
+        w.kernel_name().c_str(), o.sizes_us[i], static_cast<long long>(units[i]), o.launches,
+        median.c_str(), bench.clock_now().c_str());
   }
   // An empty kernel, launched the same way: the difference of its two medians is the fixed cost one
   // tool counts and the other does not.
@@ -766,8 +770,10 @@ int run_ncu_kernels(const Options& o) {
     }
     KGATE_CUDA_CALL(cudaStreamSynchronize(bench.stream));
   }
-  std::printf("ncu-kernel name=kgate_power_empty target_us=0 units=0 launches=%d cupti_median_ns=%s sm_clock_mhz=%s\n",
-              o.launches, median.c_str(), bench.clock_now().c_str());
+  std::printf(
+      "ncu-kernel name=kgate_power_empty target_us=0 units=0 launches=%d cupti_median_ns=%s "
+      "sm_clock_mhz=%s\n",
+      o.launches, median.c_str(), bench.clock_now().c_str());
   return 0;
 }
 

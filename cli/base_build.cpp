@@ -11,10 +11,10 @@
 #include <set>
 #include <sstream>
 
-#include "core/strict_json.hpp"
-#include "runtime/embedded_op_files.hpp"
 #include "core/sha256.hpp"
+#include "core/strict_json.hpp"
 #include "runtime/cuda/module_digest.hpp"
+#include "runtime/embedded_op_files.hpp"
 
 namespace fs = std::filesystem;
 
@@ -33,7 +33,8 @@ std::vector<fs::path> module_records(const fs::path& dir) {
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     const std::string name = e.path().filename().string();
-    if (name.size() > 18 && name.compare(name.size() - 18, 18, ".kgate-module.json") == 0) records.push_back(e.path());
+    if (name.size() > 18 && name.compare(name.size() - 18, 18, ".kgate-module.json") == 0)
+      records.push_back(e.path());
   }
   std::sort(records.begin(), records.end());
   return records;
@@ -68,26 +69,32 @@ LoadedModule load_module(const fs::path& record_path, const std::string& kgate_v
     return m;
   }
   if (!m.record.is_object() || m.record.value("format", std::string()) != "kgate-module/1") {
-    m.error = record_path.string() + ": \"format\" is not \"kgate-module/1\" (a module record of another kgate?)";
+    m.error = record_path.string() +
+              ": \"format\" is not \"kgate-module/1\" (a module record of another kgate?)";
     return m;
   }
-  // The version with the kernel ABI (runtime/kernel.hpp): a module of another layout is never loaded.
+  // The version with the kernel ABI (runtime/kernel.hpp): a module of another layout is never
+  // loaded.
   const std::string version = m.record.value("kgate_version", std::string());
   const std::string ours = kgate_version + "+kernel-abi." + std::to_string(KGATE_KERNEL_ABI);
   if (version != ours) {
-    m.error = record_path.string() + " was built against kgate " + (version.empty() ? "(unknown)" : version) +
-              ", and this is kgate " + ours + ": build the base with the same kgate as the head";
+    m.error = record_path.string() + " was built against kgate " +
+              (version.empty() ? "(unknown)" : version) + ", and this is kgate " + ours +
+              ": build the base with the same kgate as the head";
     return m;
   }
   m.file = (record_path.parent_path() / m.record.value("module", std::string())).string();
   std::error_code ec;
   if (m.record.value("module", std::string()).empty() || !fs::is_regular_file(m.file, ec)) {
-    m.error = record_path.string() + " names module " + m.file + ", which does not exist (is the base build complete?)";
+    m.error = record_path.string() + " names module " + m.file +
+              ", which does not exist (is the base build complete?)";
     return m;
   }
   // A module loads once per process (dlopen of a loaded file runs no constructor again): the
   // kernels it registered are kept by its canonical path (the head's build given as its own base).
-  static std::map<std::string, std::pair<std::vector<KernelInfo>, std::map<std::string, std::string>>> loaded;
+  static std::map<std::string,
+                  std::pair<std::vector<KernelInfo>, std::map<std::string, std::string>>>
+      loaded;
   const std::string key = fs::weakly_canonical(m.file, ec).string();
   if (const auto it = loaded.find(key); it != loaded.end()) {
     m.kernels = it->second.first;
@@ -119,7 +126,8 @@ BaseBuild load_base_build(const std::string& dir, const std::string& kgate_versi
   }
   const auto records = module_records(modules);
   if (records.empty()) {
-    base.error = "no module records (*.kgate-module.json) in " + modules.string() + ": is the base build complete?";
+    base.error = "no module records (*.kgate-module.json) in " + modules.string() +
+                 ": is the base build complete?";
     return base;
   }
   for (const auto& r : records) {
@@ -135,12 +143,13 @@ BaseBuild load_base_build(const std::string& dir, const std::string& kgate_versi
     const std::string digest = cuda::module_code_digest(m.file);
     for (auto& k : m.kernels) {
       if (base.kernels.count(k.name)) {
-        base.warnings.push_back("base kernel '" + k.name + "' is registered by two modules (" + base.module_of[k.name] +
-                                " and " + m.file + "): the first is used");
+        base.warnings.push_back("base kernel '" + k.name + "' is registered by two modules (" +
+                                base.module_of[k.name] + " and " + m.file + "): the first is used");
         continue;
       }
       k.code_digest = digest;
-      if (const auto text = m.op_files.find(k.op_file); text != m.op_files.end()) base.op_file_text[k.name] = text->second;
+      if (const auto text = m.op_files.find(k.op_file); text != m.op_files.end())
+        base.op_file_text[k.name] = text->second;
       k.op_file.clear();  // the head's op definition judges both sides
       base.module_of[k.name] = m.file;
       const std::string name = k.name;
@@ -153,9 +162,11 @@ BaseBuild load_base_build(const std::string& dir, const std::string& kgate_versi
 std::vector<std::string> build_differences(const nlohmann::json& head, const nlohmann::json& base) {
   std::vector<std::string> out;
   if (!head.is_object() || !base.is_object() || head.empty() || base.empty()) return out;
-  for (const char* key : {"cxx_compiler", "cuda_compiler", "build_type", "cxx_flags", "cuda_flags", "cuda_architectures"}) {
+  for (const char* key : {"cxx_compiler", "cuda_compiler", "build_type", "cxx_flags", "cuda_flags",
+                          "cuda_architectures"}) {
     const std::string h = head.value(key, std::string()), b = base.value(key, std::string());
-    if (h != b) out.push_back(std::string(key) + ": the head's is '" + h + "', the base's '" + b + "'");
+    if (h != b)
+      out.push_back(std::string(key) + ": the head's is '" + h + "', the base's '" + b + "'");
   }
   return out;
 }

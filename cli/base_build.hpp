@@ -19,7 +19,8 @@ namespace kgate::cli {
 struct BaseBuild {
   std::string dir;    ///< as given
   std::string error;  ///< why it could not be used ("": loaded)
-  /// The first module's "build" record (compiler, flags, build type, architectures), "kgate_version".
+  /// The first module's "build" record (compiler, flags, build type, architectures),
+  /// "kgate_version".
   nlohmann::json build = nlohmann::json::object();
   /// The base's kernels by name; code_digest holds their module's code digest.
   std::map<std::string, KernelInfo> kernels;

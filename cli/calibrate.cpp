@@ -12,8 +12,8 @@
 #include <fstream>
 #include <functional>
 #include <limits>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "cli/commands.hpp"
 #include "cli/output.hpp"
@@ -140,10 +140,11 @@ nlohmann::ordered_json summary_json(const speed::AaSummary& s,
       {"noise_floor", json_number(s.noise_floor)},
       {"delta_min", json_number(s.delta_min)},
       {"median_launch_cv", json_number(s.median_cv)},
-      {"median_block_sd", json_number(median_of(runs, [](const AaRun& r) { return r.noise.block_sd; }))},
+      {"median_block_sd",
+       json_number(median_of(runs, [](const AaRun& r) { return r.noise.block_sd; }))},
       {"median_blocks",
-       json_number(median_of(runs,
-                        [](const AaRun& r) { return static_cast<double>(r.comparison.blocks); }))},
+       json_number(median_of(
+           runs, [](const AaRun& r) { return static_cast<double>(r.comparison.blocks); }))},
       {"median_seconds", json_number(median_of(runs, [](const AaRun& r) { return r.seconds; }))}};
 }
 
@@ -168,8 +169,8 @@ nlohmann::ordered_json run_json(const AaRun& run) {
           {"note", c.note}};
 }
 
-/// The inverse of run_exact_json (a worker's runs, read back by its parent): what the summaries and the
-/// table use.
+/// The inverse of run_exact_json (a worker's runs, read back by its parent): what the summaries and
+/// the table use.
 // run_json with every number exact: Inf and NaN as strings (an unbounded confidence bound is +Inf,
 // which calibrate.json writes as null).
 nlohmann::ordered_json run_exact_json(const AaRun& run) {
@@ -295,7 +296,8 @@ Backend choose_backend(const CalibrateArgs& args, std::optional<int>* skip) {
 CLI::App* add_calibrate_command(CLI::App& app, CalibrateArgs& args) {
   auto* cmd = app.add_subcommand(
       "calibrate",
-      "A/A runs (each kernel against itself): the speed gate's false-positive rate, noise floor and "
+      "A/A runs (each kernel against itself): the speed gate's false-positive rate, noise floor "
+      "and "
       "smallest supported delta; writes calibrate.json (exit 3: a case had no valid comparison)");
   auto& timing = args.timing.interleave;
   cmd->add_option("--kernel", args.kernels,
@@ -318,14 +320,17 @@ CLI::App* add_calibrate_command(CLI::App& app, CalibrateArgs& args) {
   cmd->add_option("--time-budget", timing.time_budget_s, "Seconds of timing per comparison")
       ->capture_default_str()
       ->check(time_budget_value());
-  cmd->add_flag("--fill-budget", timing.fill_budget,
-                "After the first look, let each stage grow (to 16x) to spend the time budget (as kgate "
-                "check --fill-budget)");
-  cmd->add_flag_callback("--warm", [&args] { args.timing.flush_l2 = false; },
-                "Time with a warm L2 (default: flushed between launches)");
-  cmd->add_flag("--unchecked-timing", args.unchecked_timing,
-                "Time as kgate did before checked timing (one buffer set, no checked launches), to measure "
-                "what checking costs; kgate check always checks");
+  cmd->add_flag(
+      "--fill-budget", timing.fill_budget,
+      "After the first look, let each stage grow (to 16x) to spend the time budget (as kgate "
+      "check --fill-budget)");
+  cmd->add_flag_callback(
+      "--warm", [&args] { args.timing.flush_l2 = false; },
+      "Time with a warm L2 (default: flushed between launches)");
+  cmd->add_flag(
+      "--unchecked-timing", args.unchecked_timing,
+      "Time as kgate did before checked timing (one buffer set, no checked launches), to measure "
+      "what checking costs; kgate check always checks");
   cmd->add_option("--out", args.out_dir, "Directory for calibrate.json")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
       ->capture_default_str();
@@ -333,8 +338,9 @@ CLI::App* add_calibrate_command(CLI::App& app, CalibrateArgs& args) {
       "--no-device-exit-code", args.no_device_exit_code,
       "Exit with this code (e.g. 77 = SKIPPED for CTest) when --backend cuda finds no GPU");
   cmd->add_flag("-q,--quiet", args.quiet, "No progress lines");
-  cmd->add_flag_callback("--no-isolate", [&args] { args.isolate = false; },
-                         "Calibrate in this process instead of one worker process per kernel");
+  cmd->add_flag_callback(
+      "--no-isolate", [&args] { args.isolate = false; },
+      "Calibrate in this process instead of one worker process per kernel");
   cmd->add_option("--kernel-timeout", args.kernel_timeout_s,
                   "Seconds before a kernel's worker counts as hung and is killed")
       ->capture_default_str()
@@ -359,7 +365,8 @@ int run_calibrate(const CalibrateArgs& args) {
     selected.erase(std::remove_if(selected.begin(), selected.end(),
                                   [&](const KernelInfo* k) { return k->name != args.only; }),
                    selected.end());
-    if (selected.size() != 1) throw_usage("--only " + args.only + ": no such kernel in this calibration");
+    if (selected.size() != 1)
+      throw_usage("--only " + args.only + ": no such kernel in this calibration");
   }
 
   fs::create_directories(args.out_dir);
@@ -396,50 +403,59 @@ int run_calibrate(const CalibrateArgs& args) {
                                 {"kernels", nlohmann::ordered_json::array()}};
 
   // One kernel's A/A runs in this process; `partial` gets its JSON after every case.
-  const auto calibrate_kernel = [&](const KernelInfo& kernel, std::vector<CaseRuns>& runs_out,
-                                    const std::function<void(const nlohmann::ordered_json&)>& partial) {
-    const auto cases = speed_cases(find_op(kernel.op), kernel, args.seed, args.speed_cases);
-    nlohmann::ordered_json kj = {{"name", kernel.name},
-                                 {"op", kernel.op},
-                                 {"backend", backend_name(kernel.backend)},
-                                 {"cases", nlohmann::ordered_json::array()}};
-    for (const Case& c : cases) {
-      CaseRuns cr{c, {}};
-      for (int i = 0; i < args.comparisons; ++i) {
-        if (runner->context_lost()) {
-          throw Error(ErrorKind::device, "the CUDA context was lost while calibrating '" + kernel.name +
-                                             "': calibration stopped (see calibrate.json)");
+  const auto calibrate_kernel =
+      [&](const KernelInfo& kernel, std::vector<CaseRuns>& runs_out,
+          const std::function<void(const nlohmann::ordered_json&)>& partial) {
+        const auto cases = speed_cases(find_op(kernel.op), kernel, args.seed, args.speed_cases);
+        nlohmann::ordered_json kj = {{"name", kernel.name},
+                                     {"op", kernel.op},
+                                     {"backend", backend_name(kernel.backend)},
+                                     {"cases", nlohmann::ordered_json::array()}};
+        for (const Case& c : cases) {
+          CaseRuns cr{c, {}};
+          for (int i = 0; i < args.comparisons; ++i) {
+            if (runner->context_lost()) {
+              throw Error(ErrorKind::device, "the CUDA context was lost while calibrating '" +
+                                                 kernel.name +
+                                                 "': calibration stopped (see calibrate.json)");
+            }
+            const auto start = std::chrono::steady_clock::now();
+            const uint64_t seed = derive_seed(args.seed, "calibrate/" + kernel.name + "/" + c.id(),
+                                              static_cast<uint64_t>(i));
+            AaRun run;
+            const auto rule = rule_for(find_op(kernel.op), c.dtype, CheckOptions{}, kernel.name);
+            TimingOptions timing = args.timing;
+            if (args.unchecked_timing) timing.pools = 1;
+            run.comparison = runner->time_case(kernel, &kernel, c, timing, seed,
+                                               args.unchecked_timing ? nullptr : &rule);
+            run.seconds =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            run.noise = sample_noise(run.comparison, il.launches_per_arm);
+            const auto& cmp = run.comparison;
+            char line[256];
+            std::snprintf(line, sizeof line,
+                          "%s %s: A/A %d/%d %s x%.4f [%.4f, %.4f] %lld blocks %.2f s",
+                          kernel.name.c_str(), short_case(c).c_str(), i + 1, args.comparisons,
+                          outcome_name(cmp.decision), cmp.ratio, cmp.ratio_lower, cmp.ratio_upper,
+                          static_cast<long long>(cmp.blocks), run.seconds);
+            say(line);
+            cr.runs.push_back(std::move(run));
+          }
+          say.end_line();
+          std::vector<const AaRun*> runs;
+          nlohmann::ordered_json rj = nlohmann::ordered_json::array();
+          for (const AaRun& r : cr.runs) {
+            runs.push_back(&r);
+            rj.push_back(run_json(r));
+          }
+          kj["cases"].push_back({{"case", c.id()},
+                                 {"summary", summary_json(summarize(runs), runs)},
+                                 {"comparisons", rj}});
+          runs_out.push_back(std::move(cr));
+          partial(kj);  // an interrupted calibration keeps what it measured
         }
-        const auto start = std::chrono::steady_clock::now();
-        const uint64_t seed = derive_seed(args.seed, "calibrate/" + kernel.name + "/" + c.id(), static_cast<uint64_t>(i));
-        AaRun run;
-        const auto rule = rule_for(find_op(kernel.op), c.dtype, CheckOptions{}, kernel.name);
-        TimingOptions timing = args.timing;
-        if (args.unchecked_timing) timing.pools = 1;
-        run.comparison = runner->time_case(kernel, &kernel, c, timing, seed, args.unchecked_timing ? nullptr : &rule);
-        run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        run.noise = sample_noise(run.comparison, il.launches_per_arm);
-        const auto& cmp = run.comparison;
-        char line[256];
-        std::snprintf(line, sizeof line, "%s %s: A/A %d/%d %s x%.4f [%.4f, %.4f] %lld blocks %.2f s", kernel.name.c_str(),
-                      short_case(c).c_str(), i + 1, args.comparisons, outcome_name(cmp.decision), cmp.ratio,
-                      cmp.ratio_lower, cmp.ratio_upper, static_cast<long long>(cmp.blocks), run.seconds);
-        say(line);
-        cr.runs.push_back(std::move(run));
-      }
-      say.end_line();
-      std::vector<const AaRun*> runs;
-      nlohmann::ordered_json rj = nlohmann::ordered_json::array();
-      for (const AaRun& r : cr.runs) {
-        runs.push_back(&r);
-        rj.push_back(run_json(r));
-      }
-      kj["cases"].push_back({{"case", c.id()}, {"summary", summary_json(summarize(runs), runs)}, {"comparisons", rj}});
-      runs_out.push_back(std::move(cr));
-      partial(kj);  // an interrupted calibration keeps what it measured
-    }
-    return kj;
-  };
+        return kj;
+      };
 
   if (args.in_worker) {
     std::vector<CaseRuns> runs;
@@ -453,7 +469,10 @@ int run_calibrate(const CalibrateArgs& args) {
       const nlohmann::ordered_json w = {{"kernel", kj},
                                         {"runs", exact},
                                         {"environment",
-                                         {{"device", env.device}, {"driver", env.driver}, {"cuda", env.cuda}, {"torch", env.torch}}}};
+                                         {{"device", env.device},
+                                          {"driver", env.driver},
+                                          {"cuda", env.cuda},
+                                          {"torch", env.torch}}}};
       write_file_atomically(fs::path(args.out_dir) / "kernel.json", w.dump(2) + "\n");
     };
     write(calibrate_kernel(*selected.front(), runs, write));
@@ -465,9 +484,9 @@ int run_calibrate(const CalibrateArgs& args) {
   for (size_t ki = 0; ki < selected.size(); ++ki) {
     const KernelInfo& kernel = *selected[ki];
     if (!args.quiet)
-      std::fprintf(stderr, "[%zu/%zu] %s: %lld speed case(s) x %d A/A comparisons%s\n", ki + 1, selected.size(),
-                   kernel.name.c_str(), static_cast<long long>(args.speed_cases), args.comparisons,
-                   isolate ? ", in a worker process" : "");
+      std::fprintf(stderr, "[%zu/%zu] %s: %lld speed case(s) x %d A/A comparisons%s\n", ki + 1,
+                   selected.size(), kernel.name.c_str(), static_cast<long long>(args.speed_cases),
+                   args.comparisons, isolate ? ", in a worker process" : "");
     nlohmann::ordered_json kj;
     if (isolate) {
       // The kernel in a worker: a fault, crash or hang loses its own rows only (and not the cases
@@ -476,7 +495,8 @@ int run_calibrate(const CalibrateArgs& args) {
       std::error_code ignored;
       fs::remove(worker_out / "kernel.json", ignored);
       std::vector<std::string> child = args.argv;
-      child.insert(child.end(), {"--only", kernel.name, "--out", worker_out.string(), "--in-worker"});
+      child.insert(child.end(),
+                   {"--only", kernel.name, "--out", worker_out.string(), "--in-worker"});
       if (args.backend.empty()) child.insert(child.end(), {"--backend", backend_name(backend)});
       const auto w = run_worker(child, "", args.kernel_timeout_s);
       const std::string said = w.output.empty() ? std::string() : safe_log_text(w.output.text());
@@ -492,7 +512,8 @@ int run_calibrate(const CalibrateArgs& args) {
           while (!last.empty() && (last.back() == '\n' || last.back() == ' ')) last.pop_back();
           end = start == std::string::npos ? 0 : start;
         }
-        failure = "the worker exited with code " + std::to_string(w.exit_code) + (last.empty() ? "" : ": " + last);
+        failure = "the worker exited with code " + std::to_string(w.exit_code) +
+                  (last.empty() ? "" : ": " + last);
       }
       try {
         std::ifstream in(worker_out / "kernel.json");
@@ -516,14 +537,18 @@ int run_calibrate(const CalibrateArgs& args) {
           }
         }
       } catch (const std::exception& e) {
-        if (failure.empty()) failure = std::string("the worker's kernel.json is unreadable: ") + e.what();
+        if (failure.empty())
+          failure = std::string("the worker's kernel.json is unreadable: ") + e.what();
       }
       if (kj.is_null())
-        kj = {{"name", kernel.name}, {"op", kernel.op}, {"backend", backend_name(kernel.backend)},
+        kj = {{"name", kernel.name},
+              {"op", kernel.op},
+              {"backend", backend_name(kernel.backend)},
               {"cases", nlohmann::ordered_json::array()}};
       if (!failure.empty()) {
         const std::string message = "kernel '" + kernel.name + "': " + failure + " (" +
-                                    std::to_string(all[ki].size()) + " speed case(s) finished before it are kept)";
+                                    std::to_string(all[ki].size()) +
+                                    " speed case(s) finished before it are kept)";
         std::fprintf(stderr, "kgate: %s\n", message.c_str());
         kj["error"] = message;
         some_case_empty = true;
@@ -544,7 +569,8 @@ int run_calibrate(const CalibrateArgs& args) {
     }
     kj["summary"] = summary_json(summarize(pooled), pooled);
     doc["kernels"].push_back(kj);
-    doc["meta"]["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    doc["meta"]["seconds"] =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     write_file_atomically(out, doc.dump(2) + "\n");
   }
 

@@ -27,7 +27,7 @@ struct CalibrateArgs {
   std::string out_dir = "reports";   ///< receives calibrate.json
   std::optional<int> no_device_exit_code;  ///< exit code when --backend cuda finds no GPU
   bool quiet = false;
-  std::string command_line;  ///< recorded in calibrate.json
+  std::string command_line;       ///< recorded in calibrate.json
   std::vector<std::string> argv;  ///< the arguments after "kgate", to start workers with
   /// Each kernel is calibrated in its own worker process under a watchdog (default): a kernel that
   /// faults, crashes or hangs loses only its own rows. --no-isolate calibrates in this process.
@@ -35,7 +35,7 @@ struct CalibrateArgs {
   double kernel_timeout_s = 1800;
   /// One buffer set and no checked launches (to measure what checked timing costs).
   bool unchecked_timing = false;
-  bool in_worker = false;   ///< this process is a worker: calibrate `only`, write kernel.json
+  bool in_worker = false;  ///< this process is a worker: calibrate `only`, write kernel.json
   std::string only;
 };
 

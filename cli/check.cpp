@@ -164,9 +164,10 @@ CLI::App* add_check_command(CLI::App& app, CheckArgs& args) {
                   "Seconds of timing per comparison")
       ->capture_default_str()
       ->check(time_budget_value());
-  cmd->add_flag("--fill-budget", opt.timing.interleave.fill_budget,
-                "After the first look, let each stage grow (to 16x) to spend the time budget: a fast "
-                "kernel's interval narrows, and smaller slowdowns above --delta are found");
+  cmd->add_flag(
+      "--fill-budget", opt.timing.interleave.fill_budget,
+      "After the first look, let each stage grow (to 16x) to spend the time budget: a fast "
+      "kernel's interval narrows, and smaller slowdowns above --delta are found");
   cmd->add_flag("--warm", args.warm, "Time with a warm L2 (default: flushed between launches)");
   cmd->add_flag_callback(
       "--no-isolate", [&args] { args.isolate = false; },
@@ -194,7 +195,8 @@ CLI::App* add_check_command(CLI::App& app, CheckArgs& args) {
   cmd->add_option("--resume-at", args.resume_at, "")->group("");  // internal: after a fault
   cmd->add_flag("--resumed-after-failure", args.resumed_after_failure, "")->group("");  // internal
   cmd->add_option("--reference-copies-at", args.reference_copies_at, "")->group("");    // internal
-  cmd->add_option("--observed-sizes", args.observed_sizes, "")->group("");  // internal: a fresh worker
+  cmd->add_option("--observed-sizes", args.observed_sizes, "")
+      ->group("");  // internal: a fresh worker
   cmd->add_option("--run-comparisons", args.run_comparisons, "")->group("");  // internal: Holm's m
   cmd->add_option("--case", args.only_case, "")->group("");  // internal: shrinking a fault
   cmd->add_option("--out", args.out_dir, "Directory for report.json, junit.xml and summary.md")

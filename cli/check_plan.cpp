@@ -61,8 +61,7 @@ nlohmann::json CheckPlan::base_record(const KernelInfo& k, const KernelReport& k
       std::any_of(kr.speed.begin(), kr.speed.end(), [&](const SpeedComparison& s) {
         return s.baseline == b.name && s.decision == Outcome::unchanged;
       });
-  if (unchanged_entry || (!any_speed && same_code(k, b)))
-    status = "unchanged";
+  if (unchanged_entry || (!any_speed && same_code(k, b))) status = "unchanged";
   if (kr.baseline_correctness && kr.baseline_correctness->failed > 0) status = "base_failed";
   nlohmann::json record =
       kr.base.is_object() ? kr.base : nlohmann::json::object();  // the pipeline's (launches)

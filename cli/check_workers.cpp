@@ -134,9 +134,8 @@ void shrink_fault_in_workers(KernelReport& kr, const KernelInfo& k,
   if (!args.quiet)
     std::fprintf(stderr, "kgate: %s: shrinking the faulting case %s in fresh workers\n",
                  k.name.c_str(), fault->kcase.id().c_str());
-  const auto shrunk =
-      props::shrink(fault->kcase, op, props::all_tile_sizes(traits_of(k)), faults,
-                    kMaxFaultShrinkAttempts);
+  const auto shrunk = props::shrink(fault->kcase, op, props::all_tile_sizes(traits_of(k)), faults,
+                                    kMaxFaultShrinkAttempts);
   CaseResult minimal = *fault;
   if (shrunk.steps > 0 && last_fault && last_fault->kcase.id() == shrunk.minimal.id())
     minimal = *last_fault;

@@ -1,6 +1,6 @@
-// The kgate verbs, one file each (check.cpp, list.cpp, replay.cpp, validate.cpp, pack.cpp, merge.cpp,
-// compare.cpp, calibrate.cpp, sweep.cpp) and what they share (selection.cpp). Each returns the process
-// exit code; main() maps exceptions to exit codes.
+// The kgate verbs, one file each (check.cpp, list.cpp, replay.cpp, validate.cpp, pack.cpp,
+// merge.cpp, compare.cpp, calibrate.cpp, sweep.cpp) and what they share (selection.cpp). Each
+// returns the process exit code; main() maps exceptions to exit codes.
 #pragma once
 
 #include <cstdint>
@@ -28,7 +28,8 @@ struct LoadedPackage {
 
 /// Validates and compiles a package for `arch` (e.g. sm_90); prints every problem and returns
 /// nullopt when it is invalid.
-std::optional<LoadedPackage> load_package(const std::string& dir, const std::string& arch, bool quiet);
+std::optional<LoadedPackage> load_package(const std::string& dir, const std::string& arch,
+                                          bool quiet);
 
 /// Kernels are named by their package's name in workers, reports and shards, so two packages of
 /// one run may not share a name: throws Error(usage) naming both directories (`dirs[i]` is where
@@ -38,8 +39,9 @@ void check_unique_package_names(const std::vector<std::string>& dirs,
 
 /// Every package of `dirs` loaded for `arch` (empty: the GPU's, else sm_90) and named apart;
 /// nullopt when one is invalid (its problems printed): the verb exits 4.
-std::optional<std::vector<LoadedPackage>> load_packages(const std::vector<std::string>& dirs, const std::string& arch,
-                                                        bool have_device, bool quiet);
+std::optional<std::vector<LoadedPackage>> load_packages(const std::vector<std::string>& dirs,
+                                                        const std::string& arch, bool have_device,
+                                                        bool quiet);
 
 /// The packages of a tree (--baseline-packages): manifest name -> package directory, for every
 /// kgate.json under `dir`. Throws Error(usage) when `dir` is not a directory or two of its packages
@@ -49,7 +51,8 @@ std::map<std::string, std::string> package_tree(const std::string& dir);
 /// The in-tree kernels a verb runs on `backend`: those `names` names, each of that backend (a
 /// usage error says which backend it needs), or, with no names, every kernel of the backend but
 /// mutants and controls.
-std::vector<const KernelInfo*> select_kernels(const std::vector<std::string>& names, Backend backend);
+std::vector<const KernelInfo*> select_kernels(const std::vector<std::string>& names,
+                                              Backend backend);
 
 /// sm_XY of device 0.
 std::string device_arch();
@@ -71,7 +74,7 @@ std::vector<int> parse_devices(const std::string& text, int count, const char* v
 
 struct ListArgs {
   bool ops = false;
-  bool all = false;  ///< include mutants
+  bool all = false;   ///< include mutants
   int64_t cases = 0;  ///< > 0: list each kernel's correctness cases as kgate check makes this many
   uint64_t seed = 1;  ///< (kgate check's default)
   std::vector<std::string> kernels;
@@ -83,7 +86,8 @@ CLI::App* add_list_command(CLI::App& app, ListArgs& args);
 int run_list(const ListArgs& args);
 
 struct CheckArgs {
-  std::vector<std::string> kernels;  ///< empty: every non-mutant kernel of the backend (unless packages are given)
+  std::vector<std::string>
+      kernels;  ///< empty: every non-mutant kernel of the backend (unless packages are given)
   /// Exported package directories (kgate.json) to check: validated and compiled with NVRTC first
   /// (exit 4 on any problem), then run on the cuda backend with cases on both sides of the guard.
   std::vector<std::string> packages;
@@ -104,33 +108,33 @@ struct CheckArgs {
   std::vector<std::string> pairs;
   bool require_base = false;
   bool time_unchanged = false;
-  std::string arch;                  ///< NVRTC target for packages; empty: the device's (sm_90 without one)
-  std::string backend;               ///< empty: cuda when a GPU is present, else cpu
+  std::string arch;     ///< NVRTC target for packages; empty: the device's (sm_90 without one)
+  std::string backend;  ///< empty: cuda when a GPU is present, else cpu
   std::string out_dir = "reports";
   std::optional<int> no_device_exit_code;
   bool inconclusive_fails = false;
   bool quiet = false;
   std::string command_line;
-  std::vector<std::string> argv;     ///< the arguments after "kgate", to start workers with
+  std::vector<std::string> argv;  ///< the arguments after "kgate", to start workers with
   /// Each kernel/package runs in its own worker process under a watchdog (default): a fault, crash
   /// or hang fails that kernel alone. --no-isolate runs everything in this process.
   bool isolate = true;
-  double kernel_timeout_s = 1800;    ///< a worker still running after this is killed (hung)
+  double kernel_timeout_s = 1800;  ///< a worker still running after this is killed (hung)
   /// A correctness case still running after max(this, 20 x the slowest case of the kernel so far),
   /// at most max(this, 600 s), is hung: its worker is killed and the case fails.
   double case_timeout_s = 60;
-  bool in_worker = false;            ///< this process is a worker: check `only`, write the report
+  bool in_worker = false;  ///< this process is a worker: check `only`, write the report
   /// --devices: the GPUs whose workers run at once, one kernel (or package) per GPU at a time, as
   /// CUDA ordinals of this process. Empty: one worker at a time on the selected (or first) GPU.
   std::vector<int> devices;
-  std::string only;                  ///< the one kernel or package (by name) a worker checks
-  int64_t resume_at = 0;             ///< a worker going on after a fault: skip this many cases
+  std::string only;                    ///< the one kernel or package (by name) a worker checks
+  int64_t resume_at = 0;               ///< a worker going on after a fault: skip this many cases
   bool resumed_after_failure = false;  ///< ... and the kernel has failed already (judge them only)
-  int64_t reference_copies_at = -1;  ///< ... and this case's reference faulted on its view
+  int64_t reference_copies_at = -1;    ///< ... and this case's reference faulted on its view
   /// ... and the tile sizes the first worker observed (JSON: [{"size", "origin", "detail"}])
   std::string observed_sizes;
-  int64_t run_comparisons = 0;       ///< a worker: speed comparisons in the parent's whole run
-  std::string only_case;             ///< a worker trying one case id (shrinking a fault)
+  int64_t run_comparisons = 0;  ///< a worker: speed comparisons in the parent's whole run
+  std::string only_case;        ///< a worker trying one case id (shrinking a fault)
   /// Google Benchmark JSON outputs (kgate.kernel.NAME.bench --benchmark_out=F
   /// --benchmark_out_format=json) to keep in report.json. Checked before any kernel runs (exit 4 on
   /// a bad file); embedded by the process that writes the final report, never by a worker; they
@@ -144,7 +148,8 @@ struct CheckArgs {
   std::string sanitize;
   int64_t sanitize_cases = 6;
   CheckOptions options;
-  /// As given on the command line, for main() and resolve_check_args to resolve: --config, --devices,
+  /// As given on the command line, for main() and resolve_check_args to resolve: --config,
+  /// --devices,
   /// --warm and --fragile-margin.
   std::string config_path;
   std::string devices_text;
@@ -182,7 +187,7 @@ struct ReplayArgs {
   std::string package_dir;  ///< an exported package directory (exactly one of the two)
   std::string arch;         ///< NVRTC target for a package; empty: the device's
   std::string case_ref;  ///< a case id, or a JSON file holding a case (or a report's minimal case)
-  std::string rule;  ///< empty: the op's default rule
+  std::string rule;      ///< empty: the op's default rule
   std::optional<double> atol, rtol;
 };
 CLI::App* add_replay_command(CLI::App& app, ReplayArgs& args);

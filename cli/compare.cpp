@@ -21,17 +21,24 @@ namespace {
 /// skipped) are 0; then invalid, regressed, failed.
 int severity(Outcome o) {
   switch (o) {
-    case Outcome::invalid: return 1;
-    case Outcome::regressed: return 2;
-    case Outcome::failed: return 3;
-    default: return 0;
+    case Outcome::invalid:
+      return 1;
+    case Outcome::regressed:
+      return 2;
+    case Outcome::failed:
+      return 3;
+    default:
+      return 0;
   }
 }
 ExitCode exit_for(Outcome o) {
   switch (o) {
-    case Outcome::failed: return ExitCode::correctness;
-    case Outcome::regressed: return ExitCode::regression;
-    default: return ExitCode::inconclusive;
+    case Outcome::failed:
+      return ExitCode::correctness;
+    case Outcome::regressed:
+      return ExitCode::regression;
+    default:
+      return ExitCode::inconclusive;
   }
 }
 }  // namespace
@@ -48,9 +55,9 @@ int run_compare(const CompareArgs& args) {
   const auto new_report = load_report(args.new_report);
   // Absolute times from two runs are not comparable without an A/A calibration: compare the
   // in-run ratios against eager, and the outcomes. A kernel got worse when its outcome is worse
-  // than before (fragile -> failed, passed -> invalid, ...), when it is new and not passing, or when
-  // it is missing from the new report; the exit code is the worst of them (1 correctness or missing,
-  // 2 speed, 3 invalid), 0 when none got worse.
+  // than before (fragile -> failed, passed -> invalid, ...), when it is new and not passing, or
+  // when it is missing from the new report; the exit code is the worst of them (1 correctness or
+  // missing, 2 speed, 3 invalid), 0 when none got worse.
   auto worst_ratio = [](const KernelReport* k) {
     double r = 0;
     if (k)
@@ -58,7 +65,8 @@ int run_compare(const CompareArgs& args) {
         if (s.baseline == "eager" && s.decision != Outcome::skipped) r = std::max(r, s.ratio);
     return r;
   };
-  std::vector<std::vector<std::string>> rows = {{"kernel", "old", "new", "old x eager", "new x eager", ""}};
+  std::vector<std::vector<std::string>> rows = {
+      {"kernel", "old", "new", "old x eager", "new x eager", ""}};
   int worse = 0;
   ExitCode code = ExitCode::ok;
   auto count = [&](ExitCode c) {
@@ -85,7 +93,8 @@ int run_compare(const CompareArgs& args) {
     bool present = false;
     for (const auto& nk : new_report.kernels) present |= nk.name == k.name;
     if (present) continue;
-    rows.push_back({k.name, outcome_name(k.outcome), "(missing)", "-", "-", "missing from the new report"});
+    rows.push_back(
+        {k.name, outcome_name(k.outcome), "(missing)", "-", "-", "missing from the new report"});
     count(ExitCode::correctness);
   }
   const auto widths = column_widths(rows);

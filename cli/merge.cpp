@@ -14,12 +14,18 @@ namespace kgate::cli {
 namespace fs = std::filesystem;
 
 CLI::App* add_merge_command(CLI::App& app, MergeArgs& args) {
-  auto* cmd = app.add_subcommand("merge", "Join the reports of the shards of one run (kgate check --shard i/n) into one, "
-                                            "with the multiple-comparison correction over all of them");
-  cmd->add_option("reports", args.reports, "The shards' report.json files")->required()->check(CLI::ExistingFile);
-  cmd->add_option("--out", args.out_dir, "Directory for the joined report.json, junit.xml and summary.md")
+  auto* cmd = app.add_subcommand(
+      "merge",
+      "Join the reports of the shards of one run (kgate check --shard i/n) into one, "
+      "with the multiple-comparison correction over all of them");
+  cmd->add_option("reports", args.reports, "The shards' report.json files")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--out", args.out_dir,
+                  "Directory for the joined report.json, junit.xml and summary.md")
       ->capture_default_str();
-  cmd->add_flag("--inconclusive-fails", args.inconclusive_fails, "Exit 3 when a speed decision is inconclusive");
+  cmd->add_flag("--inconclusive-fails", args.inconclusive_fails,
+                "Exit 3 when a speed decision is inconclusive");
   return cmd;
 }
 

@@ -5,8 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <fstream>
 
@@ -26,7 +26,8 @@ void write_file_atomically(const std::filesystem::path& path, const std::string&
   const std::filesystem::path tmp = path.string() + ".tmp";
   {
     std::ofstream f(tmp);
-    if (!f) throw_usage("cannot write " + tmp.string() + ": check that --out is a writable directory");
+    if (!f)
+      throw_usage("cannot write " + tmp.string() + ": check that --out is a writable directory");
     f << text;
     if (!f) throw_usage("writing " + tmp.string() + " failed (disk full?)");
   }
@@ -39,8 +40,8 @@ nlohmann::ordered_json json_number(double v) {
   return std::isfinite(v) ? nlohmann::ordered_json(v) : nlohmann::ordered_json();
 }
 
-nlohmann::ordered_json run_meta(const std::string& command, Backend backend, const RunnerEnvironment& env,
-                                uint64_t seed) {
+nlohmann::ordered_json run_meta(const std::string& command, Backend backend,
+                                const RunnerEnvironment& env, uint64_t seed) {
   return {{"kgate_version", KGATE_VERSION},
           {"command", command},
           {"backend", backend_name(backend)},
@@ -147,10 +148,8 @@ Progress::Progress(bool quiet) : quiet_(quiet), tty_(isatty(fileno(stderr)) != 0
 
 void Progress::operator()(const std::string& line) const {
   if (quiet_) return;
-  if (tty_)
-    std::fprintf(stderr, "\r\033[K%s", line.c_str());
-  else
-    std::fprintf(stderr, "%s\n", line.c_str());
+  if (tty_) std::fprintf(stderr, "\r\033[K%s", line.c_str());
+  else std::fprintf(stderr, "%s\n", line.c_str());
 }
 
 void Progress::end_line() const {

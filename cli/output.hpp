@@ -2,10 +2,10 @@
 // progress lines on stderr; and the checks of the options the verbs share.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
-#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -26,8 +26,8 @@ nlohmann::ordered_json json_number(double v);
 
 /// The "meta" object that opens a verb's JSON output: kgate version, command, backend, device,
 /// driver, CUDA, torch, start time and seed (callers add their own fields).
-nlohmann::ordered_json run_meta(const std::string& command, Backend backend, const RunnerEnvironment& env,
-                                uint64_t seed);
+nlohmann::ordered_json run_meta(const std::string& command, Backend backend,
+                                const RunnerEnvironment& env, uint64_t seed);
 
 /// Progress on stderr: one updating line on a terminal, one line per call otherwise (CI logs);
 /// nothing when quiet.
@@ -42,7 +42,6 @@ class Progress {
   bool quiet_;
   bool tty_;
 };
-
 
 /// A CLI11 check for a number above zero, whose message is "must be above 0, found 0" (CLI11's own
 /// PositiveNumber prints its 300-digit upper bound).

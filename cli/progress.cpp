@@ -21,7 +21,8 @@ std::string one_line(std::string text) {
 
 std::string progress_line(size_t index, size_t total, const Case& c, const CaseResult* result) {
   if (index >= total) return "done " + std::to_string(total) + "\n";
-  if (!result) return "start " + std::to_string(index) + " " + std::to_string(total) + " " + c.id() + "\n";
+  if (!result)
+    return "start " + std::to_string(index) + " " + std::to_string(total) + " " + c.id() + "\n";
   return "end " + std::to_string(index) + " " + std::to_string(total) + " " + c.id() + " " +
          outcome_name(result->outcome) + " " + (result->rule.empty() ? "-" : result->rule) + " " +
          one_line(result->message) + "\n";
@@ -112,11 +113,12 @@ std::optional<std::string> CaseWatch::operator()() {
   const double bound = std::min(std::max(floor_s_, 20 * slowest_s_), std::max(floor_s_, 600.0));
   if (ran <= bound) return std::nullopt;
   char text[160];
-  std::snprintf(text, sizeof text, "case %s ran for %.0f s; a case may run %.0f s (max(--case-timeout %.0f s, ",
+  std::snprintf(text, sizeof text,
+                "case %s ran for %.0f s; a case may run %.0f s (max(--case-timeout %.0f s, ",
                 current_.c_str(), ran, bound, floor_s_);
   char tail[96];
-  std::snprintf(tail, sizeof tail, "20 x the slowest case so far, %.3g s), at most %.0f s)", slowest_s_,
-                std::max(floor_s_, 600.0));
+  std::snprintf(tail, sizeof tail, "20 x the slowest case so far, %.3g s), at most %.0f s)",
+                slowest_s_, std::max(floor_s_, 600.0));
   return std::string(text) + tail;
 }
 

@@ -45,8 +45,8 @@ struct WorkerProgress {
 WorkerProgress read_progress(const fs::path& path);
 
 // The per-case watchdog: follows a worker's progress file while it runs, and calls a correctness
-// case hung once it has run for max(floor, 20 x the slowest case so far), at most max(floor, 600 s).
-// Cases after the list (behaviour checks, timing) are bounded by --kernel-timeout alone.
+// case hung once it has run for max(floor, 20 x the slowest case so far), at most max(floor, 600
+// s). Cases after the list (behaviour checks, timing) are bounded by --kernel-timeout alone.
 class CaseWatch {
  public:
   CaseWatch(fs::path progress, double floor_s) : path_(std::move(progress)), floor_s_(floor_s) {}

@@ -1,5 +1,5 @@
-// The end of a run, shared by check, merge and calibrate's callers: the console table, the report files
-// (report.json, junit.xml, summary.md, report.html) and the exit code; reading a report back.
+// The end of a run, shared by check, merge and calibrate's callers: the console table, the report
+// files (report.json, junit.xml, summary.md, report.html) and the exit code; reading a report back.
 #include "cli/report_files.hpp"
 
 #include <cstdio>
@@ -79,12 +79,13 @@ int conclude(RunReport& report, const std::string& out_dir, bool inconclusive_fa
   if (!report.google_benchmark.empty()) {
     size_t entries = 0;
     for (const auto& g : report.google_benchmark) entries += g.benchmarks.size();
-    std::printf("\ngoogle benchmark: %zu file(s), %zu entries kept in report.json (informational)\n",
-                report.google_benchmark.size(), entries);
+    std::printf(
+        "\ngoogle benchmark: %zu file(s), %zu entries kept in report.json (informational)\n",
+        report.google_benchmark.size(), entries);
   }
   const auto code = report.exit_code(inconclusive_fails);
-  std::printf("\nreports: %s/report.json, junit.xml, summary.md, report.html — exit %d\n", out_dir.c_str(),
-              static_cast<int>(code));
+  std::printf("\nreports: %s/report.json, junit.xml, summary.md, report.html — exit %d\n",
+              out_dir.c_str(), static_cast<int>(code));
   return static_cast<int>(code);
 }
 

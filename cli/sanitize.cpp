@@ -19,13 +19,15 @@ const std::vector<std::string>& sanitizer_tools() {
 std::optional<std::string> find_compute_sanitizer(std::string* looked) {
   std::vector<std::string> candidates;
   if (const char* v = std::getenv("KGATE_COMPUTE_SANITIZER"); v && *v) candidates.push_back(v);
-  if (const char* v = std::getenv("CUDA_HOME"); v && *v) candidates.push_back(std::string(v) + "/bin/compute-sanitizer");
+  if (const char* v = std::getenv("CUDA_HOME"); v && *v)
+    candidates.push_back(std::string(v) + "/bin/compute-sanitizer");
   candidates.push_back("/usr/local/cuda/bin/compute-sanitizer");
   if (const char* path = std::getenv("PATH")) {
     std::string p = path;
     for (size_t at = 0; at <= p.size();) {
       const size_t colon = std::min(p.find(':', at), p.size());
-      if (colon > at && p[at] == '/') candidates.push_back(p.substr(at, colon - at) + "/compute-sanitizer");
+      if (colon > at && p[at] == '/')
+        candidates.push_back(p.substr(at, colon - at) + "/compute-sanitizer");
       at = colon + 1;
     }
   }
@@ -95,7 +97,8 @@ SanitizerFindings parse_sanitizer_output(const std::string& text) {
     if (in_finding && findings <= 2 && f.first.size() < 8) {
       const size_t s = body.find_first_not_of(' ');
       const std::string said = s == std::string::npos ? "" : body.substr(s, 240);
-      if (!said.empty() && said.rfind("Saved host backtrace", 0) != 0 && said.rfind("Host Frame", 0) != 0)
+      if (!said.empty() && said.rfind("Saved host backtrace", 0) != 0 &&
+          said.rfind("Host Frame", 0) != 0)
         f.first.push_back(said);
     }
   }

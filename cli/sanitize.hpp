@@ -1,8 +1,9 @@
 // `kgate check --sanitize TOOL`: a stated subset of each kernel's cases (the largest case of each
-// family up to 2^20 elements, at most --sanitize-cases) runs again, each in its own worker under NVIDIA's
-// compute-sanitizer (memcheck, racecheck, synccheck or initcheck). Its findings are reported per
-// case; a case with errors fails the kernel (rule = the tool). Where compute-sanitizer is missing or
-// refuses the device, the kernel says so (SKIPPED, with the reason) and keeps its verdict.
+// family up to 2^20 elements, at most --sanitize-cases) runs again, each in its own worker under
+// NVIDIA's compute-sanitizer (memcheck, racecheck, synccheck or initcheck). Its findings are
+// reported per case; a case with errors fails the kernel (rule = the tool). Where compute-sanitizer
+// is missing or refuses the device, the kernel says so (SKIPPED, with the reason) and keeps its
+// verdict.
 #pragma once
 
 #include <cstdint>
@@ -23,10 +24,11 @@ std::optional<std::string> find_compute_sanitizer(std::string* looked = nullptr)
 
 /// What one compute-sanitizer run printed, read back.
 struct SanitizerFindings {
-  bool completed = false;           ///< its summary line was printed: the run was checked to the end
-  int64_t errors = 0;               ///< errors (racecheck: hazards reported as errors)
-  std::vector<std::string> first;   ///< the first lines of its first findings, without the "=========" prefix
-  std::string reason;               ///< not completed: the last thing it said
+  bool completed = false;  ///< its summary line was printed: the run was checked to the end
+  int64_t errors = 0;      ///< errors (racecheck: hazards reported as errors)
+  std::vector<std::string>
+      first;           ///< the first lines of its first findings, without the "=========" prefix
+  std::string reason;  ///< not completed: the last thing it said
 };
 SanitizerFindings parse_sanitizer_output(const std::string& text);
 

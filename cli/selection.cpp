@@ -40,14 +40,16 @@ std::string device_arch() {
   return "sm_" + std::to_string(info.sm_major) + std::to_string(info.sm_minor);
 }
 
-std::optional<LoadedPackage> load_package(const std::string& dir, const std::string& arch, bool quiet) {
+std::optional<LoadedPackage> load_package(const std::string& dir, const std::string& arch,
+                                          bool quiet) {
   const auto report = package::validate_package(dir, validate_options(arch));
   if (!report.ok()) {
     std::fprintf(stderr, "%s", package::format_problems(report.problems).c_str());
     std::fprintf(stderr, "kgate: %zu problem(s) in %s\n", report.problems.size(), dir.c_str());
     return std::nullopt;
   }
-  if (!quiet) std::fprintf(stderr, "package %s: %s\n", dir.c_str(), package::format_summary(report).c_str());
+  if (!quiet)
+    std::fprintf(stderr, "package %s: %s\n", dir.c_str(), package::format_summary(report).c_str());
   LoadedPackage p;
   p.manifest = report.manifest;
   p.op = &find_op(report.manifest.op);
@@ -55,8 +57,9 @@ std::optional<LoadedPackage> load_package(const std::string& dir, const std::str
   return p;
 }
 
-std::optional<std::vector<LoadedPackage>> load_packages(const std::vector<std::string>& dirs, const std::string& arch,
-                                                        bool have_device, bool quiet) {
+std::optional<std::vector<LoadedPackage>> load_packages(const std::vector<std::string>& dirs,
+                                                        const std::string& arch, bool have_device,
+                                                        bool quiet) {
   const std::string target = !arch.empty() ? arch : have_device ? device_arch() : "sm_90";
   std::vector<LoadedPackage> packages;
   for (const auto& dir : dirs) {
@@ -72,23 +75,27 @@ std::map<std::string, std::string> package_tree(const std::string& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) throw_usage("--baseline-packages " + dir + " is not a directory");
   std::map<std::string, std::string> out;
-  for (auto it = fs::recursive_directory_iterator(dir, fs::directory_options::skip_permission_denied, ec);
+  for (auto it =
+           fs::recursive_directory_iterator(dir, fs::directory_options::skip_permission_denied, ec);
        !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
     if (it->path().filename() != "kgate.json" || !it->is_regular_file(ec)) continue;
     std::ifstream in(it->path());
     const auto manifest = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-    if (!manifest.is_object() || !manifest.contains("name") || !manifest["name"].is_string()) continue;
+    if (!manifest.is_object() || !manifest.contains("name") || !manifest["name"].is_string())
+      continue;
     const std::string name = manifest["name"].get<std::string>();
     const std::string package = it->path().parent_path().string();
     auto [at, fresh] = out.emplace(name, package);
     if (!fresh)
-      throw_usage("--baseline-packages " + dir + ": two packages are named \"" + name + "\" (" + at->second +
-                  " and " + package + "): each package is paired with its namesake, so names must be unique");
+      throw_usage("--baseline-packages " + dir + ": two packages are named \"" + name + "\" (" +
+                  at->second + " and " + package +
+                  "): each package is paired with its namesake, so names must be unique");
   }
   return out;
 }
 
-std::vector<const KernelInfo*> select_kernels(const std::vector<std::string>& names, Backend backend) {
+std::vector<const KernelInfo*> select_kernels(const std::vector<std::string>& names,
+                                              Backend backend) {
   std::vector<const KernelInfo*> selected;
   if (names.empty()) {
     for (const auto& k : registered_kernels())
@@ -98,8 +105,9 @@ std::vector<const KernelInfo*> select_kernels(const std::vector<std::string>& na
   for (const auto& name : names) {
     const auto& k = find_kernel(name);
     if (k.backend != backend)
-      throw_usage("kernel '" + name + "' runs on the " + backend_name(k.backend) + " backend, not " +
-                  backend_name(backend) + " (pass --backend " + backend_name(k.backend) + ")");
+      throw_usage("kernel '" + name + "' runs on the " + backend_name(k.backend) +
+                  " backend, not " + backend_name(backend) + " (pass --backend " +
+                  backend_name(k.backend) + ")");
     selected.push_back(&k);
   }
   return selected;
@@ -122,8 +130,9 @@ std::vector<int> parse_devices(const std::string& text, int count, const char* v
   std::vector<int> out;
   if (text == "all") {
     if (count <= 0)
-      throw_usage("--devices all: this process sees no CUDA device" +
-                  std::string(visible ? " (CUDA_VISIBLE_DEVICES=" + std::string(visible) + ")" : ""));
+      throw_usage(
+          "--devices all: this process sees no CUDA device" +
+          std::string(visible ? " (CUDA_VISIBLE_DEVICES=" + std::string(visible) + ")" : ""));
     for (int d = 0; d < count; ++d) out.push_back(d);
     return out;
   }
@@ -138,13 +147,15 @@ std::vector<int> parse_devices(const std::string& text, int count, const char* v
       used = 0;
     }
     if (used == 0 || used != item.size() || d < 0)
-      throw_usage("--devices " + text + ": '" + item + "' is not a device ordinal; expected 'all' or ordinals such as 0,1");
+      throw_usage("--devices " + text + ": '" + item +
+                  "' is not a device ordinal; expected 'all' or ordinals such as 0,1");
     if (std::find(out.begin(), out.end(), d) != out.end())
       throw_usage("--devices " + text + ": device " + item + " is listed twice");
     if (count > 0 && d >= count)
-      throw_usage("--devices " + text + ": this process sees " + std::to_string(count) + " device(s)" +
-                  (visible ? " (CUDA_VISIBLE_DEVICES=" + std::string(visible) + ")" : std::string()) +
-                  "; ordinals are numbered from 0");
+      throw_usage(
+          "--devices " + text + ": this process sees " + std::to_string(count) + " device(s)" +
+          (visible ? " (CUDA_VISIBLE_DEVICES=" + std::string(visible) + ")" : std::string()) +
+          "; ordinals are numbered from 0");
     if (visible) cuda::visible_devices_for(d, visible);  // inside CUDA_VISIBLE_DEVICES (throws)
     out.push_back(d);
   }
@@ -168,7 +179,8 @@ CheckOptions package_options(const CheckOptions& base, const LoadedPackage& p) {
   for (const auto& c : props::generate_cases(*p.op, traits_of(p.kernel), gen)) {
     if (c.family == "layout") continue;  // layouts outside the guard are what that family is for
     auto inside = package::move_inside_guard(p.manifest, *p.op, c);
-    if (!inside || inside->numel_hint() > kMaxElements || !seen.insert(inside->id()).second) continue;
+    if (!inside || inside->numel_hint() > kMaxElements || !seen.insert(inside->id()).second)
+      continue;
     inside->family = c.family;
     o.extra_cases.push_back(std::move(*inside));
   }
@@ -179,8 +191,10 @@ CheckOptions package_options(const CheckOptions& base, const LoadedPackage& p) {
   }
   if (variants.empty())
     for (const auto& c : speed_cases(*p.op, p.kernel, base.seed, base.speed_cases))
-      if (auto inside = package::move_inside_guard(p.manifest, *p.op, c)) o.timed_cases.push_back({*inside, 0});
-  for (const auto& f : p.manifest.captured_inputs) o.captured.push_back({f, (p.manifest.dir / f).string()});
+      if (auto inside = package::move_inside_guard(p.manifest, *p.op, c))
+        o.timed_cases.push_back({*inside, 0});
+  for (const auto& f : p.manifest.captured_inputs)
+    o.captured.push_back({f, (p.manifest.dir / f).string()});
   return o;
 }
 
@@ -188,8 +202,8 @@ Shard parse_shard(const std::string& text) {
   Shard s;
   char slash = 0, rest = 0;
   std::istringstream in(text);
-  if (!(in >> s.index >> slash >> s.count) || slash != '/' || (in >> rest) || s.count < 1 || s.index < 1 ||
-      s.index > s.count)
+  if (!(in >> s.index >> slash >> s.count) || slash != '/' || (in >> rest) || s.count < 1 ||
+      s.index < 1 || s.index > s.count)
     throw_usage("--shard '" + text + "': expected i/n with 1 <= i <= n (e.g. --shard 2/4)");
   return s;
 }

@@ -19,7 +19,8 @@ namespace kgate::cli {
 
 /// Options of `kgate sweep`.
 struct SweepArgs {
-  std::vector<std::string> kernels;   ///< empty: every non-mutant kernel of the backend (unless packages)
+  std::vector<std::string>
+      kernels;  ///< empty: every non-mutant kernel of the backend (unless packages)
   std::vector<std::string> packages;  ///< exported package directories (run on the cuda backend)
   std::string arch;                   ///< NVRTC target for packages; empty: the device's
   std::string backend;                ///< empty: cuda when a GPU is present, else cpu
@@ -29,17 +30,17 @@ struct SweepArgs {
   /// Margin (observed / allowed) above which a passing kernel is FRAGILE; empty: the config's
   /// fragile_margin, else 0.8.
   std::optional<double> fragile_margin;
-  bool fail_on_fragile = false;       ///< exit 1 when a kernel is FRAGILE
-  std::string out_dir = "reports";    ///< receives sweep.json, sweep.md and sweep.html
+  bool fail_on_fragile = false;     ///< exit 1 when a kernel is FRAGILE
+  std::string out_dir = "reports";  ///< receives sweep.json, sweep.md and sweep.html
   std::optional<int> no_device_exit_code;
   bool quiet = false;
   std::string command_line;
-  std::vector<std::string> argv;     ///< the arguments after "kgate", to start workers with
+  std::vector<std::string> argv;  ///< the arguments after "kgate", to start workers with
   /// Each kernel is swept in its own worker process (as `kgate check` does): a kernel that faults,
   /// crashes or hangs fails alone, and every other kernel keeps its rows.
   bool isolate = true;
   double kernel_timeout_s = 1800;
-  bool in_worker = false;            ///< this process sweeps `only` and writes its raw cases
+  bool in_worker = false;  ///< this process sweeps `only` and writes its raw cases
   std::string only;
 };
 

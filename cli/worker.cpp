@@ -25,8 +25,10 @@ extern char** environ;
 
 namespace kgate::cli {
 
-WorkerResult run_worker(const std::vector<std::string>& args, const std::string& report_path, double timeout_s,
-                        const std::function<std::optional<std::string>()>& stalled, const WorkerLaunch& launch) {
+WorkerResult run_worker(const std::vector<std::string>& args, const std::string& report_path,
+                        double timeout_s,
+                        const std::function<std::optional<std::string>()>& stalled,
+                        const WorkerLaunch& launch) {
   WorkerResult r;
   if (!report_path.empty()) std::remove(report_path.c_str());
   std::vector<std::string> argv_storage = {"kgate"};
@@ -35,7 +37,8 @@ WorkerResult run_worker(const std::vector<std::string>& args, const std::string&
     std::error_code ec;
     const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
     if (ec) {
-      r.failure = "could not find the kgate binary to start a worker under " + launch.wrapper.front() + ": " + ec.message();
+      r.failure = "could not find the kgate binary to start a worker under " +
+                  launch.wrapper.front() + ": " + ec.message();
       return r;
     }
     program = launch.wrapper.front();
@@ -96,12 +99,14 @@ WorkerResult run_worker(const std::vector<std::string>& args, const std::string&
       r.failure = std::string("waitpid failed: ") + std::strerror(errno);
       return r;
     }
-    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (!killed && elapsed > timeout_s) {
       kill(pid, SIGKILL);
       killed = true;
     }
-    if (!killed && stalled && std::chrono::steady_clock::now() - last_stall_check > std::chrono::milliseconds(200)) {
+    if (!killed && stalled &&
+        std::chrono::steady_clock::now() - last_stall_check > std::chrono::milliseconds(200)) {
       last_stall_check = std::chrono::steady_clock::now();
       if (auto why = stalled()) {
         stall_reason = *why;
@@ -134,7 +139,8 @@ WorkerResult run_worker(const std::vector<std::string>& args, const std::string&
   }
   if (WIFSIGNALED(status)) {
     const int sig = WTERMSIG(status);
-    r.failure = std::string("the worker crashed with signal ") + std::to_string(sig) + " (" + strsignal(sig) + ")";
+    r.failure = std::string("the worker crashed with signal ") + std::to_string(sig) + " (" +
+                strsignal(sig) + ")";
     return r;
   }
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -144,7 +150,8 @@ WorkerResult run_worker(const std::vector<std::string>& args, const std::string&
   }
   std::ifstream f(report_path);
   if (!f) {
-    r.failure = "the worker exited with code " + std::to_string(r.exit_code) + " without writing a report";
+    r.failure =
+        "the worker exited with code " + std::to_string(r.exit_code) + " without writing a report";
     return r;
   }
   try {
@@ -158,12 +165,14 @@ WorkerResult run_worker(const std::vector<std::string>& args, const std::string&
   return r;
 }
 
-std::string enter_worker_sandbox(const std::vector<std::string>& readable, const std::string& out_dir) {
+std::string enter_worker_sandbox(const std::vector<std::string>& readable,
+                                 const std::string& out_dir) {
   namespace fs = std::filesystem;
   package::RunSandboxPaths paths;
   for (const auto& p : readable)
     if (!p.empty()) paths.readable.push_back(fs::absolute(p));
-  if (const char* ops = std::getenv("KGATE_OPS")) {  // op files: directories or files, ':'-separated
+  if (const char* ops =
+          std::getenv("KGATE_OPS")) {  // op files: directories or files, ':'-separated
     std::string list = ops;
     for (size_t at = 0; at <= list.size();) {
       const size_t colon = std::min(list.find(':', at), list.size());
@@ -187,16 +196,19 @@ std::string enter_worker_sandbox(const std::vector<std::string>& readable, const
   const char* require = std::getenv("KGATE_REQUIRE_SANDBOX");
   if (sandbox.kind == package::SandboxKind::none) {
     if (require && std::string(require) == "1")
-      throw Error(ErrorKind::usage, "the worker could not enter its sandbox (" + sandbox.detail +
-                                        ") and --require-sandbox is set: kernels and references run only "
-                                        "sandboxed (Landlock, Linux 5.13 or later)");
+      throw Error(ErrorKind::usage,
+                  "the worker could not enter its sandbox (" + sandbox.detail +
+                      ") and --require-sandbox is set: kernels and references run only "
+                      "sandboxed (Landlock, Linux 5.13 or later)");
     return std::string("none: ") + sandbox.detail;
   }
-  return std::string(package::sandbox_kind_name(sandbox.kind)) + (sandbox.detail.empty() ? "" : " (" + sandbox.detail + ")");
+  return std::string(package::sandbox_kind_name(sandbox.kind)) +
+         (sandbox.detail.empty() ? "" : " (" + sandbox.detail + ")");
 }
 
-KernelReport failed_kernel_report(const std::string& name, const std::string& op, const std::string& backend,
-                                  const std::string& source, const std::string& failure, double seconds) {
+KernelReport failed_kernel_report(const std::string& name, const std::string& op,
+                                  const std::string& backend, const std::string& source,
+                                  const std::string& failure, double seconds) {
   KernelReport k;
   k.name = name;
   k.op = op;

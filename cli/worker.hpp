@@ -14,13 +14,13 @@
 namespace kgate::cli {
 
 struct WorkerResult {
-  bool ok = false;          ///< the worker exited and left a report
-  int exit_code = -1;       ///< the worker's exit code (when it exited)
-  RunReport report;         ///< the worker's report (when ok)
-  std::string failure;      ///< why there is no report: crash, hang, bad output
-  bool hung = false;        ///< killed by the watchdog
+  bool ok = false;      ///< the worker exited and left a report
+  int exit_code = -1;   ///< the worker's exit code (when it exited)
+  RunReport report;     ///< the worker's report (when ok)
+  std::string failure;  ///< why there is no report: crash, hang, bad output
+  bool hung = false;    ///< killed by the watchdog
   double seconds = 0;
-  OutputCapture output;     ///< what it printed (stdout and stderr, interleaved), bounded
+  OutputCapture output;  ///< what it printed (stdout and stderr, interleaved), bounded
 };
 
 /// Runs `/proc/self/exe args...`, waits at most `timeout_s` seconds (then SIGKILL), and reads the
@@ -36,7 +36,8 @@ struct WorkerLaunch {
   std::vector<std::string> wrapper;
   std::vector<std::string> env;
 };
-WorkerResult run_worker(const std::vector<std::string>& args, const std::string& report_path, double timeout_s,
+WorkerResult run_worker(const std::vector<std::string>& args, const std::string& report_path,
+                        double timeout_s,
                         const std::function<std::optional<std::string>()>& stalled = {},
                         const WorkerLaunch& launch = {});
 
@@ -44,10 +45,12 @@ WorkerResult run_worker(const std::vector<std::string>& args, const std::string&
 /// packages) and the op files of KGATE_OPS may be read, `out_dir` and the NVRTC cache written.
 /// Returns how the worker is confined, for its report: "landlock", or "none: REASON". Throws
 /// Error(usage) when it is not confined and KGATE_REQUIRE_SANDBOX=1 (--require-sandbox).
-std::string enter_worker_sandbox(const std::vector<std::string>& readable, const std::string& out_dir);
+std::string enter_worker_sandbox(const std::vector<std::string>& readable,
+                                 const std::string& out_dir);
 
 /// The KernelReport that stands in for a worker that left no report.
-KernelReport failed_kernel_report(const std::string& name, const std::string& op, const std::string& backend,
-                                  const std::string& source, const std::string& failure, double seconds);
+KernelReport failed_kernel_report(const std::string& name, const std::string& op,
+                                  const std::string& backend, const std::string& source,
+                                  const std::string& failure, double seconds);
 
 }  // namespace kgate::cli

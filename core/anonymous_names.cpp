@@ -24,17 +24,21 @@ void zero8(std::string& bytes, size_t at) { bytes.replace(at, 8, 8, '0'); }
 }  // namespace
 
 void normalize_anonymous_names(std::string& bytes) {
-  for (size_t at = bytes.find(kAnonymousNamespace); at != std::string::npos; at = bytes.find(kAnonymousNamespace, at + 1)) {
+  for (size_t at = bytes.find(kAnonymousNamespace); at != std::string::npos;
+       at = bytes.find(kAnonymousNamespace, at + 1)) {
     const size_t hash = at + kAnonymousNamespace.size();
     if (!hex8_at(bytes, hash)) continue;
     zero8(bytes, hash);
     // Where the name ends: a mangled source name says its length before it ("34_GLOBAL__N__...").
     size_t digits = at;
-    while (digits > 0 && std::isdigit(static_cast<unsigned char>(bytes[digits - 1])) && at - digits < 6) --digits;
+    while (digits > 0 && std::isdigit(static_cast<unsigned char>(bytes[digits - 1])) &&
+           at - digits < 6)
+      --digits;
     size_t end = std::string::npos;
     if (digits < at) {
       const uint64_t length = std::stoull(bytes.substr(digits, at - digits));
-      if (length >= kAnonymousNamespace.size() + 8 && at + length <= bytes.size()) end = at + length;
+      if (length >= kAnonymousNamespace.size() + 8 && at + length <= bytes.size())
+        end = at + length;
     } else {
       // Else "_<len>_<file>" after the hash, then the tail up to a character no name holds.
       size_t p = hash + 8;
@@ -49,7 +53,8 @@ void normalize_anonymous_names(std::string& bytes) {
         }
       }
     }
-    if (end != std::string::npos && end >= hash + 8 + 9 && bytes[end - 9] == '_' && hex8_at(bytes, end - 8))
+    if (end != std::string::npos && end >= hash + 8 + 9 && bytes[end - 9] == '_' &&
+        hex8_at(bytes, end - 8))
       zero8(bytes, end - 8);
   }
 }

@@ -31,41 +31,59 @@ std::vector<std::string> split(const std::string& s, char sep) {
 
 const char* layout_name(Layout layout) {
   switch (layout) {
-    case Layout::contiguous: return "contiguous";
-    case Layout::strided: return "strided";
-    case Layout::offset: return "offset";
-    case Layout::padded: return "padded";
-    case Layout::offset16: return "offset16";
+    case Layout::contiguous:
+      return "contiguous";
+    case Layout::strided:
+      return "strided";
+    case Layout::offset:
+      return "offset";
+    case Layout::padded:
+      return "padded";
+    case Layout::offset16:
+      return "offset16";
   }
   return "?";
 }
 
 Layout parse_layout(const std::string& name) {
-  for (Layout l : {Layout::contiguous, Layout::strided, Layout::offset, Layout::padded, Layout::offset16})
+  for (Layout l :
+       {Layout::contiguous, Layout::strided, Layout::offset, Layout::padded, Layout::offset16})
     if (name == layout_name(l)) return l;
-  throw_usage("unknown layout '" + name + "': expected contiguous, strided, offset, padded or offset16");
+  throw_usage("unknown layout '" + name +
+              "': expected contiguous, strided, offset, padded or offset16");
 }
 
 const char* values_name(Values values) {
   switch (values) {
-    case Values::normal: return "normal";
-    case Values::uniform: return "uniform";
-    case Values::extreme: return "extreme";
-    case Values::tiny: return "tiny";
-    case Values::large_mean: return "large_mean";
-    case Values::all_equal: return "all_equal";
-    case Values::clustered_max: return "clustered_max";
-    case Values::pm_pairs: return "pm_pairs";
-    case Values::special: return "special";
-    case Values::captured: return "captured";
+    case Values::normal:
+      return "normal";
+    case Values::uniform:
+      return "uniform";
+    case Values::extreme:
+      return "extreme";
+    case Values::tiny:
+      return "tiny";
+    case Values::large_mean:
+      return "large_mean";
+    case Values::all_equal:
+      return "all_equal";
+    case Values::clustered_max:
+      return "clustered_max";
+    case Values::pm_pairs:
+      return "pm_pairs";
+    case Values::special:
+      return "special";
+    case Values::captured:
+      return "captured";
   }
   return "?";
 }
 
 Values parse_values(const std::string& name) {
   if (name == "captured") return Values::captured;
-  for (Values v : {Values::normal, Values::uniform, Values::extreme, Values::tiny, Values::large_mean,
-                   Values::all_equal, Values::clustered_max, Values::pm_pairs, Values::special})
+  for (Values v :
+       {Values::normal, Values::uniform, Values::extreme, Values::tiny, Values::large_mean,
+        Values::all_equal, Values::clustered_max, Values::pm_pairs, Values::special})
     if (name == values_name(v)) return v;
   throw_usage("unknown value family '" + name +
               "': expected normal, uniform, extreme, tiny, large_mean, all_equal, clustered_max, "
@@ -96,7 +114,8 @@ int64_t Case::numel_hint() const {
 std::string Case::id() const {
   std::ostringstream os;
   os << op << ':' << dtype_name(dtype) << ':';
-  for (size_t i = 0; i < dims.size(); ++i) os << (i ? "," : "") << dims[i].first << '=' << dims[i].second;
+  for (size_t i = 0; i < dims.size(); ++i)
+    os << (i ? "," : "") << dims[i].first << '=' << dims[i].second;
   char seed_hex[17];
   std::snprintf(seed_hex, sizeof seed_hex, "%016" PRIx64, seed);
   os << ':' << layout_name(layout) << ':' << values_name(values);
@@ -125,7 +144,8 @@ Case Case::from_id(const std::string& id) {
         if (used != kv.size() - eq - 1 || v < 0) throw std::invalid_argument("bad");
         c.dims.emplace_back(kv.substr(0, eq), v);
       } catch (const std::exception&) {
-        throw_usage("malformed case id '" + id + "': '" + kv + "' needs a non-negative integer after '='");
+        throw_usage("malformed case id '" + id + "': '" + kv +
+                    "' needs a non-negative integer after '='");
       }
     }
   }
@@ -134,7 +154,8 @@ Case Case::from_id(const std::string& id) {
     c.values = Values::captured;
     c.captured = parts[4].substr(9);
     c.captured_path = c.captured;
-    if (c.captured.empty()) throw_usage("malformed case id '" + id + "': 'captured=' names no file");
+    if (c.captured.empty())
+      throw_usage("malformed case id '" + id + "': 'captured=' names no file");
   } else {
     c.values = parse_values(parts[4]);
   }
@@ -160,10 +181,14 @@ void to_json(nlohmann::json& j, const Case& c) {
     dims[n] = v;
     order.push_back(n);
   }
-  j = {{"id", c.id()},          {"op", c.op},
-       {"dtype", dtype_name(c.dtype)}, {"dims", dims},
-       {"dim_order", order},    {"layout", layout_name(c.layout)},
-       {"values", values_name(c.values)}, {"seed", c.seed},
+  j = {{"id", c.id()},
+       {"op", c.op},
+       {"dtype", dtype_name(c.dtype)},
+       {"dims", dims},
+       {"dim_order", order},
+       {"layout", layout_name(c.layout)},
+       {"values", values_name(c.values)},
+       {"seed", c.seed},
        {"family", c.family}};
   if (c.values == Values::captured) j["captured"] = c.captured;
 }
@@ -178,9 +203,11 @@ void from_json(const nlohmann::json& j, Case& c) {
   c.dims.clear();
   const auto& dims = j.at("dims");
   if (j.contains("dim_order")) {
-    for (const auto& n : j.at("dim_order")) c.dims.emplace_back(n.get<std::string>(), dims.at(n.get<std::string>()).get<int64_t>());
+    for (const auto& n : j.at("dim_order"))
+      c.dims.emplace_back(n.get<std::string>(), dims.at(n.get<std::string>()).get<int64_t>());
   } else {
-    for (auto it = dims.begin(); it != dims.end(); ++it) c.dims.emplace_back(it.key(), it.value().get<int64_t>());
+    for (auto it = dims.begin(); it != dims.end(); ++it)
+      c.dims.emplace_back(it.key(), it.value().get<int64_t>());
   }
   c.layout = parse_layout(j.value("layout", std::string("contiguous")));
   c.values = parse_values(j.value("values", std::string("normal")));

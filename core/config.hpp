@@ -28,7 +28,8 @@ struct GateSettings {
   std::optional<std::string> rule;    ///< allclose, ulp, ref_ratio
   std::optional<double> atol;         ///< for every dtype (a per-dtype tolerance wins)
   std::optional<double> rtol;
-  std::map<DType, std::pair<std::optional<double>, std::optional<double>>> tolerance;  ///< per dtype
+  std::map<DType, std::pair<std::optional<double>, std::optional<double>>>
+      tolerance;  ///< per dtype
   std::optional<double> max_ulp;
   std::optional<double> ref_ratio_k;
   std::optional<double> ref_ratio_floor;
@@ -59,11 +60,12 @@ struct Config {
   std::vector<std::string> torch_ops;
 
   /// global < op < kernel < cli.
-  GateSettings resolve(const std::string& op, const std::string& kernel, const GateSettings& cli) const;
+  GateSettings resolve(const std::string& op, const std::string& kernel,
+                       const GateSettings& cli) const;
 };
 
-/// Parses a config; throws a usage Error naming the file, the field (e.g. "ops.softmax.tolerance.bf16.rtol")
-/// and what was expected. Unknown keys are errors.
+/// Parses a config; throws a usage Error naming the file, the field (e.g.
+/// "ops.softmax.tolerance.bf16.rtol") and what was expected. Unknown keys are errors.
 Config parse_config(const nlohmann::json& j, const std::string& path);
 Config load_config(const std::filesystem::path& path);
 

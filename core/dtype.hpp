@@ -11,8 +11,8 @@ namespace kgate {
 /// it is an output dtype (quantization), not a case dtype. b8 is bool, one byte holding 0 or 1.
 enum class DType { f16, bf16, f32, f64, i32, i64, i8, u8, b8, f8e4m3 };
 
-/// Short name used in case ids, configs and reports: "f16", "bf16", "f32", "f64", "i32", "i64", "i8",
-/// "u8", "bool", "f8e4m3".
+/// Short name used in case ids, configs and reports: "f16", "bf16", "f32", "f64", "i32", "i64",
+/// "i8", "u8", "bool", "f8e4m3".
 const char* dtype_name(DType dtype);
 /// Parses a short name (also accepts "float32", "half", "bfloat16", "int8", "float8_e4m3fn", ...);
 /// throws a usage Error.

@@ -30,14 +30,14 @@ class Error : public std::runtime_error {
 
 /// Process exit codes of the kgate command (a documented contract; see docs/cli.md, "Exit codes").
 enum class ExitCode : int {
-  ok = 0,            ///< every gate passed
-  correctness = 1,   ///< at least one kernel is incorrect (or faulted / hung)
-  regression = 2,    ///< a statistically significant speed regression
+  ok = 0,           ///< every gate passed
+  correctness = 1,  ///< at least one kernel is incorrect (or faulted / hung)
+  regression = 2,   ///< a statistically significant speed regression
   /// inconclusive or invalid measurement, when the policy says that fails; and, whatever the
   /// policy, a kernel that no case ran (Outcome::unchecked)
   inconclusive = 3,
-  usage = 4,         ///< usage, configuration or package error
-  internal = 5,      ///< kgate itself failed (a bug: please report it)
+  usage = 4,     ///< usage, configuration or package error
+  internal = 5,  ///< kgate itself failed (a bug: please report it)
 };
 
 }  // namespace kgate

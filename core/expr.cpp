@@ -18,9 +18,27 @@ constexpr std::size_t kMaxExprLength = 1024;
 constexpr int kMaxDepth = 64;
 
 enum class Op {
-  literal, symbol, neg, add, sub, mul, div, mod, ceil_div, min, max, round_up,
-  eq, ne, lt, le, gt, ge,  // comparisons: 1 or 0
-  logical_not, logical_and, logical_or,
+  literal,
+  symbol,
+  neg,
+  add,
+  sub,
+  mul,
+  div,
+  mod,
+  ceil_div,
+  min,
+  max,
+  round_up,
+  eq,
+  ne,
+  lt,
+  le,
+  gt,
+  ge,  // comparisons: 1 or 0
+  logical_not,
+  logical_and,
+  logical_or,
   conditional  // c ? a : b: `cond` is c, lhs a, rhs b
 };
 
@@ -51,7 +69,9 @@ using NodePtr = std::shared_ptr<const Expr::Node>;
 }
 
 // A message's list of names, "(none)" when empty.
-std::string listed(const std::vector<std::string>& names) { return names.empty() ? "(none)" : join(names); }
+std::string listed(const std::vector<std::string>& names) {
+  return names.empty() ? "(none)" : join(names);
+}
 
 struct Token {
   enum Kind { end, integer, ident, punct } kind = end;
@@ -126,7 +146,9 @@ class Parser {
     if (c == '=' || c == '&' || c == '|')
       fail(text_, pos_ + 1,
            "'" + std::string(1, c) + "' is not an operator; expected " +
-               (c == '=' ? "== to compare" : c == '&' ? "&& (logical and)" : "|| (logical or)"));
+               (c == '='   ? "== to compare"
+                : c == '&' ? "&& (logical and)"
+                           : "|| (logical or)"));
     static const std::string punct = "+-*/%(),<>!?:";
     if (punct.find(c) == std::string::npos)
       fail(text_, pos_ + 1,
@@ -160,7 +182,9 @@ class Parser {
     const std::size_t column = tok_.column;
     advance();
     NodePtr a = expression(depth + 1);
-    if (!is(":")) fail(text_, tok_.column, "expected ':' of the '?' at column " + std::to_string(column) + ", found " + found());
+    if (!is(":"))
+      fail(text_, tok_.column,
+           "expected ':' of the '?' at column " + std::to_string(column) + ", found " + found());
     advance();
     NodePtr b = expression(depth + 1);
     auto n = std::make_shared<Expr::Node>();
@@ -283,14 +307,10 @@ class Parser {
         return n;
       }
       Op op;
-      if (t.text == "ceil_div")
-        op = Op::ceil_div;
-      else if (t.text == "min")
-        op = Op::min;
-      else if (t.text == "max")
-        op = Op::max;
-      else if (t.text == "round_up")
-        op = Op::round_up;
+      if (t.text == "ceil_div") op = Op::ceil_div;
+      else if (t.text == "min") op = Op::min;
+      else if (t.text == "max") op = Op::max;
+      else if (t.text == "round_up") op = Op::round_up;
       else
         fail(text_, t.column,
              "unknown function '" + t.text + "'; expected one of " + listed(expr_function_names()));
@@ -470,10 +490,8 @@ void collect_bounds(const Expr::Node& n, const std::string& symbol, const std::s
                     std::vector<int64_t>& out) {
   if (is_comparison(n.op)) {
     const Expr::Node* other = nullptr;
-    if (n.lhs->op == Op::symbol && n.lhs->name == symbol)
-      other = n.rhs.get();
-    else if (n.rhs->op == Op::symbol && n.rhs->name == symbol)
-      other = n.lhs.get();
+    if (n.lhs->op == Op::symbol && n.lhs->name == symbol) other = n.rhs.get();
+    else if (n.rhs->op == Op::symbol && n.rhs->name == symbol) other = n.lhs.get();
     std::vector<std::string> names;
     if (other) collect_symbols(*other, names);
     if (other && names.empty()) {
@@ -493,8 +511,8 @@ void collect_bounds(const Expr::Node& n, const std::string& symbol, const std::s
 // Constant divisors of a quotient, remainder, ceil_div or round_up whose dividend names `symbol`.
 void collect_divisors(const Expr::Node& n, const std::string& symbol, const std::string& text,
                       std::vector<int64_t>& out) {
-  if ((n.op == Op::div || n.op == Op::mod || n.op == Op::ceil_div || n.op == Op::round_up) && n.lhs &&
-      n.rhs) {
+  if ((n.op == Op::div || n.op == Op::mod || n.op == Op::ceil_div || n.op == Op::round_up) &&
+      n.lhs && n.rhs) {
     std::vector<std::string> dividend, divisor;
     collect_symbols(*n.lhs, dividend);
     collect_symbols(*n.rhs, divisor);
@@ -564,7 +582,8 @@ std::vector<std::string> listed_names(const std::set<std::string, std::less<>>& 
 
 void Expr::check_symbols(const std::set<std::string, std::less<>>& known) const {
   if (const Node* u = first_unknown(*root_, known))
-    fail(text_, u->column, "unknown symbol '" + u->name + "'; known symbols: " + listed(listed_names(known)));
+    fail(text_, u->column,
+         "unknown symbol '" + u->name + "'; known symbols: " + listed(listed_names(known)));
 }
 
 std::vector<int64_t> Expr::comparison_bounds(const std::string& symbol) const {

@@ -23,7 +23,9 @@ const char* const kHint =
     " (--benchmark-json takes the file Google Benchmark writes with --benchmark_out=FILE "
     "--benchmark_out_format=json)";
 
-[[noreturn]] void fail(const std::string& file, const std::string& what) { throw_usage(file + ": " + what + kHint); }
+[[noreturn]] void fail(const std::string& file, const std::string& what) {
+  throw_usage(file + ": " + what + kHint);
+}
 
 // Google Benchmark writes a non-finite double as a bare NaN or Infinity (not JSON). Outside strings
 // those are the only letters besides true/false/null, so they are safe to quote in the report's own
@@ -86,8 +88,9 @@ std::string string_of(const json& entry, const char* key) {
 std::string skip_reason(const json& entry) {
   const bool error = entry.value("error_occurred", false);
   const auto skipped = entry.find("skipped");
-  const bool skip = skipped != entry.end() && ((skipped->is_boolean() && skipped->get<bool>()) ||
-                                               (skipped->is_number() && skipped->get<double>() != 0));
+  const bool skip =
+      skipped != entry.end() && ((skipped->is_boolean() && skipped->get<bool>()) ||
+                                 (skipped->is_number() && skipped->get<double>() != 0));
   if (!error && !skip) return "";
   std::string why = string_of(entry, "error_message");
   if (why.empty()) why = string_of(entry, "skip_message");
@@ -127,7 +130,8 @@ struct RunGroup {
 
 }  // namespace
 
-GoogleBenchmarkOutput parse_google_benchmark_json(const std::string& text, const std::string& file) {
+GoogleBenchmarkOutput parse_google_benchmark_json(const std::string& text,
+                                                  const std::string& file) {
   if (text.find_first_not_of(" \t\r\n") == std::string::npos)
     fail(file, "is empty (did the benchmark run finish?)");
   const std::string quoted = quote_non_finite(text);
@@ -136,7 +140,8 @@ GoogleBenchmarkOutput parse_google_benchmark_json(const std::string& text, const
     j = json::parse(quoted);
   } catch (const json::parse_error& e) {
     const size_t at = std::min<size_t>(e.byte > 0 ? e.byte - 1 : 0, quoted.size());
-    const auto line = 1 + std::count(quoted.begin(), quoted.begin() + static_cast<std::ptrdiff_t>(at), '\n');
+    const auto line =
+        1 + std::count(quoted.begin(), quoted.begin() + static_cast<std::ptrdiff_t>(at), '\n');
     fail(file, "not valid JSON (parse error on line " + std::to_string(line) + ")");
   }
   if (!j.is_object())
@@ -148,7 +153,8 @@ GoogleBenchmarkOutput parse_google_benchmark_json(const std::string& text, const
     fail(file, "not Google Benchmark JSON output: no \"context\" object at the top level");
   const auto& benchmarks = j.at("benchmarks");
   for (size_t i = 0; i < benchmarks.size(); ++i)
-    if (!benchmarks[i].is_object() || !benchmarks[i].contains("name") || !benchmarks[i].at("name").is_string())
+    if (!benchmarks[i].is_object() || !benchmarks[i].contains("name") ||
+        !benchmarks[i].at("name").is_string())
       fail(file, "benchmarks[" + std::to_string(i) + "] has no \"name\" string");
   GoogleBenchmarkOutput out;
   out.file = file;
@@ -178,11 +184,13 @@ GoogleBenchmarkOutput google_benchmark_from_json(const nlohmann::json& j) {
   if (!j.is_object()) return out;
   out.file = string_of(j, "file");
   if (j.contains("context") && j.at("context").is_object()) out.context = j.at("context");
-  if (j.contains("benchmarks") && j.at("benchmarks").is_array()) out.benchmarks = j.at("benchmarks");
+  if (j.contains("benchmarks") && j.at("benchmarks").is_array())
+    out.benchmarks = j.at("benchmarks");
   return out;
 }
 
-void write_google_benchmark_markdown(std::ostream& os, const std::vector<GoogleBenchmarkOutput>& outputs,
+void write_google_benchmark_markdown(std::ostream& os,
+                                     const std::vector<GoogleBenchmarkOutput>& outputs,
                                      size_t max_rows) {
   if (outputs.empty()) return;
   // Group by run name in first-seen order: random interleaving scatters a benchmark's repetitions.
@@ -207,8 +215,10 @@ void write_google_benchmark_markdown(std::ostream& os, const std::vector<GoogleB
       }
     }
   }
-  os << "\n### Google Benchmark\n\n" << groups.size() << " benchmarks (" << entries << " entries) from ";
-  for (size_t i = 0; i < outputs.size(); ++i) os << (i ? ", `" : "`") << md_cell(outputs[i].file) << "`";
+  os << "\n### Google Benchmark\n\n"
+     << groups.size() << " benchmarks (" << entries << " entries) from ";
+  for (size_t i = 0; i < outputs.size(); ++i)
+    os << (i ? ", `" : "`") << md_cell(outputs[i].file) << "`";
   os << "; every entry is in report.json. Informational: the speed gate decides from its own "
         "interleaved blocks.\n\n";
   os << "| benchmark | real / manual time | cpu time | statistic |\n|---|---|---|---|\n";
@@ -229,15 +239,19 @@ void write_google_benchmark_markdown(std::ostream& os, const std::vector<GoogleB
       const auto unit = string_of(*g.repetitions.front(), "time_unit");
       real = time_text(median(reals), unit);
       cpu = time_text(median(cpus), unit);
-      statistic = g.repetitions.size() == 1 ? "1 run" : "median of " + std::to_string(g.repetitions.size()) + " runs";
+      statistic = g.repetitions.size() == 1
+                      ? "1 run"
+                      : "median of " + std::to_string(g.repetitions.size()) + " runs";
     } else {
       statistic = "error: " + g.error;
     }
-    const bool manual = g.name.size() >= 12 && g.name.compare(g.name.size() - 12, 12, "/manual_time") == 0;
-    os << "| `" << md_cell(g.name) << "` | " << real << (manual && real != "-" ? " (manual)" : "") << " | " << cpu
-       << " | " << md_cell(statistic) << " |\n";
+    const bool manual =
+        g.name.size() >= 12 && g.name.compare(g.name.size() - 12, 12, "/manual_time") == 0;
+    os << "| `" << md_cell(g.name) << "` | " << real << (manual && real != "-" ? " (manual)" : "")
+       << " | " << cpu << " | " << md_cell(statistic) << " |\n";
   }
-  if (groups.size() > max_rows) os << "\n" << groups.size() - max_rows << " more benchmarks in report.json.\n";
+  if (groups.size() > max_rows)
+    os << "\n" << groups.size() - max_rows << " more benchmarks in report.json.\n";
 }
 
 }  // namespace kgate

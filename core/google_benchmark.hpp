@@ -15,9 +15,9 @@ namespace kgate {
 /// written (non-finite numbers, which Google Benchmark writes as bare NaN / Infinity, become the
 /// strings "nan", "inf" and "-inf" as elsewhere in the report).
 struct GoogleBenchmarkOutput {
-  std::string file;                                          ///< the path as given on the command line
-  nlohmann::json context = nlohmann::json::object();         ///< its "context" object
-  nlohmann::json benchmarks = nlohmann::json::array();       ///< its "benchmarks" array, every entry
+  std::string file;                                     ///< the path as given on the command line
+  nlohmann::json context = nlohmann::json::object();    ///< its "context" object
+  nlohmann::json benchmarks = nlohmann::json::array();  ///< its "benchmarks" array, every entry
 
   bool operator==(const GoogleBenchmarkOutput& o) const {
     return file == o.file && context == o.context && benchmarks == o.benchmarks;
@@ -41,7 +41,8 @@ GoogleBenchmarkOutput google_benchmark_from_json(const nlohmann::json& j);
 /// A Markdown section with one row per benchmark (per run name, not per repetition): its time
 /// (Google Benchmark's median aggregate when it wrote one), CPU time and what the number is.
 /// At most `max_rows` rows; the rest are counted. Writes nothing for no outputs.
-void write_google_benchmark_markdown(std::ostream& os, const std::vector<GoogleBenchmarkOutput>& outputs,
+void write_google_benchmark_markdown(std::ostream& os,
+                                     const std::vector<GoogleBenchmarkOutput>& outputs,
                                      size_t max_rows = 40);
 
 }  // namespace kgate

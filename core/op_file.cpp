@@ -21,8 +21,9 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 const std::vector<std::string>& value_draw_kinds() {
-  static const std::vector<std::string> kinds = {"case",   "norm",   "normal",      "uniform", "positive",
-                                                 "integers", "sorted", "simplex", "permutation", "mask"};
+  static const std::vector<std::string> kinds = {"case",        "norm",     "normal", "uniform",
+                                                 "positive",    "integers", "sorted", "simplex",
+                                                 "permutation", "mask"};
   return kinds;
 }
 
@@ -37,15 +38,14 @@ class Reader {
   explicit Reader(std::string path) : path_(std::move(path)) {}
 
   void problem(const std::string& field, const std::string& message) {
-    if (problems_.size() < kMaxProblems)
-      problems_.push_back({field, message});
-    else
-      ++dropped_;
+    if (problems_.size() < kMaxProblems) problems_.push_back({field, message});
+    else ++dropped_;
   }
   bool ok() const { return problems_.empty() && structural_.empty(); }
   /// Whether the schema refused `field` or something inside it: checks of its values are skipped.
   bool refused(const std::string& field) const {
-    return std::any_of(structural_.begin(), structural_.end(), [&](const SchemaProblem& p) { return field_within(p.field, field); });
+    return std::any_of(structural_.begin(), structural_.end(),
+                       [&](const SchemaProblem& p) { return field_within(p.field, field); });
   }
 
   [[noreturn]] void fail() {
@@ -60,16 +60,19 @@ class Reader {
     const size_t count = all.size() + dropped_;
     std::string text = "op file " + path_ + " is invalid (" + std::to_string(count) + " problem" +
                        (count == 1 ? "" : "s") + "):";
-    for (const auto& p : all) text += "\n  " + path_ + ": " + inline_untrusted(p.field, 200) + ": " + p.message;
+    for (const auto& p : all)
+      text += "\n  " + path_ + ": " + inline_untrusted(p.field, 200) + ": " + p.message;
     if (dropped_) text += "\n  ... " + std::to_string(dropped_) + " more problems are not listed";
     throw Error(ErrorKind::usage, safe_log_text(text, 64 * 1024));
   }
 
-  void unknown_keys(const json& obj, const std::string& field, const std::vector<std::string>& known) {
+  void unknown_keys(const json& obj, const std::string& field,
+                    const std::vector<std::string>& known) {
     for (const auto& item : obj.items())
       if (std::find(known.begin(), known.end(), item.key()) == known.end())
-        problem(field.empty() ? item.key() : field + "." + item.key(),
-                "unknown key " + quote_untrusted(item.key(), 60) + "; expected one of: " + join(known));
+        problem(
+            field.empty() ? item.key() : field + "." + item.key(),
+            "unknown key " + quote_untrusted(item.key(), 60) + "; expected one of: " + join(known));
   }
 
   // Typed getters: the value where it has the type the schema asks for, the fallback otherwise
@@ -80,13 +83,18 @@ class Reader {
   }
   static double num(const json& obj, const std::string& key, double fallback) {
     const auto it = obj.find(key);
-    return it != obj.end() && it->is_number() && std::isfinite(it->get<double>()) ? it->get<double>() : fallback;
+    return it != obj.end() && it->is_number() && std::isfinite(it->get<double>())
+               ? it->get<double>()
+               : fallback;
   }
   static int64_t integer(const json& obj, const std::string& key, int64_t fallback) {
     const auto it = obj.find(key);
-    return it != obj.end() && it->is_number_integer() && !it->is_number_unsigned() ? it->get<int64_t>()
-           : it != obj.end() && it->is_number_unsigned() && it->get<uint64_t>() <= uint64_t{INT64_MAX} ? it->get<int64_t>()
-                                                                                                     : fallback;
+    return it != obj.end() && it->is_number_integer() && !it->is_number_unsigned()
+               ? it->get<int64_t>()
+           : it != obj.end() && it->is_number_unsigned() &&
+                   it->get<uint64_t>() <= uint64_t{INT64_MAX}
+               ? it->get<int64_t>()
+               : fallback;
   }
   static bool boolean(const json& obj, const std::string& key, bool fallback) {
     const auto it = obj.find(key);
@@ -101,7 +109,8 @@ class Reader {
       std::string text;
       for (size_t i = 0; i < v.size(); ++i) {
         if (!v[i].is_string()) {
-          problem(key + "[" + std::to_string(i) + "]", "expected a string (one line of TorchScript)");
+          problem(key + "[" + std::to_string(i) + "]",
+                  "expected a string (one line of TorchScript)");
           return {};
         }
         text += v[i].get<std::string>() + "\n";
@@ -113,7 +122,8 @@ class Reader {
   }
 
   // An integer expression over the declared symbols; "" when it does not parse.
-  bool expression(const std::string& text, const std::string& field, const std::set<std::string, std::less<>>& known) {
+  bool expression(const std::string& text, const std::string& field,
+                  const std::set<std::string, std::less<>>& known) {
     try {
       package::Expr::parse(text).check_symbols(known);
       return true;
@@ -137,7 +147,8 @@ class Reader {
       fail();
     }
     if (!duplicate.empty()) {
-      problem("(document)", "the key " + quote_untrusted(duplicate, 60) + " appears twice in one object");
+      problem("(document)",
+              "the key " + quote_untrusted(duplicate, 60) + " appears twice in one object");
       fail();
     }
     // The structure first (the JSON Schema); the checks below skip what it refused.
@@ -145,7 +156,8 @@ class Reader {
     if (!doc.is_object()) fail();
     const std::string format = str(doc, "format", "");
     if (!format.empty() && format != "kgate-op/1") {
-      problem("format", quote_untrusted(format, 40) + " is not an op file format this kgate reads; expected \"kgate-op/1\"");
+      problem("format", quote_untrusted(format, 40) +
+                            " is not an op file format this kgate reads; expected \"kgate-op/1\"");
       fail();
     }
     op.name = str(doc, "name", "");
@@ -173,8 +185,10 @@ class Reader {
         if (d.typical_max != 0 && (d.typical_max < d.min || d.typical_max > d.max))
           problem(field + ".typical_max", "must lie in [min, max]");
         d.multiple_of = integer(arr[i], "multiple_of", 1);
-        if (d.multiple_of > 1 && d.max / d.multiple_of * d.multiple_of < std::max<int64_t>(d.min, 1))
-          problem(field + ".multiple_of", "no multiple of " + std::to_string(d.multiple_of) + " lies in [min, max]");
+        if (d.multiple_of > 1 &&
+            d.max / d.multiple_of * d.multiple_of < std::max<int64_t>(d.min, 1))
+          problem(field + ".multiple_of",
+                  "no multiple of " + std::to_string(d.multiple_of) + " lies in [min, max]");
         op.symbols.push_back(d);
       }
     }
@@ -182,7 +196,8 @@ class Reader {
     if (doc.contains("relations") && doc["relations"].is_array())
       for (size_t i = 0; i < doc["relations"].size(); ++i) {
         const auto& r = doc["relations"][i];
-        if (r.is_string() && expression(r.get<std::string>(), "relations[" + std::to_string(i) + "]", symbols))
+        if (r.is_string() &&
+            expression(r.get<std::string>(), "relations[" + std::to_string(i) + "]", symbols))
           op.relations.push_back(r.get<std::string>());
       }
 
@@ -191,9 +206,16 @@ class Reader {
       for (size_t i = 0; i < doc["dtypes"].size(); ++i) {
         const std::string field = "dtypes[" + std::to_string(i) + "]";
         try {
-          const DType d = parse_dtype(doc["dtypes"][i].is_string() ? doc["dtypes"][i].get<std::string>() : "?");
-          if (!is_floating(d)) problem(field, "a case dtype must be floating (f16, bf16, f32, f64); integer tensors take a fixed \"dtype\"");
-          else if (d == DType::f8e4m3) problem(field, "f8e4m3 is not a case dtype (torch computes little in it); give the tensors that hold it \"dtype\": \"f8e4m3\"");
+          const DType d =
+              parse_dtype(doc["dtypes"][i].is_string() ? doc["dtypes"][i].get<std::string>() : "?");
+          if (!is_floating(d))
+            problem(field,
+                    "a case dtype must be floating (f16, bf16, f32, f64); integer tensors take a "
+                    "fixed \"dtype\"");
+          else if (d == DType::f8e4m3)
+            problem(field,
+                    "f8e4m3 is not a case dtype (torch computes little in it); give the tensors "
+                    "that hold it \"dtype\": \"f8e4m3\"");
           else op.dtypes.push_back(d);
         } catch (const Error& e) {
           problem(field, e.what());
@@ -219,7 +241,8 @@ class Reader {
             const std::string text = dim.is_number_integer() ? std::to_string(dim.get<int64_t>())
                                      : dim.is_string()       ? dim.get<std::string>()
                                                              : std::string();
-            if (!text.empty() && expression(text, field + ".shape[" + std::to_string(k) + "]", symbols))
+            if (!text.empty() &&
+                expression(text, field + ".shape[" + std::to_string(k) + "]", symbols))
               spec.shape.push_back(text);
           }
         const std::string dtype = str(t, "dtype", "case");
@@ -232,14 +255,18 @@ class Reader {
         if (!inputs) {
           spec.index_into = str(t, "index_into", "");
           spec.index_order = str(t, "index_order", "reference");
-          if (!spec.index_into.empty() && (spec.dtype.empty() || is_floating(parse_dtype(spec.dtype)) || spec.dtype == "bool"))
-            problem(field + ".index_into", "an output holding indices needs an integer \"dtype\" (i64 or i32)");
+          if (!spec.index_into.empty() &&
+              (spec.dtype.empty() || is_floating(parse_dtype(spec.dtype)) || spec.dtype == "bool"))
+            problem(field + ".index_into",
+                    "an output holding indices needs an integer \"dtype\" (i64 or i32)");
         }
         if (inputs) {
           spec.keep_dtype_in_oracle = boolean(t, "keep_dtype_in_oracle", false);
           if (t.contains("values")) read_draw(t["values"], field + ".values", spec, symbols);
           else if (!spec.dtype.empty() && !is_floating(parse_dtype(spec.dtype)))
-            problem(field + ".values", "an integer tensor needs values, e.g. {\"kind\": \"integers\", \"low\": 0, \"high\": \"V-1\"}");
+            problem(field + ".values",
+                    "an integer tensor needs values, e.g. {\"kind\": \"integers\", \"low\": 0, "
+                    "\"high\": \"V-1\"}");
         }
         out.push_back(std::move(spec));
       }
@@ -251,38 +278,48 @@ class Reader {
       const auto& o = op.outputs[i];
       if (o.index_into.empty()) continue;
       const std::string field = "outputs[" + std::to_string(i) + "].index_into";
-      const auto in = std::find_if(op.inputs.begin(), op.inputs.end(), [&](const TensorSpec& t) { return t.name == o.index_into; });
+      const auto in = std::find_if(op.inputs.begin(), op.inputs.end(),
+                                   [&](const TensorSpec& t) { return t.name == o.index_into; });
       if (in == op.inputs.end()) {
         problem(field, "'" + o.index_into + "' is not an input of the op");
       } else if (in->shape.empty() || in->shape.size() != o.shape.size() ||
                  !std::equal(o.shape.begin(), o.shape.end() - 1, in->shape.begin())) {
         problem(field, "indices select along the last dim of '" + in->name +
-                           "': the output needs its rank and every dim but the last (e.g. [\"B\", \"K\"] into [\"B\", \"N\"])");
+                           "': the output needs its rank and every dim but the last (e.g. [\"B\", "
+                           "\"K\"] into [\"B\", \"N\"])");
       }
     }
     std::set<std::string> aliased;
     for (size_t i = 0; i < op.outputs.size(); ++i) {
       const std::string field = "outputs[" + std::to_string(i) + "]";
       for (const auto& in : op.inputs)
-        if (in.name == op.outputs[i].name) problem(field + ".name", "'" + in.name + "' is also an input's name");
+        if (in.name == op.outputs[i].name)
+          problem(field + ".name", "'" + in.name + "' is also an input's name");
       op.outputs[i].alias = str(doc["outputs"][i], "alias", "");
       if (op.outputs[i].alias.empty()) continue;
       const int k = op.alias_input(op.outputs[i]);
       if (k < 0) {
-        problem(field + ".alias", "'" + op.outputs[i].alias + "' is not an input; an in-place output names the input it is written into");
+        problem(field + ".alias",
+                "'" + op.outputs[i].alias +
+                    "' is not an input; an in-place output names the input it is written into");
         continue;
       }
       const auto& in = op.inputs[static_cast<size_t>(k)];
       if (in.shape != op.outputs[i].shape || in.dtype != op.outputs[i].dtype)
-        problem(field + ".alias", "input '" + in.name + "' has another shape or dtype; an in-place output has its input's");
+        problem(field + ".alias",
+                "input '" + in.name +
+                    "' has another shape or dtype; an in-place output has its input's");
       if (!aliased.insert(in.name).second)
-        problem(field + ".alias", "input '" + in.name + "' is already written in place by another output");
+        problem(field + ".alias",
+                "input '" + in.name + "' is already written in place by another output");
     }
 
     if (doc.contains("attributes") && doc["attributes"].is_object())
       for (const auto& item : doc["attributes"].items()) {
-        if (symbols.count(item.key())) problem("attributes." + item.key(), "'" + item.key() + "' is also a shape symbol");
-        else if (item.value().is_boolean()) op.attributes[item.key()] = item.value().get<bool>() ? 1 : 0;
+        if (symbols.count(item.key()))
+          problem("attributes." + item.key(), "'" + item.key() + "' is also a shape symbol");
+        else if (item.value().is_boolean())
+          op.attributes[item.key()] = item.value().get<bool>() ? 1 : 0;
         else if (item.value().is_number()) op.attributes[item.key()] = item.value().get<double>();
       }
 
@@ -295,7 +332,8 @@ class Reader {
     op.nan_contract = nan == "ignore" ? NanContract::ignore : NanContract::propagate;
     if (const auto cond = doc.find("conditioning"); cond != doc.end() && cond->is_object()) {
       const std::string terms = str(*cond, "terms", "");
-      if (!terms.empty() && expression(terms, "conditioning.terms", symbols)) op.conditioning_terms = terms;
+      if (!terms.empty() && expression(terms, "conditioning.terms", symbols))
+        op.conditioning_terms = terms;
       f.magnitude = source(*cond, "magnitude");
       if (cond->contains("magnitude") && f.magnitude.find("def magnitude") == std::string::npos)
         problem("conditioning.magnitude", "the source defines no function `magnitude`");
@@ -326,7 +364,8 @@ class Reader {
       op.tolerance_scale_symbol = str(doc["tolerance_scale"], "symbol", "");
       op.tolerance_scale_power = num(doc["tolerance_scale"], "power", 0.5);
       if (!op.tolerance_scale_symbol.empty() && !symbols.count(op.tolerance_scale_symbol))
-        problem("tolerance_scale.symbol", "'" + op.tolerance_scale_symbol + "' is not a declared symbol");
+        problem("tolerance_scale.symbol",
+                "'" + op.tolerance_scale_symbol + "' is not a declared symbol");
     }
 
     // A speed shape gives every symbol a value inside its domain (the symbols are the op's own).
@@ -343,8 +382,9 @@ class Reader {
           }
           const int64_t x = integer(s, d.name, d.min);
           if (x < d.min || x > d.max)
-            problem(field + "." + d.name, std::to_string(x) + " is outside [" + std::to_string(d.min) + ", " +
-                                              std::to_string(d.max) + "], the domain of symbol '" + d.name + "'");
+            problem(field + "." + d.name, std::to_string(x) + " is outside [" +
+                                              std::to_string(d.min) + ", " + std::to_string(d.max) +
+                                              "], the domain of symbol '" + d.name + "'");
           shape.emplace_back(d.name, x);
         }
         unknown_keys(s, field, std::vector<std::string>(symbols.begin(), symbols.end()));
@@ -383,7 +423,8 @@ class Reader {
     ValueDraw& d = spec.values;
     d.kind = str(v, "kind", "case");
     const auto& kinds = value_draw_kinds();
-    if (!v.is_object() || std::find(kinds.begin(), kinds.end(), d.kind) == kinds.end()) return;  // the schema said
+    if (!v.is_object() || std::find(kinds.begin(), kinds.end(), d.kind) == kinds.end())
+      return;  // the schema said
     static const std::map<std::string, std::vector<std::string>> keys = {
         {"case", {"kind", "extreme", "seed_from"}},
         {"norm", {"kind", "extreme", "mean_to_spread", "zero_constant", "seed_from"}},
@@ -406,7 +447,9 @@ class Reader {
     d.edges = boolean(v, "edges", true);
     const bool integer_tensor = !spec.dtype.empty() && !is_floating(parse_dtype(spec.dtype));
     if (d.kind == "integers" || d.kind == "permutation") {
-      if (!integer_tensor) problem(field + ".kind", "'" + d.kind + "' values need an integer \"dtype\" (i64, i32, i8, u8)");
+      if (!integer_tensor)
+        problem(field + ".kind",
+                "'" + d.kind + "' values need an integer \"dtype\" (i64, i32, i8, u8)");
     } else if (integer_tensor && d.kind != "mask") {
       problem(field + ".kind", "an integer tensor takes integers, permutation or mask values");
     }
@@ -419,9 +462,11 @@ class Reader {
         }
         const auto& b = v.at(key);
         const std::string text = b.is_number_integer() ? std::to_string(b.get<int64_t>())
-                                                       : b.is_string() ? b.get<std::string>() : std::string();
+                                 : b.is_string()       ? b.get<std::string>()
+                                                       : std::string();
         if (text.empty()) problem(kfield, "expected an integer or an expression");
-        else if (expression(text, kfield, symbols)) (std::string(key) == "low" ? d.low_expr : d.high_expr) = text;
+        else if (expression(text, kfield, symbols))
+          (std::string(key) == "low" ? d.low_expr : d.high_expr) = text;
       }
     } else {
       d.low = num(v, "low", d.kind == "positive" ? 0.0 : 0.0);
@@ -464,7 +509,8 @@ OpFile read_op_file(const std::string& path) {
 namespace {
 
 // Collects the paths (a.b[2].c) where two parsed op files differ, up to `cap` of them.
-void differences(const json& a, const json& b, const std::string& path, std::vector<std::string>& out, size_t cap) {
+void differences(const json& a, const json& b, const std::string& path,
+                 std::vector<std::string>& out, size_t cap) {
   if (out.size() >= cap) return;
   const auto here = [&](const std::string& key) { return path.empty() ? key : path + "." + key; };
   if (a.is_object() && b.is_object()) {
@@ -482,7 +528,8 @@ void differences(const json& a, const json& b, const std::string& path, std::vec
     return;
   }
   if (a.is_array() && b.is_array() && a.size() == b.size()) {
-    for (size_t i = 0; i < a.size(); ++i) differences(a[i], b[i], path + "[" + std::to_string(i) + "]", out, cap);
+    for (size_t i = 0; i < a.size(); ++i)
+      differences(a[i], b[i], path + "[" + std::to_string(i) + "]", out, cap);
     return;
   }
   // Numbers compare by value: 0.001 and 1e-3 are one tolerance.
@@ -511,7 +558,8 @@ std::vector<std::string> op_file_paths(const std::string& path) {
   std::error_code ec;
   if (fs::is_regular_file(path, ec)) return {path};
   if (!fs::is_directory(path, ec))
-    throw_usage("--ops " + path + ": no such file or directory (expected an op file or a directory of them)");
+    throw_usage("--ops " + path +
+                ": no such file or directory (expected an op file or a directory of them)");
   // A kernel package's directory: its op file, named by its manifest.
   if (fs::is_regular_file(fs::path(path) / "kgate.json", ec)) {
     const fs::path manifest = fs::path(path) / "kgate.json";
@@ -524,26 +572,33 @@ std::vector<std::string> op_file_paths(const std::string& path) {
       std::string duplicate;
       doc = parse_strict_json(text, &duplicate);
     } catch (const std::exception& e) {
-      throw_usage("--ops " + path + ": a kernel package, but its kgate.json could not be read: " + e.what() +
-                  " (`kgate validate " + path + "` says more)");
+      throw_usage("--ops " + path + ": a kernel package, but its kgate.json could not be read: " +
+                  e.what() + " (`kgate validate " + path + "` says more)");
     }
     const auto op_file = doc.is_object() ? doc.find("op_file") : doc.end();
     if (!doc.is_object() || op_file == doc.end() || !op_file->is_string())
       throw_usage("--ops " + path + ": a kernel package whose op" +
-                  (doc.is_object() && doc.contains("op") && doc["op"].is_string() ? " '" + doc["op"].get<std::string>() + "'" : std::string()) +
-                  " kgate builds in (its kgate.json names no op_file): give the package with --package, not --ops");
+                  (doc.is_object() && doc.contains("op") && doc["op"].is_string()
+                       ? " '" + doc["op"].get<std::string>() + "'"
+                       : std::string()) +
+                  " kgate builds in (its kgate.json names no op_file): give the package with "
+                  "--package, not --ops");
     const fs::path rel = op_file->get<std::string>();
     const fs::path file = fs::weakly_canonical(fs::path(path) / rel, ec);
     const fs::path dir = fs::weakly_canonical(path, ec);
-    const auto inside = std::mismatch(dir.begin(), dir.end(), file.begin(), file.end()).first == dir.end();
+    const auto inside =
+        std::mismatch(dir.begin(), dir.end(), file.begin(), file.end()).first == dir.end();
     if (rel.is_absolute() || !inside || !fs::is_regular_file(file, ec))
-      throw_usage("--ops " + path + ": its kgate.json names op_file '" + inline_untrusted(rel.string(), 200) +
-                  "', which is not a file inside the package (`kgate validate " + path + "` says more)");
+      throw_usage("--ops " + path + ": its kgate.json names op_file '" +
+                  inline_untrusted(rel.string(), 200) +
+                  "', which is not a file inside the package (`kgate validate " + path +
+                  "` says more)");
     return {(fs::path(path) / rel).string()};
   }
   std::vector<std::string> out;
   for (const auto& e : fs::directory_iterator(path, ec))
-    if (e.path().extension() == ".json" && e.is_regular_file(ec) && e.path().filename() != "kgate-pack.json")
+    if (e.path().extension() == ".json" && e.is_regular_file(ec) &&
+        e.path().filename() != "kgate-pack.json")
       out.push_back(e.path().string());
   std::sort(out.begin(), out.end());
   if (out.empty()) throw_usage("--ops " + path + ": the directory holds no *.json op file");

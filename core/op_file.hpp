@@ -17,12 +17,13 @@ namespace kgate {
 /// An op file, read and checked.
 struct OpFile {
   std::string path;
-  OpSignature signature;   ///< origin = path
-  std::string reference;   ///< TorchScript source defining reference(...)
-  std::string oracle;      ///< TorchScript source defining oracle(...) ("" : the reference in float64)
-  /// TorchScript source defining magnitude(...) (conditioning.magnitude; "" : the oracle on |inputs|)
+  OpSignature signature;  ///< origin = path
+  std::string reference;  ///< TorchScript source defining reference(...)
+  std::string oracle;  ///< TorchScript source defining oracle(...) ("" : the reference in float64)
+  /// TorchScript source defining magnitude(...) (conditioning.magnitude; "" : the oracle on
+  /// |inputs|)
   std::string magnitude;
-  std::string text;        ///< the file's bytes (two files that define one op alike are one op)
+  std::string text;  ///< the file's bytes (two files that define one op alike are one op)
 };
 
 /// Largest op file accepted (a reference is a few lines of TorchScript).
@@ -34,8 +35,8 @@ OpFile read_op_file(const std::string& path);
 OpFile parse_op_file(const std::string& text, const std::string& path);
 
 /// What makes two op files the same op: they are equal after parsing in every field but
-/// `summary`, `description` and `$schema` (a looser tolerance, another rule, another NaN contract or
-/// other speed shapes make another op). Returns the fields where `a` and `b` differ, as paths
+/// `summary`, `description` and `$schema` (a looser tolerance, another rule, another NaN contract
+/// or other speed shapes make another op). Returns the fields where `a` and `b` differ, as paths
 /// ("tolerance.f32.atol", "inputs[0].shape"), at most 20; empty: the same op. Text that does not
 /// parse differs as "(document)".
 std::vector<std::string> op_file_differences(const std::string& a, const std::string& b);

@@ -33,20 +33,20 @@ struct ValueDraw {
   /// "uniform": U[low, high) whatever the family.
   /// "positive": |case values| + `low` (variances, scales).
   /// "integers": integers in [low_expr, high_expr] (expressions of the shape symbols, e.g. "V-1");
-  ///         with `edges`, the first element is the top and the last the bottom of the range, and the
-  ///         all_equal / clustered_max families pile onto the top (out-of-range indexing bugs).
+  ///         with `edges`, the first element is the top and the last the bottom of the range, and
+  ///         the all_equal / clustered_max families pile onto the top (out-of-range indexing bugs).
   /// "sorted": case values sorted along the last dim. "simplex": rows that sum to one (softmax of
-  ///         normal values). "permutation": each row a permutation of 0..n-1. "mask": booleans as 0/1
-  ///         in the tensor's dtype, true with probability `p`.
+  ///         normal values). "permutation": each row a permutation of 0..n-1. "mask": booleans as
+  ///         0/1 in the tensor's dtype, true with probability `p`.
   std::string kind = "case";
-  double mean = 0, std = 1;   ///< normal
-  double low = 0, high = 1;   ///< uniform; positive uses low as the floor
-  double extreme = 0;         ///< case/norm: extreme-family magnitude (0: half the dtype's max)
-  double mean_to_spread = 16; ///< norm
-  bool zero_constant = false; ///< norm
+  double mean = 0, std = 1;    ///< normal
+  double low = 0, high = 1;    ///< uniform; positive uses low as the floor
+  double extreme = 0;          ///< case/norm: extreme-family magnitude (0: half the dtype's max)
+  double mean_to_spread = 16;  ///< norm
+  bool zero_constant = false;  ///< norm
   std::string low_expr = "0", high_expr = "0";  ///< integers
-  bool edges = true;          ///< integers
-  double p = 0.5;             ///< mask
+  bool edges = true;                            ///< integers
+  double p = 0.5;                               ///< mask
   /// The generator stream: "" = the case's seed for the first input, else one derived from the
   /// tensor's name (as the built-in ops do), so that adding an input does not move the others.
   std::string seed_from;
@@ -153,11 +153,16 @@ struct OpSignature {
 /// Default allclose tolerances per dtype, the same as torch.testing.assert_close.
 inline Tolerance assert_close_tolerance(DType dtype) {
   switch (dtype) {
-    case DType::f16: return {1e-5, 1e-3};
-    case DType::bf16: return {1e-5, 1.6e-2};
-    case DType::f32: return {1e-5, 1.3e-6};
-    case DType::f64: return {1e-7, 1e-7};
-    default: return {0, 0};
+    case DType::f16:
+      return {1e-5, 1e-3};
+    case DType::bf16:
+      return {1e-5, 1.6e-2};
+    case DType::f32:
+      return {1e-5, 1.3e-6};
+    case DType::f64:
+      return {1e-7, 1e-7};
+    default:
+      return {0, 0};
   }
 }
 

@@ -7,15 +7,24 @@ namespace kgate {
 
 const char* outcome_name(Outcome outcome) {
   switch (outcome) {
-    case Outcome::passed: return "passed";
-    case Outcome::failed: return "failed";
-    case Outcome::regressed: return "regressed";
-    case Outcome::inconclusive: return "inconclusive";
-    case Outcome::invalid: return "invalid";
-    case Outcome::skipped: return "skipped";
-    case Outcome::fragile: return "fragile";
-    case Outcome::unchanged: return "unchanged";
-    case Outcome::unchecked: return "unchecked";
+    case Outcome::passed:
+      return "passed";
+    case Outcome::failed:
+      return "failed";
+    case Outcome::regressed:
+      return "regressed";
+    case Outcome::inconclusive:
+      return "inconclusive";
+    case Outcome::invalid:
+      return "invalid";
+    case Outcome::skipped:
+      return "skipped";
+    case Outcome::fragile:
+      return "fragile";
+    case Outcome::unchanged:
+      return "unchanged";
+    case Outcome::unchecked:
+      return "unchecked";
   }
   return "?";
 }

@@ -13,7 +13,7 @@ enum class Outcome {
   invalid,       ///< the measurement is unusable (e.g. too many throttled blocks)
   skipped,       ///< not run here (e.g. no GPU): never counted as a pass
   fragile,       ///< passes, but uses more of its error budget than the fragility threshold
-  unchanged,     ///< candidate and baseline compile to byte-identical code: not timed, nothing changed
+  unchanged,  ///< candidate and baseline compile to byte-identical code: not timed, nothing changed
   /// No case ran the kernel (none applied, or every case fell outside its guard and the reference
   /// ran): nothing was shown, so never a pass; exit 3 whatever the policy.
   unchecked,

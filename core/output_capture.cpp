@@ -32,11 +32,12 @@ std::string OutputCapture::text() const {
   // Whole lines where possible: cut the head after its last newline, the tail after its first.
   if (auto nl = head.rfind('\n'); nl != std::string::npos && nl + 1 >= head.size() / 2)
     head.erase(nl + 1);
-  if (auto nl = tail.find('\n'); nl != std::string::npos && nl < tail.size() / 2) tail.erase(0, nl + 1);
+  if (auto nl = tail.find('\n'); nl != std::string::npos && nl < tail.size() / 2)
+    tail.erase(0, nl + 1);
   const uint64_t cut = total_ - head.size() - tail.size();
-  const uint64_t cut_lines =
-      lines_ - static_cast<uint64_t>(std::count(head.begin(), head.end(), '\n')) -
-      static_cast<uint64_t>(std::count(tail.begin(), tail.end(), '\n'));
+  const uint64_t cut_lines = lines_ -
+                             static_cast<uint64_t>(std::count(head.begin(), head.end(), '\n')) -
+                             static_cast<uint64_t>(std::count(tail.begin(), tail.end(), '\n'));
   if (!head.empty() && head.back() != '\n') head += '\n';
   return head + "[... " + std::to_string(cut) + " bytes (" + std::to_string(cut_lines) +
          " lines) of output dropped ...]\n" + tail;

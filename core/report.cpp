@@ -1,5 +1,5 @@
-// The report model's JSON form ("kgate-report/1"), reading it back, merging shards and the exit code.
-// The writers of the other formats are in report/.
+// The report model's JSON form ("kgate-report/1"), reading it back, merging shards and the exit
+// code. The writers of the other formats are in report/.
 #include "core/report.hpp"
 #include "core/safe_text.hpp"
 
@@ -35,9 +35,9 @@ double read_number(const json& j, const char* key, double fallback = 0) {
 }
 
 json stats_json(const ErrorStats& s) {
-  return {{"max_abs", number(s.max_abs)},         {"max_rel", number(s.max_rel)},
-          {"mismatches", s.mismatches},            {"elements", s.elements},
-          {"nan_mismatches", s.nan_mismatches},    {"unwritten", s.unwritten}};
+  return {{"max_abs", number(s.max_abs)},       {"max_rel", number(s.max_rel)},
+          {"mismatches", s.mismatches},         {"elements", s.elements},
+          {"nan_mismatches", s.nan_mismatches}, {"unwritten", s.unwritten}};
 }
 
 ErrorStats stats_from(const json& j) {
@@ -127,9 +127,11 @@ CorrectnessReport correctness_from(const json& c) {
   r.passed = c.value("passed", int64_t{0});
   r.failed = c.value("failed", int64_t{0});
   r.worst_margin = read_number(c, "worst_margin");
-  for (const auto& f : c.value("failures", json::array())) r.failures.push_back(case_result_from(f));
+  for (const auto& f : c.value("failures", json::array()))
+    r.failures.push_back(case_result_from(f));
   if (c.contains("minimal")) r.minimal = case_result_from(c.at("minimal"));
-  for (const auto& f : c.value("captured", json::array())) r.captured.push_back(case_result_from(f));
+  for (const auto& f : c.value("captured", json::array()))
+    r.captured.push_back(case_result_from(f));
   r.warnings = c.value("warnings", std::vector<std::string>{});
   r.fallback = c.value("fallback", int64_t{0});
   r.behaviour_checks = c.value("behaviour_checks", int64_t{0});
@@ -145,7 +147,8 @@ CorrectnessReport correctness_from(const json& c) {
   if (c.contains("null_calibration"))
     for (auto nk = c.at("null_calibration").begin(); nk != c.at("null_calibration").end(); ++nk)
       for (auto f = nk.value().begin(); f != nk.value().end(); ++f)
-        r.null_calibration[nk.key()][f.key()] = {f.value().value("cases", int64_t{0}), f.value().value("failed", int64_t{0})};
+        r.null_calibration[nk.key()][f.key()] = {f.value().value("cases", int64_t{0}),
+                                                 f.value().value("failed", int64_t{0})};
   return r;
 }
 
@@ -163,27 +166,27 @@ std::vector<double> samples_from(const json& j) {
 
 json speed_json(const SpeedComparison& s) {
   json j = {{"baseline", s.baseline},
-          {"case", s.kcase},
-          {"decision", outcome_name(s.decision)},
-          {"timer", s.timer},
-          {"ratio", number(s.ratio)},
-          {"ratio_lower", number(s.ratio_lower)},
-          {"ratio_upper", number(s.ratio_upper)},
-          {"p_value", number(s.p_value)},
-          {"p_adjusted", number(s.p_adjusted)},
-          {"delta", s.delta},
-          {"alpha", s.alpha},
-          {"blocks", s.blocks},
-          {"dropped_blocks", s.dropped_blocks},
-          {"baseline_median_ns", number(s.baseline_median_ns)},
-          {"candidate_median_ns", number(s.candidate_median_ns)},
-          {"baseline_ns", samples_json(s.baseline_ns)},
-          {"candidate_ns", samples_json(s.candidate_ns)},
-          {"note", s.note},
-          {"seconds", number(s.seconds)},
-          {"pools", s.pools},
-          {"check_seconds", number(s.check_seconds)},
-          {"checks_judged", s.checks_judged}};
+            {"case", s.kcase},
+            {"decision", outcome_name(s.decision)},
+            {"timer", s.timer},
+            {"ratio", number(s.ratio)},
+            {"ratio_lower", number(s.ratio_lower)},
+            {"ratio_upper", number(s.ratio_upper)},
+            {"p_value", number(s.p_value)},
+            {"p_adjusted", number(s.p_adjusted)},
+            {"delta", s.delta},
+            {"alpha", s.alpha},
+            {"blocks", s.blocks},
+            {"dropped_blocks", s.dropped_blocks},
+            {"baseline_median_ns", number(s.baseline_median_ns)},
+            {"candidate_median_ns", number(s.candidate_median_ns)},
+            {"baseline_ns", samples_json(s.baseline_ns)},
+            {"candidate_ns", samples_json(s.candidate_ns)},
+            {"note", s.note},
+            {"seconds", number(s.seconds)},
+            {"pools", s.pools},
+            {"check_seconds", number(s.check_seconds)},
+            {"checks_judged", s.checks_judged}};
   json checked = json::array();
   for (const auto& l : s.checked_launches) checked.push_back({l.block, l.arm, l.launch});
   j["checked_launches"] = checked;
@@ -245,7 +248,8 @@ SpeedComparison speed_from(const json& j) {
     s.sol_baseline_fraction = read_number(*l, "baseline_fraction");
     s.sol_enforced = l->value("enforced", false);
   }
-  if (j.contains("wrong_while_timed")) s.wrong_while_timed = case_result_from(j.at("wrong_while_timed"));
+  if (j.contains("wrong_while_timed"))
+    s.wrong_while_timed = case_result_from(j.at("wrong_while_timed"));
   s.gates = j.value("gates", true);
   return s;
 }
@@ -260,7 +264,8 @@ ExitCode RunReport::exit_code(bool inconclusive_fails) const {
     for (const auto& s : k.speed) {
       if (!s.gates) continue;  // informational
       if (s.decision == Outcome::regressed) regressed = true;
-      if (s.decision == Outcome::inconclusive || s.decision == Outcome::invalid) inconclusive = true;
+      if (s.decision == Outcome::inconclusive || s.decision == Outcome::invalid)
+        inconclusive = true;
     }
     if (k.outcome == Outcome::regressed) regressed = true;
     if (k.outcome == Outcome::invalid) inconclusive = true;
@@ -273,10 +278,18 @@ ExitCode RunReport::exit_code(bool inconclusive_fails) const {
 
 nlohmann::json to_json(const RunReport& report) {
   const auto& m = report.meta;
-  json meta = {{"kgate_version", m.kgate_version}, {"git_sha", m.git_sha},   {"command", m.command},
-               {"backend", m.backend},             {"device", m.device},     {"driver", m.driver},
-               {"cuda", m.cuda},                   {"torch", m.torch},       {"started_at", m.started_at},
-               {"seconds", m.seconds},             {"seed", m.seed},         {"config", m.config},
+  json meta = {{"kgate_version", m.kgate_version},
+               {"git_sha", m.git_sha},
+               {"command", m.command},
+               {"backend", m.backend},
+               {"device", m.device},
+               {"driver", m.driver},
+               {"cuda", m.cuda},
+               {"torch", m.torch},
+               {"started_at", m.started_at},
+               {"seconds", m.seconds},
+               {"seed", m.seed},
+               {"config", m.config},
                {"clocks", m.clocks}};
   if (!m.base.is_null()) meta["base"] = m.base;
   json kernels = json::array();
@@ -292,9 +305,10 @@ nlohmann::json to_json(const RunReport& report) {
                    {"seconds", k.seconds},
                    {"correctness", correctness_json(k.correctness)},
                    {"speed", speed}};
-    if (!k.worker_device.empty())
-    {
-      kernel["worker"] = {{"device", k.worker_device}, {"start_s", number(k.worker_start_s)}, {"end_s", number(k.worker_end_s)}};
+    if (!k.worker_device.empty()) {
+      kernel["worker"] = {{"device", k.worker_device},
+                          {"start_s", number(k.worker_start_s)},
+                          {"end_s", number(k.worker_end_s)}};
       if (k.worker_ordinal >= 0) kernel["worker"]["ordinal"] = k.worker_ordinal;
     }
     if (k.worker_output_bytes > 0)
@@ -303,13 +317,15 @@ nlohmann::json to_json(const RunReport& report) {
                                  {"dropped_bytes", k.worker_output_dropped_bytes}};
     if (!k.baseline.empty()) {
       kernel["baseline"] = {{"name", k.baseline}, {"source", k.baseline_source}};
-      if (k.baseline_correctness) kernel["baseline"]["correctness"] = correctness_json(*k.baseline_correctness);
+      if (k.baseline_correctness)
+        kernel["baseline"]["correctness"] = correctness_json(*k.baseline_correctness);
     }
     if (!k.base.is_null()) kernel["base"] = k.base;
     if (!k.launches.is_null()) kernel["launches"] = k.launches;
     if (k.workload_variants > 0) {
       json w = {{"variants", k.workload_variants}, {"calls", k.workload_calls}};
-      w["speedup_vs_eager"] = k.workload_speedup_vs_eager ? number(*k.workload_speedup_vs_eager) : json(nullptr);
+      w["speedup_vs_eager"] =
+          k.workload_speedup_vs_eager ? number(*k.workload_speedup_vs_eager) : json(nullptr);
       w["speedup_vs_baseline"] =
           k.workload_speedup_vs_baseline ? number(*k.workload_speedup_vs_baseline) : json(nullptr);
       kernel["workload"] = w;
@@ -329,9 +345,11 @@ nlohmann::json to_json(const RunReport& report) {
   return out;
 }
 
-RunReport merge_reports(const std::vector<RunReport>& shards, const std::vector<std::string>& names) {
+RunReport merge_reports(const std::vector<RunReport>& shards,
+                        const std::vector<std::string>& names) {
   if (shards.empty()) throw_usage("nothing to merge: give the shards' report.json files");
-  if (names.size() != shards.size()) throw Error(ErrorKind::internal, "merge_reports: one name per shard");
+  if (names.size() != shards.size())
+    throw Error(ErrorKind::internal, "merge_reports: one name per shard");
   RunReport out;
   out.meta = shards.front().meta;
   out.meta.seconds = 0;
@@ -339,26 +357,31 @@ RunReport merge_reports(const std::vector<RunReport>& shards, const std::vector<
   for (size_t i = 0; i < shards.size(); ++i) {
     const RunReport& r = shards[i];
     if (r.meta.seed != out.meta.seed)
-      throw_usage(names[i] + " ran with seed " + std::to_string(r.meta.seed) + " but " + names.front() + " with " +
-                  std::to_string(out.meta.seed) + ": shards of one run share their seed (pass the same --seed)");
+      throw_usage(names[i] + " ran with seed " + std::to_string(r.meta.seed) + " but " +
+                  names.front() + " with " + std::to_string(out.meta.seed) +
+                  ": shards of one run share their seed (pass the same --seed)");
     const auto base_sha = [](const RunMeta& m) {
       return m.base.is_object() ? m.base.value("sha", std::string()) : std::string();
     };
     if (base_sha(r.meta) != base_sha(out.meta))
-      throw_usage(names[i] + " was paired with base " + (base_sha(r.meta).empty() ? "(none)" : base_sha(r.meta)) +
-                  " but " + names.front() + " with " + (base_sha(out.meta).empty() ? "(none)" : base_sha(out.meta)) +
+      throw_usage(names[i] + " was paired with base " +
+                  (base_sha(r.meta).empty() ? "(none)" : base_sha(r.meta)) + " but " +
+                  names.front() + " with " +
+                  (base_sha(out.meta).empty() ? "(none)" : base_sha(out.meta)) +
                   ": shards of one run share their base build (the same --baseline-build)");
     if (r.meta.backend != out.meta.backend)
-      throw_usage(names[i] + " ran on the " + r.meta.backend + " backend but " + names.front() + " on " +
-                  out.meta.backend + ": shards of one run share their backend");
+      throw_usage(names[i] + " ran on the " + r.meta.backend + " backend but " + names.front() +
+                  " on " + out.meta.backend + ": shards of one run share their backend");
     for (const auto& k : r.kernels) {
       const auto [it, fresh] = owner.emplace(k.name, names[i]);
       if (!fresh)
         throw_usage("kernel '" + k.name + "' is in both " + it->second + " and " + names[i] +
-                    ": each kernel belongs to one shard (same --shard twice, or overlapping --kernel lists?)");
+                    ": each kernel belongs to one shard (same --shard twice, or overlapping "
+                    "--kernel lists?)");
       out.kernels.push_back(k);
     }
-    out.google_benchmark.insert(out.google_benchmark.end(), r.google_benchmark.begin(), r.google_benchmark.end());
+    out.google_benchmark.insert(out.google_benchmark.end(), r.google_benchmark.begin(),
+                                r.google_benchmark.end());
     if (i == 0) out.removed = r.removed;  // every shard lists the same removed kernels
     out.meta.seconds = std::max(out.meta.seconds, r.meta.seconds);
     if (out.meta.device.empty()) out.meta.device = r.meta.device;
@@ -431,7 +454,8 @@ RunReport report_from_json(const nlohmann::json& j) {
     r.kernels.push_back(std::move(k));
   }
   if (j.contains("google_benchmark") && j.at("google_benchmark").is_array())
-    for (const auto& g : j.at("google_benchmark")) r.google_benchmark.push_back(google_benchmark_from_json(g));
+    for (const auto& g : j.at("google_benchmark"))
+      r.google_benchmark.push_back(google_benchmark_from_json(g));
   if (j.contains("removed") && j.at("removed").is_array()) r.removed = j.at("removed");
   return r;
 }

@@ -27,9 +27,9 @@ inline constexpr const char* kReportSchema = "kgate-report/1";
 
 /// Error statistics of one output against one comparison target.
 struct ErrorStats {
-  double max_abs = 0;       ///< max |out - target| over finite pairs
-  double max_rel = 0;       ///< max |out - target| / |target| over finite, nonzero targets
-  int64_t mismatches = 0;   ///< elements outside the tolerance
+  double max_abs = 0;      ///< max |out - target| over finite pairs
+  double max_rel = 0;      ///< max |out - target| / |target| over finite, nonzero targets
+  int64_t mismatches = 0;  ///< elements outside the tolerance
   int64_t elements = 0;
   int64_t nan_mismatches = 0;  ///< elements whose NaN/Inf pattern differs from the target's
   int64_t unwritten = 0;       ///< elements still holding the poison value after the launch
@@ -39,18 +39,19 @@ struct ErrorStats {
 struct CaseResult {
   Case kcase;
   Outcome outcome = Outcome::passed;
-  std::string rule;       ///< allclose, ulp, ref_ratio, memory, fault, ...
-  double observed = 0;    ///< the observed error under that rule
-  double allowed = 0;     ///< the allowed error under that rule
-  double margin = 0;      ///< observed / allowed (<= 1 passes)
-  std::string message;    ///< why it failed, in words
+  std::string rule;     ///< allclose, ulp, ref_ratio, memory, fault, ...
+  double observed = 0;  ///< the observed error under that rule
+  double allowed = 0;   ///< the allowed error under that rule
+  double margin = 0;    ///< observed / allowed (<= 1 passes)
+  std::string message;  ///< why it failed, in words
   ErrorStats vs_reference;
   ErrorStats vs_oracle;
   double reference_vs_oracle_max_abs = 0;  ///< the eager reference's own error
-  std::string repro;      ///< one-line command that replays this case
-  uint64_t output_fingerprint = 0;  ///< hash of the first output's bits (determinism check; not serialized)
-  /// The memory checks, as measured (unwritten elements are vs_reference.unwritten); not serialized:
-  /// the verdict's rule and message carry them into the report.
+  std::string repro;                       ///< one-line command that replays this case
+  uint64_t output_fingerprint =
+      0;  ///< hash of the first output's bits (determinism check; not serialized)
+  /// The memory checks, as measured (unwritten elements are vs_reference.unwritten); not
+  /// serialized: the verdict's rule and message carry them into the report.
   bool guard_bands_intact = true;
   bool inputs_modified = false;
   /// The case was outside the kernel's guard (KernelInfo::accepts): the eager reference ran
@@ -66,14 +67,15 @@ struct CorrectnessReport {
   int64_t passed = 0;
   int64_t failed = 0;
   double worst_margin = 0;
-  std::vector<CaseResult> failures;     ///< as found (capped)
-  std::optional<CaseResult> minimal;    ///< the shrunk failing case
-  std::vector<std::string> warnings;    ///< e.g. weak case families
-  int64_t fallback = 0;                 ///< cases outside the kernel's guard (the reference ran)
+  std::vector<CaseResult> failures;   ///< as found (capped)
+  std::optional<CaseResult> minimal;  ///< the shrunk failing case
+  std::vector<std::string> warnings;  ///< e.g. weak case families
+  int64_t fallback = 0;               ///< cases outside the kernel's guard (the reference ran)
   /// Every captured-inputs case (Values::captured) and how it went, passed or not: each is
   /// reported under its file's name.
   std::vector<CaseResult> captured;
-  int64_t behaviour_checks = 0;         ///< stale-output and determinism checks run (failures count in failed)
+  int64_t behaviour_checks =
+      0;  ///< stale-output and determinism checks run (failures count in failed)
   /// Cases the op's reference (an op file's TorchScript) failed on: neither passed nor failed; a
   /// kernel with any is not passed (outcome invalid unless it failed).
   int64_t reference_errors = 0;
@@ -82,7 +84,8 @@ struct CorrectnessReport {
   int64_t skipped = 0;
   double seconds = 0;  ///< wall time of the correctness phase (cases, shrinking, behaviour checks)
   /// Cases on which the kernel faulted on the GPU (the CUDA context was lost), in the order run.
-  /// Each fault ends its worker process; kgate check goes on with the remaining cases in a fresh one.
+  /// Each fault ends its worker process; kgate check goes on with the remaining cases in a fresh
+  /// one.
   std::vector<std::string> faulted;
   /// Cases on which the op's reference (eager, oracle, magnitude or a guard's fallback) faulted
   /// on the GPU: the reference's, never the kernel's. A case whose reference faulted on a view
@@ -107,22 +110,22 @@ struct CorrectnessReport {
 
 /// One timed comparison of a candidate against a baseline.
 struct SpeedComparison {
-  std::string baseline;   ///< "eager" or the baseline package / kernel name
+  std::string baseline;  ///< "eager" or the baseline package / kernel name
   Case kcase;
   Outcome decision = Outcome::inconclusive;
-  std::string timer;      ///< cupti, events or chrono
-  double ratio = 1;       ///< Hodges-Lehmann estimate of time(candidate) / time(baseline)
-  double ratio_lower = 0; ///< confidence bound on the ratio (lower)
-  double ratio_upper = 0; ///< confidence bound on the ratio (upper)
-  double p_value = 1;     ///< one-sided, against a slowdown of more than delta
-  double p_adjusted = 1;  ///< after the multiple-comparison correction
+  std::string timer;       ///< cupti, events or chrono
+  double ratio = 1;        ///< Hodges-Lehmann estimate of time(candidate) / time(baseline)
+  double ratio_lower = 0;  ///< confidence bound on the ratio (lower)
+  double ratio_upper = 0;  ///< confidence bound on the ratio (upper)
+  double p_value = 1;      ///< one-sided, against a slowdown of more than delta
+  double p_adjusted = 1;   ///< after the multiple-comparison correction
   double delta = 0.02;
   double alpha = 0.05;
   int64_t blocks = 0;
   int64_t dropped_blocks = 0;
   double baseline_median_ns = 0;
   double candidate_median_ns = 0;
-  std::vector<double> baseline_ns;   ///< raw per-launch samples
+  std::vector<double> baseline_ns;  ///< raw per-launch samples
   std::vector<double> candidate_ns;
   std::string note;
   double seconds = 0;  ///< wall time of this comparison (warm-up, blocks, statistics)
@@ -167,9 +170,9 @@ struct KernelReport {
   std::string name;
   std::string op;
   std::string backend;
-  std::string source;       ///< in-tree kernel or package path
+  std::string source;  ///< in-tree kernel or package path
   Outcome outcome = Outcome::passed;
-  std::string message;      ///< a fault, a hang, a skip reason
+  std::string message;  ///< a fault, a hang, a skip reason
   /// What the kernel's worker process printed (stdout and stderr), capped: its first and last
   /// lines, made safe for a log; with the total and the dropped byte counts. Empty: nothing printed
   /// (or not isolated).
@@ -210,18 +213,19 @@ struct KernelReport {
 
 /// The end of the warning a correctness twin gets instead of timing (the console groups them).
 inline constexpr const char* kTwinNotTimed =
-    "is a correctness twin (a simple reference kernel for the mutant suite), not a deployment candidate: not timed";
+    "is a correctness twin (a simple reference kernel for the mutant suite), not a deployment "
+    "candidate: not timed";
 
 struct RunMeta {
   std::string kgate_version;
   std::string git_sha;
   std::string command;
   std::string backend;
-  std::string device;       ///< GPU name or "cpu"
+  std::string device;  ///< GPU name or "cpu"
   std::string driver;
   std::string cuda;
   std::string torch;
-  std::string started_at;   ///< ISO 8601 UTC
+  std::string started_at;  ///< ISO 8601 UTC
   double seconds = 0;
   uint64_t seed = 0;
   nlohmann::json config = nlohmann::json::object();
@@ -252,7 +256,8 @@ RunReport report_from_json(const nlohmann::json& j);
 /// Throws a usage Error naming both files when two shards hold the same kernel, and when the
 /// shards ran with different seeds or backends (they would not be one run). Multiple-comparison
 /// corrections are the caller's (adjust_speed_decisions over the joined kernels).
-RunReport merge_reports(const std::vector<RunReport>& shards, const std::vector<std::string>& names);
+RunReport merge_reports(const std::vector<RunReport>& shards,
+                        const std::vector<std::string>& names);
 // The writers of junit.xml, summary.md, report.html, the annotations and the console table are
 // in report/ (report/writers.hpp).
 

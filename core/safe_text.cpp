@@ -39,10 +39,14 @@ std::string hex_byte(unsigned char c) {
 
 std::string escape_control(unsigned char c) {
   switch (c) {
-    case '\n': return "\\n";
-    case '\t': return "\\t";
-    case '\r': return "\\r";
-    default: break;
+    case '\n':
+      return "\\n";
+    case '\t':
+      return "\\t";
+    case '\r':
+      return "\\r";
+    default:
+      break;
   }
   char buf[8];
   std::snprintf(buf, sizeof buf, "\\u%04x", c);
@@ -144,13 +148,15 @@ std::string safe_log_text(std::string_view text, std::size_t max_bytes) {
   return out;
 }
 
-std::string join(const std::vector<std::string>& items, std::string_view sep, std::size_t max_items) {
+std::string join(const std::vector<std::string>& items, std::string_view sep,
+                 std::size_t max_items) {
   std::string out;
   for (std::size_t i = 0; i < items.size() && i < max_items; ++i) {
     if (i > 0) out += sep;
     out += items[i];
   }
-  if (items.size() > max_items) out += std::string(sep) + "... (" + std::to_string(items.size()) + " in all)";
+  if (items.size() > max_items)
+    out += std::string(sep) + "... (" + std::to_string(items.size()) + " in all)";
   return out;
 }
 

@@ -14,7 +14,8 @@ namespace kgate {
 /// One tensor of a safetensors header; its bytes are [begin, end) of the data that follows.
 struct SafetensorsTensor {
   std::string name;
-  std::string dtype;  ///< as in the file: "F32", "F16", "BF16", "F64", "I64", "I32", "I16", "I8", "U8", "BOOL"
+  std::string dtype;  ///< as in the file: "F32", "F16", "BF16", "F64", "I64", "I32", "I16", "I8",
+                      ///< "U8", "BOOL"
   std::vector<int64_t> shape;
   uint64_t begin = 0;
   uint64_t end = 0;
@@ -26,9 +27,9 @@ struct SafetensorsTensor {
 /// overlap, and each holds exactly numel * element size bytes.
 struct SafetensorsFile {
   std::string path;
-  std::vector<SafetensorsTensor> tensors;        ///< in the order of their data
+  std::vector<SafetensorsTensor> tensors;       ///< in the order of their data
   std::map<std::string, std::string> metadata;  ///< the header's "__metadata__" (string values)
-  uint64_t data_start = 0;                       ///< file offset of the data region
+  uint64_t data_start = 0;                      ///< file offset of the data region
 
   const SafetensorsTensor* find(const std::string& name) const;
 };
@@ -41,7 +42,8 @@ int safetensors_dtype_size(const std::string& dtype);
 SafetensorsFile read_safetensors_header(const std::string& path);
 
 /// The bytes of one tensor of `file` (little-endian, row-major, as stored).
-std::vector<char> read_safetensors_data(const SafetensorsFile& file, const SafetensorsTensor& tensor);
+std::vector<char> read_safetensors_data(const SafetensorsFile& file,
+                                        const SafetensorsTensor& tensor);
 
 /// A tensor to write: its bytes must hold numel(shape) * safetensors_dtype_size(dtype).
 struct SafetensorsInput {

@@ -38,14 +38,16 @@ using Path = std::vector<Step>;
 
 std::string field_of(const Path& path) {
   std::string out;
-  for (const auto& s : path) out += s.index ? "[" + std::to_string(s.i) + "]" : (out.empty() ? "" : ".") + s.key;
+  for (const auto& s : path)
+    out += s.index ? "[" + std::to_string(s.i) + "]" : (out.empty() ? "" : ".") + s.key;
   return out.empty() ? "(document)" : out;
 }
 
 bool path_within(const Path& p, const Path& parent) {
   if (p.size() < parent.size()) return false;
   for (std::size_t k = 0; k < parent.size(); ++k)
-    if (p[k].index != parent[k].index || p[k].key != parent[k].key || p[k].i != parent[k].i) return false;
+    if (p[k].index != parent[k].index || p[k].key != parent[k].key || p[k].i != parent[k].i)
+      return false;
   return true;
 }
 
@@ -53,7 +55,8 @@ bool path_within(const Path& p, const Path& parent) {
 const json* value_at(const json& doc, const Path& path) {
   const json* v = &doc;
   for (const auto& s : path) {
-    if (s.index ? !v->is_array() || s.i >= v->size() : !v->is_object() || !v->contains(s.key)) return nullptr;
+    if (s.index ? !v->is_array() || s.i >= v->size() : !v->is_object() || !v->contains(s.key))
+      return nullptr;
     v = s.index ? &(*v)[s.i] : &(*v)[s.key];
   }
   return v;
@@ -99,9 +102,11 @@ constexpr std::size_t kLongestPatterned = 1024;
 bool has_long_string(const json& v) {
   if (v.is_string()) return v.get_ref<const std::string&>().size() > kLongestPatterned;
   if (v.is_structured())
-    for (const auto& e : v) if (has_long_string(e)) return true;
+    for (const auto& e : v)
+      if (has_long_string(e)) return true;
   if (v.is_object())
-    for (const auto& e : v.items()) if (e.key().size() > kLongestPatterned) return true;
+    for (const auto& e : v.items())
+      if (e.key().size() > kLongestPatterned) return true;
   return false;
 }
 
@@ -168,7 +173,8 @@ std::string describe_json(const json& v) {
 
 bool field_within(const std::string& field, const std::string& parent) {
   if (field.rfind(parent, 0) != 0) return false;
-  return field.size() == parent.size() || field[parent.size()] == '.' || field[parent.size()] == '[';
+  return field.size() == parent.size() || field[parent.size()] == '.' ||
+         field[parent.size()] == '[';
 }
 
 struct SchemaCheck::Impl {
@@ -208,7 +214,8 @@ struct SchemaCheck::Impl {
     n = resolve(n);
     if (!n.j || !n.j->is_object()) return {};
     const ojson& j = *n.j;
-    if (!s.index && j.contains("properties") && j["properties"].contains(s.key) && j["properties"][s.key].is_object())
+    if (!s.index && j.contains("properties") && j["properties"].contains(s.key) &&
+        j["properties"][s.key].is_object())
       return member(member(n, "properties"), s.key);
     if (s.index && j.contains("items")) {
       const Node items = member(n, "items");
@@ -250,7 +257,8 @@ struct SchemaCheck::Impl {
 
   /// What schema `n` expects, in words.
   std::string expected(Node n) const {
-    if (n.j && n.j->is_object() && n.j->contains("x-expected")) return (*n.j)["x-expected"].get<std::string>();
+    if (n.j && n.j->is_object() && n.j->contains("x-expected"))
+      return (*n.j)["x-expected"].get<std::string>();
     n = resolve(n);
     if (!n.j || !n.j->is_object()) return "a value this format allows";
     const ojson& j = *n.j;
@@ -258,16 +266,19 @@ struct SchemaCheck::Impl {
     if (j.contains("const")) return j["const"].dump();
     if (j.contains("enum")) {
       std::vector<std::string> values;
-      for (const auto& v : j["enum"]) values.push_back(v.is_string() ? v.get<std::string>() : v.dump());
+      for (const auto& v : j["enum"])
+        values.push_back(v.is_string() ? v.get<std::string>() : v.dump());
       return "one of " + join(values);
     }
     for (const char* kw : {"oneOf", "anyOf"})
       if (j.contains(kw)) {
         std::vector<std::string> each;
-        for (std::size_t b = 0; b < j[kw].size(); ++b) each.push_back(expected(member(member(n, kw), std::to_string(b))));
+        for (std::size_t b = 0; b < j[kw].size(); ++b)
+          each.push_back(expected(member(member(n, kw), std::to_string(b))));
         return join(each, " or ");
       }
-    const std::string type = j.contains("type") && j["type"].is_string() ? j["type"].get<std::string>() : "";
+    const std::string type =
+        j.contains("type") && j["type"].is_string() ? j["type"].get<std::string>() : "";
     if (type == "integer" || type == "number") {
       const std::string what = type == "integer" ? "an integer" : "a number";
       const bool lo = j.contains("minimum"), hi = j.contains("maximum");
@@ -279,16 +290,21 @@ struct SchemaCheck::Impl {
       if (hi) return what + " <= " + j["maximum"].dump();
       return what;
     }
-    if (type == "string") return j.contains("maxLength") ? "a string of at most " + j["maxLength"].dump() + " characters" : "a string";
+    if (type == "string")
+      return j.contains("maxLength")
+                 ? "a string of at most " + j["maxLength"].dump() + " characters"
+                 : "a string";
     if (type == "boolean") return "true or false";
     if (type == "array") {
-      const std::string of = j.contains("items") && j["items"].is_object() ? " of " + plural(member(n, "items")) : "";
+      const std::string of =
+          j.contains("items") && j["items"].is_object() ? " of " + plural(member(n, "items")) : "";
       if (j.contains("maxItems"))
-        return "an array of " + (j.contains("minItems") ? j["minItems"].dump() : std::string("0")) + " to " +
-               j["maxItems"].dump() + of;
+        return "an array of " + (j.contains("minItems") ? j["minItems"].dump() : std::string("0")) +
+               " to " + j["maxItems"].dump() + of;
       return (j.value("minItems", 0) > 0 ? "a non-empty array" : "an array") + of;
     }
-    if (type == "object") return j.value("minProperties", 0) > 0 ? "a non-empty object" : "an object";
+    if (type == "object")
+      return j.value("minProperties", 0) > 0 ? "a non-empty object" : "an object";
     return "a value this format allows";
   }
 
@@ -307,7 +323,8 @@ struct SchemaCheck::Impl {
       json whole = plain;
       whole.erase("$id");
       whole.erase("$schema");
-      json doc = {{"$defs", plain.value("$defs", json::object())}, {"x-whole", whole},
+      json doc = {{"$defs", plain.value("$defs", json::object())},
+                  {"x-whole", whole},
                   {"allOf", json::array({{{"$ref", "#/x-whole" + pointer}}})}};
       p = std::make_unique<valijson::Schema>();
       parse_schema(doc, *p);
@@ -330,7 +347,8 @@ struct SchemaCheck::Impl {
       // A failed choice reports its branches' errors just before itself: they are judged anew.
       if (starts(d, "Failed to validate against any child schemas allowed by oneOf") ||
           starts(d, "Failed to validate against any schemas allowed by anyOf"))
-        for (std::size_t b = k; b-- > 0 && path_within(raws[b].path, raws[k].path);) dropped[b] = true;
+        for (std::size_t b = k; b-- > 0 && path_within(raws[b].path, raws[k].path);)
+          dropped[b] = true;
     }
     std::vector<Path> enclosing;  // paths below which something failed
     const auto full = [&](const Path& p) {
@@ -373,7 +391,8 @@ struct SchemaCheck::Impl {
         const std::size_t j = std::stoul(d.substr(d.find('#', d.find("and")) + 1));
         Path p = full(path);
         p.push_back({"", true, j});
-        out.push_back({p, (j < v->size() ? describe_json((*v)[j]) : std::string("an item")) + " is listed twice"});
+        out.push_back({p, (j < v->size() ? describe_json((*v)[j]) : std::string("an item")) +
+                              " is listed twice"});
       } else {
         out.push_back({full(path), "expected " + expected(n) + ", found " + describe_json(*v)});
       }
@@ -382,7 +401,9 @@ struct SchemaCheck::Impl {
     // does not say which), or a value refused as a whole.
     for (const auto& e : enclosing) {
       const Path p = full(e);
-      if (std::any_of(out.begin(), out.end(), [&](const Problem& x) { return path_within(x.path, p); })) continue;
+      if (std::any_of(out.begin(), out.end(),
+                      [&](const Problem& x) { return path_within(x.path, p); }))
+        continue;
       const json* v = value_at(value, e);
       const Node n = resolve(node_at(root, e));
       if (!v || !n.j) continue;
@@ -394,10 +415,12 @@ struct SchemaCheck::Impl {
           if (validator.validate(part(names.pointer), key, nullptr)) continue;
           Path kp = p;
           kp.push_back({item.key(), false, 0});
-          out.push_back({kp, "expected " + expected(names) + " as a name, found " + quote_untrusted(item.key(), 60)});
+          out.push_back({kp, "expected " + expected(names) + " as a name, found " +
+                                 quote_untrusted(item.key(), 60)});
         }
       }
-      if (!std::any_of(out.begin(), out.end(), [&](const Problem& x) { return path_within(x.path, p); }))
+      if (!std::any_of(out.begin(), out.end(),
+                       [&](const Problem& x) { return path_within(x.path, p); }))
         out.push_back({p, "expected " + expected(n) + ", found " + describe_json(*v)});
     }
   }
@@ -414,7 +437,8 @@ struct SchemaCheck::Impl {
       if (std::find(known.begin(), known.end(), key) != known.end()) continue;
       std::string guess = closest(key, known);
       if (auto it = synonyms.find(key);
-          guess.empty() && it != synonyms.end() && std::find(known.begin(), known.end(), it->second) != known.end())
+          guess.empty() && it != synonyms.end() &&
+          std::find(known.begin(), known.end(), it->second) != known.end())
         guess = it->second;
       Path p = path;
       p.push_back({key, false, 0});
@@ -430,7 +454,8 @@ struct SchemaCheck::Impl {
     const char* kw = n.j->contains("oneOf") ? "oneOf" : "anyOf";
     const Node list = member(n, kw);
     std::vector<Node> branches;
-    for (std::size_t b = 0; b < list.j->size(); ++b) branches.push_back(resolve(member(list, std::to_string(b))));
+    for (std::size_t b = 0; b < list.j->size(); ++b)
+      branches.push_back(resolve(member(list, std::to_string(b))));
     // Branches that differ only by the key they require: {"required": ["tensor"]}, ...
     std::vector<std::string> keys, present;
     bool by_key = true;
@@ -447,8 +472,10 @@ struct SchemaCheck::Impl {
       if (present.empty() && std::string(kw) == "anyOf") {  // one of several keys is needed
         Path p = path;
         p.push_back({keys[0], false, 0});
-        out.push_back({p, "missing; expected " + expected(child(n, p.back())) +
-                              (keys.size() > 1 ? " (or " + join({keys.begin() + 1, keys.end()}, ", or ") + ")" : "")});
+        out.push_back(
+            {p, "missing; expected " + expected(child(n, p.back())) +
+                    (keys.size() > 1 ? " (or " + join({keys.begin() + 1, keys.end()}, ", or ") + ")"
+                                     : "")});
       } else {
         out.push_back({path, "expected exactly one of " + join(keys) + ", found " +
                                  (present.empty() ? std::string("none") : join(present, " and "))});
@@ -496,7 +523,8 @@ std::vector<SchemaProblem> SchemaCheck::problems(const json& original) const {
   std::vector<SchemaProblem> out;
   for (const auto& p : found) {
     const std::string field = field_of(p.path);
-    if (std::none_of(out.begin(), out.end(), [&](const SchemaProblem& x) { return x.field == field; }))
+    if (std::none_of(out.begin(), out.end(),
+                     [&](const SchemaProblem& x) { return x.field == field; }))
       out.push_back({field, p.message});
   }
   if (out.empty()) out.push_back({"(document)", "not valid under the format's schema"});

@@ -1,7 +1,8 @@
 // The structural checks of kgate's file formats: a JSON Schema (draft-07) run through a schema
 // validator (valijson), its errors said as kgate says problems: the field (launches[2].grid[0]),
 // what was found, what was expected, and a did-you-mean for an unknown key. The schemas of
-// kgate-package/1 and kgate-op/1 are compiled into the library: kgate checks files outside its tree.
+// kgate-package/1 and kgate-op/1 are compiled into the library: kgate checks files outside its
+// tree.
 #pragma once
 
 #include <algorithm>
@@ -51,10 +52,12 @@ bool field_within(const std::string& field, const std::string& parent);
 /// the check says more (which symbol is undeclared, which part of a path leaves the package), so
 /// the schema's line for that field goes. `Problem` is any type with a `field`.
 template <typename Problem>
-std::vector<SchemaProblem> unspoken(const std::vector<SchemaProblem>& schema, const std::vector<Problem>& checks) {
+std::vector<SchemaProblem> unspoken(const std::vector<SchemaProblem>& schema,
+                                    const std::vector<Problem>& checks) {
   std::vector<SchemaProblem> out;
   for (const auto& s : schema)
-    if (std::none_of(checks.begin(), checks.end(), [&](const Problem& p) { return p.field == s.field; }))
+    if (std::none_of(checks.begin(), checks.end(),
+                     [&](const Problem& p) { return p.field == s.field; }))
       out.push_back(s);
   return out;
 }

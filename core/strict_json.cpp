@@ -43,7 +43,8 @@ nlohmann::json parse_strict_json(const std::string& text, std::string* duplicate
   if (const size_t at = too_deep_at(text); at != std::string::npos)
     throw json::parse_error::create(
         101, at + 1,
-        "arrays and objects are nested more than " + std::to_string(kMaxJsonDepth) + " levels deep", nullptr);
+        "arrays and objects are nested more than " + std::to_string(kMaxJsonDepth) + " levels deep",
+        nullptr);
   std::vector<std::set<std::string>> keys;  // one set per open object
   const json::parser_callback_t on_event = [&](int, json::parse_event_t event, json& parsed) {
     if (event == json::parse_event_t::object_start) keys.emplace_back();

@@ -1,4 +1,5 @@
-// The torch-free view of a tensor that kernels receive: pointer, dtype, sizes, strides (in elements).
+// The torch-free view of a tensor that kernels receive: pointer, dtype, sizes, strides (in
+// elements).
 #pragma once
 
 #include <cstdint>
@@ -30,7 +31,9 @@ struct TensorView {
     return true;
   }
   template <typename T>
-  T* as() const { return static_cast<T*>(data); }
+  T* as() const {
+    return static_cast<T*>(data);
+  }
 };
 
 }  // namespace kgate

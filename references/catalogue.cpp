@@ -26,15 +26,15 @@
 #include <mutex>
 #include <set>
 
+#include "core/captured.hpp"
 #include "core/error.hpp"
 #include "core/expr.hpp"
-#include "core/captured.hpp"
-#include "core/safetensors.hpp"
 #include "core/op_file.hpp"
-#include "runtime/embedded_op_files.hpp"
+#include "core/safetensors.hpp"
 #include "references/counter_rng.hpp"
 #include "references/op_reference.hpp"
 #include "references/script_op.hpp"
+#include "runtime/embedded_op_files.hpp"
 #include "runtime/kernel.hpp"
 
 namespace kgate {
@@ -92,10 +92,9 @@ const OpEntry kOps[] = {
 struct Catalogue {
   std::deque<OpSignature> signatures;
   std::deque<OpReference> references;
-  std::set<std::string> loaded_paths;  // canonical paths of the op files loaded
+  std::set<std::string> loaded_paths;            // canonical paths of the op files loaded
   std::map<std::string, std::string> file_text;  // op name -> its op file's bytes
 };
-
 
 Catalogue& catalogue_storage() {
   static Catalogue c = [] {
@@ -129,14 +128,17 @@ void add_file(Catalogue& cat, const std::string& file_path) {
     const OpSignature* first = nullptr;
     for (const auto& s : cat.signatures)
       if (s.name == file.signature.name) first = &s;
-    throw_usage("op file " + file_path + ": op '" + file.signature.name + "' is already defined by " +
-                (first ? first->origin : std::string("another op file")) + ", and the two differ in " + fields +
-                " (every field but summary and description defines the op): rename one (\"name\": \"" +
-                file.signature.name + "_v2\", and the kernels' \"op\") or load only one of them");
+    throw_usage(
+        "op file " + file_path + ": op '" + file.signature.name + "' is already defined by " +
+        (first ? first->origin : std::string("another op file")) + ", and the two differ in " +
+        fields +
+        " (every field but summary and description defines the op): rename one (\"name\": \"" +
+        file.signature.name + "_v2\", and the kernels' \"op\") or load only one of them");
   }
   for (const auto& s : cat.signatures)
     if (s.name == file.signature.name)
-      throw_usage("op file " + file_path + ": op '" + s.name + "' is already defined by " + s.origin +
+      throw_usage("op file " + file_path + ": op '" + s.name + "' is already defined by " +
+                  s.origin +
                   " (kgate builds it in); rename it (\"name\") or load only one of them");
   OpReference ref = script_reference(file);
   cat.loaded_paths.insert(canonical);
@@ -179,17 +181,22 @@ size_t index_of(const std::string& name) {
   std::sort(names.begin(), names.end());
   std::string known;
   for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
-  throw_usage("unknown op '" + name + "'; known ops: " + known +
-              " (`kgate list --ops` shows them; an op of your own needs its op file: --ops FILE_OR_DIR)");
+  throw_usage(
+      "unknown op '" + name + "'; known ops: " + known +
+      " (`kgate list --ops` shows them; an op of your own needs its op file: --ops FILE_OR_DIR)");
 }
 
 double smallest_normal(DType d) {
   switch (d) {
-    case DType::f16: return 6.103515625e-05;
+    case DType::f16:
+      return 6.103515625e-05;
     case DType::bf16:
-    case DType::f32: return 1.1754943508222875e-38;
-    case DType::f8e4m3: return 0.015625;
-    default: return 2.2250738585072014e-308;
+    case DType::f32:
+      return 1.1754943508222875e-38;
+    case DType::f8e4m3:
+      return 0.015625;
+    default:
+      return 2.2250738585072014e-308;
   }
 }
 
@@ -223,44 +230,72 @@ void add_ops_path(const std::string& path) {
   std::error_code ec;
   const std::string absolute = fs::absolute(path, ec).string();
   if (absolute.find(':') != std::string::npos)
-    throw_usage("--ops " + path + ": a path with ':' cannot be passed on to worker processes (KGATE_OPS is ':'-separated)");
+    throw_usage(
+        "--ops " + path +
+        ": a path with ':' cannot be passed on to worker processes (KGATE_OPS is ':'-separated)");
   const char* env = std::getenv("KGATE_OPS");
   const std::string joined = env && *env ? std::string(env) + ":" + absolute : absolute;
   ::setenv("KGATE_OPS", joined.c_str(), 1);
   load_op_files(absolute);
 }
-const OpSignature& find_op(const std::string& name) { return catalogue().signatures[index_of(name)]; }
-const OpReference& op_reference(const std::string& name) { return catalogue().references[index_of(name)]; }
+const OpSignature& find_op(const std::string& name) {
+  return catalogue().signatures[index_of(name)];
+}
+const OpReference& op_reference(const std::string& name) {
+  return catalogue().references[index_of(name)];
+}
 
 at::ScalarType to_scalar_type(DType dtype) {
   switch (dtype) {
-    case DType::f16: return at::kHalf;
-    case DType::bf16: return at::kBFloat16;
-    case DType::f32: return at::kFloat;
-    case DType::f64: return at::kDouble;
-    case DType::i32: return at::kInt;
-    case DType::i64: return at::kLong;
-    case DType::i8: return at::kChar;
-    case DType::u8: return at::kByte;
-    case DType::b8: return at::kBool;
-    case DType::f8e4m3: return at::kFloat8_e4m3fn;
+    case DType::f16:
+      return at::kHalf;
+    case DType::bf16:
+      return at::kBFloat16;
+    case DType::f32:
+      return at::kFloat;
+    case DType::f64:
+      return at::kDouble;
+    case DType::i32:
+      return at::kInt;
+    case DType::i64:
+      return at::kLong;
+    case DType::i8:
+      return at::kChar;
+    case DType::u8:
+      return at::kByte;
+    case DType::b8:
+      return at::kBool;
+    case DType::f8e4m3:
+      return at::kFloat8_e4m3fn;
   }
   return at::kFloat;
 }
 
 DType from_scalar_type(at::ScalarType type) {
   switch (type) {
-    case at::kHalf: return DType::f16;
-    case at::kBFloat16: return DType::bf16;
-    case at::kFloat: return DType::f32;
-    case at::kDouble: return DType::f64;
-    case at::kInt: return DType::i32;
-    case at::kLong: return DType::i64;
-    case at::kChar: return DType::i8;
-    case at::kByte: return DType::u8;
-    case at::kBool: return DType::b8;
-    case at::kFloat8_e4m3fn: return DType::f8e4m3;
-    default: throw Error(ErrorKind::internal, std::string("unsupported tensor dtype ") + c10::toString(type));
+    case at::kHalf:
+      return DType::f16;
+    case at::kBFloat16:
+      return DType::bf16;
+    case at::kFloat:
+      return DType::f32;
+    case at::kDouble:
+      return DType::f64;
+    case at::kInt:
+      return DType::i32;
+    case at::kLong:
+      return DType::i64;
+    case at::kChar:
+      return DType::i8;
+    case at::kByte:
+      return DType::u8;
+    case at::kBool:
+      return DType::b8;
+    case at::kFloat8_e4m3fn:
+      return DType::f8e4m3;
+    default:
+      throw Error(ErrorKind::internal,
+                  std::string("unsupported tensor dtype ") + c10::toString(type));
   }
 }
 
@@ -291,16 +326,18 @@ Attributes call_attributes(const OpSignature& op, const Case& c) {
 namespace {
 
 // A float64 tensor of `sizes` on `device`, element i = values::uniform/normal(seed, stream, i).
-at::Tensor draw(at::IntArrayRef sizes, uint64_t seed, uint64_t stream, bool gaussian, at::Device device) {
+at::Tensor draw(at::IntArrayRef sizes, uint64_t seed, uint64_t stream, bool gaussian,
+                at::Device device) {
   auto x = at::empty(sizes, at::TensorOptions().dtype(at::kDouble).device(device));
   const int64_t n = x.numel();
   if (n == 0) return x;
   double* out = x.data_ptr<double>();
   if (device.is_cuda()) {
-    const cudaError_t rc = values::fill_device(out, n, seed, stream, gaussian,
-                                               at::cuda::getCurrentCUDAStream(device.index()).stream());
+    const cudaError_t rc = values::fill_device(
+        out, n, seed, stream, gaussian, at::cuda::getCurrentCUDAStream(device.index()).stream());
     if (rc != cudaSuccess)
-      throw Error(ErrorKind::device, std::string("drawing case values on the GPU failed: ") + cudaGetErrorString(rc));
+      throw Error(ErrorKind::device,
+                  std::string("drawing case values on the GPU failed: ") + cudaGetErrorString(rc));
     return x;
   }
   at::parallel_for(0, n, 1 << 14, [&](int64_t begin, int64_t end) {
@@ -313,18 +350,28 @@ at::Tensor draw(at::IntArrayRef sizes, uint64_t seed, uint64_t stream, bool gaus
 
 }  // namespace
 
-at::Tensor make_values(Values family, at::IntArrayRef sizes, DType dtype, uint64_t seed, double extreme_magnitude,
-                       at::Device device) {
+at::Tensor make_values(Values family, at::IntArrayRef sizes, DType dtype, uint64_t seed,
+                       double extreme_magnitude, at::Device device) {
   const auto normal = [&](uint64_t stream) { return draw(sizes, seed, stream, true, device); };
   const auto uniform = [&](uint64_t stream) { return draw(sizes, seed, stream, false, device); };
   const double eps = dtype_eps(dtype);
   at::Tensor x;
   switch (family) {
-    case Values::normal: x = normal(values::kPrimary); break;
-    case Values::uniform: x = uniform(values::kPrimary) * 18.0 - 9.0; break;
-    case Values::extreme: x = (uniform(values::kPrimary) * 2.0 - 1.0) * extreme_magnitude; break;
-    case Values::tiny: x = normal(values::kPrimary) * smallest_normal(dtype); break;
-    case Values::large_mean: x = 1000.0 + normal(values::kPrimary) * std::max(1e-3, 8 * eps * 1000.0); break;
+    case Values::normal:
+      x = normal(values::kPrimary);
+      break;
+    case Values::uniform:
+      x = uniform(values::kPrimary) * 18.0 - 9.0;
+      break;
+    case Values::extreme:
+      x = (uniform(values::kPrimary) * 2.0 - 1.0) * extreme_magnitude;
+      break;
+    case Values::tiny:
+      x = normal(values::kPrimary) * smallest_normal(dtype);
+      break;
+    case Values::large_mean:
+      x = 1000.0 + normal(values::kPrimary) * std::max(1e-3, 8 * eps * 1000.0);
+      break;
     case Values::all_equal:
       x = at::full(sizes, values::normal(seed, values::kConstant, 0),
                    at::TensorOptions().dtype(at::kDouble).device(device));
@@ -341,7 +388,8 @@ at::Tensor make_values(Values family, at::IntArrayRef sizes, DType dtype, uint64
       x = normal(values::kPrimary);
       if (x.dim() > 0 && x.size(-1) >= 2) {
         const int64_t n = x.size(-1) / 2 * 2;
-        x.narrow(-1, 1, n - 1).slice(-1, 0, std::numeric_limits<int64_t>::max(), 2)
+        x.narrow(-1, 1, n - 1)
+            .slice(-1, 0, std::numeric_limits<int64_t>::max(), 2)
             .copy_(-x.narrow(-1, 0, n - 1).slice(-1, 0, std::numeric_limits<int64_t>::max(), 2));
       }
       break;
@@ -360,25 +408,29 @@ at::Tensor make_values(Values family, at::IntArrayRef sizes, DType dtype, uint64
       break;
     }
     case Values::captured:
-      throw Error(ErrorKind::internal, "captured values are read from their file (captured_inputs), not drawn");
+      throw Error(ErrorKind::internal,
+                  "captured values are read from their file (captured_inputs), not drawn");
   }
   return x.to(to_scalar_type(dtype));
 }
 
-Tensors case_inputs(const OpReference& ref, const Case& c, const OpSignature& op, at::Device device) {
+Tensors case_inputs(const OpReference& ref, const Case& c, const OpSignature& op,
+                    at::Device device) {
   if (c.values != Values::captured) return ref.make_inputs(c, op, device);
   // The file is read again (not trusted from when the case was made): its shapes must still be
   // the case's.
   const SafetensorsFile file = read_safetensors_header(c.captured_path);
   const Case now = captured_case(op, c.captured, file, c.seed);
   if (now.dims != c.dims || now.dtype != c.dtype)
-    throw Error(ErrorKind::package, "captured inputs '" + c.captured + "' changed since case " + c.id() +
-                                        " was made from them: it now reads as " + now.id());
+    throw Error(ErrorKind::package, "captured inputs '" + c.captured + "' changed since case " +
+                                        c.id() + " was made from them: it now reads as " +
+                                        now.id());
   Tensors inputs;
   for (const auto& in : op.inputs) {
     const SafetensorsTensor& t = *file.find(in.name);
     auto bytes = read_safetensors_data(file, t);
-    auto cpu = at::empty(t.shape, at::TensorOptions().dtype(to_scalar_type(op.tensor_dtype(in, c.dtype))));
+    auto cpu =
+        at::empty(t.shape, at::TensorOptions().dtype(to_scalar_type(op.tensor_dtype(in, c.dtype))));
     if (!bytes.empty()) std::memcpy(cpu.data_ptr(), bytes.data(), bytes.size());
     inputs.push_back(device.is_cpu() ? cpu : cpu.to(device));
   }
@@ -397,7 +449,8 @@ at::Tensor make_norm_values(Values family, at::IntArrayRef sizes, DType dtype, u
       if (zero_constant)
         return at::zeros(sizes, at::TensorOptions().dtype(to_scalar_type(dtype)).device(device));
       break;
-    default: break;
+    default:
+      break;
   }
   return make_values(family, sizes, dtype, seed, std::min(0.5 * dtype_max(dtype), 1e15), device);
 }
@@ -411,7 +464,8 @@ at::Tensor make_normal(at::IntArrayRef sizes, DType dtype, uint64_t seed, double
 at::Tensor apply_layout(const at::Tensor& t, Layout layout, at::Device device) {
   const auto opts = t.options().device(device);
   switch (layout) {
-    case Layout::contiguous: return t.to(device).contiguous();
+    case Layout::contiguous:
+      return t.to(device).contiguous();
     case Layout::strided: {
       if (t.dim() == 0) return t.to(device);
       auto wide_sizes = t.sizes().vec();

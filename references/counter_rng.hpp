@@ -5,8 +5,8 @@
 // the same kind of device and to an ulp of float64 (far below any dtype under test) across kinds.
 #pragma once
 
-#include <cstdint>
 #include <cmath>
+#include <cstdint>
 
 #if defined(__CUDACC__)
 #define KGATE_HOST_DEVICE __host__ __device__

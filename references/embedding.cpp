@@ -32,7 +32,8 @@ OpSignature embedding_signature() {
   op.nan_contract = NanContract::propagate;
   op.deterministic = true;
   // Timed on LLM-like lookups (the rows-by-columns default suits row ops, not gathers).
-  op.speed_shapes = {{{"T", 4096}, {"V", 32000}, {"D", 4096}}, {{"T", 512}, {"V", 128256}, {"D", 2048}}};
+  op.speed_shapes = {{{"T", 4096}, {"V", 32000}, {"D", 4096}},
+                     {{"T", 512}, {"V", 128256}, {"D", 2048}}};
   return op;
 }
 
@@ -59,7 +60,8 @@ OpReference embedding_reference() {
   OpReference r;
   r.make_inputs = [](const Case& c, const OpSignature& op, at::Device device) {
     const auto vd = concrete_shape(op.inputs[0].shape, c);
-    const auto weight = make_values(c.values, vd, c.dtype, c.seed, 0.5 * dtype_max(c.dtype), device);
+    const auto weight =
+        make_values(c.values, vd, c.dtype, c.seed, 0.5 * dtype_max(c.dtype), device);
     const auto indices = make_indices(c, c.dim("T"), vd[0]);
     return Tensors{apply_layout(weight, c.layout, device), apply_layout(indices, c.layout, device)};
   };

@@ -14,7 +14,8 @@ namespace {
 OpSignature gelu_op(bool tanh) {
   OpSignature op;
   op.name = tanh ? "gelu_tanh" : "gelu";
-  op.summary = std::string("y = gelu(x, approximate='") + (tanh ? "tanh" : "none") + "') elementwise over x:[B,N]";
+  op.summary = std::string("y = gelu(x, approximate='") + (tanh ? "tanh" : "none") +
+               "') elementwise over x:[B,N]";
   op.inputs = {{"x", {"B", "N"}}};
   op.outputs = {{"y", {"B", "N"}}};
   op.min_bytes_read = "bytes_x";
@@ -34,8 +35,8 @@ OpReference gelu_ref() {
   r.make_inputs = [](const Case& c, const OpSignature& op, at::Device device) {
     const auto shape = concrete_shape(op.inputs[0].shape, c);
     const double extreme = 0.5 * dtype_max(c.dtype);
-    return Tensors{
-        apply_layout(make_values(c.values, shape, c.dtype, c.seed, extreme, device), c.layout, device)};
+    return Tensors{apply_layout(make_values(c.values, shape, c.dtype, c.seed, extreme, device),
+                                c.layout, device)};
   };
   auto run = [](const Tensors& in, const Attributes& a) {
     return Tensors{at::gelu(in[0], a.at("approximate") != 0 ? "tanh" : "none")};

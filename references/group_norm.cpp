@@ -33,9 +33,9 @@ OpSignature group_norm_signature() {
   op.attributes = {{"eps", 1e-5}};
   op.nan_contract = NanContract::propagate;
   // ATen's bf16/f16 group_norm rounds an a*x+b form whose error vs the fp64 oracle is larger than a
-  // careful kernel's (seen on the H200, bf16 B=7,G=1,CG=6,HW=1: eager 0.0120 max abs from the oracle,
-  // a float-accumulating kernel 0.0064), so allclose against
-  // it rejects kernels that are more accurate than the reference. Judge against the oracle instead.
+  // careful kernel's (seen on the H200, bf16 B=7,G=1,CG=6,HW=1: eager 0.0120 max abs from the
+  // oracle, a float-accumulating kernel 0.0064), so allclose against it rejects kernels that are
+  // more accurate than the reference. Judge against the oracle instead.
   op.default_rule = "ref_ratio";
   op.deterministic = true;
   return op;
@@ -48,7 +48,8 @@ OpReference group_norm_reference() {
         make_norm_values(c.values, concrete_shape(op.inputs[0].shape, c), c.dtype, c.seed,
                          /*mean_to_spread=*/4, /*zero_constant=*/true, device);
     const auto gc = concrete_shape(op.inputs[1].shape, c);
-    const auto weight = make_normal(gc, c.dtype, derive_seed(c.seed, "weight", 0), 1.0, 0.5, device);
+    const auto weight =
+        make_normal(gc, c.dtype, derive_seed(c.seed, "weight", 0), 1.0, 0.5, device);
     const auto bias = make_normal(gc, c.dtype, derive_seed(c.seed, "bias", 0), 0.0, 0.5, device);
     return Tensors{apply_layout(x, c.layout, device), apply_layout(weight, c.layout, device),
                    apply_layout(bias, c.layout, device)};

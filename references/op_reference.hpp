@@ -1,5 +1,6 @@
 // The torch side of an op: how to build its inputs for a case, its eager ATen reference (in the
-// case's dtype) and its float64 oracle. One file per op defines <op>_signature() and <op>_reference().
+// case's dtype) and its float64 oracle. One file per op defines <op>_signature() and
+// <op>_reference().
 #pragma once
 
 // The tensor type only: each op file includes the ATen/ops/<op>.h headers it calls (ATen.h costs
@@ -47,18 +48,19 @@ const OpReference& op_reference(const std::string& name);
 
 /// The inputs of case `c`: ref.make_inputs, or for captured values (Values::captured) the
 /// tensors of its safetensors file, as stored, on `device`.
-Tensors case_inputs(const OpReference& ref, const Case& c, const OpSignature& op, at::Device device);
+Tensors case_inputs(const OpReference& ref, const Case& c, const OpSignature& op,
+                    at::Device device);
 
 /// Values of one family for a tensor of `sizes`, drawn in float64 on `device` from `seed` by a
 /// counter-based generator (counter_rng.hpp: element i depends only on seed and i, so a case has
 /// the same values on every run and GPU, and the GPU draws them in one launch), then cast to
 /// `dtype`. `extreme_magnitude` is the op's scale for the extreme family (e.g. half the dtype's
 /// max for softmax logits). The last dim is the "row".
-at::Tensor make_values(Values family, at::IntArrayRef sizes, DType dtype, uint64_t seed, double extreme_magnitude,
-                       at::Device device = at::kCPU);
+at::Tensor make_values(Values family, at::IntArrayRef sizes, DType dtype, uint64_t seed,
+                       double extreme_magnitude, at::Device device = at::kCPU);
 
-/// Lays `t` (contiguous, on any device) out per the case's layout on `device`: strided = every other
-/// element of a buffer twice as wide in the last dim; offset = one element into the storage;
+/// Lays `t` (contiguous, on any device) out per the case's layout on `device`: strided = every
+/// other element of a buffer twice as wide in the last dim; offset = one element into the storage;
 /// padded = the first columns of a buffer kPaddedLayoutElements wider (rank >= 2; contiguous
 /// below); offset16 = 16 bytes into the storage (1 element for 8-byte types and wider).
 at::Tensor apply_layout(const at::Tensor& t, Layout layout, at::Device device);
@@ -87,7 +89,8 @@ Attributes call_attributes(const OpSignature& op, const Case& c);
 ///    vectorized Welford can move the mean of a non-zero constant row by an ulp, which 1/sqrt(eps)
 ///    amplifies ~316x past the f32 tolerance, so only zero rows have an exact reference.
 at::Tensor make_norm_values(Values family, at::IntArrayRef sizes, DType dtype, uint64_t seed,
-                            double mean_to_spread, bool zero_constant, at::Device device = at::kCPU);
+                            double mean_to_spread, bool zero_constant,
+                            at::Device device = at::kCPU);
 
 /// N(mean, stddev^2) values of `sizes` in `dtype`, drawn on `device` from `seed` (weights, biases).
 at::Tensor make_normal(at::IntArrayRef sizes, DType dtype, uint64_t seed, double mean,

@@ -36,8 +36,8 @@ OpReference silu_and_mul_reference() {
   r.make_inputs = [](const Case& c, const OpSignature& op, at::Device device) {
     const auto shape = concrete_shape(op.inputs[0].shape, c);
     const double extreme = std::sqrt(0.5 * dtype_max(c.dtype));
-    return Tensors{
-        apply_layout(make_values(c.values, shape, c.dtype, c.seed, extreme, device), c.layout, device)};
+    return Tensors{apply_layout(make_values(c.values, shape, c.dtype, c.seed, extreme, device),
+                                c.layout, device)};
   };
   auto run = [](const Tensors& in, const Attributes&) {
     const auto& x = in[0];

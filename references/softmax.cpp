@@ -32,7 +32,8 @@ Tensors row_inputs(const Case& c, const OpSignature& op, at::Device device) {
   const auto shape = concrete_shape(op.inputs[0].shape, c);
   // Logits up to half the dtype's max: exp must be taken after subtracting the row max.
   const double extreme = 0.5 * dtype_max(c.dtype);
-  return Tensors{apply_layout(make_values(c.values, shape, c.dtype, c.seed, extreme, device), c.layout, device)};
+  return Tensors{apply_layout(make_values(c.values, shape, c.dtype, c.seed, extreme, device),
+                              c.layout, device)};
 }
 
 int64_t dim_of(const Attributes& a) { return static_cast<int64_t>(a.at("dim")); }
@@ -44,7 +45,9 @@ OpSignature softmax_signature() { return row_op("softmax"); }
 OpReference softmax_reference() {
   OpReference r;
   r.make_inputs = row_inputs;
-  r.eager = [](const Tensors& in, const Attributes& a) { return Tensors{at::softmax(in[0], dim_of(a))}; };
+  r.eager = [](const Tensors& in, const Attributes& a) {
+    return Tensors{at::softmax(in[0], dim_of(a))};
+  };
   r.oracle = [](const Tensors& in, const Attributes& a) {
     return Tensors{at::softmax(in[0], dim_of(a), at::kDouble)};
   };
@@ -56,7 +59,9 @@ OpSignature log_softmax_signature() { return row_op("log_softmax"); }
 OpReference log_softmax_reference() {
   OpReference r;
   r.make_inputs = row_inputs;
-  r.eager = [](const Tensors& in, const Attributes& a) { return Tensors{at::log_softmax(in[0], dim_of(a))}; };
+  r.eager = [](const Tensors& in, const Attributes& a) {
+    return Tensors{at::log_softmax(in[0], dim_of(a))};
+  };
   r.oracle = [](const Tensors& in, const Attributes& a) {
     return Tensors{at::log_softmax(in[0], dim_of(a), at::kDouble)};
   };

@@ -23,8 +23,8 @@ void write_github_annotations(std::ostream& os, const RunReport& report) {
     }
     for (const auto& s : k.speed) {
       if (is_failure(s.decision) && (s.decision != Outcome::invalid || inconclusive_fails(report)))
-        os << "::error title=kgate speed::" << annotation_escape(k.name + " " + case_words(s) + ": " + speed_summary(s))
-           << "\n";
+        os << "::error title=kgate speed::"
+           << annotation_escape(k.name + " " + case_words(s) + ": " + speed_summary(s)) << "\n";
       else if (s.decision == Outcome::inconclusive || s.decision == Outcome::invalid)
         os << "::warning title=kgate speed::"
            << annotation_escape(k.name + " " + case_words(s) + ": " + speed_summary(s)) << "\n";

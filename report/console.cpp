@@ -17,7 +17,9 @@ namespace {
 const SpeedComparison* worst_against(const KernelReport& k, const std::string& baseline) {
   const SpeedComparison* worst = nullptr;
   for (const auto& s : k.speed)
-    if (s.baseline == baseline && s.decision != Outcome::skipped && (!worst || s.ratio > worst->ratio)) worst = &s;
+    if (s.baseline == baseline && s.decision != Outcome::skipped &&
+        (!worst || s.ratio > worst->ratio))
+      worst = &s;
   if (!worst)  // every comparison skipped: show one of them
     for (const auto& s : k.speed)
       if (s.baseline == baseline) return &s;
@@ -35,10 +37,11 @@ std::string speedup_text(const std::optional<double>& v) { return v ? speedup_wo
 }  // namespace
 
 void write_console_table(std::ostream& os, const RunReport& report) {
-  std::vector<std::vector<std::string>> rows = {{"kernel", "op", "backend", "correctness", "margin", "speed vs eager (worst)"}};
+  std::vector<std::vector<std::string>> rows = {
+      {"kernel", "op", "backend", "correctness", "margin", "speed vs eager (worst)"}};
   for (const auto& k : report.kernels)
-    rows.push_back({k.name, k.op, k.backend, correctness_cell(k), format_number(k.correctness.worst_margin, "%.3f"),
-                    speed_cell(k)});
+    rows.push_back({k.name, k.op, k.backend, correctness_cell(k),
+                    format_number(k.correctness.worst_margin, "%.3f"), speed_cell(k)});
   const auto widths = column_widths(rows);
   os << "\n" << aligned_row(rows.front(), widths) << "\n";
   size_t row = 0;
@@ -48,7 +51,8 @@ void write_console_table(std::ostream& os, const RunReport& report) {
       os << "  " << k.name << ": " << k.correctness.fallback << " of " << k.correctness.cases
          << " cases outside its guard ran the reference (fallback)\n";
     for (const auto& r : k.correctness.captured)
-      os << "  " << k.name << ": captured inputs " << inline_untrusted(r.kcase.captured) << ": " << outcome_name(r.outcome)
+      os << "  " << k.name << ": captured inputs " << inline_untrusted(r.kcase.captured) << ": "
+         << outcome_name(r.outcome)
          << (r.outcome == Outcome::passed ? format_number(r.margin, " (margin %.3f)")
                                           : " [" + r.rule + "] " + inline_untrusted(r.message, 300))
          << "\n";
@@ -58,15 +62,17 @@ void write_console_table(std::ostream& os, const RunReport& report) {
         line += " baseline correctness " + std::to_string(k.baseline_correctness->passed) + "/" +
                 std::to_string(k.baseline_correctness->cases) + ";";
       const SpeedComparison* worst = worst_against(k, k.baseline);
-      line += worst ? " speed (worst) " + speed_words(worst->ratio) + ", " + outcome_name(worst->decision)
+      line += worst ? " speed (worst) " + speed_words(worst->ratio) + ", " +
+                          outcome_name(worst->decision)
                     : std::string(" speed not measured");
       os << line << "\n";
     }
     if (k.workload_variants > 0) {
-      std::string line = "  " + k.name + " workload (" + std::to_string(k.workload_variants) + " variants, " +
-                         std::to_string(k.workload_calls) + " calls): " +
-                         speedup_text(k.workload_speedup_vs_eager) + " than eager";
-      if (!k.baseline.empty()) line += ", " + speedup_text(k.workload_speedup_vs_baseline) + " than " + k.baseline;
+      std::string line = "  " + k.name + " workload (" + std::to_string(k.workload_variants) +
+                         " variants, " + std::to_string(k.workload_calls) +
+                         " calls): " + speedup_text(k.workload_speedup_vs_eager) + " than eager";
+      if (!k.baseline.empty())
+        line += ", " + speedup_text(k.workload_speedup_vs_baseline) + " than " + k.baseline;
       os << line << "\n";
     }
   }
@@ -75,33 +81,35 @@ void write_console_table(std::ostream& os, const RunReport& report) {
       if (s.decision == Outcome::unchanged || s.decision == Outcome::skipped || s.blocks == 0) {
         // Not timed: no figures, the note says why.
         // (An UNCHANGED kernel's one entry stands for every case: it has none of its own.)
-        os << "  " << k.name << " " << case_words(s) << ": "
-           << outcome_name(s.decision) << " — " << s.note << "\n";
+        os << "  " << k.name << " " << case_words(s) << ": " << outcome_name(s.decision) << " — "
+           << s.note << "\n";
         continue;
       }
-      os << "  " << k.name << " " << case_words(s) << ": " << speed_words(s.ratio) << " than " << s.baseline
-         << " (time ratio " << format_number(s.ratio, "%.3f") << " [" << format_number(s.ratio_lower, "%.3f") << ", "
-         << format_number(s.ratio_upper, "%.3f") << "]; " << format_number(s.candidate_median_ns / 1e3, "%.1f")
-         << " us vs " << format_number(s.baseline_median_ns / 1e3, "%.1f") << " us, " << s.blocks << " blocks, "
-         << s.timer << ") " << outcome_name(s.decision) << (s.note.empty() ? "" : " — " + s.note) << "\n";
+      os << "  " << k.name << " " << case_words(s) << ": " << speed_words(s.ratio) << " than "
+         << s.baseline << " (time ratio " << format_number(s.ratio, "%.3f") << " ["
+         << format_number(s.ratio_lower, "%.3f") << ", " << format_number(s.ratio_upper, "%.3f")
+         << "]; " << format_number(s.candidate_median_ns / 1e3, "%.1f") << " us vs "
+         << format_number(s.baseline_median_ns / 1e3, "%.1f") << " us, " << s.blocks << " blocks, "
+         << s.timer << ") " << outcome_name(s.decision) << (s.note.empty() ? "" : " — " + s.note)
+         << "\n";
     }
     if (k.correctness.minimal) {
       const auto& m = *k.correctness.minimal;
-      os << "\nFAILED " << k.name << ": " << m.message << "\n  minimal case: " << m.kcase.id() << "\n  repro: " << m.repro
-         << "\n";
+      os << "\nFAILED " << k.name << ": " << m.message << "\n  minimal case: " << m.kcase.id()
+         << "\n  repro: " << m.repro << "\n";
     }
-    if (!k.message.empty() && k.outcome != Outcome::passed) os << "  " << k.name << ": " << k.message << "\n";
+    if (!k.message.empty() && k.outcome != Outcome::passed)
+      os << "  " << k.name << ": " << k.message << "\n";
   }
   std::string twins;  // one line for all of them
   for (const auto& k : report.kernels)
     for (const auto& w : k.correctness.warnings) {
-      if (w.find(kTwinNotTimed) != std::string::npos)
-        twins += (twins.empty() ? "" : ", ") + k.name;
-      else
-        os << "  warning (" << k.name << "): " << w << "\n";
+      if (w.find(kTwinNotTimed) != std::string::npos) twins += (twins.empty() ? "" : ", ") + k.name;
+      else os << "  warning (" << k.name << "): " << w << "\n";
     }
   if (!twins.empty())
-    os << "  not timed (correctness twins for the mutant suite, not deployment candidates): " << twins << "\n";
+    os << "  not timed (correctness twins for the mutant suite, not deployment candidates): "
+       << twins << "\n";
 }
 
 }  // namespace kgate

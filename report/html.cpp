@@ -1,4 +1,5 @@
-// Report writer: report.html, one self-contained HTML5 page (inline CSS and SVG; no script, no URL).
+// Report writer: report.html, one self-contained HTML5 page (inline CSS and SVG; no script, no
+// URL).
 #include "report/writers.hpp"
 
 #include <algorithm>
@@ -17,25 +18,30 @@ namespace {
 
 // The fragility threshold marked on the margin bar: kgate check's default (kDefaultFragileMargin in
 // runtime/pipeline.hpp, which core cannot include). The report does not record a per-run
-// --fragile-margin, and the FRAGILE warning itself (in the warnings list) names the threshold it used.
+// --fragile-margin, and the FRAGILE warning itself (in the warnings list) names the threshold it
+// used.
 constexpr double kFragileMarker = 0.8;
-constexpr double kMarginScale = 1.2;  // the margin bar's full width: room to show a failure past 1.0
-// Dots per arm of a sample plot: past a few hundred they merge into a band and only grow the page (a
-// comparison can hold tens of thousands of launches).
+constexpr double kMarginScale =
+    1.2;  // the margin bar's full width: room to show a failure past 1.0
+// Dots per arm of a sample plot: past a few hundred they merge into a band and only grow the page
+// (a comparison can hold tens of thousands of launches).
 constexpr size_t kMaxDots = 400;
 
-// Text from the report goes into element content and attribute values alike: markup_escape covers both.
+// Text from the report goes into element content and attribute values alike: markup_escape covers
+// both.
 std::string esc(const std::string& s) { return markup_escape(s); }
 
 // Escaped, or "-" for an empty field (an empty cell reads as a rendering fault).
 std::string esc_or_dash(const std::string& s) { return s.empty() ? "-" : esc(s); }
 
-
 std::string ratio_text(double r) { return speed_words(r); }
 
-std::string micros(double ns) { return std::isfinite(ns) ? format_number_or_dash(ns / 1e3, "%.4g") + "&nbsp;&micro;s" : "-"; }
+std::string micros(double ns) {
+  return std::isfinite(ns) ? format_number_or_dash(ns / 1e3, "%.4g") + "&nbsp;&micro;s" : "-";
+}
 
-// SVG coordinates: one decimal is below a pixel, and fixed formatting keeps the output deterministic.
+// SVG coordinates: one decimal is below a pixel, and fixed formatting keeps the output
+// deterministic.
 std::string px(double v) { return format_number_or_dash(std::isfinite(v) ? v : 0.0, "%.1f"); }
 
 // Outcome names double as CSS classes (a fixed set of lowercase words, nothing from the report).
@@ -66,7 +72,8 @@ const SpeedComparison* worst_vs_eager(const KernelReport& k) {
   return worst;
 }
 
-// Linear interpolation between order statistics (the usual "type 7" quantile) of a sorted, non-empty vector.
+// Linear interpolation between order statistics (the usual "type 7" quantile) of a sorted,
+// non-empty vector.
 double quantile(const std::vector<double>& sorted, double q) {
   const double pos = q * static_cast<double>(sorted.size() - 1);
   const auto i = static_cast<size_t>(std::floor(pos));
@@ -82,8 +89,9 @@ double nice_step(double range, int target) {
   return (r < 1.5 ? 1 : r < 3 ? 2 : r < 7 ? 5 : 10) * mag;
 }
 
-// Deterministic vertical jitter in [-0.5, 0.5) for dot i, so that equal times do not all land on one
-// pixel; a multiplicative hash rather than a random generator keeps the page byte-identical per report.
+// Deterministic vertical jitter in [-0.5, 0.5) for dot i, so that equal times do not all land on
+// one pixel; a multiplicative hash rather than a random generator keeps the page byte-identical per
+// report.
 double jitter(size_t i) {
   const uint32_t h = static_cast<uint32_t>(i) * 2654435761u;
   return static_cast<double>((h >> 16) & 1023u) / 1024.0 - 0.5;
@@ -126,7 +134,8 @@ void write_sample_plot(std::ostream& os, const SpeedComparison& s) {
   }
   const double step = nice_step(hi - lo, 6);
   const double axis_lo = std::floor(lo / step) * step, axis_hi = std::ceil(hi / step) * step;
-  if (!std::isfinite(step) || !(step > 0) || !std::isfinite(axis_hi - axis_lo) || !(axis_hi > axis_lo)) {
+  if (!std::isfinite(step) || !(step > 0) || !std::isfinite(axis_hi - axis_lo) ||
+      !(axis_hi > axis_lo)) {
     os << "<p class=\"note\">samples out of plottable range</p>\n";
     return;
   }
@@ -136,9 +145,10 @@ void write_sample_plot(std::ostream& os, const SpeedComparison& s) {
   const double plot_w = kWidth - kLeft - kRight, axis_y = kTop + 2 * kBand;
   const auto sx = [&](double us) { return kLeft + (us - axis_lo) / (axis_hi - axis_lo) * plot_w; };
 
-  os << "<svg class=\"samples\" viewBox=\"0 0 " << px(kWidth) << " " << px(kHeight) << "\" width=\"" << px(kWidth)
-     << "\" height=\"" << px(kHeight) << "\" role=\"img\" aria-label=\"per-launch times of "
-     << esc(arms[0].name) << " and candidate, in microseconds\">\n";
+  os << "<svg class=\"samples\" viewBox=\"0 0 " << px(kWidth) << " " << px(kHeight) << "\" width=\""
+     << px(kWidth) << "\" height=\"" << px(kHeight)
+     << "\" role=\"img\" aria-label=\"per-launch times of " << esc(arms[0].name)
+     << " and candidate, in microseconds\">\n";
 
   // Ticks and grid first, so the data is drawn over them.
   const auto ticks = static_cast<int>(std::lround((axis_hi - axis_lo) / step));
@@ -149,13 +159,14 @@ void write_sample_plot(std::ostream& os, const SpeedComparison& s) {
     char label[64];
     std::snprintf(label, sizeof label, "%.*f", decimals, t);
     const std::string x = px(sx(t));
-    os << "<line class=\"grid\" x1=\"" << x << "\" y1=\"" << px(kTop) << "\" x2=\"" << x << "\" y2=\"" << px(axis_y)
-       << "\"/><line class=\"axis\" x1=\"" << x << "\" y1=\"" << px(axis_y) << "\" x2=\"" << x << "\" y2=\""
-       << px(axis_y + 5) << "\"/><text class=\"tick\" x=\"" << x << "\" y=\"" << px(axis_y + 17) << "\">" << label
+    os << "<line class=\"grid\" x1=\"" << x << "\" y1=\"" << px(kTop) << "\" x2=\"" << x
+       << "\" y2=\"" << px(axis_y) << "\"/><line class=\"axis\" x1=\"" << x << "\" y1=\""
+       << px(axis_y) << "\" x2=\"" << x << "\" y2=\"" << px(axis_y + 5)
+       << "\"/><text class=\"tick\" x=\"" << x << "\" y=\"" << px(axis_y + 17) << "\">" << label
        << "</text>\n";
   }
-  os << "<line class=\"axis\" x1=\"" << px(kLeft) << "\" y1=\"" << px(axis_y) << "\" x2=\"" << px(kLeft + plot_w)
-     << "\" y2=\"" << px(axis_y) << "\"/>\n";
+  os << "<line class=\"axis\" x1=\"" << px(kLeft) << "\" y1=\"" << px(axis_y) << "\" x2=\""
+     << px(kLeft + plot_w) << "\" y2=\"" << px(axis_y) << "\"/>\n";
   os << "<text class=\"caption\" x=\"" << px(kLeft + plot_w / 2) << "\" y=\"" << px(axis_y + 33)
      << "\">time per launch (&micro;s)</text>\n";
 
@@ -173,29 +184,31 @@ void write_sample_plot(std::ostream& os, const SpeedComparison& s) {
       q3 = quantile(v, 0.75);
       q4 = v.back();
       // First child of the group: the browser's tooltip over the strip gives the five numbers.
-      os << "<title>" << esc(arm.name) << ": n=" << v.size() << ", min " << format_number_or_dash(q0, "%.4g") << ", q1 "
-         << format_number_or_dash(q1, "%.4g") << ", median " << format_number_or_dash(q2, "%.4g") << ", q3 " << format_number_or_dash(q3, "%.4g") << ", max "
-         << format_number_or_dash(q4, "%.4g") << " &micro;s</title>\n";
+      os << "<title>" << esc(arm.name) << ": n=" << v.size() << ", min "
+         << format_number_or_dash(q0, "%.4g") << ", q1 " << format_number_or_dash(q1, "%.4g")
+         << ", median " << format_number_or_dash(q2, "%.4g") << ", q3 "
+         << format_number_or_dash(q3, "%.4g") << ", max " << format_number_or_dash(q4, "%.4g")
+         << " &micro;s</title>\n";
     }
     os << "<text class=\"label\" x=\"" << px(kLeft - 8) << "\" y=\"" << px(cy - 2) << "\">"
-       << esc(shorten(arm.name, 20)) << "</text><text class=\"label n\" x=\"" << px(kLeft - 8) << "\" y=\""
-       << px(cy + 11) << "\">n=" << v.size() << "</text>\n";
+       << esc(shorten(arm.name, 20)) << "</text><text class=\"label n\" x=\"" << px(kLeft - 8)
+       << "\" y=\"" << px(cy + 11) << "\">n=" << v.size() << "</text>\n";
     if (v.empty()) {
       os << "<text class=\"empty\" x=\"" << px(kLeft + 6) << "\" y=\"" << px(cy + 4)
          << "\">no samples</text>\n</g>\n";
       continue;
     }
     // Whiskers to min and max with end caps, then the box (quartiles) and the median.
-    os << "<line class=\"whisker\" x1=\"" << px(sx(q0)) << "\" y1=\"" << px(cy) << "\" x2=\"" << px(sx(q1))
-       << "\" y2=\"" << px(cy) << "\"/><line class=\"whisker\" x1=\"" << px(sx(q3)) << "\" y1=\"" << px(cy)
-       << "\" x2=\"" << px(sx(q4)) << "\" y2=\"" << px(cy) << "\"/>\n";
+    os << "<line class=\"whisker\" x1=\"" << px(sx(q0)) << "\" y1=\"" << px(cy) << "\" x2=\""
+       << px(sx(q1)) << "\" y2=\"" << px(cy) << "\"/><line class=\"whisker\" x1=\"" << px(sx(q3))
+       << "\" y1=\"" << px(cy) << "\" x2=\"" << px(sx(q4)) << "\" y2=\"" << px(cy) << "\"/>\n";
     for (double q : {q0, q4})
-      os << "<line class=\"whisker\" x1=\"" << px(sx(q)) << "\" y1=\"" << px(cy - 6) << "\" x2=\"" << px(sx(q))
-         << "\" y2=\"" << px(cy + 6) << "\"/>";
+      os << "<line class=\"whisker\" x1=\"" << px(sx(q)) << "\" y1=\"" << px(cy - 6) << "\" x2=\""
+         << px(sx(q)) << "\" y2=\"" << px(cy + 6) << "\"/>";
     os << "\n<rect class=\"box\" x=\"" << px(sx(q1)) << "\" y=\"" << px(cy - 10) << "\" width=\""
        << px(std::max(sx(q3) - sx(q1), 1.0)) << "\" height=\"20\"/>";
-    os << "<line class=\"median\" x1=\"" << px(sx(q2)) << "\" y1=\"" << px(cy - 10) << "\" x2=\"" << px(sx(q2))
-       << "\" y2=\"" << px(cy + 10) << "\"/>\n";
+    os << "<line class=\"median\" x1=\"" << px(sx(q2)) << "\" y1=\"" << px(cy - 10) << "\" x2=\""
+       << px(sx(q2)) << "\" y2=\"" << px(cy + 10) << "\"/>\n";
     // Every k-th launch in launch order: deterministic, and it keeps drift over the run visible.
     const size_t every = (arm.ns->size() + kMaxDots - 1) / kMaxDots;
     shown_every = std::max(shown_every, every);
@@ -222,19 +235,23 @@ void write_sample_plot(std::ostream& os, const SpeedComparison& s) {
 /// small one).
 void write_margin_bar(std::ostream& os, double margin, bool failed) {
   constexpr double kWidth = 320, kLeft = 10, kPlot = 300, kHeight = 44;
-  const auto sx = [&](double m) { return kLeft + std::clamp(m, 0.0, kMarginScale) / kMarginScale * kPlot; };
+  const auto sx = [&](double m) {
+    return kLeft + std::clamp(m, 0.0, kMarginScale) / kMarginScale * kPlot;
+  };
   const bool known = !std::isnan(margin);
-  const char* css = !known ? "skipped"
-                    : failed || margin > 1 ? "failed"
+  const char* css = !known                    ? "skipped"
+                    : failed || margin > 1    ? "failed"
                     : margin > kFragileMarker ? "fragile"
-                                             : "passed";
-  os << "<div class=\"marginbar\"><svg class=\"margin\" viewBox=\"0 0 " << px(kWidth) << " " << px(kHeight)
-     << "\" width=\"" << px(kWidth) << "\" height=\"" << px(kHeight) << "\" role=\"img\" aria-label=\"worst margin "
-     << format_number_or_dash(margin, "%.2f") << "\">\n";
-  os << "<rect class=\"track\" x=\"" << px(kLeft) << "\" y=\"8\" width=\"" << px(kPlot) << "\" height=\"12\"/>";
+                                              : "passed";
+  os << "<div class=\"marginbar\"><svg class=\"margin\" viewBox=\"0 0 " << px(kWidth) << " "
+     << px(kHeight) << "\" width=\"" << px(kWidth) << "\" height=\"" << px(kHeight)
+     << "\" role=\"img\" aria-label=\"worst margin " << format_number_or_dash(margin, "%.2f")
+     << "\">\n";
+  os << "<rect class=\"track\" x=\"" << px(kLeft) << "\" y=\"8\" width=\"" << px(kPlot)
+     << "\" height=\"12\"/>";
   if (known)
-    os << "<rect class=\"bar " << css << "\" x=\"" << px(kLeft) << "\" y=\"8\" width=\"" << px(sx(margin) - kLeft)
-       << "\" height=\"12\"/>";
+    os << "<rect class=\"bar " << css << "\" x=\"" << px(kLeft) << "\" y=\"8\" width=\""
+       << px(sx(margin) - kLeft) << "\" height=\"12\"/>";
   os << "\n";
   const struct {
     double at;
@@ -242,18 +259,21 @@ void write_margin_bar(std::ostream& os, double margin, bool failed) {
     const char* label;
   } marks[] = {{kFragileMarker, "mark-fragile", "0.8"}, {1.0, "mark-tol", "1.0 tol"}};
   for (const auto& m : marks)
-    os << "<line class=\"" << m.css << "\" x1=\"" << px(sx(m.at)) << "\" y1=\"3\" x2=\"" << px(sx(m.at))
-       << "\" y2=\"25\"/><text class=\"tick\" x=\"" << px(sx(m.at)) << "\" y=\"38\">" << m.label << "</text>\n";
+    os << "<line class=\"" << m.css << "\" x1=\"" << px(sx(m.at)) << "\" y1=\"3\" x2=\""
+       << px(sx(m.at)) << "\" y2=\"25\"/><text class=\"tick\" x=\"" << px(sx(m.at))
+       << "\" y=\"38\">" << m.label << "</text>\n";
   os << "<text class=\"tick\" x=\"" << px(kLeft) << "\" y=\"38\">0</text><text class=\"tick\" x=\""
      << px(kLeft + kPlot) << "\" y=\"38\">1.2</text>\n</svg>";
   os << "<span class=\"" << css << "\">worst margin " << format_number_or_dash(margin, "%.2f");
   if (margin > kMarginScale) os << " (off the scale)";
-  os << "</span> <span class=\"note\">observed / allowed error: above 1.0 fails, above 0.8 is fragile</span></div>\n";
+  os << "</span> <span class=\"note\">observed / allowed error: above 1.0 fails, above 0.8 is "
+        "fragile</span></div>\n";
 }
 
 void write_case_result_block(std::ostream& os, const CaseResult& r) {
-  os << "<div class=\"failure\">\n<p><b>Minimal failing case</b> <code>" << esc(r.kcase.id()) << "</code>, rule <code>"
-     << esc_or_dash(r.rule) << "</code>, margin " << format_number_or_dash(r.margin, "%.3g") << "</p>\n";
+  os << "<div class=\"failure\">\n<p><b>Minimal failing case</b> <code>" << esc(r.kcase.id())
+     << "</code>, rule <code>" << esc_or_dash(r.rule) << "</code>, margin "
+     << format_number_or_dash(r.margin, "%.3g") << "</p>\n";
   os << "<p class=\"msg failed\">" << esc_or_dash(r.message) << "</p>\n";
   os << "<p>repro: <code>" << esc_or_dash(r.repro) << "</code></p>\n</div>\n";
 }
@@ -261,28 +281,34 @@ void write_case_result_block(std::ostream& os, const CaseResult& r) {
 void write_failures_table(std::ostream& os, const CorrectnessReport& c) {
   os << "<h4>Failures as found</h4>\n";
   if (static_cast<int64_t>(c.failures.size()) < c.failed)
-    os << "<p class=\"note\">the first " << c.failures.size() << " of " << c.failed << " are kept</p>\n";
-  os << "<div class=\"wrap\"><table>\n<tr><th>case</th><th>rule</th><th>observed</th><th>allowed</th><th>margin</th>"
+    os << "<p class=\"note\">the first " << c.failures.size() << " of " << c.failed
+       << " are kept</p>\n";
+  os << "<div "
+        "class=\"wrap\"><table>\n<tr><th>case</th><th>rule</th><th>observed</th><th>allowed</"
+        "th><th>margin</th>"
         "<th>message</th><th>repro</th></tr>\n";
   for (const auto& f : c.failures)
     os << "<tr><td><code>" << esc(f.kcase.id()) << "</code></td><td>" << esc_or_dash(f.rule)
-       << "</td><td class=\"num\">" << format_number_or_dash(f.observed) << "</td><td class=\"num\">" << format_number_or_dash(f.allowed)
-       << "</td><td class=\"num\">" << format_number_or_dash(f.margin) << "</td><td class=\"msg\">" << esc_or_dash(f.message)
+       << "</td><td class=\"num\">" << format_number_or_dash(f.observed)
+       << "</td><td class=\"num\">" << format_number_or_dash(f.allowed) << "</td><td class=\"num\">"
+       << format_number_or_dash(f.margin) << "</td><td class=\"msg\">" << esc_or_dash(f.message)
        << "</td><td><code>" << esc_or_dash(f.repro) << "</code></td></tr>\n";
   os << "</table></div>\n";
 }
 
 void write_null_calibration(std::ostream& os, const CorrectnessReport& c) {
   if (c.null_calibration.empty()) return;
-  os << "<details><summary>null-kernel calibration</summary>\n<table>\n<tr><th>null kernel</th><th>family</th>"
+  os << "<details><summary>null-kernel calibration</summary>\n<table>\n<tr><th>null "
+        "kernel</th><th>family</th>"
         "<th>cases</th><th>failed</th></tr>\n";
   for (const auto& [null_kernel, families] : c.null_calibration)
     for (const auto& [family, counts] : families) {
       // A family a null kernel passes entirely cannot catch a kernel that writes nothing useful.
       const bool weak = counts.first > 0 && counts.second == 0;
-      os << "<tr" << (weak ? " class=\"fragile\"" : "") << "><td>" << esc(null_kernel) << "</td><td>" << esc(family)
-         << "</td><td class=\"num\">" << counts.first << "</td><td class=\"num\">" << counts.second
-         << (weak ? " (too weak)" : "") << "</td></tr>\n";
+      os << "<tr" << (weak ? " class=\"fragile\"" : "") << "><td>" << esc(null_kernel)
+         << "</td><td>" << esc(family) << "</td><td class=\"num\">" << counts.first
+         << "</td><td class=\"num\">" << counts.second << (weak ? " (too weak)" : "")
+         << "</td></tr>\n";
     }
   os << "</table></details>\n";
 }
@@ -294,19 +320,24 @@ void write_speed(std::ostream& os, const KernelReport& k) {
     return;
   }
   constexpr int kColumns = 13;
-  os << "<div class=\"wrap\"><table class=\"speed\">\n<tr><th>vs</th><th>case</th><th>timer</th><th>speed (time ratio)</th>"
-        "<th>bounds</th><th>p</th><th>p adj.</th><th>&delta;</th><th>blocks (dropped)</th><th>baseline median</th>"
+  os << "<div class=\"wrap\"><table "
+        "class=\"speed\">\n<tr><th>vs</th><th>case</th><th>timer</th><th>speed (time ratio)</th>"
+        "<th>bounds</th><th>p</th><th>p adj.</th><th>&delta;</th><th>blocks "
+        "(dropped)</th><th>baseline median</th>"
         "<th>candidate median</th><th>decision</th><th>note</th></tr>\n";
   for (const auto& s : k.speed) {
-    os << "<tr class=\"cmp\"><td>" << esc_or_dash(s.baseline) << "</td><td><code>" << esc(case_words(s))
-       << "</code></td><td>" << esc_or_dash(s.timer) << "</td><td class=\"num ratio\">" << ratio_text(s.ratio)
-       << "</td><td class=\"num\">[" << format_number_or_dash(s.ratio_lower, "%.3f") << ", " << format_number_or_dash(s.ratio_upper, "%.3f")
-       << "]</td><td class=\"num\">" << format_number_or_dash(s.p_value) << "</td><td class=\"num\">" << format_number_or_dash(s.p_adjusted)
-       << "</td><td class=\"num\">" << (std::isfinite(s.delta) ? format_exact(s.delta) : "-")
-       << "</td><td class=\"num\">" << s.blocks << " ("
-       << s.dropped_blocks << ")</td><td class=\"num\">" << micros(s.baseline_median_ns) << "</td><td class=\"num\">"
-       << micros(s.candidate_median_ns) << "</td><td>" << badge(s.decision) << "</td><td class=\"msg\">"
-       << esc(s.note) << "</td></tr>\n";
+    os << "<tr class=\"cmp\"><td>" << esc_or_dash(s.baseline) << "</td><td><code>"
+       << esc(case_words(s)) << "</code></td><td>" << esc_or_dash(s.timer)
+       << "</td><td class=\"num ratio\">" << ratio_text(s.ratio) << "</td><td class=\"num\">["
+       << format_number_or_dash(s.ratio_lower, "%.3f") << ", "
+       << format_number_or_dash(s.ratio_upper, "%.3f") << "]</td><td class=\"num\">"
+       << format_number_or_dash(s.p_value) << "</td><td class=\"num\">"
+       << format_number_or_dash(s.p_adjusted) << "</td><td class=\"num\">"
+       << (std::isfinite(s.delta) ? format_exact(s.delta) : "-") << "</td><td class=\"num\">"
+       << s.blocks << " (" << s.dropped_blocks << ")</td><td class=\"num\">"
+       << micros(s.baseline_median_ns) << "</td><td class=\"num\">" << micros(s.candidate_median_ns)
+       << "</td><td>" << badge(s.decision) << "</td><td class=\"msg\">" << esc(s.note)
+       << "</td></tr>\n";
     os << "<tr class=\"plot\"><td colspan=\"" << kColumns << "\">\n";
     write_sample_plot(os, s);
     os << "</td></tr>\n";
@@ -316,17 +347,19 @@ void write_speed(std::ostream& os, const KernelReport& k) {
 
 void write_kernel(std::ostream& os, const KernelReport& k, size_t index) {
   const auto& c = k.correctness;
-  os << "<section class=\"kernel" << (k.outcome == Outcome::passed ? " ok" : "") << "\" id=\"k" << index << "\">\n<h2><code>" << esc(k.name) << "</code> "
-     << badge(k.outcome) << "</h2>\n";
-  os << "<p class=\"sub\">op <b>" << esc_or_dash(k.op) << "</b>, backend <b>" << esc_or_dash(k.backend) << "</b>";
+  os << "<section class=\"kernel" << (k.outcome == Outcome::passed ? " ok" : "") << "\" id=\"k"
+     << index << "\">\n<h2><code>" << esc(k.name) << "</code> " << badge(k.outcome) << "</h2>\n";
+  os << "<p class=\"sub\">op <b>" << esc_or_dash(k.op) << "</b>, backend <b>"
+     << esc_or_dash(k.backend) << "</b>";
   if (!k.source.empty()) os << ", source <code>" << esc(k.source) << "</code>";
   os << ", " << format_number_or_dash(k.seconds, "%.1f") << " s</p>\n";
   if (!k.message.empty() && k.outcome != Outcome::passed)
     os << "<p class=\"msg " << outcome_name(k.outcome) << "\">" << esc(k.message) << "</p>\n";
 
-  os << "<h3>Correctness</h3>\n<p><span class=\"" << (c.failed > 0 ? "failed" : "passed") << "\">" << c.passed
-     << " of " << c.cases << " cases passed, " << c.failed << " failed</span>";
-  if (c.fallback > 0) os << "; " << c.fallback << " were outside its guard and ran the reference (fallback)";
+  os << "<h3>Correctness</h3>\n<p><span class=\"" << (c.failed > 0 ? "failed" : "passed") << "\">"
+     << c.passed << " of " << c.cases << " cases passed, " << c.failed << " failed</span>";
+  if (c.fallback > 0)
+    os << "; " << c.fallback << " were outside its guard and ran the reference (fallback)";
   if (c.behaviour_checks > 0) os << "; " << c.behaviour_checks << " behaviour checks";
   os << ".</p>\n";
   write_margin_bar(os, c.worst_margin, k.outcome == Outcome::failed || c.failed > 0);
@@ -346,36 +379,49 @@ void write_kernel(std::ostream& os, const KernelReport& k, size_t index) {
     os << "<p>Against baseline <code>" << esc(k.baseline) << "</code>";
     if (!k.baseline_source.empty()) os << " (<code>" << esc(k.baseline_source) << "</code>)";
     if (k.baseline_correctness)
-      os << ": baseline correctness " << k.baseline_correctness->passed << "/" << k.baseline_correctness->cases;
+      os << ": baseline correctness " << k.baseline_correctness->passed << "/"
+         << k.baseline_correctness->cases;
     if (worst) os << "; worst speed " << ratio_text(worst->ratio) << " " << badge(worst->decision);
     os << "</p>\n";
   }
   write_speed(os, k);
   if (k.workload_variants > 0) {
     os << "<p>Workload (" << k.workload_variants << " variants, " << k.workload_calls << " calls): "
-       << (k.workload_speedup_vs_eager ? speedup_words(*k.workload_speedup_vs_eager) : "-") << " than eager";
+       << (k.workload_speedup_vs_eager ? speedup_words(*k.workload_speedup_vs_eager) : "-")
+       << " than eager";
     if (!k.baseline.empty())
-      os << ", " << (k.workload_speedup_vs_baseline ? speedup_words(*k.workload_speedup_vs_baseline) : "-") << " than "
-         << esc(k.baseline);
+      os << ", "
+         << (k.workload_speedup_vs_baseline ? speedup_words(*k.workload_speedup_vs_baseline) : "-")
+         << " than " << esc(k.baseline);
     os << "</p>\n";
   }
   os << "</section>\n";
 }
 
-void write_summary_rows(std::ostream& os, const RunReport& report, const char* order, const std::vector<size_t>& rows);
+void write_summary_rows(std::ostream& os, const RunReport& report, const char* order,
+                        const std::vector<size_t>& rows);
 
 // How bad an outcome is, for the "failures first" order: failed first, passed last.
 int severity(Outcome o) {
   switch (o) {
-    case Outcome::failed: return 0;
-    case Outcome::regressed: return 1;
-    case Outcome::invalid: return 2;
-    case Outcome::inconclusive: return 3;
-    case Outcome::fragile: return 4;
-    case Outcome::unchecked: return 2;
-    case Outcome::skipped: return 5;
-    case Outcome::passed: return 6;
-    case Outcome::unchanged: return 6;
+    case Outcome::failed:
+      return 0;
+    case Outcome::regressed:
+      return 1;
+    case Outcome::invalid:
+      return 2;
+    case Outcome::inconclusive:
+      return 3;
+    case Outcome::fragile:
+      return 4;
+    case Outcome::unchecked:
+      return 2;
+    case Outcome::skipped:
+      return 5;
+    case Outcome::passed:
+      return 6;
+    case Outcome::unchanged:
+      return 6;
   }
   return 7;
 }
@@ -390,11 +436,16 @@ void write_summary_table(std::ostream& os, const RunReport& report) {
     return;
   }
   os << "<div class=\"controls\">order: "
-        "<input type=\"radio\" name=\"order\" id=\"order-run\" checked><label for=\"order-run\">as run</label> "
-        "<input type=\"radio\" name=\"order\" id=\"order-outcome\"><label for=\"order-outcome\">failures first</label> "
-        "<input type=\"radio\" name=\"order\" id=\"order-margin\"><label for=\"order-margin\">worst margin first</label> "
-        "<input type=\"radio\" name=\"order\" id=\"order-speed\"><label for=\"order-speed\">slowest first</label> "
-        "&middot; <input type=\"checkbox\" id=\"only-failing\"><label for=\"only-failing\">only kernels that did not "
+        "<input type=\"radio\" name=\"order\" id=\"order-run\" checked><label for=\"order-run\">as "
+        "run</label> "
+        "<input type=\"radio\" name=\"order\" id=\"order-outcome\"><label "
+        "for=\"order-outcome\">failures first</label> "
+        "<input type=\"radio\" name=\"order\" id=\"order-margin\"><label "
+        "for=\"order-margin\">worst margin first</label> "
+        "<input type=\"radio\" name=\"order\" id=\"order-speed\"><label "
+        "for=\"order-speed\">slowest first</label> "
+        "&middot; <input type=\"checkbox\" id=\"only-failing\"><label for=\"only-failing\">only "
+        "kernels that did not "
         "pass</label></div>\n";
   std::vector<size_t> run(report.kernels.size());
   for (size_t i = 0; i < run.size(); ++i) run[i] = i;
@@ -408,32 +459,43 @@ void write_summary_table(std::ostream& os, const RunReport& report) {
     return w && std::isfinite(w->ratio) ? w->ratio : -INFINITY;
   };
   std::vector<size_t> by_outcome = run, by_margin = run, by_speed = run;
-  std::stable_sort(by_outcome.begin(), by_outcome.end(),
-                   [&](size_t a, size_t b) { return severity(ks[a].outcome) < severity(ks[b].outcome); });
-  std::stable_sort(by_margin.begin(), by_margin.end(), [&](size_t a, size_t b) { return margin(a) > margin(b); });
-  std::stable_sort(by_speed.begin(), by_speed.end(), [&](size_t a, size_t b) { return slowness(a) > slowness(b); });
+  std::stable_sort(by_outcome.begin(), by_outcome.end(), [&](size_t a, size_t b) {
+    return severity(ks[a].outcome) < severity(ks[b].outcome);
+  });
+  std::stable_sort(by_margin.begin(), by_margin.end(),
+                   [&](size_t a, size_t b) { return margin(a) > margin(b); });
+  std::stable_sort(by_speed.begin(), by_speed.end(),
+                   [&](size_t a, size_t b) { return slowness(a) > slowness(b); });
   const std::pair<const char*, const std::vector<size_t>*> orders[] = {
-      {"order-run", &run}, {"order-outcome", &by_outcome}, {"order-margin", &by_margin}, {"order-speed", &by_speed}};
+      {"order-run", &run},
+      {"order-outcome", &by_outcome},
+      {"order-margin", &by_margin},
+      {"order-speed", &by_speed}};
   for (const auto& [order, rows] : orders) write_summary_rows(os, report, order, *rows);
 }
 
-void write_summary_rows(std::ostream& os, const RunReport& report, const char* order, const std::vector<size_t>& rows) {
-  os << "<div class=\"wrap\"><table class=\"summary " << order << "\">\n<tr><th>kernel</th><th>op</th><th>backend</th><th>outcome</th>"
-        "<th>correctness</th><th>failed</th><th>worst margin</th><th>speed vs eager</th><th>case</th>"
+void write_summary_rows(std::ostream& os, const RunReport& report, const char* order,
+                        const std::vector<size_t>& rows) {
+  os << "<div class=\"wrap\"><table class=\"summary " << order
+     << "\">\n<tr><th>kernel</th><th>op</th><th>backend</th><th>outcome</th>"
+        "<th>correctness</th><th>failed</th><th>worst margin</th><th>speed vs "
+        "eager</th><th>case</th>"
         "<th>decision</th></tr>\n";
   for (size_t i : rows) {
     const auto& k = report.kernels[i];
     const SpeedComparison* worst = worst_vs_eager(k);
-    os << "<tr class=\"kernel" << (k.outcome == Outcome::passed ? " ok" : "") << "\"><td><a href=\"#k" << i << "\"><code>" << esc(k.name) << "</code></a></td><td>"
-       << esc_or_dash(k.op) << "</td><td>" << esc_or_dash(k.backend) << "</td><td>" << badge(k.outcome)
-       << "</td><td class=\"num\">" << k.correctness.passed << "/" << k.correctness.cases << "</td><td class=\"num"
-       << (k.correctness.failed > 0 ? " failed" : "") << "\">" << k.correctness.failed << "</td><td class=\"num\">"
-       << format_number_or_dash(k.correctness.worst_margin, "%.2f") << "</td>";
+    os << "<tr class=\"kernel" << (k.outcome == Outcome::passed ? " ok" : "")
+       << "\"><td><a href=\"#k" << i << "\"><code>" << esc(k.name) << "</code></a></td><td>"
+       << esc_or_dash(k.op) << "</td><td>" << esc_or_dash(k.backend) << "</td><td>"
+       << badge(k.outcome) << "</td><td class=\"num\">" << k.correctness.passed << "/"
+       << k.correctness.cases << "</td><td class=\"num"
+       << (k.correctness.failed > 0 ? " failed" : "") << "\">" << k.correctness.failed
+       << "</td><td class=\"num\">" << format_number_or_dash(k.correctness.worst_margin, "%.2f")
+       << "</td>";
     if (worst)
-      os << "<td class=\"num ratio\">" << ratio_text(worst->ratio) << "</td><td><code>" << esc(case_words(*worst))
-         << "</code></td><td>" << badge(worst->decision) << "</td>";
-    else
-      os << "<td class=\"num ratio\">-</td><td>-</td><td>-</td>";
+      os << "<td class=\"num ratio\">" << ratio_text(worst->ratio) << "</td><td><code>"
+         << esc(case_words(*worst)) << "</code></td><td>" << badge(worst->decision) << "</td>";
+    else os << "<td class=\"num ratio\">-</td><td>-</td><td>-</td>";
     os << "</tr>\n";
   }
   os << "</table></div>\n";
@@ -454,15 +516,18 @@ void write_meta(std::ostream& os, const RunMeta& m) {
       {"seconds", format_number_or_dash(m.seconds, "%.1f")},
   };
   os << "<table class=\"meta\">\n";
-  for (const auto& [label, value] : rows) os << "<tr><th>" << label << "</th><td>" << value << "</td></tr>\n";
+  for (const auto& [label, value] : rows)
+    os << "<tr><th>" << label << "</th><td>" << value << "</td></tr>\n";
   os << "</table>\n";
   // The config and clocks are nested JSON: shown as written, folded away. Invalid UTF-8 in them is
   // replaced rather than thrown on, so a stray byte never costs the whole page.
-  const std::pair<const char*, const nlohmann::json*> folded[] = {{"config", &m.config}, {"clocks", &m.clocks}};
+  const std::pair<const char*, const nlohmann::json*> folded[] = {{"config", &m.config},
+                                                                  {"clocks", &m.clocks}};
   for (const auto& [label, j] : folded)
     if (!j->is_null() && !j->empty())
       os << "<details><summary>" << label << "</summary><pre>"
-         << esc(j->dump(2, ' ', false, nlohmann::json::error_handler_t::replace)) << "</pre></details>\n";
+         << esc(j->dump(2, ' ', false, nlohmann::json::error_handler_t::replace))
+         << "</pre></details>\n";
 }
 
 // Counts per outcome, in the enum's order, as "2 passed, 1 failed".
@@ -470,19 +535,20 @@ std::string outcome_counts(const std::map<Outcome, int>& counts) {
   std::string out;
   for (const auto& [o, n] : counts) {
     if (!out.empty()) out += ", ";
-    out += "<span class=\"" + std::string(outcome_name(o)) + "\">" + std::to_string(n) + " " + outcome_name(o) +
-           "</span>";
+    out += "<span class=\"" + std::string(outcome_name(o)) + "\">" + std::to_string(n) + " " +
+           outcome_name(o) + "</span>";
   }
   return out;
 }
 
 void write_google_benchmark(std::ostream& os, const std::vector<GoogleBenchmarkOutput>& outputs) {
   if (outputs.empty()) return;
-  os << "<section class=\"gbench\">\n<h2>Google Benchmark</h2>\n<p class=\"note\">Kept in report.json as written; "
+  os << "<section class=\"gbench\">\n<h2>Google Benchmark</h2>\n<p class=\"note\">Kept in "
+        "report.json as written; "
         "no gate decision reads them (summary.md has one row per benchmark).</p>\n<ul>\n";
   for (const auto& g : outputs)
-    os << "<li><code>" << esc(g.file) << "</code>: " << (g.benchmarks.is_array() ? g.benchmarks.size() : 0)
-       << " entries</li>\n";
+    os << "<li><code>" << esc(g.file)
+       << "</code>: " << (g.benchmarks.is_array() ? g.benchmarks.size() : 0) << " entries</li>\n";
   os << "</ul>\n</section>\n";
 }
 
@@ -553,8 +619,9 @@ std::string render_html(const RunReport& report) {
   const auto code = report.exit_code(false);
   // The headline is summary.md's, word for word, so the two reports of one run never disagree.
   const std::string headline =
-      code == ExitCode::ok ? "kgate: all gates passed"
-                           : "kgate: gate failed (exit " + std::to_string(static_cast<int>(code)) + ")";
+      code == ExitCode::ok
+          ? "kgate: all gates passed"
+          : "kgate: gate failed (exit " + std::to_string(static_cast<int>(code)) + ")";
   const char* headline_css = code == ExitCode::ok           ? "passed"
                              : code == ExitCode::regression ? "regressed"
                                                             : "failed";
@@ -584,7 +651,8 @@ std::string render_html(const RunReport& report) {
   os << ".";
   // Inconclusive timing passes by default; say so, since the headline alone would hide it.
   if (code == ExitCode::ok && report.exit_code(true) == ExitCode::inconclusive)
-    os << " <span class=\"inconclusive\">Inconclusive or invalid timing: exit 3 under --inconclusive-fails.</span>";
+    os << " <span class=\"inconclusive\">Inconclusive or invalid timing: exit 3 under "
+          "--inconclusive-fails.</span>";
   os << "</p>\n";
 
   os << "<h2>Run</h2>\n";

@@ -30,43 +30,50 @@ void write_junit(std::ostream& os, const RunReport& report) {
     } else if (k.outcome == Outcome::unchecked) {
       ++failures;  // nothing was shown: exit 3 whatever the policy
       body << "      <failure message=\"" << markup_escape("UNCHECKED: " + k.message) << "\"/>\n";
-    } else if (k.outcome == Outcome::invalid && k.correctness.failed == 0 && k.correctness.reference_errors > 0) {
+    } else if (k.outcome == Outcome::invalid && k.correctness.failed == 0 &&
+               k.correctness.reference_errors > 0) {
       // The op's reference could not judge some cases: unproven, as the exit code counts it.
       const std::string why = std::to_string(k.correctness.reference_errors) + " of " +
-                              std::to_string(k.correctness.cases) + " cases could not be judged (reference errors)";
+                              std::to_string(k.correctness.cases) +
+                              " cases could not be judged (reference errors)";
       if (policy) {
         ++failures;
         body << "      <failure message=\"" << markup_escape("INVALID: " + why) << "\"/>\n";
       } else {
         ++skipped;
-        body << "      <skipped message=\"" << markup_escape("INVALID (" + std::string(kNotFailing) + "): " + why)
-             << "\"/>\n";
+        body << "      <skipped message=\""
+             << markup_escape("INVALID (" + std::string(kNotFailing) + "): " + why) << "\"/>\n";
       }
     } else if (k.outcome == Outcome::failed || k.correctness.failed > 0) {
       ++failures;
-      const CaseResult* shown = k.correctness.minimal ? &*k.correctness.minimal
-                                : k.correctness.failures.empty() ? nullptr : &k.correctness.failures.front();
+      const CaseResult* shown = k.correctness.minimal            ? &*k.correctness.minimal
+                                : k.correctness.failures.empty() ? nullptr
+                                                                 : &k.correctness.failures.front();
       std::string msg = k.message;
       if (shown) msg = shown->message;
       body << "      <failure message=\"" << markup_escape(msg) << "\">";
-      body << markup_escape(std::to_string(k.correctness.failed) + " of " + std::to_string(k.correctness.cases) +
-                         " cases failed");
-      if (shown) body << markup_escape("\nminimal case: " + shown->kcase.id() + "\nrepro: " + shown->repro);
+      body << markup_escape(std::to_string(k.correctness.failed) + " of " +
+                            std::to_string(k.correctness.cases) + " cases failed");
+      if (shown)
+        body << markup_escape("\nminimal case: " + shown->kcase.id() + "\nrepro: " + shown->repro);
       body << "</failure>\n";
     }
     body << "    </testcase>\n";
     for (const auto& s : k.speed) {
       ++tests;
-      body << "    <testcase classname=\"" << markup_escape(cls) << "\" name=\"speed vs " << markup_escape(s.baseline)
-           << " " << markup_escape(case_words(s)) << "\" time=\"" << format_number(s.seconds, "%.3f") << "\">\n";
+      body << "    <testcase classname=\"" << markup_escape(cls) << "\" name=\"speed vs "
+           << markup_escape(s.baseline) << " " << markup_escape(case_words(s)) << "\" time=\""
+           << format_number(s.seconds, "%.3f") << "\">\n";
       const bool undecided = s.decision == Outcome::invalid || s.decision == Outcome::inconclusive;
       if (!s.gates && s.decision != Outcome::failed) {
         // Informational (an UNCHANGED kernel, or a comparison a config made informational).
         ++skipped;
-        body << "      <skipped message=\"" << markup_escape("informational, does not gate: " + speed_summary(s) +
-                                                          (s.note.empty() ? "" : ": " + s.note))
+        body << "      <skipped message=\""
+             << markup_escape("informational, does not gate: " + speed_summary(s) +
+                              (s.note.empty() ? "" : ": " + s.note))
              << "\"/>\n";
-      } else if (s.decision == Outcome::regressed || s.decision == Outcome::failed || (undecided && policy)) {
+      } else if (s.decision == Outcome::regressed || s.decision == Outcome::failed ||
+                 (undecided && policy)) {
         ++failures;
         std::string why = s.wrong_while_timed ? s.wrong_while_timed->message : speed_summary(s);
         if (s.decision == Outcome::invalid && !s.note.empty()) why += ": " + s.note;
@@ -74,8 +81,8 @@ void write_junit(std::ostream& os, const RunReport& report) {
       } else if (s.decision == Outcome::invalid) {
         // An unusable measurement is no pass: skipped, saying why and that it does not fail.
         ++skipped;
-        body << "      <skipped message=\"" << markup_escape("INVALID (" + std::string(kNotFailing) + "): " + s.note)
-             << "\"/>\n";
+        body << "      <skipped message=\""
+             << markup_escape("INVALID (" + std::string(kNotFailing) + "): " + s.note) << "\"/>\n";
       } else if (s.decision == Outcome::skipped) {
         ++skipped;
         body << "      <skipped message=\"" << markup_escape(s.note) << "\"/>\n";
@@ -87,10 +94,10 @@ void write_junit(std::ostream& os, const RunReport& report) {
   os << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   // The Jenkins xunit schema (junit-10.xsd): testsuites takes no skipped; testsuite has errors.
   const std::string time = format_number(report.meta.seconds, "%.3f");
-  os << "<testsuites name=\"kgate\" tests=\"" << tests << "\" failures=\"" << failures << "\" errors=\"0\" time=\""
-     << time << "\">\n";
-  os << "  <testsuite name=\"kgate\" tests=\"" << tests << "\" failures=\"" << failures << "\" errors=\"0\" skipped=\""
-     << skipped << "\" time=\"" << time << "\">\n";
+  os << "<testsuites name=\"kgate\" tests=\"" << tests << "\" failures=\"" << failures
+     << "\" errors=\"0\" time=\"" << time << "\">\n";
+  os << "  <testsuite name=\"kgate\" tests=\"" << tests << "\" failures=\"" << failures
+     << "\" errors=\"0\" skipped=\"" << skipped << "\" time=\"" << time << "\">\n";
   os << body.str();
   os << "  </testsuite>\n</testsuites>\n";
 }

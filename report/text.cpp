@@ -13,7 +13,8 @@ std::string speed_words(double ratio) {
   if (!std::isfinite(ratio) || ratio <= 0) return "-";
   if (std::fabs(ratio - 1.0) < 5e-4) return "same speed";
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%.3fx %s", ratio < 1 ? 1.0 / ratio : ratio, ratio < 1 ? "faster" : "slower");
+  std::snprintf(buf, sizeof buf, "%.3fx %s", ratio < 1 ? 1.0 / ratio : ratio,
+                ratio < 1 ? "faster" : "slower");
   return buf;
 }
 
@@ -25,10 +26,14 @@ std::string correctness_cell(const KernelReport& k) {
   const CorrectnessReport& c = k.correctness;
   if (k.outcome == Outcome::skipped) return "skipped";
   if (k.outcome == Outcome::unchecked)
-    return c.cases == 0 ? "UNCHECKED, no case" : "UNCHECKED, " + std::to_string(c.fallback) + "/" + std::to_string(c.cases) + " fell back";
+    return c.cases == 0 ? "UNCHECKED, no case"
+                        : "UNCHECKED, " + std::to_string(c.fallback) + "/" +
+                              std::to_string(c.cases) + " fell back";
   if (c.failed > 0) return "failed " + std::to_string(c.failed) + " of " + std::to_string(c.cases);
   if (k.outcome == Outcome::failed)  // a crash, a hang or a fault outside the cases
-    return c.cases == 0 ? "failed, no case ran" : "failed after " + std::to_string(c.passed) + "/" + std::to_string(c.cases);
+    return c.cases == 0
+               ? "failed, no case ran"
+               : "failed after " + std::to_string(c.passed) + "/" + std::to_string(c.cases);
   const char* word = c.reference_errors > 0 ? "invalid" : "passed";
   return std::string(word) + " " + std::to_string(c.passed) + "/" + std::to_string(c.cases) +
          (c.skipped > 0 ? ", " + std::to_string(c.skipped) + " skipped" : "");
@@ -39,11 +44,21 @@ std::string markup_escape(const std::string& s) {
   out.reserve(s.size());
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;  // &apos; is not HTML 4; &#39; is valid in both
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;  // &apos; is not HTML 4; &#39; is valid in both
       default:
         if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') out += ' ';
         else out += c;
@@ -67,17 +82,20 @@ std::string speed_summary(const SpeedComparison& s) {
   // Not timed: no figures to state, the note says why.
   if (s.decision == Outcome::unchanged || s.decision == Outcome::skipped)
     return std::string(outcome_name(s.decision)) + " vs " + s.baseline + ": " + s.note;
-  return speed_words(s.ratio) + " than " + s.baseline + " (time ratio " + format_number(s.ratio, "%.3f") + " [" +
-         format_number(s.ratio_lower, "%.3f") + ", " + format_number(s.ratio_upper, "%.3f") + "]), " + std::to_string(s.blocks) +
-         " blocks, " + outcome_name(s.decision);
+  return speed_words(s.ratio) + " than " + s.baseline + " (time ratio " +
+         format_number(s.ratio, "%.3f") + " [" + format_number(s.ratio_lower, "%.3f") + ", " +
+         format_number(s.ratio_upper, "%.3f") + "]), " + std::to_string(s.blocks) + " blocks, " +
+         outcome_name(s.decision);
 }
 
-bool is_failure(Outcome o) { return o == Outcome::failed || o == Outcome::regressed || o == Outcome::invalid; }
+bool is_failure(Outcome o) {
+  return o == Outcome::failed || o == Outcome::regressed || o == Outcome::invalid;
+}
 
 bool inconclusive_fails(const RunReport& report) {
   const auto& c = report.meta.config;
-  return c.is_object() && c.contains("inconclusive_fails") && c.at("inconclusive_fails").is_boolean() &&
-         c.at("inconclusive_fails").get<bool>();
+  return c.is_object() && c.contains("inconclusive_fails") &&
+         c.at("inconclusive_fails").is_boolean() && c.at("inconclusive_fails").get<bool>();
 }
 
 const char* const kNotFailing = "does not fail the gate without --inconclusive-fails";
@@ -109,7 +127,8 @@ std::string aligned_row(const std::vector<std::string>& row, const std::vector<s
   std::string line;
   for (size_t i = 0; i < row.size(); ++i) {
     line += row[i];
-    if (i + 1 < row.size()) line += std::string((i < widths.size() ? widths[i] : 0) - row[i].size() + 1, ' ');
+    if (i + 1 < row.size())
+      line += std::string((i < widths.size() ? widths[i] : 0) - row[i].size() + 1, ' ');
   }
   return line;
 }

@@ -12,7 +12,8 @@ namespace kgate {
 
 /// The correctness cell: "passed 64/64" (every case passed), "failed 8 of 64" (8 cases failed),
 /// "failed, no case ran" / "failed after 40/64" (a crash, hang or fault outside the cases: the
-/// kernel's message says which), "skipped", or "invalid 60/64" (the reference failed on the others).
+/// kernel's message says which), "skipped", or "invalid 60/64" (the reference failed on the
+/// others).
 std::string correctness_cell(const KernelReport& k);
 
 /// A time ratio (the kernel's time / the baseline's; below 1 is faster) in words, the one way every

@@ -17,7 +17,9 @@ class FormatWriter final : public Writer {
   WriteFunction write_;
 };
 
-void write_json(std::ostream& os, const RunReport& report) { os << to_json(report).dump(2) << "\n"; }
+void write_json(std::ostream& os, const RunReport& report) {
+  os << to_json(report).dump(2) << "\n";
+}
 void write_html(std::ostream& os, const RunReport& report) { os << render_html(report); }
 
 }  // namespace

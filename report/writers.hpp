@@ -22,10 +22,10 @@ void write_markdown(std::ostream& os, const RunReport& report);
 void write_github_annotations(std::ostream& os, const RunReport& report);
 /// The whole document, from "<!DOCTYPE html>" to "</html>\n": the overall outcome (worded as in
 /// summary.md), the run metadata, one summary row per kernel, then per kernel its correctness (a
-/// worst-margin bar against the tolerance and the fragility threshold, the minimal failing case with
-/// its repro command, the failures as found, warnings) and every speed comparison with a box plot
-/// of its raw per-launch samples in µs. Non-finite numbers print as "-". Deterministic: the same
-/// report gives the same bytes.
+/// worst-margin bar against the tolerance and the fragility threshold, the minimal failing case
+/// with its repro command, the failures as found, warnings) and every speed comparison with a box
+/// plot of its raw per-launch samples in µs. Non-finite numbers print as "-". Deterministic: the
+/// same report gives the same bytes.
 std::string render_html(const RunReport& report);
 /// The result table (a row per kernel, with its fallback, captured inputs, baseline and workload
 /// lines), each timed comparison, each failure's minimal case and repro, and the warnings.

@@ -4,8 +4,10 @@
 // (runner_internal.hpp).
 #include "runtime/runner.hpp"
 
-#include <ATen/core/Tensor.h>
 #include <ATen/TensorOperators.h>  // the tensor arithmetic below (it brings ATen/Functions.h)
+#include <ATen/core/Tensor.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAGraph.h>
 #include <ATen/ops/arange.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/empty.h>
@@ -22,25 +24,23 @@
 #include <ATen/ops/where.h>
 #include <ATen/ops/zeros.h>
 #include <ATen/ops/zeros_like.h>
-#include <ATen/cuda/CUDAContext.h>
-#include <ATen/cuda/CUDAGraph.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <functional>
 #include <array>
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <optional>
 #include <sstream>
 #include <tuple>
 
 #include "core/error.hpp"
-#include "core/format.hpp"
 #include "core/expr.hpp"
+#include "core/format.hpp"
 #include "core/rng.hpp"
 #include "core/safe_text.hpp"
 #include "gates/speed/speed_of_light.hpp"
@@ -72,19 +72,25 @@ namespace {
 Tolerance lean_tolerance(const correctness::RuleConfig& rule, DType dtype) {
   const double eps = dtype_eps(dtype);
   switch (rule.kind) {
-    case correctness::RuleKind::allclose: return rule.tolerance;
+    case correctness::RuleKind::allclose:
+      return rule.tolerance;
     case correctness::RuleKind::eager_relative:
     case correctness::RuleKind::conditioned:  // (its allowance holds eager_relative's)
       return Tolerance{rule.tolerance.atol, std::max(0.0, rule.ratio_k - 1) * eps / 2};
-    case correctness::RuleKind::ulp: return Tolerance{0, rule.max_ulp * eps / 2};
-    case correctness::RuleKind::ref_ratio: return Tolerance{rule.ratio_floor, 0};
-    case correctness::RuleKind::index: return Tolerance{0, 0};
+    case correctness::RuleKind::ulp:
+      return Tolerance{0, rule.max_ulp * eps / 2};
+    case correctness::RuleKind::ref_ratio:
+      return Tolerance{rule.ratio_floor, 0};
+    case correctness::RuleKind::index:
+      return Tolerance{0, 0};
   }
   return Tolerance{0, 0};
 }
 
 // Appends `text` to a comparison's note, "; " between the parts.
-void add_note(std::string& note, const std::string& text) { note += (note.empty() ? "" : "; ") + text; }
+void add_note(std::string& note, const std::string& text) {
+  note += (note.empty() ? "" : "; ") + text;
+}
 
 using speed::CheckedArms;
 using speed::TimingInvalid;
@@ -98,7 +104,8 @@ class NvmlMonitor final : public speed::DeviceMonitor {
     if (!nvml_) return std::nullopt;
     const auto s = nvml_->sample();
     if (!s) return std::nullopt;
-    return speed::DeviceSample{s->sm_clock_mhz, s->throttled(), s->throttled() ? s->describe() : std::string()};
+    return speed::DeviceSample{s->sm_clock_mhz, s->throttled(),
+                               s->throttled() ? s->describe() : std::string()};
   }
   std::optional<std::vector<speed::DeviceUser>> other_processes() const override {
     if (!nvml_) return std::nullopt;
@@ -117,14 +124,16 @@ double median_of(std::vector<double> v) { return speed::median(std::move(v)); }
 
 // The case's speed-of-light floor (OpSignature::min_bytes_*), from the case's shape symbols, its
 // dtype's size and the bytes of each op tensor as drawn; no floor when the op declares none.
-speed::LightFloor light_floor(const OpSignature& op, const Case& c, const Tensors& inputs, const Tensors& outputs) {
+speed::LightFloor light_floor(const OpSignature& op, const Case& c, const Tensors& inputs,
+                              const Tensors& outputs) {
   speed::LightFloor floor;
   if (op.min_bytes_read.empty() && op.min_bytes_written.empty()) return floor;
   package::SymbolValues values(c.dims.begin(), c.dims.end());
   values["dtype_size"] = static_cast<int64_t>(dtype_size(c.dtype));
   const auto add = [&](const std::vector<TensorSpec>& specs, const Tensors& tensors) {
     for (size_t i = 0; i < specs.size() && i < tensors.size(); ++i)
-      values["bytes_" + specs[i].name] = tensors[i].numel() * static_cast<int64_t>(tensors[i].element_size());
+      values["bytes_" + specs[i].name] =
+          tensors[i].numel() * static_cast<int64_t>(tensors[i].element_size());
   };
   add(op.inputs, inputs);
   add(op.outputs, outputs);
@@ -145,11 +154,24 @@ speed::LightFloor light_floor(const OpSignature& op, const Case& c, const Tensor
 class Runner::Impl::CheckedTiming {
  public:
   CheckedTiming(Impl& impl, const KernelInfo& kernel, const KernelInfo* baseline, const Case& c,
-                const TimingOptions& options, uint64_t seed, const correctness::RuleConfig* rule, SpeedComparison& cmp)
-      : impl(impl), kernel(kernel), baseline(baseline), c(c), options(options), seed(seed), rule(rule), cmp(cmp),
-        op(find_op(c.op)), ref(op_reference(c.op)), attrs(call_attributes(op, c)),
-        sets(static_cast<size_t>(std::max(1, options.pools))), bank_size(sets + 1),
-        on_gpu(impl.backend == Backend::cuda), order(system_random()), reference_graph(impl.reference_graph) {}
+                const TimingOptions& options, uint64_t seed, const correctness::RuleConfig* rule,
+                SpeedComparison& cmp)
+      : impl(impl),
+        kernel(kernel),
+        baseline(baseline),
+        c(c),
+        options(options),
+        seed(seed),
+        rule(rule),
+        cmp(cmp),
+        op(find_op(c.op)),
+        ref(op_reference(c.op)),
+        attrs(call_attributes(op, c)),
+        sets(static_cast<size_t>(std::max(1, options.pools))),
+        bank_size(sets + 1),
+        on_gpu(impl.backend == Backend::cuda),
+        order(system_random()),
+        reference_graph(impl.reference_graph) {}
 
   /// Times the comparison into `cmp` (its decision, samples and notes).
   void run() {
@@ -158,13 +180,15 @@ class Runner::Impl::CheckedTiming {
     set_up_checks();
     const std::array<bool, 2> checked{checking && arm[0].kernel != nullptr, checking};
     const NvmlMonitor monitor(impl.nvml.get());
-    CheckedArms arms(impl.launch_timer(), sets, bank_size, 2 * static_cast<int64_t>(options.interleave.launches_per_arm),
-                     checked, hooks(), impl.nvml ? &monitor : nullptr,
+    CheckedArms arms(impl.launch_timer(), sets, bank_size,
+                     2 * static_cast<int64_t>(options.interleave.launches_per_arm), checked,
+                     hooks(), impl.nvml ? &monitor : nullptr,
                      {arm[0].kernel ? arm[0].kernel->name : std::string("eager"), kernel.name});
 
     // Warm-up until both arms settle, bounded by a share of the time budget (a 65 ms launch on a
     // busy 2-core host never settled within 2%: 20 batches, 13 s, for a 2 s budget).
-    speed::warm_up(arms, options.max_warmup_batches, options.warmup_budget_share * options.interleave.time_budget_s);
+    speed::warm_up(arms, options.max_warmup_batches,
+                   options.warmup_budget_share * options.interleave.time_budget_s);
 
     arms.begin_blocks(checking);
     Rng rng(derive_seed(seed, "interleave/" + kernel.name + "/" + c.id(), 0));
@@ -197,39 +221,46 @@ class Runner::Impl::CheckedTiming {
   /// What the checked launch of an arm saw and wrote.
   struct Check {
     Tensors inputs_before, outputs_after;
-    std::vector<at::Tensor> input_changed;  // right after the launch, per input not written in place
-    at::Tensor flags;  // cuda: [0] an output not close, [1 + i] input i changed (non-zero: yes)
+    std::vector<at::Tensor>
+        input_changed;  // right after the launch, per input not written in place
+    at::Tensor flags;   // cuda: [0] an output not close, [1 + i] input i changed (non-zero: yes)
     std::vector<int64_t> flag_of_input;  // input_changed[j] is flags[flag_of_input[j]] when >= 0
-    at::Tensor bad;    // the first look's ATen verdict, where no flag kernel applied (bool; true: not cleared)
+    at::Tensor bad;  // the first look's ATen verdict, where no flag kernel applied (bool; true: not
+                     // cleared)
     bool mismatch = false;  // the reference's outputs do not fit the kernel's: not cleared
   };
 
-  // Input contents: a bank of sets + 1 draws of the case's generator (seeds derived from the case's);
-  // block b's buffer set s holds bank entry (b + s) % (sets + 1), so every set's contents change
-  // under the same pointers from one block to the next, at the cost of one copy per input.
+  // Input contents: a bank of sets + 1 draws of the case's generator (seeds derived from the
+  // case's); block b's buffer set s holds bank entry (b + s) % (sets + 1), so every set's contents
+  // change under the same pointers from one block to the next, at the cost of one copy per input.
   Case bank_case(size_t entry) const {
     Case d = c;
     d.seed = derive_seed(c.seed, "timed/bank", entry);
     return d;
   }
-  size_t bank_entry(int64_t block, size_t set) const { return (static_cast<size_t>(block) + set) % bank_size; }
+  size_t bank_entry(int64_t block, size_t set) const {
+    return (static_cast<size_t>(block) + set) % bank_size;
+  }
 
   // The bank, each arm's buffers, the guard and the speed-of-light floor; false when there is
   // nothing of the kernel to time (cmp says why).
   bool set_up_buffers() {
-    for (size_t e = 0; e < bank_size; ++e) bank.push_back(case_inputs(ref, bank_case(e), op, impl.device));
+    for (size_t e = 0; e < bank_size; ++e)
+      bank.push_back(case_inputs(ref, bank_case(e), op, impl.device));
     // Per buffer set, the drawn inputs; each kernel arm has its own outputs (and copies of the
     // inputs it writes in place); the eager arm reads the inputs as drawn. Every set comes from
     // the same generator as the case, so the sets share its layouts and alignment.
     drawn.resize(sets);
-    for (size_t s = 0; s < sets; ++s) drawn[s] = case_inputs(ref, bank_case(bank_entry(0, s)), op, impl.device);
+    for (size_t s = 0; s < sets; ++s)
+      drawn[s] = case_inputs(ref, bank_case(bank_entry(0, s)), op, impl.device);
     arm[1].kernel = &kernel;
     for (size_t s = 0; s < sets; ++s) {
       arm[1].inputs.push_back(drawn[s]);
       arm[1].outputs.push_back(arm_outputs(op, c, arm[1].inputs[s], impl.device));
     }
     // Outside the candidate's guard the reference runs: nothing of the kernel to time.
-    if (const auto why = impl.refusal(kernel, arm[1].inputs[0], arm[1].outputs[0], attrs); !why.empty()) {
+    if (const auto why = impl.refusal(kernel, arm[1].inputs[0], arm[1].outputs[0], attrs);
+        !why.empty()) {
       cmp.decision = Outcome::skipped;
       cmp.note = "not timed: the case is outside the guard of '" + kernel.name + "' (" + why +
                  "), where the reference runs instead";
@@ -241,7 +272,9 @@ class Runner::Impl::CheckedTiming {
       Tensors in = drawn[0];
       const Tensors out = arm_outputs(op, c, in, impl.device);
       if (impl.refusal(*baseline, in, out, attrs).empty()) arm[0].kernel = baseline;
-      else baseline_note = "the case is outside the guard of baseline '" + baseline->name + "': timed its fallback (eager)";
+      else
+        baseline_note = "the case is outside the guard of baseline '" + baseline->name +
+                        "': timed its fallback (eager)";
     }
     // A kernel baseline runs in the candidate's buffers (outputs, and the input copies it writes in
     // place): the two arms never run at once, and on the same addresses neither gains from where
@@ -269,21 +302,29 @@ class Runner::Impl::CheckedTiming {
   // Checked timing's state: the rule, the poison, the fills, the flags and the copy buffers.
   void set_up_checks() {
     checking = rule != nullptr;
-    case_rule = rule ? correctness::scaled_for(*rule, c.dims, c.values == Values::all_equal) : correctness::RuleConfig{};
+    case_rule = rule ? correctness::scaled_for(*rule, c.dims, c.values == Values::all_equal)
+                     : correctness::RuleConfig{};
     poison = derive_seed(impl.poison_salt ^ c.seed, "poison/timed", 0);
     // The fp64 oracle only where the verdict reads it (it is the costliest part of a check).
     needs_oracle = case_rule.kind == correctness::RuleKind::ref_ratio;
     for (const auto& o : op.outputs) {
       const auto kind = output_rule(case_rule, op.tensor_dtype(o, c.dtype), o).kind;
-      needs_oracle |= kind == correctness::RuleKind::eager_relative || kind == correctness::RuleKind::conditioned;
+      needs_oracle |= kind == correctness::RuleKind::eager_relative ||
+                      kind == correctness::RuleKind::conditioned;
     }
     // What a checked launch's outputs hold before it: values a kernel cannot tell from earlier
     // results (random, finite; integers: the poison), drawn once and copied in.
     for (size_t i = 0; i < op.outputs.size(); ++i) {
       const at::Tensor& out = arm[1].outputs[0][i];
       const DType dt = from_scalar_type(out.scalar_type());
-      if (is_floating(dt)) fills.push_back(at::randn(out.sizes(), out.options().dtype(at::kFloat)).to(out.scalar_type()));
-      else fills.push_back(poison_bits(dt, impl.device, poison).expand({out.numel()}).view(out.sizes()).view(out.scalar_type()));
+      if (is_floating(dt))
+        fills.push_back(
+            at::randn(out.sizes(), out.options().dtype(at::kFloat)).to(out.scalar_type()));
+      else
+        fills.push_back(poison_bits(dt, impl.device, poison)
+                            .expand({out.numel()})
+                            .view(out.sizes())
+                            .view(out.scalar_type()));
     }
     // Outputs a kernel arm reads before it writes them hold its start value before every launch
     // (refill), the checked one included.
@@ -291,7 +332,8 @@ class Runner::Impl::CheckedTiming {
       starts[a] = output_starts(op, arm[a].kernel);
       for (size_t i = 0; i < op.outputs.size(); ++i) {
         const at::Tensor& out = arm[1].outputs[0][i];
-        start_fills[a].push_back(starts[a][i] ? at::full(out.sizes(), *starts[a][i], out.options()) : at::Tensor());
+        start_fills[a].push_back(starts[a][i] ? at::full(out.sizes(), *starts[a][i], out.options())
+                                              : at::Tensor());
         refills |= starts[a][i].has_value();
       }
     }
@@ -302,8 +344,10 @@ class Runner::Impl::CheckedTiming {
     std::fill(host_flags, host_flags + 2 * flags_per_arm, 0);
     void* on_device = nullptr;
     KGATE_CUDA_CALL(cudaHostGetDevicePointer(&on_device, host_flags, 0));
-    all_flags = at::from_blob(on_device, {2 * flags_per_arm}, at::TensorOptions().dtype(at::kInt).device(impl.device));
-    for (int64_t a = 0; a < 2; ++a) arm_flags[static_cast<size_t>(a)] = all_flags.narrow(0, a * flags_per_arm, flags_per_arm);
+    all_flags = at::from_blob(on_device, {2 * flags_per_arm},
+                              at::TensorOptions().dtype(at::kInt).device(impl.device));
+    for (int64_t a = 0; a < 2; ++a)
+      arm_flags[static_cast<size_t>(a)] = all_flags.narrow(0, a * flags_per_arm, flags_per_arm);
     std::ostringstream key;
     key << op.name;
     for (const auto& t : arm[1].inputs[0]) key << ' ' << t.scalar_type() << t.sizes();
@@ -311,20 +355,24 @@ class Runner::Impl::CheckedTiming {
     if (reference_graph.key != key.str()) {
       reference_graph = {};
       reference_graph.key = key.str();
-      for (const auto& t : arm[1].inputs[0]) reference_graph.inputs.push_back(at::empty(t.sizes(), t.options()));
+      for (const auto& t : arm[1].inputs[0])
+        reference_graph.inputs.push_back(at::empty(t.sizes(), t.options()));
     }
     before_buffers = reference_graph.inputs;
     for (const auto& t : arm[1].inputs[0])
       if (arm[0].kernel) before_backup.push_back(at::empty(t.sizes(), t.options()));
     for (size_t a = 0; a < 2; ++a)
-      for (const auto& t : arm[1].outputs[0]) after_buffers[a].push_back(at::empty(t.sizes(), t.options()));
+      for (const auto& t : arm[1].outputs[0])
+        after_buffers[a].push_back(at::empty(t.sizes(), t.options()));
   }
 
   CheckedArms::Hooks hooks() {
     CheckedArms::Hooks h;
     h.launch = [this](int a, size_t s) { launch(a, s); };
     if (options.flush_l2 && impl.flusher) h.flush = [this] { impl.flusher->flush(); };
-    h.perturb = [this](int a, size_t s, bool before_flush) { timed_work([&] { swap_two(a, s, before_flush); }); };
+    h.perturb = [this](int a, size_t s, bool before_flush) {
+      timed_work([&] { swap_two(a, s, before_flush); });
+    };
     h.prepare = [this](int a, size_t s) { timed_work([&] { prepare(a, s); }); };
     if (refills) h.refill = [this](int a, size_t s) { refill(a, s); };
     h.capture = [this](int a, size_t s) { timed_work([&] { capture(a, s); }); };
@@ -341,7 +389,8 @@ class Runner::Impl::CheckedTiming {
   void timed_work(const Work& work) {
     const auto start = std::chrono::steady_clock::now();
     work();
-    check_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    check_seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
 
   void launch(int a, size_t s) {
@@ -374,7 +423,8 @@ class Runner::Impl::CheckedTiming {
       if (on_gpu && before_flush && impl.flusher) {
         impl.flusher->swap_at_flush(x, y, static_cast<int>(size));
       } else if (on_gpu) {
-        KGATE_CUDA_CALL(cuda::launch_swap_elements(x, y, static_cast<int>(size), static_cast<cudaStream_t>(impl.stream())));
+        KGATE_CUDA_CALL(cuda::launch_swap_elements(x, y, static_cast<int>(size),
+                                                   static_cast<cudaStream_t>(impl.stream())));
       } else {
         for (int64_t i = 0; i < size; ++i) std::swap(x[i], y[i]);
       }
@@ -386,11 +436,12 @@ class Runner::Impl::CheckedTiming {
   // the host several times a kernel launch, and the host's time between launches is the wall time
   // checked timing adds); otherwise by ATen (copy_into).
   bool raw_copy(const at::Tensor& dst, const at::Tensor& src) const {
-    return on_gpu && dst.defined() && dst.is_contiguous() && src.is_contiguous() && dst.nbytes() == src.nbytes() &&
-           dst.scalar_type() == src.scalar_type();
+    return on_gpu && dst.defined() && dst.is_contiguous() && src.is_contiguous() &&
+           dst.nbytes() == src.nbytes() && dst.scalar_type() == src.scalar_type();
   }
   static void copy_into(at::Tensor& dst, const at::Tensor& src) {
-    if (dst.defined() && dst.sizes() == src.sizes() && dst.scalar_type() == src.scalar_type()) dst.copy_(src);
+    if (dst.defined() && dst.sizes() == src.sizes() && dst.scalar_type() == src.scalar_type())
+      dst.copy_(src);
     else dst = src.clone(at::MemoryFormat::Contiguous);
   }
   // On the GPU the copies and first looks of a checked launch go into one kernel launch each side
@@ -405,7 +456,8 @@ class Runner::Impl::CheckedTiming {
     jobs.push_back(j);
   }
   void launch_jobs() {
-    if (!jobs.empty()) KGATE_CUDA_CALL(cuda::launch_check_jobs(jobs, static_cast<cudaStream_t>(impl.stream())));
+    if (!jobs.empty())
+      KGATE_CUDA_CALL(cuda::launch_check_jobs(jobs, static_cast<cudaStream_t>(impl.stream())));
     jobs.clear();
   }
 
@@ -420,7 +472,8 @@ class Runner::Impl::CheckedTiming {
     Check& other = check[static_cast<size_t>(1 - a)];
     if (on_gpu && !before_buffers.empty() && !other.inputs_before.empty() &&
         other.inputs_before[0].is_same(before_buffers[0])) {
-      for (size_t i = 0; i < before_buffers.size(); ++i) copy_job(before_backup.at(i), before_buffers[i]);
+      for (size_t i = 0; i < before_buffers.size(); ++i)
+        copy_job(before_backup.at(i), before_buffers[i]);
       launch_jobs();
       other.inputs_before = before_backup;
     }
@@ -509,7 +562,9 @@ class Runner::Impl::CheckedTiming {
     const Tensors expected = look_reference(k.inputs_before);
     bool aten_used = false;
     // The ATen verdicts (none on the GPU for contiguous tensors: the flag kernels judge those).
-    const auto raise = [&k](const at::Tensor& bad) { k.bad = k.bad.defined() ? k.bad.logical_or(bad) : bad; };
+    const auto raise = [&k](const at::Tensor& bad) {
+      k.bad = k.bad.defined() ? k.bad.logical_or(bad) : bad;
+    };
     k.mismatch = expected.size() < k.outputs_after.size();
     for (size_t i = 0; i < k.outputs_after.size() && !k.mismatch; ++i) {
       const at::Tensor& out = k.outputs_after[i];
@@ -573,7 +628,8 @@ class Runner::Impl::CheckedTiming {
     if (k.mismatch) return false;
     if (!on_gpu) return !k.bad.defined() || !k.bad.item<bool>();
     for (int64_t i = 0; i < flags_per_arm; ++i)
-      if (flags_read.at(static_cast<size_t>(static_cast<int64_t>(a) * flags_per_arm + i)) != 0) return false;
+      if (flags_read.at(static_cast<size_t>(static_cast<int64_t>(a) * flags_per_arm + i)) != 0)
+        return false;
     return true;
   }
 
@@ -601,7 +657,7 @@ class Runner::Impl::CheckedTiming {
         j.b = before.data_ptr();
         j.count = static_cast<int64_t>(now.nbytes());
         j.flag = k.flags.data_ptr<int>() + 1 + i;
-        jobs.push_back(j);  // launched with the first look's
+        jobs.push_back(j);               // launched with the first look's
         k.input_changed.emplace_back();  // its flag (a view only if the launch is judged)
         k.flag_of_input.push_back(static_cast<int64_t>(1 + i));
         continue;
@@ -615,9 +671,12 @@ class Runner::Impl::CheckedTiming {
 
   // The block's end: each checked launch the first look did not clear is judged under the rule
   // (a failure is returned), then the next block's contents are copied in.
-  std::optional<WrongWhileTimed> block_done(int64_t block, const std::array<int64_t, 2>& checked_set, bool settled) {
+  std::optional<WrongWhileTimed> block_done(int64_t block,
+                                            const std::array<int64_t, 2>& checked_set,
+                                            bool settled) {
     if (on_gpu) {  // the device drained the block's launches: read the flags
-      if (!settled) KGATE_CUDA_CALL(cudaStreamSynchronize(static_cast<cudaStream_t>(impl.stream())));
+      if (!settled)
+        KGATE_CUDA_CALL(cudaStreamSynchronize(static_cast<cudaStream_t>(impl.stream())));
       flags_read.assign(host_flags, host_flags + 2 * flags_per_arm);
     }
     for (size_t a = 0; a < 2; ++a) {
@@ -629,12 +688,13 @@ class Runner::Impl::CheckedTiming {
         MemorySlots memory;
         const Check& k = check[a];
         for (size_t j = 0; j < k.input_changed.size(); ++j)
-          memory.inputs_changed.push_back(
-              q.add_int(k.flag_of_input[j] >= 0 ? k.flags[k.flag_of_input[j]] : k.input_changed[j]));
+          memory.inputs_changed.push_back(q.add_int(
+              k.flag_of_input[j] >= 0 ? k.flags[k.flag_of_input[j]] : k.input_changed[j]));
         CaseResult r;
         r.kcase = bank_case(bank_entry(block, set));
-        judge_outputs(op, ref, r.kcase, case_rule, attrs, check[a].inputs_before, check[a].outputs_after, q, memory,
-                      poison, true, starts[a], impl.device, {}, r, needs_oracle);
+        judge_outputs(op, ref, r.kcase, case_rule, attrs, check[a].inputs_before,
+                      check[a].outputs_after, q, memory, poison, true, starts[a], impl.device, {},
+                      r, needs_oracle);
         if (r.outcome == Outcome::failed) return WrongWhileTimed{static_cast<int>(a), std::move(r)};
       }
       check[a] = Check{};
@@ -674,21 +734,24 @@ class Runner::Impl::CheckedTiming {
         last = *it;
         break;
       }
-    const std::string where = "block " + std::to_string(last.block) + ", launch " + std::to_string(last.launch + 1) +
-                              " of " + std::to_string(2 * options.interleave.launches_per_arm) + " (buffer set " +
-                              std::to_string(static_cast<size_t>(last.launch) % sets) + ")";
+    const std::string where =
+        "block " + std::to_string(last.block) + ", launch " + std::to_string(last.launch + 1) +
+        " of " + std::to_string(2 * options.interleave.launches_per_arm) + " (buffer set " +
+        std::to_string(static_cast<size_t>(last.launch) % sets) + ")";
     CaseResult& w = wrong.result;
     if (wrong.arm == 1) {
       w.rule = "wrong_while_timed";
-      w.message = "wrong while timed: '" + kernel.name + "' passed its checks, but its output in a timed launch (" +
-                  where + ", inputs of case " + w.kcase.id() + ") fails: " + w.message;
+      w.message = "wrong while timed: '" + kernel.name +
+                  "' passed its checks, but its output in a timed launch (" + where +
+                  ", inputs of case " + w.kcase.id() + ") fails: " + w.message;
       w.repro = repro_command(kernel, w.kcase);
       cmp.decision = Outcome::failed;
       add_note(cmp.note, w.message);
       cmp.wrong_while_timed = std::move(w);
     } else {
       cmp.decision = Outcome::invalid;
-      add_note(cmp.note, "baseline '" + arm[0].kernel->name + "' was wrong in a timed launch (" + where + "): " + w.message);
+      add_note(cmp.note, "baseline '" + arm[0].kernel->name + "' was wrong in a timed launch (" +
+                             where + "): " + w.message);
     }
   }
 
@@ -712,11 +775,12 @@ class Runner::Impl::CheckedTiming {
     cmp.p_adjusted = cmp.p_value;
     if (r.budget_needed_s > 0) {
       char text[200];
-      std::snprintf(text, sizeof text,
-                    "no decision was possible: %zu blocks fit %g x the time budget, and a decision needs %d; "
-                    "--time-budget %.0f would allow it",
-                    r.blocks.size(), options.interleave.max_budget_factor, options.interleave.min_blocks,
-                    std::ceil(r.budget_needed_s));
+      std::snprintf(
+          text, sizeof text,
+          "no decision was possible: %zu blocks fit %g x the time budget, and a decision needs %d; "
+          "--time-budget %.0f would allow it",
+          r.blocks.size(), options.interleave.max_budget_factor, options.interleave.min_blocks,
+          std::ceil(r.budget_needed_s));
       add_note(cmp.note, text);
     }
     // Speed of light: each arm's fraction of the copy bandwidth; in cold-cache timing a median
@@ -730,11 +794,13 @@ class Runner::Impl::CheckedTiming {
       cmp.sol_baseline_fraction = speed::light_fraction(light, cmp.baseline_median_ns);
       cmp.sol_enforced = options.flush_l2;
       if (cmp.sol_enforced) {
-        too_fast = speed::faster_than_light(light, cmp.candidate_median_ns, "'" + kernel.name + "'");
+        too_fast =
+            speed::faster_than_light(light, cmp.candidate_median_ns, "'" + kernel.name + "'");
         if (!too_fast)
-          too_fast = speed::faster_than_light(light, cmp.baseline_median_ns,
-                                              "baseline '" + (arm[0].kernel ? arm[0].kernel->name : std::string("eager")) +
-                                                  "' (is the op's min_bytes floor too high?)");
+          too_fast = speed::faster_than_light(
+              light, cmp.baseline_median_ns,
+              "baseline '" + (arm[0].kernel ? arm[0].kernel->name : std::string("eager")) +
+                  "' (is the op's min_bytes floor too high?)");
       }
     }
     if (too_fast) {
@@ -745,9 +811,15 @@ class Runner::Impl::CheckedTiming {
       add_note(cmp.note, r.invalid_reason);
     } else {
       switch (r.decision.decision) {
-        case speed::Decision::pass: cmp.decision = Outcome::passed; break;
-        case speed::Decision::regression: cmp.decision = Outcome::regressed; break;
-        case speed::Decision::inconclusive: cmp.decision = Outcome::inconclusive; break;
+        case speed::Decision::pass:
+          cmp.decision = Outcome::passed;
+          break;
+        case speed::Decision::regression:
+          cmp.decision = Outcome::regressed;
+          break;
+        case speed::Decision::inconclusive:
+          cmp.decision = Outcome::inconclusive;
+          break;
       }
     }
     if (impl.nvml && !impl.nvml->available() && cmp.note.find("NVML") == std::string::npos)
@@ -781,9 +853,9 @@ class Runner::Impl::CheckedTiming {
   bool needs_oracle = false;
   std::array<Check, 2> check;
   Tensors fills;
-  std::array<Starts, 2> starts;         // each arm's outputs' start values (output_starts)
-  std::array<Tensors, 2> start_fills;   // the same as tensors (undefined: none)
-  bool refills = false;                 // some arm has one
+  std::array<Starts, 2> starts;        // each arm's outputs' start values (output_starts)
+  std::array<Tensors, 2> start_fills;  // the same as tensors (undefined: none)
+  bool refills = false;                // some arm has one
   double check_seconds = 0;
   std::vector<bool> in_place;
   int64_t flags_per_arm = 1;
@@ -799,8 +871,9 @@ class Runner::Impl::CheckedTiming {
   std::vector<int> flags_read;  // both arms' flags at the block's end
 };
 
-SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* baseline, const Case& c,
-                                  const TimingOptions& options, uint64_t seed, const correctness::RuleConfig* rule) {
+SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* baseline,
+                                  const Case& c, const TimingOptions& options, uint64_t seed,
+                                  const correctness::RuleConfig* rule) {
   SpeedComparison cmp;
   cmp.kcase = c;
   cmp.baseline = baseline ? baseline->name : "eager";
@@ -815,9 +888,10 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
   // to time. A kernel given as its own baseline (kgate calibrate's A/A) is timed.
   if (baseline && baseline != &kernel && same_code(kernel, *baseline)) {
     cmp.decision = Outcome::unchanged;
-    cmp.note = "not timed: '" + kernel.name + "' and baseline '" + baseline->name +
-               "' run byte-identical code (every CUBIN and the manifest but name and version; digest " +
-               kernel.code_digest.substr(0, 16) + ")";
+    cmp.note =
+        "not timed: '" + kernel.name + "' and baseline '" + baseline->name +
+        "' run byte-identical code (every CUBIN and the manifest but name and version; digest " +
+        kernel.code_digest.substr(0, 16) + ")";
     return cmp;
   }
   try {
@@ -825,7 +899,8 @@ SpeedComparison Runner::time_case(const KernelInfo& kernel, const KernelInfo* ba
   } catch (const Error& e) {
     cmp.decision = Outcome::invalid;
     cmp.note = std::string("timing failed: ") + e.what();
-    impl_->lose_context_if_faulted("the CUDA context was lost while timing kernel '" + kernel.name + "'");
+    impl_->lose_context_if_faulted("the CUDA context was lost while timing kernel '" + kernel.name +
+                                   "'");
   }
   return cmp;
 }

@@ -6,9 +6,8 @@
 //                       [&](auto t) { run<element_t<decltype(t)>>(call); });
 //   }
 //   KGATE_REGISTER_KERNEL(([] {
-//     KernelInfo k = cuda_kernel("fused_add_rms_norm_block", "fused_add_rms_norm", __FILE__, launch);
-//     k.tile_sizes = {256};
-//     return k;
+//     KernelInfo k = cuda_kernel("fused_add_rms_norm_block", "fused_add_rms_norm", __FILE__,
+//     launch); k.tile_sizes = {256}; return k;
 //   })());
 // A kernel that has a package needs neither: kgate_add_kernel(NAME PACKAGE dir) runs its manifest's
 // launches (runtime/package/compiled_package.hpp).
@@ -41,9 +40,15 @@ using element_t = typename Tag::type;
 template <typename Fn>
 void dispatch_floating(DType dtype, const char* kernel, Fn&& fn) {
   switch (dtype) {
-    case DType::f32: fn(TypeTag<float>{}); return;
-    case DType::f16: fn(TypeTag<__half>{}); return;
-    case DType::bf16: fn(TypeTag<__nv_bfloat16>{}); return;
+    case DType::f32:
+      fn(TypeTag<float>{});
+      return;
+    case DType::f16:
+      fn(TypeTag<__half>{});
+      return;
+    case DType::bf16:
+      fn(TypeTag<__nv_bfloat16>{});
+      return;
     default:
       throw Error(ErrorKind::usage, std::string(kernel) + ": dtype " + dtype_name(dtype) +
                                         " is not one it takes (f32, f16, bf16)");

@@ -41,7 +41,7 @@ struct KernelInfo {
   /// catalogue on first use). Empty for built-in ops, and for ops given with --ops.
   std::string op_file;
   Backend backend = Backend::cuda;
-  std::vector<DType> dtypes;      ///< dtypes it supports (cases of other dtypes are not generated)
+  std::vector<DType> dtypes;  ///< dtypes it supports (cases of other dtypes are not generated)
   /// Declared tile sizes (kgate_add_kernel's TILE_SIZES): ragged cases reach t - 1, t + 1 and t of
   /// each on the op's reduced symbol before any other size.
   std::vector<int64_t> tile_sizes;
@@ -49,10 +49,10 @@ struct KernelInfo {
   bool accepts_unaligned = true;  ///< takes base pointers that are not 16-byte aligned
   std::string source;             ///< where it comes from (file or package)
   bool timed = true;              ///< false: a correctness twin (a simple reference kernel kept to
-                                  ///< anchor the mutant suite), not a deployment candidate: not timed
-  bool mutant = false;            ///< a deliberately broken kernel (tests/mutants): must be rejected;
-                                  ///< left out of `kgate check` unless named with --kernel
-  std::string expected_catch;     ///< for mutants: the case family meant to catch it
+                      ///< anchor the mutant suite), not a deployment candidate: not timed
+  bool mutant = false;         ///< a deliberately broken kernel (tests/mutants): must be rejected;
+                               ///< left out of `kgate check` unless named with --kernel
+  std::string expected_catch;  ///< for mutants: the case family meant to catch it
   /// A correct kernel of a control corpus (tests/controls, the gaming corpus): registered beside
   /// the mutants (`mutant` is true, so `kgate check` leaves it out unless named) but it must pass.
   bool control = false;
@@ -134,8 +134,8 @@ namespace kgate {
 /// The KernelInfo of a CPU kernel: its name, op, dtypes, source file and launcher; it takes strided
 /// and unaligned views (a loop reads any strides). Set the rest (tile_sizes, timed) on the result.
 /// CUDA kernels start from cuda_kernel() (runtime/dispatch.hpp).
-inline KernelInfo cpu_kernel(std::string name, std::string op, std::vector<DType> dtypes, std::string source,
-                             std::function<void(const KernelCall&)> launch) {
+inline KernelInfo cpu_kernel(std::string name, std::string op, std::vector<DType> dtypes,
+                             std::string source, std::function<void(const KernelCall&)> launch) {
   KernelInfo k;
   k.name = std::move(name);
   k.op = std::move(op);
@@ -166,6 +166,6 @@ inline KernelInfo with_op_file(KernelInfo info, const char* op_file) {
 #define KGATE_CONCAT(a, b) KGATE_CONCAT_INNER(a, b)
 /// Registers a kernel at static-initialization time:
 ///   KGATE_REGISTER_KERNEL(([] { kgate::KernelInfo k; ...; return k; })());
-#define KGATE_REGISTER_KERNEL(info_expr) \
+#define KGATE_REGISTER_KERNEL(info_expr)                        \
   static const bool KGATE_CONCAT(kgate_registered_, __LINE__) = \
       ::kgate::register_kernel(::kgate::with_op_file(info_expr, KGATE_KERNEL_OP_FILE))

@@ -32,7 +32,8 @@ std::map<std::string, std::string>& captured_files() {
 }  // namespace
 
 void begin_module_capture() {
-  if (capture()) throw Error(ErrorKind::internal, "begin_module_capture: a capture is under way already");
+  if (capture())
+    throw Error(ErrorKind::internal, "begin_module_capture: a capture is under way already");
   capture() = new std::vector<KernelInfo>();
   captured_files().clear();
 }
@@ -102,8 +103,9 @@ bool register_kernel(KernelInfo info) {
   auto& kernels = registry();
   for (const auto& k : kernels)
     if (k.name == info.name)
-      throw Error(ErrorKind::internal, "kernel '" + info.name + "' is registered twice (" + k.source +
-                                           " and " + info.source + "): kernel names must be unique");
+      throw Error(ErrorKind::internal, "kernel '" + info.name + "' is registered twice (" +
+                                           k.source + " and " + info.source +
+                                           "): kernel names must be unique");
   kernels.push_back(std::move(info));
   std::sort(kernels.begin(), kernels.end(),
             [](const KernelInfo& a, const KernelInfo& b) { return a.name < b.name; });
@@ -129,7 +131,8 @@ const KernelInfo& find_kernel(const std::string& name) {
   }
   const std::string guess = closest(name, names);
   const std::string hint = guess.empty() ? "" : "did you mean '" + guess + "'? ";
-  throw_usage("unknown kernel '" + name + "'; " + hint + "kernels: " + (known.empty() ? "(none)" : known) +
+  throw_usage("unknown kernel '" + name + "'; " + hint +
+              "kernels: " + (known.empty() ? "(none)" : known) +
               " (`kgate list --all` shows them with the mutants)");
 }
 

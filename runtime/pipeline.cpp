@@ -76,7 +76,8 @@ std::string default_rule(const OpSignature& op, DType dtype) {
   return op.default_rule;
 }
 
-KernelSettings resolve_settings(const OpSignature& op, const std::string& kernel, const CheckOptions& options) {
+KernelSettings resolve_settings(const OpSignature& op, const std::string& kernel,
+                                const CheckOptions& options) {
   KernelSettings k;
   k.gates = options.config.resolve(op.name, kernel, options.cli);
   const GateSettings& s = k.gates;
@@ -98,10 +99,12 @@ correctness::RuleConfig rule_for(const OpSignature& op, DType dtype, const Check
   return rule_for(op, dtype, resolve_settings(op, kernel, options));
 }
 
-correctness::RuleConfig rule_for(const OpSignature& op, DType dtype, const KernelSettings& settings) {
+correctness::RuleConfig rule_for(const OpSignature& op, DType dtype,
+                                 const KernelSettings& settings) {
   const GateSettings& s = settings.gates;
   correctness::RuleConfig rule;
-  rule.kind = correctness::parse_rule(!settings.rule.empty() ? settings.rule : default_rule(op, dtype));
+  rule.kind =
+      correctness::parse_rule(!settings.rule.empty() ? settings.rule : default_rule(op, dtype));
   rule.tolerance = op.tolerance_for(dtype);
   const bool own_tolerance =
       !s.atol && !s.rtol && !s.tolerance.count(dtype) && !settings.atol && !settings.rtol;
@@ -353,8 +356,7 @@ void run_null_calibration(Runner& runner, const KernelInfo& kernel, const OpSign
       auto& counts = per_family[c.family.empty() ? "other" : c.family];
       if (counts.first >= options.null_calibration_cases || runner.context_lost()) continue;
       ++counts.first;
-      if (runner.check_case(nk, c, rule_for(op, c.dtype, settings)).outcome ==
-          Outcome::failed)
+      if (runner.check_case(nk, c, rule_for(op, c.dtype, settings)).outcome == Outcome::failed)
         ++counts.second;
     }
     for (const auto& [family, counts] : per_family)
@@ -373,8 +375,8 @@ namespace {
 std::vector<Case> cases_of(const KernelInfo& kernel, const OpSignature& op,
                            const props::KernelTraits& traits, const props::GeneratorOptions& gen,
                            const CheckOptions& options) {
-  auto cases = options.only_cases.empty() ? props::generate_cases(op, traits, gen)
-                                          : options.only_cases;
+  auto cases =
+      options.only_cases.empty() ? props::generate_cases(op, traits, gen) : options.only_cases;
   if (options.only_cases.empty()) {
     const auto added = guard_and_extra_cases(kernel, options);
     cases.insert(cases.end(), added.begin(), added.end());
@@ -520,18 +522,19 @@ class KernelCheck {
     if (cov.symbol.empty()) return;
     report.correctness.coverage = coverage_json(cov, traits, probe);
     // (Families asked for without ragged: their edges were not what this run was for.)
-    const bool ragged = gen.families.empty() ||
-                        std::find(gen.families.begin(), gen.families.end(), "ragged") != gen.families.end();
+    const bool ragged = gen.families.empty() || std::find(gen.families.begin(), gen.families.end(),
+                                                          "ragged") != gen.families.end();
     if (cov.left_out.empty() || !ragged) return;
     std::string list;
     for (size_t i = 0; i < cov.left_out.size() && i < 8; ++i)
       list += (i ? ", " : "") + cov.symbol + "=" + std::to_string(cov.left_out[i].size) + " (" +
               cov.left_out[i].detail + ", " + cov.left_out[i].origin + ")";
-    if (cov.left_out.size() > 8) list += ", and " + std::to_string(cov.left_out.size() - 8) + " more";
-    report.correctness.warnings.push_back(
-        std::to_string(cov.left_out.size()) + " edge(s) of " + cov.symbol +
-        " did not fit the budget of " + std::to_string(gen.cases) + " cases: " + list +
-        "; more --cases (or cases: in the config) reach them");
+    if (cov.left_out.size() > 8)
+      list += ", and " + std::to_string(cov.left_out.size() - 8) + " more";
+    report.correctness.warnings.push_back(std::to_string(cov.left_out.size()) + " edge(s) of " +
+                                          cov.symbol + " did not fit the budget of " +
+                                          std::to_string(gen.cases) + " cases: " + list +
+                                          "; more --cases (or cases: in the config) reach them");
   }
 
   void warn_without_huge_case() {
@@ -665,8 +668,8 @@ class KernelCheck {
     if (report.correctness.failed == 0 && report.correctness.worst_margin > fragile_margin)
       report.correctness.warnings.push_back(
           "FRAGILE: passes with a worst margin of " + fmt_g(report.correctness.worst_margin) +
-          " (observed / allowed error), above the fragility threshold " + format_exact(fragile_margin) +
-          "; closest case: " + closest_repro + "; `kgate sweep " +
+          " (observed / allowed error), above the fragility threshold " +
+          format_exact(fragile_margin) + "; closest case: " + closest_repro + "; `kgate sweep " +
           (kernel.package ? "'" + kernel.source + "'" : "--kernel " + kernel.name) +
           "` shows the margin per dtype and the tightest tolerance that passes");
     // A resumed worker sees only the cases after a fault: its counts say nothing of the whole run.
@@ -674,7 +677,8 @@ class KernelCheck {
       // A guard whose boundary cases all fell inside it (guard_inside, no guard_outside) admits
       // every case of the op: it has no fallback side to test.
       const auto has_family = [&](const char* f) {
-        return std::any_of(cases.begin(), cases.end(), [&](const Case& c) { return c.family == f; });
+        return std::any_of(cases.begin(), cases.end(),
+                           [&](const Case& c) { return c.family == f; });
       };
       const bool admits_everything = has_family("guard_inside") && !has_family("guard_outside");
       if (report.correctness.fallback == 0 && !admits_everything)
@@ -793,12 +797,13 @@ class KernelCheck {
       return;
     }
     say(kernel.name + ": shrinking the failing case " + first->kcase.id());
-    const auto shrunk = props::shrink(first->kcase, op, props::all_tile_sizes(traits), [&](const Case& c) {
-      return runner.check_case(kernel, c, rule_for(op, c.dtype, settings)).outcome ==
-             Outcome::failed;
-    });
-    auto minimal = runner.check_case(kernel, shrunk.minimal,
-                                     rule_for(op, shrunk.minimal.dtype, settings));
+    const auto shrunk =
+        props::shrink(first->kcase, op, props::all_tile_sizes(traits), [&](const Case& c) {
+          return runner.check_case(kernel, c, rule_for(op, c.dtype, settings)).outcome ==
+                 Outcome::failed;
+        });
+    auto minimal =
+        runner.check_case(kernel, shrunk.minimal, rule_for(op, shrunk.minimal.dtype, settings));
     minimal.kcase.family = first->kcase.family;
     minimal.message += correctness::shrunk_from_note(*first, minimal);
     report.correctness.minimal = minimal;
@@ -893,7 +898,8 @@ class KernelCheck {
     // the huge family alone on the cpu backend, which leaves it out by design (skipped, exit 0).
     if (report.correctness.cases == 0 && report.outcome == Outcome::passed &&
         options.resume_at == 0) {
-      const bool huge_on_cpu = !traits.huge && gen.families.size() == 1 && gen.families[0] == "huge";
+      const bool huge_on_cpu =
+          !traits.huge && gen.families.size() == 1 && gen.families[0] == "huge";
       report.outcome = huge_on_cpu ? Outcome::skipped : Outcome::unchecked;
       report.message = "no correctness case applies to '" + kernel.name + "'" +
                        (gen.families.empty() ? std::string() : " in the families asked for") +
@@ -941,7 +947,7 @@ class KernelCheck {
   const KernelSettings settings;
   const TimingOptions timing;
   const props::GeneratorOptions& gen;  // settings.cases
-  const TileProbe probe;  // before traits: they take the sizes it observed
+  const TileProbe probe;               // before traits: they take the sizes it observed
   const props::KernelTraits traits;
   const std::vector<Case> cases;
   const int64_t step;  // progress every step cases

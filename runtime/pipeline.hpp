@@ -33,9 +33,9 @@ struct CapturedFile {
 };
 
 struct CheckOptions {
-  /// The baseline is the kernel's own base version (kgate check --baseline-build): a base that fails
-  /// one of the head's correctness cases makes its comparisons INVALID, naming the case; a base
-  /// running the head's code (same code digest) is UNCHANGED: nothing is timed.
+  /// The baseline is the kernel's own base version (kgate check --baseline-build): a base that
+  /// fails one of the head's correctness cases makes its comparisons INVALID, naming the case; a
+  /// base running the head's code (same code digest) is UNCHANGED: nothing is timed.
   bool baseline_is_base = false;
   uint64_t seed = 1;
   int64_t cases = 64;
@@ -102,8 +102,8 @@ props::KernelTraits traits_of(const KernelInfo& kernel);
 
 /// The cases of the captured-inputs files that apply to `op` (no "op" in their __metadata__, or
 /// this op's name). Throws a package Error naming the file and `kernel` when one does not fit.
-std::vector<Case> captured_cases(const OpSignature& op, const std::vector<CapturedFile>& files, uint64_t seed,
-                                 const std::string& kernel);
+std::vector<Case> captured_cases(const OpSignature& op, const std::vector<CapturedFile>& files,
+                                 uint64_t seed, const std::string& kernel);
 
 /// A captured case made from its id (a worker's --case, replay) finds its file among `files` by
 /// name; other cases are left alone.
@@ -118,23 +118,26 @@ std::string default_rule(const OpSignature& op, DType dtype);
 /// tolerances, case count and families, then the defaults. A kernel's cases, the rule of each of
 /// its cases and its timing are read from this alone.
 struct KernelSettings {
-  GateSettings gates;                ///< the config and the command line, for this op and kernel
-  std::string rule;                  ///< the rule for every dtype; "" : the op's (default_rule) per dtype
+  GateSettings gates;  ///< the config and the command line, for this op and kernel
+  std::string rule;    ///< the rule for every dtype; "" : the op's (default_rule) per dtype
   std::optional<double> atol, rtol;  ///< tolerances over every dtype's, the config's included
   props::GeneratorOptions cases;     ///< seed, case count and families of the generated cases
   TimingOptions timing;              ///< options.timing with the settings' delta, alpha and budget
 };
-KernelSettings resolve_settings(const OpSignature& op, const std::string& kernel, const CheckOptions& options);
+KernelSettings resolve_settings(const OpSignature& op, const std::string& kernel,
+                                const CheckOptions& options);
 
 /// The rule for one case of a kernel: the op's default rule and tolerance for the dtype, overridden
 /// by the kernel's settings.
-correctness::RuleConfig rule_for(const OpSignature& op, DType dtype, const KernelSettings& settings);
+correctness::RuleConfig rule_for(const OpSignature& op, DType dtype,
+                                 const KernelSettings& settings);
 /// rule_for under resolve_settings(op, kernel, options).
 correctness::RuleConfig rule_for(const OpSignature& op, DType dtype, const CheckOptions& options,
                                  const std::string& kernel = "");
 
 /// Representative shapes for timing: mid-size to large, cycling through the kernel's dtypes.
-std::vector<Case> speed_cases(const OpSignature& op, const KernelInfo& kernel, uint64_t seed, int64_t count);
+std::vector<Case> speed_cases(const OpSignature& op, const KernelInfo& kernel, uint64_t seed,
+                              int64_t count);
 
 /// The correctness cases check_kernel runs for `kernel`, in order: generated ones (seed, count and
 /// families from the config under the command line), then options.extra_cases and captured inputs;

@@ -36,13 +36,15 @@ at::Tensor poison_bits(DType dtype, at::Device device, uint64_t salt);
 /// The integer type of `dtype`'s size, to view its bits.
 at::ScalarType bits_type(DType dtype);
 TensorView view_of(const at::Tensor& t);
-/// The outputs of one timed kernel arm (runner.cpp says how outputs written in place are kept apart).
+/// The outputs of one timed kernel arm (runner.cpp says how outputs written in place are kept
+/// apart).
 Tensors arm_outputs(const OpSignature& op, const Case& c, Tensors& arm_inputs, at::Device device);
 /// Each output's start value (KernelInfo::output_start) in the op's order.
 using Starts = std::vector<std::optional<double>>;
 Starts output_starts(const OpSignature& op, const KernelInfo* kernel);
 /// The rule an output is judged under (integer outputs: exact).
-correctness::RuleConfig output_rule(const correctness::RuleConfig& rule, DType dtype, const TensorSpec& spec);
+correctness::RuleConfig output_rule(const correctness::RuleConfig& rule, DType dtype,
+                                    const TensorSpec& spec);
 
 // Scalars computed on the device and read back in one transfer: each .item() is a device
 // synchronization, and a case used to make some thirty of them (most of its time for small cases).
@@ -88,16 +90,19 @@ struct MemorySlots {
 
 /// Runs a reference on `in`, again on contiguous copies where it fails on views (runner.cpp);
 /// `copies_first`: on copies from the start.
-Tensors run_reference_on_copies_if_it_fails(const std::function<Tensors(const Tensors&)>& run, const Tensors& in,
-                                            bool cuda, std::string& note, bool copies_first = false);
+Tensors run_reference_on_copies_if_it_fails(const std::function<Tensors(const Tensors&)>& run,
+                                            const Tensors& in, bool cuda, std::string& note,
+                                            bool copies_first = false);
 
 /// Judges a kernel's `outputs` against the eager reference and the fp64 oracle under `rule` and
 /// fills `result`'s verdict (runner.cpp says what each argument is). False when the op's reference
 /// failed: `result` is then invalid (rule reference_error), never the kernel's failure.
-bool judge_outputs(const OpSignature& op, const OpReference& ref, const Case& c, const correctness::RuleConfig& rule,
-                   const Attributes& attrs, const Tensors& ref_inputs, const Tensors& outputs, DeviceScalars& q,
-                   const MemorySlots& memory, std::optional<uint64_t> poison, bool floating_prefilled,
-                   const Starts& starts, at::Device device, const std::vector<double>& sweep_rtols, CaseResult& result,
+bool judge_outputs(const OpSignature& op, const OpReference& ref, const Case& c,
+                   const correctness::RuleConfig& rule, const Attributes& attrs,
+                   const Tensors& ref_inputs, const Tensors& outputs, DeviceScalars& q,
+                   const MemorySlots& memory, std::optional<uint64_t> poison,
+                   bool floating_prefilled, const Starts& starts, at::Device device,
+                   const std::vector<double>& sweep_rtols, CaseResult& result,
                    bool with_oracle = true, bool references_on_copies = false);
 
 /// The cpu backend's launch timer.
@@ -110,7 +115,8 @@ class ChronoTimer final : public cuda::LaunchTimer {
       if (between) between();
       const auto t0 = std::chrono::steady_clock::now();
       launch();
-      ns.push_back(std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count());
+      ns.push_back(
+          std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count());
     }
     return ns;
   }
@@ -176,14 +182,16 @@ struct Runner::Impl {
     if (count > mapped_count) {
       if (mapped_flags) KGATE_CUDA_CALL(cudaFreeHost(mapped_flags));
       mapped_flags = nullptr;
-      KGATE_CUDA_CALL(cudaHostAlloc(reinterpret_cast<void**>(&mapped_flags), count * sizeof(int), cudaHostAllocMapped));
+      KGATE_CUDA_CALL(cudaHostAlloc(reinterpret_cast<void**>(&mapped_flags), count * sizeof(int),
+                                    cudaHostAllocMapped));
       mapped_count = count;
     }
     return mapped_flags;
   }
 
   void* stream() const {
-    return backend == Backend::cuda ? static_cast<void*>(at::cuda::getCurrentCUDAStream().stream()) : nullptr;
+    return backend == Backend::cuda ? static_cast<void*>(at::cuda::getCurrentCUDAStream().stream())
+                                    : nullptr;
   }
 
   void sync() {
@@ -192,7 +200,8 @@ struct Runner::Impl {
     KGATE_CUDA_CALL(cudaStreamSynchronize(static_cast<cudaStream_t>(stream())));
   }
 
-  KernelCall make_call(const Tensors& inputs, const Tensors& outputs, const Attributes& attrs) const {
+  KernelCall make_call(const Tensors& inputs, const Tensors& outputs,
+                       const Attributes& attrs) const {
     KernelCall call;
     for (const auto& t : inputs) call.inputs.push_back(runner_internal::view_of(t));
     for (const auto& t : outputs) call.outputs.push_back(runner_internal::view_of(t));
@@ -203,7 +212,8 @@ struct Runner::Impl {
 
   /// Launches `kernel`, or, for a call outside its guard (KernelInfo::accepts says no), runs the
   /// op's eager reference into the outputs as deployed code falls back. Returns true on fallback.
-  bool launch(const KernelInfo& kernel, const Tensors& inputs, const Tensors& outputs, const Attributes& attrs) {
+  bool launch(const KernelInfo& kernel, const Tensors& inputs, const Tensors& outputs,
+              const Attributes& attrs) {
     const KernelCall call = make_call(inputs, outputs, attrs);
     if (kernel.accepts && !kernel.accepts(call)) {
       const Tensors expected = fallback_reference(kernel, inputs, attrs);
@@ -211,11 +221,13 @@ struct Runner::Impl {
       for (size_t i = 0; i < outputs.size(); ++i) {
         const std::string name = i < op.outputs.size() ? op.outputs[i].name : std::to_string(i);
         if (i >= expected.size())
-          throw ReferenceError("op '" + op.name + "' (" + op.origin + "): the reference returned no output '" + name + "'");
+          throw ReferenceError("op '" + op.name + "' (" + op.origin +
+                               "): the reference returned no output '" + name + "'");
         // The op's shape, not the reference's: a reference of another shape is the op file's error.
         if (expected[i].sizes() != outputs[i].sizes())
-          throw ReferenceError("op '" + op.name + "' (" + op.origin + "): output '" + name + "' of the reference has shape " +
-                               c10::str(expected[i].sizes()) + ", the op declares " + c10::str(outputs[i].sizes()) +
+          throw ReferenceError("op '" + op.name + "' (" + op.origin + "): output '" + name +
+                               "' of the reference has shape " + c10::str(expected[i].sizes()) +
+                               ", the op declares " + c10::str(outputs[i].sizes()) +
                                " for this case");
         auto out = outputs[i];  // a view: copy_ writes through it
         out.copy_(expected[i]);
@@ -230,14 +242,16 @@ struct Runner::Impl {
   /// throw, or a fault of the device) is a ReferenceError. Where it fails on the case's layout
   /// but runs on contiguous copies, the copies' result is used and fallback_note says so.
   std::string fallback_note;
-  Tensors fallback_reference(const KernelInfo& kernel, const Tensors& inputs, const Attributes& attrs) {
+  Tensors fallback_reference(const KernelInfo& kernel, const Tensors& inputs,
+                             const Attributes& attrs) {
     fallback_note.clear();
     const OpReference& ref = op_reference(kernel.op);
     auto faulted = [&](const std::string& what) {
-      if (lose_context_if_faulted("the CUDA context was lost when the reference of op '" + kernel.op + "' faulted") !=
-          cudaSuccess) {
-        throw ReferenceError("the eager reference of op '" + kernel.op + "' (the fallback outside the guard of '" +
-                             kernel.name + "') faulted on the GPU: " + cuda::api_error_summary(what) +
+      if (lose_context_if_faulted("the CUDA context was lost when the reference of op '" +
+                                  kernel.op + "' faulted") != cudaSuccess) {
+        throw ReferenceError("the eager reference of op '" + kernel.op +
+                             "' (the fallback outside the guard of '" + kernel.name +
+                             "') faulted on the GPU: " + cuda::api_error_summary(what) +
                              "; the CUDA context is lost");
       }
     };
@@ -253,8 +267,9 @@ struct Runner::Impl {
       return out;
     } catch (const std::exception& e) {
       faulted(e.what());
-      throw ReferenceError("the eager reference of op '" + kernel.op + "' (the fallback outside the guard of '" +
-                           kernel.name + "') failed: " + e.what());
+      throw ReferenceError("the eager reference of op '" + kernel.op +
+                           "' (the fallback outside the guard of '" + kernel.name +
+                           "') failed: " + e.what());
     }
   }
 

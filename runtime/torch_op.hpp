@@ -31,11 +31,11 @@ void load_torch_library(const std::string& path);
 
 /// A parsed --torch-op spec.
 struct TorchOpSpec {
-  std::string text;                ///< as given
+  std::string text;  ///< as given
   Backend backend = Backend::cuda;
-  std::string schema_name;         ///< "mylib::fused_add_rms_norm"
-  std::string overload;            ///< "" or "out"
-  std::string op;                  ///< the kgate op
+  std::string schema_name;                                   ///< "mylib::fused_add_rms_norm"
+  std::string overload;                                      ///< "" or "out"
+  std::string op;                                            ///< the kgate op
   std::vector<std::pair<std::string, std::string>> mapping;  ///< schema argument -> op name
 };
 /// Throws Error(usage) on a malformed spec, with the expected form.
@@ -49,17 +49,19 @@ KernelInfo torch_op_kernel(const TorchOpSpec& spec, std::string* memory_note);
 
 /// --torch-library / --torch-op: loads each library, then registers each op's kernel (workers get
 /// the same options on their command line).
-void add_torch_ops(const std::vector<std::string>& libraries, const std::vector<std::string>& specs);
+void add_torch_ops(const std::vector<std::string>& libraries,
+                   const std::vector<std::string>& specs);
 
-/// The base version of every torch-op kernel registered so far (add_torch_ops), from `old`: builds of
-/// the same libraries at the base commit. The dispatcher holds one registration per op name, so each
-/// old library is loaded from a copy whose op namespaces are renamed in its read-only data (same
-/// length, a name no library uses: `mylib` -> `mylic`). This asks of the library that it names each
-/// namespace as a string literal (TORCH_LIBRARY, TORCH_LIBRARY_IMPL, TORCH_LIBRARY_FRAGMENT, or
-/// "mylib::op" in full), as every library built from those macros does; its code is not touched.
-/// The copy is loaded first in a child process, so a library that registers anyway under the head's
-/// namespace (and would abort the process) is refused with a message. Each kernel returned has its
-/// head twin's name and source "base torch op ... (OLD)". Throws Error(usage) naming the library.
+/// The base version of every torch-op kernel registered so far (add_torch_ops), from `old`: builds
+/// of the same libraries at the base commit. The dispatcher holds one registration per op name, so
+/// each old library is loaded from a copy whose op namespaces are renamed in its read-only data
+/// (same length, a name no library uses: `mylib` -> `mylic`). This asks of the library that it
+/// names each namespace as a string literal (TORCH_LIBRARY, TORCH_LIBRARY_IMPL,
+/// TORCH_LIBRARY_FRAGMENT, or "mylib::op" in full), as every library built from those macros does;
+/// its code is not touched. The copy is loaded first in a child process, so a library that
+/// registers anyway under the head's namespace (and would abort the process) is refused with a
+/// message. Each kernel returned has its head twin's name and source "base torch op ... (OLD)".
+/// Throws Error(usage) naming the library.
 std::vector<KernelInfo> base_torch_op_kernels(const std::vector<std::string>& old);
 
 /// The libraries add_torch_ops loaded, as loaded (canonical paths).

@@ -61,7 +61,8 @@ TEST_P(Family, AllCasesPass) {
   const auto families = props::applicable_families(op, traits);
   if (std::find(families.begin(), families.end(), GetParam()) == families.end())
     GTEST_SKIP() << "family '" << GetParam() << "' does not apply to " << kernel.name
-                 << " (it declares no strided/unaligned support, the op has no NaN contract, or no long end of its"
+                 << " (it declares no strided/unaligned support, the op has no NaN contract, or no "
+                    "long end of its"
                  << " reduced symbol)";
   const auto cases = props::generate_family(op, traits, GetParam(), cases_per_family(), /*seed=*/1);
   ASSERT_FALSE(cases.empty());
@@ -108,10 +109,12 @@ TEST(Kernel, Memory) {
   for (const auto& c : cases) {
     const auto r = runner.check_case(kernel, c, rule_for(op, c.dtype, CheckOptions{}));
     if (!r.fallback) ++ran_kernel;
-    EXPECT_TRUE(r.rule != "fault" && r.rule != "error") << "the memory properties could not be checked\n"
-                                                        << describe(r);
+    EXPECT_TRUE(r.rule != "fault" && r.rule != "error")
+        << "the memory properties could not be checked\n"
+        << describe(r);
     EXPECT_EQ(r.vs_reference.unwritten, 0)
-        << "output elements never written (still hold the poison)\n" << describe(r);
+        << "output elements never written (still hold the poison)\n"
+        << describe(r);
     EXPECT_TRUE(r.guard_bands_intact) << "the kernel wrote outside its output\n" << describe(r);
     EXPECT_FALSE(r.inputs_modified) << "the kernel modified its input\n" << describe(r);
     if (r.rule == "memory")  // a memory verdict these properties do not explain: fail, never pass
@@ -139,7 +142,8 @@ TEST(Kernel, Determinism) {
     // rows; ragged walks start at empty and one-element shapes), at most 2^20 elements an input,
     // or 2^24 for a family that has none so small (softmax_varlen's long rows are 2^21 tokens).
     auto cases = props::generate_family(op, traits, family, 8, /*seed=*/1, int64_t{1} << 20);
-    if (cases.empty()) cases = props::generate_family(op, traits, family, 8, /*seed=*/1, int64_t{1} << 24);
+    if (cases.empty())
+      cases = props::generate_family(op, traits, family, 8, /*seed=*/1, int64_t{1} << 24);
     ASSERT_FALSE(cases.empty()) << family;
     const Case& c = *std::max_element(cases.begin(), cases.end(), [](const Case& a, const Case& b) {
       return a.numel_hint() < b.numel_hint();

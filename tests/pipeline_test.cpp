@@ -67,7 +67,8 @@ TEST(Pipeline, CorrectCpuKernelPassesAndIsTimed) {
   Runner runner(Backend::cpu);
   const auto report = check_kernel(runner, find_kernel("softmax_cpu"), quick());
   EXPECT_EQ(report.correctness.cases, 40);
-  EXPECT_EQ(report.correctness.failed, 0) << (report.correctness.failures.empty() ? "" : report.correctness.failures[0].message);
+  EXPECT_EQ(report.correctness.failed, 0)
+      << (report.correctness.failures.empty() ? "" : report.correctness.failures[0].message);
   EXPECT_GT(report.correctness.worst_margin, 0.0);
   EXPECT_LE(report.correctness.worst_margin, 1.0);
   ASSERT_EQ(report.speed.size(), 1u);
@@ -124,7 +125,8 @@ TEST(Pipeline, AKernelRightOnlyOnItsFirstCallsFailsWrongWhileTimed) {
   EXPECT_EQ(s.decision, Outcome::failed);
   ASSERT_TRUE(s.wrong_while_timed.has_value()) << s.note;
   EXPECT_EQ(s.wrong_while_timed->rule, "wrong_while_timed");
-  EXPECT_NE(s.wrong_while_timed->message.find("wrong while timed"), std::string::npos) << s.wrong_while_timed->message;
+  EXPECT_NE(s.wrong_while_timed->message.find("wrong while timed"), std::string::npos)
+      << s.wrong_while_timed->message;
   ASSERT_TRUE(report.correctness.minimal.has_value());
   EXPECT_EQ(report.correctness.minimal->rule, "wrong_while_timed");
   EXPECT_EQ(report.correctness.failed, 1);
@@ -149,8 +151,9 @@ TEST(Pipeline, ABaselineWrongWhileTimedMakesTheComparisonInvalidAndIsNamed) {
   for (const auto& l : s.checked_launches)
     if (l.arm == 0) last = &l;
   ASSERT_NE(last, nullptr);
-  const std::string where = "baseline 'mutant_softmax_cpu_right_first_calls' was wrong in a timed launch (block " +
-                            std::to_string(last->block) + ", launch " + std::to_string(last->launch + 1) + " of ";
+  const std::string where =
+      "baseline 'mutant_softmax_cpu_right_first_calls' was wrong in a timed launch (block " +
+      std::to_string(last->block) + ", launch " + std::to_string(last->launch + 1) + " of ";
   EXPECT_NE(s.note.find(where), std::string::npos) << s.note;
 }
 
@@ -182,17 +185,20 @@ TEST(Pipeline, AKernelBaselineIsCheckedInBlockZeroAndInARandomQuarterOfTheRest) 
   const int later = per_arm[0] - 1;
   EXPECT_GT(later, 0);
   EXPECT_LT(2 * later, s.blocks - 1);
-  std::printf("baseline checked in %d of %lld blocks\n", per_arm[0], static_cast<long long>(s.blocks));
+  std::printf("baseline checked in %d of %lld blocks\n", per_arm[0],
+              static_cast<long long>(s.blocks));
 }
 
 TEST(Pipeline, AKernelThatCachesByPointerFailsWhileTimed) {
   Runner runner(Backend::cpu);
-  const auto report = check_kernel(runner, find_kernel("mutant_softmax_cpu_caches_by_pointer"), quick_small_timing());
+  const auto report = check_kernel(runner, find_kernel("mutant_softmax_cpu_caches_by_pointer"),
+                                   quick_small_timing());
   EXPECT_EQ(report.outcome, Outcome::failed);
   ASSERT_FALSE(report.correctness.failures.empty());
   // The checks may meet a reused address first (the stale-output check); else timing does.
   const auto& rule = report.correctness.failures.front().rule;
-  EXPECT_TRUE(rule == "wrong_while_timed" || rule == "stale") << rule << ": " << report.correctness.failures.front().message;
+  EXPECT_TRUE(rule == "wrong_while_timed" || rule == "stale")
+      << rule << ": " << report.correctness.failures.front().message;
   std::printf("caches_by_pointer: caught by rule %s\n", rule.c_str());
 }
 
@@ -209,7 +215,8 @@ TEST(Pipeline, MutantFailsWithAMinimalCase) {
   EXPECT_EQ(m.kcase.dim("B"), 1);
   EXPECT_EQ(m.kcase.dim("N"), 1);  // N=1: the whole row is the dropped tail
   EXPECT_EQ(m.kcase.layout, Layout::contiguous);
-  EXPECT_EQ(m.repro, "kgate replay --kernel mutant_softmax_cpu_tail_dropped '" + m.kcase.id() + "'");
+  EXPECT_EQ(m.repro,
+            "kgate replay --kernel mutant_softmax_cpu_tail_dropped '" + m.kcase.id() + "'");
   EXPECT_TRUE(report.speed.empty());  // an incorrect kernel is not timed
 }
 
@@ -226,7 +233,8 @@ TEST(Pipeline, AKernelThatWritesOnlyIntoPoisonIsCaughtWrittenBefore) {
   ASSERT_FALSE(report.correctness.failures.empty());
   const auto& f = report.correctness.failures.front();
   EXPECT_EQ(f.rule, "written_before");
-  EXPECT_NE(f.message.find("passes into poisoned outputs but fails into outputs that held earlier values"),
+  EXPECT_NE(f.message.find(
+                "passes into poisoned outputs but fails into outputs that held earlier values"),
             std::string::npos)
       << f.message;
   // softmax_cpu writes every element whatever its output held.
@@ -276,7 +284,8 @@ TEST(Pipeline, GathersAndPoolsAreTimedOnTheirOwnShapes) {
   ASSERT_EQ(emb.size(), 2u);
   EXPECT_EQ(emb[0].id().substr(0, std::string("embedding:f16:T=4096,V=32000,D=4096:").size()),
             "embedding:f16:T=4096,V=32000,D=4096:");
-  EXPECT_EQ(emb[1].dims, (std::vector<std::pair<std::string, int64_t>>{{"T", 512}, {"V", 128256}, {"D", 2048}}));
+  EXPECT_EQ(emb[1].dims,
+            (std::vector<std::pair<std::string, int64_t>>{{"T", 512}, {"V", 128256}, {"D", 2048}}));
   const auto pool = speed_cases(find_op("adaptive_avg_pool2d"), any, 1, 2);
   ASSERT_EQ(pool.size(), 2u);
   EXPECT_EQ(pool[1].dims, (std::vector<std::pair<std::string, int64_t>>{
@@ -298,7 +307,8 @@ KernelInfo nondeterministic_softmax() {
   auto calls = std::make_shared<int>(0);
   k.launch = [inner, calls](const KernelCall& call) {
     inner(call);
-    if (++*calls % 2 == 0 && call.outputs[0].numel() > 0) call.outputs[0].as<float>()[0] *= 1.0000003f;
+    if (++*calls % 2 == 0 && call.outputs[0].numel() > 0)
+      call.outputs[0].as<float>()[0] *= 1.0000003f;
   };
   return k;
 }
@@ -332,10 +342,12 @@ TEST(Pipeline, NullKernelCalibrationRejectsZerosAndCopies) {
     EXPECT_GE(families.size(), 4u) << null_kernel;
     for (const auto& [family, counts] : families) {
       EXPECT_GT(counts.first, 0) << null_kernel << " " << family;
-      EXPECT_GT(counts.second, 0) << "the " << null_kernel << " null kernel passed every " << family << " case";
+      EXPECT_GT(counts.second, 0) << "the " << null_kernel << " null kernel passed every " << family
+                                  << " case";
     }
   }
-  for (const auto& w : report.correctness.warnings) EXPECT_EQ(w.find("too weak"), std::string::npos) << w;
+  for (const auto& w : report.correctness.warnings)
+    EXPECT_EQ(w.find("too weak"), std::string::npos) << w;
   EXPECT_GE(report.correctness.behaviour_checks, 8);  // stale + determinism, one case per family
   EXPECT_EQ(report.correctness.failed, 0);
 }
@@ -397,7 +409,8 @@ TEST(Pipeline, GuardCasesComeWithTheKernelBeforeTheRunsExtraCases) {
   o.cli.cases = 4;
   o.extra_cases = {drawn(33, "extra")};
   const auto cases = correctness_cases(k, o);
-  const auto generated = props::generate_cases(op, traits_of(k), resolve_settings(op, k.name, o).cases);
+  const auto generated =
+      props::generate_cases(op, traits_of(k), resolve_settings(op, k.name, o).cases);
   ASSERT_EQ(cases.size(), generated.size() + 3);
   for (size_t i = 0; i < generated.size(); ++i) EXPECT_EQ(cases[i].id(), generated[i].id());
   EXPECT_EQ(cases[generated.size()].family, "guard_inside");
@@ -417,20 +430,22 @@ TEST(Pipeline, AKernelsSettingsAreResolvedInOnePlace) {
     "global": {"rule": "ulp", "delta": 0.02},
     "ops": {"softmax": {"cases": 100, "families": ["random"], "tolerance": {"f32": {"rtol": 0.02}}}},
     "kernels": {"softmax_cpu": {"cases": 12, "alpha": 0.01, "fragile_margin": 0.5}}
-  })"), "kgate.config.json");
+  })"),
+                          "kgate.config.json");
   o.seed = 7;
   o.timing.interleave.time_budget_s = 2.5;
   const OpSignature& op = find_op("softmax");
   KernelSettings s = resolve_settings(op, "softmax_cpu", o);
   EXPECT_EQ(s.cases.seed, 7u);
-  EXPECT_EQ(s.cases.cases, 12);                                   // kernel over op
+  EXPECT_EQ(s.cases.cases, 12);                                       // kernel over op
   EXPECT_EQ(s.cases.families, (std::vector<std::string>{"random"}));  // op
-  EXPECT_EQ(s.rule, "ulp");                                       // global
-  EXPECT_DOUBLE_EQ(s.timing.interleave.delta, 0.02);              // global
-  EXPECT_DOUBLE_EQ(s.timing.interleave.alpha, 0.01);              // kernel
-  EXPECT_DOUBLE_EQ(s.timing.interleave.time_budget_s, 2.5);       // the options' own
+  EXPECT_EQ(s.rule, "ulp");                                           // global
+  EXPECT_DOUBLE_EQ(s.timing.interleave.delta, 0.02);                  // global
+  EXPECT_DOUBLE_EQ(s.timing.interleave.alpha, 0.01);                  // kernel
+  EXPECT_DOUBLE_EQ(s.timing.interleave.time_budget_s, 2.5);           // the options' own
   EXPECT_DOUBLE_EQ(*s.gates.fragile_margin, 0.5);
-  EXPECT_DOUBLE_EQ(rule_for(op, DType::f32, s).tolerance.rtol, 0.02);  // the op's f32 tolerance in the config
+  EXPECT_DOUBLE_EQ(rule_for(op, DType::f32, s).tolerance.rtol,
+                   0.02);  // the op's f32 tolerance in the config
   EXPECT_EQ(rule_for(op, DType::f32, s).kind, correctness::parse_rule("ulp"));
   // Another kernel of the op: the op's and the global settings, the options' case count unused.
   s = resolve_settings(op, "softmax_block", o);
@@ -446,7 +461,8 @@ TEST(Pipeline, AKernelsSettingsAreResolvedInOnePlace) {
   // Without a config: the op's default rule per dtype and the options' count.
   s = resolve_settings(op, "softmax_cpu", CheckOptions{});
   EXPECT_EQ(s.cases.cases, CheckOptions{}.cases);
-  EXPECT_EQ(rule_for(op, DType::bf16, s).kind, correctness::parse_rule(default_rule(op, DType::bf16)));
+  EXPECT_EQ(rule_for(op, DType::bf16, s).kind,
+            correctness::parse_rule(default_rule(op, DType::bf16)));
 }
 
 }  // namespace

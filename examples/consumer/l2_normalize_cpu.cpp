@@ -1,5 +1,5 @@
-// l2_normalize_cpu: a plain CPU kernel of the op (f32, any strides), so that a machine without a GPU
-// runs the whole gate end to end. L2N_DROP_TAIL builds the wrong twin.
+// l2_normalize_cpu: a plain CPU kernel of the op (f32, any strides), so that a machine without a
+// GPU runs the whole gate end to end. L2N_DROP_TAIL builds the wrong twin.
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -26,14 +26,16 @@ void launch(const kgate::KernelCall& call) {
     const float* xr = x.as<const float>() + r * x.strides[0];
     float* yr = y.as<float>() + r * y.strides[0];
     double sum = 0;
-    for (int64_t c = 0; c < end; ++c) sum += static_cast<double>(xr[c * x.strides[1]]) * xr[c * x.strides[1]];
+    for (int64_t c = 0; c < end; ++c)
+      sum += static_cast<double>(xr[c * x.strides[1]]) * xr[c * x.strides[1]];
     const float norm = std::max(static_cast<float>(std::sqrt(sum)), eps);
     for (int64_t c = 0; c < end; ++c) yr[c * y.strides[1]] = xr[c * x.strides[1]] / norm;
   }
 }
 
 KGATE_REGISTER_KERNEL(([] {
-  kgate::KernelInfo k = kgate::cpu_kernel(L2N_NAME, "l2_normalize", {kgate::DType::f32}, __FILE__, launch);
+  kgate::KernelInfo k =
+      kgate::cpu_kernel(L2N_NAME, "l2_normalize", {kgate::DType::f32}, __FILE__, launch);
   k.timed = false;  // a correctness twin: no CPU loop is a deployment candidate
   return k;
 })());

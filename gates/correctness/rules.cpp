@@ -7,8 +7,8 @@
 #include <optional>
 
 #include "core/error.hpp"
-#include "core/format.hpp"
 #include "core/expr.hpp"
+#include "core/format.hpp"
 
 namespace kgate::correctness {
 namespace {
@@ -17,12 +17,18 @@ std::string g(double v) { return format_number(v, "%.4g"); }
 
 const char* rule_name(RuleKind kind) {
   switch (kind) {
-    case RuleKind::allclose: return "allclose";
-    case RuleKind::ulp: return "ulp";
-    case RuleKind::ref_ratio: return "ref_ratio";
-    case RuleKind::eager_relative: return "eager_relative";
-    case RuleKind::index: return "index";
-    case RuleKind::conditioned: return "conditioned";
+    case RuleKind::allclose:
+      return "allclose";
+    case RuleKind::ulp:
+      return "ulp";
+    case RuleKind::ref_ratio:
+      return "ref_ratio";
+    case RuleKind::eager_relative:
+      return "eager_relative";
+    case RuleKind::index:
+      return "index";
+    case RuleKind::conditioned:
+      return "conditioned";
   }
   return "?";
 }
@@ -36,34 +42,38 @@ std::string rule_list() {
 }
 
 const std::vector<std::string>& rule_names() {
-  static const std::vector<std::string> names = {"allclose", "ulp", "ref_ratio", "eager_relative", "conditioned"};
+  static const std::vector<std::string> names = {"allclose", "ulp", "ref_ratio", "eager_relative",
+                                                 "conditioned"};
   return names;
 }
 
 RuleKind parse_rule(const std::string& name) {
-  for (RuleKind k : {RuleKind::allclose, RuleKind::ulp, RuleKind::ref_ratio, RuleKind::eager_relative,
-                     RuleKind::conditioned})
+  for (RuleKind k : {RuleKind::allclose, RuleKind::ulp, RuleKind::ref_ratio,
+                     RuleKind::eager_relative, RuleKind::conditioned})
     if (name == rule_name(k)) return k;
   throw_usage("unknown correctness rule '" + name + "': expected " + rule_list());
 }
 
-RuleConfig scaled_for(const RuleConfig& rule, const std::vector<std::pair<std::string, int64_t>>& dims,
-                      bool equal_values) {
+RuleConfig scaled_for(const RuleConfig& rule,
+                      const std::vector<std::pair<std::string, int64_t>>& dims, bool equal_values) {
   if (rule.kind == RuleKind::conditioned) {
     RuleConfig c = rule;
     c.terms = 1;
     if (!rule.terms_expr.empty())
-      c.terms = static_cast<double>(std::max<int64_t>(1, package::evaluate_expr(rule.terms_expr, package::symbol_values(dims))));
+      c.terms = static_cast<double>(std::max<int64_t>(
+          1, package::evaluate_expr(rule.terms_expr, package::symbol_values(dims))));
     c.equal_values = equal_values;
     c.length = std::sqrt(c.terms);
     if (equal_values) c.length = std::max(c.length, c.terms / (2 * std::max(1.0, rule.ratio_k)));
     return c;
   }
   if (rule.scale_symbol.empty() || rule.scale_power == 0) return rule;
-  const auto it = std::find_if(dims.begin(), dims.end(), [&](const auto& d) { return d.first == rule.scale_symbol; });
+  const auto it = std::find_if(dims.begin(), dims.end(),
+                               [&](const auto& d) { return d.first == rule.scale_symbol; });
   if (it == dims.end()) return rule;
   RuleConfig scaled = rule;
-  const double factor = std::pow(static_cast<double>(std::max<int64_t>(1, it->second)), rule.scale_power);
+  const double factor =
+      std::pow(static_cast<double>(std::max<int64_t>(1, it->second)), rule.scale_power);
   scaled.tolerance.atol *= factor;
   scaled.tolerance.rtol *= factor;
   return scaled;
@@ -115,19 +125,27 @@ Verdict evaluate_rule(const RuleConfig& rule, const Measurement& m, DType dtype)
   const auto& r = m.vs_reference;
   // Memory checks fail the case whatever the numeric rule; the message names every problem found.
   std::string memory;
-  auto add = [&memory](const std::string& problem) { memory += (memory.empty() ? "" : "; ") + problem; };
+  auto add = [&memory](const std::string& problem) {
+    memory += (memory.empty() ? "" : "; ") + problem;
+  };
   if (r.unwritten > 0)
     add(std::to_string(r.unwritten) + " of " + std::to_string(r.elements) +
         " output elements were never written (still hold the NaN poison)");
   if (!m.guard_bands_intact) add(kGuardBandChanged);
   if (m.inputs_modified) add(kInputModified);
   if (!memory.empty()) {
-    v = {Outcome::failed, "memory", r.unwritten > 0 ? static_cast<double>(r.unwritten) : 1.0, 0, INFINITY, memory};
+    v = {Outcome::failed, "memory", r.unwritten > 0 ? static_cast<double>(r.unwritten) : 1.0, 0,
+         INFINITY,        memory};
     return v;
   }
   if (r.nan_mismatches > 0) {
-    v = {Outcome::failed, "nan_contract", static_cast<double>(r.nan_mismatches), 0, INFINITY,
-         std::to_string(r.nan_mismatches) + " elements differ from the reference in their NaN/Inf pattern"};
+    v = {Outcome::failed,
+         "nan_contract",
+         static_cast<double>(r.nan_mismatches),
+         0,
+         INFINITY,
+         std::to_string(r.nan_mismatches) +
+             " elements differ from the reference in their NaN/Inf pattern"};
     return v;
   }
   switch (rule.kind) {
@@ -135,16 +153,20 @@ Verdict evaluate_rule(const RuleConfig& rule, const Measurement& m, DType dtype)
       v.rule = "index";
       v.allowed = 0;
       std::string problems;
-      auto add_problem = [&problems](const std::string& p) { problems += (problems.empty() ? "" : "; ") + p; };
+      auto add_problem = [&problems](const std::string& p) {
+        problems += (problems.empty() ? "" : "; ") + p;
+      };
       if (m.index_out_of_range > 0)
         add_problem(std::to_string(m.index_out_of_range) + " of " + std::to_string(r.elements) +
                     " indices outside [0, " + std::to_string(m.index_bound) + ")");
       if (m.index_duplicate_rows > 0)
         add_problem(std::to_string(m.index_duplicate_rows) + " rows hold an index twice");
       if (m.index_mismatches > 0)
-        add_problem(std::to_string(m.index_mismatches) + " of " + std::to_string(r.elements) +
-                    " indices select a value other than the reference's (ties may come in any order)");
-      v.observed = static_cast<double>(m.index_out_of_range + m.index_duplicate_rows + m.index_mismatches);
+        add_problem(
+            std::to_string(m.index_mismatches) + " of " + std::to_string(r.elements) +
+            " indices select a value other than the reference's (ties may come in any order)");
+      v.observed =
+          static_cast<double>(m.index_out_of_range + m.index_duplicate_rows + m.index_mismatches);
       v.margin = v.observed > 0 ? INFINITY : 0;
       if (!problems.empty()) {
         v.outcome = Outcome::failed;
@@ -162,18 +184,23 @@ Verdict evaluate_rule(const RuleConfig& rule, const Measurement& m, DType dtype)
       v.allowed = 1;
       v.margin = m.relative_worst;
       if (m.relative_mismatches > 0 || !(m.relative_worst <= 1)) {
-        const std::string terms = rule.terms_expr.empty() ? "1" : rule.terms_expr + "=" + g(rule.terms);
-        const std::string length = rule.equal_values ? "max(sqrt(" + terms + "), " + terms + " / " + g(2 * rule.ratio_k) + ")"
-                                                      : "sqrt(" + terms + ")";
+        const std::string terms =
+            rule.terms_expr.empty() ? "1" : rule.terms_expr + "=" + g(rule.terms);
+        const std::string length = rule.equal_values ? "max(sqrt(" + terms + "), " + terms + " / " +
+                                                           g(2 * rule.ratio_k) + ")"
+                                                     : "sqrt(" + terms + ")";
         v.outcome = Outcome::failed;
-        v.message = std::to_string(m.relative_mismatches) + " of " + std::to_string(r.elements) +
-                    " elements are further from the fp64 oracle than " + g(rule.ratio_k) +
-                    " x max(eager's own error, eps x |oracle|" +
-                    (conditioned ? ", eps_f32 x (sum |terms| + " + length + " x |oracle|)" : std::string()) +
-                    ") + atol=" + g(rule.tolerance.atol) + " (worst at " + g(m.relative_worst) + " x the allowance)" +
-                    (conditioned && rule.equal_values
-                         ? "; the case's values are all equal, so a sum's rounding errors add up (linear in its length)"
-                         : "");
+        v.message =
+            std::to_string(m.relative_mismatches) + " of " + std::to_string(r.elements) +
+            " elements are further from the fp64 oracle than " + g(rule.ratio_k) +
+            " x max(eager's own error, eps x |oracle|" +
+            (conditioned ? ", eps_f32 x (sum |terms| + " + length + " x |oracle|)"
+                         : std::string()) +
+            ") + atol=" + g(rule.tolerance.atol) + " (worst at " + g(m.relative_worst) +
+            " x the allowance)" +
+            (conditioned && rule.equal_values ? "; the case's values are all equal, so a sum's "
+                                                "rounding errors add up (linear in its length)"
+                                              : "");
       }
       break;
     }
@@ -185,8 +212,9 @@ Verdict evaluate_rule(const RuleConfig& rule, const Measurement& m, DType dtype)
       if (r.mismatches > 0 || m.allclose_worst > 1) {
         v.outcome = Outcome::failed;
         v.message = std::to_string(r.mismatches) + " of " + std::to_string(r.elements) +
-                    " elements outside atol=" + g(rule.tolerance.atol) + " rtol=" + g(rule.tolerance.rtol) +
-                    " (max abs err " + g(r.max_abs) + ", max rel err " + g(r.max_rel) + ")" +
+                    " elements outside atol=" + g(rule.tolerance.atol) +
+                    " rtol=" + g(rule.tolerance.rtol) + " (max abs err " + g(r.max_abs) +
+                    ", max rel err " + g(r.max_rel) + ")" +
                     (m.worst_element.empty() ? "" : "; worst " + m.worst_element);
       }
       break;
@@ -212,7 +240,8 @@ Verdict evaluate_rule(const RuleConfig& rule, const Measurement& m, DType dtype)
       if (!(v.observed <= v.allowed)) {
         v.outcome = Outcome::failed;
         v.message = "error vs the fp64 oracle " + g(v.observed) + " exceeds " + g(rule.ratio_k) +
-                    " x the eager reference's own error " + g(m.reference_vs_oracle_max_abs) + " + " + g(floor);
+                    " x the eager reference's own error " + g(m.reference_vs_oracle_max_abs) +
+                    " + " + g(floor);
       }
       break;
     }
@@ -240,10 +269,12 @@ CaseVerdict judge_case(const std::vector<OutputMeasurement>& outputs) {
   std::optional<CaseVerdict> chosen;
   for (const auto& o : outputs) {
     Verdict v = evaluate(o.rule, o.measurement, o.dtype);
-    if (outputs.size() > 1 && !v.message.empty()) v.message = "output '" + o.name + "': " + v.message;
-    const bool better = !chosen || (chosen->verdict.outcome != Outcome::failed &&
-                                    (v.outcome == Outcome::failed ||
-                                     (std::isfinite(v.margin) && v.margin > chosen->verdict.margin)));
+    if (outputs.size() > 1 && !v.message.empty())
+      v.message = "output '" + o.name + "': " + v.message;
+    const bool better =
+        !chosen || (chosen->verdict.outcome != Outcome::failed &&
+                    (v.outcome == Outcome::failed ||
+                     (std::isfinite(v.margin) && v.margin > chosen->verdict.margin)));
     if (better) chosen = CaseVerdict{std::move(v), o.measurement};
   }
   return chosen ? *chosen : CaseVerdict{};

@@ -65,7 +65,8 @@ struct RuleConfig {
 /// and, for conditioned, `terms` and `length` evaluated on them (`equal_values`: every input value
 /// of the case is the same, Values::all_equal). conditioned ignores scale_symbol: its length term
 /// is the growth with the sum's length that tolerance_scale approximates for allclose.
-RuleConfig scaled_for(const RuleConfig& rule, const std::vector<std::pair<std::string, int64_t>>& dims,
+RuleConfig scaled_for(const RuleConfig& rule,
+                      const std::vector<std::pair<std::string, int64_t>>& dims,
                       bool equal_values = false);
 
 /// What the runner measured on one case.
@@ -108,7 +109,8 @@ struct Verdict {
 /// What a "memory" verdict's message says for a broken guard band and for a modified input. A
 /// memory verdict names every memory problem it found, joined by "; " (unwritten elements first),
 /// so that one problem never hides another.
-inline constexpr const char* kGuardBandChanged = "the kernel wrote outside its output (guard band changed)";
+inline constexpr const char* kGuardBandChanged =
+    "the kernel wrote outside its output (guard band changed)";
 inline constexpr const char* kInputModified = "the kernel modified its input (checksum changed)";
 
 /// How much further from the float64 oracle than eager a kernel that fails an elementwise rule

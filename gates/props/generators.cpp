@@ -25,7 +25,8 @@ int64_t log_uniform(Rng& rng, int64_t lo, int64_t hi) {
 std::vector<DType> supported_dtypes(const OpSignature& op, const KernelTraits& traits) {
   std::vector<DType> out;
   for (DType d : op.dtypes)
-    if (traits.dtypes.empty() || std::find(traits.dtypes.begin(), traits.dtypes.end(), d) != traits.dtypes.end())
+    if (traits.dtypes.empty() ||
+        std::find(traits.dtypes.begin(), traits.dtypes.end(), d) != traits.dtypes.end())
       out.push_back(d);
   return out;
 }
@@ -115,7 +116,9 @@ const TensorSpec* largest_at_max(const OpSignature& op) {
   return best;
 }
 
-bool is_symbol_of(const OpSignature& op, const std::string& entry) { return op.symbol(entry) != nullptr; }
+bool is_symbol_of(const OpSignature& op, const std::string& entry) {
+  return op.symbol(entry) != nullptr;
+}
 
 // True when the tensor's shape changes with `symbol` (evaluated at two values of it).
 bool depends_on(const TensorSpec& t, const std::string& symbol, package::SymbolValues values) {
@@ -136,12 +139,14 @@ int64_t largest_tensor_numel(const OpSignature& op, const Case& c) {
 
 std::string slice_symbol(const OpSignature& op) {
   const TensorSpec* big = largest_at_max(op);
-  if (!big || big->shape.empty() || !is_symbol_of(op, big->shape[0]) || op.outputs.empty()) return "";
+  if (!big || big->shape.empty() || !is_symbol_of(op, big->shape[0]) || op.outputs.empty())
+    return "";
   const std::string s = big->shape[0];
   package::SymbolValues values;
   for (const auto& d : op.symbols) values[d.name] = 7;
   for (const auto& t : op.outputs)
-    if (t.shape.empty() || t.shape[0] != s) return "";  // (an in-place output is sliced as its input)
+    if (t.shape.empty() || t.shape[0] != s)
+      return "";  // (an in-place output is sliced as its input)
   for (const auto& t : op.inputs) {
     if (!t.shape.empty() && t.shape[0] == s) continue;
     if (depends_on(t, s, values)) return "";
@@ -155,7 +160,8 @@ std::string slice_symbol(const OpSignature& op) {
   return s;
 }
 
-std::optional<Case> huge_case(const OpSignature& op, const KernelTraits& traits, uint64_t seed, std::string* why) {
+std::optional<Case> huge_case(const OpSignature& op, const KernelTraits& traits, uint64_t seed,
+                              std::string* why) {
   auto refuse = [&](const std::string& reason) -> std::optional<Case> {
     if (why) *why = reason;
     return std::nullopt;
@@ -163,8 +169,8 @@ std::optional<Case> huge_case(const OpSignature& op, const KernelTraits& traits,
   std::vector<DType> dtypes = supported_dtypes(op, traits);
   if (dtypes.empty()) return refuse("the kernel supports none of the op's dtypes");
   // The fewest bytes per element: the same index arithmetic in the least memory.
-  const DType dtype = *std::min_element(dtypes.begin(), dtypes.end(),
-                                        [](DType a, DType b) { return dtype_size(a) < dtype_size(b); });
+  const DType dtype = *std::min_element(
+      dtypes.begin(), dtypes.end(), [](DType a, DType b) { return dtype_size(a) < dtype_size(b); });
   const TensorSpec* big = largest_at_max(op);
   package::SymbolValues at_max;
   for (const auto& s : op.symbols) at_max[s.name] = s.max;
@@ -172,13 +178,15 @@ std::optional<Case> huge_case(const OpSignature& op, const KernelTraits& traits,
     return refuse("op '" + op.name + "' holds at most " +
                   std::to_string(big ? static_cast<int64_t>(tensor_elements(*big, at_max)) : 0) +
                   " elements in a tensor (its symbols' max), not past 2^31");
-  std::string grow;  // the symbol scaled to pass 2^31: the big tensor's leading symbol if it has one
+  std::string
+      grow;  // the symbol scaled to pass 2^31: the big tensor's leading symbol if it has one
   for (const auto& e : big->shape)
     if (is_symbol_of(op, e)) {
       grow = e;
       break;
     }
-  if (grow.empty()) return refuse("op '" + op.name + "': tensor '" + big->name + "' has no symbol in its shape");
+  if (grow.empty())
+    return refuse("op '" + op.name + "': tensor '" + big->name + "' has no symbol in its shape");
 
   Case c = base_case(op, dtype, derive_seed(seed, op.name + "/huge", 0), "huge");
   c.values = Values::normal;
@@ -191,9 +199,11 @@ std::optional<Case> huge_case(const OpSignature& op, const KernelTraits& traits,
   for (int round = 0; round < 256; ++round) {
     c.set_dim(grow, 1);
     const double per_unit = tensor_elements(*big, package::symbol_values(c.dims));
-    if (per_unit <= 0) return refuse("op '" + op.name + "': tensor '" + big->name + "' is empty at typical sizes");
+    if (per_unit <= 0)
+      return refuse("op '" + op.name + "': tensor '" + big->name + "' is empty at typical sizes");
     // A few rows past the one that holds element 2^31.
-    int64_t need = static_cast<int64_t>(std::floor(static_cast<double>(kHugeElements) / per_unit)) + 2;
+    int64_t need =
+        static_cast<int64_t>(std::floor(static_cast<double>(kHugeElements) / per_unit)) + 2;
     if (g.multiple_of > 1) need = (need + g.multiple_of - 1) / g.multiple_of * g.multiple_of;
     if (need <= g.max) {
       c.set_dim(grow, need);
@@ -208,7 +218,8 @@ std::optional<Case> huge_case(const OpSignature& op, const KernelTraits& traits,
     double room = 1;
     for (const auto& [name, v] : c.dims) {
       if (name == grow || !depends_on(*big, name, package::symbol_values(c.dims))) continue;
-      const double r = static_cast<double>(op.symbol(name)->max) / static_cast<double>(std::max<int64_t>(v, 1));
+      const double r =
+          static_cast<double>(op.symbol(name)->max) / static_cast<double>(std::max<int64_t>(v, 1));
       if (r > room) {
         room = r;
         widen = name;
@@ -229,7 +240,8 @@ std::vector<int64_t> huge_rows(const OpSignature& op, const Case& c, const std::
   Case one = c;
   one.set_dim(symbol, 1);
   const int64_t per_row = std::max<int64_t>(1, largest_tensor_numel(op, one));
-  const int64_t first = std::min(rows, kHugeElements / per_row);  // holds element 2^31 (or ends before it)
+  const int64_t first =
+      std::min(rows, kHugeElements / per_row);  // holds element 2^31 (or ends before it)
   for (int64_t r = std::max<int64_t>(0, first - 1); r < rows && out.size() < 70; ++r) out.insert(r);
   for (int64_t r = std::max<int64_t>(0, rows - 4); r < rows; ++r) out.insert(r);  // the very end
   return {out.begin(), out.end()};
@@ -250,7 +262,8 @@ bool in_domain(const OpSignature& op, const Case& c) {
   return true;
 }
 
-std::vector<int64_t> ragged_sizes(const SymbolDomain& domain, const std::vector<int64_t>& tile_sizes) {
+std::vector<int64_t> ragged_sizes(const SymbolDomain& domain,
+                                  const std::vector<int64_t>& tile_sizes) {
   std::set<int64_t> s = {0, 1, 2, 3, 5, 7, 13, 17, 31, 61, 127, 251, 509, 1021, 2039, 4093};
   for (int k = 2; k <= 20; ++k) {
     s.insert((int64_t{1} << k) - 1);
@@ -267,7 +280,8 @@ std::vector<int64_t> ragged_sizes(const SymbolDomain& domain, const std::vector<
   s.insert(domain.max - 1);
   std::vector<int64_t> out;
   for (int64_t v : s)
-    if (v >= domain.min && v <= domain.max && (domain.multiple_of <= 1 || v % domain.multiple_of == 0))
+    if (v >= domain.min && v <= domain.max &&
+        (domain.multiple_of <= 1 || v % domain.multiple_of == 0))
       out.push_back(v);
   if (out.empty()) out.push_back(to_multiple(domain, domain.min));
   return out;
@@ -292,7 +306,8 @@ namespace {
 
 // The sizes of the spread tier: 2^k +- 1, primes, 2^k, tile multiples +- 1 and the domain's top.
 std::set<int64_t> spread_candidates(const SymbolDomain& domain, const std::vector<int64_t>& tiles) {
-  std::set<int64_t> s = {5, 7, 13, 17, 31, 61, 127, 251, 509, 1021, 2039, 4093, 8191, 16381, 32749, 65521};
+  std::set<int64_t> s = {5,   7,    13,   17,   31,   61,    127,   251,
+                         509, 1021, 2039, 4093, 8191, 16381, 32749, 65521};
   for (int k = 2; k <= 24; ++k) {
     s.insert((int64_t{1} << k) - 1);
     s.insert(int64_t{1} << k);
@@ -321,7 +336,8 @@ std::string spread_detail(int64_t v) {
 
 }  // namespace
 
-std::vector<Edge> ragged_edges(const SymbolDomain& domain, const KernelTraits& traits, uint64_t seed) {
+std::vector<Edge> ragged_edges(const SymbolDomain& domain, const KernelTraits& traits,
+                               uint64_t seed) {
   std::vector<Edge> out;
   std::set<int64_t> taken;
   const int64_t step = std::max<int64_t>(1, domain.multiple_of);
@@ -332,7 +348,8 @@ std::vector<Edge> ragged_edges(const SymbolDomain& domain, const KernelTraits& t
   // A size's neighbours: +-1, or the multiples of the domain's step on each side.
   auto below = [&](int64_t t) { return step == 1 ? t - 1 : (t - 1) / step * step; };
   auto above = [&](int64_t t) { return step == 1 ? t + 1 : (t / step + 1) * step; };
-  auto tier = [&](const std::vector<std::pair<int64_t, std::string>>& sizes, const std::string& origin) {
+  auto tier = [&](const std::vector<std::pair<int64_t, std::string>>& sizes,
+                  const std::string& origin) {
     for (const auto& [t, what] : sizes) {
       add(below(t), origin, what + " - " + std::to_string(t - below(t)));
       add(above(t), origin, what + " + " + std::to_string(above(t) - t));
@@ -354,7 +371,8 @@ std::vector<Edge> ragged_edges(const SymbolDomain& domain, const KernelTraits& t
   // The spread: each next size the farthest (log2) from every size before it, so that a few
   // cases reach across the domain; the seed breaks near-ties.
   // (Up to typical_max, as the random family: the long family reaches the domain's max.)
-  const int64_t top = domain.typical_max > 0 ? std::min(domain.typical_max, domain.max) : domain.max;
+  const int64_t top =
+      domain.typical_max > 0 ? std::min(domain.typical_max, domain.max) : domain.max;
   std::vector<int64_t> pool;
   for (int64_t v : spread_candidates(domain, all_tile_sizes(traits)))
     if (v >= domain.min && v <= top && v % step == 0 && !taken.count(v)) pool.push_back(v);
@@ -369,7 +387,9 @@ std::vector<Edge> ragged_edges(const SymbolDomain& domain, const KernelTraits& t
   for (size_t n = 0; n < pool.size(); ++n) {
     size_t best = pool.size();
     for (size_t i = 0; i < pool.size(); ++i)
-      if (!used[i] && (best == pool.size() || nearest[i] + jitter[i] > nearest[best] + jitter[best])) best = i;
+      if (!used[i] &&
+          (best == pool.size() || nearest[i] + jitter[i] > nearest[best] + jitter[best]))
+        best = i;
     used[best] = true;
     add(pool[best], "spread", spread_detail(pool[best]));
     for (size_t i = 0; i < pool.size(); ++i)
@@ -389,8 +409,9 @@ std::optional<Case> probe_case(const OpSignature& op, const KernelTraits& traits
   for (int64_t others : {3, 2, 4, 1, 5, 6, 8}) {
     for (auto& [name, v] : c.dims) {
       const SymbolDomain& s = *op.symbol(name);
-      v = name == es ? to_multiple(s, std::clamp<int64_t>(16381, std::max<int64_t>(s.min, 1), s.max))
-                     : to_multiple(s, std::clamp<int64_t>(others, std::max<int64_t>(s.min, 1), s.max));
+      v = name == es
+              ? to_multiple(s, std::clamp<int64_t>(16381, std::max<int64_t>(s.min, 1), s.max))
+              : to_multiple(s, std::clamp<int64_t>(others, std::max<int64_t>(s.min, 1), s.max));
     }
     if (in_domain(op, c) && c.dim(es) <= d.max) return c;
   }
@@ -431,8 +452,10 @@ EdgeCoverage edge_coverage(const OpSignature& op, const KernelTraits& traits, ui
   return out;
 }
 
-std::vector<int64_t> long_sizes(const SymbolDomain& domain, const std::vector<int64_t>& tile_sizes) {
-  const int64_t typical = domain.typical_max > 0 ? std::min(domain.typical_max, domain.max) : domain.max;
+std::vector<int64_t> long_sizes(const SymbolDomain& domain,
+                                const std::vector<int64_t>& tile_sizes) {
+  const int64_t typical =
+      domain.typical_max > 0 ? std::min(domain.typical_max, domain.max) : domain.max;
   const int64_t step = std::max<int64_t>(1, domain.multiple_of);
   std::set<int64_t, std::greater<>> s;
   auto add_with_below = [&](int64_t v) {
@@ -449,20 +472,23 @@ std::vector<int64_t> long_sizes(const SymbolDomain& domain, const std::vector<in
 int64_t long_case_count(const OpSignature& op, const KernelTraits& traits) {
   const SymbolDomain* d = op.reduced_symbol.empty() ? nullptr : op.symbol(op.reduced_symbol);
   if (!d) return 0;
-  return static_cast<int64_t>(long_sizes(*d, all_tile_sizes(traits)).size() * 3 * supported_dtypes(op, traits).size());
+  return static_cast<int64_t>(long_sizes(*d, all_tile_sizes(traits)).size() * 3 *
+                              supported_dtypes(op, traits).size());
 }
 
 std::vector<std::string> applicable_families(const OpSignature& op, const KernelTraits& traits) {
   std::vector<std::string> out = {"random", "ragged", "extreme"};
   if (op.nan_contract == NanContract::propagate) out.push_back("special");
-  out.push_back("layout");  // offset16 for every kernel; more for those that accept strided / unaligned
+  out.push_back(
+      "layout");  // offset16 for every kernel; more for those that accept strided / unaligned
   if (long_case_count(op, traits) > 0) out.push_back("long");
   if (traits.huge && huge_case(op, traits, 0)) out.push_back("huge");
   return out;
 }
 
-std::vector<Case> generate_family(const OpSignature& op, const KernelTraits& traits, const std::string& family,
-                                  int64_t count, uint64_t seed, int64_t max_elements) {
+std::vector<Case> generate_family(const OpSignature& op, const KernelTraits& traits,
+                                  const std::string& family, int64_t count, uint64_t seed,
+                                  int64_t max_elements) {
   const auto dtypes = supported_dtypes(op, traits);
   if (dtypes.empty()) return {};
   if (family == "huge") {  // one case: its memory, not its count, is the cost
@@ -473,8 +499,10 @@ std::vector<Case> generate_family(const OpSignature& op, const KernelTraits& tra
   if (family == "long") {
     // Case i: row length, values and dtype from the list, values fastest, then dtypes, then
     // lengths (the domain's max first), so that a few cases still reach the longest rows.
-    const SymbolDomain* reduced = op.reduced_symbol.empty() ? nullptr : op.symbol(op.reduced_symbol);
-    const auto lengths = reduced ? long_sizes(*reduced, all_tile_sizes(traits)) : std::vector<int64_t>{};
+    const SymbolDomain* reduced =
+        op.reduced_symbol.empty() ? nullptr : op.symbol(op.reduced_symbol);
+    const auto lengths =
+        reduced ? long_sizes(*reduced, all_tile_sizes(traits)) : std::vector<int64_t>{};
     if (lengths.empty()) return {};
     // Large-mean and constant rows, and normal ones: a long softmax row of the first two is ~1/N
     // everywhere, under an f32 atol, where a kernel writing zeros would pass.
@@ -493,7 +521,8 @@ std::vector<Case> generate_family(const OpSignature& op, const KernelTraits& tra
           const SymbolDomain* d = op.symbol(name);
           v = name == op.reduced_symbol
                   ? length
-                  : to_multiple(*d, std::clamp<int64_t>(rng.uniform_int(1, 5), std::max<int64_t>(d->min, 1), d->max));
+                  : to_multiple(*d, std::clamp<int64_t>(rng.uniform_int(1, 5),
+                                                        std::max<int64_t>(d->min, 1), d->max));
         }
       };
       draw_others();
@@ -516,8 +545,8 @@ std::vector<Case> generate_family(const OpSignature& op, const KernelTraits& tra
     const uint64_t case_seed = derive_seed(seed, op.name + "/" + family, static_cast<uint64_t>(i));
     Rng rng(case_seed);
     const size_t n = static_cast<size_t>(i);
-    const DType dtype = edges.empty() ? dtypes[n % dtypes.size()]
-                                      : dtypes[(n + n / edges.size()) % dtypes.size()];
+    const DType dtype =
+        edges.empty() ? dtypes[n % dtypes.size()] : dtypes[(n + n / edges.size()) % dtypes.size()];
     Case c = base_case(op, dtype, case_seed, family);
     for (auto& [name, v] : c.dims) {
       const SymbolDomain* d = op.symbol(name);
@@ -538,7 +567,9 @@ std::vector<Case> generate_family(const OpSignature& op, const KernelTraits& tra
           std::vector<int64_t> small;
           for (int64_t s : sizes)
             if (s <= 65) small.push_back(s);
-          v = small.empty() ? d->min : small[static_cast<size_t>(rng.uniform_int(0, static_cast<int64_t>(small.size()) - 1))];
+          v = small.empty() ? d->min
+                            : small[static_cast<size_t>(
+                                  rng.uniform_int(0, static_cast<int64_t>(small.size()) - 1))];
         }
       }
       c.values = Values::normal;
@@ -558,11 +589,13 @@ std::vector<Case> generate_family(const OpSignature& op, const KernelTraits& tra
       c.layout = layouts[static_cast<size_t>(i) % layouts.size()];
       c.values = Values::normal;
     } else {
-      throw_usage("unknown case family '" + family + "': expected random, ragged, extreme, special, layout, long or huge");
+      throw_usage("unknown case family '" + family +
+                  "': expected random, ragged, extreme, special, layout, long or huge");
     }
     // A ragged case is about its edge: at most 2^16 elements, the other symbols shrinking first
     // (an edge past that keeps one row).
-    const int64_t limit = family == "ragged" ? std::min<int64_t>(max_elements, int64_t{1} << 16) : max_elements;
+    const int64_t limit =
+        family == "ragged" ? std::min<int64_t>(max_elements, int64_t{1} << 16) : max_elements;
     fit_size(c, op, limit);
     for (auto& [name, v] : c.dims) v = to_multiple(*op.symbol(name), v);
     // Relations between symbols: redraw the shape (same family, values and layout) until they
@@ -570,13 +603,15 @@ std::vector<Case> generate_family(const OpSignature& op, const KernelTraits& tra
     // case keeps its edge while the other symbols are redrawn, for its first 100 tries.
     for (int tries = 0; !in_domain(op, c); ++tries) {
       if (tries == 200)
-        throw_usage("op '" + op.name + "': no shape satisfying its relations was drawn in 200 tries (" +
-                    c.id() + "); write a rare relation as a product of symbols (\"shape\": [\"G*CG\"])");
+        throw_usage("op '" + op.name +
+                    "': no shape satisfying its relations was drawn in 200 tries (" + c.id() +
+                    "); write a rare relation as a product of symbols (\"shape\": [\"G*CG\"])");
       for (auto& [name, v] : c.dims) {
         if (name == edge_name && tries < 100) continue;
         const SymbolDomain* d = op.symbol(name);
         const int64_t hi = d->typical_max > 0 ? std::min(d->typical_max, d->max) : d->max;
-        v = to_multiple(*d, log_uniform(rng, std::max<int64_t>(d->min, 1), family == "ragged" ? std::min<int64_t>(hi, 65) : hi));
+        v = to_multiple(*d, log_uniform(rng, std::max<int64_t>(d->min, 1),
+                                        family == "ragged" ? std::min<int64_t>(hi, 65) : hi));
       }
       fit_size(c, op, limit);
       for (auto& [name, v] : c.dims) v = to_multiple(*op.symbol(name), v);
@@ -586,15 +621,19 @@ std::vector<Case> generate_family(const OpSignature& op, const KernelTraits& tra
   return out;
 }
 
-std::vector<Case> generate_cases(const OpSignature& op, const KernelTraits& traits, const GeneratorOptions& options) {
+std::vector<Case> generate_cases(const OpSignature& op, const KernelTraits& traits,
+                                 const GeneratorOptions& options) {
   for (const auto& f : options.families)
-    if (f != "huge" && std::find(all_families().begin(), all_families().end(), f) == all_families().end())
-      throw_usage("unknown case family '" + f + "': expected random, ragged, extreme, special, layout, long or huge");
+    if (f != "huge" &&
+        std::find(all_families().begin(), all_families().end(), f) == all_families().end())
+      throw_usage("unknown case family '" + f +
+                  "': expected random, ragged, extreme, special, layout, long or huge");
   auto families = options.families.empty() ? applicable_families(op, traits) : options.families;
   const auto applicable = applicable_families(op, traits);
   families.erase(std::remove_if(families.begin(), families.end(),
                                 [&](const std::string& f) {
-                                  return std::find(applicable.begin(), applicable.end(), f) == applicable.end();
+                                  return std::find(applicable.begin(), applicable.end(), f) ==
+                                         applicable.end();
                                 }),
                  families.end());
   if (families.empty()) return {};
@@ -602,7 +641,8 @@ std::vector<Case> generate_cases(const OpSignature& op, const KernelTraits& trai
   std::vector<Case> huge;
   if (auto it = std::find(families.begin(), families.end(), "huge"); it != families.end()) {
     families.erase(it);
-    if (options.cases >= 2 || families.empty()) huge = generate_family(op, traits, "huge", 1, options.seed);
+    if (options.cases >= 2 || families.empty())
+      huge = generate_family(op, traits, "huge", 1, options.seed);
   }
   GeneratorOptions rest = options;
   rest.cases -= static_cast<int64_t>(huge.size());
@@ -612,9 +652,12 @@ std::vector<Case> generate_cases(const OpSignature& op, const KernelTraits& trai
   if (auto it = std::find(families.begin(), families.end(), "long"); it != families.end()) {
     families.erase(it);
     const int64_t all = long_case_count(op, traits);
-    const int64_t n = families.empty() ? rest.cases
-                                       : std::min(all, std::max<int64_t>(1, rest.cases >= 2 * all ? all : rest.cases / 4));
-    if (rest.cases > 0) long_rows = generate_family(op, traits, "long", n, options.seed, options.max_elements);
+    const int64_t n =
+        families.empty()
+            ? rest.cases
+            : std::min(all, std::max<int64_t>(1, rest.cases >= 2 * all ? all : rest.cases / 4));
+    if (rest.cases > 0)
+      long_rows = generate_family(op, traits, "long", n, options.seed, options.max_elements);
     rest.cases -= static_cast<int64_t>(long_rows.size());
   }
   if (families.empty()) {
@@ -632,12 +675,16 @@ std::vector<Case> generate_cases(const OpSignature& op, const KernelTraits& trai
   std::vector<int64_t> count(families.size(), 0);
   int64_t budget = rest.cases;
   double others = total;
-  if (auto it = std::find(families.begin(), families.end(), "ragged"); it != families.end() && families.size() > 1) {
+  if (auto it = std::find(families.begin(), families.end(), "ragged");
+      it != families.end() && families.size() > 1) {
     const size_t r = static_cast<size_t>(it - families.begin());
     const std::string es = edge_symbol(op);
-    const int64_t edges = es.empty() ? 0 : tile_edge_count(ragged_edges(*op.symbol(es), traits, options.seed));
-    const int64_t share = std::max<int64_t>(1, static_cast<int64_t>(std::floor(rest.cases * weight[r] / total)));
-    count[r] = std::max<int64_t>(0, std::min(rest.cases, std::max(share, std::min(edges, rest.cases / 2))));
+    const int64_t edges =
+        es.empty() ? 0 : tile_edge_count(ragged_edges(*op.symbol(es), traits, options.seed));
+    const int64_t share =
+        std::max<int64_t>(1, static_cast<int64_t>(std::floor(rest.cases * weight[r] / total)));
+    count[r] = std::max<int64_t>(
+        0, std::min(rest.cases, std::max(share, std::min(edges, rest.cases / 2))));
     budget -= count[r];
     others -= weight[r];
     weight[r] = 0;
@@ -649,14 +696,16 @@ std::vector<Case> generate_cases(const OpSignature& op, const KernelTraits& trai
   for (size_t i = 0; i < families.size(); ++i) {
     if (weight[i] == 0) continue;
     int64_t n = i == last ? budget - assigned
-                          : std::max<int64_t>(1, static_cast<int64_t>(std::floor(budget * weight[i] / others)));
+                          : std::max<int64_t>(
+                                1, static_cast<int64_t>(std::floor(budget * weight[i] / others)));
     n = std::max<int64_t>(0, std::min(n, budget - assigned));
     assigned += n;
     count[i] = n;
   }
   std::vector<Case> out;
   for (size_t i = 0; i < families.size(); ++i) {
-    auto cases = generate_family(op, traits, families[i], count[i], options.seed, options.max_elements);
+    auto cases =
+        generate_family(op, traits, families[i], count[i], options.seed, options.max_elements);
     out.insert(out.end(), cases.begin(), cases.end());
   }
   out.insert(out.end(), long_rows.begin(), long_rows.end());

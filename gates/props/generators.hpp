@@ -1,9 +1,9 @@
-// Case generators: every case is a pure function of (op signature, kernel traits, master seed, index).
-// Families: random shapes, ragged shapes (0, 1, 2, primes, 2^k +- 1, tile sizes +- 1, very long rows),
-// extreme-range values, special values (+-0, +-Inf, NaN), layouts (strided, misaligned), long rows
-// (the reduced symbol at its domain's max and the guard's, constant and large-mean rows: errors
-// that grow with the row length), and one huge case past 2^31 elements (32-bit index arithmetic)
-// on the cuda backend.
+// Case generators: every case is a pure function of (op signature, kernel traits, master seed,
+// index). Families: random shapes, ragged shapes (0, 1, 2, primes, 2^k +- 1, tile sizes +- 1, very
+// long rows), extreme-range values, special values (+-0, +-Inf, NaN), layouts (strided,
+// misaligned), long rows (the reduced symbol at its domain's max and the guard's, constant and
+// large-mean rows: errors that grow with the row length), and one huge case past 2^31 elements
+// (32-bit index arithmetic) on the cuda backend.
 #pragma once
 
 #include <cstdint>
@@ -53,7 +53,8 @@ std::string edge_symbol(const OpSignature& op);
 /// farthest, in log scale, from those before it (the seed breaks near-ties). Within the domain and
 /// its multiple_of
 /// (a tile's neighbours are then t -+ multiple_of), distinct.
-std::vector<Edge> ragged_edges(const SymbolDomain& domain, const KernelTraits& traits, uint64_t seed);
+std::vector<Edge> ragged_edges(const SymbolDomain& domain, const KernelTraits& traits,
+                               uint64_t seed);
 
 /// The case whose launches show a kernel's tiles (props::infer_tiles): the edge symbol at a prime
 /// near 16381 (within its domain, well above the usual tiles), every other symbol small (3 where
@@ -73,9 +74,9 @@ struct EdgeCoverage {
     Edge edge;
     std::vector<DType> dtypes;  ///< the dtypes of the cases that reached it
   };
-  std::vector<Reached> tried;   ///< tile and small edges reached
-  std::vector<Edge> left_out;   ///< tile and small edges no case reached (the budget ran out)
-  int64_t spread_tried = 0;     ///< spread sizes reached, of
+  std::vector<Reached> tried;  ///< tile and small edges reached
+  std::vector<Edge> left_out;  ///< tile and small edges no case reached (the budget ran out)
+  int64_t spread_tried = 0;    ///< spread sizes reached, of
   int64_t spread_total = 0;
 };
 EdgeCoverage edge_coverage(const OpSignature& op, const KernelTraits& traits, uint64_t seed,
@@ -86,14 +87,15 @@ inline constexpr int64_t kHugeElements = int64_t{1} << 31;
 
 /// The generator families, in the order their GoogleTest suites run.
 inline const std::vector<std::string>& all_families() {
-  static const std::vector<std::string> families = {"random", "ragged", "extreme", "special", "layout", "long"};
+  static const std::vector<std::string> families = {"random",  "ragged", "extreme",
+                                                    "special", "layout", "long"};
   return families;
 }
 
 struct GeneratorOptions {
   uint64_t seed = 0;
-  int64_t cases = 64;                  ///< total over all families and dtypes
-  std::vector<std::string> families;   ///< empty: all that apply to the op and kernel
+  int64_t cases = 64;                       ///< total over all families and dtypes
+  std::vector<std::string> families;        ///< empty: all that apply to the op and kernel
   int64_t max_elements = int64_t{1} << 24;  ///< per input tensor
 };
 
@@ -114,7 +116,9 @@ std::vector<Case> generate_family(const OpSignature& op, const KernelTraits& tra
 int64_t largest_tensor_numel(const OpSignature& op, const Case& c);
 
 /// True when some tensor of the case holds more than kHugeElements elements.
-inline bool is_huge(const OpSignature& op, const Case& c) { return largest_tensor_numel(op, c) > kHugeElements; }
+inline bool is_huge(const OpSignature& op, const Case& c) {
+  return largest_tensor_numel(op, c) > kHugeElements;
+}
 
 /// The huge family's case for the op: its largest tensor just past 2^31 elements (a few rows past
 /// it), contiguous normal values, the supported dtype of fewest bytes. nullopt when the op's
@@ -149,6 +153,7 @@ int64_t long_case_count(const OpSignature& op, const KernelTraits& traits);
 
 /// The ragged sizes for a symbol: 0 (if allowed), 1, 2, small primes, 2^k +- 1, tile +- 1, max;
 /// all within [domain.min, domain.max], sorted and unique.
-std::vector<int64_t> ragged_sizes(const SymbolDomain& domain, const std::vector<int64_t>& tile_sizes);
+std::vector<int64_t> ragged_sizes(const SymbolDomain& domain,
+                                  const std::vector<int64_t>& tile_sizes);
 
 }  // namespace kgate::props

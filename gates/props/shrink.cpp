@@ -7,7 +7,8 @@
 
 namespace kgate::props {
 
-std::vector<int64_t> shrink_candidates(int64_t current, int64_t min, const std::vector<int64_t>& tile_sizes) {
+std::vector<int64_t> shrink_candidates(int64_t current, int64_t min,
+                                       const std::vector<int64_t>& tile_sizes) {
   std::vector<int64_t> out;
   std::set<int64_t> seen;
   auto add = [&](int64_t v) {
@@ -31,7 +32,8 @@ std::vector<int64_t> shrink_candidates(int64_t current, int64_t min, const std::
   return out;
 }
 
-ShrinkResult shrink(const Case& failing, const OpSignature& op, const std::vector<int64_t>& tile_sizes,
+ShrinkResult shrink(const Case& failing, const OpSignature& op,
+                    const std::vector<int64_t>& tile_sizes,
                     const std::function<bool(const Case&)>& still_fails, int64_t max_attempts) {
   ShrinkResult r{failing, 0, 0};
   // Captured inputs are the tensors of a file: there is nothing smaller to draw from them.
@@ -74,11 +76,13 @@ ShrinkResult shrink(const Case& failing, const OpSignature& op, const std::vecto
     for (const auto& name : order) {
       const SymbolDomain* d = op.symbol(name);
       const int64_t lo = d ? d->min : 0;
-      const std::vector<int64_t> tiles = name == op.reduced_symbol ? tile_sizes : std::vector<int64_t>{};
+      const std::vector<int64_t> tiles =
+          name == op.reduced_symbol ? tile_sizes : std::vector<int64_t>{};
       for (int64_t v : shrink_candidates(r.minimal.dim(name), lo, tiles)) {
         Case c = r.minimal;
         c.set_dim(name, v);
-        if (!props::in_domain(op, c)) continue;  // a multiple_of or a relation of the op rules it out
+        if (!props::in_domain(op, c))
+          continue;  // a multiple_of or a relation of the op rules it out
         if (attempt(c)) {
           progress = true;
           break;

@@ -20,10 +20,13 @@ struct ShrinkResult {
 /// toward its minimum (1 first, then smaller tile boundaries, halving, minus one). `still_fails`
 /// is called on candidates; at most `max_attempts` calls (12 for a huge case, whose candidates all
 /// stay past 2^31 elements). Deterministic.
-ShrinkResult shrink(const Case& failing, const OpSignature& op, const std::vector<int64_t>& tile_sizes,
-                    const std::function<bool(const Case&)>& still_fails, int64_t max_attempts = 200);
+ShrinkResult shrink(const Case& failing, const OpSignature& op,
+                    const std::vector<int64_t>& tile_sizes,
+                    const std::function<bool(const Case&)>& still_fails,
+                    int64_t max_attempts = 200);
 
 /// Candidate values for one symbol below `current`, most reduced first.
-std::vector<int64_t> shrink_candidates(int64_t current, int64_t min, const std::vector<int64_t>& tile_sizes);
+std::vector<int64_t> shrink_candidates(int64_t current, int64_t min,
+                                       const std::vector<int64_t>& tile_sizes);
 
 }  // namespace kgate::props

@@ -30,7 +30,7 @@ std::vector<LaunchShape> launch_shapes(const std::vector<std::string>& lines);
 /// - fewer blocks than rows, 32-thread rows of a block (a warp per row): 32 and 128;
 /// - anything else (a persistent grid, sized by the device): nothing; `why` says so.
 /// Each size once, with how it was found ("observed").
-std::vector<FoundSize> infer_tiles(const std::vector<LaunchShape>& launches, int64_t rows, int64_t n,
-                                   std::string* why = nullptr);
+std::vector<FoundSize> infer_tiles(const std::vector<LaunchShape>& launches, int64_t rows,
+                                   int64_t n, std::string* why = nullptr);
 
 }  // namespace kgate::props

@@ -57,7 +57,8 @@ DtypeSweep summarize(DType dtype, const std::vector<CaseErrors>& cases, const Sw
     for (size_t k = 0; k < grid.scales.size(); ++k)
       if (!c.hard_failure && c.margin <= grid.scales[k]) s.scale_pass_rate[k] += 1;
     for (size_t r = 0; r < grid.rtols.size(); ++r) {
-      const bool measured = !c.hard_failure && r < c.needed_atol.size() && !std::isnan(c.needed_atol[r]);
+      const bool measured =
+          !c.hard_failure && r < c.needed_atol.size() && !std::isnan(c.needed_atol[r]);
       const double need = measured ? c.needed_atol[r] : kInf;
       s.frontier_atol[r] = std::max(s.frontier_atol[r], need);
       for (size_t a = 0; a < grid.atols.size(); ++a)

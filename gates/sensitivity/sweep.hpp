@@ -47,21 +47,21 @@ Quantiles quantiles(std::vector<double> values);
 /// The sweep of one kernel and dtype.
 struct DtypeSweep {
   DType dtype = DType::f32;
-  std::string rule;             ///< the configured rule: allclose, ulp or ref_ratio
-  double atol = 0, rtol = 0;    ///< the configured allclose tolerance (for the report)
-  int64_t cases = 0;            ///< cases judged (fallback cases are left out)
-  int64_t failed = 0;           ///< cases failing the configured tolerance
-  int64_t hard_failures = 0;    ///< of those, failures no tolerance can pass
+  std::string rule;                    ///< the configured rule: allclose, ulp or ref_ratio
+  double atol = 0, rtol = 0;           ///< the configured allclose tolerance (for the report)
+  int64_t cases = 0;                   ///< cases judged (fallback cases are left out)
+  int64_t failed = 0;                  ///< cases failing the configured tolerance
+  int64_t hard_failures = 0;           ///< of those, failures no tolerance can pass
   Quantiles max_abs, max_rel, margin;  ///< margin over the cases without a hard failure
-  double worst_margin = 0;      ///< the largest margin (inf when a case has a hard failure)
+  double worst_margin = 0;             ///< the largest margin (inf when a case has a hard failure)
   /// pass_rate[r][a]: the fraction of cases passing allclose with rtols[r], atols[a].
   std::vector<std::vector<double>> pass_rate;
   /// Per rtol: the smallest atol with which every case passes (inf: none, a hard failure).
   std::vector<double> frontier_atol;
   /// Per scale: the fraction of cases passing with the configured tolerance times that scale.
   std::vector<double> scale_pass_rate;
-  bool fragile = false;         ///< every case passes, and worst_margin > the threshold
-  std::string verdict;          ///< "ok", "FRAGILE" or "FAILED"
+  bool fragile = false;  ///< every case passes, and worst_margin > the threshold
+  std::string verdict;   ///< "ok", "FRAGILE" or "FAILED"
 };
 
 /// Summarizes the cases of one kernel and dtype. `needed_atol` of each case must have one entry per

@@ -10,7 +10,9 @@
 namespace kgate::speed {
 namespace {
 
-std::string joined_kernels(const KernelSet& set) { return set.empty() ? "(none)" : join(set, "; "); }
+std::string joined_kernels(const KernelSet& set) {
+  return set.empty() ? "(none)" : join(set, "; ");
+}
 
 }  // namespace
 
@@ -21,12 +23,19 @@ uint64_t system_random() {
   return (uint64_t{entropy()} << 32) ^ entropy();
 }
 
-CheckedArms::CheckedArms(LaunchTimer& timer, size_t sets, size_t entries, int64_t launches_per_block,
-                         std::array<bool, 2> checked, Hooks hooks, const DeviceMonitor* monitor,
-                         std::array<std::string, 2> arm_names, std::function<uint64_t()> random)
-    : timer_(timer), sets_(std::max<size_t>(1, sets)), entries_(std::max<size_t>(1, entries)),
-      launches_per_block_(std::max<int64_t>(1, launches_per_block)), checked_(checked), hooks_(std::move(hooks)),
-      monitor_(monitor), arm_names_(std::move(arm_names)), random_(std::move(random)),
+CheckedArms::CheckedArms(LaunchTimer& timer, size_t sets, size_t entries,
+                         int64_t launches_per_block, std::array<bool, 2> checked, Hooks hooks,
+                         const DeviceMonitor* monitor, std::array<std::string, 2> arm_names,
+                         std::function<uint64_t()> random)
+    : timer_(timer),
+      sets_(std::max<size_t>(1, sets)),
+      entries_(std::max<size_t>(1, entries)),
+      launches_per_block_(std::max<int64_t>(1, launches_per_block)),
+      checked_(checked),
+      hooks_(std::move(hooks)),
+      monitor_(monitor),
+      arm_names_(std::move(arm_names)),
+      random_(std::move(random)),
       start_(std::chrono::steady_clock::now()) {}
 
 void CheckedArms::begin_blocks(bool check) {
@@ -58,7 +67,8 @@ std::vector<double> CheckedArms::measure(int arm, int launches) {
       captured.reset();
     }
     if (checking_ && hooks_.perturb)
-      hooks_.perturb(arm, static_cast<size_t>(n) % sets_, n != check_at && static_cast<bool>(hooks_.flush));
+      hooks_.perturb(arm, static_cast<size_t>(n) % sets_,
+                     n != check_at && static_cast<bool>(hooks_.flush));
     if (n == check_at) {
       checked_set_[static_cast<size_t>(arm)] = static_cast<int64_t>(static_cast<size_t>(n) % sets_);
       hooks_.prepare(arm, static_cast<size_t>(n) % sets_);
@@ -98,8 +108,9 @@ std::optional<std::string> CheckedArms::block_disturbance() {
       for (const auto& p : *others)
         list += (list.empty() ? "" : ", ") + std::string("pid ") + std::to_string(p.pid) + " (" +
                 std::to_string(p.used_bytes >> 20) + " MiB)";
-      throw TimingInvalid{std::to_string(others->size()) + " other process(es) held the GPU during block " +
-                          std::to_string(block_) + ": " + list + "; a timing must have the GPU to itself"};
+      throw TimingInvalid{std::to_string(others->size()) +
+                          " other process(es) held the GPU during block " + std::to_string(block_) +
+                          ": " + list + "; a timing must have the GPU to itself"};
     }
   }
   return d;
@@ -145,15 +156,17 @@ void CheckedArms::check_kernels(int arm, int64_t first_launch) {
     auto [it, first_seen] = kernels_.try_emplace({arm, entry}, sets[j]);
     if (!timed_) it->second = sets[j];  // warm-up: its last launch on these contents
     if (!timed_ || first_seen || sets[j] == it->second) continue;
-    throw TimingInvalid{"the kernels of a timed launch changed: warm-up's launches of '" + name + "' started [" +
-                        joined_kernels(it->second) + "], its launch " + std::to_string(launch + 1) + " of block " +
-                        std::to_string(block_) + " (same input contents) started [" + joined_kernels(sets[j]) +
-                        "] (work moved to other kernels, or a kernel that runs differently when timed)"};
+    throw TimingInvalid{
+        "the kernels of a timed launch changed: warm-up's launches of '" + name + "' started [" +
+        joined_kernels(it->second) + "], its launch " + std::to_string(launch + 1) + " of block " +
+        std::to_string(block_) + " (same input contents) started [" + joined_kernels(sets[j]) +
+        "] (work moved to other kernels, or a kernel that runs differently when timed)"};
   }
   if (!timed_) return;
   if (const int loads = timer_.module_loads(); loads > 0)
-    throw TimingInvalid{std::to_string(loads) + " module(s) loaded inside a timed launch of '" + name + "' (block " +
-                        std::to_string(block_) + "): a lazy load or a run-time compile; every module must be loaded "
+    throw TimingInvalid{std::to_string(loads) + " module(s) loaded inside a timed launch of '" +
+                        name + "' (block " + std::to_string(block_) +
+                        "): a lazy load or a run-time compile; every module must be loaded "
                         "before the first timed block"};
 }
 
@@ -164,7 +177,8 @@ void CheckedArms::check_kernels(int arm, int64_t first_launch) {
 void CheckedArms::draw_check_indices() {
   for (size_t arm = 0; arm < 2; ++arm) {
     const bool check = checked_[arm] && (arm == 1 || block_ == 0 || (random_() & 3) == 0);
-    check_at_[arm] = check ? static_cast<int64_t>(random_() % static_cast<uint64_t>(launches_per_block_)) : -1;
+    check_at_[arm] =
+        check ? static_cast<int64_t>(random_() % static_cast<uint64_t>(launches_per_block_)) : -1;
     checked_set_[arm] = -1;
   }
 }

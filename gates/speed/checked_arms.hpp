@@ -50,8 +50,8 @@ class LaunchTimer {
 /// One reading of the device's state during a timing.
 struct DeviceSample {
   unsigned sm_clock_mhz = 0;
-  bool throttled = false;    ///< a throttle reason that disturbs a timing
-  std::string description;   ///< the reasons, in words
+  bool throttled = false;   ///< a throttle reason that disturbs a timing
+  std::string description;  ///< the reasons, in words
 };
 
 /// Another process holding the device.
@@ -110,14 +110,16 @@ class CheckedArms final : public ArmTimer {
     /// Judges the block's captures (throws WrongWhileTimed) and redraws the inputs for the next.
     /// `settled`: no work was queued since the block's last launches were drained (a checked
     /// launch that ended a half-block queues its capture afterwards).
-    std::function<void(int64_t block, const std::array<int64_t, 2>& checked_set, bool settled)> block_done;
+    std::function<void(int64_t block, const std::array<int64_t, 2>& checked_set, bool settled)>
+        block_done;
   };
 
   /// `entries`: the bank of input contents; block b's buffer set s holds entry (b + s) % entries.
   /// `monitor` may be null. `random`: the source of the checked launches' indices (default:
   /// system_random).
-  CheckedArms(LaunchTimer& timer, size_t sets, size_t entries, int64_t launches_per_block, std::array<bool, 2> checked,
-              Hooks hooks, const DeviceMonitor* monitor, std::array<std::string, 2> arm_names,
+  CheckedArms(LaunchTimer& timer, size_t sets, size_t entries, int64_t launches_per_block,
+              std::array<bool, 2> checked, Hooks hooks, const DeviceMonitor* monitor,
+              std::array<std::string, 2> arm_names,
               std::function<uint64_t()> random = system_random);
 
   /// Ends warm-up and starts block 0 (counts, check indices, disturbances reset); `check`: checked
@@ -127,7 +129,9 @@ class CheckedArms final : public ArmTimer {
   KernelSet kernels(int arm) const;
   /// The monitor's SM clock over the timed blocks: {min, max} MHz, {0, 0} when not read.
   std::pair<unsigned, unsigned> clock_range() const;
-  const std::vector<SpeedComparison::CheckedLaunch>& checked_launches() const { return checked_launches_; }
+  const std::vector<SpeedComparison::CheckedLaunch>& checked_launches() const {
+    return checked_launches_;
+  }
 
   std::vector<double> measure(int arm, int launches) override;
   std::optional<std::string> block_disturbance() override;
@@ -148,7 +152,8 @@ class CheckedArms final : public ArmTimer {
   const DeviceMonitor* monitor_;
   std::array<std::string, 2> arm_names_;
   std::function<uint64_t()> random_;
-  std::map<std::pair<int, size_t>, KernelSet> kernels_;  // (arm, bank entry) -> its launch's kernels
+  std::map<std::pair<int, size_t>, KernelSet>
+      kernels_;  // (arm, bank entry) -> its launch's kernels
   std::chrono::steady_clock::time_point start_;
   bool timed_ = false;  // warm-up is over
   bool checking_ = false;

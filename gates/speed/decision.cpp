@@ -249,8 +249,10 @@ DecisionResult decide(std::vector<double> d, double delta, double alpha) {
 }
 
 int min_blocks_to_decide(double alpha, int stages, int64_t comparisons) {
-  if (!(alpha > 0.0 && alpha < 1.0) || stages < 1) throw Error(ErrorKind::internal, "min_blocks_to_decide: bad alpha or stages");
-  const double need = std::min(alpha / stages, alpha / static_cast<double>(std::max<int64_t>(1, comparisons)));
+  if (!(alpha > 0.0 && alpha < 1.0) || stages < 1)
+    throw Error(ErrorKind::internal, "min_blocks_to_decide: bad alpha or stages");
+  const double need =
+      std::min(alpha / stages, alpha / static_cast<double>(std::max<int64_t>(1, comparisons)));
   int n = 1;
   while (std::ldexp(1.0, -n) > need && n < 1000) ++n;
   return n;

@@ -18,13 +18,14 @@ const char* decision_name(Decision decision);
 /// Result of a decision on a set of block log ratios.
 struct DecisionResult {
   Decision decision = Decision::inconclusive;
-  int64_t n = 0;             ///< blocks used
-  double hodges_lehmann = 0; ///< HL estimate of the median log ratio (Walsh averages)
-  double median = 0;         ///< sample median of d
-  double lower = 0;          ///< one-sided (1 - alpha) lower confidence bound on the median of d
-  double upper = 0;          ///< one-sided (1 - alpha) upper confidence bound on the median of d
-  double p_regression = 1;   ///< sign-test p-value of H0: median(d) <= ln(1+delta) (small: regression)
-  double p_pass = 1;         ///< sign-test p-value of H0: median(d) >= ln(1+delta) (small: pass)
+  int64_t n = 0;              ///< blocks used
+  double hodges_lehmann = 0;  ///< HL estimate of the median log ratio (Walsh averages)
+  double median = 0;          ///< sample median of d
+  double lower = 0;           ///< one-sided (1 - alpha) lower confidence bound on the median of d
+  double upper = 0;           ///< one-sided (1 - alpha) upper confidence bound on the median of d
+  double p_regression =
+      1;              ///< sign-test p-value of H0: median(d) <= ln(1+delta) (small: regression)
+  double p_pass = 1;  ///< sign-test p-value of H0: median(d) >= ln(1+delta) (small: pass)
 };
 
 /// The decision threshold on the log ratio, ln(1 + delta) (computed as log1p); throws a usage

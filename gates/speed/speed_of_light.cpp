@@ -19,16 +19,19 @@ double light_floor_ns(const LightFloor& floor) {
   return bytes / (kLightMargin * floor.ceiling_bytes_per_s) * 1e9;
 }
 
-std::optional<std::string> faster_than_light(const LightFloor& floor, double median_ns, const std::string& arm) {
+std::optional<std::string> faster_than_light(const LightFloor& floor, double median_ns,
+                                             const std::string& arm) {
   const double least = light_floor_ns(floor);
   if (least <= 0 || !(median_ns > 0) || median_ns >= least) return std::nullopt;
   char text[400];
-  std::snprintf(text, sizeof text,
-                "faster than the hardware allows: %s's median %.3g us moves the op's floor of %.4g MB read + "
-                "%.4g MB written at %.2f x the device's copy bandwidth (%.0f GB/s); the cold-cache floor is "
-                "%.3g us (%.1f x margin): work skipped, or results kept from earlier launches?",
-                arm.c_str(), median_ns * 1e-3, floor.read_bytes * 1e-6, floor.written_bytes * 1e-6,
-                light_fraction(floor, median_ns), floor.ceiling_bytes_per_s * 1e-9, least * 1e-3, kLightMargin);
+  std::snprintf(
+      text, sizeof text,
+      "faster than the hardware allows: %s's median %.3g us moves the op's floor of %.4g MB read + "
+      "%.4g MB written at %.2f x the device's copy bandwidth (%.0f GB/s); the cold-cache floor is "
+      "%.3g us (%.1f x margin): work skipped, or results kept from earlier launches?",
+      arm.c_str(), median_ns * 1e-3, floor.read_bytes * 1e-6, floor.written_bytes * 1e-6,
+      light_fraction(floor, median_ns), floor.ceiling_bytes_per_s * 1e-9, least * 1e-3,
+      kLightMargin);
   return std::string(text);
 }
 

@@ -9,10 +9,10 @@ namespace kgate::speed {
 
 /// A timed case's floor and the device it ran on.
 struct LightFloor {
-  double read_bytes = 0;        ///< bytes any correct kernel reads
-  double written_bytes = 0;     ///< bytes any correct kernel writes
+  double read_bytes = 0;           ///< bytes any correct kernel reads
+  double written_bytes = 0;        ///< bytes any correct kernel writes
   double ceiling_bytes_per_s = 0;  ///< copy bandwidth, bytes read + written per second
-  double l2_bytes = 0;          ///< the device's L2 (writes up to this much may stay in it)
+  double l2_bytes = 0;             ///< the device's L2 (writes up to this much may stay in it)
 };
 
 /// How far above the copy bandwidth a median may seem before it is "faster than the hardware
@@ -20,8 +20,8 @@ struct LightFloor {
 /// some percent), so the bound is generous; a kernel that skips its work misses it by far more.
 inline constexpr double kLightMargin = 1.5;
 
-/// The arm's fraction of the ceiling at `median_ns`: (read + written) / time / ceiling. 0 when there
-/// is no floor, ceiling or time.
+/// The arm's fraction of the ceiling at `median_ns`: (read + written) / time / ceiling. 0 when
+/// there is no floor, ceiling or time.
 double light_fraction(const LightFloor& floor, double median_ns);
 
 /// The least time (ns) a cold-cache launch can take: the bytes that must cross DRAM (every read,
@@ -30,6 +30,7 @@ double light_floor_ns(const LightFloor& floor);
 
 /// In cold-cache timing, why `median_ns` of `arm` is faster than the hardware allows (nullopt
 /// when it is not, or there is no floor).
-std::optional<std::string> faster_than_light(const LightFloor& floor, double median_ns, const std::string& arm);
+std::optional<std::string> faster_than_light(const LightFloor& floor, double median_ns,
+                                             const std::string& arm);
 
 }  // namespace kgate::speed

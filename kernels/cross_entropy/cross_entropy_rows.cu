@@ -1,9 +1,9 @@
-// The mutants of cross_entropy_rows, whose right version is its package (package/, compiled into the
-// build by kgate_add_kernel PACKAGE); this launcher is theirs alone. The kernel: the op of cross_entropy.op.json (mean cross-entropy with ignore_index) for f32,
-// f16 and bf16 logits and int64 targets; rows of any length, any strides. The device code is
-// package/cross_entropy_rows.cuh (two deterministic passes), shared with the package
-// cross_entropy_rows_pkg; here the rows' scratch is a stream-ordered allocation.
-// This source registers two mutants:
+// The mutants of cross_entropy_rows, whose right version is its package (package/, compiled into
+// the build by kgate_add_kernel PACKAGE); this launcher is theirs alone. The kernel: the op of
+// cross_entropy.op.json (mean cross-entropy with ignore_index) for f32, f16 and bf16 logits and
+// int64 targets; rows of any length, any strides. The device code is package/cross_entropy_rows.cuh
+// (two deterministic passes), shared with the package cross_entropy_rows_pkg; here the rows'
+// scratch is a stream-ordered allocation. This source registers two mutants:
 //   mutant_cross_entropy_ignored_counted  rows with target == ignore_index counted in the mean
 //   mutant_cross_entropy_no_max_sub       exp(x) without subtracting the row max (overflows)
 #include <cuda_bf16.h>
@@ -32,11 +32,15 @@ void run(const KernelCall& call) {
   const int64_t n = logits.sizes[0], c = logits.sizes[1];
   auto stream = static_cast<cudaStream_t>(call.stream);
   float* rows = nullptr;
-  if (n > 0) KGATE_CUDA_CALL(cudaMallocAsync(reinterpret_cast<void**>(&rows), static_cast<size_t>(2 * n) * sizeof(float), stream));
   if (n > 0)
-    kgate_device::cross_entropy_row_losses<T, kVariant><<<static_cast<unsigned>(n), kThreads, 0, stream>>>(
-        logits.as<const T>(), target.as<const long long>(), rows, c, logits.strides[0], logits.strides[1],
-        target.strides[0], static_cast<int64_t>(std::llround(call.attributes.at("ignore_index"))));
+    KGATE_CUDA_CALL(cudaMallocAsync(reinterpret_cast<void**>(&rows),
+                                    static_cast<size_t>(2 * n) * sizeof(float), stream));
+  if (n > 0)
+    kgate_device::cross_entropy_row_losses<T, kVariant>
+        <<<static_cast<unsigned>(n), kThreads, 0, stream>>>(
+            logits.as<const T>(), target.as<const long long>(), rows, c, logits.strides[0],
+            logits.strides[1], target.strides[0],
+            static_cast<int64_t>(std::llround(call.attributes.at("ignore_index"))));
   kgate_device::cross_entropy_mean<T><<<1, kThreads, 0, stream>>>(rows, n, loss.as<T>());
   KGATE_CUDA_CALL(cudaGetLastError());
   if (rows) KGATE_CUDA_CALL(cudaFreeAsync(rows, stream));
@@ -49,7 +53,8 @@ void launch(const KernelCall& call) {
 }
 
 KernelInfo info(const char* name, void (*fn)(const KernelCall&), bool mutant, const char* catches) {
-  KernelInfo k = cuda_kernel(name, "cross_entropy", "kernels/cross_entropy/cross_entropy_rows.cu", fn);
+  KernelInfo k =
+      cuda_kernel(name, "cross_entropy", "kernels/cross_entropy/cross_entropy_rows.cu", fn);
   k.tile_sizes = {kThreads};
   k.accepts_strided = true;
   k.accepts_unaligned = true;

@@ -1,8 +1,8 @@
-// The mutants of fused_add_rms_norm_block, whose right version is its package (package/, compiled into the
-// build by kgate_add_kernel PACKAGE); this launcher is theirs alone. The kernel: the op of fused_add_rms_norm.op.json (an op kgate does not build in),
-// for f32, f16 and bf16, rows of any length, contiguous rows (any row stride;
-// accepts_strided is false, so no case has a strided last dim).
-// The device code is package/fused_add_rms_norm_rows.cuh, shared with the package
+// The mutants of fused_add_rms_norm_block, whose right version is its package (package/, compiled
+// into the build by kgate_add_kernel PACKAGE); this launcher is theirs alone. The kernel: the op of
+// fused_add_rms_norm.op.json (an op kgate does not build in), for f32, f16 and bf16, rows of any
+// length, contiguous rows (any row stride; accepts_strided is false, so no case has a strided last
+// dim). The device code is package/fused_add_rms_norm_rows.cuh, shared with the package
 // fused_add_rms_norm_block_pkg (an exported package of an op that only an op file declares).
 #include <cuda_runtime.h>
 
@@ -28,9 +28,11 @@ void run(const KernelCall& call) {
   const TensorView& o = call.outputs.at(1);
   const int64_t rows = x.sizes[0], n = x.sizes[1];
   if (rows == 0 || n == 0) return;
-  kgate_device::fused_add_rms_norm_rows<T, kVariant><<<static_cast<unsigned>(rows), kThreads, 0, static_cast<cudaStream_t>(call.stream)>>>(
-      x.as<const T>(), r.as<const T>(), w.as<const T>(), y.as<T>(), o.as<T>(), n,
-      static_cast<float>(call.attributes.at("eps")), x.strides[0], r.strides[0], y.strides[0], o.strides[0]);
+  kgate_device::fused_add_rms_norm_rows<T, kVariant>
+      <<<static_cast<unsigned>(rows), kThreads, 0, static_cast<cudaStream_t>(call.stream)>>>(
+          x.as<const T>(), r.as<const T>(), w.as<const T>(), y.as<T>(), o.as<T>(), n,
+          static_cast<float>(call.attributes.at("eps")), x.strides[0], r.strides[0], y.strides[0],
+          o.strides[0]);
   KGATE_CUDA_CALL(cudaGetLastError());
 }
 

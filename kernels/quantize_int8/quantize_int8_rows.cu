@@ -1,9 +1,9 @@
-// The mutants of quantize_int8_rows, whose right version is its package (package/, compiled into the
-// build by kgate_add_kernel PACKAGE); this launcher is theirs alone. The kernel: the op of quantize_int8_per_token.op.json for f32, f16 and bf16 rows of any
-// length and strides. The device code is package/quantize_int8_rows.cuh, shared with the package
-// quantize_int8_rows_pkg: one block per row reduces |x| to the row's scale, then each element is
-// divided by it and rounded to nearest even, as the op states.
-// This source registers two mutants:
+// The mutants of quantize_int8_rows, whose right version is its package (package/, compiled into
+// the build by kgate_add_kernel PACKAGE); this launcher is theirs alone. The kernel: the op of
+// quantize_int8_per_token.op.json for f32, f16 and bf16 rows of any length and strides. The device
+// code is package/quantize_int8_rows.cuh, shared with the package quantize_int8_rows_pkg: one block
+// per row reduces |x| to the row's scale, then each element is divided by it and rounded to nearest
+// even, as the op states. This source registers two mutants:
 //   mutant_quantize_int8_truncates   q = (int)(x / scale): rounds toward zero
 //   mutant_quantize_int8_signed_max  the scale from max(x), not max(|x|): rows led by a negative
 //                                    value overflow and clamp
@@ -33,9 +33,10 @@ void run(const KernelCall& call) {
   const TensorView& scale = call.outputs.at(1);
   const int64_t t = x.sizes[0], h = x.sizes[1];
   if (t == 0) return;
-  kgate_device::quantize_int8_rows<T, kVariant><<<static_cast<unsigned>(t), kThreads, 0, static_cast<cudaStream_t>(call.stream)>>>(
-      x.as<const T>(), q.as<signed char>(), scale.as<float>(), h, x.strides[0], x.strides[1], q.strides[0], q.strides[1],
-      scale.strides[0]);
+  kgate_device::quantize_int8_rows<T, kVariant>
+      <<<static_cast<unsigned>(t), kThreads, 0, static_cast<cudaStream_t>(call.stream)>>>(
+          x.as<const T>(), q.as<signed char>(), scale.as<float>(), h, x.strides[0], x.strides[1],
+          q.strides[0], q.strides[1], scale.strides[0]);
   KGATE_CUDA_CALL(cudaGetLastError());
 }
 

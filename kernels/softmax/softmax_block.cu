@@ -26,30 +26,37 @@ constexpr int kBigBlock = kgate_device::kSoftmaxBlock;
 constexpr int kSmemRowMax = 48 * 1024;  // floats of dynamic shared memory per row (192 KiB)
 
 template <typename T, int kElems>
-void launch_warp(const T* x, T* y, int64_t rows, int n, int64_t xs, int64_t ys, cudaStream_t stream) {
+void launch_warp(const T* x, T* y, int64_t rows, int n, int64_t xs, int64_t ys,
+                 cudaStream_t stream) {
   const auto blocks = static_cast<unsigned>((rows + kWarpRowsPerBlock - 1) / kWarpRowsPerBlock);
-  kgate_device::softmax_warp_rows<T, kElems><<<blocks, 32 * kWarpRowsPerBlock, 0, stream>>>(x, y, rows, n, xs, ys);
+  kgate_device::softmax_warp_rows<T, kElems>
+      <<<blocks, 32 * kWarpRowsPerBlock, 0, stream>>>(x, y, rows, n, xs, ys);
 }
 
 template <typename T, int kElems>
-void launch_block(const T* x, T* y, int64_t rows, int n, int64_t xs, int64_t ys, cudaStream_t stream) {
-  kgate_device::softmax_block_rows<T, kElems><<<static_cast<unsigned>(rows), kBigBlock, 0, stream>>>(x, y, n, xs, ys);
+void launch_block(const T* x, T* y, int64_t rows, int n, int64_t xs, int64_t ys,
+                  cudaStream_t stream) {
+  kgate_device::softmax_block_rows<T, kElems>
+      <<<static_cast<unsigned>(rows), kBigBlock, 0, stream>>>(x, y, n, xs, ys);
 }
 
 template <typename T, bool kVec>
-void launch_smem(const T* x, T* y, int64_t rows, int n, int64_t xs, int64_t ys, cudaStream_t stream) {
+void launch_smem(const T* x, T* y, int64_t rows, int n, int64_t xs, int64_t ys,
+                 cudaStream_t stream) {
   const size_t bytes = static_cast<size_t>(n) * sizeof(float);
   KGATE_CUDA_CALL(cudaFuncSetAttribute(kgate_device::softmax_smem_rows<T, kVec>,
-                                       cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
-  kgate_device::softmax_smem_rows<T, kVec><<<static_cast<unsigned>(rows), kBigBlock, bytes, stream>>>(x, y, n, xs, ys);
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       static_cast<int>(bytes)));
+  kgate_device::softmax_smem_rows<T, kVec>
+      <<<static_cast<unsigned>(rows), kBigBlock, bytes, stream>>>(x, y, n, xs, ys);
 }
 
 // 16-byte vector access is possible when both rows start 16-byte aligned and N fills whole vectors.
 template <typename T>
 bool vector_ok(const void* x, const void* y, int64_t n, int64_t xs, int64_t ys) {
   constexpr int64_t v = 16 / sizeof(T);
-  return reinterpret_cast<uintptr_t>(x) % 16 == 0 && reinterpret_cast<uintptr_t>(y) % 16 == 0 && n % v == 0 &&
-         xs % v == 0 && ys % v == 0;
+  return reinterpret_cast<uintptr_t>(x) % 16 == 0 && reinterpret_cast<uintptr_t>(y) % 16 == 0 &&
+         n % v == 0 && xs % v == 0 && ys % v == 0;
 }
 
 template <typename T>
@@ -61,7 +68,8 @@ void run(const KernelCall& call) {
   const int64_t rows = xv.sizes[0], n = xv.sizes[1];
   if (rows == 0 || n == 0) return;
   if ((n > 1 && (xv.strides[1] != 1 || yv.strides[1] != 1)))
-    throw Error(ErrorKind::usage, "softmax_block: the last dim of x and y must be contiguous (stride 1)");
+    throw Error(ErrorKind::usage,
+                "softmax_block: the last dim of x and y must be contiguous (stride 1)");
   if (rows > 2147483647LL) throw Error(ErrorKind::usage, "softmax_block: more than 2^31-1 rows");
   const T* x = xv.as<const T>();
   T* y = yv.as<T>();
@@ -77,9 +85,12 @@ void run(const KernelCall& call) {
   else if (n <= 4096) launch_block<T, 4>(x, y, rows, static_cast<int>(n), xs, ys, stream);
   else if (n <= 8192) launch_block<T, 8>(x, y, rows, static_cast<int>(n), xs, ys, stream);
   else if (n <= 16384) launch_block<T, 16>(x, y, rows, static_cast<int>(n), xs, ys, stream);
-  else if (n <= kSmemRowMax && vector_ok<T>(x, y, n, xs, ys)) launch_smem<T, true>(x, y, rows, static_cast<int>(n), xs, ys, stream);
+  else if (n <= kSmemRowMax && vector_ok<T>(x, y, n, xs, ys))
+    launch_smem<T, true>(x, y, rows, static_cast<int>(n), xs, ys, stream);
   else if (n <= kSmemRowMax) launch_smem<T, false>(x, y, rows, static_cast<int>(n), xs, ys, stream);
-  else kgate_device::softmax_long_rows<T><<<static_cast<unsigned>(rows), kBigBlock, 0, stream>>>(x, y, n, xs, ys);
+  else
+    kgate_device::softmax_long_rows<T>
+        <<<static_cast<unsigned>(rows), kBigBlock, 0, stream>>>(x, y, n, xs, ys);
   KGATE_CUDA_CALL(cudaGetLastError());
 }
 
@@ -89,7 +100,8 @@ void launch(const KernelCall& call) {
 }
 
 KGATE_REGISTER_KERNEL(([] {
-  KernelInfo k = cuda_kernel("softmax_block", "softmax", "kernels/softmax/softmax_block.cu", launch);
+  KernelInfo k =
+      cuda_kernel("softmax_block", "softmax", "kernels/softmax/softmax_block.cu", launch);
   k.tile_sizes = {32, 1024, 16384, kSmemRowMax};
   k.accepts_strided = false;
   k.accepts_unaligned = true;

@@ -30,11 +30,13 @@ void launch(const KernelCall& call) {
     for (int64_t c = 0; c < n; ++c) s += std::exp(static_cast<double>(xr[c * x.strides[1]]) - m);
     if (nan) s = std::numeric_limits<double>::quiet_NaN();
     for (int64_t c = 0; c < n; ++c)
-      yr[c * y.strides[1]] = static_cast<float>(std::exp(static_cast<double>(xr[c * x.strides[1]]) - m) / s);
+      yr[c * y.strides[1]] =
+          static_cast<float>(std::exp(static_cast<double>(xr[c * x.strides[1]]) - m) / s);
   }
 }
 
-KGATE_REGISTER_KERNEL(cpu_kernel("softmax_cpu", "softmax", {DType::f32}, "kernels/softmax/softmax_cpu.cpp", launch));
+KGATE_REGISTER_KERNEL(cpu_kernel("softmax_cpu", "softmax", {DType::f32},
+                                 "kernels/softmax/softmax_cpu.cpp", launch));
 
 }  // namespace
 }  // namespace kgate::kernels

@@ -6,9 +6,11 @@
 // torch.topk, as a deployed dispatcher would; kgate checks that fallback and does not time it.
 // This source also registers three mutants:
 //   mutant_topk_tie_index_repeated  right values, but an index is the first position holding its
-//                                   value, so tied values repeat an index (only the index rule sees it)
-//   mutant_topk_ties_skipped        a pass takes values strictly below the previous one: ties dropped
-//   mutant_topk_nan_low             NaN counted as the smallest value instead of the largest
+//                                   value, so tied values repeat an index (only the index rule sees
+//                                   it)
+//   mutant_topk_ties_skipped        a pass takes values strictly below the previous one: ties
+//   dropped mutant_topk_nan_low             NaN counted as the smallest value instead of the
+//   largest
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -39,9 +41,11 @@ void run(const KernelCall& call) {
   if (k > kMaxK || n >= (int64_t{1} << 32) - 1)
     throw Error(ErrorKind::usage, "topk_rows: K <= 64 and N < 2^32 only (the guard says so)");
   if (b == 0 || k == 0) return;
-  kgate_device::topk_rows_kernel<T, kVariant><<<static_cast<unsigned>(b), kThreads, 0, static_cast<cudaStream_t>(call.stream)>>>(
-      x.as<const T>(), values.as<T>(), indices.as<long long>(), n, k, x.strides[0], x.strides[1], values.strides[0],
-      values.strides[1], indices.strides[0], indices.strides[1]);
+  kgate_device::topk_rows_kernel<T, kVariant>
+      <<<static_cast<unsigned>(b), kThreads, 0, static_cast<cudaStream_t>(call.stream)>>>(
+          x.as<const T>(), values.as<T>(), indices.as<long long>(), n, k, x.strides[0],
+          x.strides[1], values.strides[0], values.strides[1], indices.strides[0],
+          indices.strides[1]);
   KGATE_CUDA_CALL(cudaGetLastError());
 }
 
@@ -58,8 +62,8 @@ KernelInfo info(const char* name, void (*fn)(const KernelCall&), bool mutant, co
   k.accepts_unaligned = true;
   k.accepts = [](const KernelCall& call) { return call.inputs.at(0).sizes.at(1) <= kMaxRow; };
   k.rejection_reason = [](const KernelCall& call) {
-    return "rows of " + std::to_string(call.inputs.at(0).sizes.at(1)) + " elements; the kernel takes at most " +
-           std::to_string(kMaxRow);
+    return "rows of " + std::to_string(call.inputs.at(0).sizes.at(1)) +
+           " elements; the kernel takes at most " + std::to_string(kMaxRow);
   };
   k.mutant = mutant;
   k.expected_catch = catches;
@@ -67,7 +71,8 @@ KernelInfo info(const char* name, void (*fn)(const KernelCall&), bool mutant, co
 }
 
 KGATE_REGISTER_KERNEL(info("topk_rows", launch<kCorrect>, false, ""));
-KGATE_REGISTER_KERNEL(info("mutant_topk_tie_index_repeated", launch<kTieIndexRepeated>, true, "extreme"));
+KGATE_REGISTER_KERNEL(info("mutant_topk_tie_index_repeated", launch<kTieIndexRepeated>, true,
+                           "extreme"));
 KGATE_REGISTER_KERNEL(info("mutant_topk_ties_skipped", launch<kTiesSkipped>, true, "extreme"));
 KGATE_REGISTER_KERNEL(info("mutant_topk_nan_low", launch<kNanLow>, true, "special"));
 

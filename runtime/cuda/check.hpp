@@ -29,36 +29,37 @@ void report_runtime_error(int code, const char* file, int line, const char* call
 }  // namespace kgate::cuda
 
 /// Checks a cudaError_t-returning call.
-#define KGATE_CUDA_CALL(call)                                                            \
-  do {                                                                                   \
-    const int kgate_rc_ = static_cast<int>(call);                                        \
+#define KGATE_CUDA_CALL(call)                                                                     \
+  do {                                                                                            \
+    const int kgate_rc_ = static_cast<int>(call);                                                 \
     if (kgate_rc_ != 0) ::kgate::cuda::throw_runtime_error(kgate_rc_, __FILE__, __LINE__, #call); \
   } while (0)
 
 /// Checks a cudaError_t-returning call without throwing (destructors).
-#define KGATE_CUDA_CALL_NOTHROW(call)                                                    \
-  do {                                                                                   \
-    const int kgate_rc_ = static_cast<int>(call);                                        \
+#define KGATE_CUDA_CALL_NOTHROW(call)                                                              \
+  do {                                                                                             \
+    const int kgate_rc_ = static_cast<int>(call);                                                  \
     if (kgate_rc_ != 0) ::kgate::cuda::report_runtime_error(kgate_rc_, __FILE__, __LINE__, #call); \
   } while (0)
 
 /// Checks a CUresult-returning driver call (reached through runtime/cuda/driver.hpp).
-#define KGATE_DRIVER_CALL(call)                                                          \
-  do {                                                                                   \
-    const int kgate_rc_ = static_cast<int>(call);                                        \
+#define KGATE_DRIVER_CALL(call)                                                                  \
+  do {                                                                                           \
+    const int kgate_rc_ = static_cast<int>(call);                                                \
     if (kgate_rc_ != 0) ::kgate::cuda::throw_driver_error(kgate_rc_, __FILE__, __LINE__, #call); \
   } while (0)
 
 /// Checks an nvrtcResult-returning call; `log` (a std::string) is appended to the message.
-#define KGATE_NVRTC_CALL(call, log)                                                      \
-  do {                                                                                   \
-    const int kgate_rc_ = static_cast<int>(call);                                        \
-    if (kgate_rc_ != 0) ::kgate::cuda::throw_nvrtc_error(kgate_rc_, __FILE__, __LINE__, #call, log); \
+#define KGATE_NVRTC_CALL(call, log)                                                \
+  do {                                                                             \
+    const int kgate_rc_ = static_cast<int>(call);                                  \
+    if (kgate_rc_ != 0)                                                            \
+      ::kgate::cuda::throw_nvrtc_error(kgate_rc_, __FILE__, __LINE__, #call, log); \
   } while (0)
 
 /// Checks a CUptiResult-returning call.
-#define KGATE_CUPTI_CALL(call)                                                           \
-  do {                                                                                   \
-    const int kgate_rc_ = static_cast<int>(call);                                        \
+#define KGATE_CUPTI_CALL(call)                                                                  \
+  do {                                                                                          \
+    const int kgate_rc_ = static_cast<int>(call);                                               \
     if (kgate_rc_ != 0) ::kgate::cuda::throw_cupti_error(kgate_rc_, __FILE__, __LINE__, #call); \
   } while (0)

@@ -49,7 +49,8 @@ __device__ bool not_close(const DeviceJob& j, int64_t first, int64_t stride) {
     if (copy) copy[i] = v;
     const double o = widen(v), w = widen(want[i]);
     if (o == w || (o != o && w != w)) continue;  // equal (infinities included), or both NaN
-    if (o != o || w != w || isinf(o) || isinf(w) || !(fabs(o - w) <= j.atol + j.rtol * fabs(w))) bad = true;
+    if (o != o || w != w || isinf(o) || isinf(w) || !(fabs(o - w) <= j.atol + j.rtol * fabs(w)))
+      bad = true;
   }
   return bad;
 }
@@ -84,10 +85,18 @@ __global__ void check_jobs_kernel(JobTable table) {
   bool bad = false;
   if (j.kind == CheckJob::Kind::not_close) {
     switch (j.type) {
-      case CloseType::f32: bad = not_close<float>(j, first, stride); break;
-      case CloseType::f16: bad = not_close<__half>(j, first, stride); break;
-      case CloseType::bf16: bad = not_close<__nv_bfloat16>(j, first, stride); break;
-      case CloseType::f64: bad = not_close<double>(j, first, stride); break;
+      case CloseType::f32:
+        bad = not_close<float>(j, first, stride);
+        break;
+      case CloseType::f16:
+        bad = not_close<__half>(j, first, stride);
+        break;
+      case CloseType::bf16:
+        bad = not_close<__nv_bfloat16>(j, first, stride);
+        break;
+      case CloseType::f64:
+        bad = not_close<double>(j, first, stride);
+        break;
     }
   } else {
     bad = bytes(j, first, stride);
@@ -118,13 +127,16 @@ cudaError_t launch_check_jobs(const std::vector<CheckJob>& jobs, cudaStream_t st
       d.atol = c.atol;
       d.flag = c.kind == CheckJob::Kind::copy ? nullptr : c.flag;
       const bool vector = c.kind != CheckJob::Kind::not_close && aligned(c.a) &&
-                          (c.kind == CheckJob::Kind::copy || aligned(c.b)) && (!c.copy_to || aligned(c.copy_to));
+                          (c.kind == CheckJob::Kind::copy || aligned(c.b)) &&
+                          (!c.copy_to || aligned(c.copy_to));
       d.words = vector ? c.count / 16 : 0;
-      units = std::max<int64_t>(units, vector ? std::max<int64_t>(d.words, c.count - d.words * 16) : c.count);
+      units = std::max<int64_t>(
+          units, vector ? std::max<int64_t>(d.words, c.count - d.words * 16) : c.count);
     }
     if (used == 0) continue;
     const int64_t blocks = std::min<int64_t>(1024, (units + kThreads - 1) / kThreads);
-    check_jobs_kernel<<<dim3(static_cast<unsigned>(blocks), static_cast<unsigned>(used)), kThreads, 0, stream>>>(table);
+    check_jobs_kernel<<<dim3(static_cast<unsigned>(blocks), static_cast<unsigned>(used)), kThreads,
+                        0, stream>>>(table);
     if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
   }
   return cudaSuccess;

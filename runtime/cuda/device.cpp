@@ -70,8 +70,11 @@ const NvmlLibrary& nvml_library() {
     n.clock = reinterpret_cast<GetClockFn>(dlsym(l, "nvmlDeviceGetClockInfo"));
     n.temperature = reinterpret_cast<GetTempFn>(dlsym(l, "nvmlDeviceGetTemperature"));
     n.reasons = reinterpret_cast<GetReasonsFn>(dlsym(l, "nvmlDeviceGetCurrentClocksEventReasons"));
-    if (!n.reasons) n.reasons = reinterpret_cast<GetReasonsFn>(dlsym(l, "nvmlDeviceGetCurrentClocksThrottleReasons"));
-    n.processes = reinterpret_cast<GetProcessesFn>(dlsym(l, "nvmlDeviceGetComputeRunningProcesses"));
+    if (!n.reasons)
+      n.reasons =
+          reinterpret_cast<GetReasonsFn>(dlsym(l, "nvmlDeviceGetCurrentClocksThrottleReasons"));
+    n.processes =
+        reinterpret_cast<GetProcessesFn>(dlsym(l, "nvmlDeviceGetComputeRunningProcesses"));
     n.ecc_errors = reinterpret_cast<GetEccFn>(dlsym(l, "nvmlDeviceGetTotalEccErrors"));
     return n;
   }();
@@ -81,7 +84,9 @@ const NvmlLibrary& nvml_library() {
 // HW power brake 0x80.
 constexpr uint64_t kDisturbingReasons = 0x4 | 0x8 | 0x20 | 0x40 | 0x80;
 
-std::string version_string(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
+std::string version_string(int v) {
+  return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
+}
 
 }  // namespace
 
@@ -97,7 +102,8 @@ bool any_device(std::string* why) {
     if (rc == cudaErrorInsufficientDriver && !dlopen("libcuda.so.1", RTLD_LAZY))
       *why = "no CUDA device: no NVIDIA driver is installed (libcuda.so.1 cannot be loaded)";
     else
-      *why = std::string("no CUDA device: ") + cudaGetErrorName(rc) + " (" + cudaGetErrorString(rc) + ")";
+      *why = std::string("no CUDA device: ") + cudaGetErrorName(rc) + " (" +
+             cudaGetErrorString(rc) + ")";
     return false;
   }
   if (count == 0) {
@@ -119,13 +125,17 @@ bool device_available(std::string* why) {
   // Name the selection: "--device 3" on a machine of one GPU shows as no device at all.
   if (!ok && why)
     if (const char* s = std::getenv("KGATE_DEVICE"))
-      *why += std::string(" (") + s + " was selected, with --device or by CTest; CUDA_VISIBLE_DEVICES=" +
-              (std::getenv("CUDA_VISIBLE_DEVICES") ? std::getenv("CUDA_VISIBLE_DEVICES") : "") + ")";
+      *why += std::string(" (") + s +
+              " was selected, with --device or by CTest; CUDA_VISIBLE_DEVICES=" +
+              (std::getenv("CUDA_VISIBLE_DEVICES") ? std::getenv("CUDA_VISIBLE_DEVICES") : "") +
+              ")";
   return ok;
 }
 
 std::string visible_devices_for(int ordinal, const char* visible) {
-  if (ordinal < 0) throw Error(ErrorKind::usage, "--device " + std::to_string(ordinal) + ": expected a device ordinal >= 0");
+  if (ordinal < 0)
+    throw Error(ErrorKind::usage,
+                "--device " + std::to_string(ordinal) + ": expected a device ordinal >= 0");
   if (!visible) return std::to_string(ordinal);
   std::vector<std::string> entries;
   std::string cur;
@@ -140,7 +150,8 @@ std::string visible_devices_for(int ordinal, const char* visible) {
   }
   if (static_cast<std::size_t>(ordinal) >= entries.size())
     throw Error(ErrorKind::usage, "--device " + std::to_string(ordinal) + ": this process sees " +
-                                      std::to_string(entries.size()) + " device(s) (CUDA_VISIBLE_DEVICES=" + visible +
+                                      std::to_string(entries.size()) +
+                                      " device(s) (CUDA_VISIBLE_DEVICES=" + visible +
                                       "); devices are numbered from 0 within that list");
   return entries[static_cast<std::size_t>(ordinal)];
 }
@@ -180,8 +191,8 @@ std::optional<int> ctest_assigned_gpu() {
 namespace {
 
 // A test CTest runs with RESOURCE_GROUPS gpus:1 (ci/test.sh writes one slot per GPU, ids = device
-// ordinals) uses the GPU CTest assigned it, before anything starts CUDA: two timing tests never share
-// a GPU, and none sits idle. `kgate --device N` then counts within that one device.
+// ordinals) uses the GPU CTest assigned it, before anything starts CUDA: two timing tests never
+// share a GPU, and none sits idle. `kgate --device N` then counts within that one device.
 const bool kCtestGpuSelected = [] {
   if (std::getenv("KGATE_DEVICE")) return false;  // selected already (a worker of a kgate that did)
   const auto id = ctest_assigned_gpu();
@@ -190,7 +201,8 @@ const bool kCtestGpuSelected = [] {
     select_device(*id);
     return true;
   } catch (const Error& e) {
-    std::fprintf(stderr, "kgate: CTest assigned GPU %d, which this process cannot select: %s\n", *id, e.what());
+    std::fprintf(stderr, "kgate: CTest assigned GPU %d, which this process cannot select: %s\n",
+                 *id, e.what());
     return false;
   }
 }();
@@ -198,8 +210,10 @@ const bool kCtestGpuSelected = [] {
 std::string uuid_text(const cudaUUID_t& u) {
   const auto* b = reinterpret_cast<const unsigned char*>(u.bytes);
   char buf[48];
-  std::snprintf(buf, sizeof buf, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
-                b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+  std::snprintf(buf, sizeof buf,
+                "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+                b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+                b[14], b[15]);
   return buf;
 }
 
@@ -225,7 +239,8 @@ DeviceInfo device_info(int device) {
 bool ClockSample::throttled() const { return (throttle_reasons & kDisturbingReasons) != 0; }
 
 std::string ClockSample::describe() const {
-  std::string s = "SM " + std::to_string(sm_clock_mhz) + " MHz, " + std::to_string(temperature_c) + " C";
+  std::string s =
+      "SM " + std::to_string(sm_clock_mhz) + " MHz, " + std::to_string(temperature_c) + " C";
   if (throttle_reasons & 0x4) s += ", power cap";
   if (throttle_reasons & 0x8) s += ", HW slowdown";
   if (throttle_reasons & 0x20) s += ", SW thermal";
@@ -243,7 +258,8 @@ Nvml::Nvml() {
   // By UUID: NVML's indices ignore CUDA_VISIBLE_DEVICES (and --device), CUDA's ordinals do not.
   int ordinal = 0;
   cudaDeviceProp prop{};
-  if (cudaGetDevice(&ordinal) != cudaSuccess || cudaGetDeviceProperties(&prop, ordinal) != cudaSuccess) {
+  if (cudaGetDevice(&ordinal) != cudaSuccess ||
+      cudaGetDeviceProperties(&prop, ordinal) != cudaSuccess) {
     cudaGetLastError();
     reason_ = "no current CUDA device for NVML: no clock/throttle data";
     return;
@@ -251,7 +267,8 @@ Nvml::Nvml() {
   const std::string uuid = uuid_text(prop.uuid);
   nvmlDevice_t dev = nullptr;
   if (nvml.handle_by_uuid(uuid.c_str(), &dev) != 0) {
-    reason_ = "NVML has no device " + uuid + " (CUDA device " + std::to_string(ordinal) + "): no clock/throttle data";
+    reason_ = "NVML has no device " + uuid + " (CUDA device " + std::to_string(ordinal) +
+              "): no clock/throttle data";
     return;
   }
   device_ = dev;
@@ -270,7 +287,8 @@ std::optional<ClockSample> Nvml::sample() const {
   return s;
 }
 
-std::string nvml_device_trouble(const std::string& uuid, unsigned long long* ecc_baseline, bool* found) {
+std::string nvml_device_trouble(const std::string& uuid, unsigned long long* ecc_baseline,
+                                bool* found) {
   if (found) *found = false;
   const NvmlLibrary& nvml = nvml_library();
   if (!nvml.lib || uuid.empty()) return "";

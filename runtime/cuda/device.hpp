@@ -27,7 +27,8 @@ std::string visible_devices_for(int ordinal, const char* visible);
 /// KGATE_DEVICE (reports name them). Throws Error(usage) as visible_devices_for.
 void select_device(int ordinal);
 
-/// CUDA devices this process sees (after CUDA_VISIBLE_DEVICES); 0 without a driver. Starts no context.
+/// CUDA devices this process sees (after CUDA_VISIBLE_DEVICES); 0 without a driver. Starts no
+/// context.
 int device_count();
 
 /// The GPU CTest assigned this process (CTEST_RESOURCE_GROUP_0_GPUS = "id:1,slots:1" for a test
@@ -39,8 +40,8 @@ struct DeviceInfo {
   std::string name;
   std::string uuid;      ///< "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", as nvidia-smi -L prints it
   std::string selected;  ///< "device 1 (of CUDA_VISIBLE_DEVICES=0,1)" after select_device; else ""
-  std::string driver;   ///< e.g. "13.0"
-  std::string runtime;  ///< e.g. "13.0"
+  std::string driver;    ///< e.g. "13.0"
+  std::string runtime;   ///< e.g. "13.0"
   int sm_major = 0;
   int sm_minor = 0;
   int multiprocessors = 0;
@@ -53,7 +54,8 @@ struct ClockSample {
   unsigned sm_clock_mhz = 0;
   unsigned temperature_c = 0;
   uint64_t throttle_reasons = 0;  ///< nvmlClocksEventReasons bit mask
-  /// Throttle reasons that disturb a timing (power cap, thermal, sync boost excluded: idle is fine).
+  /// Throttle reasons that disturb a timing (power cap, thermal, sync boost excluded: idle is
+  /// fine).
   bool throttled() const;
   std::string describe() const;
 };
@@ -88,6 +90,7 @@ class Nvml {
 /// uncorrected ECC errors than `*ecc_baseline` (the first call with ULLONG_MAX there records the
 /// count). "" when it looks usable, or when NVML is absent or cannot tell; `*found` (when given):
 /// NVML found the GPU by that UUID.
-std::string nvml_device_trouble(const std::string& uuid, unsigned long long* ecc_baseline, bool* found = nullptr);
+std::string nvml_device_trouble(const std::string& uuid, unsigned long long* ecc_baseline,
+                                bool* found = nullptr);
 
 }  // namespace kgate::cuda

@@ -16,11 +16,12 @@ void resolve(Fn& fn, const char* symbol) {
   void* p = driver_function(symbol, &code);
   if (p == nullptr) {
     const auto rc = static_cast<cudaError_t>(code);
-    throw Error(ErrorKind::device,
-                std::string("the CUDA driver API function ") + symbol +
-                    " is not available (" + cudaGetErrorName(rc) + ": " + cudaGetErrorString(rc) +
-                    "): is an NVIDIA driver installed and a GPU visible? kgate needs driver >= CUDA " +
-                    std::to_string(CUDA_VERSION / 1000) + "." + std::to_string(CUDA_VERSION % 1000 / 10));
+    throw Error(
+        ErrorKind::device,
+        std::string("the CUDA driver API function ") + symbol + " is not available (" +
+            cudaGetErrorName(rc) + ": " + cudaGetErrorString(rc) +
+            "): is an NVIDIA driver installed and a GPU visible? kgate needs driver >= CUDA " +
+            std::to_string(CUDA_VERSION / 1000) + "." + std::to_string(CUDA_VERSION % 1000 / 10));
   }
   fn = reinterpret_cast<Fn>(p);
 }
@@ -36,7 +37,8 @@ DriverApi load() {
   resolve(api.FuncSetAttribute, "cuFuncSetAttribute");
   resolve(api.LaunchKernel, "cuLaunchKernel");
   resolve(api.CtxGetCurrent, "cuCtxGetCurrent");
-  api.LaunchKernelEx = reinterpret_cast<decltype(api.LaunchKernelEx)>(driver_function("cuLaunchKernelEx"));
+  api.LaunchKernelEx =
+      reinterpret_cast<decltype(api.LaunchKernelEx)>(driver_function("cuLaunchKernelEx"));
   return api;
 }
 
@@ -45,7 +47,8 @@ DriverApi load() {
 void* driver_function(const char* symbol, int* rc) {
   void* p = nullptr;
   cudaDriverEntryPointQueryResult status{};
-  const cudaError_t r = cudaGetDriverEntryPointByVersion(symbol, &p, CUDA_VERSION, cudaEnableDefault, &status);
+  const cudaError_t r =
+      cudaGetDriverEntryPointByVersion(symbol, &p, CUDA_VERSION, cudaEnableDefault, &status);
   if (rc) *rc = static_cast<int>(r);
   if (r == cudaSuccess && status == cudaDriverEntryPointSuccess && p != nullptr) return p;
   cudaGetLastError();

@@ -12,7 +12,8 @@
 namespace kgate::cuda {
 namespace {
 
-__global__ void read_flush_kernel(const int4* __restrict__ buffer, int64_t count, int* sink, ElementSwaps swaps) {
+__global__ void read_flush_kernel(const int4* __restrict__ buffer, int64_t count, int* sink,
+                                  ElementSwaps swaps) {
   // First the swaps checked timing queued for the next launch (one thread: a handful of elements).
   if (blockIdx.x == 0 && threadIdx.x == 0)
     for (int s = 0; s < swaps.count; ++s)
@@ -23,11 +24,13 @@ __global__ void read_flush_kernel(const int4* __restrict__ buffer, int64_t count
       }
   int acc = 0;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < count; i += stride) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < count;
+       i += stride) {
     const int4 v = buffer[i];
     acc ^= v.x ^ v.y ^ v.z ^ v.w;
   }
-  // The buffer holds zeros, so this never stores; the compiler cannot know that and keeps the loads.
+  // The buffer holds zeros, so this never stores; the compiler cannot know that and keeps the
+  // loads.
   if (acc != 0) *sink = acc;
 }
 
@@ -44,7 +47,9 @@ __global__ void swap_elements_kernel(unsigned char* a, unsigned char* b, int siz
 // Copies `count` 16-byte words (the speed-of-light ceiling: what a plain streaming kernel moves).
 __global__ void copy_kernel(const int4* __restrict__ src, int4* __restrict__ dst, int64_t count) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < count; i += stride) dst[i] = src[i];
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < count;
+       i += stride)
+    dst[i] = src[i];
 }
 
 // The streaming kernels' grid: four blocks of 512 threads per multiprocessor (132 when unknown).
@@ -54,9 +59,11 @@ int stream_blocks(int multiprocessors) { return (multiprocessors > 0 ? multiproc
 }  // namespace
 
 /// Copies `bytes` (a multiple of 16, both 16-byte aligned) from `src` to `dst` on `stream`.
-cudaError_t launch_copy(const void* src, void* dst, size_t bytes, int multiprocessors, cudaStream_t stream) {
+cudaError_t launch_copy(const void* src, void* dst, size_t bytes, int multiprocessors,
+                        cudaStream_t stream) {
   const int64_t count = static_cast<int64_t>(bytes / sizeof(int4));
-  copy_kernel<<<stream_blocks(multiprocessors), kStreamThreads, 0, stream>>>(static_cast<const int4*>(src), static_cast<int4*>(dst), count);
+  copy_kernel<<<stream_blocks(multiprocessors), kStreamThreads, 0, stream>>>(
+      static_cast<const int4*>(src), static_cast<int4*>(dst), count);
   return cudaGetLastError();
 }
 
@@ -65,13 +72,15 @@ cudaError_t launch_copy(const void* src, void* dst, size_t bytes, int multiproce
 cudaError_t launch_read_flush(const void* buffer, size_t bytes, int* sink, int multiprocessors,
                               const ElementSwaps& swaps, cudaStream_t stream) {
   const int64_t count = static_cast<int64_t>(bytes / sizeof(int4));
-  read_flush_kernel<<<stream_blocks(multiprocessors), kStreamThreads, 0, stream>>>(static_cast<const int4*>(buffer), count, sink, swaps);
+  read_flush_kernel<<<stream_blocks(multiprocessors), kStreamThreads, 0, stream>>>(
+      static_cast<const int4*>(buffer), count, sink, swaps);
   return cudaGetLastError();
 }
 
 /// Swaps the `size`-byte elements at `a` and `b` (device memory) on `stream`: one thread.
 cudaError_t launch_swap_elements(void* a, void* b, int size, cudaStream_t stream) {
-  swap_elements_kernel<<<1, 1, 0, stream>>>(static_cast<unsigned char*>(a), static_cast<unsigned char*>(b), size);
+  swap_elements_kernel<<<1, 1, 0, stream>>>(static_cast<unsigned char*>(a),
+                                            static_cast<unsigned char*>(b), size);
   return cudaGetLastError();
 }
 

@@ -208,14 +208,17 @@ Line launch_line(State& s, CUfunction f, unsigned const (&grid)[3], unsigned con
     if (d.FuncGetName(&n, f) != CUDA_SUCCESS || !n) {
       CUfunction g = nullptr;
       n = nullptr;
-      if (d.KernelGetFunction && d.KernelGetFunction(&g, reinterpret_cast<CUkernel>(f)) == CUDA_SUCCESS && g &&
+      if (d.KernelGetFunction &&
+          d.KernelGetFunction(&g, reinterpret_cast<CUkernel>(f)) == CUDA_SUCCESS && g &&
           d.FuncGetName(&n, g) == CUDA_SUCCESS && n)
         f = g;
     }
     // (Normalised as the CUBIN digests' keys are: the same code built in another directory.)
     name = n ? normalized_anonymous_names(n) : "?";
     if (!n && out.unknown.empty())
-      out.unknown = "a launch's function could not be named (the driver refused its handle as a function and as a kernel)";
+      out.unknown =
+          "a launch's function could not be named (the driver refused its handle as a function and "
+          "as a kernel)";
   }
   line += name + " code=";
   size_t versions = 0;

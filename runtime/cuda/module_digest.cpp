@@ -42,8 +42,10 @@ const Zstd& zstd() {
     void* h = dlopen("libzstd.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!h) return z;
     z.decompress = reinterpret_cast<decltype(z.decompress)>(dlsym(h, "ZSTD_decompress"));
-    z.frame_size = reinterpret_cast<decltype(z.frame_size)>(dlsym(h, "ZSTD_findFrameCompressedSize"));
-    z.content_size = reinterpret_cast<decltype(z.content_size)>(dlsym(h, "ZSTD_getFrameContentSize"));
+    z.frame_size =
+        reinterpret_cast<decltype(z.frame_size)>(dlsym(h, "ZSTD_findFrameCompressedSize"));
+    z.content_size =
+        reinterpret_cast<decltype(z.content_size)>(dlsym(h, "ZSTD_getFrameContentSize"));
     z.is_error = reinterpret_cast<decltype(z.is_error)>(dlsym(h, "ZSTD_isError"));
     if (!z.decompress || !z.frame_size || !z.content_size || !z.is_error) z = Zstd{};
     return z;
@@ -55,7 +57,8 @@ const Zstd& zstd() {
 // that does not say its size or says more than 2 GiB).
 bool decompress(std::string_view payload, std::string& out) {
   const Zstd& z = zstd();
-  if (!z.decompress || payload.size() < 4 || std::memcmp(payload.data(), kZstdMagic, 4) != 0) return false;
+  if (!z.decompress || payload.size() < 4 || std::memcmp(payload.data(), kZstdMagic, 4) != 0)
+    return false;
   const size_t frame = z.frame_size(payload.data(), payload.size());
   if (z.is_error(frame)) return false;
   const unsigned long long size = z.content_size(payload.data(), frame);
@@ -74,7 +77,8 @@ std::string canonical_ptx(std::string text) {
   int debug_depth = 0;
   while (std::getline(in, line)) {
     const size_t first = line.find_first_not_of(" \t");
-    const std::string_view t = first == std::string::npos ? std::string_view() : std::string_view(line).substr(first);
+    const std::string_view t =
+        first == std::string::npos ? std::string_view() : std::string_view(line).substr(first);
     if (debug_depth > 0) {
       for (char c : t) debug_depth += c == '{' ? 1 : c == '}' ? -1 : 0;
       continue;
@@ -140,7 +144,8 @@ std::string canonical_fatbin(std::string_view s) {
       // The header less its sizes (payload, compressed, uncompressed: a PTX whose .file lines name
       // another directory is longer), which the canonical payload stands for.
       std::string head(s.substr(e, entry_header));
-      head.replace(8, std::min<size_t>(12, head.size() - 8), std::min<size_t>(12, head.size() - 8), '\0');
+      head.replace(8, std::min<size_t>(12, head.size() - 8), std::min<size_t>(12, head.size() - 8),
+                   '\0');
       if (head.size() >= 64) head.replace(56, 8, 8, '\0');
       const std::string_view payload = s.substr(e + entry_header, payload_size);
       std::string plain;
@@ -166,17 +171,20 @@ std::string module_code_digest(const std::string& path) {
   std::ostringstream buffer;
   buffer << in.rdbuf();
   const std::string bytes = buffer.str();
-  if (bytes.size() < sizeof(Elf64_Ehdr) || std::memcmp(bytes.data(), ELFMAG, SELFMAG) != 0) return "";
+  if (bytes.size() < sizeof(Elf64_Ehdr) || std::memcmp(bytes.data(), ELFMAG, SELFMAG) != 0)
+    return "";
   Elf64_Ehdr eh;
   std::memcpy(&eh, bytes.data(), sizeof eh);
   if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_shentsize != sizeof(Elf64_Shdr) ||
-      eh.e_shoff + static_cast<uint64_t>(eh.e_shnum) * sizeof(Elf64_Shdr) > bytes.size() || eh.e_shstrndx >= eh.e_shnum)
+      eh.e_shoff + static_cast<uint64_t>(eh.e_shnum) * sizeof(Elf64_Shdr) > bytes.size() ||
+      eh.e_shstrndx >= eh.e_shnum)
     return "";
   std::vector<Elf64_Shdr> sections(eh.e_shnum);
   std::memcpy(sections.data(), bytes.data() + eh.e_shoff, eh.e_shnum * sizeof(Elf64_Shdr));
   const Elf64_Shdr& names = sections[eh.e_shstrndx];
   if (names.sh_offset + names.sh_size > bytes.size()) return "";
-  static const std::set<std::string> code = {".text", ".rodata", ".data", ".data.rel.ro", ".nv_fatbin"};
+  static const std::set<std::string> code = {".text", ".rodata", ".data", ".data.rel.ro",
+                                             ".nv_fatbin"};
   Sha256 h;
   h.field("kgate-module-code/2");
   for (const auto& s : sections) {
@@ -186,7 +194,8 @@ std::string module_code_digest(const std::string& path) {
     if (!code.count(section) || s.sh_offset + s.sh_size > bytes.size()) continue;
     const std::string_view contents(bytes.data() + s.sh_offset, s.sh_size);
     h.field(section);
-    h.field(section == ".nv_fatbin" ? canonical_fatbin(contents) : normalized_anonymous_names(contents));
+    h.field(section == ".nv_fatbin" ? canonical_fatbin(contents)
+                                    : normalized_anonymous_names(contents));
   }
   return h.hex();
 }

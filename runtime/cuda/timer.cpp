@@ -48,7 +48,7 @@ struct ActivitySink {
   std::mutex mutex;
   bool collecting = false;
   std::map<uint32_t, uint64_t> external_of_correlation;  // CUPTI correlation id -> our launch id
-  std::set<uint32_t> own_correlations;                   // API calls of kgate's own work between launches
+  std::set<uint32_t> own_correlations;  // API calls of kgate's own work between launches
   std::vector<KernelRecord> kernels;
   uint64_t dropped = 0;
 };
@@ -66,8 +66,8 @@ constexpr auto kOwnKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1;
 
 std::string describe_kernel(const CUpti_ActivityKernel10& k) {
   char dims[96];
-  std::snprintf(dims, sizeof dims, "<<<(%d,%d,%d), (%d,%d,%d)>>>", k.gridX, k.gridY, k.gridZ, k.blockX, k.blockY,
-                k.blockZ);
+  std::snprintf(dims, sizeof dims, "<<<(%d,%d,%d), (%d,%d,%d)>>>", k.gridX, k.gridY, k.gridZ,
+                k.blockX, k.blockY, k.blockZ);
   return std::string(k.name ? k.name : "?") + dims;
 }
 
@@ -96,12 +96,14 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
     std::lock_guard<std::mutex> lock(s.mutex);
     CUpti_Activity* record = nullptr;
     while (s.collecting && cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) {
-      if (record->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || record->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
+      if (record->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL ||
+          record->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
         const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
         s.kernels.push_back({k->correlationId, k->start, k->end, describe_kernel(*k)});
       } else if (record->kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) {
         const auto* e = reinterpret_cast<const CUpti_ActivityExternalCorrelation*>(record);
-        if (e->externalKind == kLaunchKind) s.external_of_correlation[e->correlationId] = e->externalId;
+        if (e->externalKind == kLaunchKind)
+          s.external_of_correlation[e->correlationId] = e->externalId;
         if (e->externalKind == kOwnKind) s.own_correlations.insert(e->correlationId);
       }
     }
@@ -119,7 +121,8 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
 class CuptiTimer final : public LaunchTimer {
  public:
   explicit CuptiTimer(CuptiRecords records)
-      : kind_(records == CuptiRecords::serialized ? CUPTI_ACTIVITY_KIND_KERNEL : CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
+      : kind_(records == CuptiRecords::serialized ? CUPTI_ACTIVITY_KIND_KERNEL
+                                                  : CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
     static std::once_flag registered;
     std::call_once(registered, [] {
       // CUPTI's device buffers for kernel timestamps: 256 KB each (room for ~8,000 records; a timed
@@ -135,12 +138,14 @@ class CuptiTimer final : public LaunchTimer {
       // kgate hands CUPTI zeroed buffers (buffer_requested): CUPTI need not zero them itself.
       uint8_t zeroed = 1;
       size_t bytes = sizeof zeroed;
-      KGATE_CUPTI_CALL(cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &bytes, &zeroed));
+      KGATE_CUPTI_CALL(cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER,
+                                                 &bytes, &zeroed));
       KGATE_CUPTI_CALL(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
     });
     KGATE_CUPTI_CALL(cuptiActivityEnable(kind_));
     KGATE_CUPTI_CALL(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION));
-    // External correlation records are attached to API records: without API activity there are none.
+    // External correlation records are attached to API records: without API activity there are
+    // none.
     KGATE_CUPTI_CALL(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME));
     KGATE_CUPTI_CALL(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER));
     watching_loads_ = watch_modules();  // the one CUPTI subscriber (launch_record.cpp) counts loads
@@ -242,13 +247,16 @@ class CuptiTimer final : public LaunchTimer {
     s.own_correlations.clear();
     for (int i = 0; i < count; ++i)
       if (kernels_[static_cast<size_t>(i)].empty())
-        throw Error(ErrorKind::device, "CUPTI recorded no kernel for launch " + std::to_string(i) +
-                                           " of " + std::to_string(count) +
-                                           ": the launch started no kernel, or CUPTI dropped records (" +
-                                           std::to_string(s.dropped) + " dropped)");
+        throw Error(ErrorKind::device,
+                    "CUPTI recorded no kernel for launch " + std::to_string(i) + " of " +
+                        std::to_string(count) +
+                        ": the launch started no kernel, or CUPTI dropped records (" +
+                        std::to_string(s.dropped) + " dropped)");
     return ns;
   }
-  const char* name() const override { return kind_ == CUPTI_ACTIVITY_KIND_KERNEL ? "cupti-serial" : "cupti"; }
+  const char* name() const override {
+    return kind_ == CUPTI_ACTIVITY_KIND_KERNEL ? "cupti-serial" : "cupti";
+  }
   int64_t forced_flushes() const override { return forced_flushes_; }
   const std::vector<KernelSet>& launch_kernels() const override { return kernels_; }
   int module_loads() const override { return module_loads_; }
@@ -315,7 +323,9 @@ class EventTimer final : public LaunchTimer {
 
 }  // namespace
 
-std::unique_ptr<LaunchTimer> make_cupti_timer(CuptiRecords records) { return std::make_unique<CuptiTimer>(records); }
+std::unique_ptr<LaunchTimer> make_cupti_timer(CuptiRecords records) {
+  return std::make_unique<CuptiTimer>(records);
+}
 
 std::unique_ptr<LaunchTimer> make_event_timer(void* stream) {
   return std::make_unique<EventTimer>(static_cast<cudaStream_t>(stream));
@@ -333,14 +343,15 @@ std::unique_ptr<LaunchTimer> make_best_timer(void* stream, std::string* note) {
 cudaError_t launch_copy(const void* src, void* dst, size_t bytes, int multiprocessors,
                         cudaStream_t stream);  // l2_flush.cu
 cudaError_t launch_read_flush(const void* buffer, size_t bytes, int* sink, int multiprocessors,
-                              const ElementSwaps& swaps, cudaStream_t stream);  // l2_flush.cu
+                              const ElementSwaps& swaps, cudaStream_t stream);      // l2_flush.cu
 cudaError_t launch_swap_elements(void* a, void* b, int size, cudaStream_t stream);  // l2_flush.cu
 
 L2Flusher::L2Flusher(void* stream, FlushMode mode) : stream_(stream), mode_(mode) {
   int device = 0, l2 = 0;
   KGATE_CUDA_CALL(cudaGetDevice(&device));
   KGATE_CUDA_CALL(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
-  KGATE_CUDA_CALL(cudaDeviceGetAttribute(&multiprocessors_, cudaDevAttrMultiProcessorCount, device));
+  KGATE_CUDA_CALL(
+      cudaDeviceGetAttribute(&multiprocessors_, cudaDevAttrMultiProcessorCount, device));
   bytes_ = static_cast<size_t>(l2 > 0 ? l2 : 64 << 20) * 2;
   KGATE_CUDA_CALL(cudaMalloc(&buffer_, bytes_));
   KGATE_CUDA_CALL(cudaMalloc(reinterpret_cast<void**>(&sink_), sizeof(int)));
@@ -369,8 +380,8 @@ void L2Flusher::flush() {
   if (mode_ == FlushMode::read) {
     const ElementSwaps swaps = swaps_;
     swaps_.count = 0;
-    KGATE_CUDA_CALL(
-        launch_read_flush(buffer_, bytes_, sink_, multiprocessors_, swaps, static_cast<cudaStream_t>(stream_)));
+    KGATE_CUDA_CALL(launch_read_flush(buffer_, bytes_, sink_, multiprocessors_, swaps,
+                                      static_cast<cudaStream_t>(stream_)));
     return;
   }
   value_ = (value_ + 1) & 0xff;
@@ -389,13 +400,15 @@ double copy_bandwidth(void* stream, LaunchTimer& timer, L2Flusher& flusher, int 
   if (cudaMalloc(&dst, bytes) != cudaSuccess) {
     cudaGetLastError();
     KGATE_CUDA_CALL_NOTHROW(cudaFree(src));
-    throw Error(ErrorKind::device, "no device memory for the speed-of-light copy (" + std::to_string(2 * bytes) + " bytes)");
+    throw Error(ErrorKind::device, "no device memory for the speed-of-light copy (" +
+                                       std::to_string(2 * bytes) + " bytes)");
   }
   auto s = static_cast<cudaStream_t>(stream);
   std::vector<double> ns;
   try {
     KGATE_CUDA_CALL(cudaMemsetAsync(src, 1, bytes, s));
-    ns = timer.time([&] { KGATE_CUDA_CALL(launch_copy(src, dst, bytes, sms, s)); }, launches, [&] { flusher.flush(); });
+    ns = timer.time([&] { KGATE_CUDA_CALL(launch_copy(src, dst, bytes, sms, s)); }, launches,
+                    [&] { flusher.flush(); });
   } catch (...) {
     KGATE_CUDA_CALL_NOTHROW(cudaFree(src));
     KGATE_CUDA_CALL_NOTHROW(cudaFree(dst));

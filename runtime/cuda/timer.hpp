@@ -58,7 +58,8 @@ struct ElementSwaps {
   int size[kMax] = {};
 };
 
-/// A device buffer twice the L2 size; flush() runs over it on `stream` so the next launch starts cold.
+/// A device buffer twice the L2 size; flush() runs over it on `stream` so the next launch starts
+/// cold.
 class L2Flusher {
  public:
   explicit L2Flusher(void* stream, FlushMode mode = FlushMode::read);

@@ -1,4 +1,5 @@
-// Confining a compile process: a mount namespace with an empty root, else Landlock (see the header).
+// Confining a compile process: a mount namespace with an empty root, else Landlock (see the
+// header).
 #include "runtime/package/compile_sandbox.hpp"
 
 #include <fcntl.h>
@@ -46,7 +47,7 @@ bool make_dirs(const fs::path& p) {
 
 /// The mount flags of `path` that a remount of a bind mount in a user namespace must keep.
 unsigned long locked_flags(const char* path) {
-  struct statvfs st{};
+  struct statvfs st {};
   if (::statvfs(path, &st) != 0) return 0;
   unsigned long f = 0;
   if (st.f_flag & ST_NOSUID) f |= MS_NOSUID;
@@ -94,7 +95,7 @@ std::string enter_mount_namespace(const std::vector<fs::path>& dirs) {
   // namespace cannot be bound, so they are bound by path, from the new one, while still visible).
   const char* root = nullptr;
   for (const char* candidate : {"/tmp", "/mnt", "/media", "/srv", "/opt", "/var/tmp"}) {
-    struct stat st{};
+    struct stat st {};
     if (::stat(candidate, &st) != 0 || !S_ISDIR(st.st_mode)) continue;
     bool holds = false;
     for (const auto& t : targets) holds = holds || is_below(t, candidate);
@@ -172,13 +173,16 @@ long landlock_abi() {
 /// Confines the calling thread (and the threads and processes it starts from now on) to `rules`
 /// for the access rights in `handled`; empty on success, else what failed. A rule's path that does
 /// not exist is skipped when `skip_missing`.
-std::string enter_landlock(uint64_t handled, const std::vector<LandlockRule>& rules, bool skip_missing) {
+std::string enter_landlock(uint64_t handled, const std::vector<LandlockRule>& rules,
+                           bool skip_missing) {
 #if defined(SYS_landlock_create_ruleset) && defined(SYS_landlock_add_rule) && \
     defined(SYS_landlock_restrict_self)
   const uint64_t attr = handled;  // struct landlock_ruleset_attr, first field only
-  const int ruleset = static_cast<int>(::syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0));
+  const int ruleset =
+      static_cast<int>(::syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0));
   if (ruleset < 0) return errno_text("landlock_create_ruleset");
-  constexpr uint64_t kFileRights = kLandlockExecute | kLandlockWriteFile | kLandlockReadFile | kLandlockTruncate;
+  constexpr uint64_t kFileRights =
+      kLandlockExecute | kLandlockWriteFile | kLandlockReadFile | kLandlockTruncate;
   for (const auto& r : rules) {
     const int fd = ::open(r.path.c_str(), O_PATH | O_CLOEXEC);
     if (fd < 0) {
@@ -186,20 +190,21 @@ std::string enter_landlock(uint64_t handled, const std::vector<LandlockRule>& ru
       ::close(ruleset);
       return errno_text("open " + r.path.string());
     }
-    struct stat st{};
+    struct stat st {};
     const bool dir = ::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
     // A rule on a file may only carry the rights that apply to files.
     LandlockPathBeneath rule{(dir ? r.access : r.access & kFileRights) & handled, fd};
-    const long rc = rule.allowed_access == 0
-                        ? 0
-                        : ::syscall(SYS_landlock_add_rule, ruleset, kLandlockRulePathBeneath, &rule, 0);
+    const long rc = rule.allowed_access == 0 ? 0
+                                             : ::syscall(SYS_landlock_add_rule, ruleset,
+                                                         kLandlockRulePathBeneath, &rule, 0);
     ::close(fd);
     if (rc != 0) {
       ::close(ruleset);
       return errno_text("landlock_add_rule " + r.path.string());
     }
   }
-  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || ::syscall(SYS_landlock_restrict_self, ruleset, 0) != 0) {
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+      ::syscall(SYS_landlock_restrict_self, ruleset, 0) != 0) {
     ::close(ruleset);
     return errno_text("landlock_restrict_self");
   }
@@ -245,9 +250,12 @@ int thread_count() {
 
 const char* sandbox_kind_name(SandboxKind kind) {
   switch (kind) {
-    case SandboxKind::mount_namespace: return "mount-namespace";
-    case SandboxKind::landlock: return "landlock";
-    case SandboxKind::none: return "none";
+    case SandboxKind::mount_namespace:
+      return "mount-namespace";
+    case SandboxKind::landlock:
+      return "landlock";
+    case SandboxKind::none:
+      return "none";
   }
   return "none";
 }
@@ -262,7 +270,8 @@ SandboxOutcome enter_compile_sandbox(const std::vector<fs::path>& readable_dirs)
   const std::string ll = enter_compile_landlock(readable_dirs);
   if (ll.empty()) {
     out.kind = SandboxKind::landlock;
-    out.detail = "mount namespace refused (" + ns + "); Landlock confines reads, but __has_include "
+    out.detail = "mount namespace refused (" + ns +
+                 "); Landlock confines reads, but __has_include "
                  "can still probe whether a path exists";
     return out;
   }
@@ -275,7 +284,8 @@ namespace {
 
 /// The files this process has mapped (its shared libraries: each one alone, not its directory,
 /// which may be a build directory beside the user's files), and the site-packages directory of any
-/// that lies in one (LibTorch loads more of its wheel's libraries, and the nvidia-* wheels', later).
+/// that lies in one (LibTorch loads more of its wheel's libraries, and the nvidia-* wheels',
+/// later).
 std::vector<fs::path> mapped_library_paths() {
   std::set<std::string> paths;
   std::ifstream maps("/proc/self/maps");
@@ -284,10 +294,12 @@ std::vector<fs::path> mapped_library_paths() {
     const auto slash = line.find(" /");
     if (slash == std::string::npos) continue;
     std::string file = line.substr(slash + 1);
-    if (const auto deleted = file.find(" (deleted)"); deleted != std::string::npos) file.resize(deleted);
+    if (const auto deleted = file.find(" (deleted)"); deleted != std::string::npos)
+      file.resize(deleted);
     paths.insert(file);
     for (const char* root : {"/site-packages/", "/dist-packages/"})
-      if (const auto at = file.find(root); at != std::string::npos) paths.insert(file.substr(0, at + std::strlen(root) - 1));
+      if (const auto at = file.find(root); at != std::string::npos)
+        paths.insert(file.substr(0, at + std::strlen(root) - 1));
   }
   return {paths.begin(), paths.end()};
 }
@@ -304,20 +316,50 @@ SandboxOutcome enter_run_sandbox(const RunSandboxPaths& paths) {
   // Reading and writing are confined; executing (kgate's compile worker) and ioctl (the device)
   // are not handled, so they stay allowed.
   uint64_t handled = ((1ULL << 13) - 1) & ~kLandlockExecute;  // ABI 1: write_file ... make_sym
-  if (abi >= 2) handled |= 1ULL << 13;                         // refer
+  if (abi >= 2) handled |= 1ULL << 13;                        // refer
   if (abi >= 3) handled |= kLandlockTruncate;
   const uint64_t read = kLandlockReadFile | kLandlockReadDir;
   const uint64_t write = handled;
   std::vector<LandlockRule> rules;
-  for (const char* p : {"/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/opt", "/sys",
-                        "/proc/driver", "/proc/sys", "/proc/cpuinfo", "/proc/meminfo", "/proc/stat",
-                        "/proc/modules", "/proc/devices", "/proc/version", "/proc/filesystems",
-                        "/proc/self/maps", "/proc/self/smaps", "/proc/self/status", "/proc/self/stat",
-                        "/proc/self/statm", "/proc/self/cgroup", "/proc/self/mountinfo", "/proc/self/mounts",
-                        "/proc/self/limits", "/proc/self/auxv", "/proc/self/cmdline", "/proc/self/comm",
-                        "/proc/self/fd", "/etc/ld.so.cache", "/etc/ld.so.conf",
-                        "/etc/ld.so.conf.d", "/etc/localtime", "/etc/nsswitch.conf", "/etc/host.conf",
-                        "/etc/nvidia", "/etc/OpenCL"})
+  for (const char* p : {"/usr",
+                        "/lib",
+                        "/lib32",
+                        "/lib64",
+                        "/libx32",
+                        "/bin",
+                        "/sbin",
+                        "/opt",
+                        "/sys",
+                        "/proc/driver",
+                        "/proc/sys",
+                        "/proc/cpuinfo",
+                        "/proc/meminfo",
+                        "/proc/stat",
+                        "/proc/modules",
+                        "/proc/devices",
+                        "/proc/version",
+                        "/proc/filesystems",
+                        "/proc/self/maps",
+                        "/proc/self/smaps",
+                        "/proc/self/status",
+                        "/proc/self/stat",
+                        "/proc/self/statm",
+                        "/proc/self/cgroup",
+                        "/proc/self/mountinfo",
+                        "/proc/self/mounts",
+                        "/proc/self/limits",
+                        "/proc/self/auxv",
+                        "/proc/self/cmdline",
+                        "/proc/self/comm",
+                        "/proc/self/fd",
+                        "/etc/ld.so.cache",
+                        "/etc/ld.so.conf",
+                        "/etc/ld.so.conf.d",
+                        "/etc/localtime",
+                        "/etc/nsswitch.conf",
+                        "/etc/host.conf",
+                        "/etc/nvidia",
+                        "/etc/OpenCL"})
     rules.push_back({p, read});
   for (const auto& p : mapped_library_paths()) rules.push_back({p, read});
   // kgate itself and its compile worker (executing is not confined; reading them is allowed).
@@ -347,7 +389,8 @@ SandboxOutcome enter_run_sandbox(const RunSandboxPaths& paths) {
     return out;
   }
   // The promise, checked.
-  for (const std::string probe : {std::string("/proc/self/environ"), "/proc/" + std::to_string(::getppid()) + "/environ"})
+  for (const std::string probe :
+       {std::string("/proc/self/environ"), "/proc/" + std::to_string(::getppid()) + "/environ"})
     if (const int fd = ::open(probe.c_str(), O_RDONLY | O_CLOEXEC); fd >= 0) {
       ::close(fd);
       out.detail = "Landlock is on but " + probe + " can still be opened";
@@ -355,17 +398,32 @@ SandboxOutcome enter_run_sandbox(const RunSandboxPaths& paths) {
     }
   out.kind = SandboxKind::landlock;
   if (threads > 1)
-    out.detail = std::to_string(threads - 1) + " thread(s) started before it stay outside the sandbox";
+    out.detail =
+        std::to_string(threads - 1) + " thread(s) started before it stay outside the sandbox";
   return out;
 }
 
 std::vector<std::string> worker_environment(const char* const* env) {
-  static const char* const kNames[] = {"PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR",
-                                       "TERM", "NO_COLOR", "LD_LIBRARY_PATH", "LD_PRELOAD", "XDG_CACHE_HOME",
-                                       "XDG_CONFIG_HOME", "CI", "GITHUB_ACTIONS"};
-  static const char* const kPrefixes[] = {"LC_",     "CUDA_", "NVIDIA_", "KGATE_",  "TORCH_", "PYTORCH_",
-                                          "OMP_",    "GOMP_", "KMP_",    "MKL_",    "CUBLAS", "CUDNN_",
-                                          "NCCL_",   "CTEST_RESOURCE_", "ASAN_", "UBSAN_", "LSAN_", "TSAN_"};
+  static const char* const kNames[] = {"PATH",
+                                       "HOME",
+                                       "USER",
+                                       "LOGNAME",
+                                       "LANG",
+                                       "LANGUAGE",
+                                       "TZ",
+                                       "TMPDIR",
+                                       "TERM",
+                                       "NO_COLOR",
+                                       "LD_LIBRARY_PATH",
+                                       "LD_PRELOAD",
+                                       "XDG_CACHE_HOME",
+                                       "XDG_CONFIG_HOME",
+                                       "CI",
+                                       "GITHUB_ACTIONS"};
+  static const char* const kPrefixes[] = {
+      "LC_",   "CUDA_",           "NVIDIA_", "KGATE_", "TORCH_", "PYTORCH_",
+      "OMP_",  "GOMP_",           "KMP_",    "MKL_",   "CUBLAS", "CUDNN_",
+      "NCCL_", "CTEST_RESOURCE_", "ASAN_",   "UBSAN_", "LSAN_",  "TSAN_"};
   std::vector<std::string> kept;
   for (; env && *env; ++env) {
     const std::string entry = *env;

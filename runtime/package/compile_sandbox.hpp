@@ -1,6 +1,6 @@
 // The sandbox a package compile runs in. A package's CUDA source is hostile input: `#include
-// "/proc/self/environ"` would otherwise put the runner's environment (CI secrets) into NVRTC's error
-// log. The compile runs in a separate process (kgate-nvrtc-worker) started with an empty
+// "/proc/self/environ"` would otherwise put the runner's environment (CI secrets) into NVRTC's
+// error log. The compile runs in a separate process (kgate-nvrtc-worker) started with an empty
 // environment, which, before it compiles, confines itself so that only the toolkit's include
 // directories can be read:
 //   1. a mount namespace (inside a user namespace when not privileged) whose root is an empty tmpfs
@@ -76,4 +76,3 @@ SandboxOutcome enter_run_sandbox(const RunSandboxPaths& paths);
 std::vector<std::string> worker_environment(const char* const* env);
 
 }  // namespace kgate::package
-

@@ -27,18 +27,19 @@ struct CompiledFunction {
 
 /// What the generated translation unit registers.
 struct CompiledPackage {
-  const char* kernel;          ///< the kernel's name (kgate_add_kernel's NAME)
-  const char* op;              ///< the manifest's "op"
-  const char* source;          ///< the package directory (relative to the project's source directory when inside it)
-  const char* manifest;        ///< kgate.json's bytes, as built
+  const char* kernel;    ///< the kernel's name (kgate_add_kernel's NAME)
+  const char* op;        ///< the manifest's "op"
+  const char* source;    ///< the package directory (relative to the project's source directory when
+                         ///< inside it)
+  const char* manifest;  ///< kgate.json's bytes, as built
   std::size_t manifest_size;
   const CompiledFunction* functions;
   std::size_t function_count;
-  const int64_t* tile_sizes;   ///< TILE_SIZES, beside those the guard gives
+  const int64_t* tile_sizes;  ///< TILE_SIZES, beside those the guard gives
   std::size_t tile_count;
-  bool timed;                  ///< false: UNTIMED (a correctness twin)
-  bool mutant;                 ///< MUTANT (or CONTROL): KernelInfo::mutant
-  bool control;                ///< CONTROL: KernelInfo::control
+  bool timed;    ///< false: UNTIMED (a correctness twin)
+  bool mutant;   ///< MUTANT (or CONTROL): KernelInfo::mutant
+  bool control;  ///< CONTROL: KernelInfo::control
   /// The op catalogue's lookup (references/catalogue.hpp: lookup_op).
   const OpSignature* (*lookup_op)(const std::string&);
 };

@@ -35,8 +35,8 @@ constexpr Field kFields[] = {
     {"l2_bytes", &DeviceProps::l2_bytes},
 };
 
-DeviceProps props(const char* name, int64_t arch, int64_t sms, int64_t optin, int64_t per_sm, int64_t threads_per_sm,
-                  int64_t l2) {
+DeviceProps props(const char* name, int64_t arch, int64_t sms, int64_t optin, int64_t per_sm,
+                  int64_t threads_per_sm, int64_t l2) {
   DeviceProps p;
   p.name = name;
   p.arch = arch;
@@ -107,7 +107,8 @@ void put_device_values(SymbolValues& values, const DeviceProps& p) {
 }
 
 void put_device_values(FloatValues& values, const DeviceProps& p) {
-  for (const auto& f : kFields) values[std::string("device_") + f.key] = static_cast<double>(p.*f.member);
+  for (const auto& f : kFields)
+    values[std::string("device_") + f.key] = static_cast<double>(p.*f.member);
 }
 
 std::vector<std::string> device_preset_names() {
@@ -128,23 +129,28 @@ DeviceProps load_device_props(const std::string& preset_or_file) {
   for (const auto& n : device_preset_names()) names += (names.empty() ? "" : ", ") + n;
   std::ifstream in(preset_or_file);
   if (!in)
-    throw Error(ErrorKind::usage, "--device-props " + preset_or_file + ": neither a preset (" + names +
-                                      ") nor a readable JSON file");
+    throw Error(ErrorKind::usage, "--device-props " + preset_or_file + ": neither a preset (" +
+                                      names + ") nor a readable JSON file");
   std::stringstream text;
   text << in.rdbuf();
   nlohmann::json j;
   try {
     std::string duplicate;
     j = parse_strict_json(text.str().substr(0, 1 << 20), &duplicate);
-    if (!duplicate.empty()) throw Error(ErrorKind::usage, "--device-props " + preset_or_file + ": key \"" + duplicate + "\" appears twice");
+    if (!duplicate.empty())
+      throw Error(ErrorKind::usage,
+                  "--device-props " + preset_or_file + ": key \"" + duplicate + "\" appears twice");
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {
-    throw Error(ErrorKind::usage, "--device-props " + preset_or_file + ": not JSON: " + json_error_text(e));
+    throw Error(ErrorKind::usage,
+                "--device-props " + preset_or_file + ": not JSON: " + json_error_text(e));
   }
-  if (!j.is_object()) throw Error(ErrorKind::usage, "--device-props " + preset_or_file + ": expected a JSON object");
+  if (!j.is_object())
+    throw Error(ErrorKind::usage, "--device-props " + preset_or_file + ": expected a JSON object");
   DeviceProps p;
-  p.name = j.contains("name") && j["name"].is_string() ? j["name"].get<std::string>() : preset_or_file;
+  p.name =
+      j.contains("name") && j["name"].is_string() ? j["name"].get<std::string>() : preset_or_file;
   std::string missing, keys;
   for (const auto& f : kFields) {
     keys += (keys.empty() ? "" : ", ") + std::string(f.key);
@@ -153,17 +159,21 @@ DeviceProps load_device_props(const std::string& preset_or_file) {
       missing += (missing.empty() ? "" : ", ") + std::string(f.key);
       continue;
     }
-    if (!it->is_number_integer() || it->get<int64_t>() < 1 || it->get<int64_t>() > (int64_t{1} << 40))
+    if (!it->is_number_integer() || it->get<int64_t>() < 1 ||
+        it->get<int64_t>() > (int64_t{1} << 40))
       throw Error(ErrorKind::usage, "--device-props " + preset_or_file + ": \"" + f.key +
                                         "\" must be a positive integer, got " + it->dump());
     p.*f.member = it->get<int64_t>();
   }
   for (const auto& [k, v] : j.items())
-    if (k != "name" && std::none_of(std::begin(kFields), std::end(kFields), [&](const Field& f) { return k == f.key; }))
-      throw Error(ErrorKind::usage, "--device-props " + preset_or_file + ": unknown key \"" + k + "\"; the keys are name, " + keys);
+    if (k != "name" && std::none_of(std::begin(kFields), std::end(kFields),
+                                    [&](const Field& f) { return k == f.key; }))
+      throw Error(ErrorKind::usage, "--device-props " + preset_or_file + ": unknown key \"" + k +
+                                        "\"; the keys are name, " + keys);
   if (!missing.empty())
     throw Error(ErrorKind::usage, "--device-props " + preset_or_file + ": missing " + missing +
-                                      " (every one of " + keys + " is needed; or name a preset: " + names + ")");
+                                      " (every one of " + keys +
+                                      " is needed; or name a preset: " + names + ")");
   return p;
 }
 
@@ -190,15 +200,17 @@ const DeviceProps& device_props_in_effect() {
   int device = -1;
   if (cudaGetDevice(&device) != cudaSuccess || device < 0) {
     cudaGetLastError();
-    throw Error(ErrorKind::device, "the package's launches read the device's properties (device_sms, ...), and no "
-                                   "CUDA device is there to give them; kgate validate takes --device-props PRESET");
+    throw Error(ErrorKind::device,
+                "the package's launches read the device's properties (device_sms, ...), and no "
+                "CUDA device is there to give them; kgate validate takes --device-props PRESET");
   }
   if (auto it = g_devices.find(device); it != g_devices.end()) return it->second;
   auto attr = [&](cudaDeviceAttr a) {
     int v = 0;
     if (cudaDeviceGetAttribute(&v, a, device) != cudaSuccess) {
       cudaGetLastError();
-      throw Error(ErrorKind::device, "cudaDeviceGetAttribute(" + std::to_string(static_cast<int>(a)) +
+      throw Error(ErrorKind::device, "cudaDeviceGetAttribute(" +
+                                         std::to_string(static_cast<int>(a)) +
                                          ") failed on device " + std::to_string(device));
     }
     return static_cast<int64_t>(v);

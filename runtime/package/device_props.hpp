@@ -1,8 +1,8 @@
 // The device properties a package's launches may read: tile sizes chosen per GPU ("when": {"if":
 // "device_arch >= 90"}, "grid": ["min(ceil_div(B, 64), 2 * device_sms)"], "shared_mem":
 // ["device_smem_per_block_optin"]). On the GPU they come from the device that runs the launch;
-// `kgate validate`, which has no GPU, takes them from --device-props (a named preset such as "h200",
-// or a JSON file) and judges the launches under them.
+// `kgate validate`, which has no GPU, takes them from --device-props (a named preset such as
+// "h200", or a JSON file) and judges the launches under them.
 #pragma once
 
 #include <cstdint>
@@ -15,20 +15,20 @@
 
 namespace kgate::package {
 
-/// What one GPU offers a launch. Every field is an integer symbol of the same name with "device_" in
-/// front ("device_arch", "device_sms", ...).
+/// What one GPU offers a launch. Every field is an integer symbol of the same name with "device_"
+/// in front ("device_arch", "device_sms", ...).
 struct DeviceProps {
-  std::string name;                    ///< the preset's name, the GPU's name, or the file's "name"
-  int64_t arch = 0;                    ///< compute capability major * 10 + minor (90 for sm_90)
-  int64_t sms = 0;                     ///< streaming multiprocessors
-  int64_t smem_per_block = 0;          ///< dynamic + static shared memory without opting in (bytes)
-  int64_t smem_per_block_optin = 0;    ///< the most a block can opt in to (bytes)
-  int64_t smem_per_sm = 0;             ///< shared memory of one SM (bytes)
-  int64_t regs_per_block = 0;          ///< 32-bit registers one block may use
-  int64_t regs_per_sm = 0;             ///< 32-bit registers of one SM
-  int64_t threads_per_block = 0;       ///< most threads in a block
-  int64_t threads_per_sm = 0;          ///< most resident threads on an SM
-  int64_t l2_bytes = 0;                ///< L2 cache size (bytes)
+  std::string name;                  ///< the preset's name, the GPU's name, or the file's "name"
+  int64_t arch = 0;                  ///< compute capability major * 10 + minor (90 for sm_90)
+  int64_t sms = 0;                   ///< streaming multiprocessors
+  int64_t smem_per_block = 0;        ///< dynamic + static shared memory without opting in (bytes)
+  int64_t smem_per_block_optin = 0;  ///< the most a block can opt in to (bytes)
+  int64_t smem_per_sm = 0;           ///< shared memory of one SM (bytes)
+  int64_t regs_per_block = 0;        ///< 32-bit registers one block may use
+  int64_t regs_per_sm = 0;           ///< 32-bit registers of one SM
+  int64_t threads_per_block = 0;     ///< most threads in a block
+  int64_t threads_per_sm = 0;        ///< most resident threads on an SM
+  int64_t l2_bytes = 0;              ///< L2 cache size (bytes)
 };
 
 /// The symbol names, in field order: "device_arch", "device_sms", ..., "device_l2_bytes".

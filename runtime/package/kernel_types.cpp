@@ -22,7 +22,8 @@ std::string trim(std::string s) {
 std::string unqualified(const std::string& text) {
   std::string out, word;
   auto flush = [&] {
-    if (!word.empty() && word != "const" && word != "volatile" && word != "__restrict__" && word != "__restrict")
+    if (!word.empty() && word != "const" && word != "volatile" && word != "__restrict__" &&
+        word != "__restrict")
       out += (out.empty() ? "" : " ") + word;
     word.clear();
   };
@@ -52,8 +53,8 @@ std::optional<ScalarType> scalar_of(const std::string& t) {
 
 bool is_other_scalar(const std::string& t) {
   return t == "bool" || t == "char" || t == "signed char" || t == "unsigned char" || t == "short" ||
-         t == "unsigned short" || t == "__half" || t == "__nv_bfloat16" || t == "half" || t == "wchar_t" ||
-         t == "char16_t" || t == "char32_t" || t == "long double";
+         t == "unsigned short" || t == "__half" || t == "__nv_bfloat16" || t == "half" ||
+         t == "wchar_t" || t == "char16_t" || t == "char32_t" || t == "long double";
 }
 
 std::optional<DType> dtype_of(const std::string& t) {
@@ -112,12 +113,14 @@ std::vector<std::string> split_params(const std::string& list) {
 
 }  // namespace
 
-std::string param_probe_expression(const std::string& kernel) { return "kgate_param_probe<decltype(&" + kernel + ")>"; }
+std::string param_probe_expression(const std::string& kernel) {
+  return "kgate_param_probe<decltype(&" + kernel + ")>";
+}
 
 std::optional<std::vector<ParamType>> probe_param_types(const std::string& mangled) {
   int status = 0;
-  std::unique_ptr<char, void (*)(void*)> text(abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status),
-                                              std::free);
+  std::unique_ptr<char, void (*)(void*)> text(
+      abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status), std::free);
   if (status != 0 || !text) return std::nullopt;
   const std::string s = text.get();
   // "void kgate_param_probe<void (*)(float const*, float*, long long)>()"
@@ -143,8 +146,8 @@ std::optional<std::vector<ParamType>> probe_param_types(const std::string& mangl
 std::optional<std::vector<ParamType>> mangled_param_types(const std::string& mangled) {
   if (mangled.rfind("_Z", 0) != 0) return std::nullopt;
   int status = 0;
-  std::unique_ptr<char, void (*)(void*)> text(abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status),
-                                              std::free);
+  std::unique_ptr<char, void (*)(void*)> text(
+      abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status), std::free);
   if (status != 0 || !text) return std::nullopt;
   const std::string s = text.get();
   // The parameter list is the last top-level "( ... )" (a template argument may hold parentheses).
@@ -178,21 +181,25 @@ const TensorSpec* tensor_spec(const OpSignature& op, const std::string& name) {
 
 std::string describe_arg(const KernelArg& a) {
   switch (a.kind) {
-    case KernelArg::Kind::tensor: return "tensor " + a.name;
-    case KernelArg::Kind::workspace: return "workspace " + a.name;
-    default: return std::string(scalar_type_name(a.type));
+    case KernelArg::Kind::tensor:
+      return "tensor " + a.name;
+    case KernelArg::Kind::workspace:
+      return "workspace " + a.name;
+    default:
+      return std::string(scalar_type_name(a.type));
   }
 }
 
 }  // namespace
 
-std::vector<ManifestProblem> args_match_types(const PackageManifest& m, const OpSignature& op,
-                                              const CompileResult& r,
-                                              const std::map<std::string, std::vector<ParamType>>& declared) {
+std::vector<ManifestProblem> args_match_types(
+    const PackageManifest& m, const OpSignature& op, const CompileResult& r,
+    const std::map<std::string, std::vector<ParamType>>& declared) {
   std::vector<ManifestProblem> problems;
   for (std::size_t i = 0; i < m.launches.size(); ++i) {
     const Launch& l = m.launches[i];
-    const std::string field = (l.field.empty() ? "launches[" + std::to_string(i) + "]" : l.field) + ".args";
+    const std::string field =
+        (l.field.empty() ? "launches[" + std::to_string(i) + "]" : l.field) + ".args";
     bool reported = false;
     for (DType d : m.guard.dtypes) {
       if (reported) break;
@@ -201,21 +208,25 @@ std::vector<ManifestProblem> args_match_types(const PackageManifest& m, const Op
       const auto low = unit.lowered_names.find(expr);
       if (expr.empty() || low == unit.lowered_names.end()) continue;
       auto types = mangled_param_types(low->second);
-      if (const auto d = declared.find(expr); !types && d != declared.end()) types = d->second;  // extern "C"
-      if (!types || types->size() != l.args.size()) continue;  // not known, or counted apart (sizes)
+      if (const auto d = declared.find(expr); !types && d != declared.end())
+        types = d->second;  // extern "C"
+      if (!types || types->size() != l.args.size())
+        continue;  // not known, or counted apart (sizes)
       for (std::size_t j = 0; j < l.args.size() && !reported; ++j) {
         const KernelArg& a = l.args[j];
         const ParamType& p = (*types)[j];
         if (p.kind == ParamType::Kind::unknown) continue;
-        const bool pointer_arg = a.kind == KernelArg::Kind::tensor || a.kind == KernelArg::Kind::workspace;
+        const bool pointer_arg =
+            a.kind == KernelArg::Kind::tensor || a.kind == KernelArg::Kind::workspace;
         std::string why;
         if (pointer_arg && p.kind != ParamType::Kind::pointer) {
           why = "is a pointer (" + describe_arg(a) + "), but the kernel takes " + p.text;
         } else if (!pointer_arg && p.kind == ParamType::Kind::pointer) {
           why = "is a value (" + describe_arg(a) + "), but the kernel takes a pointer, " + p.text;
         } else if (!pointer_arg && p.scalar && *p.scalar != a.type) {
-          why = std::string("is ") + scalar_type_name(a.type) + ", but the kernel takes " + p.text + " (" +
-                scalar_type_name(*p.scalar) + "); set \"type\": \"" + scalar_type_name(*p.scalar) + "\"";
+          why = std::string("is ") + scalar_type_name(a.type) + ", but the kernel takes " + p.text +
+                " (" + scalar_type_name(*p.scalar) + "); set \"type\": \"" +
+                scalar_type_name(*p.scalar) + "\"";
         } else if (pointer_arg && p.pointee) {
           DType element = DType::f32;
           if (a.kind == KernelArg::Kind::tensor) {
@@ -230,14 +241,15 @@ std::vector<ManifestProblem> args_match_types(const PackageManifest& m, const Op
             if (w == m.workspace.end()) continue;
             element = w->dtype;
           }
-          if (element != *p.pointee && !(dtype_size(element) == dtype_size(*p.pointee) && !is_floating(element) &&
-                                         !is_floating(*p.pointee)))
-            why = "is " + describe_arg(a) + " of " + dtype_name(element) + " elements, but the kernel takes " + p.text;
+          if (element != *p.pointee && !(dtype_size(element) == dtype_size(*p.pointee) &&
+                                         !is_floating(element) && !is_floating(*p.pointee)))
+            why = "is " + describe_arg(a) + " of " + dtype_name(element) +
+                  " elements, but the kernel takes " + p.text;
         }
         if (why.empty()) continue;
         problems.push_back({m.manifest_path.string(), field + "[" + std::to_string(j) + "]",
-                            why + " (parameter " + std::to_string(j) + " of kernel \"" + expr + "\" for " +
-                                dtype_name(d) + ")"});
+                            why + " (parameter " + std::to_string(j) + " of kernel \"" + expr +
+                                "\" for " + dtype_name(d) + ")"});
         reported = true;
       }
     }

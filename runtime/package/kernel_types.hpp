@@ -26,9 +26,10 @@ struct ParamType {
     scalar,   ///< an integer or floating type passed by value
   };
   Kind kind = Kind::unknown;
-  std::optional<ScalarType> scalar;  ///< scalar: i32, u32, i64, u64, f32 or f64 (nullopt: short, char, bool, ...)
-  std::optional<DType> pointee;      ///< pointer: the element type when it is one of kgate's dtypes
-  std::string text;                  ///< as demangled: "float const*", "unsigned int"
+  std::optional<ScalarType>
+      scalar;  ///< scalar: i32, u32, i64, u64, f32 or f64 (nullopt: short, char, bool, ...)
+  std::optional<DType> pointee;  ///< pointer: the element type when it is one of kgate's dtypes
+  std::string text;              ///< as demangled: "float const*", "unsigned int"
 };
 
 /// The parameter types of the kernel whose lowered (mangled) name is `mangled`; nullopt for a name
@@ -47,10 +48,10 @@ std::string param_probe_expression(const std::string& kernel);
 /// parameter's ("type": "u32" for an `int`), and a tensor whose element type for that dtype (from
 /// the op's signature) is not the pointer's ("f16" tensor to a `float*`). One problem per launch
 /// (the first mismatch), naming the argument, the kernel, the dtype and both types.
-/// `declared`: the types of kernels whose lowered names carry none (extern "C"), by name expression,
-/// from a probe compile.
-std::vector<ManifestProblem> args_match_types(const PackageManifest& manifest, const OpSignature& op,
-                                              const CompileResult& compiled,
-                                              const std::map<std::string, std::vector<ParamType>>& declared = {});
+/// `declared`: the types of kernels whose lowered names carry none (extern "C"), by name
+/// expression, from a probe compile.
+std::vector<ManifestProblem> args_match_types(
+    const PackageManifest& manifest, const OpSignature& op, const CompileResult& compiled,
+    const std::map<std::string, std::vector<ParamType>>& declared = {});
 
 }  // namespace kgate::package

@@ -6,8 +6,8 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstdint>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -22,10 +22,10 @@
 #include "core/cuda_limits.hpp"
 #include "core/error.hpp"
 #include "core/format.hpp"
-#include "core/schema_check.hpp"
-#include "core/suggest.hpp"
 #include "core/safe_text.hpp"
+#include "core/schema_check.hpp"
 #include "core/strict_json.hpp"
+#include "core/suggest.hpp"
 #include "runtime/package/device_props.hpp"
 #include "runtime/package/manifest_check.hpp"
 #include "runtime/package/package_files.hpp"
@@ -81,7 +81,8 @@ std::vector<std::string> tensor_symbol_names(const OpSignature& op) {
   auto add = [&](const TensorSpec& t) {
     out.push_back("numel_" + t.name);
     out.push_back("align_" + t.name);
-    for (std::size_t d = 0; d < t.shape.size(); ++d) out.push_back("stride_" + t.name + "_" + std::to_string(d));
+    for (std::size_t d = 0; d < t.shape.size(); ++d)
+      out.push_back("stride_" + t.name + "_" + std::to_string(d));
   };
   for (const auto& t : op.inputs) add(t);
   for (const auto& t : op.outputs) add(t);
@@ -89,7 +90,9 @@ std::vector<std::string> tensor_symbol_names(const OpSignature& op) {
 }
 
 bool is_tensor_symbol_form(const std::string& name) {
-  auto has_prefix = [&](const char* p) { return name.rfind(p, 0) == 0 && name.size() > std::strlen(p); };
+  auto has_prefix = [&](const char* p) {
+    return name.rfind(p, 0) == 0 && name.size() > std::strlen(p);
+  };
   if (has_prefix("numel_") || has_prefix("align_")) return true;
   if (!has_prefix("stride_")) return false;
   const auto last = name.rfind('_');
@@ -115,7 +118,8 @@ bool manifest_reads_device(const PackageManifest& m) {
         (l.max_dynamic_shared_mem && reads_device(*l.max_dynamic_shared_mem)))
       return true;
     for (const auto& a : l.args)
-      if ((a.kind == KernelArg::Kind::shape && reads_device(a.value)) || (a.float_expr && reads_device(*a.float_expr)))
+      if ((a.kind == KernelArg::Kind::shape && reads_device(a.value)) ||
+          (a.float_expr && reads_device(*a.float_expr)))
         return true;
   }
   return false;
@@ -123,14 +127,16 @@ bool manifest_reads_device(const PackageManifest& m) {
 
 bool launch_runs(const Launch& launch, const SymbolValues& values, Layout layout) {
   const auto& layouts = launch.when.layouts;
-  if (!layouts.empty() && std::find(layouts.begin(), layouts.end(), layout) == layouts.end()) return false;
+  if (!layouts.empty() && std::find(layouts.begin(), layouts.end(), layout) == layouts.end())
+    return false;
   return !launch.when.if_expr || launch.when.if_expr->evaluate(values) != 0;
 }
 
 std::vector<CompileUnit> compile_units(const PackageManifest& m) {
   bool extra = !m.nvrtc_options_for_dtype.empty();
   for (const auto& l : m.launches) extra = extra || !l.nvrtc_options.empty();
-  if (!extra) {  // one translation unit, as a package without per-dtype or per-launch options has always had
+  if (!extra) {  // one translation unit, as a package without per-dtype or per-launch options has
+                 // always had
     CompileUnit u;
     u.name_expressions = m.name_expressions();
     for (DType d : m.guard.dtypes)
@@ -141,15 +147,19 @@ std::vector<CompileUnit> compile_units(const PackageManifest& m) {
   for (DType d : m.guard.dtypes) {
     for (std::size_t i = 0; i < m.launches.size(); ++i) {
       std::vector<std::string> options;
-      if (auto it = m.nvrtc_options_for_dtype.find(d); it != m.nvrtc_options_for_dtype.end()) options = it->second;
-      options.insert(options.end(), m.launches[i].nvrtc_options.begin(), m.launches[i].nvrtc_options.end());
-      auto u = std::find_if(units.begin(), units.end(), [&](const CompileUnit& c) { return c.options == options; });
+      if (auto it = m.nvrtc_options_for_dtype.find(d); it != m.nvrtc_options_for_dtype.end())
+        options = it->second;
+      options.insert(options.end(), m.launches[i].nvrtc_options.begin(),
+                     m.launches[i].nvrtc_options.end());
+      auto u = std::find_if(units.begin(), units.end(),
+                            [&](const CompileUnit& c) { return c.options == options; });
       if (u == units.end()) {
         units.push_back({options, {}, {}});
         u = units.end() - 1;
       }
       const std::string name = m.launches[i].kernel_name(d);
-      if (!name.empty() && std::find(u->name_expressions.begin(), u->name_expressions.end(), name) == u->name_expressions.end())
+      if (!name.empty() && std::find(u->name_expressions.begin(), u->name_expressions.end(),
+                                     name) == u->name_expressions.end())
         u->name_expressions.push_back(name);
       u->launches.emplace_back(d, i);
     }
@@ -176,9 +186,9 @@ const Attribute* PackageManifest::attribute(const std::string& attribute_name) c
 std::string format_problem(const ManifestProblem& problem) {
   // Fields hold the manifest's own keys, messages quote its values and compiler logs: all of it is
   // made safe for a terminal or a CI log here, where every problem passes.
-  return safe_log_text(problem.file + ": " + inline_untrusted(problem.field, 300) + ": " +
-                           problem.message,
-                       96 * 1024);
+  return safe_log_text(
+      problem.file + ": " + inline_untrusted(problem.field, 300) + ": " + problem.message,
+      96 * 1024);
 }
 
 std::string format_problems(const std::vector<ManifestProblem>& problems) {
@@ -208,7 +218,8 @@ std::string nvrtc_option_problem(const std::string& o) {
   // std::regex recurses per character: a 40 KB option (or version) overflowed the stack.
   if (o.size() > 256)
     return quote_untrusted(o, 60) + " is not an allowed NVRTC option (longer than 256 characters)";
-  if (exact.count(o) || std::regex_match(o, std_re) || std::regex_match(o, bool_re) || std::regex_match(o, opt_re))
+  if (exact.count(o) || std::regex_match(o, std_re) || std::regex_match(o, bool_re) ||
+      std::regex_match(o, opt_re))
     return {};
   std::smatch m;
   if (std::regex_match(o, m, reg_re)) {
@@ -227,7 +238,8 @@ std::string nvrtc_option_problem(const std::string& o) {
            "--arch`); remove it";
   if (o.rfind("-I", 0) == 0 || o.rfind("--include-path", 0) == 0 || o.rfind("-include", 0) == 0 ||
       o.rfind("--pre-include", 0) == 0)
-    return quote_untrusted(o) + " is not allowed: list include directories in \"include_dirs\" instead";
+    return quote_untrusted(o) +
+           " is not allowed: list include directories in \"include_dirs\" instead";
   return quote_untrusted(o) +
          " is not an allowed NVRTC option; expected one of -std=c++11|14|17|20, --use_fast_math, "
          "-DNAME[=VALUE], -lineinfo, --fmad=true|false, --ftz=true|false, "
@@ -242,7 +254,8 @@ namespace {
 /// (manifest_check.hpp), in the order below; then the problems of all, in the manifest's order.
 class ManifestCheck {
  public:
-  ManifestCheck(const fs::path& package_dir, const ManifestCheckOptions& options, PackageManifest& m)
+  ManifestCheck(const fs::path& package_dir, const ManifestCheckOptions& options,
+                PackageManifest& m)
       : package_dir_(package_dir), st_(options, m, (package_dir / kManifestFileName).string()) {
     m.manifest_path = package_dir / kManifestFileName;
   }
@@ -284,7 +297,9 @@ class ManifestCheck {
   }
 
  private:
-  void problem(const std::string& field, const std::string& message) { st_.problem(field, message); }
+  void problem(const std::string& field, const std::string& message) {
+    st_.problem(field, message);
+  }
 
   bool find_directory() {
     std::error_code ec;
@@ -311,28 +326,39 @@ class ManifestCheck {
     // Where both say something of one field, the check below says more (which part of a path
     // leaves the package, which tensor the op lacks).
     std::vector<ManifestProblem> structural;
-    for (const auto& s : unspoken(schema_problems_, problems)) structural.push_back({st_.file, s.field, s.message});
+    for (const auto& s : unspoken(schema_problems_, problems))
+      structural.push_back({st_.file, s.field, s.message});
     problems.insert(problems.begin(), structural.begin(), structural.end());
     // In the manifest's own order of keys (a key it does not know last), whoever found them.
-    static const std::vector<std::string> kOrder = {
-        "(package)", "(document)", "format", "name", "version", "op", "op_file", "description", "attributes",
-        "sources", "binaries", "include_dirs", "nvrtc_options", "nvrtc_options_for_dtype", "symbols", "workspace",
-        "outputs", "launch_defaults", "launches", "guard", "captured_inputs"};
+    static const std::vector<std::string> kOrder = {"(package)",      "(document)",
+                                                    "format",         "name",
+                                                    "version",        "op",
+                                                    "op_file",        "description",
+                                                    "attributes",     "sources",
+                                                    "binaries",       "include_dirs",
+                                                    "nvrtc_options",  "nvrtc_options_for_dtype",
+                                                    "symbols",        "workspace",
+                                                    "outputs",        "launch_defaults",
+                                                    "launches",       "guard",
+                                                    "captured_inputs"};
     const auto rank = [](const std::string& field) {
       const std::string top = field.substr(0, field.find_first_of(".["));
       const auto it = std::find(kOrder.begin(), kOrder.end(), top);
       return static_cast<std::size_t>(it - kOrder.begin());
     };
     std::stable_sort(problems.begin(), problems.end(),
-                     [&](const ManifestProblem& a, const ManifestProblem& b) { return rank(a.field) < rank(b.field); });
+                     [&](const ManifestProblem& a, const ManifestProblem& b) {
+                       return rank(a.field) < rank(b.field);
+                     });
     if (problems.size() > kMaxProblems) {
       st_.dropped_problems += problems.size() - kMaxProblems;
       problems.resize(kMaxProblems);
     }
     if (st_.dropped_problems)
       problems.push_back({st_.file, "(document)",
-                          std::to_string(st_.dropped_problems) + " more problems are not listed; fix "
-                          "the ones above first"});
+                          std::to_string(st_.dropped_problems) +
+                              " more problems are not listed; fix "
+                              "the ones above first"});
     return std::move(problems);
   }
 
@@ -349,7 +375,8 @@ class ManifestCheck {
         if (p.field != source::at("include_dirs", i) || !v.is_string()) continue;
         const std::string rel = v.get<std::string>();
         climbs_only = !rel.empty() && rel[0] != '/' &&
-                      std::none_of(rel.begin(), rel.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20; });
+                      std::none_of(rel.begin(), rel.end(),
+                                   [](char c) { return static_cast<unsigned char>(c) < 0x20; });
       }
       if (!climbs_only) kept.push_back(p);
     }

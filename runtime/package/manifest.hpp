@@ -16,9 +16,9 @@
 #include <vector>
 
 #include "core/dtype.hpp"
-#include "core/op_signature.hpp"
 #include "core/expr.hpp"
 #include "core/float_expr.hpp"
+#include "core/op_signature.hpp"
 
 namespace kgate::package {
 
@@ -108,16 +108,17 @@ struct KernelArg {
     workspace,  ///< {"workspace": "partial"}: a workspace tensor's data pointer
     shape,      ///< {"shape": "N * 2", "type": "i64"}: an expression value
     attribute,  ///< {"attribute": "dim", "type": "i32"}: an attribute of the call
-    scalar,     ///< {"scalar": 1.0, "type": "f32"}: a constant, or {"scalar": "1 / sqrt(D)"}: a float expression
-    stride      ///< {"stride": ["x", 0], "type": "i64"}: the op tensor's stride, in elements
+    scalar,  ///< {"scalar": 1.0, "type": "f32"}: a constant, or {"scalar": "1 / sqrt(D)"}: a float
+             ///< expression
+    stride   ///< {"stride": ["x", 0], "type": "i64"}: the op tensor's stride, in elements
   };
   Kind kind = Kind::tensor;
-  std::string name;                   ///< tensor, workspace or attribute name
-  int dim = 0;                        ///< stride: the dimension (negative counts from the end)
-  Expr value;                         ///< shape
-  ScalarType type = ScalarType::i64;  ///< shape, attribute, scalar
-  int64_t int_value = 0;              ///< integer scalar
-  double float_value = 0;             ///< floating scalar
+  std::string name;                     ///< tensor, workspace or attribute name
+  int dim = 0;                          ///< stride: the dimension (negative counts from the end)
+  Expr value;                           ///< shape
+  ScalarType type = ScalarType::i64;    ///< shape, attribute, scalar
+  int64_t int_value = 0;                ///< integer scalar
+  double float_value = 0;               ///< floating scalar
   std::optional<FloatExpr> float_expr;  ///< floating scalar computed per call (float_value unused)
 };
 
@@ -148,8 +149,8 @@ struct Launch {
   std::vector<std::string> nvrtc_options;
   /// Attributes the kernel's own host code sets: its dynamic shared memory limit
   /// (cudaFuncAttributeMaxDynamicSharedMemorySize; unset: kgate raises the limit to shared_mem by
-  /// itself where that is above 48 KiB, and says so), its preferred shared-memory carveout (percent,
-  /// -1 the driver's default) and thread-block cluster dimensions (empty: no cluster).
+  /// itself where that is above 48 KiB, and says so), its preferred shared-memory carveout
+  /// (percent, -1 the driver's default) and thread-block cluster dimensions (empty: no cluster).
   std::optional<Expr> max_dynamic_shared_mem;
   std::optional<int> carveout;
   std::vector<Expr> cluster;
@@ -209,14 +210,16 @@ struct PackageManifest {
   std::string name;
   std::string version;
   std::string op;
-  std::string op_file;  ///< the op file (kgate-op/1) the package carries for an op not built in ("" : none)
+  std::string
+      op_file;  ///< the op file (kgate-op/1) the package carries for an op not built in ("" : none)
   std::string description;
   std::vector<Attribute> attributes;
-  std::vector<std::string> sources;       ///< package-relative paths, as written (may be empty with binaries)
-  /// Precompiled kernels, package-relative: a CUBIN per architecture ("cubin": {"sm_90": "k.cubin"}),
-  /// a fatbin and a PTX file. For a device of architecture A, kgate loads cubin[A], else the
-  /// fatbin, else the PTX (JIT-compiled by the driver), else compiles the sources. Kernel names
-  /// are then the symbols as they appear in the binary (extern "C" names, or mangled ones).
+  std::vector<std::string>
+      sources;  ///< package-relative paths, as written (may be empty with binaries)
+  /// Precompiled kernels, package-relative: a CUBIN per architecture ("cubin": {"sm_90":
+  /// "k.cubin"}), a fatbin and a PTX file. For a device of architecture A, kgate loads cubin[A],
+  /// else the fatbin, else the PTX (JIT-compiled by the driver), else compiles the sources. Kernel
+  /// names are then the symbols as they appear in the binary (extern "C" names, or mangled ones).
   std::map<std::string, std::string> cubins;
   std::string fatbin;
   std::string ptx;
@@ -233,7 +236,8 @@ struct PackageManifest {
   std::map<std::string, double> output_start;
   std::vector<Launch> launches;
   Guard guard;
-  /// Some launch or workspace expression reads a device property (device_sms, ...; device_props.hpp).
+  /// Some launch or workspace expression reads a device property (device_sms, ...;
+  /// device_props.hpp).
   bool reads_device = false;
 
   /// Every distinct kernel name expression of the launches, sorted.

@@ -35,12 +35,13 @@ struct CheckState {
   /// The op the manifest names, once check_op found it in the catalogue (else its tensors and
   /// attributes are only checked for syntax).
   const OpSignature* op = nullptr;
-  /// What integer expressions may name: the symbols, then integer attributes, built-in and device symbols.
+  /// What integer expressions may name: the symbols, then integer attributes, built-in and device
+  /// symbols.
   std::set<std::string, std::less<>> known_symbols;
   std::vector<std::string> declared_symbols;  ///< "symbols", in order
   std::set<std::string> workspace_names;
   std::vector<std::string> workspace_fields;  ///< of each workspace of m.workspace ("workspace[2]")
-  std::vector<ManifestProblem> problems;  ///< at most kMaxProblems
+  std::vector<ManifestProblem> problems;      ///< at most kMaxProblems
   std::size_t dropped_problems = 0;
 
   void problem(const std::string& field, const std::string& message);
@@ -80,7 +81,8 @@ void check_op(const ManifestSource& s, CheckState& st);
 /// "attributes": against the op's; reads st.op.
 void check_attributes(const ManifestSource& s, CheckState& st);
 void check_nvrtc_options(const ManifestSource& s, CheckState& st);
-/// guard.dtypes and guard.ranks, which the symbols, per-dtype options and kernels are checked against.
+/// guard.dtypes and guard.ranks, which the symbols, per-dtype options and kernels are checked
+/// against.
 void check_guard_dtypes(const ManifestSource& s, CheckState& st);
 void check_dtype_options(const ManifestSource& s, CheckState& st);
 /// "symbols": their names (declared even when their binding is wrong) and bindings.

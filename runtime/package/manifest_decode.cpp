@@ -19,9 +19,12 @@ namespace {
 
 using json = nlohmann::json;
 
-const std::vector<std::string> kLaunchDefaultKeys = {"kernel", "grid", "block", "shared_mem", "args", "when",
-                                                     "nvrtc_options", "max_dynamic_shared_mem", "carveout", "cluster"};
-const std::vector<std::string> kArgKinds = {"tensor", "workspace", "shape", "attribute", "scalar", "stride"};
+const std::vector<std::string> kLaunchDefaultKeys = {
+    "kernel",   "grid",   "block",         "shared_mem",
+    "args",     "when",   "nvrtc_options", "max_dynamic_shared_mem",
+    "carveout", "cluster"};
+const std::vector<std::string> kArgKinds = {"tensor",    "workspace", "shape",
+                                            "attribute", "scalar",    "stride"};
 
 Value value(const json& v, const std::string& field) {
   Value out;
@@ -29,7 +32,9 @@ Value value(const json& v, const std::string& field) {
   out.found = describe_json(v);
   out.dump = v.dump();
   switch (v.type()) {
-    case json::value_t::boolean: out.type = Value::Type::boolean, out.boolean = v.get<bool>(); break;
+    case json::value_t::boolean:
+      out.type = Value::Type::boolean, out.boolean = v.get<bool>();
+      break;
     case json::value_t::number_integer:
     case json::value_t::number_unsigned:
       out.type = Value::Type::integer;
@@ -38,11 +43,20 @@ Value value(const json& v, const std::string& field) {
       if (out.is_unsigned) out.unsigned_value = v.get<uint64_t>();
       out.number = v.get<double>();
       break;
-    case json::value_t::number_float: out.type = Value::Type::number, out.number = v.get<double>(); break;
-    case json::value_t::string: out.type = Value::Type::string, out.text = v.get<std::string>(); break;
-    case json::value_t::array: out.type = Value::Type::array; break;
-    case json::value_t::object: out.type = Value::Type::object; break;
-    default: break;
+    case json::value_t::number_float:
+      out.type = Value::Type::number, out.number = v.get<double>();
+      break;
+    case json::value_t::string:
+      out.type = Value::Type::string, out.text = v.get<std::string>();
+      break;
+    case json::value_t::array:
+      out.type = Value::Type::array;
+      break;
+    case json::value_t::object:
+      out.type = Value::Type::object;
+      break;
+    default:
+      break;
   }
   return out;
 }
@@ -63,14 +77,16 @@ std::optional<std::string> string_at(const json& obj, const std::string& key) {
 std::optional<int64_t> int_at(const json& obj, const std::string& key, int64_t min) {
   auto it = obj.find(key);
   if (it == obj.end() || !it->is_number_integer()) return std::nullopt;
-  if (it->is_number_unsigned() && it->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+  if (it->is_number_unsigned() &&
+      it->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
     return std::nullopt;
   const int64_t v = it->get<int64_t>();
   return v >= min ? std::optional<int64_t>(v) : std::nullopt;
 }
 
 std::optional<ScalarType> parse_scalar_type(const std::string& s) {
-  for (ScalarType t : {ScalarType::i32, ScalarType::i64, ScalarType::u32, ScalarType::u64, ScalarType::f32, ScalarType::f64})
+  for (ScalarType t : {ScalarType::i32, ScalarType::i64, ScalarType::u32, ScalarType::u64,
+                       ScalarType::f32, ScalarType::f64})
     if (s == scalar_type_name(t)) return t;
   return std::nullopt;
 }
@@ -140,7 +156,8 @@ void decode_binaries(const json& doc, ManifestSource& s) {
       if (e.key().size() <= 8 && std::regex_match(e.key(), arch_re) && e->is_string())
         s.cubins.push_back({e.key(), value(*e, sub("cubin", e.key()))});
   }
-  if (auto it = doc.find("fatbin"); it != doc.end() && it->is_string()) s.fatbin = value(*it, "fatbin");
+  if (auto it = doc.find("fatbin"); it != doc.end() && it->is_string())
+    s.fatbin = value(*it, "fatbin");
   if (auto it = doc.find("ptx"); it != doc.end() && it->is_string()) s.ptx = value(*it, "ptx");
 }
 
@@ -213,7 +230,8 @@ json substitute(const json& v, const std::map<std::string, int64_t>& bindings) {
 /// The bindings a launch's "for_each" lists: {"VPT": [1, 2, 4]} (every combination of the lists,
 /// in order) or [{"VPT": 1, "LO": 0}, {"VPT": 2, "LO": 32}]. Empty when it is not usable (the
 /// schema, or a problem recorded here).
-std::vector<std::map<std::string, int64_t>> for_each_bindings(const json& f, const std::string& field,
+std::vector<std::map<std::string, int64_t>> for_each_bindings(const json& f,
+                                                              const std::string& field,
                                                               ManifestSource& s) {
   std::vector<std::map<std::string, int64_t>> out;
   bool ok = true;
@@ -221,15 +239,18 @@ std::vector<std::map<std::string, int64_t>> for_each_bindings(const json& f, con
     // Every combination: said as a count before any is made.
     uint64_t combinations = 1;
     for (auto it = f.begin(); it != f.end(); ++it)
-      if (it->is_array()) combinations = std::min<uint64_t>(combinations * std::max<size_t>(it->size(), 1), 1u << 20);
+      if (it->is_array())
+        combinations = std::min<uint64_t>(combinations * std::max<size_t>(it->size(), 1), 1u << 20);
     if (combinations > kMaxExpandedLaunches) {
       s.expansion_problems.emplace_back(field, "expands to " + std::to_string(combinations) +
-                                                   " launches, more than " + std::to_string(kMaxExpandedLaunches));
+                                                   " launches, more than " +
+                                                   std::to_string(kMaxExpandedLaunches));
       return {};
     }
     out.push_back({});
     for (auto it = f.begin(); it != f.end(); ++it) {
-      if (!is_identifier(it.key()) || !it->is_array() || it->empty() || it->size() > kMaxExpandedLaunches) {
+      if (!is_identifier(it.key()) || !it->is_array() || it->empty() ||
+          it->size() > kMaxExpandedLaunches) {
         ok = false;
         continue;
       }
@@ -255,10 +276,8 @@ std::vector<std::map<std::string, int64_t>> for_each_bindings(const json& f, con
       }
       std::map<std::string, int64_t> b;
       for (auto it = o.begin(); it != o.end(); ++it) {
-        if (is_identifier(it.key()) && it->is_number_integer())
-          b[it.key()] = it->get<int64_t>();
-        else
-          ok = false;
+        if (is_identifier(it.key()) && it->is_number_integer()) b[it.key()] = it->get<int64_t>();
+        else ok = false;
       }
       out.push_back(std::move(b));
     }
@@ -301,8 +320,10 @@ LaunchSource launch(const json& l, const std::string& field) {
   out.grid = expr_list(l, field, "grid");
   out.block = expr_list(l, field, "block");
   out.shared_mem = value_at(l, "shared_mem", sub(field, "shared_mem"));
-  out.max_dynamic_shared_mem = value_at(l, "max_dynamic_shared_mem", sub(field, "max_dynamic_shared_mem"));
-  if (auto c = l.find("carveout"); c != l.end() && c->is_number_integer())  // (the schema: -1 to 100)
+  out.max_dynamic_shared_mem =
+      value_at(l, "max_dynamic_shared_mem", sub(field, "max_dynamic_shared_mem"));
+  if (auto c = l.find("carveout");
+      c != l.end() && c->is_number_integer())  // (the schema: -1 to 100)
     out.carveout = static_cast<int>(c->get<int64_t>());
   out.cluster = expr_list(l, field, "cluster");
   if (auto args = l.find("args"); args != l.end()) {
@@ -313,7 +334,8 @@ LaunchSource launch(const json& l, const std::string& field) {
       std::vector<std::string> kinds;
       for (const auto& k : kArgKinds)
         if (a.contains(k)) kinds.push_back(k);
-      if (kinds.size() == 1) out.args.push_back(arg(a, at(sub(field, "args"), j), kinds[0]));  // (the schema: one kind)
+      if (kinds.size() == 1)
+        out.args.push_back(arg(a, at(sub(field, "args"), j), kinds[0]));  // (the schema: one kind)
     }
   }
   if (auto w = l.find("when"); w != l.end() && w->is_object()) {
@@ -322,7 +344,8 @@ LaunchSource launch(const json& l, const std::string& field) {
     if (auto ls = w->find("layouts"); ls != w->end()) when.layouts = layouts(*ls);
     out.when = std::move(when);
   }
-  if (auto o = l.find("nvrtc_options"); o != l.end()) out.nvrtc_options = options(*o, sub(field, "nvrtc_options"));
+  if (auto o = l.find("nvrtc_options"); o != l.end())
+    out.nvrtc_options = options(*o, sub(field, "nvrtc_options"));
   return out;
 }
 
@@ -355,7 +378,8 @@ void decode_launches(const json& doc, ManifestSource& s) {
     if (bindings.empty()) s.launches_incomplete = true;
     for (const auto& b : bindings) {
       std::string label = field + "{";
-      for (const auto& [name, v] : b) label += (label.back() == '{' ? "" : ",") + name + "=" + std::to_string(v);
+      for (const auto& [name, v] : b)
+        label += (label.back() == '{' ? "" : ",") + name + "=" + std::to_string(v);
       expanded.emplace_back(label + "}", substitute(merged, b));
     }
   }
@@ -374,7 +398,8 @@ GuardSource guard(const json& g) {
   // guard.ranks is read with guard.dtypes (required: the schema says when it is not an array).
   auto dtypes = g.find("dtypes");
   if (dtypes != g.end() && dtypes->is_array()) out.dtypes = strings(*dtypes, "guard.dtypes");
-  if (auto r = g.find("ranks"); dtypes != g.end() && dtypes->is_array() && r != g.end() && r->is_array())
+  if (auto r = g.find("ranks");
+      dtypes != g.end() && dtypes->is_array() && r != g.end() && r->is_array())
     for (const json& v : *r)
       if (v.is_number_integer() && v.get<int64_t>() >= 1 && v.get<int64_t>() <= kMaxRank)
         out.ranks.push_back(static_cast<int>(v.get<int64_t>()));
@@ -409,7 +434,8 @@ GuardSource guard(const json& g) {
         for (const auto& d : dims->items()) {
           var.dim_keys.push_back(d.key());
           std::optional<int64_t> x;
-          if (d.value().is_number_integer() && d.value().get<int64_t>() >= 0) x = d.value().get<int64_t>();
+          if (d.value().is_number_integer() && d.value().get<int64_t>() >= 0)
+            x = d.value().get<int64_t>();
           var.dims.push_back({d.key(), sub(sub(var.field, "dims"), d.key()), x});
         }
       }
@@ -418,7 +444,8 @@ GuardSource guard(const json& g) {
       out.variants.push_back(std::move(var));
     }
   }
-  if (auto it = g.find("require"); it != g.end() && it->is_array() && !it->empty() && it->size() <= kMaxRequire)
+  if (auto it = g.find("require");
+      it != g.end() && it->is_array() && !it->empty() && it->size() <= kMaxRequire)
     out.require = strings(*it, "guard.require");
   if (auto it = g.find("unmatched"); it != g.end()) out.unmatched_fallback = *it == "fallback";
   return out;
@@ -439,7 +466,8 @@ ManifestSource decode_manifest(const nlohmann::json& doc) {
   s.include_dirs = paths(doc, "include_dirs");
   s.captured_inputs = paths(doc, "captured_inputs");
   decode_binaries(doc, s);
-  if (auto it = doc.find("nvrtc_options"); it != doc.end()) s.nvrtc_options = options(*it, "nvrtc_options");
+  if (auto it = doc.find("nvrtc_options"); it != doc.end())
+    s.nvrtc_options = options(*it, "nvrtc_options");
   if (auto it = doc.find("nvrtc_options_for_dtype"); it != doc.end() && it->is_object())
     for (auto e = it->begin(); e != it->end(); ++e) {
       const std::string field = sub("nvrtc_options_for_dtype", e.key());

@@ -38,14 +38,17 @@ std::vector<Value> check_paths(CheckState& st, const source::PathList& list, Pat
     if (!err.empty()) {
       // An include directory outside: a source package, which kgate pack makes self-contained.
       const bool outside = kind == PathKind::directory && climbs(rel);
-      st.problem(v.field, err + (outside ? "; a source package whose include_dirs reach outside it is packed "
-                                           "first: kgate pack SRC OUT copies those headers in"
-                                         : ""));
+      st.problem(
+          v.field,
+          err + (outside ? "; a source package whose include_dirs reach outside it is packed "
+                           "first: kgate pack SRC OUT copies those headers in"
+                         : ""));
       continue;
     }
     // Two names (links) of one file: 2,000 symbolic links to one source once took 4.4 GB.
     if (auto [pos, fresh] = seen_files.emplace(resolved, rel); !fresh) {
-      st.problem(v.field, quote_untrusted(rel) + " is the same file as " + quote_untrusted(pos->second) +
+      st.problem(v.field, quote_untrusted(rel) + " is the same file as " +
+                              quote_untrusted(pos->second) +
                               " (through a link); list each file once");
       continue;
     }
@@ -105,7 +108,8 @@ void check_captured_inputs(const ManifestSource& s, CheckState& st) {
     const std::string& rel = v.text;
     if (!usable.count(rel)) continue;
     if (rel.find(':') != std::string::npos) {
-      st.problem(v.field, quote_untrusted(rel) + " holds a ':', which case ids cannot carry; rename the file");
+      st.problem(v.field, quote_untrusted(rel) +
+                              " holds a ':', which case ids cannot carry; rename the file");
       continue;
     }
     if (st.op && !st.files_unread()) {

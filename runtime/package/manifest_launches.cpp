@@ -33,8 +33,10 @@ bool in_guard_dtypes(const CheckState& st, DType d) {
 void check_kernel(CheckState& st, const LaunchSource& l, Launch& launch) {
   const std::string kfield = sub(l.field, "kernel");
   if (!l.has_kernel) {
-    st.problem(kfield, "missing; expected a kernel name expression such as \"softmax_rows<float>\", or an object "
-                       "of them per dtype such as {\"f32\": \"k<float>\"}");
+    st.problem(
+        kfield,
+        "missing; expected a kernel name expression such as \"softmax_rows<float>\", or an object "
+        "of them per dtype such as {\"f32\": \"k<float>\"}");
     return;
   }
   const std::string name_expected =
@@ -42,8 +44,7 @@ void check_kernel(CheckState& st, const LaunchSource& l, Launch& launch) {
   if (l.kernel) {
     if (!is_name_expression(l.kernel->text))
       st.problem(kfield, "expected " + name_expected + ", found " + l.kernel->found);
-    else
-      launch.kernel = l.kernel->text;
+    else launch.kernel = l.kernel->text;
     return;
   }
   if (!l.kernel_per_dtype) return;  // the schema said
@@ -70,11 +71,13 @@ void check_kernel(CheckState& st, const LaunchSource& l, Launch& launch) {
 }
 
 /// A launch's grid or block (missing: a problem), or its cluster.
-std::vector<Expr> expr_list(CheckState& st, const ExprList& list, const std::string& field, bool required) {
+std::vector<Expr> expr_list(CheckState& st, const ExprList& list, const std::string& field,
+                            bool required) {
   std::vector<Expr> out;
   if (!list && required)
-    st.problem(field, "missing (in the launch or in launch_defaults); expected an array of 1 to 3 integer "
-                      "expressions such as [\"B\", 1, 1]");
+    st.problem(field,
+               "missing (in the launch or in launch_defaults); expected an array of 1 to 3 integer "
+               "expressions such as [\"B\", 1, 1]");
   for (const auto& v : list.value_or(std::vector<Value>{}))
     if (auto e = st.expr_at(v)) out.push_back(*e);
   return out;
@@ -114,10 +117,11 @@ bool check_stride(CheckState& st, const ArgSource& a, KernelArg& arg) {
         }
   }
   if (dim < -rank || dim >= rank) {
-    st.problem(dim_value.field, st.op ? "dimension " + std::to_string(dim) + " does not exist in " + tensor.text + ":[" +
-                                            shape + "] of op " + quote_untrusted(st.m.op) + "; expected " +
-                                            std::to_string(-rank) + " to " + std::to_string(rank - 1)
-                                      : "expected a dimension from -8 to 7, found " + dim_value.found);
+    st.problem(dim_value.field,
+               st.op ? "dimension " + std::to_string(dim) + " does not exist in " + tensor.text +
+                           ":[" + shape + "] of op " + quote_untrusted(st.m.op) + "; expected " +
+                           std::to_string(-rank) + " to " + std::to_string(rank - 1)
+                     : "expected a dimension from -8 to 7, found " + dim_value.found);
     return false;
   }
   arg.name = tensor.text;
@@ -135,13 +139,15 @@ bool scalar_fits(CheckState& st, const Value& v, ScalarType t, KernelArg& arg) {
     return true;
   }
   int64_t lo = std::numeric_limits<int64_t>::min(), hi = std::numeric_limits<int64_t>::max();
-  if (t == ScalarType::i32) lo = std::numeric_limits<int32_t>::min(), hi = std::numeric_limits<int32_t>::max();
+  if (t == ScalarType::i32)
+    lo = std::numeric_limits<int32_t>::min(), hi = std::numeric_limits<int32_t>::max();
   if (t == ScalarType::u32) lo = 0, hi = std::numeric_limits<uint32_t>::max();
   if (t == ScalarType::u64) lo = 0;
-  const std::string expected = "expected an integer from " + std::to_string(lo) + " to " + std::to_string(hi) +
-                               " for type " + scalar_type_name(t) + ", found " + v.found;
-  if (!v.is_integer() || (v.is_unsigned && v.unsigned_value > static_cast<uint64_t>(hi)) || v.integer < lo ||
-      v.integer > hi) {
+  const std::string expected = "expected an integer from " + std::to_string(lo) + " to " +
+                               std::to_string(hi) + " for type " + scalar_type_name(t) +
+                               ", found " + v.found;
+  if (!v.is_integer() || (v.is_unsigned && v.unsigned_value > static_cast<uint64_t>(hi)) ||
+      v.integer < lo || v.integer > hi) {
     st.problem(v.field, expected);
     return false;
   }
@@ -166,15 +172,18 @@ bool check_attribute_arg(CheckState& st, const ArgSource& a, KernelArg& arg) {
     for (const auto& x : st.m.attributes) names.push_back(x.name);
     for (const auto& [n, d] : st.op->attributes)
       if (!st.m.attribute(n)) names.push_back(n);
-    st.problem(v.field, "expected the name of an attribute of the op or one declared in \"attributes\" (" +
-                            (names.empty() ? std::string("none") : join_capped(names)) + "), found " + v.found);
+    st.problem(v.field,
+               "expected the name of an attribute of the op or one declared in \"attributes\" (" +
+                   (names.empty() ? std::string("none") : join_capped(names)) + "), found " +
+                   v.found);
     return false;
   }
   if (!t) return false;
   const double op_default = attr ? 0 : st.op->attributes.at(name);
   const bool integer_value = attr ? attr->is_integer : std::floor(op_default) == op_default;
   if (is_integer(*t) && !integer_value) {
-    st.problem(sub(a.field, "type"), "attribute " + quote_untrusted(name) + " is not an integer; expected f32 or f64");
+    st.problem(sub(a.field, "type"),
+               "attribute " + quote_untrusted(name) + " is not an integer; expected f32 or f64");
     return false;
   }
   arg.kind = KernelArg::Kind::attribute;
@@ -188,9 +197,10 @@ bool check_float_expression_arg(CheckState& st, const ArgSource& a, KernelArg& a
   auto t = arg_type(a, false);
   if (!t) return false;
   if (is_integer(*t)) {
-    st.problem(sub(a.field, "type"), "a float expression is passed as f32 or f64; an integer value is {\"shape\": " +
-                                         quote_untrusted(a.value.text) + ", \"type\": " +
-                                         quote_untrusted(scalar_type_name(*t)) + "}");
+    st.problem(sub(a.field, "type"),
+               "a float expression is passed as f32 or f64; an integer value is {\"shape\": " +
+                   quote_untrusted(a.value.text) +
+                   ", \"type\": " + quote_untrusted(scalar_type_name(*t)) + "}");
     return false;
   }
   try {
@@ -210,7 +220,8 @@ bool check_float_expression_arg(CheckState& st, const ArgSource& a, KernelArg& a
 bool check_pointer_arg(CheckState& st, const ArgSource& a, KernelArg& arg) {
   const Value& v = a.value;
   if (a.has_type) {
-    st.problem(sub(a.field, "type"), "a " + a.kind + " argument is passed as a pointer; remove \"type\"");
+    st.problem(sub(a.field, "type"),
+               "a " + a.kind + " argument is passed as a pointer; remove \"type\"");
     return false;
   }
   if (a.kind == "tensor") {
@@ -221,8 +232,8 @@ bool check_pointer_arg(CheckState& st, const ArgSource& a, KernelArg& arg) {
     if (!st.workspace_names.count(v.text)) {
       std::vector<std::string> names(st.workspace_names.begin(), st.workspace_names.end());
       st.problem(v.field, "expected the name of a tensor declared in \"workspace\" (" +
-                              (names.empty() ? std::string("none declared") : join_capped(names)) + "), found " +
-                              v.found);
+                              (names.empty() ? std::string("none declared") : join_capped(names)) +
+                              "), found " + v.found);
       return false;
     }
     arg.kind = KernelArg::Kind::workspace;
@@ -284,12 +295,14 @@ void check_launches(const ManifestSource& s, CheckState& st) {
     launch.block = expr_list(st, l.block, sub(l.field, "block"), true);
     if (l.shared_mem)
       if (auto e = st.expr_at(*l.shared_mem)) launch.shared_mem = *e;
-    if (l.max_dynamic_shared_mem) launch.max_dynamic_shared_mem = st.expr_at(*l.max_dynamic_shared_mem);
+    if (l.max_dynamic_shared_mem)
+      launch.max_dynamic_shared_mem = st.expr_at(*l.max_dynamic_shared_mem);
     launch.carveout = l.carveout;
     if (l.cluster) launch.cluster = expr_list(st, l.cluster, sub(l.field, "cluster"), false);
     if (!l.has_args)
-      st.problem(sub(l.field, "args"), "missing; expected an array of kernel arguments in parameter order, such as "
-                                       "[{\"tensor\": \"x\"}]");
+      st.problem(sub(l.field, "args"),
+                 "missing; expected an array of kernel arguments in parameter order, such as "
+                 "[{\"tensor\": \"x\"}]");
     for (const auto& a : l.args) check_arg(st, a, launch);
     if (l.when) check_when(st, *l.when, launch);
     if (l.nvrtc_options) launch.nvrtc_options = option_list(st, *l.nvrtc_options);
@@ -304,8 +317,8 @@ namespace {
 void check_shapes(const source::GuardSource& g, CheckState& st) {
   for (const auto& r : g.shapes) {
     if (!st.is_symbol(r.symbol)) {
-      st.problem(r.field, "unknown symbol " + quote_untrusted(r.symbol) + "; expected one of \"symbols\": " +
-                              st.symbol_list());
+      st.problem(r.field, "unknown symbol " + quote_untrusted(r.symbol) +
+                              "; expected one of \"symbols\": " + st.symbol_list());
       continue;
     }
     if (!r.is_object) continue;  // the schema said
@@ -321,8 +334,8 @@ void check_shapes(const source::GuardSource& g, CheckState& st) {
     const auto hi = r.has_max ? r.max : std::optional<int64_t>(domain_hi);
     if (!lo || !hi) continue;
     if (*lo > *hi) {
-      st.problem(r.field, "min " + std::to_string(*lo) + " is greater than max " + std::to_string(*hi) +
-                              "; expected min <= max");
+      st.problem(r.field, "min " + std::to_string(*lo) + " is greater than max " +
+                              std::to_string(*hi) + "; expected min <= max");
       continue;
     }
     st.m.guard.shapes[r.symbol] = {*lo, *hi, r.multiple_of.value_or(1)};
@@ -332,8 +345,8 @@ void check_shapes(const source::GuardSource& g, CheckState& st) {
 /// One dimension of a captured variant: a symbol's value inside guard.shapes.
 bool check_variant_dim(CheckState& st, const source::VariantSource::Dim& d, Variant& var) {
   if (!st.is_symbol(d.symbol)) {
-    st.problem(d.field, "unknown symbol " + quote_untrusted(d.symbol) + "; expected one of \"symbols\": " +
-                            st.symbol_list());
+    st.problem(d.field, "unknown symbol " + quote_untrusted(d.symbol) +
+                            "; expected one of \"symbols\": " + st.symbol_list());
     return false;
   }
   if (!d.value) return false;  // the schema said
@@ -341,12 +354,14 @@ bool check_variant_dim(CheckState& st, const source::VariantSource::Dim& d, Vari
   auto r = st.m.guard.shapes.find(d.symbol);
   if (r != st.m.guard.shapes.end() && (x < r->second.min || x > r->second.max)) {
     st.problem(d.field, std::to_string(x) + " is outside guard.shapes." + d.symbol + " [" +
-                            std::to_string(r->second.min) + ", " + std::to_string(r->second.max) + "]");
+                            std::to_string(r->second.min) + ", " + std::to_string(r->second.max) +
+                            "]");
     return false;
   }
   if (r != st.m.guard.shapes.end() && x % r->second.multiple_of != 0) {
-    st.problem(d.field, std::to_string(x) + " is not a multiple of " + std::to_string(r->second.multiple_of) +
-                            " (guard.shapes." + d.symbol + ".multiple_of)");
+    st.problem(d.field, std::to_string(x) + " is not a multiple of " +
+                            std::to_string(r->second.multiple_of) + " (guard.shapes." + d.symbol +
+                            ".multiple_of)");
     return false;
   }
   var.dims[d.symbol] = x;
@@ -356,8 +371,8 @@ bool check_variant_dim(CheckState& st, const source::VariantSource::Dim& d, Vari
 void check_variants(const source::GuardSource& g, CheckState& st) {
   if (!g.has_variants) return;
   if (g.variant_count > kMaxVariants) {
-    st.problem("guard.variants", "lists " + std::to_string(g.variant_count) + " variants; expected at most " +
-                                     std::to_string(kMaxVariants));
+    st.problem("guard.variants", "lists " + std::to_string(g.variant_count) +
+                                     " variants; expected at most " + std::to_string(kMaxVariants));
     return;
   }
   for (const auto& v : g.variants) {
@@ -368,10 +383,12 @@ void check_variants(const source::GuardSource& g, CheckState& st) {
       // A captured call has a value for every symbol.
       std::vector<std::string> missing;
       for (const auto& name : st.declared_symbols)
-        if (std::find(v.dim_keys.begin(), v.dim_keys.end(), name) == v.dim_keys.end()) missing.push_back(name);
+        if (std::find(v.dim_keys.begin(), v.dim_keys.end(), name) == v.dim_keys.end())
+          missing.push_back(name);
       if (!missing.empty()) {
-        st.problem(sub(v.field, "dims"), "no value for " + join_capped(missing) +
-                                             "; expected a value for every symbol: " + st.symbol_list());
+        st.problem(sub(v.field, "dims"),
+                   "no value for " + join_capped(missing) +
+                       "; expected a value for every symbol: " + st.symbol_list());
         ok = false;
       }
     }
@@ -379,7 +396,8 @@ void check_variants(const source::GuardSource& g, CheckState& st) {
       ok = false;  // the schema said
     } else if (auto dt = st.dtype_at(*v.dtype, true)) {
       if (!in_guard_dtypes(st, *dt)) {
-        st.problem(v.dtype->field, "dtype " + quote_untrusted(dtype_name(*dt)) + " is not in guard.dtypes");
+        st.problem(v.dtype->field,
+                   "dtype " + quote_untrusted(dtype_name(*dt)) + " is not in guard.dtypes");
         ok = false;
       }
       var.dtype = *dt;
@@ -389,8 +407,7 @@ void check_variants(const source::GuardSource& g, CheckState& st) {
     // A call count of a captured workload; the sum over every variant stays far inside int64.
     if (v.calls && *v.calls <= kMaxVariantCalls)  // (the schema's bounds)
       var.calls = *v.calls;
-    else
-      ok = false;
+    else ok = false;
     if (ok) st.m.guard.variants.push_back(std::move(var));
   }
 }
@@ -400,15 +417,17 @@ void check_require(const source::GuardSource& g, CheckState& st) {
     auto e = st.expr_at(r, true);
     if (!e) continue;
     if (reads_device(*e)) {
-      st.problem(r.field, "\"" + e->text() + "\" reads a device property: the guard says where the package may be "
-                                             "used, on any GPU; a launch's \"when\": {\"if\": ...} picks launches "
-                                             "per device");
+      st.problem(r.field, "\"" + e->text() +
+                              "\" reads a device property: the guard says where the package may be "
+                              "used, on any GPU; a launch's \"when\": {\"if\": ...} picks launches "
+                              "per device");
       continue;
     }
     if (e->is_constant()) {
       if (const auto v = judge(st, *e, r.field))
-        st.problem(r.field, "\"" + e->text() + "\" names no symbol, so it is always " +
-                                (*v != 0 ? "true: remove it" : "false: nothing would be inside the guard"));
+        st.problem(r.field,
+                   "\"" + e->text() + "\" names no symbol, so it is always " +
+                       (*v != 0 ? "true: remove it" : "false: nothing would be inside the guard"));
     } else {
       judge(st, *e, r.field);
       st.m.guard.require.push_back(std::move(*e));
@@ -438,8 +457,10 @@ void check_when_layouts(CheckState& st) {
       std::vector<std::string> names;
       for (Layout x : g) names.push_back(layout_name(x));
       st.problem(at(sub(l.field, "when.layouts"), j),
-                 std::string("layout ") + layout_name(layouts[j]) + " is not in guard.layouts [" + join_capped(names) +
-                     "]: calls of that layout fall back to the reference, so the launch never runs for them; add it "
+                 std::string("layout ") + layout_name(layouts[j]) + " is not in guard.layouts [" +
+                     join_capped(names) +
+                     "]: calls of that layout fall back to the reference, so the launch never runs "
+                     "for them; add it "
                      "to guard.layouts or remove it here");
     }
   }
@@ -453,9 +474,10 @@ void check_outputs_bound(const ManifestSource& s, CheckState& st) {
       if (a.kind == KernelArg::Kind::tensor) passed.insert(a.name);
   for (const auto& t : st.op->outputs)
     if (!passed.count(t.name))
-      st.problem("launches", "output " + quote_untrusted(t.name) + " of op " + quote_untrusted(st.m.op) +
-                                 " is never passed to a kernel; expected {\"tensor\": " + quote_untrusted(t.name) +
-                                 "} in some launch's args");
+      st.problem("launches", "output " + quote_untrusted(t.name) + " of op " +
+                                 quote_untrusted(st.m.op) +
+                                 " is never passed to a kernel; expected {\"tensor\": " +
+                                 quote_untrusted(t.name) + "} in some launch's args");
 }
 
 }  // namespace kgate::package::check

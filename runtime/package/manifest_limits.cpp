@@ -16,22 +16,27 @@ namespace {
 std::size_t argument_bytes(const KernelArg& a) {
   switch (a.kind) {
     case KernelArg::Kind::tensor:
-    case KernelArg::Kind::workspace: return 8;
-    default: break;
+    case KernelArg::Kind::workspace:
+      return 8;
+    default:
+      break;
   }
   switch (a.type) {
     case ScalarType::i32:
     case ScalarType::u32:
-    case ScalarType::f32: return 4;
-    default: return 8;
+    case ScalarType::f32:
+      return 4;
+    default:
+      return 8;
   }
 }
 
-/// The axes (x, y, z) of a grid, block or cluster, each judged and, where it is a constant, within 1
-/// to its limit (a problem names the axis otherwise). Returns their product when every axis is a
+/// The axes (x, y, z) of a grid, block or cluster, each judged and, where it is a constant, within
+/// 1 to its limit (a problem names the axis otherwise). Returns their product when every axis is a
 /// constant within its limit (saturating at int64's largest value), else nullopt.
-std::optional<int64_t> axes_within(CheckState& st, const std::vector<Expr>& axes, const std::string& field,
-                                   const char* what, const int64_t (&limit)[3]) {
+std::optional<int64_t> axes_within(CheckState& st, const std::vector<Expr>& axes,
+                                   const std::string& field, const char* what,
+                                   const int64_t (&limit)[3]) {
   int64_t product = 1;
   bool constant = true;
   for (std::size_t d = 0; d < axes.size() && d < 3; ++d) {
@@ -39,8 +44,9 @@ std::optional<int64_t> axes_within(CheckState& st, const std::vector<Expr>& axes
     if (!v) {
       constant = false;
     } else if (*v < 1 || *v > limit[d]) {
-      st.problem(at(field, d), std::string("a ") + what + "'s " + cuda_limits::kAxis[d] + " size is 1 to " +
-                                   std::to_string(limit[d]) + "; found " + std::to_string(*v));
+      st.problem(at(field, d), std::string("a ") + what + "'s " + cuda_limits::kAxis[d] +
+                                   " size is 1 to " + std::to_string(limit[d]) + "; found " +
+                                   std::to_string(*v));
       constant = false;
     } else if (__builtin_mul_overflow(product, *v, &product)) {
       product = std::numeric_limits<int64_t>::max();
@@ -53,7 +59,8 @@ std::optional<int64_t> axes_within(CheckState& st, const std::vector<Expr>& axes
 
 /// More bytes than any GPU holds (2^48) for `elements` of `dtype`, without overflowing.
 bool workspace_too_big(int64_t elements, DType dtype) {
-  return elements > kMaxWorkspaceBytes / 8 || elements * static_cast<int64_t>(dtype_size(dtype)) > kMaxWorkspaceBytes;
+  return elements > kMaxWorkspaceBytes / 8 ||
+         elements * static_cast<int64_t>(dtype_size(dtype)) > kMaxWorkspaceBytes;
 }
 
 /// Evaluates `e` where it can be judged before any call: a constant is evaluated; an expression
@@ -90,36 +97,44 @@ std::optional<int64_t> judge(CheckState& st, const Expr& e, const std::string& f
 void check_launch_settings(CheckState& st, const Launch& launch, const std::string& field) {
   axes_within(st, launch.grid, sub(field, "grid"), "grid", cuda_limits::kGrid);
   // Each axis within its limit, then (when every axis is a constant) the threads of the block.
-  if (const auto threads = axes_within(st, launch.block, sub(field, "block"), "block", cuda_limits::kBlock);
+  if (const auto threads =
+          axes_within(st, launch.block, sub(field, "block"), "block", cuda_limits::kBlock);
       threads && !launch.block.empty() && *threads > cuda_limits::kThreadsPerBlock)
-    st.problem(sub(field, "block"), "a block has 1 to " + std::to_string(cuda_limits::kThreadsPerBlock) +
-                                     " threads; found " + std::to_string(*threads));
+    st.problem(sub(field, "block"), "a block has 1 to " +
+                                        std::to_string(cuda_limits::kThreadsPerBlock) +
+                                        " threads; found " + std::to_string(*threads));
   if (auto v = judge(st, launch.shared_mem, sub(field, "shared_mem"));
       v && (*v < 0 || *v > cuda_limits::kSharedPerBlockMax))
     st.problem(sub(field, "shared_mem"),
-            "dynamic shared memory is 0 to " + std::to_string(cuda_limits::kSharedPerBlockMax) +
-                " bytes (227 KiB, the most any supported GPU gives a block); found " +
-                std::to_string(*v));
+               "dynamic shared memory is 0 to " + std::to_string(cuda_limits::kSharedPerBlockMax) +
+                   " bytes (227 KiB, the most any supported GPU gives a block); found " +
+                   std::to_string(*v));
   if (launch.max_dynamic_shared_mem) {
     const std::string f = sub(field, "max_dynamic_shared_mem");
     const auto limit = judge(st, *launch.max_dynamic_shared_mem, f);
     if (limit && (*limit < 0 || *limit > cuda_limits::kSharedPerBlockMax))
-      st.problem(f, "a dynamic shared memory limit is 0 to " + std::to_string(cuda_limits::kSharedPerBlockMax) + " bytes; found " +
-                     std::to_string(*limit));
-    else if (const auto used = launch.shared_mem.is_constant() ? judge(st, launch.shared_mem, sub(field, "shared_mem"))
-                                                               : std::nullopt;
+      st.problem(f, "a dynamic shared memory limit is 0 to " +
+                        std::to_string(cuda_limits::kSharedPerBlockMax) + " bytes; found " +
+                        std::to_string(*limit));
+    else if (const auto used = launch.shared_mem.is_constant()
+                                   ? judge(st, launch.shared_mem, sub(field, "shared_mem"))
+                                   : std::nullopt;
              limit && used && *used > *limit)
-      st.problem(f, "is " + std::to_string(*limit) + " bytes, below the launch's shared_mem of " + std::to_string(*used) +
-                     ": the launch fails in the kernel's own host code too; raise the limit or lower shared_mem");
+      st.problem(f, "is " + std::to_string(*limit) + " bytes, below the launch's shared_mem of " +
+                        std::to_string(*used) +
+                        ": the launch fails in the kernel's own host code too; raise the limit or "
+                        "lower shared_mem");
   }
   if (!launch.cluster.empty()) {
     // A cluster's blocks: the portable size at most (more needs a non-portable opt-in).
     constexpr int64_t kClusterAxis[3] = {cuda_limits::kClusterBlocks, cuda_limits::kClusterBlocks,
                                          cuda_limits::kClusterBlocks};
-    const auto blocks = axes_within(st, launch.cluster, sub(field, "cluster"), "cluster", kClusterAxis);
+    const auto blocks =
+        axes_within(st, launch.cluster, sub(field, "cluster"), "cluster", kClusterAxis);
     if (blocks && *blocks > cuda_limits::kClusterBlocks)
-      st.problem(sub(field, "cluster"), "a cluster holds at most " + std::to_string(cuda_limits::kClusterBlocks) +
-                                         " blocks (the portable size); found " + std::to_string(*blocks));
+      st.problem(sub(field, "cluster"),
+                 "a cluster holds at most " + std::to_string(cuda_limits::kClusterBlocks) +
+                     " blocks (the portable size); found " + std::to_string(*blocks));
   }
   if (launch.when.if_expr) judge(st, *launch.when.if_expr, sub(sub(field, "when"), "if"));
   // CUDA's kernel parameter space (32,764 bytes since CUDA 12.1 on Volta and later).
@@ -127,8 +142,10 @@ void check_launch_settings(CheckState& st, const Launch& launch, const std::stri
   for (const auto& a : launch.args) bytes += argument_bytes(a);
   if (bytes > cuda_limits::kParameterBytes)
     st.problem(sub(field, "args"), std::to_string(launch.args.size()) + " arguments take " +
-                                    std::to_string(bytes) + " bytes; a kernel's parameters may "
-                                    "take at most " + std::to_string(cuda_limits::kParameterBytes));
+                                       std::to_string(bytes) +
+                                       " bytes; a kernel's parameters may "
+                                       "take at most " +
+                                       std::to_string(cuda_limits::kParameterBytes));
 }
 
 /// Launch settings at the largest call the guard admits (each shape symbol at its guard.shapes
@@ -142,7 +159,8 @@ void check_launches_at_largest_call(const ManifestSource& src, CheckState& st) {
   std::string shape;
   for (const auto& s : st.op->symbols) {
     int64_t v = s.max;
-    if (auto it = st.m.guard.shapes.find(s.name); it != st.m.guard.shapes.end() && it->second.max > 0)
+    if (auto it = st.m.guard.shapes.find(s.name);
+        it != st.m.guard.shapes.end() && it->second.max > 0)
       v = std::min(v, it->second.max);
     largest[s.name] = v;
     shape += (shape.empty() ? "" : ", ") + s.name + "=" + std::to_string(v);
@@ -169,8 +187,9 @@ void check_launches_at_largest_call(const ManifestSource& src, CheckState& st) {
       try {
         return e.evaluate(largest);
       } catch (const Error& err) {
-        st.problem(field, "\"" + e.text() + "\" cannot be evaluated" + where + ": " + err.what() +
-                           "; bound the symbols in guard.shapes (\"max\") or compute in smaller steps");
+        st.problem(field,
+                   "\"" + e.text() + "\" cannot be evaluated" + where + ": " + err.what() +
+                       "; bound the symbols in guard.shapes (\"max\") or compute in smaller steps");
         failed = true;
         return std::nullopt;
       }
@@ -182,16 +201,23 @@ void check_launches_at_largest_call(const ManifestSource& src, CheckState& st) {
       if (failed || (runs && *runs == 0)) continue;
     }
     for (std::size_t d = 0; d < l.grid.size() && d < 3; ++d)
-      if (const auto v = value(l.grid[d], at(sub(l.field, "grid"), d)); v && *v > cuda_limits::kGrid[d])
+      if (const auto v = value(l.grid[d], at(sub(l.field, "grid"), d));
+          v && *v > cuda_limits::kGrid[d])
         st.problem(at(sub(l.field, "grid"), d),
-                "\"" + l.grid[d].text() + "\" is " + std::to_string(*v) + where + ", past CUDA's " + cuda_limits::kAxis[d] +
-                    "-grid limit of " + std::to_string(cuda_limits::kGrid[d]) + "; bound the symbols in guard.shapes" +
-                    (d == 0 ? ", or give each block more work" : ", or put the large count on the x axis"));
-    for (std::size_t d = 0; d < l.block.size() && d < 3; ++d) value(l.block[d], at(sub(l.field, "block"), d));
-    if (const auto v = value(l.shared_mem, sub(l.field, "shared_mem")); v && *v > cuda_limits::kSharedPerBlockMax)
-      st.problem(sub(l.field, "shared_mem"), "\"" + l.shared_mem.text() + "\" is " + std::to_string(*v) + " bytes" + where +
-                                              "; a block gets at most " + std::to_string(cuda_limits::kSharedPerBlockMax) +
-                                              ": bound the symbols in guard.shapes");
+                   "\"" + l.grid[d].text() + "\" is " + std::to_string(*v) + where +
+                       ", past CUDA's " + cuda_limits::kAxis[d] + "-grid limit of " +
+                       std::to_string(cuda_limits::kGrid[d]) +
+                       "; bound the symbols in guard.shapes" +
+                       (d == 0 ? ", or give each block more work"
+                               : ", or put the large count on the x axis"));
+    for (std::size_t d = 0; d < l.block.size() && d < 3; ++d)
+      value(l.block[d], at(sub(l.field, "block"), d));
+    if (const auto v = value(l.shared_mem, sub(l.field, "shared_mem"));
+        v && *v > cuda_limits::kSharedPerBlockMax)
+      st.problem(sub(l.field, "shared_mem"),
+                 "\"" + l.shared_mem.text() + "\" is " + std::to_string(*v) + " bytes" + where +
+                     "; a block gets at most " + std::to_string(cuda_limits::kSharedPerBlockMax) +
+                     ": bound the symbols in guard.shapes");
   }
   // Workspaces whose size depends on the call: their bytes at that largest call.
   for (std::size_t i = 0; i < st.m.workspace.size(); ++i) {
@@ -206,16 +232,17 @@ void check_launches_at_largest_call(const ManifestSource& src, CheckState& st) {
       if (!known) break;
       try {
         const int64_t v = e.evaluate(largest);
-        if (v > 0 && __builtin_mul_overflow(elements, v, &elements)) elements = std::numeric_limits<int64_t>::max();
+        if (v > 0 && __builtin_mul_overflow(elements, v, &elements))
+          elements = std::numeric_limits<int64_t>::max();
       } catch (const Error& err) {
-        st.problem(at(field, d), "\"" + e.text() + "\" cannot be evaluated" + where + ": " + err.what() +
-                                  "; bound the symbols in guard.shapes (\"max\")");
+        st.problem(at(field, d), "\"" + e.text() + "\" cannot be evaluated" + where + ": " +
+                                     err.what() + "; bound the symbols in guard.shapes (\"max\")");
         known = false;
       }
     }
     if (known && depends && workspace_too_big(elements, ws.dtype))
       st.problem(field, "the workspace would take more than 2^48 bytes (256 TiB)" + where +
-                         ", more than any GPU holds: bound the symbols in guard.shapes");
+                            ", more than any GPU holds: bound the symbols in guard.shapes");
   }
 }
 

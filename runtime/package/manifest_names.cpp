@@ -21,10 +21,8 @@ using source::kMaxRank;
 // CheckState
 
 void CheckState::problem(const std::string& field, const std::string& message) {
-  if (problems.size() < kMaxProblems)
-    problems.push_back({file, field, message});
-  else
-    ++dropped_problems;
+  if (problems.size() < kMaxProblems) problems.push_back({file, field, message});
+  else ++dropped_problems;
 }
 
 std::vector<std::string> CheckState::op_tensor_names() const {
@@ -40,7 +38,8 @@ bool CheckState::check_tensor_name(const Value& v) {
   if (!op) return true;
   const auto names = op_tensor_names();
   if (std::find(names.begin(), names.end(), v.text) != names.end()) return true;
-  std::string msg = "op " + quote_untrusted(m.op) + " has no tensor " + quote_untrusted(v.text) + ";";
+  std::string msg =
+      "op " + quote_untrusted(m.op) + " has no tensor " + quote_untrusted(v.text) + ";";
   const std::string guess = closest(v.text, names);
   if (!guess.empty()) msg += " did you mean " + quote_untrusted(guess) + "?";
   problem(v.field, msg + " expected one of: " + join_capped(names));
@@ -59,7 +58,8 @@ std::optional<DType> CheckState::dtype_at(const Value& v, bool floating_only) {
     return std::nullopt;
   }
   if (floating_only && !is_floating(d)) {
-    problem(v.field, "dtype " + quote_untrusted(v.text) + " is not supported here; expected " + expected);
+    problem(v.field,
+            "dtype " + quote_untrusted(v.text) + " is not supported here; expected " + expected);
     return std::nullopt;
   }
   return d;
@@ -67,12 +67,11 @@ std::optional<DType> CheckState::dtype_at(const Value& v, bool floating_only) {
 
 std::optional<Expr> CheckState::expr_at(const Value& v, bool tensors) {
   std::string text;
-  if (v.is_integer())
-    text = std::to_string(v.integer);
-  else if (v.is_string())
-    text = v.text;
+  if (v.is_integer()) text = std::to_string(v.integer);
+  else if (v.is_string()) text = v.text;
   else {
-    problem(v.field, "expected an integer expression such as \"ceil_div(N, 256)\", found " + v.found);
+    problem(v.field,
+            "expected an integer expression such as \"ceil_div(N, 256)\", found " + v.found);
     return std::nullopt;
   }
   try {
@@ -97,7 +96,8 @@ std::optional<Expr> CheckState::expr_at(const Value& v, bool tensors) {
 }
 
 bool CheckState::is_symbol(const std::string& name) const {
-  return std::find(declared_symbols.begin(), declared_symbols.end(), name) != declared_symbols.end();
+  return std::find(declared_symbols.begin(), declared_symbols.end(), name) !=
+         declared_symbols.end();
 }
 
 std::string CheckState::symbol_list() const {
@@ -114,11 +114,13 @@ bool is_builtin_symbol(const std::string& name) {
 }
 
 /// An integer tensor starts at a whole, finite value that its type holds.
-bool whole_start(CheckState& st, double v, DType dtype, const std::string& field, const std::string& what) {
+bool whole_start(CheckState& st, double v, DType dtype, const std::string& field,
+                 const std::string& what) {
   if (is_floating(dtype)) return true;
   const double lo = dtype == DType::i32 ? -2147483648.0 : -9223372036854775808.0;
   if (std::isfinite(v) && v == std::trunc(v) && v >= lo && v < -lo) return true;
-  st.problem(field, what + " is " + dtype_name(dtype) + ": its start value is a whole number it holds; found " +
+  st.problem(field, what + " is " + dtype_name(dtype) +
+                        ": its start value is a whole number it holds; found " +
                         format_number(v, "%.17g"));
   return false;
 }
@@ -138,10 +140,8 @@ std::vector<std::string> option_list(CheckState& st, const std::vector<Value>& o
   for (const auto& o : options) {
     // The schema holds the allow-list too; this says why an option is refused.
     const std::string err = nvrtc_option_problem(o.text);
-    if (!err.empty())
-      st.problem(o.field, err);
-    else
-      out.push_back(o.text);
+    if (!err.empty()) st.problem(o.field, err);
+    else out.push_back(o.text);
   }
   return out;
 }
@@ -159,10 +159,11 @@ void check_op(const ManifestSource& s, CheckState& st) {
   // the package directory like its sources.
   if (const auto& f = s.op_file) {
     fs::path resolved;
-    const std::string err = !f->is_string()
-                                ? "expected the path of the op file (kgate-op/1) inside the package, found " + f->found
-                            : st.files_unread() ? std::string()
-                                : package_path_problem(st.m.dir, f->text, PathKind::source, &resolved);
+    const std::string err =
+        !f->is_string()
+            ? "expected the path of the op file (kgate-op/1) inside the package, found " + f->found
+        : st.files_unread() ? std::string()
+                            : package_path_problem(st.m.dir, f->text, PathKind::source, &resolved);
     if (!err.empty()) {
       st.problem("op_file", err);
     } else if (st.files_unread()) {
@@ -194,14 +195,17 @@ void check_attributes(const ManifestSource& s, CheckState& st) {
   for (const auto& a : s.attributes) {
     const Value& v = a.value;
     if (is_builtin_symbol(a.name) || is_device_symbol(a.name)) {
-      st.problem(v.field, quote_untrusted(a.name) + " is a built-in symbol of expressions; an attribute cannot take its name");
+      st.problem(v.field,
+                 quote_untrusted(a.name) +
+                     " is a built-in symbol of expressions; an attribute cannot take its name");
       continue;
     }
     if (st.op && !st.op->attributes.count(a.name)) {
       std::vector<std::string> names;
       for (const auto& [n, d] : st.op->attributes) names.push_back(n);
-      st.problem(v.field, "op " + quote_untrusted(st.m.op) + " has no attribute " + quote_untrusted(a.name) +
-                              "; expected one of: " + (names.empty() ? "(none)" : join_capped(names)));
+      st.problem(v.field,
+                 "op " + quote_untrusted(st.m.op) + " has no attribute " + quote_untrusted(a.name) +
+                     "; expected one of: " + (names.empty() ? "(none)" : join_capped(names)));
       continue;
     }
     // Integers that a double (and so the attribute) holds exactly: 2^64 - 1 used to wrap.
@@ -237,7 +241,8 @@ void check_dtype_options(const ManifestSource& s, CheckState& st) {
     if (!d) continue;
     const auto& dtypes = st.m.guard.dtypes;
     if (std::find(dtypes.begin(), dtypes.end(), *d) == dtypes.end()) {
-      st.problem(e.dtype.field, quote_untrusted(e.dtype.text) + " is not in guard.dtypes: its options would never be used");
+      st.problem(e.dtype.field, quote_untrusted(e.dtype.text) +
+                                    " is not in guard.dtypes: its options would never be used");
       continue;
     }
     st.m.nvrtc_options_for_dtype[*d] = option_list(st, e.options);
@@ -251,16 +256,20 @@ std::string symbol_name_problem(const CheckState& st, const std::string& name) {
   const auto& fns = expr_function_names();
   if (std::find(fns.begin(), fns.end(), name) != fns.end())
     return quote_untrusted(name) + " is an expression function; choose another symbol name";
-  if (st.m.attribute(name)) return quote_untrusted(name) + " is also an attribute; a symbol needs its own name";
+  if (st.m.attribute(name))
+    return quote_untrusted(name) + " is also an attribute; a symbol needs its own name";
   if (is_builtin_symbol(name))
     return quote_untrusted(name) +
-           " is a built-in symbol (the bytes of one element of the call's dtype); choose another symbol name";
+           " is a built-in symbol (the bytes of one element of the call's dtype); choose another "
+           "symbol name";
   if (is_device_symbol(name))
     return quote_untrusted(name) +
-           " is a built-in symbol (a property of the device the launch runs on); choose another symbol name";
+           " is a built-in symbol (a property of the device the launch runs on); choose another "
+           "symbol name";
   if (is_tensor_symbol_form(name))
     return quote_untrusted(name) +
-           " has the form of a tensor symbol (numel_T, align_T, stride_T_D), which guard.require and when.if "
+           " has the form of a tensor symbol (numel_T, align_T, stride_T_D), which guard.require "
+           "and when.if "
            "name for the call's tensors; choose another symbol name";
   return {};
 }
@@ -269,8 +278,8 @@ std::string symbol_name_problem(const CheckState& st, const std::string& name) {
 
 bool dimension_fits(CheckState& st, const Value& v) {
   if (!v.above_int64()) return true;
-  st.problem(v.field, "dimension " + v.dump + " is out of range; expected " + std::to_string(-kMaxRank) + " to " +
-                          std::to_string(kMaxRank - 1));
+  st.problem(v.field, "dimension " + v.dump + " is out of range; expected " +
+                          std::to_string(-kMaxRank) + " to " + std::to_string(kMaxRank - 1));
   return false;
 }
 
@@ -291,9 +300,10 @@ void check_symbols(const ManifestSource& s, CheckState& st) {
     bool ok = true;
     for (int rank : st.m.guard.ranks) {
       if (dim < -rank || dim >= rank) {
-        st.problem(dim_value.field, "dimension " + std::to_string(dim) + " does not exist in a rank-" +
-                                        std::to_string(rank) + " tensor (guard.ranks); expected " +
-                                        std::to_string(-rank) + " to " + std::to_string(rank - 1));
+        st.problem(dim_value.field, "dimension " + std::to_string(dim) +
+                                        " does not exist in a rank-" + std::to_string(rank) +
+                                        " tensor (guard.ranks); expected " + std::to_string(-rank) +
+                                        " to " + std::to_string(rank - 1));
         ok = false;
         break;
       }
@@ -320,11 +330,14 @@ void check_ranks_against_op(CheckState& st) {
     if (std::find(ranks.begin(), ranks.end(), rank) != ranks.end()) continue;
     std::string listed;
     for (int r : ranks) listed += (listed.empty() ? "" : ", ") + std::to_string(r);
-    st.problem("guard.ranks", "[" + listed + "] leaves out rank " + std::to_string(rank) + ", the rank of op " +
-                                  quote_untrusted(st.m.op) + "'s tensor " + quote_untrusted(s.tensor) +
-                                  " (bound by symbol " + s.name +
-                                  "): every call would fall outside the guard and the package's kernels would never "
-                                  "run; list " + std::to_string(rank) + ", or leave guard.ranks out");
+    st.problem(
+        "guard.ranks",
+        "[" + listed + "] leaves out rank " + std::to_string(rank) + ", the rank of op " +
+            quote_untrusted(st.m.op) + "'s tensor " + quote_untrusted(s.tensor) +
+            " (bound by symbol " + s.name +
+            "): every call would fall outside the guard and the package's kernels would never "
+            "run; list " +
+            std::to_string(rank) + ", or leave guard.ranks out");
     return;
   }
 }
@@ -348,7 +361,8 @@ void check_workspace(const ManifestSource& s, CheckState& st) {
       if (!is_identifier(name)) {  // the schema said
         ok = false;
       } else if (std::find(tensors.begin(), tensors.end(), name) != tensors.end()) {
-        st.problem(sub(field, "name"), quote_untrusted(name) + " is a tensor of op " + quote_untrusted(st.m.op) +
+        st.problem(sub(field, "name"), quote_untrusted(name) + " is a tensor of op " +
+                                           quote_untrusted(st.m.op) +
                                            "; a workspace needs its own name");
         ok = false;
       } else if (st.workspace_names.count(name)) {
@@ -388,14 +402,14 @@ void check_workspace(const ManifestSource& s, CheckState& st) {
       }
     }
     if (known && ok && workspace_too_big(elements, ws.dtype)) {
-      st.problem(sub(field, "shape"), "the workspace would take more than 2^48 bytes (256 TiB), more than any GPU holds");
+      st.problem(
+          sub(field, "shape"),
+          "the workspace would take more than 2^48 bytes (256 TiB), more than any GPU holds");
       ok = false;
     }
     if (w.zero) {
-      if (w.zero->type == Value::Type::boolean)
-        ws.zero = w.zero->boolean;
-      else
-        ok = false;  // the schema said
+      if (w.zero->type == Value::Type::boolean) ws.zero = w.zero->boolean;
+      else ok = false;  // the schema said
     }
     if (ws.zero) ws.start = 0.0;
     if (w.start) {
@@ -403,9 +417,11 @@ void check_workspace(const ManifestSource& s, CheckState& st) {
       if (!v) {
         ok = false;  // the schema said
       } else if (ws.zero && *v != 0) {
-        st.problem(w.start->field, "\"zero\": true and \"start\": " + w.start->dump + " disagree; give one of them");
+        st.problem(w.start->field, "\"zero\": true and \"start\": " + w.start->dump +
+                                       " disagree; give one of them");
         ok = false;
-      } else if (!whole_start(st, *v, ws.dtype, w.start->field, "workspace " + quote_untrusted(ws.name))) {
+      } else if (!whole_start(st, *v, ws.dtype, w.start->field,
+                              "workspace " + quote_untrusted(ws.name))) {
         ok = false;
       } else {
         ws.start = *v;
@@ -423,22 +439,26 @@ void check_output_starts(const ManifestSource& s, CheckState& st) {
   for (const auto& o : s.outputs) {
     if (st.op) {
       const auto& outputs = st.op->outputs;
-      const auto spec = std::find_if(outputs.begin(), outputs.end(), [&](const TensorSpec& t) { return t.name == o.name; });
+      const auto spec = std::find_if(outputs.begin(), outputs.end(),
+                                     [&](const TensorSpec& t) { return t.name == o.name; });
       if (spec == outputs.end()) {
         std::vector<std::string> names;
         for (const auto& t : outputs) names.push_back(t.name);
-        st.problem(o.field, "op " + quote_untrusted(st.m.op) + " has no output " + quote_untrusted(o.name) +
-                                "; its outputs: " + join_capped(names));
+        st.problem(o.field, "op " + quote_untrusted(st.m.op) + " has no output " +
+                                quote_untrusted(o.name) + "; its outputs: " + join_capped(names));
         continue;
       }
       if (!spec->alias.empty()) {
-        st.problem(o.field, "output " + quote_untrusted(o.name) + " is written in place into input " +
-                                quote_untrusted(spec->alias) +
-                                ": it holds that input's values, not a start value; remove it from \"outputs\"");
+        st.problem(
+            o.field,
+            "output " + quote_untrusted(o.name) + " is written in place into input " +
+                quote_untrusted(spec->alias) +
+                ": it holds that input's values, not a start value; remove it from \"outputs\"");
         continue;
       }
       if (!spec->dtype.empty() &&
-          !whole_start(st, o.start, parse_dtype(spec->dtype), sub(o.field, "start"), "output " + quote_untrusted(o.name)))
+          !whole_start(st, o.start, parse_dtype(spec->dtype), sub(o.field, "start"),
+                       "output " + quote_untrusted(o.name)))
         continue;
     }
     st.m.output_start[o.name] = o.start;

@@ -10,9 +10,9 @@
 #pragma once
 
 #include <cstdint>
-#include <utility>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -25,21 +25,24 @@ namespace kgate::package::source {
 struct Value {
   enum class Type { null, boolean, integer, number, string, array, object };
   Type type = Type::null;
-  std::string field;        ///< where it is: "launches[0].grid[1]"
-  std::string text;         ///< a string's value
-  int64_t integer = 0;      ///< an integer's value (an unsigned one above 2^63 - 1 wraps, as JSON readers do)
-  bool is_unsigned = false; ///< an integer written without a sign (may exceed 2^63 - 1)
+  std::string field;  ///< where it is: "launches[0].grid[1]"
+  std::string text;   ///< a string's value
+  int64_t integer =
+      0;  ///< an integer's value (an unsigned one above 2^63 - 1 wraps, as JSON readers do)
+  bool is_unsigned = false;  ///< an integer written without a sign (may exceed 2^63 - 1)
   uint64_t unsigned_value = 0;
-  double number = 0;        ///< any number, as a double
+  double number = 0;  ///< any number, as a double
   bool boolean = false;
-  std::string found;        ///< what was found, for messages ("the string \"x\"", "an array")
-  std::string dump;         ///< the value as JSON
+  std::string found;  ///< what was found, for messages ("the string \"x\"", "an array")
+  std::string dump;   ///< the value as JSON
 
   bool is_string() const { return type == Type::string; }
   bool is_integer() const { return type == Type::integer; }
   bool is_number() const { return type == Type::integer || type == Type::number; }
   /// An unsigned integer above 2^63 - 1, which an int64 cannot hold.
-  bool above_int64() const { return is_unsigned && unsigned_value > static_cast<uint64_t>(INT64_MAX); }
+  bool above_int64() const {
+    return is_unsigned && unsigned_value > static_cast<uint64_t>(INT64_MAX);
+  }
 };
 
 /// "sources", "include_dirs", "captured_inputs": the strings of the array, each once, in order.
@@ -203,13 +206,16 @@ ManifestSource decode_manifest(const nlohmann::json& document);
 inline std::string sub(const std::string& field, const std::string& key) {
   return field.empty() ? key : field + "." + key;
 }
-inline std::string at(const std::string& field, std::size_t i) { return field + "[" + std::to_string(i) + "]"; }
+inline std::string at(const std::string& field, std::size_t i) {
+  return field + "[" + std::to_string(i) + "]";
+}
 
 /// Limits of the format the decoder and the checks share.
-inline constexpr std::size_t kMaxRequire = 32;            ///< predicates of guard.require
-inline constexpr std::size_t kMaxLaunches = 64;           ///< launches listed, before for_each
-inline constexpr std::size_t kMaxExpandedLaunches = 64;   ///< launches once every for_each is expanded
-inline constexpr std::size_t kMaxOptions = 64;            ///< NVRTC options of one list
+inline constexpr std::size_t kMaxRequire = 32;   ///< predicates of guard.require
+inline constexpr std::size_t kMaxLaunches = 64;  ///< launches listed, before for_each
+inline constexpr std::size_t kMaxExpandedLaunches =
+    64;                                         ///< launches once every for_each is expanded
+inline constexpr std::size_t kMaxOptions = 64;  ///< NVRTC options of one list
 inline constexpr int kMaxRank = 8;
 
 }  // namespace kgate::package::source

@@ -1,8 +1,8 @@
 // NVRTC compilation of packages and the content-addressed CUBIN cache.
 //
 // Cache layout: <cache_dir>/nvrtc/<key[0:2]>/<key>.cubin and <key>.json (lowered names, the CUBIN's
-// SHA-256, an HMAC of both under a key kept outside the cache, provenance). Entries are written to a
-// fresh temporary file and renamed, the .json last, so a reader sees a complete entry or none. An
+// SHA-256, an HMAC of both under a key kept outside the cache, provenance). Entries are written to
+// a fresh temporary file and renamed, the .json last, so a reader sees a complete entry or none. An
 // entry whose CUBIN does not match its digest, whose MAC does not verify, or that is a link, not a
 // regular file or another user's, is a miss: it is recompiled and replaced. So the cache cannot
 // change what runs: only a compile of the package's own sources can put a CUBIN there.
@@ -34,12 +34,12 @@
 
 #include "core/error.hpp"
 #include "core/safe_text.hpp"
+#include "core/sha256.hpp"
 #include "core/suggest.hpp"
 #include "runtime/cuda/check.hpp"
 #include "runtime/package/nvrtc_standins.hpp"
-#include "runtime/package/package_files.hpp"
 #include "runtime/package/nvrtc_worker.hpp"
-#include "core/sha256.hpp"
+#include "runtime/package/package_files.hpp"
 
 #ifndef KGATE_CUDA_INCLUDE_DIR
 #define KGATE_CUDA_INCLUDE_DIR ""
@@ -113,7 +113,8 @@ bool read_inputs(const PackageManifest& m, const CompileOptions& opt, Inputs& in
   for (const auto& source : m.sources) {
     std::string dir = fs::path(source).lexically_normal().parent_path().generic_string();
     if (dir.empty()) dir = ".";
-    if (std::find(m.include_dirs.begin(), m.include_dirs.end(), dir) != m.include_dirs.end()) continue;
+    if (std::find(m.include_dirs.begin(), m.include_dirs.end(), dir) != m.include_dirs.end())
+      continue;
     std::vector<PackageFile> more;
     std::size_t more_files = files;
     std::uintmax_t more_bytes = bytes;
@@ -182,10 +183,11 @@ std::string toolkit_fingerprint(const std::vector<fs::path>& dirs) {
     h.field(d.string());
     std::vector<std::string> rows;
     std::error_code ec;
-    for (fs::recursive_directory_iterator it(d, fs::directory_options::follow_directory_symlink, ec),
+    for (fs::recursive_directory_iterator
+             it(d, fs::directory_options::follow_directory_symlink, ec),
          end;
          !ec && it != end; it.increment(ec)) {
-      struct stat st{};
+      struct stat st {};
       if (::stat(it->path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
       rows.push_back(it->path().lexically_relative(d).generic_string() + "\n" +
                      std::to_string(st.st_size) + "\n" + std::to_string(st.st_mtim.tv_sec) + "." +
@@ -218,7 +220,7 @@ std::string cache_key(const Inputs& in, const std::string& arch) {
 bool read_cache_file(const fs::path& p, std::string& out) {
   const int fd = ::open(p.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return false;
-  struct stat st{};
+  struct stat st {};
   bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid() &&
             static_cast<std::uintmax_t>(st.st_size) <= kMaxCacheFileBytes;
   if (ok) {
@@ -234,8 +236,8 @@ bool read_cache_file(const fs::path& p, std::string& out) {
   return ok;
 }
 
-/// Writes `bytes` to `p` through a fresh temporary file (O_EXCL, never through a planted link) and a
-/// rename; false on any failure.
+/// Writes `bytes` to `p` through a fresh temporary file (O_EXCL, never through a planted link) and
+/// a rename; false on any failure.
 bool write_atomic(const fs::path& p, const std::string& bytes) {
   static std::atomic<uint64_t> serial{0};
   std::random_device rd;
@@ -292,10 +294,10 @@ bool load_entry(const fs::path& cubin_path, const fs::path& meta_path, const std
 /// write it could otherwise plant entries (the MAC stops forged ones, a private directory also
 /// stops deleting and racing). Throws Error(usage) naming the directory and the fix.
 void check_cache_dir(const fs::path& dir) {
-  struct stat st{};
+  struct stat st {};
   if (::stat(dir.c_str(), &st) != 0)
-    throw Error(ErrorKind::usage, "cannot use the NVRTC cache directory " + quote_untrusted(dir.string()) +
-                                      ": " + std::strerror(errno));
+    throw Error(ErrorKind::usage, "cannot use the NVRTC cache directory " +
+                                      quote_untrusted(dir.string()) + ": " + std::strerror(errno));
   if (!S_ISDIR(st.st_mode))
     throw Error(ErrorKind::usage, "the NVRTC cache path " + quote_untrusted(dir.string()) +
                                       " is not a directory; set KGATE_CACHE_DIR to a directory");
@@ -408,8 +410,8 @@ bool compile(const PackageManifest& m, const CompileOptions& opt, const Inputs& 
                       "user namespaces or Landlock are allowed");
     case NvrtcResponse::Status::compile_error:
       problem = {file, "sources",
-                 "NVRTC could not compile " + what + " for " + opt.arch + ": " + resp.error +
-                     "\n" + (r.log.empty() ? std::string("(NVRTC wrote no log)") : r.log)};
+                 "NVRTC could not compile " + what + " for " + opt.arch + ": " + resp.error + "\n" +
+                     (r.log.empty() ? std::string("(NVRTC wrote no log)") : r.log)};
       return false;
     case NvrtcResponse::Status::missing_name:
       problem = {file, "launches",
@@ -495,15 +497,15 @@ std::optional<std::string> cache_mac_key(const fs::path& cache_dir, const fs::pa
   const fs::path cache_canon = fs::weakly_canonical(cache_dir, ec);
   const fs::path key_canon = fs::weakly_canonical(key_file, ec);
   if (!ec && is_inside(cache_canon, key_canon))
-    throw Error(ErrorKind::usage,
-                "the NVRTC cache key file " + quote_untrusted(key_file.string()) +
-                    " lies inside the cache directory " + quote_untrusted(cache_dir.string()) +
-                    "; a restored cache would bring its own key. Keep it outside "
-                    "(KGATE_CACHE_KEY_FILE) or pass the key as KGATE_CACHE_KEY");
+    throw Error(ErrorKind::usage, "the NVRTC cache key file " + quote_untrusted(key_file.string()) +
+                                      " lies inside the cache directory " +
+                                      quote_untrusted(cache_dir.string()) +
+                                      "; a restored cache would bring its own key. Keep it outside "
+                                      "(KGATE_CACHE_KEY_FILE) or pass the key as KGATE_CACHE_KEY");
   for (int attempt = 0; attempt < 2; ++attempt) {
     const int fd = ::open(key_file.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd >= 0) {
-      struct stat st{};
+      struct stat st {};
       char buf[256];
       const bool stat_ok = ::fstat(fd, &st) == 0;
       const ssize_t n = stat_ok ? ::read(fd, buf, sizeof buf) : -1;
@@ -514,23 +516,27 @@ std::optional<std::string> cache_mac_key(const fs::path& cache_dir, const fs::pa
                         " must be a regular file of this user with mode 0600 (no access for "
                         "others); fix it with chmod 600, or delete it to have a new one made");
       if (n < 16)
-        throw Error(ErrorKind::usage, "the NVRTC cache key file " + quote_untrusted(key_file.string()) +
-                                          " holds fewer than 16 bytes; delete it to have a new one made");
+        throw Error(ErrorKind::usage,
+                    "the NVRTC cache key file " + quote_untrusted(key_file.string()) +
+                        " holds fewer than 16 bytes; delete it to have a new one made");
       return std::string(buf, static_cast<std::size_t>(n));
     }
     if (errno != ENOENT)
       throw Error(ErrorKind::usage, "cannot read the NVRTC cache key file " +
-                                        quote_untrusted(key_file.string()) + ": " + std::strerror(errno));
+                                        quote_untrusted(key_file.string()) + ": " +
+                                        std::strerror(errno));
     // First use: 32 random bytes, in hex, readable by this user only.
     fs::create_directories(key_file.parent_path(), ec);
     unsigned char raw[32];
     std::random_device rd;
     for (auto& b : raw) b = static_cast<unsigned char>(rd());
-    const std::string key = to_hex(std::string_view(reinterpret_cast<const char*>(raw), sizeof raw));
-    const int out = ::open(key_file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    const std::string key =
+        to_hex(std::string_view(reinterpret_cast<const char*>(raw), sizeof raw));
+    const int out =
+        ::open(key_file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (out < 0) {
       if (errno == EEXIST) continue;  // made by a concurrent run: read it
-      return std::nullopt;           // nowhere to keep a key: no cache
+      return std::nullopt;            // nowhere to keep a key: no cache
     }
     const bool ok = ::write(out, key.data(), key.size()) == static_cast<ssize_t>(key.size());
     ::close(out);
@@ -559,7 +565,8 @@ namespace {
 std::vector<std::string> global_function_names(const Inputs& in) {
   std::vector<std::string> names;
   auto scan = [&](const std::string& text) {
-    for (std::size_t at = text.find("__global__"); at != std::string::npos; at = text.find("__global__", at + 10)) {
+    for (std::size_t at = text.find("__global__"); at != std::string::npos;
+         at = text.find("__global__", at + 10)) {
       // The identifier before the first '(' that is not an attribute's (__launch_bounds__(256)).
       for (std::size_t from = at + 10, tries = 0; tries < 4; ++tries) {
         const std::size_t paren = text.find('(', from);
@@ -567,7 +574,9 @@ std::vector<std::string> global_function_names(const Inputs& in) {
         std::size_t e = paren;
         while (e > at && std::isspace(static_cast<unsigned char>(text[e - 1]))) --e;
         std::size_t b = e;
-        while (b > at && (std::isalnum(static_cast<unsigned char>(text[b - 1])) || text[b - 1] == '_')) --b;
+        while (b > at &&
+               (std::isalnum(static_cast<unsigned char>(text[b - 1])) || text[b - 1] == '_'))
+          --b;
         const std::string id = text.substr(b, e - b);
         if (id.rfind("__", 0) == 0) {  // an attribute: skip its arguments
           const std::size_t close = text.find(')', paren);
@@ -600,7 +609,8 @@ std::string base_name(const std::string& expr) {
   std::string s = expr.substr(0, expr.find('<'));
   if (const auto colon = s.rfind("::"); colon != std::string::npos) s = s.substr(colon + 2);
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
-  while (!s.empty() && (std::isspace(static_cast<unsigned char>(s.front())) || s.front() == '&')) s.erase(s.begin());
+  while (!s.empty() && (std::isspace(static_cast<unsigned char>(s.front())) || s.front() == '&'))
+    s.erase(s.begin());
   return s;
 }
 
@@ -612,7 +622,8 @@ std::string launch_fields_of(const PackageManifest& m, const std::string& expr) 
     bool uses = l.kernel == expr;
     for (const auto& [d, name] : l.kernel_for_dtype) uses = uses || name == expr;
     if (!uses) continue;
-    const std::string f = (l.field.empty() ? "launches[" + std::to_string(i) + "]" : l.field) + ".kernel";
+    const std::string f =
+        (l.field.empty() ? "launches[" + std::to_string(i) + "]" : l.field) + ".kernel";
     if (fields.find(f) == std::string::npos) fields += (fields.empty() ? "" : ", ") + f;
   }
   return fields;
@@ -629,25 +640,29 @@ void name_problem(const PackageManifest& m, const Inputs& in, ManifestProblem& p
   const auto at = log.find(pragma, map);
   if (at == std::string::npos) return;
   const auto end = log.find('\n', at);
-  std::string expr = log.substr(at + pragma.size(), end == std::string::npos ? std::string::npos : end - at - pragma.size());
+  std::string expr = log.substr(
+      at + pragma.size(), end == std::string::npos ? std::string::npos : end - at - pragma.size());
   while (!expr.empty() && std::isspace(static_cast<unsigned char>(expr.back()))) expr.pop_back();
   const std::string fields = launch_fields_of(m, expr);
   if (fields.empty()) return;
   const auto error_at = log.find("error: ", map);
-  const std::string nvrtc =
-      error_at == std::string::npos ? std::string() : log.substr(error_at + 7, log.find('\n', error_at) - error_at - 7);
+  const std::string nvrtc = error_at == std::string::npos
+                                ? std::string()
+                                : log.substr(error_at + 7, log.find('\n', error_at) - error_at - 7);
   const auto globals = global_function_names(in);
   const std::string base = base_name(expr);
   const std::string guess = closest(base, globals);
   std::string listed;
   for (std::size_t i = 0; i < globals.size() && i < 24; ++i) listed += (i ? ", " : "") + globals[i];
-  std::string message = "kernel " + quote_untrusted(expr) + " does not name a kernel of the sources (NVRTC: " + nvrtc + ")";
+  std::string message = "kernel " + quote_untrusted(expr) +
+                        " does not name a kernel of the sources (NVRTC: " + nvrtc + ")";
   if (!guess.empty() && guess != base) {
     std::string fixed = expr;
     fixed.replace(fixed.find(base), base.size(), guess);
     message += "; did you mean " + quote_untrusted(fixed) + "?";
   }
-  message += globals.empty() ? " The sources define no __global__ function." : " Their __global__ functions: " + listed + ".";
+  message += globals.empty() ? " The sources define no __global__ function."
+                             : " Their __global__ functions: " + listed + ".";
   problem.field = fields;
   problem.message = message;
 }
@@ -660,8 +675,9 @@ bool names_are_kernels(const PackageManifest& m, const CompileResult& r, Manifes
   for (const auto& [expr, lowered] : r.lowered_names) {
     if (std::binary_search(functions->begin(), functions->end(), lowered)) continue;
     problem = {m.manifest_path.string(), launch_fields_of(m, expr),
-               "kernel " + quote_untrusted(expr) + " is not a function in the compiled code (a __device__ variable, or a "
-               "__device__ function?); name a __global__ function"};
+               "kernel " + quote_untrusted(expr) +
+                   " is not a function in the compiled code (a __device__ variable, or a "
+                   "__device__ function?); name a __global__ function"};
     if (problem.field.empty()) problem.field = "launches";
     return false;
   }
@@ -735,14 +751,15 @@ bool try_compile_unit(const PackageManifest& m, const CompileOptions& opt, Compi
 
 uint64_t read_le(const std::string& img, std::size_t at, int bytes) {
   uint64_t v = 0;
-  for (int i = bytes - 1; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(img[at + static_cast<std::size_t>(i)]);
+  for (int i = bytes - 1; i >= 0; --i)
+    v = (v << 8) | static_cast<unsigned char>(img[at + static_cast<std::size_t>(i)]);
   return v;
 }
 
 /// Loads the precompiled kernel file chosen for `opt.arch`: true when one was loaded (or a problem
 /// found; `ok` says which), false when the package has none for it and its sources are compiled.
-bool load_precompiled(const PackageManifest& m, const CompileOptions& opt, CompileResult& r, ManifestProblem& problem,
-                      bool& ok) {
+bool load_precompiled(const PackageManifest& m, const CompileOptions& opt, CompileResult& r,
+                      ManifestProblem& problem, bool& ok) {
   const std::string file = m.manifest_path.string();
   std::string kind, field, rel;
   if (auto it = m.cubins.find(opt.arch); it != m.cubins.end()) {
@@ -754,9 +771,12 @@ bool load_precompiled(const PackageManifest& m, const CompileOptions& opt, Compi
   } else if (!m.cubins.empty() && m.sources.empty()) {
     std::string archs;
     for (const auto& [a, path] : m.cubins) archs += (archs.empty() ? "" : ", ") + a;
-    problem = {file, "cubin", "the package ships CUBINs for " + archs + " only, and no fatbin, PTX or sources; this GPU is " +
-                                  opt.arch + " (a CUBIN runs only on its own architecture): add \"" + opt.arch +
-                                  "\" to \"cubin\", a \"ptx\" file (the driver compiles it for any newer GPU), or \"sources\""};
+    problem = {file, "cubin",
+               "the package ships CUBINs for " + archs +
+                   " only, and no fatbin, PTX or sources; this GPU is " + opt.arch +
+                   " (a CUBIN runs only on its own architecture): add \"" + opt.arch +
+                   "\" to \"cubin\", a \"ptx\" file (the driver compiles it for any newer GPU), or "
+                   "\"sources\""};
     ok = false;
     return true;
   } else {
@@ -764,7 +784,8 @@ bool load_precompiled(const PackageManifest& m, const CompileOptions& opt, Compi
   }
   const auto t0 = std::chrono::steady_clock::now();
   fs::path path;
-  if (const std::string err = package_path_problem(m.dir, rel, PathKind::binary, &path); !err.empty()) {
+  if (const std::string err = package_path_problem(m.dir, rel, PathKind::binary, &path);
+      !err.empty()) {
     problem = {file, field, err};
     ok = false;
     return true;
@@ -775,8 +796,10 @@ bool load_precompiled(const PackageManifest& m, const CompileOptions& opt, Compi
   if (kind == "cubin") {
     const auto found = elf_function_names(image);
     if (!found) {
-      problem = {file, field, quote_untrusted(rel) + " is not a CUBIN (an ELF64 image, as nvcc -cubin or cuobjdump -xelf "
-                                                 "writes); a fatbin goes under \"fatbin\", PTX under \"ptx\""};
+      problem = {file, field,
+                 quote_untrusted(rel) +
+                     " is not a CUBIN (an ELF64 image, as nvcc -cubin or cuobjdump -xelf "
+                     "writes); a fatbin goes under \"fatbin\", PTX under \"ptx\""};
       ok = false;
       return true;
     }
@@ -784,23 +807,28 @@ bool load_precompiled(const PackageManifest& m, const CompileOptions& opt, Compi
   } else if (kind == "ptx") {
     names = ptx_entry_names(image);
     if (names.empty()) {
-      problem = {file, field, quote_untrusted(rel) + " holds no .entry: expected PTX text with the package's kernels"};
+      problem = {
+          file, field,
+          quote_untrusted(rel) + " holds no .entry: expected PTX text with the package's kernels"};
       ok = false;
       return true;
     }
     image.push_back('\0');  // cuModuleLoadData reads PTX as a C string
   } else {
-    names_known = false;  // a fatbin's images may be compressed: the names are checked when it is loaded
+    names_known =
+        false;  // a fatbin's images may be compressed: the names are checked when it is loaded
   }
   for (const auto& expr : m.name_expressions()) {
     if (names_known && std::find(names.begin(), names.end(), expr) == names.end()) {
       std::string listed;
       for (std::size_t i = 0; i < names.size() && i < 24; ++i) listed += (i ? ", " : "") + names[i];
       const std::string guess = closest(expr, names);
-      problem = {file, field, "kernel " + quote_untrusted(expr) + " is not in " + quote_untrusted(rel) +
-                                  (guess.empty() ? "" : "; did you mean " + quote_untrusted(guess) + "?") + " It holds: " +
-                                  listed + ". With a precompiled file, kernel names are its symbols (extern \"C\" "
-                                  "names, or mangled ones)"};
+      problem = {file, field,
+                 "kernel " + quote_untrusted(expr) + " is not in " + quote_untrusted(rel) +
+                     (guess.empty() ? "" : "; did you mean " + quote_untrusted(guess) + "?") +
+                     " It holds: " + listed +
+                     ". With a precompiled file, kernel names are its symbols (extern \"C\" "
+                     "names, or mangled ones)"};
       ok = false;
       return true;
     }
@@ -819,16 +847,27 @@ bool load_precompiled(const PackageManifest& m, const CompileOptions& opt, Compi
 }  // namespace
 
 std::optional<std::vector<std::string>> elf_function_names(const std::string& img) {
-  if (img.size() < 64 || img.compare(0, 4, "\x7f" "ELF") != 0 || img[4] != 2 || img[5] != 1) return std::nullopt;
-  const uint64_t shoff = read_le(img, 0x28, 8), shentsize = read_le(img, 0x3A, 2), shnum = read_le(img, 0x3C, 2);
-  if (shentsize < 64 || shoff > img.size() || shnum > (img.size() - shoff) / shentsize) return std::nullopt;
-  const auto section = [&](uint64_t i, uint64_t field, int bytes) { return read_le(img, shoff + i * shentsize + field, bytes); };
+  if (img.size() < 64 ||
+      img.compare(0, 4,
+                  "\x7f"
+                  "ELF") != 0 ||
+      img[4] != 2 || img[5] != 1)
+    return std::nullopt;
+  const uint64_t shoff = read_le(img, 0x28, 8), shentsize = read_le(img, 0x3A, 2),
+                 shnum = read_le(img, 0x3C, 2);
+  if (shentsize < 64 || shoff > img.size() || shnum > (img.size() - shoff) / shentsize)
+    return std::nullopt;
+  const auto section = [&](uint64_t i, uint64_t field, int bytes) {
+    return read_le(img, shoff + i * shentsize + field, bytes);
+  };
   std::vector<std::string> names;
   for (uint64_t i = 0; i < shnum; ++i) {
     if (section(i, 0x04, 4) != 2) continue;  // SHT_SYMTAB
-    const uint64_t off = section(i, 0x18, 8), size = section(i, 0x20, 8), link = section(i, 0x28, 4);
+    const uint64_t off = section(i, 0x18, 8), size = section(i, 0x20, 8),
+                   link = section(i, 0x28, 4);
     const uint64_t entsize = section(i, 0x38, 8);
-    if (link >= shnum || entsize < 24 || off > img.size() || size > img.size() - off) return std::nullopt;
+    if (link >= shnum || entsize < 24 || off > img.size() || size > img.size() - off)
+      return std::nullopt;
     const uint64_t str_off = section(link, 0x18, 8), str_size = section(link, 0x20, 8);
     if (str_off > img.size() || str_size > img.size() - str_off) return std::nullopt;
     for (uint64_t at = off; at + entsize <= off + size; at += entsize) {
@@ -846,13 +885,23 @@ std::optional<std::vector<std::string>> elf_function_names(const std::string& im
   return names;
 }
 
-std::optional<std::map<std::string, std::vector<KernelParam>>> cubin_kernel_params(const std::string& img) {
-  if (img.size() < 64 || img.compare(0, 4, "\x7f" "ELF") != 0 || img[4] != 2 || img[5] != 1) return std::nullopt;
-  const uint64_t shoff = read_le(img, 0x28, 8), shentsize = read_le(img, 0x3A, 2), shnum = read_le(img, 0x3C, 2);
-  const uint64_t shstrndx = read_le(img, 0x3E, 2);
-  if (shentsize < 64 || shoff > img.size() || shnum > (img.size() - shoff) / shentsize || shstrndx >= shnum)
+std::optional<std::map<std::string, std::vector<KernelParam>>> cubin_kernel_params(
+    const std::string& img) {
+  if (img.size() < 64 ||
+      img.compare(0, 4,
+                  "\x7f"
+                  "ELF") != 0 ||
+      img[4] != 2 || img[5] != 1)
     return std::nullopt;
-  const auto section = [&](uint64_t i, uint64_t field, int bytes) { return read_le(img, shoff + i * shentsize + field, bytes); };
+  const uint64_t shoff = read_le(img, 0x28, 8), shentsize = read_le(img, 0x3A, 2),
+                 shnum = read_le(img, 0x3C, 2);
+  const uint64_t shstrndx = read_le(img, 0x3E, 2);
+  if (shentsize < 64 || shoff > img.size() || shnum > (img.size() - shoff) / shentsize ||
+      shstrndx >= shnum)
+    return std::nullopt;
+  const auto section = [&](uint64_t i, uint64_t field, int bytes) {
+    return read_le(img, shoff + i * shentsize + field, bytes);
+  };
   const uint64_t names_off = section(shstrndx, 0x18, 8), names_size = section(shstrndx, 0x20, 8);
   if (names_off > img.size() || names_size > img.size() - names_off) return std::nullopt;
   std::map<std::string, std::vector<KernelParam>> out;
@@ -866,12 +915,13 @@ std::optional<std::map<std::string, std::vector<KernelParam>>> cubin_kernel_para
     if (section_name.rfind(prefix, 0) != 0) continue;
     const uint64_t off = section(i, 0x18, 8), size = section(i, 0x20, 8);
     if (off > img.size() || size > img.size() - off) return std::nullopt;
-    // Records: format (1: no value, 2: a byte, 3: a half word; 4: a size-prefixed value) and attribute.
-    // EIATTR_KPARAM_INFO (0x17, 12 bytes): index u32, ordinal u16, offset u16, flags u32 whose bits
-    // 18 and up hold the parameter's size in bytes.
+    // Records: format (1: no value, 2: a byte, 3: a half word; 4: a size-prefixed value) and
+    // attribute. EIATTR_KPARAM_INFO (0x17, 12 bytes): index u32, ordinal u16, offset u16, flags u32
+    // whose bits 18 and up hold the parameter's size in bytes.
     std::vector<KernelParam> params;
     for (uint64_t at = off; at + 4 <= off + size;) {
-      const unsigned fmt = static_cast<unsigned char>(img[at]), attr = static_cast<unsigned char>(img[at + 1]);
+      const unsigned fmt = static_cast<unsigned char>(img[at]),
+                     attr = static_cast<unsigned char>(img[at + 1]);
       if (fmt == 4) {
         const uint64_t len = read_le(img, at + 2, 2);
         if (at + 4 + len > off + size) break;
@@ -889,7 +939,8 @@ std::optional<std::map<std::string, std::vector<KernelParam>>> cubin_kernel_para
         break;  // an unknown record: what was read so far stands
       }
     }
-    std::sort(params.begin(), params.end(), [](const KernelParam& a, const KernelParam& b) { return a.ordinal < b.ordinal; });
+    std::sort(params.begin(), params.end(),
+              [](const KernelParam& a, const KernelParam& b) { return a.ordinal < b.ordinal; });
     out[section_name.substr(prefix.size())] = std::move(params);
   }
   return out;
@@ -906,15 +957,29 @@ std::vector<KernelParam> ptx_kernel_params(const std::string& ptx, const std::st
     const std::size_t line_end = std::min(ptx.find_first_of(",)", at), close);
     const std::string decl = ptx.substr(at, line_end - at);
     uint32_t size = 0, align = 0;
-    for (const auto& [type, bytes] : std::vector<std::pair<std::string, uint32_t>>{
-             {".u64", 8}, {".s64", 8}, {".b64", 8}, {".f64", 8}, {".u32", 4}, {".s32", 4}, {".b32", 4}, {".f32", 4},
-             {".u16", 2}, {".s16", 2}, {".b16", 2}, {".f16", 2}, {".u8", 1}, {".s8", 1}, {".b8", 1}})
+    for (const auto& [type, bytes] : std::vector<std::pair<std::string, uint32_t>>{{".u64", 8},
+                                                                                   {".s64", 8},
+                                                                                   {".b64", 8},
+                                                                                   {".f64", 8},
+                                                                                   {".u32", 4},
+                                                                                   {".s32", 4},
+                                                                                   {".b32", 4},
+                                                                                   {".f32", 4},
+                                                                                   {".u16", 2},
+                                                                                   {".s16", 2},
+                                                                                   {".b16", 2},
+                                                                                   {".f16", 2},
+                                                                                   {".u8", 1},
+                                                                                   {".s8", 1},
+                                                                                   {".b8", 1}})
       if (decl.find(type + " ") != std::string::npos) {
         size = bytes;
         break;
       }
-    if (const auto a = decl.find(".align "); a != std::string::npos) align = static_cast<uint32_t>(std::atoi(decl.c_str() + a + 7));
-    if (const auto br = decl.find('['); br != std::string::npos) size *= static_cast<uint32_t>(std::atoi(decl.c_str() + br + 1));
+    if (const auto a = decl.find(".align "); a != std::string::npos)
+      align = static_cast<uint32_t>(std::atoi(decl.c_str() + a + 7));
+    if (const auto br = decl.find('['); br != std::string::npos)
+      size *= static_cast<uint32_t>(std::atoi(decl.c_str() + br + 1));
     if (size == 0) return {};  // a declaration this reader does not know: say nothing
     if (align == 0) align = std::min<uint32_t>(size, 8);
     offset = (offset + align - 1) / align * align;
@@ -927,11 +992,14 @@ std::vector<KernelParam> ptx_kernel_params(const std::string& ptx, const std::st
 
 std::vector<std::string> ptx_entry_names(const std::string& ptx) {
   std::vector<std::string> names;
-  for (std::size_t at = ptx.find(".entry"); at != std::string::npos; at = ptx.find(".entry", at + 6)) {
+  for (std::size_t at = ptx.find(".entry"); at != std::string::npos;
+       at = ptx.find(".entry", at + 6)) {
     std::size_t p = at + 6;
     while (p < ptx.size() && std::isspace(static_cast<unsigned char>(ptx[p]))) ++p;
     std::size_t e = p;
-    while (e < ptx.size() && (std::isalnum(static_cast<unsigned char>(ptx[e])) || ptx[e] == '_' || ptx[e] == '$')) ++e;
+    while (e < ptx.size() &&
+           (std::isalnum(static_cast<unsigned char>(ptx[e])) || ptx[e] == '_' || ptx[e] == '$'))
+      ++e;
     if (e > p) names.push_back(ptx.substr(p, e - p));
   }
   return names;
@@ -949,7 +1017,8 @@ void read_params(CompileResult& r) {
   r.params.clear();
   if (r.precompiled == "ptx") {
     for (const auto& [expr, lowered] : r.lowered_names)
-      if (auto p = ptx_kernel_params(r.cubin, lowered); !p.empty()) r.params[lowered] = std::move(p);
+      if (auto p = ptx_kernel_params(r.cubin, lowered); !p.empty())
+        r.params[lowered] = std::move(p);
     return;
   }
   if (auto all = cubin_kernel_params(r.cubin))
@@ -962,10 +1031,12 @@ void read_params(CompileResult& r) {
 bool args_match_params(const PackageManifest& m, const CompileResult& r, ManifestProblem& problem) {
   for (std::size_t i = 0; i < m.launches.size(); ++i) {
     const Launch& l = m.launches[i];
-    const std::string field = (l.field.empty() ? "launches[" + std::to_string(i) + "]" : l.field) + ".args";
+    const std::string field =
+        (l.field.empty() ? "launches[" + std::to_string(i) + "]" : l.field) + ".args";
     for (DType d : m.guard.dtypes) {
       const std::string expr = l.kernel_name(d);
-      // The unit's own lowered name: a plain kernel typed by a macro is mangled differently per unit.
+      // The unit's own lowered name: a plain kernel typed by a macro is mangled differently per
+      // unit.
       const CompileResult& unit = compile_unit_for(r, d, i);
       const auto low = unit.lowered_names.find(expr);
       if (expr.empty() || low == unit.lowered_names.end()) continue;
@@ -974,22 +1045,28 @@ bool args_match_params(const PackageManifest& m, const CompileResult& r, Manifes
       const auto& params = p->second;
       std::string sizes;
       for (const auto& q : params) sizes += (sizes.empty() ? "" : ", ") + std::to_string(q.size);
-      const std::string kernel = "kernel " + quote_untrusted(expr) + " (" + dtype_name(d) + ") takes " +
-                                 std::to_string(params.size()) + " parameter(s) of " + sizes + " bytes";
+      const std::string kernel = "kernel " + quote_untrusted(expr) + " (" + dtype_name(d) +
+                                 ") takes " + std::to_string(params.size()) + " parameter(s) of " +
+                                 sizes + " bytes";
       if (params.size() != l.args.size()) {
-        problem = {m.manifest_path.string(), field, kernel + ", but \"args\" lists " + std::to_string(l.args.size()) +
-                                                        "; make \"args\" match the kernel's signature"};
+        problem = {m.manifest_path.string(), field,
+                   kernel + ", but \"args\" lists " + std::to_string(l.args.size()) +
+                       "; make \"args\" match the kernel's signature"};
         return false;
       }
       for (std::size_t j = 0; j < params.size(); ++j) {
         const KernelArg& a = l.args[j];
-        const bool pointer = a.kind == KernelArg::Kind::tensor || a.kind == KernelArg::Kind::workspace;
+        const bool pointer =
+            a.kind == KernelArg::Kind::tensor || a.kind == KernelArg::Kind::workspace;
         const std::size_t bytes = pointer ? 8 : scalar_type_size(a.type);
         if (bytes == params[j].size) continue;
-        problem = {m.manifest_path.string(), field + "[" + std::to_string(j) + "]",
-                   "is " + std::to_string(bytes) + " bytes" + (pointer ? " (a pointer)" : std::string(" (") + scalar_type_name(a.type) + ")") +
-                       ", but parameter " + std::to_string(j) + " of " + kernel.substr(0, kernel.find(" takes")) + " is " +
-                       std::to_string(params[j].size) + " bytes; fix its \"type\" or the kernel's signature"};
+        problem = {
+            m.manifest_path.string(), field + "[" + std::to_string(j) + "]",
+            "is " + std::to_string(bytes) + " bytes" +
+                (pointer ? " (a pointer)" : std::string(" (") + scalar_type_name(a.type) + ")") +
+                ", but parameter " + std::to_string(j) + " of " +
+                kernel.substr(0, kernel.find(" takes")) + " is " + std::to_string(params[j].size) +
+                " bytes; fix its \"type\" or the kernel's signature"};
         return false;
       }
     }
@@ -998,7 +1075,8 @@ bool args_match_params(const PackageManifest& m, const CompileResult& r, Manifes
 }
 
 /// Compiles (or loads) the package, then checks every launch's arguments against the compiled code.
-bool compile_and_check(const PackageManifest& m, const CompileOptions& opt, CompileResult& r, ManifestProblem& problem);
+bool compile_and_check(const PackageManifest& m, const CompileOptions& opt, CompileResult& r,
+                       ManifestProblem& problem);
 
 }  // namespace
 
@@ -1027,12 +1105,14 @@ bool compile_and_check(const PackageManifest& m, const CompileOptions& opt, Comp
   if (load_precompiled(m, opt, r, problem, ok)) return ok;
   const auto units = compile_units(m);
 
-  if (units.size() == 1 && units.front().options.empty()) return try_compile_unit(m, opt, r, problem);
+  if (units.size() == 1 && units.front().options.empty())
+    return try_compile_unit(m, opt, r, problem);
   r = CompileResult{};
   for (std::size_t u = 0; u < units.size(); ++u) {
     // The unit as a package of its own: its options added, its kernels only.
     PackageManifest unit = m;
-    unit.nvrtc_options.insert(unit.nvrtc_options.end(), units[u].options.begin(), units[u].options.end());
+    unit.nvrtc_options.insert(unit.nvrtc_options.end(), units[u].options.begin(),
+                              units[u].options.end());
     unit.nvrtc_options_for_dtype.clear();
     unit.launches.clear();
     for (const auto& name : units[u].name_expressions) {
@@ -1042,8 +1122,10 @@ bool compile_and_check(const PackageManifest& m, const CompileOptions& opt, Comp
       for (const auto& [d, i] : units[u].launches) {
         const Launch& orig = m.launches[i];
         if (orig.kernel_name(d) != name) continue;
-        const std::string f = orig.field.empty() ? "launches[" + std::to_string(i) + "]" : orig.field;
-        if (l.field.find(f) == std::string::npos) l.field += (l.field.empty() ? "" : ".kernel, ") + f;
+        const std::string f =
+            orig.field.empty() ? "launches[" + std::to_string(i) + "]" : orig.field;
+        if (l.field.find(f) == std::string::npos)
+          l.field += (l.field.empty() ? "" : ".kernel, ") + f;
       }
       unit.launches.push_back(std::move(l));
     }
@@ -1051,7 +1133,9 @@ bool compile_and_check(const PackageManifest& m, const CompileOptions& opt, Comp
     if (!try_compile_unit(unit, opt, part, problem)) {
       std::string opts;
       for (const auto& o : units[u].options) opts += (opts.empty() ? "" : " ") + o;
-      problem.message = "(compiled with " + (opts.empty() ? std::string("no added options") : opts) + ") " + problem.message;
+      problem.message = "(compiled with " +
+                        (opts.empty() ? std::string("no added options") : opts) + ") " +
+                        problem.message;
       return false;
     }
     if (u == 0) {

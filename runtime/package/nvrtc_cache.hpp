@@ -105,10 +105,11 @@ std::optional<std::vector<std::string>> elf_function_names(const std::string& im
 /// EIATTR_KPARAM_INFO: ordinal, offset and size of each parameter), by kernel symbol; nullopt when
 /// the image is not ELF64. The format is not documented: kgate checks it against the driver's
 /// cuFuncGetParamInfo wherever a package runs.
-std::optional<std::map<std::string, std::vector<KernelParam>>> cubin_kernel_params(const std::string& image);
+std::optional<std::map<std::string, std::vector<KernelParam>>> cubin_kernel_params(
+    const std::string& image);
 
-/// The parameters of a PTX kernel's .entry (sizes from their types, offsets aligned); empty when the
-/// kernel is not there or a declaration is not understood.
+/// The parameters of a PTX kernel's .entry (sizes from their types, offsets aligned); empty when
+/// the kernel is not there or a declaration is not understood.
 std::vector<KernelParam> ptx_kernel_params(const std::string& ptx, const std::string& kernel);
 
 /// The names of a PTX text's kernels (.entry).
@@ -120,8 +121,8 @@ std::vector<std::string> ptx_entry_names(const std::string& ptx);
 /// in memory, so nothing outside the package is read. Throws Error(package) naming the manifest,
 /// the sources and carrying NVRTC's full log when compilation fails; a package that ships a
 /// precompiled kernel file for the architecture (PackageManifest::cubins, fatbin, ptx) is loaded
-/// from it instead, its kernel names checked against the file's symbols; Error(usage) for a bad arch or
-/// an unusable cache directory.
+/// from it instead, its kernel names checked against the file's symbols; Error(usage) for a bad
+/// arch or an unusable cache directory.
 CompileResult compile_package(const PackageManifest& manifest, const CompileOptions& options = {});
 
 /// Like compile_package, but a problem of the package (a bad source, a compile error with NVRTC's
@@ -129,16 +130,16 @@ CompileResult compile_package(const PackageManifest& manifest, const CompileOpti
 bool try_compile_package(const PackageManifest& manifest, const CompileOptions& options,
                          CompileResult& result, ManifestProblem& problem);
 
-/// $KGATE_CACHE_KEY_FILE, else $XDG_CONFIG_HOME/kgate/cache.key, else $HOME/.config/kgate/cache.key;
-/// empty when none of them is set.
+/// $KGATE_CACHE_KEY_FILE, else $XDG_CONFIG_HOME/kgate/cache.key, else
+/// $HOME/.config/kgate/cache.key; empty when none of them is set.
 std::filesystem::path default_cache_key_file();
 
 /// The key that authenticates cache entries (an HMAC of each entry's key, CUBIN digest and lowered
-/// names): $KGATE_CACHE_KEY (a CI secret, so that caches restored across jobs are trusted), else the
-/// content of the key file, made with 32 random bytes (mode 0600) on first use. A cache restored
-/// without its key is recompiled, never trusted. nullopt when there is nowhere to keep a key (the
-/// cache is then off). Throws Error(usage) for a key file that others can read or that lies inside
-/// `cache_dir`.
+/// names): $KGATE_CACHE_KEY (a CI secret, so that caches restored across jobs are trusted), else
+/// the content of the key file, made with 32 random bytes (mode 0600) on first use. A cache
+/// restored without its key is recompiled, never trusted. nullopt when there is nowhere to keep a
+/// key (the cache is then off). Throws Error(usage) for a key file that others can read or that
+/// lies inside `cache_dir`.
 std::optional<std::string> cache_mac_key(const std::filesystem::path& cache_dir,
                                          const std::filesystem::path& key_file);
 

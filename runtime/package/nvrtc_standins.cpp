@@ -8,16 +8,20 @@ namespace {
 
 // A libcu++ header <cuda/std/NAME>, its names also in std.
 std::string from_libcudacxx(const std::string& name, const std::string& global_names = "") {
-  std::string text = "// kgate's stand-in for <" + name + "> under NVRTC: libcu++'s <cuda/std/" + name +
-                     ">, its names also in std\n#pragma once\n#include <cuda/std/" + name +
-                     ">\nnamespace cuda { namespace std {} }\nnamespace std { using namespace cuda::std; }\n";
+  std::string text =
+      "// kgate's stand-in for <" + name + "> under NVRTC: libcu++'s <cuda/std/" + name +
+      ">, its names also in std\n#pragma once\n#include <cuda/std/" + name +
+      ">\nnamespace cuda { namespace std {} }\nnamespace std { using namespace cuda::std; }\n";
   return text + global_names;
 }
 
 const char* const kIntegerTypes =
-    "using cuda::std::int8_t;\nusing cuda::std::int16_t;\nusing cuda::std::int32_t;\nusing cuda::std::int64_t;\n"
-    "using cuda::std::uint8_t;\nusing cuda::std::uint16_t;\nusing cuda::std::uint32_t;\nusing cuda::std::uint64_t;\n"
-    "using cuda::std::intptr_t;\nusing cuda::std::uintptr_t;\nusing cuda::std::intmax_t;\nusing cuda::std::uintmax_t;\n";
+    "using cuda::std::int8_t;\nusing cuda::std::int16_t;\nusing cuda::std::int32_t;\nusing "
+    "cuda::std::int64_t;\n"
+    "using cuda::std::uint8_t;\nusing cuda::std::uint16_t;\nusing cuda::std::uint32_t;\nusing "
+    "cuda::std::uint64_t;\n"
+    "using cuda::std::intptr_t;\nusing cuda::std::uintptr_t;\nusing cuda::std::intmax_t;\nusing "
+    "cuda::std::uintmax_t;\n";
 
 const char* const kSizeTypes = "using cuda::std::size_t;\nusing cuda::std::ptrdiff_t;\n";
 
@@ -54,7 +58,8 @@ const char* const kFloatMacros = R"(#ifndef FLT_MAX
 #endif
 )";
 
-const char* const kAlgorithm = R"(// kgate's stand-in for <algorithm> under NVRTC: min, max, clamp and swap
+const char* const kAlgorithm =
+    R"(// kgate's stand-in for <algorithm> under NVRTC: min, max, clamp and swap
 #pragma once
 #include <cuda/std/utility>
 namespace std {
@@ -95,20 +100,26 @@ const std::vector<std::pair<std::string, std::string>>& nvrtc_standin_headers() 
     h.emplace_back("tuple", from_libcudacxx("tuple"));
     h.emplace_back("algorithm", kAlgorithm);
     // NVRTC declares device printf and assert itself.
-    h.emplace_back("cstdio", "// kgate's stand-in for <cstdio> under NVRTC (device printf is built in)\n" + quiet +
-                                 "namespace std { using ::printf; }\n");
-    h.emplace_back("stdio.h", "// kgate's stand-in for <stdio.h> under NVRTC (device printf is built in)\n" + quiet);
-    h.emplace_back("cassert", "// kgate's stand-in for <cassert> under NVRTC (assert is built in)\n" + quiet);
-    h.emplace_back("assert.h", "// kgate's stand-in for <assert.h> under NVRTC (assert is built in)\n" + quiet);
+    h.emplace_back("cstdio",
+                   "// kgate's stand-in for <cstdio> under NVRTC (device printf is built in)\n" +
+                       quiet + "namespace std { using ::printf; }\n");
+    h.emplace_back(
+        "stdio.h",
+        "// kgate's stand-in for <stdio.h> under NVRTC (device printf is built in)\n" + quiet);
+    h.emplace_back("cassert",
+                   "// kgate's stand-in for <cassert> under NVRTC (assert is built in)\n" + quiet);
+    h.emplace_back("assert.h",
+                   "// kgate's stand-in for <assert.h> under NVRTC (assert is built in)\n" + quiet);
     // Host-API headers that kernel files include beside their kernels and no device code calls:
     // empty (their declarations are host functions, which NVRTC refuses).
-    for (const char* host : {"cuda.h", "cublas_v2.h", "cublas.h", "cublas_api.h", "cublasLt.h", "curand.h",
-                             "cusparse.h", "cufft.h", "nvml.h"})
-      h.emplace_back(host, std::string("// kgate's stand-in for <") + host +
-                               "> under NVRTC: a host API, of which device code uses nothing\n" + quiet +
-                               (std::string(host) == "cuda.h"
-                                    ? "#ifndef CUDA_VERSION\n#define CUDA_VERSION " + std::to_string(CUDA_VERSION) + "\n#endif\n"
-                                    : std::string()));
+    for (const char* host : {"cuda.h", "cublas_v2.h", "cublas.h", "cublas_api.h", "cublasLt.h",
+                             "curand.h", "cusparse.h", "cufft.h", "nvml.h"})
+      h.emplace_back(
+          host, std::string("// kgate's stand-in for <") + host +
+                    "> under NVRTC: a host API, of which device code uses nothing\n" + quiet +
+                    (std::string(host) == "cuda.h" ? "#ifndef CUDA_VERSION\n#define CUDA_VERSION " +
+                                                         std::to_string(CUDA_VERSION) + "\n#endif\n"
+                                                   : std::string()));
     return h;
   }();
   return headers;

@@ -13,8 +13,8 @@
 
 #include <cerrno>
 #include <chrono>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 #include <system_error>
@@ -59,7 +59,8 @@ struct Reader {
   uint64_t u64() {
     if (!ok || bytes.size() - pos < 8) return ok = false, 0;
     uint64_t v = 0;
-    for (int i = 0; i < 8; ++i) v |= uint64_t(static_cast<unsigned char>(bytes[pos + i])) << (8 * i);
+    for (int i = 0; i < 8; ++i)
+      v |= uint64_t(static_cast<unsigned char>(bytes[pos + i])) << (8 * i);
     pos += 8;
     return v;
   }
@@ -79,7 +80,8 @@ struct Reader {
   }
 };
 
-// ---- the parent's side ---------------------------------------------------------------------------
+// ---- the parent's side
+// ---------------------------------------------------------------------------
 
 bool set_nonblocking(int fd) {
   const int flags = ::fcntl(fd, F_GETFL);
@@ -195,7 +197,8 @@ fs::path nvrtc_worker_path() {
   }
   const fs::path here = self_executable_dir();
   if (!here.empty()) {
-    for (const fs::path& p : {here / kWorkerName, here / ".." / "libexec" / "kgate" / kWorkerName}) {
+    for (const fs::path& p :
+         {here / kWorkerName, here / ".." / "libexec" / "kgate" / kWorkerName}) {
       if (is_executable(p)) return p.lexically_normal();
       tried.push_back(p.lexically_normal());
     }
@@ -207,9 +210,8 @@ fs::path nvrtc_worker_path() {
   std::string where;
   for (const auto& t : tried) where += (where.empty() ? "" : ", ") + t.string();
   throw Error(ErrorKind::internal,
-              std::string("the package compiler ") + kWorkerName +
-                  " was not found (looked at: " + where +
-                  "); install it next to kgate or set KGATE_NVRTC_WORKER to its path");
+              std::string("the package compiler ") + kWorkerName + " was not found (looked at: " +
+                  where + "); install it next to kgate or set KGATE_NVRTC_WORKER to its path");
 }
 
 WorkerRun run_nvrtc_worker(const NvrtcRequest& request, const WorkerLimits& limits) {
@@ -256,9 +258,9 @@ WorkerRun run_nvrtc_worker(const NvrtcRequest& request, const WorkerLimits& limi
   }
   set_nonblocking(io[0]);
   set_nonblocking(err[0]);
-  // Memory is bounded by the worker's resident size, read from /proc while it runs: an address-space
-  // limit (RLIMIT_AS) is no bound on use, and NVRTC reserves more address space on larger machines
-  // (8 GiB of it failed every compile on a 16-core GPU host).
+  // Memory is bounded by the worker's resident size, read from /proc while it runs: an
+  // address-space limit (RLIMIT_AS) is no bound on use, and NVRTC reserves more address space on
+  // larger machines (8 GiB of it failed every compile on a 16-core GPU host).
   const std::string statm = "/proc/" + std::to_string(pid) + "/statm";
   const long page = ::sysconf(_SC_PAGESIZE);
 
@@ -266,9 +268,8 @@ WorkerRun run_nvrtc_worker(const NvrtcRequest& request, const WorkerLimits& limi
   std::size_t written = 0;
   std::string response;
   bool io_open = true, err_open = true, overflow = false;
-  const auto deadline =
-      t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-               std::chrono::duration<double>(limits.timeout_seconds));
+  const auto deadline = t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                 std::chrono::duration<double>(limits.timeout_seconds));
   while (io_open || err_open) {
     const auto now = std::chrono::steady_clock::now();
     if (now >= deadline) {
@@ -294,8 +295,7 @@ WorkerRun run_nvrtc_worker(const NvrtcRequest& request, const WorkerLimits& limi
       char buf[65536];
       if (fds[i].fd == io[0]) {
         if ((fds[i].revents & POLLOUT) && written < out.size()) {
-          const ssize_t w =
-              ::send(io[0], out.data() + written, out.size() - written, MSG_NOSIGNAL);
+          const ssize_t w = ::send(io[0], out.data() + written, out.size() - written, MSG_NOSIGNAL);
           if (w > 0) written += static_cast<std::size_t>(w);
           if (written == out.size() || (w < 0 && errno != EAGAIN)) {
             written = out.size();
@@ -319,9 +319,9 @@ WorkerRun run_nvrtc_worker(const NvrtcRequest& request, const WorkerLimits& limi
         const ssize_t r = ::read(err[0], buf, sizeof buf);
         if (r > 0) {
           if (run.stderr_text.size() < kMaxStderrBytes)
-            run.stderr_text.append(buf, std::min<std::size_t>(static_cast<std::size_t>(r),
-                                                              kMaxStderrBytes -
-                                                                  run.stderr_text.size()));
+            run.stderr_text.append(buf,
+                                   std::min<std::size_t>(static_cast<std::size_t>(r),
+                                                         kMaxStderrBytes - run.stderr_text.size()));
         } else if (r == 0 || errno != EAGAIN) {
           err_open = false;
         }
@@ -336,11 +336,13 @@ WorkerRun run_nvrtc_worker(const NvrtcRequest& request, const WorkerLimits& limi
   if (WIFEXITED(status)) run.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) run.signal = WTERMSIG(status);
   run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (!run.timed_out && !run.memory_exceeded && !overflow) run.answered = decode_response(response, run.response);
+  if (!run.timed_out && !run.memory_exceeded && !overflow)
+    run.answered = decode_response(response, run.response);
   return run;
 }
 
-// ---- the worker's side ---------------------------------------------------------------------------
+// ---- the worker's side
+// ---------------------------------------------------------------------------
 
 namespace {
 

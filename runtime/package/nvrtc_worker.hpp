@@ -35,11 +35,11 @@ struct NvrtcRequest {
 struct NvrtcResponse {
   enum class Status : uint32_t {
     ok = 0,
-    compile_error = 1,    ///< NVRTC refused the sources: `error` and `log`
-    missing_name = 2,     ///< a name expression was not found: `error` holds it
-    no_sandbox = 3,       ///< require_sandbox and none could be entered: sandbox_detail
-    out_of_memory = 4,    ///< NVRTC reported running out of memory
-    internal = 5          ///< an NVRTC API failure: `error`
+    compile_error = 1,  ///< NVRTC refused the sources: `error` and `log`
+    missing_name = 2,   ///< a name expression was not found: `error` holds it
+    no_sandbox = 3,     ///< require_sandbox and none could be entered: sandbox_detail
+    out_of_memory = 4,  ///< NVRTC reported running out of memory
+    internal = 5        ///< an NVRTC API failure: `error`
   };
   Status status = Status::internal;
   std::string error;
@@ -65,12 +65,12 @@ struct WorkerLimits {
 
 /// How a worker run ended, beside its response.
 struct WorkerRun {
-  bool answered = false;   ///< a complete response was read
-  bool timed_out = false;  ///< killed at the time limit
+  bool answered = false;         ///< a complete response was read
+  bool timed_out = false;        ///< killed at the time limit
   bool memory_exceeded = false;  ///< killed past the memory limit
-  int exit_code = -1;      ///< when it exited
-  int signal = 0;          ///< when a signal ended it
-  std::string stderr_text; ///< what it wrote to stderr, capped
+  int exit_code = -1;            ///< when it exited
+  int signal = 0;                ///< when a signal ended it
+  std::string stderr_text;       ///< what it wrote to stderr, capped
   double seconds = 0;
   NvrtcResponse response;
 };

@@ -1,5 +1,6 @@
-// kgate-nvrtc-worker: compiles one package in a sandbox (nvrtc_worker.hpp). Started by kgate with an
-// empty environment; reads one request on stdin, writes one response on stdout. Not for direct use.
+// kgate-nvrtc-worker: compiles one package in a sandbox (nvrtc_worker.hpp). Started by kgate with
+// an empty environment; reads one request on stdin, writes one response on stdout. Not for direct
+// use.
 #include <dlfcn.h>
 #include <nvrtc.h>
 #include <sys/resource.h>
@@ -63,7 +64,9 @@ void warm_up(const NvrtcRequest& request) {
   nvrtcDestroyProgram(&p);
 }
 
-int respond(const NvrtcResponse& r) { return write_all(1, kgate::package::encode_response(r)) ? 0 : 2; }
+int respond(const NvrtcResponse& r) {
+  return write_all(1, kgate::package::encode_response(r)) ? 0 : 2;
+}
 
 }  // namespace
 
@@ -72,8 +75,9 @@ int main() {
   std::string bytes;
   NvrtcRequest request;
   if (!read_all(0, bytes) || !kgate::package::decode_request(bytes, request)) {
-    std::fputs("kgate-nvrtc-worker: expected one request on stdin (this program is started by kgate)\n",
-               stderr);
+    std::fputs(
+        "kgate-nvrtc-worker: expected one request on stdin (this program is started by kgate)\n",
+        stderr);
     return 2;
   }
   bytes.clear();
@@ -83,10 +87,8 @@ int main() {
   std::vector<std::filesystem::path> dirs(request.readable_dirs.begin(),
                                           request.readable_dirs.end());
   kgate::package::SandboxOutcome sandbox;
-  if (request.sandbox)
-    sandbox = kgate::package::enter_compile_sandbox(dirs);
-  else
-    sandbox.detail = "turned off by the caller";
+  if (request.sandbox) sandbox = kgate::package::enter_compile_sandbox(dirs);
+  else sandbox.detail = "turned off by the caller";
   NvrtcResponse response;
   if (sandbox.kind == kgate::package::SandboxKind::none && request.require_sandbox) {
     response.status = NvrtcResponse::Status::no_sandbox;

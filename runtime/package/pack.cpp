@@ -13,10 +13,10 @@
 
 #include "core/error.hpp"
 #include "core/safe_text.hpp"
+#include "core/sha256.hpp"
 #include "core/strict_json.hpp"
 #include "runtime/package/manifest.hpp"
 #include "runtime/package/package_files.hpp"
-#include "core/sha256.hpp"
 
 namespace kgate::package {
 
@@ -47,7 +47,8 @@ class Packer {
 
     if (auto it = doc.find("sources"); it != doc.end()) {
       if (!it->is_array()) fail("sources", "expected an array of paths");
-      for (std::size_t i = 0; i < it->size(); ++i) copy_listed((*it)[i], "sources[" + std::to_string(i) + "]");
+      for (std::size_t i = 0; i < it->size(); ++i)
+        copy_listed((*it)[i], "sources[" + std::to_string(i) + "]");
     }
     for (const char* key : {"op_file", "fatbin", "ptx"})
       if (auto it = doc.find(key); it != doc.end()) copy_listed(*it, key);
@@ -81,7 +82,8 @@ class Packer {
     result_.files.insert(result_.files.begin(),
                          {kManifestFileName, kManifestFileName, Sha256().update(out_text).hex()});
 
-    ordered_json record = {{"format", "kgate-pack/1"}, {"source", src_.string()}, {"files", ordered_json::array()}};
+    ordered_json record = {
+        {"format", "kgate-pack/1"}, {"source", src_.string()}, {"files", ordered_json::array()}};
     for (const auto& f : result_.files)
       record["files"].push_back({{"path", f.path}, {"from", f.from}, {"sha256", f.sha256}});
     write(tmp_ / kPackRecordFileName, record.dump(2) + "\n");
@@ -90,7 +92,8 @@ class Packer {
 
  private:
   [[noreturn]] void fail(const std::string& field, const std::string& message) {
-    throw Error(ErrorKind::package, manifest_ + (field.empty() ? " " : ": " + field + ": ") + message);
+    throw Error(ErrorKind::package,
+                manifest_ + (field.empty() ? " " : ": " + field + ": ") + message);
   }
 
   /// A file the manifest names: inside the source package, copied to the same relative path.
@@ -100,17 +103,19 @@ class Packer {
     fs::path resolved;
     const std::string err = package_path_problem(src_, rel, PathKind::any, &resolved);
     if (!err.empty())
-      fail(field, err + (climbs(rel)
-                             ? " (only include_dirs may reach outside a source package; move the file in)"
-                             : ""));
+      fail(field,
+           err + (climbs(rel)
+                      ? " (only include_dirs may reach outside a source package; move the file in)"
+                      : ""));
     copy(resolved, own_path(fs::path(rel).lexically_normal().string(), field), rel);
   }
 
   /// A path of the source package itself, which must stay clear of _packed/ (kgate pack's own).
   std::string own_path(const std::string& rel, const std::string& field) {
     if (!rel.empty() && fs::path(rel).begin()->string() == "_packed")
-      fail(field, shown(rel) + " is under _packed/, where kgate pack puts the headers it copies from "
-                                "outside the package; rename that directory");
+      fail(field, shown(rel) +
+                      " is under _packed/, where kgate pack puts the headers it copies from "
+                      "outside the package; rename that directory");
     return rel;
   }
 
@@ -130,7 +135,8 @@ class Packer {
     std::uintmax_t bytes = 0;
     if (is_inside(src_, canon)) {
       const std::string inside = canon.lexically_relative(src_).string();
-      const std::string err = scan_include_dir(src_, inside.empty() ? "." : inside, headers, files, bytes);
+      const std::string err =
+          scan_include_dir(src_, inside.empty() ? "." : inside, headers, files, bytes);
       if (!err.empty()) fail(field, err);
       for (const auto& h : headers)
         copy(h.path, own_path((fs::path(inside) / h.name).lexically_normal().string(), field),
@@ -209,24 +215,30 @@ PackResult pack_package(const fs::path& src_dir, const fs::path& out_dir) {
                                       kManifestFileName + " (give the package's directory)");
   const fs::path out = fs::weakly_canonical(fs::absolute(out_dir), ec);
   if (ec || out.filename().empty())
-    throw Error(ErrorKind::usage, "kgate pack: " + shown(out_dir.string()) + " is not a usable directory name");
+    throw Error(ErrorKind::usage,
+                "kgate pack: " + shown(out_dir.string()) + " is not a usable directory name");
   if (is_inside(out, src) || is_inside(src, out))
-    throw Error(ErrorKind::usage, "kgate pack: the packed package " + shown(out.string()) +
-                                      " and the source package " + shown(src.string()) +
-                                      " must not contain one another; write it elsewhere (e.g. the build tree)");
+    throw Error(ErrorKind::usage,
+                "kgate pack: the packed package " + shown(out.string()) +
+                    " and the source package " + shown(src.string()) +
+                    " must not contain one another; write it elsewhere (e.g. the build tree)");
   if (fs::exists(out, ec)) {
     const bool empty_dir = fs::is_directory(out, ec) && fs::is_empty(out, ec);
     if (!empty_dir && !fs::exists(out / kPackRecordFileName, ec))
-      throw Error(ErrorKind::usage, "kgate pack: " + shown(out.string()) +
-                                        " exists and is not a packed package (no " + kPackRecordFileName +
-                                        "); kgate pack replaces only its own output: choose a new or empty directory");
+      throw Error(
+          ErrorKind::usage,
+          "kgate pack: " + shown(out.string()) + " exists and is not a packed package (no " +
+              kPackRecordFileName +
+              "); kgate pack replaces only its own output: choose a new or empty directory");
   }
   fs::create_directories(out.parent_path(), ec);
-  const fs::path tmp = out.parent_path() / ("." + out.filename().string() + ".packing-" + std::to_string(::getpid()));
+  const fs::path tmp = out.parent_path() /
+                       ("." + out.filename().string() + ".packing-" + std::to_string(::getpid()));
   fs::remove_all(tmp, ec);
   // The earlier pack is moved aside, not deleted, until the new one is in place: a failure on the
   // way puts it back, so a failed pack never loses the one that was there.
-  const fs::path aside = out.parent_path() / ("." + out.filename().string() + ".replaced-" + std::to_string(::getpid()));
+  const fs::path aside = out.parent_path() / ("." + out.filename().string() + ".replaced-" +
+                                              std::to_string(::getpid()));
   fs::remove_all(aside, ec);
   PackResult result;
   bool moved_aside = false;
@@ -234,11 +246,15 @@ PackResult pack_package(const fs::path& src_dir, const fs::path& out_dir) {
     result = Packer(src, tmp).run();
     if (fs::exists(out)) {
       fs::rename(out, aside, ec);
-      if (ec) throw Error(ErrorKind::package, "kgate pack: cannot replace " + shown(out.string()) + ": " + ec.message());
+      if (ec)
+        throw Error(ErrorKind::package,
+                    "kgate pack: cannot replace " + shown(out.string()) + ": " + ec.message());
       moved_aside = true;
     }
     fs::rename(tmp, out, ec);
-    if (ec) throw Error(ErrorKind::package, "kgate pack: cannot move the packed package to " + shown(out.string()) + ": " + ec.message());
+    if (ec)
+      throw Error(ErrorKind::package, "kgate pack: cannot move the packed package to " +
+                                          shown(out.string()) + ": " + ec.message());
   } catch (...) {
     std::error_code ignored;
     fs::remove_all(tmp, ignored);

@@ -28,10 +28,11 @@ struct PackResult {
 
 /// Packs the source package `src` into `out`. `out` must not exist, be an empty directory, or be an
 /// earlier packed package (it holds kgate-pack.json), which is replaced; the new package is written
-/// beside it and renamed into place, so a failure leaves `out` as it was. Throws Error(package) with
-/// the manifest field and the fix for what cannot be packed (a missing file, an include directory
-/// that is absolute or not a directory, a source outside the package: only include directories may
-/// be outside). The packed package is not validated here (the caller does: kgate pack validates it).
+/// beside it and renamed into place, so a failure leaves `out` as it was. Throws Error(package)
+/// with the manifest field and the fix for what cannot be packed (a missing file, an include
+/// directory that is absolute or not a directory, a source outside the package: only include
+/// directories may be outside). The packed package is not validated here (the caller does: kgate
+/// pack validates it).
 PackResult pack_package(const std::filesystem::path& src, const std::filesystem::path& out);
 
 /// For a packed package (one with kgate-pack.json): each recorded file that is missing or whose

@@ -50,12 +50,15 @@ std::string package_path_problem(const fs::path& root, const std::string& relati
   if (relative.empty()) return "expected a non-empty path relative to the package directory";
   for (char c : relative)
     if (static_cast<unsigned char>(c) < 0x20)
-      return quote_untrusted(relative) + " contains a control character; expected a plain relative path";
+      return quote_untrusted(relative) +
+             " contains a control character; expected a plain relative path";
   const fs::path rel(relative);
   if (rel.is_absolute() || rel.has_root_name() || rel.has_root_directory())
     return quote_untrusted(relative) +
            " is an absolute path; expected a path relative to the package directory";
-  if (climbs(rel)) return quote_untrusted(relative) + " contains \"..\"; expected a path inside the package directory";
+  if (climbs(rel))
+    return quote_untrusted(relative) +
+           " contains \"..\"; expected a path inside the package directory";
   std::error_code ec;
   const fs::path joined = root / rel;
   if (!fs::exists(fs::symlink_status(joined, ec)) || !fs::exists(joined, ec))
@@ -71,13 +74,16 @@ std::string package_path_problem(const fs::path& root, const std::string& relati
     const bool binary = kind != PathKind::source;
     if (!fs::is_regular_file(canon, ec))
       return quote_untrusted(relative) + " is not a regular file; expected " +
-             (kind == PathKind::data ? "a safetensors file" : binary ? "a CUBIN, fatbin or PTX file" : "a CUDA source file");
+             (kind == PathKind::data ? "a safetensors file"
+              : binary               ? "a CUBIN, fatbin or PTX file"
+                                     : "a CUDA source file");
     const auto size = fs::file_size(canon, ec);
     if (ec) return quote_untrusted(relative) + " cannot be read: " + ec.message();
     const std::uintmax_t limit = binary ? kMaxBinaryBytes : kMaxSourceBytes;
     if (size > limit)
-      return quote_untrusted(relative) + " has " + std::to_string(size) + " bytes; expected at most " +
-             std::to_string(limit) + (binary ? " (256 MiB)" : " (1 MiB)");
+      return quote_untrusted(relative) + " has " + std::to_string(size) +
+             " bytes; expected at most " + std::to_string(limit) +
+             (binary ? " (256 MiB)" : " (1 MiB)");
     if (std::string err = hard_link_problem(canon, relative); !err.empty()) return err;
   }
   if (resolved) *resolved = canon;
@@ -105,7 +111,8 @@ std::string scan_include_dir(const fs::path& root, const std::string& include_di
     const fs::path canon = fs::canonical(p, ec);
     if (ec) return quote_untrusted(rel_to_root.string()) + " cannot be resolved: " + ec.message();
     if (!is_inside(root, canon))
-      return quote_untrusted(rel_to_root.string()) + " resolves to " + quote_untrusted(canon.string()) +
+      return quote_untrusted(rel_to_root.string()) + " resolves to " +
+             quote_untrusted(canon.string()) +
              ", outside the package directory (through a symbolic link); expected a path inside it";
     if (!fs::is_regular_file(canon, ec)) continue;
     const auto size = fs::file_size(canon, ec);
@@ -113,8 +120,7 @@ std::string scan_include_dir(const fs::path& root, const std::string& include_di
     if (size > kMaxSourceBytes)
       return quote_untrusted(rel_to_root.string()) + " has " + std::to_string(size) +
              " bytes; expected at most " + std::to_string(kMaxSourceBytes) + " (1 MiB)";
-    if (std::string err = hard_link_problem(canon, rel_to_root.string()); !err.empty())
-      return err;
+    if (std::string err = hard_link_problem(canon, rel_to_root.string()); !err.empty()) return err;
     if (++files > kMaxHeaderFiles)
       return "the include directories hold more than " + std::to_string(kMaxHeaderFiles) +
              " header files; expected fewer";

@@ -6,11 +6,11 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <fstream>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -43,12 +43,14 @@ std::string list_of(const std::vector<std::string>& items) {
 
 // Integers as integers, other values to the last digit.
 std::string number(double v) {
-  return format_number(v, std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 9.0e15 ? "%.0f" : "%.17g");
+  return format_number(
+      v, std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 9.0e15 ? "%.0f" : "%.17g");
 }
 
 std::string values_text(const SymbolValues& values) {
   std::string out;
-  for (const auto& [name, v] : values) out += (out.empty() ? "" : ", ") + name + "=" + std::to_string(v);
+  for (const auto& [name, v] : values)
+    out += (out.empty() ? "" : ", ") + name + "=" + std::to_string(v);
   return out.empty() ? "no symbols" : out;
 }
 
@@ -80,8 +82,8 @@ int resolve_dim(int dim, int64_t rank) {
 }
 
 std::string rank_violation(const Guard& guard, int64_t rank) {
-  if (guard.ranks.empty() ||
-      std::find(guard.ranks.begin(), guard.ranks.end(), static_cast<int>(rank)) != guard.ranks.end())
+  if (guard.ranks.empty() || std::find(guard.ranks.begin(), guard.ranks.end(),
+                                       static_cast<int>(rank)) != guard.ranks.end())
     return {};
   std::vector<std::string> ranks;
   for (int r : guard.ranks) ranks.push_back(std::to_string(r));
@@ -113,7 +115,8 @@ void put_tensor_values(SymbolValues& out, const std::string& name, int64_t numel
                        const std::vector<int64_t>& strides) {
   out["numel_" + name] = numel;
   out["align_" + name] = align;
-  for (std::size_t d = 0; d < strides.size(); ++d) out["stride_" + name + "_" + std::to_string(d)] = strides[d];
+  for (std::size_t d = 0; d < strides.size(); ++d)
+    out["stride_" + name + "_" + std::to_string(d)] = strides[d];
 }
 
 /// Whether the guard reads the call's tensor symbols: its require predicates do, and so may the
@@ -123,14 +126,16 @@ bool guard_reads_tensors(const Guard& g) { return !g.require.empty() || g.unmatc
 
 /// The values guard.require and when.if see: the shape symbols, integer attributes, dtype_size
 /// and the tensor symbols.
-SymbolValues predicate_values(const PackageManifest& manifest, DType dtype, const std::map<std::string, int64_t>& dims,
+SymbolValues predicate_values(const PackageManifest& manifest, DType dtype,
+                              const std::map<std::string, int64_t>& dims,
                               const SymbolValues& tensors) {
   SymbolValues values(dims.begin(), dims.end());
   for (const auto& a : manifest.attributes)
     if (a.is_integer) values[a.name] = static_cast<int64_t>(a.value);
   values[kDtypeSizeSymbol] = static_cast<int64_t>(dtype_size(dtype));
   for (const auto& [k, v] : tensors) values[k] = v;
-  if (manifest.reads_device) put_device_values(values, device_props_in_effect());  // (a when.if may read them)
+  if (manifest.reads_device)
+    put_device_values(values, device_props_in_effect());  // (a when.if may read them)
   return values;
 }
 
@@ -142,10 +147,13 @@ SymbolValues predicate_values(const PackageManifest& manifest, DType dtype, cons
 SymbolValues call_tensor_values(const OpSignature& op, const KernelCall& call) {
   SymbolValues out;
   auto visit = [&](const TensorSpec& spec, const TensorView& t) {
-    put_tensor_values(out, spec.name, t.numel(), alignment_of(reinterpret_cast<uintptr_t>(t.data)), t.strides);
+    put_tensor_values(out, spec.name, t.numel(), alignment_of(reinterpret_cast<uintptr_t>(t.data)),
+                      t.strides);
   };
-  for (std::size_t i = 0; i < op.inputs.size() && i < call.inputs.size(); ++i) visit(op.inputs[i], call.inputs[i]);
-  for (std::size_t i = 0; i < op.outputs.size() && i < call.outputs.size(); ++i) visit(op.outputs[i], call.outputs[i]);
+  for (std::size_t i = 0; i < op.inputs.size() && i < call.inputs.size(); ++i)
+    visit(op.inputs[i], call.inputs[i]);
+  for (std::size_t i = 0; i < op.outputs.size() && i < call.outputs.size(); ++i)
+    visit(op.outputs[i], call.outputs[i]);
   return out;
 }
 
@@ -203,7 +211,8 @@ SymbolValues case_tensor_values(const OpSignature& op, const Case& c) {
       continue;
     }
     const auto sizes = sizes_of(t);
-    put_tensor_values(out, t.name, numel_of_sizes(sizes), kMaxAlignSymbol, row_major_strides(sizes));
+    put_tensor_values(out, t.name, numel_of_sizes(sizes), kMaxAlignSymbol,
+                      row_major_strides(sizes));
   }
   return out;
 }
@@ -251,7 +260,8 @@ std::string guard_violation(const PackageManifest& manifest, DType dtype,
   if (std::find(g.layouts.begin(), g.layouts.end(), layout) == g.layouts.end()) {
     std::vector<std::string> names;
     for (Layout l : g.layouts) names.push_back(layout_name(l));
-    return std::string("layout ") + layout_name(layout) + " is not in guard.layouts " + list_of(names);
+    return std::string("layout ") + layout_name(layout) + " is not in guard.layouts " +
+           list_of(names);
   }
   for (const auto& s : manifest.symbols) {
     auto range = g.shapes.find(s.name);
@@ -265,7 +275,8 @@ std::string guard_violation(const PackageManifest& manifest, DType dtype,
     if (v < r.min) return at + " is below " + field + ".min=" + std::to_string(r.min);
     if (v > r.max) return at + " is above " + field + ".max=" + std::to_string(r.max);
     if (r.multiple_of > 1 && v % r.multiple_of != 0)
-      return at + " is not a multiple of " + field + ".multiple_of=" + std::to_string(r.multiple_of);
+      return at + " is not a multiple of " + field +
+             ".multiple_of=" + std::to_string(r.multiple_of);
   }
   if (g.require.empty() && !g.unmatched_fallback) return {};
   const SymbolValues values = predicate_values(manifest, dtype, dims, tensors);
@@ -274,14 +285,16 @@ std::string guard_violation(const PackageManifest& manifest, DType dtype,
     const std::string field = "guard.require[" + std::to_string(i) + "] \"" + r.text() + "\"";
     std::string shown;  // the values of the symbols it names
     for (const auto& s : r.symbols())
-      if (auto it = values.find(s); it != values.end()) shown += (shown.empty() ? "" : ", ") + s + "=" + std::to_string(it->second);
+      if (auto it = values.find(s); it != values.end())
+        shown += (shown.empty() ? "" : ", ") + s + "=" + std::to_string(it->second);
     try {
       if (r.evaluate(values) == 0) return field + " is 0 (" + shown + ")";
     } catch (const Error& e) {
       return field + " cannot be evaluated (" + e.what() + ")";
     }
   }
-  if (g.unmatched_fallback && !manifest.launches.empty()) {  // no launch for the call: the reference runs
+  if (g.unmatched_fallback &&
+      !manifest.launches.empty()) {  // no launch for the call: the reference runs
     bool any = false;
     for (const auto& l : manifest.launches) {
       try {
@@ -295,7 +308,8 @@ std::string guard_violation(const PackageManifest& manifest, DType dtype,
   return {};
 }
 
-std::map<std::string, std::string> op_symbols_of(const PackageManifest& manifest, const OpSignature& op) {
+std::map<std::string, std::string> op_symbols_of(const PackageManifest& manifest,
+                                                 const OpSignature& op) {
   std::map<std::string, std::string> out;
   for (const auto& s : manifest.symbols) {
     const TensorRef t = find_tensor(op, s.tensor);
@@ -317,7 +331,8 @@ bool case_has(const Case& c, const std::string& name) {
 
 }  // namespace
 
-std::vector<CaseLaunch> case_launches(const PackageManifest& manifest, const OpSignature& op, const Case& c) {
+std::vector<CaseLaunch> case_launches(const PackageManifest& manifest, const OpSignature& op,
+                                      const Case& c) {
   SymbolValues values;
   for (const auto& [name, v] : case_symbol_values(manifest, op, c)) values[name] = v;
   for (const auto& a : manifest.attributes)
@@ -339,17 +354,24 @@ std::vector<CaseLaunch> case_launches(const PackageManifest& manifest, const OpS
         return 0;
       }
     };
-    if (!l.when.layouts.empty() && std::find(l.when.layouts.begin(), l.when.layouts.end(), layout) == l.when.layouts.end())
+    if (!l.when.layouts.empty() &&
+        std::find(l.when.layouts.begin(), l.when.layouts.end(), layout) == l.when.layouts.end())
       continue;
-    if (l.when.if_expr && eval(*l.when.if_expr, l.field + ".when.if") == 0 && r.error.empty()) continue;
+    if (l.when.if_expr && eval(*l.when.if_expr, l.field + ".when.if") == 0 && r.error.empty())
+      continue;
     for (std::size_t d = 0; d < 3; ++d) {
-      r.grid[d] = d < l.grid.size() ? eval(l.grid[d], l.field + ".grid[" + std::to_string(d) + "]") : 1;
-      r.block[d] = d < l.block.size() ? eval(l.block[d], l.field + ".block[" + std::to_string(d) + "]") : 1;
-      r.cluster[d] = d < l.cluster.size() ? eval(l.cluster[d], l.field + ".cluster[" + std::to_string(d) + "]")
-                                          : (l.cluster.empty() ? 0 : 1);
+      r.grid[d] =
+          d < l.grid.size() ? eval(l.grid[d], l.field + ".grid[" + std::to_string(d) + "]") : 1;
+      r.block[d] =
+          d < l.block.size() ? eval(l.block[d], l.field + ".block[" + std::to_string(d) + "]") : 1;
+      r.cluster[d] = d < l.cluster.size()
+                         ? eval(l.cluster[d], l.field + ".cluster[" + std::to_string(d) + "]")
+                         : (l.cluster.empty() ? 0 : 1);
     }
     r.shared_mem = eval(l.shared_mem, l.field + ".shared_mem");
-    if (l.max_dynamic_shared_mem) r.max_dynamic_shared_mem = eval(*l.max_dynamic_shared_mem, l.field + ".max_dynamic_shared_mem");
+    if (l.max_dynamic_shared_mem)
+      r.max_dynamic_shared_mem =
+          eval(*l.max_dynamic_shared_mem, l.field + ".max_dynamic_shared_mem");
     out.push_back(std::move(r));
   }
   return out;
@@ -368,7 +390,8 @@ std::string describe(const CaseLaunch& l) {
   return out;
 }
 
-std::vector<std::string> case_launch_problems(const PackageManifest& manifest, const OpSignature& op, const Case& c,
+std::vector<std::string> case_launch_problems(const PackageManifest& manifest,
+                                              const OpSignature& op, const Case& c,
                                               const DeviceProps& props) {
   std::vector<std::string> out;
   const std::vector<CaseLaunch> launches = case_launches(manifest, op, c);
@@ -376,10 +399,14 @@ std::vector<std::string> case_launch_problems(const PackageManifest& manifest, c
   bool outputs_empty = true;
   const SymbolValues tensors = case_tensor_values(op, c);
   for (const auto& o : op.outputs)
-    if (const auto it = tensors.find("numel_" + o.name); it == tensors.end() || it->second != 0) outputs_empty = false;
-  if (launches.empty() && !manifest.launches.empty() && !manifest.guard.unmatched_fallback && !outputs_empty)
-    out.push_back("no launch runs for this call inside the guard, so its outputs would stay unwritten; widen a "
-                  "launch's \"when\", or set guard.unmatched to \"fallback\"");
+    if (const auto it = tensors.find("numel_" + o.name); it == tensors.end() || it->second != 0)
+      outputs_empty = false;
+  if (launches.empty() && !manifest.launches.empty() && !manifest.guard.unmatched_fallback &&
+      !outputs_empty)
+    out.push_back(
+        "no launch runs for this call inside the guard, so its outputs would stay unwritten; widen "
+        "a "
+        "launch's \"when\", or set guard.unmatched to \"fallback\"");
   for (const auto& l : launches) {
     const std::string at = l.field + " (" + l.kernel + ")";
     if (!l.error.empty()) {
@@ -393,7 +420,8 @@ std::vector<std::string> case_launch_problems(const PackageManifest& manifest, c
     const int64_t limit = l.max_dynamic_shared_mem ? *l.max_dynamic_shared_mem : l.shared_mem;
     if (std::max(limit, l.shared_mem) > props.smem_per_block_optin)
       out.push_back(at + ": " + std::to_string(std::max(limit, l.shared_mem)) +
-                    " bytes of dynamic shared memory, more than the " + std::to_string(props.smem_per_block_optin) +
+                    " bytes of dynamic shared memory, more than the " +
+                    std::to_string(props.smem_per_block_optin) +
                     " a block can opt in to on this device");
     if (l.cluster[0] > 0 && props.arch < 90)
       out.push_back(at + ": a thread-block cluster, which needs sm_90 or later; the device is sm_" +
@@ -402,13 +430,15 @@ std::vector<std::string> case_launch_problems(const PackageManifest& manifest, c
   return out;
 }
 
-std::vector<std::string> case_float_scalars(const PackageManifest& manifest, const OpSignature& op, const Case& c) {
+std::vector<std::string> case_float_scalars(const PackageManifest& manifest, const OpSignature& op,
+                                            const Case& c) {
   std::vector<std::string> out;
   FloatValues values;
   for (const auto& [name, v] : c.dims) values[name] = static_cast<double>(v);
   for (const auto& [name, v] : op.attributes) values[name] = v;
   for (const auto& a : manifest.attributes) values[a.name] = a.value;
-  for (const auto& [name, v] : case_symbol_values(manifest, op, c)) values[name] = static_cast<double>(v);
+  for (const auto& [name, v] : case_symbol_values(manifest, op, c))
+    values[name] = static_cast<double>(v);
   values[kDtypeSizeSymbol] = static_cast<double>(dtype_size(c.dtype));
   if (manifest.reads_device) put_device_values(values, device_props_in_effect());
   for (const auto& l : manifest.launches)
@@ -418,18 +448,19 @@ std::vector<std::string> case_float_scalars(const PackageManifest& manifest, con
       std::string value;
       try {
         const double v = a.float_expr->evaluate(values);
-        value = a.type == ScalarType::f32 ? format_number(static_cast<float>(v), "%.9g") : format_number(v, "%.17g");
+        value = a.type == ScalarType::f32 ? format_number(static_cast<float>(v), "%.9g")
+                                          : format_number(v, "%.17g");
       } catch (const Error& e) {
         value = std::string("(") + e.what() + ")";
       }
-      out.push_back(l.field + ".args[" + std::to_string(i) + "] \"" + a.float_expr->text() + "\" = " + value + " as " +
-                    scalar_type_name(a.type));
+      out.push_back(l.field + ".args[" + std::to_string(i) + "] \"" + a.float_expr->text() +
+                    "\" = " + value + " as " + scalar_type_name(a.type));
     }
   return out;
 }
 
-std::map<std::string, int64_t> case_symbol_values(const PackageManifest& manifest, const OpSignature& op,
-                                                  const Case& c) {
+std::map<std::string, int64_t> case_symbol_values(const PackageManifest& manifest,
+                                                  const OpSignature& op, const Case& c) {
   std::map<std::string, int64_t> out;
   const SymbolValues dims = symbol_values(c.dims);
   for (const auto& [symbol, op_dim] : op_symbols_of(manifest, op)) {
@@ -448,16 +479,19 @@ std::map<std::string, int64_t> case_symbol_values(const PackageManifest& manifes
   return out;
 }
 
-std::string case_guard_violation(const PackageManifest& manifest, const OpSignature& op, const Case& c) {
+std::string case_guard_violation(const PackageManifest& manifest, const OpSignature& op,
+                                 const Case& c) {
   // The rank of every tensor the symbols bind to (of the first input when there are none).
   std::vector<int64_t> ranks;
   for (const auto& s : manifest.symbols)
-    if (const TensorRef t = find_tensor(op, s.tensor); t.spec) ranks.push_back(static_cast<int64_t>(t.spec->shape.size()));
-  if (ranks.empty() && !op.inputs.empty()) ranks.push_back(static_cast<int64_t>(op.inputs[0].shape.size()));
+    if (const TensorRef t = find_tensor(op, s.tensor); t.spec)
+      ranks.push_back(static_cast<int64_t>(t.spec->shape.size()));
+  if (ranks.empty() && !op.inputs.empty())
+    ranks.push_back(static_cast<int64_t>(op.inputs[0].shape.size()));
   const int rank = ranks.empty() ? 0 : static_cast<int>(ranks.front());
-  const std::string why = guard_violation(manifest, c.dtype, case_symbol_values(manifest, op, c),
-                                          to_package_layout(c.layout), rank,
-                                          guard_reads_tensors(manifest.guard) ? case_tensor_values(op, c) : SymbolValues{});
+  const std::string why = guard_violation(
+      manifest, c.dtype, case_symbol_values(manifest, op, c), to_package_layout(c.layout), rank,
+      guard_reads_tensors(manifest.guard) ? case_tensor_values(op, c) : SymbolValues{});
   if (!why.empty()) return why;
   for (int64_t r : ranks)
     if (auto v = rank_violation(manifest.guard, r); !v.empty()) return v;
@@ -472,29 +506,32 @@ namespace {
 
 /// Binds the manifest's symbols from a call's tensors; returns a violation ("" when all bound),
 /// with `rank` set to the rank of the first bound tensor.
-std::string bind_call_symbols(const PackageManifest& manifest, const OpSignature& op, const KernelCall& call,
-                              std::map<std::string, int64_t>& dims, int& rank) {
+std::string bind_call_symbols(const PackageManifest& manifest, const OpSignature& op,
+                              const KernelCall& call, std::map<std::string, int64_t>& dims,
+                              int& rank) {
   if (call.inputs.size() != op.inputs.size() || call.outputs.size() != op.outputs.size())
     throw Error(ErrorKind::internal, "package " + manifest.name + ": the call carries " +
                                          std::to_string(call.inputs.size()) + " input(s) and " +
-                                         std::to_string(call.outputs.size()) + " output(s), op '" + op.name +
-                                         "' has " + std::to_string(op.inputs.size()) + " and " +
-                                         std::to_string(op.outputs.size()));
+                                         std::to_string(call.outputs.size()) + " output(s), op '" +
+                                         op.name + "' has " + std::to_string(op.inputs.size()) +
+                                         " and " + std::to_string(op.outputs.size()));
   rank = call.inputs.empty() ? 0 : static_cast<int>(call.inputs[0].dim());
   bool first = true;
   for (const auto& s : manifest.symbols) {
     const TensorRef t = find_tensor(op, s.tensor);
     if (!t.spec)
-      throw Error(ErrorKind::internal, "package " + manifest.name + ": symbol " + s.name + " names tensor '" +
-                                           s.tensor + "', which op '" + op.name + "' does not have");
+      throw Error(ErrorKind::internal, "package " + manifest.name + ": symbol " + s.name +
+                                           " names tensor '" + s.tensor + "', which op '" +
+                                           op.name + "' does not have");
     const TensorView& v = view_of(call, t);
     if (first) rank = static_cast<int>(v.dim());
     first = false;
-    if (auto r = rank_violation(manifest.guard, v.dim()); !r.empty()) return r + " (tensor " + s.tensor + ")";
+    if (auto r = rank_violation(manifest.guard, v.dim()); !r.empty())
+      return r + " (tensor " + s.tensor + ")";
     const int d = resolve_dim(s.dim, v.dim());
     if (d < 0)
-      return "symbol " + s.name + " is bound to dimension " + std::to_string(s.dim) + " of " + s.tensor +
-             ", which has rank " + std::to_string(v.dim());
+      return "symbol " + s.name + " is bound to dimension " + std::to_string(s.dim) + " of " +
+             s.tensor + ", which has rank " + std::to_string(v.dim());
     dims[s.name] = v.sizes[static_cast<std::size_t>(d)];
   }
   return {};
@@ -502,23 +539,25 @@ std::string bind_call_symbols(const PackageManifest& manifest, const OpSignature
 
 }  // namespace
 
-std::string call_guard_violation(const PackageManifest& manifest, const OpSignature& op, const KernelCall& call) {
+std::string call_guard_violation(const PackageManifest& manifest, const OpSignature& op,
+                                 const KernelCall& call) {
   std::map<std::string, int64_t> dims;
   int rank = 0;
   if (auto why = bind_call_symbols(manifest, op, call, dims, rank); !why.empty()) return why;
   const DType dtype = call.inputs.empty() ? DType::f32 : call.inputs[0].dtype;
-  if (auto why = guard_violation(manifest, dtype, dims, call_layout(call), rank,
-                                 guard_reads_tensors(manifest.guard) ? call_tensor_values(op, call) : SymbolValues{});
+  if (auto why = guard_violation(
+          manifest, dtype, dims, call_layout(call), rank,
+          guard_reads_tensors(manifest.guard) ? call_tensor_values(op, call) : SymbolValues{});
       !why.empty())
     return why;
   for (const auto& a : manifest.attributes) {
     auto it = call.attributes.find(a.name);
     if (it == call.attributes.end())
-      return "attribute " + a.name + " is not set by the call (the package needs attributes." + a.name + "=" +
-             number(a.value) + ")";
+      return "attribute " + a.name + " is not set by the call (the package needs attributes." +
+             a.name + "=" + number(a.value) + ")";
     if (it->second != a.value)
-      return "attribute " + a.name + "=" + number(it->second) + " differs from the package's attributes." + a.name +
-             "=" + number(a.value);
+      return "attribute " + a.name + "=" + number(it->second) +
+             " differs from the package's attributes." + a.name + "=" + number(a.value);
   }
   return {};
 }
@@ -561,7 +600,8 @@ std::vector<Case> guard_boundary_cases(const PackageManifest& manifest, const Op
   return props::guard_boundary_cases(guard_model_of(manifest, op), op, seed, max_elements);
 }
 
-std::vector<VariantCase> variant_cases(const PackageManifest& manifest, const OpSignature& op, uint64_t seed) {
+std::vector<VariantCase> variant_cases(const PackageManifest& manifest, const OpSignature& op,
+                                       uint64_t seed) {
   const auto op_symbol = op_symbols_of(manifest, op);
   std::vector<VariantCase> out;
   for (std::size_t i = 0; i < manifest.guard.variants.size(); ++i) {
@@ -583,7 +623,8 @@ std::vector<VariantCase> variant_cases(const PackageManifest& manifest, const Op
   return out;
 }
 
-std::optional<Case> move_inside_guard(const PackageManifest& manifest, const OpSignature& op, const Case& c) {
+std::optional<Case> move_inside_guard(const PackageManifest& manifest, const OpSignature& op,
+                                      const Case& c) {
   if (!in_dtypes(manifest.guard, c.dtype)) return std::nullopt;
   Case out = c;
   out.layout = kgate::Layout::contiguous;
@@ -609,7 +650,8 @@ std::optional<Case> move_inside_guard(const PackageManifest& manifest, const OpS
         const std::string& os = it->second;
         Case moved = out;
         const auto r = manifest.guard.shapes.find(ms);
-        const int64_t mult = r == manifest.guard.shapes.end() ? 1 : std::max<int64_t>(1, r->second.multiple_of);
+        const int64_t mult =
+            r == manifest.guard.shapes.end() ? 1 : std::max<int64_t>(1, r->second.multiple_of);
         if (out.dim(os) > std::numeric_limits<int64_t>::max() - step * mult) continue;
         moved.set_dim(os, out.dim(os) + step * mult);
         if (inside_guard(manifest, op, moved)) return moved;
@@ -619,7 +661,8 @@ std::optional<Case> move_inside_guard(const PackageManifest& manifest, const OpS
 
 std::vector<int64_t> guard_tile_sizes(const PackageManifest& manifest, const OpSignature& op) {
   std::set<int64_t> sizes;
-  constexpr int64_t kLargest = int64_t{1} << 40;  // ragged_sizes multiplies by 4: stay far from overflow
+  constexpr int64_t kLargest = int64_t{1}
+                               << 40;  // ragged_sizes multiplies by 4: stay far from overflow
   for (const auto& [ms, os] : op_symbols_of(manifest, op)) {
     if (os != op.reduced_symbol) continue;
     // Where the launches' conditions switch ("when": {"if": "N <= 1024"}): both sides get cases.
@@ -631,7 +674,8 @@ std::vector<int64_t> guard_tile_sizes(const PackageManifest& manifest, const OpS
     if (r == manifest.guard.shapes.end()) continue;
     if (r->second.min > 1 && r->second.min <= kLargest) sizes.insert(r->second.min);
     if (r->second.max <= kLargest) sizes.insert(r->second.max);
-    if (r->second.multiple_of > 1 && r->second.multiple_of <= kLargest) sizes.insert(r->second.multiple_of);
+    if (r->second.multiple_of > 1 && r->second.multiple_of <= kLargest)
+      sizes.insert(r->second.multiple_of);
   }
   return {sizes.begin(), sizes.end()};
 }
@@ -652,7 +696,8 @@ std::vector<FoundSize> manifest_sizes(const PackageManifest& manifest, const OpS
                      manifest.launches[l].grid[g].text());
     for (const auto& l : manifest.launches)
       if (l.when.if_expr)
-        for (int64_t b : l.when.if_expr->comparison_bounds(ms)) add(b, "when " + l.when.if_expr->text());
+        for (int64_t b : l.when.if_expr->comparison_bounds(ms))
+          add(b, "when " + l.when.if_expr->text());
     if (auto r = manifest.guard.shapes.find(ms); r != manifest.guard.shapes.end()) {
       const std::string g = "guard.shapes." + ms;
       add(r->second.min, g + ".min");
@@ -693,22 +738,24 @@ void LaunchPlan::bind_workspace(std::size_t index, void* pointer) {
   const uint64_t bits = reinterpret_cast<uintptr_t>(pointer);
   for (auto& l : launches)
     for (const auto& a : l.args)
-      if (a.kind == KernelArg::Kind::workspace && a.workspace == static_cast<int>(index)) l.write(a, &bits);
+      if (a.kind == KernelArg::Kind::workspace && a.workspace == static_cast<int>(index))
+        l.write(a, &bits);
 }
 
 /// Builds LaunchPlans (a class so that PlannedLaunch can keep its buffer private).
 class LaunchPlanner {
  public:
-  LaunchPlanner(const PackageManifest& m, const OpSignature& op, const std::map<std::string, std::string>& lowered,
-                const KernelCall& call)
+  LaunchPlanner(const PackageManifest& m, const OpSignature& op,
+                const std::map<std::string, std::string>& lowered, const KernelCall& call)
       : m_(m), op_(op), lowered_(lowered), call_(call) {}
 
   LaunchPlan plan() {
     const std::string why = call_guard_violation(m_, op_, call_);
     if (!why.empty())
-      throw Error(ErrorKind::usage, "package " + m_.name + ": the call is outside the package's guard (" + why +
-                                        "); such calls run the op's reference (KernelInfo::accepts), never the "
-                                        "package's kernels");
+      throw Error(ErrorKind::usage,
+                  "package " + m_.name + ": the call is outside the package's guard (" + why +
+                      "); such calls run the op's reference (KernelInfo::accepts), never the "
+                      "package's kernels");
     LaunchPlan plan;
     plan.dtype = call_.inputs.at(0).dtype;
     std::map<std::string, int64_t> dims;
@@ -722,31 +769,33 @@ class LaunchPlanner {
     values_[kDtypeSizeSymbol] = static_cast<int64_t>(dtype_size(plan.dtype));
     if (m_.reads_device) put_device_values(values_, device_props_in_effect());
     // For when.if; only a package with conditions reads them.
-    if (std::any_of(m_.launches.begin(), m_.launches.end(), [](const Launch& l) { return l.when.if_expr.has_value(); }))
+    if (std::any_of(m_.launches.begin(), m_.launches.end(),
+                    [](const Launch& l) { return l.when.if_expr.has_value(); }))
       for (const auto& [k, v] : call_tensor_values(op_, call_)) values_[k] = v;
     layout_ = call_layout(call_);
 
     for (std::size_t w = 0; w < m_.workspace.size(); ++w) plan.workspaces.push_back(workspace(w));
     for (std::size_t i = 0; i < m_.launches.size(); ++i) {
-      if (runs(i))
-        plan.launches.push_back(launch(i, plan));
-      else
-        plan.skipped.push_back(i);
+      if (runs(i)) plan.launches.push_back(launch(i, plan));
+      else plan.skipped.push_back(i);
     }
     // No launch for a call whose outputs hold elements: the kernel would leave them unwritten.
     bool outputs_empty = true;
     for (const auto& o : call_.outputs) outputs_empty = outputs_empty && o.numel() == 0;
     if (plan.launches.empty() && !m_.launches.empty() && !outputs_empty)
-      fail("launches", "no launch runs for this call, so its outputs would stay unwritten: " + missed_conditions() +
-                           ". Widen a launch's \"when\", or set guard.unmatched to \"fallback\" so that such calls "
+      fail("launches", "no launch runs for this call, so its outputs would stay unwritten: " +
+                           missed_conditions() +
+                           ". Widen a launch's \"when\", or set guard.unmatched to \"fallback\" so "
+                           "that such calls "
                            "run the reference");
     return plan;
   }
 
  private:
   [[noreturn]] void fail(const std::string& field, const std::string& message) const {
-    throw Error(ErrorKind::package, "package " + m_.name + " (" + m_.manifest_path.string() + "): " + field + ": " +
-                                        message + " [" + values_text(*symbols_) + "]");
+    throw Error(ErrorKind::package, "package " + m_.name + " (" + m_.manifest_path.string() +
+                                        "): " + field + ": " + message + " [" +
+                                        values_text(*symbols_) + "]");
   }
 
   int64_t eval(const std::string& field, const Expr& e) const {
@@ -759,14 +808,16 @@ class LaunchPlanner {
 
   /// Where launch `i` is written in kgate.json.
   std::string launch_field(std::size_t i) const {
-    return m_.launches[i].field.empty() ? "launches[" + std::to_string(i) + "]" : m_.launches[i].field;
+    return m_.launches[i].field.empty() ? "launches[" + std::to_string(i) + "]"
+                                        : m_.launches[i].field;
   }
 
   /// Whether launch `i` runs for this call: its "when" holds (the call's layout is listed, the
   /// "if" expression is non-zero).
   bool runs(std::size_t i) const {
     const LaunchCondition& w = m_.launches[i].when;
-    if (!w.layouts.empty() && std::find(w.layouts.begin(), w.layouts.end(), layout_) == w.layouts.end())
+    if (!w.layouts.empty() &&
+        std::find(w.layouts.begin(), w.layouts.end(), layout_) == w.layouts.end())
       return false;
     return !w.if_expr || eval(launch_field(i) + ".when.if", *w.if_expr) != 0;
   }
@@ -777,10 +828,10 @@ class LaunchPlanner {
     for (std::size_t i = 0; i < m_.launches.size() && i < 8; ++i) {
       const LaunchCondition& w = m_.launches[i].when;
       out += out.empty() ? "" : "; ";
-      if (!w.layouts.empty() && std::find(w.layouts.begin(), w.layouts.end(), layout_) == w.layouts.end())
+      if (!w.layouts.empty() &&
+          std::find(w.layouts.begin(), w.layouts.end(), layout_) == w.layouts.end())
         out += launch_field(i) + ".when.layouts does not list " + layout_name(layout_);
-      else if (w.if_expr)
-        out += launch_field(i) + ".when.if \"" + w.if_expr->text() + "\" is 0";
+      else if (w.if_expr) out += launch_field(i) + ".when.if \"" + w.if_expr->text() + "\" is 0";
     }
     if (m_.launches.size() > 8) out += "; and " + std::to_string(m_.launches.size() - 8) + " more";
     return out;
@@ -798,7 +849,9 @@ class LaunchPlanner {
     for (std::size_t d = 0; d < ws.shape.size(); ++d) {
       const std::string f = field + ".shape[" + std::to_string(d) + "]";
       const int64_t v = eval(f, ws.shape[d]);
-      if (v < 0) fail(f, "\"" + ws.shape[d].text() + "\" evaluates to " + std::to_string(v) + "; expected >= 0");
+      if (v < 0)
+        fail(f, "\"" + ws.shape[d].text() + "\" evaluates to " + std::to_string(v) +
+                    "; expected >= 0");
       if (v != 0 && bytes > std::numeric_limits<int64_t>::max() / v)
         fail(field, "the workspace size overflows 64 bits");
       bytes *= v;
@@ -816,12 +869,14 @@ class LaunchPlanner {
     p.field = field;
     p.name_expression = l.kernel_name(plan.dtype);
     if (p.name_expression.empty())
-      fail(field + ".kernel", std::string("no kernel name expression for dtype ") + dtype_name(plan.dtype));
+      fail(field + ".kernel",
+           std::string("no kernel name expression for dtype ") + dtype_name(plan.dtype));
     auto low = lowered_.find(p.name_expression);
     if (low == lowered_.end() || low->second.empty())
-      fail(field + ".kernel", "\"" + p.name_expression +
-                                  "\" has no lowered name in the compiled package (was it compiled from this "
-                                  "manifest? recompile with an empty KGATE_CACHE_DIR)");
+      fail(field + ".kernel",
+           "\"" + p.name_expression +
+               "\" has no lowered name in the compiled package (was it compiled from this "
+               "manifest? recompile with an empty KGATE_CACHE_DIR)");
     p.lowered_name = low->second;
 
     for (std::size_t d = 0; d < 3; ++d) {
@@ -830,8 +885,9 @@ class LaunchPlanner {
       const int64_t g = d < l.grid.size() ? eval(gf, l.grid[d]) : 1;
       const int64_t glimit = cuda_limits::kGrid[d];
       if (g < 0 || g > glimit)
-        fail(gf, "\"" + l.grid[d].text() + "\" evaluates to " + std::to_string(g) + "; expected 0 (nothing to " +
-                     "launch) to " + std::to_string(glimit) + " blocks in grid " + axis);
+        fail(gf, "\"" + l.grid[d].text() + "\" evaluates to " + std::to_string(g) +
+                     "; expected 0 (nothing to " + "launch) to " + std::to_string(glimit) +
+                     " blocks in grid " + axis);
       if (g == 0) p.empty = true;
       p.grid[d] = static_cast<uint32_t>(g);
 
@@ -839,27 +895,31 @@ class LaunchPlanner {
       const int64_t b = d < l.block.size() ? eval(bf, l.block[d]) : 1;
       const int64_t blimit = cuda_limits::kBlock[d];
       if (b < 0 || b > blimit)
-        fail(bf, "\"" + l.block[d].text() + "\" evaluates to " + std::to_string(b) + "; expected 0 (nothing to " +
-                     "launch) to " + std::to_string(blimit) + " threads in block " + axis);
+        fail(bf, "\"" + l.block[d].text() + "\" evaluates to " + std::to_string(b) +
+                     "; expected 0 (nothing to " + "launch) to " + std::to_string(blimit) +
+                     " threads in block " + axis);
       if (b == 0) p.empty = true;
       p.block[d] = static_cast<uint32_t>(b);
     }
     const int64_t threads = int64_t{p.block[0]} * p.block[1] * p.block[2];
     if (!p.empty && threads > cuda_limits::kThreadsPerBlock)
-      fail(field + ".block", std::to_string(p.block[0]) + " x " + std::to_string(p.block[1]) + " x " +
-                                 std::to_string(p.block[2]) + " = " + std::to_string(threads) +
-                                 " threads per block; CUDA allows at most " + std::to_string(cuda_limits::kThreadsPerBlock));
+      fail(field + ".block", std::to_string(p.block[0]) + " x " + std::to_string(p.block[1]) +
+                                 " x " + std::to_string(p.block[2]) + " = " +
+                                 std::to_string(threads) +
+                                 " threads per block; CUDA allows at most " +
+                                 std::to_string(cuda_limits::kThreadsPerBlock));
     const int64_t smem = eval(field + ".shared_mem", l.shared_mem);
     if (smem < 0 || smem > static_cast<int64_t>(std::numeric_limits<uint32_t>::max()))
-      fail(field + ".shared_mem", "\"" + l.shared_mem.text() + "\" evaluates to " + std::to_string(smem) +
-                                      " bytes; expected 0 to 4294967295");
+      fail(field + ".shared_mem", "\"" + l.shared_mem.text() + "\" evaluates to " +
+                                      std::to_string(smem) + " bytes; expected 0 to 4294967295");
     p.shared_mem = static_cast<uint32_t>(smem);
     if (l.max_dynamic_shared_mem) {
       const std::string f = field + ".max_dynamic_shared_mem";
       const int64_t limit = eval(f, *l.max_dynamic_shared_mem);
       if (limit < 0 || limit > cuda_limits::kSharedPerBlockMax)
-        fail(f, "\"" + l.max_dynamic_shared_mem->text() + "\" evaluates to " + std::to_string(limit) +
-                    " bytes; expected 0 to " + std::to_string(cuda_limits::kSharedPerBlockMax));
+        fail(f, "\"" + l.max_dynamic_shared_mem->text() + "\" evaluates to " +
+                    std::to_string(limit) + " bytes; expected 0 to " +
+                    std::to_string(cuda_limits::kSharedPerBlockMax));
       if (smem > limit)
         fail(f, "\"" + l.max_dynamic_shared_mem->text() + "\" = " + std::to_string(limit) +
                     " bytes is below the launch's shared_mem of " + std::to_string(smem) +
@@ -871,7 +931,8 @@ class LaunchPlanner {
       const std::string f = field + ".cluster[" + std::to_string(d) + "]";
       const int64_t c = eval(f, l.cluster[d]);
       if (c < 1 || c > 8)
-        fail(f, "\"" + l.cluster[d].text() + "\" evaluates to " + std::to_string(c) + "; a cluster axis is 1 to 8");
+        fail(f, "\"" + l.cluster[d].text() + "\" evaluates to " + std::to_string(c) +
+                    "; a cluster axis is 1 to 8");
       if (!p.empty && p.grid[d] % c != 0)
         fail(f, "grid axis " + std::string(1, "xyz"[d]) + " of " + std::to_string(p.grid[d]) +
                     " blocks is not a multiple of the cluster's " + std::to_string(c));
@@ -883,11 +944,13 @@ class LaunchPlanner {
         fail(field + ".cluster", "a cluster holds at most 8 blocks (the portable size)");
     }
 
-    for (std::size_t a = 0; a < l.args.size(); ++a) add_arg(p, l.args[a], field + ".args[" + std::to_string(a) + "]", plan);
+    for (std::size_t a = 0; a < l.args.size(); ++a)
+      add_arg(p, l.args[a], field + ".args[" + std::to_string(a) + "]", plan);
     return p;
   }
 
-  void add_arg(PlannedLaunch& p, const KernelArg& arg, const std::string& field, const LaunchPlan& plan) const {
+  void add_arg(PlannedLaunch& p, const KernelArg& arg, const std::string& field,
+               const LaunchPlan& plan) const {
     PlannedArg out;
     out.field = field;
     out.kind = arg.kind;
@@ -928,30 +991,34 @@ class LaunchPlanner {
         } else {
           fail(field, "the call has no attribute \"" + arg.name + "\"");
         }
-        if (is_integer(arg.type) && (!std::isfinite(v) || v != std::floor(v) || std::fabs(v) > 9.2e18))
-          fail(field, "attribute " + arg.name + "=" + number(v) + " is not an integer; it cannot be passed as " +
+        if (is_integer(arg.type) &&
+            (!std::isfinite(v) || v != std::floor(v) || std::fabs(v) > 9.2e18))
+          fail(field, "attribute " + arg.name + "=" + number(v) +
+                          " is not an integer; it cannot be passed as " +
                           scalar_type_name(arg.type));
-        integer_or_float(p, std::move(out), arg.type, v, is_integer(arg.type) ? static_cast<int64_t>(v) : 0,
-                         is_integer(arg.type));
+        integer_or_float(p, std::move(out), arg.type, v,
+                         is_integer(arg.type) ? static_cast<int64_t>(v) : 0, is_integer(arg.type));
         return;
       }
       case KernelArg::Kind::stride: {
-        out.description = "stride of " + arg.name + " dimension " + std::to_string(arg.dim) + " as " +
-                          scalar_type_name(arg.type);
+        out.description = "stride of " + arg.name + " dimension " + std::to_string(arg.dim) +
+                          " as " + scalar_type_name(arg.type);
         const TensorRef t = find_tensor(op_, arg.name);
         if (!t.spec) fail(field, "op '" + op_.name + "' has no tensor \"" + arg.name + "\"");
         const TensorView& view = view_of(call_, t);
         const int d = resolve_dim(arg.dim, view.dim());
         if (d < 0)
-          fail(field, out.description + ": tensor " + arg.name + " has rank " + std::to_string(view.dim()) +
-                          ", so dimension " + std::to_string(arg.dim) + " does not exist");
+          fail(field, out.description + ": tensor " + arg.name + " has rank " +
+                          std::to_string(view.dim()) + ", so dimension " + std::to_string(arg.dim) +
+                          " does not exist");
         const int64_t v = view.strides[static_cast<std::size_t>(d)];
         integer_or_float(p, std::move(out), arg.type, static_cast<double>(v), v, true);
         return;
       }
       case KernelArg::Kind::scalar: {
         if (arg.float_expr) {
-          out.description = "scalar \"" + arg.float_expr->text() + "\" as " + scalar_type_name(arg.type);
+          out.description =
+              "scalar \"" + arg.float_expr->text() + "\" as " + scalar_type_name(arg.type);
           // In float64, over the symbols and every attribute of the call, rounded once when packed.
           FloatValues values;
           for (const auto& [name, v] : values_) values[name] = static_cast<double>(v);
@@ -964,16 +1031,19 @@ class LaunchPlanner {
           } catch (const Error& e) {
             fail(field, e.what());
           }
-          out.description += " (" + (arg.type == ScalarType::f32 ? format_number(static_cast<float>(v), "%.9g")
-                                                                  : format_number(v, "%.17g")) + ")";
+          out.description +=
+              " (" +
+              (arg.type == ScalarType::f32 ? format_number(static_cast<float>(v), "%.9g")
+                                           : format_number(v, "%.17g")) +
+              ")";
           integer_or_float(p, std::move(out), arg.type, v, 0, false);
           return;
         }
         out.description = "scalar as " + std::string(scalar_type_name(arg.type));
         if (is_integer(arg.type))
-          integer_or_float(p, std::move(out), arg.type, static_cast<double>(arg.int_value), arg.int_value, true);
-        else
-          integer_or_float(p, std::move(out), arg.type, arg.float_value, 0, false);
+          integer_or_float(p, std::move(out), arg.type, static_cast<double>(arg.int_value),
+                           arg.int_value, true);
+        else integer_or_float(p, std::move(out), arg.type, arg.float_value, 0, false);
         return;
       }
     }
@@ -987,7 +1057,8 @@ class LaunchPlanner {
   }
 
   /// Packs a value as `type`: integers range-checked from `i` (when `exact`), floats from `f`.
-  void integer_or_float(PlannedLaunch& p, PlannedArg a, ScalarType type, double f, int64_t i, bool exact) const {
+  void integer_or_float(PlannedLaunch& p, PlannedArg a, ScalarType type, double f, int64_t i,
+                        bool exact) const {
     a.type = type;
     a.size = a.alignment = scalar_type_size(type);
     auto out_of_range = [&](const char* range) {
@@ -1008,7 +1079,8 @@ class LaunchPlanner {
         return;
       }
       case ScalarType::u32: {
-        if (i < 0 || i > static_cast<int64_t>(std::numeric_limits<uint32_t>::max())) out_of_range("0 to 4294967295");
+        if (i < 0 || i > static_cast<int64_t>(std::numeric_limits<uint32_t>::max()))
+          out_of_range("0 to 4294967295");
         const uint32_t v = static_cast<uint32_t>(i);
         p.append(std::move(a), &v);
         return;
@@ -1043,7 +1115,8 @@ class LaunchPlanner {
 };
 
 LaunchPlan plan_launches(const PackageManifest& manifest, const OpSignature& op,
-                         const std::map<std::string, std::string>& lowered_names, const KernelCall& call) {
+                         const std::map<std::string, std::string>& lowered_names,
+                         const KernelCall& call) {
   return LaunchPlanner(manifest, op, lowered_names, call).plan();
 }
 
@@ -1061,31 +1134,36 @@ uint64_t element_bits(DType dtype, double value) {
       std::memcpy(&b, &value, 8);
       return b;
     }
-    case DType::f32: return f32;
+    case DType::f32:
+      return f32;
     case DType::bf16:
       if (std::isnan(f)) return 0x7fc0;
       return (f32 + 0x7fffu + ((f32 >> 16) & 1u)) >> 16;
     case DType::f16: {
       const uint32_t sign = (f32 >> 16) & 0x8000u;
       const uint32_t magnitude = f32 & 0x7fffffffu;
-      if (magnitude > 0x7f800000u) return sign | 0x7e00u;                 // NaN
-      if (magnitude >= 0x477ff000u) return sign | 0x7c00u;               // rounds past 65504: inf
-      if (magnitude < 0x33000001u) return sign;                          // below half the least subnormal
+      if (magnitude > 0x7f800000u) return sign | 0x7e00u;   // NaN
+      if (magnitude >= 0x477ff000u) return sign | 0x7c00u;  // rounds past 65504: inf
+      if (magnitude < 0x33000001u) return sign;             // below half the least subnormal
       const int exponent = static_cast<int>(magnitude >> 23) - 127;
-      uint32_t mantissa = (magnitude & 0x7fffffu) | 0x800000u;           // 24 bits with the hidden one
-      const int shift = exponent < -14 ? 13 + (-14 - exponent) : 13;     // subnormals lose more bits
+      uint32_t mantissa = (magnitude & 0x7fffffu) | 0x800000u;        // 24 bits with the hidden one
+      const int shift = exponent < -14 ? 13 + (-14 - exponent) : 13;  // subnormals lose more bits
       const uint32_t rest = mantissa & ((1u << shift) - 1);
       const uint32_t half = 1u << (shift - 1);
       mantissa >>= shift;
       if (rest > half || (rest == half && (mantissa & 1u))) ++mantissa;  // to nearest, ties to even
-      if (exponent < -14) return sign | mantissa;                        // (a carry makes it normal)
+      if (exponent < -14) return sign | mantissa;  // (a carry makes it normal)
       return sign | ((static_cast<uint32_t>(exponent + 15) << 10) + (mantissa - 0x400u));
     }
-    case DType::i32: return static_cast<uint32_t>(static_cast<int32_t>(value));
-    case DType::i64: return static_cast<uint64_t>(static_cast<int64_t>(value));
-    default: break;
+    case DType::i32:
+      return static_cast<uint32_t>(static_cast<int32_t>(value));
+    case DType::i64:
+      return static_cast<uint64_t>(static_cast<int64_t>(value));
+    default:
+      break;
   }
-  throw Error(ErrorKind::internal, std::string("no start value bits for dtype ") + dtype_name(dtype));
+  throw Error(ErrorKind::internal,
+              std::string("no start value bits for dtype ") + dtype_name(dtype));
 }
 
 namespace {
@@ -1100,13 +1178,15 @@ struct PackageState {
   struct Unit {
     std::string key;
     std::string cubin;
-    std::map<std::string, std::vector<KernelParam>> params;  ///< read from the CUBIN, by lowered name
+    std::map<std::string, std::vector<KernelParam>>
+        params;  ///< read from the CUBIN, by lowered name
     /// This unit's own lowered names: a plain (non-template) kernel whose parameter types come from
     /// a macro ("floatX" set by -DENABLE_BF16) has another mangled name in each unit.
     std::map<std::string, std::string> lowered_names;
   };
   std::vector<Unit> units;
-  std::map<std::pair<DType, std::size_t>, std::size_t> unit_of;  ///< (dtype, launch) -> unit; empty: 0
+  std::map<std::pair<DType, std::size_t>, std::size_t>
+      unit_of;  ///< (dtype, launch) -> unit; empty: 0
   /// A package compiled into the program by nvcc (no units): each name expression's host stub,
   /// whose function cudaGetFuncBySymbol finds.
   std::map<std::string, const void*> host_functions;
@@ -1130,9 +1210,9 @@ struct PackageState {
 /// A CUBIN loaded into one context, with its function handles.
 struct LoadedModule {
   CUmodule module = nullptr;
-  std::map<std::string, CUfunction> functions;           ///< by lowered name
-  std::map<CUfunction, uint32_t> dynamic_shared_set;      ///< the max-dynamic-smem attribute set
-  std::set<std::pair<CUfunction, int>> carveout_set;      ///< the preferred carveouts set
+  std::map<std::string, CUfunction> functions;        ///< by lowered name
+  std::map<CUfunction, uint32_t> dynamic_shared_set;  ///< the max-dynamic-smem attribute set
+  std::set<std::pair<CUfunction, int>> carveout_set;  ///< the preferred carveouts set
   std::set<std::pair<CUfunction, std::size_t>> params_checked;  ///< (function, launch index)
 };
 
@@ -1153,7 +1233,8 @@ using FuncGetParamInfoFn = CUresult (*)(CUfunction, size_t, size_t*, size_t*);
 
 /// cuFuncGetParamInfo when the driver has it (CUDA 12.4+), else nullptr: the check is skipped.
 FuncGetParamInfoFn param_info_function() {
-  static const auto fn = reinterpret_cast<FuncGetParamInfoFn>(cuda::driver_function("cuFuncGetParamInfo"));
+  static const auto fn =
+      reinterpret_cast<FuncGetParamInfoFn>(cuda::driver_function("cuFuncGetParamInfo"));
   return fn;
 }
 
@@ -1177,7 +1258,9 @@ CUcontext current_context(const cuda::DriverApi& api) {
   KGATE_CUDA_CALL(cudaSetDevice(device));  // makes the device's primary context current
   KGATE_CUDA_CALL(cudaFree(nullptr));      // and initializes it
   KGATE_DRIVER_CALL(api.CtxGetCurrent(&ctx));
-  if (!ctx) throw Error(ErrorKind::device, "no current CUDA context after cudaSetDevice(" + std::to_string(device) + ")");
+  if (!ctx)
+    throw Error(ErrorKind::device,
+                "no current CUDA context after cudaSetDevice(" + std::to_string(device) + ")");
   return ctx;
 }
 
@@ -1198,37 +1281,46 @@ void check_parameters(CUfunction f, const PlannedLaunch& l, const std::vector<Ke
       const CUresult rc = info(f, i, &offset, &size);
       if (i == read->size()) {
         if (rc == CUDA_SUCCESS)
-          throw Error(ErrorKind::internal, where + ": the driver lists more parameters than kgate read from the CUBIN (" +
-                                               std::to_string(read->size()) + "); please report this");
+          throw Error(ErrorKind::internal,
+                      where +
+                          ": the driver lists more parameters than kgate read from the CUBIN (" +
+                          std::to_string(read->size()) + "); please report this");
         break;
       }
       if (rc != CUDA_SUCCESS || offset != (*read)[i].offset || size != (*read)[i].size)
-        throw Error(ErrorKind::internal, where + ": parameter " + std::to_string(i) + " is at offset " +
-                                             std::to_string(offset) + ", " + std::to_string(size) + " bytes for the driver, " +
-                                             "but kgate read offset " + std::to_string((*read)[i].offset) + ", " +
-                                             std::to_string((*read)[i].size) + " bytes from the CUBIN; please report this");
+        throw Error(ErrorKind::internal,
+                    where + ": parameter " + std::to_string(i) + " is at offset " +
+                        std::to_string(offset) + ", " + std::to_string(size) +
+                        " bytes for the driver, " + "but kgate read offset " +
+                        std::to_string((*read)[i].offset) + ", " + std::to_string((*read)[i].size) +
+                        " bytes from the CUBIN; please report this");
     }
   }
   for (std::size_t i = 0; i < l.args.size(); ++i) {
     size_t offset = 0, size = 0;
     const CUresult rc = info(f, i, &offset, &size);
     if (rc == CUDA_ERROR_INVALID_VALUE)
-      throw Error(ErrorKind::package, where + " takes " + std::to_string(i) + " parameter(s), but \"args\" lists " +
-                                          std::to_string(l.args.size()) + "; make \"args\" match the kernel's "
+      throw Error(ErrorKind::package, where + " takes " + std::to_string(i) +
+                                          " parameter(s), but \"args\" lists " +
+                                          std::to_string(l.args.size()) +
+                                          "; make \"args\" match the kernel's "
                                           "signature");
     if (rc != CUDA_SUCCESS) return;  // the driver cannot tell for this function: skip the check
     if (size != l.args[i].size)
-      throw Error(ErrorKind::package, where + ": parameter " + std::to_string(i) + " is " + std::to_string(size) +
-                                          " bytes, but " + l.args[i].field + " (" + l.args[i].description + ") is " +
-                                          std::to_string(l.args[i].size) + " bytes; fix its \"type\" or the kernel's "
+      throw Error(ErrorKind::package, where + ": parameter " + std::to_string(i) + " is " +
+                                          std::to_string(size) + " bytes, but " + l.args[i].field +
+                                          " (" + l.args[i].description + ") is " +
+                                          std::to_string(l.args[i].size) +
+                                          " bytes; fix its \"type\" or the kernel's "
                                           "signature");
   }
   size_t offset = 0, size = 0;
   if (info(f, l.args.size(), &offset, &size) == CUDA_SUCCESS) {
     std::size_t n = l.args.size() + 1;
     while (n < 4096 && info(f, n, &offset, &size) == CUDA_SUCCESS) ++n;
-    throw Error(ErrorKind::package, where + " takes " + std::to_string(n) + " parameters, but \"args\" lists only " +
-                                        std::to_string(l.args.size()) + "; make \"args\" match the kernel's signature");
+    throw Error(ErrorKind::package,
+                where + " takes " + std::to_string(n) + " parameters, but \"args\" lists only " +
+                    std::to_string(l.args.size()) + "; make \"args\" match the kernel's signature");
   }
 }
 
@@ -1268,7 +1360,8 @@ class WorkspaceAllocations {
     const std::size_t size = dtype_size(dtype);
     const uint64_t bits = element_bits(dtype, value);
     bool bytes_agree = true;
-    for (std::size_t i = 1; i < size; ++i) bytes_agree &= ((bits >> (8 * i)) & 0xff) == (bits & 0xff);
+    for (std::size_t i = 1; i < size; ++i)
+      bytes_agree &= ((bits >> (8 * i)) & 0xff) == (bits & 0xff);
     if (bytes_agree) {
       KGATE_CUDA_CALL(cudaMemsetAsync(p, static_cast<int>(bits & 0xff), bytes, stream_));
       return;
@@ -1291,7 +1384,9 @@ class WorkspaceAllocations {
       KGATE_DRIVER_CALL(d2d32(ptr, 8, static_cast<unsigned int>(bits), 1, n, stream));
       KGATE_DRIVER_CALL(d2d32(ptr + 4, 8, static_cast<unsigned int>(bits >> 32), 1, n, stream));
     } else {
-      throw Error(ErrorKind::device, std::string("the driver lacks the memset that fills a workspace of ") + dtype_name(dtype));
+      throw Error(ErrorKind::device,
+                  std::string("the driver lacks the memset that fills a workspace of ") +
+                      dtype_name(dtype));
     }
   }
 
@@ -1304,16 +1399,17 @@ class WorkspaceAllocations {
 
 /// The function of a launch in the package's CUBIN for the call's dtype: its module loaded once
 /// per context, the function looked up and its parameters checked once. Under module_cache's lock.
-std::pair<CUfunction, LoadedModule*> module_function(const PackageState& state, const LaunchPlan& plan,
-                                                     const PlannedLaunch& l, const cuda::DriverApi& api, CUcontext ctx) {
+std::pair<CUfunction, LoadedModule*> module_function(const PackageState& state,
+                                                     const LaunchPlan& plan, const PlannedLaunch& l,
+                                                     const cuda::DriverApi& api, CUcontext ctx) {
   const std::string where = l.field + " (" + l.name_expression + ")";
   // The translation unit that holds this launch's kernel for the call's dtype.
   std::size_t u = 0;
   if (!state.unit_of.empty()) {
     const auto it = state.unit_of.find({plan.dtype, l.index});
     if (it == state.unit_of.end())
-      throw Error(ErrorKind::internal, "package " + state.manifest.name + ": no compile unit for " + where +
-                                           " and dtype " + dtype_name(plan.dtype));
+      throw Error(ErrorKind::internal, "package " + state.manifest.name + ": no compile unit for " +
+                                           where + " and dtype " + dtype_name(plan.dtype));
     u = it->second;
   }
   const auto& unit = state.units.at(u);
@@ -1324,10 +1420,14 @@ std::pair<CUfunction, LoadedModule*> module_function(const PackageState& state, 
                  [&] { KGATE_DRIVER_CALL(api.ModuleLoadData(&loaded.module, cubin.data())); });
   }
   std::string lowered = l.lowered_name;
-  if (const auto own = unit.lowered_names.find(l.name_expression); own != unit.lowered_names.end() && !own->second.empty())
+  if (const auto own = unit.lowered_names.find(l.name_expression);
+      own != unit.lowered_names.end() && !own->second.empty())
     lowered = own->second;
   CUfunction& f = loaded.functions[lowered];
-  if (!f) with_context(where, [&] { KGATE_DRIVER_CALL(api.ModuleGetFunction(&f, loaded.module, lowered.c_str())); });
+  if (!f)
+    with_context(where, [&] {
+      KGATE_DRIVER_CALL(api.ModuleGetFunction(&f, loaded.module, lowered.c_str()));
+    });
   if (loaded.params_checked.insert({f, l.index}).second) {
     try {
       const auto read = unit.params.find(lowered);
@@ -1342,14 +1442,16 @@ std::pair<CUfunction, LoadedModule*> module_function(const PackageState& state, 
 
 /// The function of a launch compiled into the program by nvcc: its host stub's function in this
 /// context (cudaGetFuncBySymbol), its parameters checked once. Under module_cache's lock.
-std::pair<CUfunction, LoadedModule*> compiled_function(const PackageState& state, const PlannedLaunch& l, CUcontext ctx) {
+std::pair<CUfunction, LoadedModule*> compiled_function(const PackageState& state,
+                                                       const PlannedLaunch& l, CUcontext ctx) {
   LoadedModule& loaded = module_cache().modules[{"compiled " + state.manifest.name, ctx}];
   CUfunction& f = loaded.functions[l.name_expression];
   if (!f) {
     const auto stub = state.host_functions.find(l.name_expression);
     if (stub == state.host_functions.end() || !stub->second)
-      throw Error(ErrorKind::internal, l.field + ": kernel \"" + l.name_expression +
-                                           "\" was not compiled into the build; please report this");
+      throw Error(ErrorKind::internal,
+                  l.field + ": kernel \"" + l.name_expression +
+                      "\" was not compiled into the build; please report this");
     cudaFunction_t function = nullptr;
     with_context(l.field + " (" + l.name_expression + ")",
                  [&] { KGATE_CUDA_CALL(cudaGetFuncBySymbol(&function, stub->second)); });
@@ -1370,45 +1472,55 @@ std::pair<CUfunction, LoadedModule*> compiled_function(const PackageState& state
 /// memory limit as the kernel's host code states it ("max_dynamic_shared_mem"), else raised by
 /// kgate to what the launch needs past 48 KiB (which the kernel's own host code must also do: the
 /// report says so), and the preferred carveout. Under module_cache's lock.
-void set_attributes(const PackageState& state, const LaunchPlan& plan, const PlannedLaunch& l, CUfunction f,
-                    LoadedModule& loaded, const cuda::DriverApi& api) {
+void set_attributes(const PackageState& state, const LaunchPlan& plan, const PlannedLaunch& l,
+                    CUfunction f, LoadedModule& loaded, const cuda::DriverApi& api) {
   const std::string where = l.field + " (" + l.name_expression + ")";
   const Launch& declared = state.manifest.launches[l.index];
   const bool stated = l.max_dynamic_shared_mem.has_value();
   const uint32_t limit = stated ? *l.max_dynamic_shared_mem : l.shared_mem;
   const auto set = loaded.dynamic_shared_set.find(f);
   if (stated ? (set == loaded.dynamic_shared_set.end() || set->second != limit)
-             : (l.shared_mem > cuda_limits::kSharedPerBlockDefault && (set == loaded.dynamic_shared_set.end() || set->second < limit))) {
+             : (l.shared_mem > cuda_limits::kSharedPerBlockDefault &&
+                (set == loaded.dynamic_shared_set.end() || set->second < limit))) {
     int device = 0, optin = 0;
     KGATE_CUDA_CALL(cudaGetDevice(&device));
-    KGATE_CUDA_CALL(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-    const std::string text = stated ? "max_dynamic_shared_mem \"" + declared.max_dynamic_shared_mem->text() + "\""
-                                    : "shared_mem \"" + declared.shared_mem.text() + "\"";
+    KGATE_CUDA_CALL(
+        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    const std::string text =
+        stated ? "max_dynamic_shared_mem \"" + declared.max_dynamic_shared_mem->text() + "\""
+               : "shared_mem \"" + declared.shared_mem.text() + "\"";
     if (static_cast<int64_t>(limit) > optin)
-      throw Error(ErrorKind::package,
-                  where + ": " + text + " = " + std::to_string(limit) + " bytes is above the device's limit of " +
-                      std::to_string(optin) + " bytes of shared memory per block [" + values_text(plan.symbols) +
-                      "]; narrow guard.shapes so that it fits, or pick a smaller tile with a launch's "
-                      "\"when\": {\"if\": \"device_smem_per_block_optin >= ...\"}");
-    with_context(where + ": setting CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES to " + std::to_string(limit) +
-                     " (the kernel's static shared memory counts too)",
-                 [&] {
-                   KGATE_DRIVER_CALL(api.FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                                          static_cast<int>(limit)));
-                 });
+      throw Error(
+          ErrorKind::package,
+          where + ": " + text + " = " + std::to_string(limit) +
+              " bytes is above the device's limit of " + std::to_string(optin) +
+              " bytes of shared memory per block [" + values_text(plan.symbols) +
+              "]; narrow guard.shapes so that it fits, or pick a smaller tile with a launch's "
+              "\"when\": {\"if\": \"device_smem_per_block_optin >= ...\"}");
+    with_context(
+        where + ": setting CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES to " +
+            std::to_string(limit) + " (the kernel's static shared memory counts too)",
+        [&] {
+          KGATE_DRIVER_CALL(api.FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                 static_cast<int>(limit)));
+        });
     loaded.dynamic_shared_set[f] = limit;
     if (!stated)
-      state.notes->add(l.field + " (" + l.name_expression + "): kgate raised the kernel's dynamic shared memory "
-                       "limit to " + std::to_string(limit) + " bytes, past the 48 KiB a launch gets without it; "
-                       "the kernel's own host code must do the same (cudaFuncSetAttribute with "
-                       "cudaFuncAttributeMaxDynamicSharedMemorySize), and \"max_dynamic_shared_mem\" states it");
+      state.notes->add(
+          l.field + " (" + l.name_expression +
+          "): kgate raised the kernel's dynamic shared memory "
+          "limit to " +
+          std::to_string(limit) +
+          " bytes, past the 48 KiB a launch gets without it; "
+          "the kernel's own host code must do the same (cudaFuncSetAttribute with "
+          "cudaFuncAttributeMaxDynamicSharedMemorySize), and \"max_dynamic_shared_mem\" states it");
   }
   if (l.carveout && loaded.carveout_set.insert({f, *l.carveout}).second)
     with_context(where + ": setting CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT to " +
                      std::to_string(*l.carveout),
                  [&] {
-                   KGATE_DRIVER_CALL(
-                       api.FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, *l.carveout));
+                   KGATE_DRIVER_CALL(api.FuncSetAttribute(
+                       f, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, *l.carveout));
                  });
 }
 
@@ -1425,8 +1537,9 @@ void launch_package(const PackageState& state, const KernelCall& call) {
     const CUcontext ctx = current_context(api);
     for (std::size_t i = 0; i < plan.launches.size(); ++i) {
       const PlannedLaunch& l = plan.launches[i];
-      const auto [f, loaded] = state.host_functions.empty() ? module_function(state, plan, l, api, ctx)
-                                                            : compiled_function(state, l, ctx);
+      const auto [f, loaded] = state.host_functions.empty()
+                                   ? module_function(state, plan, l, api, ctx)
+                                   : compiled_function(state, l, ctx);
       functions[i] = f;
       set_attributes(state, plan, l, f, *loaded, api);
     }
@@ -1437,7 +1550,8 @@ void launch_package(const PackageState& state, const KernelCall& call) {
   with_context("package " + name + ": workspace", [&] {
     for (std::size_t w = 0; w < plan.workspaces.size(); ++w) {
       const auto& ws = plan.workspaces[w];
-      plan.bind_workspace(w, ws.bytes > 0 ? workspaces.allocate(static_cast<std::size_t>(ws.bytes), ws.dtype, ws.start)
+      plan.bind_workspace(w, ws.bytes > 0 ? workspaces.allocate(static_cast<std::size_t>(ws.bytes),
+                                                                ws.dtype, ws.start)
                                           : nullptr);
     }
   });
@@ -1447,11 +1561,13 @@ void launch_package(const PackageState& state, const KernelCall& call) {
     auto params = l.kernel_params();
     try {
       if (l.cluster[0] == 0) {
-        KGATE_DRIVER_CALL(api.LaunchKernel(functions[i], l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1],
-                                           l.block[2], l.shared_mem, stream, params.data(), nullptr));
+        KGATE_DRIVER_CALL(api.LaunchKernel(functions[i], l.grid[0], l.grid[1], l.grid[2],
+                                           l.block[0], l.block[1], l.block[2], l.shared_mem, stream,
+                                           params.data(), nullptr));
       } else {  // a thread-block cluster ("cluster"): cuLaunchKernelEx with its dimensions
         if (!api.LaunchKernelEx)
-          throw Error(ErrorKind::device, "the driver has no cuLaunchKernelEx, which cluster launches need");
+          throw Error(ErrorKind::device,
+                      "the driver has no cuLaunchKernelEx, which cluster launches need");
         CUlaunchAttribute attr{};
         attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
         attr.value.clusterDim.x = l.cluster[0];
@@ -1472,10 +1588,11 @@ void launch_package(const PackageState& state, const KernelCall& call) {
       }
     } catch (const Error& e) {  // the context is only built on failure: launches are timed
       throw Error(e.kind(), "package " + name + ": " + l.field + " (" + l.name_expression +
-                                ", grid " + std::to_string(l.grid[0]) + "x" + std::to_string(l.grid[1]) + "x" +
-                                std::to_string(l.grid[2]) + ", block " + std::to_string(l.block[0]) + "x" +
-                                std::to_string(l.block[1]) + "x" + std::to_string(l.block[2]) + ", " +
-                                std::to_string(l.shared_mem) + " bytes of shared memory [" +
+                                ", grid " + std::to_string(l.grid[0]) + "x" +
+                                std::to_string(l.grid[1]) + "x" + std::to_string(l.grid[2]) +
+                                ", block " + std::to_string(l.block[0]) + "x" +
+                                std::to_string(l.block[1]) + "x" + std::to_string(l.block[2]) +
+                                ", " + std::to_string(l.shared_mem) + " bytes of shared memory [" +
                                 values_text(plan.symbols) + "]): " + e.what());
     }
   }
@@ -1510,7 +1627,8 @@ KernelInfo package_kernel_info(const std::shared_ptr<const PackageState>& shared
   k.backend = Backend::cuda;
   k.dtypes = manifest.guard.dtypes;
   k.found_sizes = manifest_sizes(manifest, shared->op);
-  k.accepts_strided = true;    // outside guard.layouts the call falls back: layout cases test both sides
+  k.accepts_strided =
+      true;  // outside guard.layouts the call falls back: layout cases test both sides
   k.accepts_unaligned = true;
   k.source = manifest.dir.string();
   k.output_start = manifest.output_start;
@@ -1538,27 +1656,31 @@ KernelInfo package_kernel_info(const std::shared_ptr<const PackageState>& shared
 
 void check_op_of(const PackageManifest& manifest, const OpSignature& op, const char* caller) {
   if (manifest.op != op.name)
-    throw Error(ErrorKind::internal, std::string(caller) + ": package " + manifest.name + " implements op '" +
-                                         manifest.op + "', not '" + op.name + "'");
+    throw Error(ErrorKind::internal, std::string(caller) + ": package " + manifest.name +
+                                         " implements op '" + manifest.op + "', not '" + op.name +
+                                         "'");
 }
 
 }  // namespace
 
-KernelInfo make_package_kernel(const PackageManifest& manifest, const CompileResult& compiled, const OpSignature& op) {
+KernelInfo make_package_kernel(const PackageManifest& manifest, const CompileResult& compiled,
+                               const OpSignature& op) {
   check_op_of(manifest, op, "make_package_kernel");
   if (compiled.cubin.empty())
-    throw Error(ErrorKind::package, "package " + manifest.name + " (" + manifest.manifest_path.string() +
-                                        "): the compile result holds no CUBIN; compile it first (kgate validate)");
+    throw Error(ErrorKind::package,
+                "package " + manifest.name + " (" + manifest.manifest_path.string() +
+                    "): the compile result holds no CUBIN; compile it first (kgate validate)");
   auto state = std::make_shared<PackageState>();
   state->manifest = manifest;
   state->op = op;
   state->lowered_names = compiled.lowered_names;
   if (compiled.units.empty()) {
-    state->units.push_back({compiled.key.empty() ? sha256_hex(compiled.cubin) : compiled.key, compiled.cubin,
-                            compiled.params, compiled.lowered_names});
+    state->units.push_back({compiled.key.empty() ? sha256_hex(compiled.cubin) : compiled.key,
+                            compiled.cubin, compiled.params, compiled.lowered_names});
   } else {
     for (const auto& u : compiled.units)
-      state->units.push_back({u.key.empty() ? sha256_hex(u.cubin) : u.key, u.cubin, u.params, u.lowered_names});
+      state->units.push_back(
+          {u.key.empty() ? sha256_hex(u.cubin) : u.key, u.cubin, u.params, u.lowered_names});
     state->unit_of = compiled.unit_of;
   }
   KernelInfo k = package_kernel_info(state);
@@ -1571,16 +1693,19 @@ KernelInfo make_compiled_package_kernel(const PackageManifest& manifest, const O
                                         const std::map<std::string, const void*>& functions) {
   check_op_of(manifest, op, "make_compiled_package_kernel");
   if (compile_units(manifest).size() > 1)
-    throw Error(ErrorKind::package, "package " + manifest.name + ": its dtypes or launches have NVRTC options of their "
-                                        "own (several translation units), which one nvcc compile cannot give");
+    throw Error(ErrorKind::package,
+                "package " + manifest.name +
+                    ": its dtypes or launches have NVRTC options of their "
+                    "own (several translation units), which one nvcc compile cannot give");
   auto state = std::make_shared<PackageState>();
   state->manifest = manifest;
   state->op = op;
   for (const auto& name : manifest.name_expressions()) {
     const auto it = functions.find(name);
     if (it == functions.end() || !it->second)
-      throw Error(ErrorKind::package, "package " + manifest.name + ": kernel \"" + name +
-                                          "\" was not compiled into the build (rebuild: the manifest changed)");
+      throw Error(ErrorKind::package,
+                  "package " + manifest.name + ": kernel \"" + name +
+                      "\" was not compiled into the build (rebuild: the manifest changed)");
     state->lowered_names[name] = name;
     state->host_functions[name] = it->second;
   }
@@ -1598,7 +1723,8 @@ KernelInfo compiled_package_kernel(const CompiledPackage& p) {
   k.control = p.control;
   const std::string text(p.manifest, p.manifest_size);
   std::map<std::string, const void*> functions;
-  for (std::size_t i = 0; i < p.function_count; ++i) functions[p.functions[i].name_expression] = p.functions[i].function;
+  for (std::size_t i = 0; i < p.function_count; ++i)
+    functions[p.functions[i].name_expression] = p.functions[i].function;
   const std::vector<int64_t> tiles(p.tile_sizes, p.tile_sizes + p.tile_count);
   const auto lookup = p.lookup_op;
   k.complete = [text, functions, tiles, lookup](KernelInfo& info) {
@@ -1622,7 +1748,8 @@ KernelInfo compiled_package_kernel(const CompiledPackage& p) {
     full.control = info.control;
     full.expected_catch = info.expected_catch;
     for (const int64_t t : tiles)
-      if (std::find(full.tile_sizes.begin(), full.tile_sizes.end(), t) == full.tile_sizes.end()) full.tile_sizes.push_back(t);
+      if (std::find(full.tile_sizes.begin(), full.tile_sizes.end(), t) == full.tile_sizes.end())
+        full.tile_sizes.push_back(t);
     std::sort(full.tile_sizes.begin(), full.tile_sizes.end());
     info = std::move(full);
   };

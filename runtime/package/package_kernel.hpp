@@ -71,7 +71,8 @@ std::map<std::string, int64_t> case_symbol_values(const PackageManifest& manifes
 
 /// Every float-expression argument ({"scalar": "1 / sqrt(D)"}) with its value for a case, as the
 /// launch passes it: "launches[0].args[4] \"1 / sqrt(D)\" = 0.125 as f32". Empty without any.
-std::vector<std::string> case_float_scalars(const PackageManifest& manifest, const OpSignature& op, const Case& c);
+std::vector<std::string> case_float_scalars(const PackageManifest& manifest, const OpSignature& op,
+                                            const Case& c);
 
 /// A launch a case runs, evaluated from the case (not from a call): its field, kernel name
 /// expression, grid, block, dynamic shared memory, the stated limit and cluster (all 0: none).
@@ -87,14 +88,16 @@ struct CaseLaunch {
 /// The launches whose "when" holds for the case, under the device properties in effect
 /// (device_props_in_effect(): the GPU's, or kgate validate's --device-props) where the manifest
 /// reads them.
-std::vector<CaseLaunch> case_launches(const PackageManifest& manifest, const OpSignature& op, const Case& c);
+std::vector<CaseLaunch> case_launches(const PackageManifest& manifest, const OpSignature& op,
+                                      const Case& c);
 /// "launches[1] k<float, 128>: grid 64x1x1, block 256x1x1, 0 bytes of dynamic shared memory".
 std::string describe(const CaseLaunch& launch);
 struct DeviceProps;
 /// Why a case inside the guard cannot run on a device of these properties: no launch matches it
 /// (without guard.unmatched "fallback"), an expression does not evaluate, a block has more threads
 /// or shared memory than the device gives, a cluster on a GPU before sm_90. Empty: it can.
-std::vector<std::string> case_launch_problems(const PackageManifest& manifest, const OpSignature& op, const Case& c,
+std::vector<std::string> case_launch_problems(const PackageManifest& manifest,
+                                              const OpSignature& op, const Case& c,
                                               const DeviceProps& props);
 
 /// guard_violation for a case (its dtype, layout, symbol values and the rank of the tensors the
@@ -127,8 +130,9 @@ GuardModel guard_model_of(const PackageManifest& manifest, const OpSignature& op
 
 /// The largest guard boundary case a package kernel runs (elements of its largest tensor).
 inline constexpr int64_t kMaxGuardCaseElements = int64_t{1} << 24;
-/// Correctness cases on both sides of every guard boundary of the manifest (props::guard_boundary_cases,
-/// gates/props/guard_cases.hpp, over guard_model_of: what each case is and how it is drawn).
+/// Correctness cases on both sides of every guard boundary of the manifest
+/// (props::guard_boundary_cases, gates/props/guard_cases.hpp, over guard_model_of: what each case
+/// is and how it is drawn).
 std::vector<Case> guard_boundary_cases(const PackageManifest& manifest, const OpSignature& op,
                                        uint64_t seed, int64_t max_elements = kMaxGuardCaseElements);
 
@@ -179,19 +183,19 @@ struct PlannedArg {
 
 /// One launch of the sequence, evaluated for a call.
 struct PlannedLaunch {
-  std::size_t index = 0;          ///< position in the manifest's launches, for_each expanded
-  std::string field;              ///< "launches[3]", or "launches[3]{VPT=4}" (Launch::field)
-  std::string name_expression;    ///< "softmax_rows<float>"
-  std::string lowered_name;       ///< the mangled name in the CUBIN
+  std::size_t index = 0;        ///< position in the manifest's launches, for_each expanded
+  std::string field;            ///< "launches[3]", or "launches[3]{VPT=4}" (Launch::field)
+  std::string name_expression;  ///< "softmax_rows<float>"
+  std::string lowered_name;     ///< the mangled name in the CUBIN
   std::array<uint32_t, 3> grid{1, 1, 1};
   std::array<uint32_t, 3> block{1, 1, 1};
-  uint32_t shared_mem = 0;        ///< dynamic shared memory bytes
+  uint32_t shared_mem = 0;  ///< dynamic shared memory bytes
   /// The dynamic shared memory limit the kernel's host code sets ("max_dynamic_shared_mem"), the
   /// preferred carveout ("carveout") and the cluster dimensions ("cluster"; all 0: no cluster).
   std::optional<uint32_t> max_dynamic_shared_mem;
   std::optional<int> carveout;
   std::array<uint32_t, 3> cluster{0, 0, 0};
-  bool empty = false;             ///< a grid or block dimension is 0: nothing to launch
+  bool empty = false;  ///< a grid or block dimension is 0: nothing to launch
   std::vector<PlannedArg> args;
 
   /// The parameters laid out as the kernel's parameter struct would be (each value at an offset
@@ -247,11 +251,11 @@ struct LaunchPlan {
 /// lowered name for the call's dtype (from `lowered_names`, name expression -> mangled name), grid
 /// and block (each >= 0, within CUDA's limits: grid x < 2^31, y and z <= 65535, block x and y <=
 /// 1024, z <= 64, at most 1024 threads; a 0 grid or block dimension marks the launch empty),
-/// shared_mem (0 to 2^32-1) and the arguments (tensor / workspace: a device pointer; shape / attribute /
-/// scalar / stride: a value of the declared type, range-checked; an attribute the manifest does
-/// not pin takes the call's value, else the op's default). Workspace arguments hold a null pointer
-/// until bind_workspace. Every error is an Error(package) naming the package, the launch, the
-/// field, the expression, the symbol values and the offending value.
+/// shared_mem (0 to 2^32-1) and the arguments (tensor / workspace: a device pointer; shape /
+/// attribute / scalar / stride: a value of the declared type, range-checked; an attribute the
+/// manifest does not pin takes the call's value, else the op's default). Workspace arguments hold a
+/// null pointer until bind_workspace. Every error is an Error(package) naming the package, the
+/// launch, the field, the expression, the symbol values and the offending value.
 LaunchPlan plan_launches(const PackageManifest& manifest, const OpSignature& op,
                          const std::map<std::string, std::string>& lowered_names,
                          const KernelCall& call);

@@ -14,7 +14,8 @@ namespace {
 // each, whose mangled name carries the kernel's function type. Cached as any compile. A probe that
 // does not compile leaves the kernel to the size check; so does a package of several translation
 // units or of precompiled binaries.
-std::map<std::string, std::vector<ParamType>> extern_c_param_types(const PackageManifest& m, const CompileOptions& options,
+std::map<std::string, std::vector<ParamType>> extern_c_param_types(const PackageManifest& m,
+                                                                   const CompileOptions& options,
                                                                    const CompileResult& r) {
   std::map<std::string, std::vector<ParamType>> out;
   if (!r.precompiled.empty() || r.units.size() > 1) return out;
@@ -22,7 +23,8 @@ std::map<std::string, std::vector<ParamType>> extern_c_param_types(const Package
   probe.launches.clear();
   for (const auto& expr : m.name_expressions()) {
     const auto low = r.lowered_names.find(expr);
-    if (low == r.lowered_names.end() || low->second.rfind("_Z", 0) == 0) continue;  // mangled: typed already
+    if (low == r.lowered_names.end() || low->second.rfind("_Z", 0) == 0)
+      continue;  // mangled: typed already
     Launch l;
     l.kernel = param_probe_expression(expr);
     l.field = expr;
@@ -55,8 +57,9 @@ ValidationReport validate_package(const std::filesystem::path& dir,
   // Sizes matched; the types, where the kernels' mangled names give them.
   if (options.check.find_op)
     if (const OpSignature* op = options.check.find_op(report.manifest.op))
-      for (auto& p : args_match_types(report.manifest, *op, result,
-                                      extern_c_param_types(report.manifest, options.compile_options, result)))
+      for (auto& p :
+           args_match_types(report.manifest, *op, result,
+                            extern_c_param_types(report.manifest, options.compile_options, result)))
         report.problems.push_back(std::move(p));
   report.compiled = std::move(result);
   return report;
@@ -80,15 +83,19 @@ std::string format_summary(const ValidationReport& report) {
     if (!c.precompiled.empty()) {
       char ms[32];
       std::snprintf(ms, sizeof ms, "%.2f", c.total_seconds);
-      return out + "; precompiled " + (c.precompiled == "ptx" ? "PTX" : c.precompiled) + " " + c.precompiled_path +
-             " for " + arch + (c.precompiled == "ptx" ? " (the driver compiles it when it is loaded)" : "") + " (" + ms +
-             " s)";
+      return out + "; precompiled " + (c.precompiled == "ptx" ? "PTX" : c.precompiled) + " " +
+             c.precompiled_path + " for " + arch +
+             (c.precompiled == "ptx" ? " (the driver compiles it when it is loaded)" : "") + " (" +
+             ms + " s)";
     }
-    const std::string cubins = c.units.size() > 1 ? std::to_string(c.units.size()) + " CUBINs" : "CUBIN";
-    out += c.cache_hit ? "; cached " + cubins + " for " + arch + " (" + seconds + " s)"
-                       : "; compiled for " + arch + " in " + seconds + " s (" +
-                             (c.units.size() > 1 ? std::to_string(c.units.size()) + " translation units, " : "") +
-                             "sandbox: " + sandbox_kind_name(c.sandbox) + ")";
+    const std::string cubins =
+        c.units.size() > 1 ? std::to_string(c.units.size()) + " CUBINs" : "CUBIN";
+    out += c.cache_hit
+               ? "; cached " + cubins + " for " + arch + " (" + seconds + " s)"
+               : "; compiled for " + arch + " in " + seconds + " s (" +
+                     (c.units.size() > 1 ? std::to_string(c.units.size()) + " translation units, "
+                                         : "") +
+                     "sandbox: " + sandbox_kind_name(c.sandbox) + ")";
   }
   return out;
 }

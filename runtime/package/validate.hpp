@@ -15,7 +15,7 @@ namespace kgate::package {
 /// What validate_package does.
 struct ValidateOptions {
   ManifestCheckOptions check;  ///< op catalogue look-up for op / tensor / attribute names
-  bool compile = true;  ///< compile with NVRTC when the manifest is clean
+  bool compile = true;         ///< compile with NVRTC when the manifest is clean
   CompileOptions compile_options;
 };
 
@@ -31,8 +31,9 @@ struct ValidationReport {
 
 /// Checks the manifest (every problem), then, when it is clean and `options.compile` is set,
 /// compiles the package (a compile error becomes a problem carrying NVRTC's log) and, with the
-/// op known, checks each launch's argument types against the kernels' (args_match_types). Throws only for
-/// errors outside the package: an invalid --arch or an unusable cache directory (Error(usage)).
+/// op known, checks each launch's argument types against the kernels' (args_match_types). Throws
+/// only for errors outside the package: an invalid --arch or an unusable cache directory
+/// (Error(usage)).
 ValidationReport validate_package(const std::filesystem::path& dir,
                                   const ValidateOptions& options = {});
 

@@ -30,7 +30,8 @@ TEST(SanitizerOutput, CountsMemcheckErrorsAndKeepsTheFirstFinding) {
 }
 
 TEST(SanitizerOutput, ACleanRunHasNoErrors) {
-  const auto f = parse_sanitizer_output("========= COMPUTE-SANITIZER\nPASS\n========= ERROR SUMMARY: 0 errors\n");
+  const auto f = parse_sanitizer_output(
+      "========= COMPUTE-SANITIZER\nPASS\n========= ERROR SUMMARY: 0 errors\n");
   EXPECT_TRUE(f.completed);
   EXPECT_EQ(f.errors, 0);
   EXPECT_TRUE(f.first.empty());
@@ -50,7 +51,8 @@ TEST(SanitizerOutput, RacecheckHazardsCountAsErrors) {
 
 TEST(SanitizerOutput, ARunThatNeverFinishedSaysWhy) {
   const auto f = parse_sanitizer_output(
-      "========= COMPUTE-SANITIZER\n========= Error: Target application terminated before first instrumented API call\n");
+      "========= COMPUTE-SANITIZER\n========= Error: Target application terminated before first "
+      "instrumented API call\n");
   EXPECT_FALSE(f.completed);
   EXPECT_NE(f.reason.find("terminated before first instrumented"), std::string::npos) << f.reason;
   EXPECT_FALSE(parse_sanitizer_output("").completed);
@@ -63,8 +65,8 @@ Case make(const std::string& family, int64_t n) {
 }
 
 TEST(SanitizeSubset, TheLargestCaseOfEachFamilyThenTheOthersWithoutHuge) {
-  const std::vector<Case> cases = {make("random", 1),    make("random", 2000), make("random", 1 << 21),
-                                   make("ragged", 3),    make("extreme", 4),   make("huge", 5)};
+  const std::vector<Case> cases = {make("random", 1), make("random", 2000), make("random", 1 << 21),
+                                   make("ragged", 3), make("extreme", 4),   make("huge", 5)};
   auto s = sanitize_subset(cases, 3);
   ASSERT_EQ(s.size(), 3u);
   EXPECT_EQ(s[0].dim("N"), 2000);  // the largest random case under 2^20 elements (B=2)

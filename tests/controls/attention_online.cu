@@ -144,8 +144,7 @@ void run(const KernelCall& call) {
   // Rows of whole 16-byte pieces on a 16-byte aligned base (the guard) start 16-byte aligned.
   if (g.d % Vec16<T>::kN == 0)
     attention_online<T, true><<<blocks, kThreads, 0, stream>>>(qp, kp, vp, op, g, scale);
-  else
-    attention_online<T, false><<<blocks, kThreads, 0, stream>>>(qp, kp, vp, op, g, scale);
+  else attention_online<T, false><<<blocks, kThreads, 0, stream>>>(qp, kp, vp, op, g, scale);
   KGATE_CUDA_CALL(cudaGetLastError());
 }
 

@@ -33,8 +33,8 @@ __global__ void fused_add_rms_norm_fma(const T* x, const T* res, const T* w, T* 
   T* orow = res_out + row * o_row;
   float sum = 0.f;
   for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
-    const T r = kgate_device::from_float<T>(kgate_device::to_float(xr[j]) +
-                                            kgate_device::to_float(rr[j]));
+    const T r =
+        kgate_device::from_float<T>(kgate_device::to_float(xr[j]) + kgate_device::to_float(rr[j]));
     orow[j] = r;
     const float v = kgate_device::to_float(r);
     sum += v * v;
@@ -55,11 +55,11 @@ void run(const KernelCall& call) {
   const TensorView& o = call.outputs.at(1);
   const int64_t rows = x.sizes[0], n = x.sizes[1];
   if (rows == 0 || n == 0) return;
-  fused_add_rms_norm_fma<T><<<static_cast<unsigned>(rows), kThreads, 0,
-                              static_cast<cudaStream_t>(call.stream)>>>(
-      x.as<const T>(), r.as<const T>(), w.as<const T>(), y.as<T>(), o.as<T>(), n,
-      static_cast<float>(call.attributes.at("eps")), x.strides[0], r.strides[0], y.strides[0],
-      o.strides[0]);
+  fused_add_rms_norm_fma<T>
+      <<<static_cast<unsigned>(rows), kThreads, 0, static_cast<cudaStream_t>(call.stream)>>>(
+          x.as<const T>(), r.as<const T>(), w.as<const T>(), y.as<T>(), o.as<T>(), n,
+          static_cast<float>(call.attributes.at("eps")), x.strides[0], r.strides[0], y.strides[0],
+          o.strides[0]);
   KGATE_CUDA_CALL(cudaGetLastError());
 }
 

@@ -45,11 +45,12 @@ void run_split_k(const T* a, const T* b, T* out, const Gemm& g, cudaStream_t str
   KGATE_CUDA_CALL(
       cudaMallocAsync(reinterpret_cast<void**>(&ws), sizeof(float) * splits * g.m * g.n, stream));
   const dim3 grid(blocks_of(g.n, kTile16), blocks_of(g.m, kTile16), static_cast<unsigned>(splits));
-  matmul_split_k_partial<T><<<grid, dim3(kTile16, kTile16), 0, stream>>>(a, b, ws, KGATE_GEMM_ARGS, chunk);
+  matmul_split_k_partial<T>
+      <<<grid, dim3(kTile16, kTile16), 0, stream>>>(a, b, ws, KGATE_GEMM_ARGS, chunk);
   const cudaError_t launched = cudaGetLastError();
   if (launched == cudaSuccess)
-    matmul_split_k_reduce<T>
-        <<<blocks_of(g.m * g.n, 256), 256, 0, stream>>>(ws, out, g.m, g.n, g.o_row, g.o_col, static_cast<int>(splits));
+    matmul_split_k_reduce<T><<<blocks_of(g.m * g.n, 256), 256, 0, stream>>>(
+        ws, out, g.m, g.n, g.o_row, g.o_col, static_cast<int>(splits));
   const cudaError_t reduced = launched == cudaSuccess ? cudaGetLastError() : launched;
   KGATE_CUDA_CALL(cudaFreeAsync(ws, stream));
   KGATE_CUDA_CALL(reduced);

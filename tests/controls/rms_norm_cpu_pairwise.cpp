@@ -32,8 +32,7 @@ void launch(const KernelCall& call) {
   const TensorView& x = call.inputs.at(0);
   const TensorView& w = call.inputs.at(1);
   const TensorView& y = call.outputs.at(0);
-  if (x.dtype != DType::f32)
-    throw Error(ErrorKind::usage, "control_rms_norm_cpu: only f32");
+  if (x.dtype != DType::f32) throw Error(ErrorKind::usage, "control_rms_norm_cpu: only f32");
   const int64_t rows = x.sizes.at(0), n = x.sizes.at(1);
   const auto eps = static_cast<float>(call.attributes.at("eps"));
   for (int64_t r = 0; r < rows; ++r) {

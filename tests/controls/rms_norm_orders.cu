@@ -55,8 +55,7 @@ KGATE_REGISTER_KERNEL(rms_norm_control("control_rms_norm_tree_fma",
                                        "tests/controls/rms_norm_orders.cu", launch_tree,
                                        {kTreeThreads}));
 KGATE_REGISTER_KERNEL(rms_norm_control("control_rms_norm_sequential",
-                                       "tests/controls/rms_norm_orders.cu", launch_sequential,
-                                       {}));
+                                       "tests/controls/rms_norm_orders.cu", launch_sequential, {}));
 
 }  // namespace
 }  // namespace kgate::controls

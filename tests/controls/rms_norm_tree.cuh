@@ -48,11 +48,11 @@ void run_tree(const KernelCall& call) {
   const TensorView& y = call.outputs.at(0);
   const int64_t rows = x.sizes[0], n = x.sizes[1];
   if (rows == 0 || n == 0) return;
-  rms_norm_tree<T><<<static_cast<unsigned>(rows), kTreeThreads, 0,
-                     static_cast<cudaStream_t>(call.stream)>>>(
-      x.as<const T>(), w.as<const T>(), y.as<T>(), n,
-      static_cast<float>(call.attributes.at("eps")), x.strides[0], x.strides[1], w.strides[0],
-      y.strides[0], y.strides[1]);
+  rms_norm_tree<T>
+      <<<static_cast<unsigned>(rows), kTreeThreads, 0, static_cast<cudaStream_t>(call.stream)>>>(
+          x.as<const T>(), w.as<const T>(), y.as<T>(), n,
+          static_cast<float>(call.attributes.at("eps")), x.strides[0], x.strides[1], w.strides[0],
+          y.strides[0], y.strides[1]);
   KGATE_CUDA_CALL(cudaGetLastError());
 }
 
@@ -62,8 +62,8 @@ void launch_tree(const KernelCall& call) {
 }
 
 /// The KernelInfo of a control on rms_norm (f32, f16, bf16, any strides, not timed).
-KernelInfo rms_norm_control(const char* name, const char* source,
-                            void (*fn)(const KernelCall&), std::vector<int64_t> tiles) {
+KernelInfo rms_norm_control(const char* name, const char* source, void (*fn)(const KernelCall&),
+                            std::vector<int64_t> tiles) {
   KernelInfo k = cuda_kernel(name, "rms_norm", source, fn);
   k.tile_sizes = std::move(tiles);
   k.accepts_strided = true;

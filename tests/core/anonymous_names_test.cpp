@@ -8,7 +8,8 @@ namespace kgate {
 namespace {
 
 TEST(AnonymousNames, TheHashAfterThePrefixIsZeroed) {
-  // As nvcc mangles a kernel in an anonymous namespace of k.cu (the tail names a symbol of the file).
+  // As nvcc mangles a kernel in an anonymous namespace of k.cu (the tail names a symbol of the
+  // file).
   EXPECT_EQ(normalized_anonymous_names("_ZN34_GLOBAL__N__03702505_4_k_cu_launch4kernEPf"),
             "_ZN34_GLOBAL__N__00000000_4_k_cu_launch4kernEPf");
   EXPECT_EQ(normalized_anonymous_names(".text._ZN34_GLOBAL__N__85e457ab_4_k_cu_launch4kernEPf"),
@@ -16,14 +17,19 @@ TEST(AnonymousNames, TheHashAfterThePrefixIsZeroed) {
 }
 
 TEST(AnonymousNames, AHashTailIsZeroedWhereTheNameEnds) {
-  // A tail of 8 hex digits (no external symbol in the file), its end known from the mangled length...
-  EXPECT_EQ(normalized_anonymous_names("_ZN55_GLOBAL__N__166114a4_22_CMakeCUDACompilerId_cu_bd57c6234kernEv"),
+  // A tail of 8 hex digits (no external symbol in the file), its end known from the mangled
+  // length...
+  EXPECT_EQ(normalized_anonymous_names(
+                "_ZN55_GLOBAL__N__166114a4_22_CMakeCUDACompilerId_cu_bd57c6234kernEv"),
             "_ZN55_GLOBAL__N__00000000_22_CMakeCUDACompilerId_cu_000000004kernEv");
   // ... or from a character that cannot continue a name.
-  EXPECT_EQ(normalized_anonymous_names("#define _NV_ANON_NAMESPACE _GLOBAL__N__166114a4_22_CMakeCUDACompilerId_cu_bd57c623\n"),
-            "#define _NV_ANON_NAMESPACE _GLOBAL__N__00000000_22_CMakeCUDACompilerId_cu_00000000\n");
+  EXPECT_EQ(
+      normalized_anonymous_names(
+          "#define _NV_ANON_NAMESPACE _GLOBAL__N__166114a4_22_CMakeCUDACompilerId_cu_bd57c623\n"),
+      "#define _NV_ANON_NAMESPACE _GLOBAL__N__00000000_22_CMakeCUDACompilerId_cu_00000000\n");
   // A tail that is a name is kept.
-  EXPECT_EQ(normalized_anonymous_names("_GLOBAL__N__166114a4_4_k_cu_launch)"), "_GLOBAL__N__00000000_4_k_cu_launch)");
+  EXPECT_EQ(normalized_anonymous_names("_GLOBAL__N__166114a4_4_k_cu_launch)"),
+            "_GLOBAL__N__00000000_4_k_cu_launch)");
 }
 
 TEST(AnonymousNames, EverythingElseIsKept) {

@@ -28,7 +28,8 @@ TEST(Case, IdIsReadable) {
 TEST(Case, IdRoundTrips) {
   const Case c = sample();
   EXPECT_EQ(Case::from_id(c.id()), c);
-  for (Layout l : {Layout::contiguous, Layout::strided, Layout::offset, Layout::padded, Layout::offset16}) {
+  for (Layout l :
+       {Layout::contiguous, Layout::strided, Layout::offset, Layout::padded, Layout::offset16}) {
     Case d = sample();
     d.layout = l;
     EXPECT_EQ(Case::from_id(d.id()), d) << d.id();
@@ -61,12 +62,18 @@ TEST(Case, MalformedIdsNameTheProblem) {
     return std::string("no error");
   };
   EXPECT_NE(message("softmax:f32").find("expected op:dtype:SYM=N"), std::string::npos);
-  EXPECT_NE(message("softmax:f99:B=1:contiguous:normal:0").find("unknown dtype 'f99'"), std::string::npos);
-  EXPECT_NE(message("softmax:f32:B1:contiguous:normal:0").find("'B1' is not SYM=N"), std::string::npos);
-  EXPECT_NE(message("softmax:f32:B=x:contiguous:normal:0").find("needs a non-negative integer"), std::string::npos);
-  EXPECT_NE(message("softmax:f32:B=1:diagonal:normal:0").find("unknown layout 'diagonal'"), std::string::npos);
-  EXPECT_NE(message("softmax:f32:B=1:contiguous:weird:0").find("unknown value family 'weird'"), std::string::npos);
-  EXPECT_NE(message("softmax:f32:B=1:contiguous:normal:xyz").find("not hexadecimal"), std::string::npos);
+  EXPECT_NE(message("softmax:f99:B=1:contiguous:normal:0").find("unknown dtype 'f99'"),
+            std::string::npos);
+  EXPECT_NE(message("softmax:f32:B1:contiguous:normal:0").find("'B1' is not SYM=N"),
+            std::string::npos);
+  EXPECT_NE(message("softmax:f32:B=x:contiguous:normal:0").find("needs a non-negative integer"),
+            std::string::npos);
+  EXPECT_NE(message("softmax:f32:B=1:diagonal:normal:0").find("unknown layout 'diagonal'"),
+            std::string::npos);
+  EXPECT_NE(message("softmax:f32:B=1:contiguous:weird:0").find("unknown value family 'weird'"),
+            std::string::npos);
+  EXPECT_NE(message("softmax:f32:B=1:contiguous:normal:xyz").find("not hexadecimal"),
+            std::string::npos);
 }
 
 TEST(Case, DimLookup) {

@@ -19,9 +19,9 @@ const char* kConfig = R"({
 TEST(Config, PrecedenceGlobalOpKernelCli) {
   const auto cfg = parse_config(nlohmann::json::parse(kConfig), "kgate.config.json");
   auto s = cfg.resolve("softmax", "softmax_block", {});
-  EXPECT_EQ(*s.cases, 128);          // kernel beats op beats global
-  EXPECT_EQ(*s.rule, "allclose");    // global
-  EXPECT_DOUBLE_EQ(*s.delta, 0.03);  // kernel
+  EXPECT_EQ(*s.cases, 128);                                     // kernel beats op beats global
+  EXPECT_EQ(*s.rule, "allclose");                               // global
+  EXPECT_DOUBLE_EQ(*s.delta, 0.03);                             // kernel
   EXPECT_DOUBLE_EQ(*s.tolerance.at(DType::bf16).second, 0.02);  // op
   EXPECT_DOUBLE_EQ(*s.tolerance.at(DType::bf16).first, 1e-4);   // kernel
   GateSettings cli;
@@ -30,7 +30,8 @@ TEST(Config, PrecedenceGlobalOpKernelCli) {
   s = cfg.resolve("softmax", "softmax_block", cli);
   EXPECT_EQ(*s.cases, 5);
   EXPECT_DOUBLE_EQ(*s.rtol, 0.5);
-  EXPECT_FALSE(s.tolerance.at(DType::bf16).second.has_value());  // a blanket CLI rtol wins over per-dtype
+  EXPECT_FALSE(
+      s.tolerance.at(DType::bf16).second.has_value());  // a blanket CLI rtol wins over per-dtype
   s = cfg.resolve("layer_norm", "other", {});
   EXPECT_EQ(*s.cases, 64);
   EXPECT_DOUBLE_EQ(*s.rtol, 1e-3);
@@ -46,22 +47,28 @@ std::string error_of(const std::string& text) {
 }
 
 TEST(Config, ErrorsNameFileFieldAndExpectation) {
-  EXPECT_EQ(error_of(R"({"global": {}})"), "cfg.json: format: expected \"kgate-config/1\", found nothing");
+  EXPECT_EQ(error_of(R"({"global": {}})"),
+            "cfg.json: format: expected \"kgate-config/1\", found nothing");
   EXPECT_EQ(error_of(R"({"format": "kgate-config/1", "globals": {}})"),
-            "cfg.json: globals: unknown key; expected one of format, global, ops, kernels, op_files, torch_libraries, torch_ops");
+            "cfg.json: globals: unknown key; expected one of format, global, ops, kernels, "
+            "op_files, torch_libraries, torch_ops");
   EXPECT_EQ(error_of(R"({"format": "kgate-config/1", "op_files": "ops"})"),
             "cfg.json: op_files: expected an array of op files or directories (as --ops takes)");
-  EXPECT_EQ(error_of(R"({"format": "kgate-config/1", "op_files": [3]})"), "cfg.json: op_files[0]: expected a path, found 3");
-  EXPECT_EQ(error_of(R"({"format": "kgate-config/1", "ops": {"softmax": {"tolerance": {"f8": {}}}}})"),
-            "cfg.json: ops.softmax.tolerance.f8: unknown dtype; expected f16, bf16, f32 or f64");
+  EXPECT_EQ(error_of(R"({"format": "kgate-config/1", "op_files": [3]})"),
+            "cfg.json: op_files[0]: expected a path, found 3");
+  EXPECT_EQ(
+      error_of(R"({"format": "kgate-config/1", "ops": {"softmax": {"tolerance": {"f8": {}}}}})"),
+      "cfg.json: ops.softmax.tolerance.f8: unknown dtype; expected f16, bf16, f32 or f64");
   EXPECT_EQ(error_of(R"({"format": "kgate-config/1", "kernels": {"k": {"alpha": 0.9}}})"),
             "cfg.json: kernels.k.alpha: expected a number in (0, 0.5), found 0.9");
   EXPECT_EQ(error_of(R"({"format": "kgate-config/1", "global": {"rule": "close"}})"),
-            "cfg.json: global.rule: expected \"allclose\", \"ulp\", \"ref_ratio\", \"eager_relative\" or \"conditioned\", found \"close\"");
+            "cfg.json: global.rule: expected \"allclose\", \"ulp\", \"ref_ratio\", "
+            "\"eager_relative\" or \"conditioned\", found \"close\"");
   EXPECT_EQ(error_of(R"({"format": "kgate-config/1", "global": {"cases": 0}})"),
             "cfg.json: global.cases: expected a positive integer, found 0");
   EXPECT_EQ(error_of(R"({"format": "kgate-config/1", "global": {"families": ["fuzzy"]}})"),
-            "cfg.json: global.families: unknown family \"fuzzy\"; expected random, ragged, extreme, special, layout, long or huge");
+            "cfg.json: global.families: unknown family \"fuzzy\"; expected random, ragged, "
+            "extreme, special, layout, long or huge");
 }
 
 // The speed gate's and the sweep's settings as the command line takes them: what the gates would
@@ -82,12 +89,14 @@ TEST(Config, RefusesSettingsTheGatesCannotUse) {
   EXPECT_EQ(error_of(R"({"format": "kgate-config/1", "kernels": {"k": {"fragile_margin": 0}}})"),
             "cfg.json: kernels.k.fragile_margin: expected a number in (0, 1], found 0");
   EXPECT_EQ(error_of(R"({"format": "kgate-config/1", "global": {"families": ["random", ""]}})"),
-            "cfg.json: global.families: unknown family \"\"; expected random, ragged, extreme, special, layout, long or huge");
+            "cfg.json: global.families: unknown family \"\"; expected random, ragged, extreme, "
+            "special, layout, long or huge");
   // What the gates take is taken: 0 tolerances and budget, alpha just under 0.5, the huge family.
-  EXPECT_EQ(error_of(R"({"format": "kgate-config/1", "global": {"atol": 0, "rtol": 0, "time_budget_s": 0,
+  EXPECT_EQ(
+      error_of(R"({"format": "kgate-config/1", "global": {"atol": 0, "rtol": 0, "time_budget_s": 0,
                                                                "delta": 0.0025, "alpha": 0.49,
                                                                "fragile_margin": 1, "families": ["huge"]}})"),
-            "no error");
+      "no error");
 }
 
 // Op files named by a config are found next to it, as --ops would find them from there.
@@ -95,7 +104,8 @@ TEST(Config, OpFilesResolveAgainstTheConfigsDirectory) {
   const auto cfg = parse_config(nlohmann::json::parse(R"({"format": "kgate-config/1",
                                                          "op_files": ["ops", "/abs/my_op.json", "../shared/x.json"]})"),
                                 "/repo/ci/kgate.json");
-  EXPECT_EQ(cfg.op_files, (std::vector<std::string>{"/repo/ci/ops", "/abs/my_op.json", "/repo/shared/x.json"}));
+  EXPECT_EQ(cfg.op_files,
+            (std::vector<std::string>{"/repo/ci/ops", "/abs/my_op.json", "/repo/shared/x.json"}));
 }
 
 // Torch custom-op libraries resolve against the config's directory; specs are kept as written.

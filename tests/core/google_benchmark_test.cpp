@@ -59,11 +59,13 @@ TEST(GoogleBenchmark, ReadsAValidOutputAsWritten) {
 
 TEST(GoogleBenchmark, MissingFile) {
   const auto path = (fs::path(testing::TempDir()) / "no_such_dir" / "missing.json").string();
-  EXPECT_EQ(usage_error([&] { read_google_benchmark_json(path); }), path + ": no such file" + kHint);
+  EXPECT_EQ(usage_error([&] { read_google_benchmark_json(path); }),
+            path + ": no such file" + kHint);
 }
 
 TEST(GoogleBenchmark, NotJson) {
-  const auto path = write_temp("not_json.json", "{\n  \"context\": {},\n  \"benchmarks\": [oops]\n}\n");
+  const auto path =
+      write_temp("not_json.json", "{\n  \"context\": {},\n  \"benchmarks\": [oops]\n}\n");
   EXPECT_EQ(usage_error([&] { read_google_benchmark_json(path); }),
             path + ": not valid JSON (parse error on line 3)" + kHint);
 }
@@ -77,18 +79,22 @@ TEST(GoogleBenchmark, EmptyFile) {
 TEST(GoogleBenchmark, JsonWithoutBenchmarks) {
   const auto path = write_temp("no_benchmarks.json", R"({"context": {"date": "2025-11-30"}})");
   EXPECT_EQ(usage_error([&] { read_google_benchmark_json(path); }),
-            path + ": not Google Benchmark JSON output: no \"benchmarks\" array at the top level" + kHint);
+            path + ": not Google Benchmark JSON output: no \"benchmarks\" array at the top level" +
+                kHint);
 }
 
 TEST(GoogleBenchmark, OtherShapesAreRejectedWithTheirReason) {
   EXPECT_EQ(usage_error([] { parse_google_benchmark_json("[1, 2]", "a.json"); }),
-            "a.json: not Google Benchmark JSON output: the top level is an array, expected an object with "
-            "\"context\" and \"benchmarks\"" + kHint);
-  EXPECT_EQ(usage_error([] { parse_google_benchmark_json(R"({"benchmarks": []})", "b.json"); }),
-            "b.json: not Google Benchmark JSON output: no \"context\" object at the top level" + kHint);
+            "a.json: not Google Benchmark JSON output: the top level is an array, expected an "
+            "object with "
+            "\"context\" and \"benchmarks\"" +
+                kHint);
+  EXPECT_EQ(
+      usage_error([] { parse_google_benchmark_json(R"({"benchmarks": []})", "b.json"); }),
+      "b.json: not Google Benchmark JSON output: no \"context\" object at the top level" + kHint);
   EXPECT_EQ(usage_error([] {
-              parse_google_benchmark_json(R"({"context": {}, "benchmarks": [{"name": "x"}, {"real_time": 1}]})",
-                                          "c.json");
+              parse_google_benchmark_json(
+                  R"({"context": {}, "benchmarks": [{"name": "x"}, {"real_time": 1}]})", "c.json");
             }),
             "c.json: benchmarks[1] has no \"name\" string" + kHint);
   EXPECT_EQ(usage_error([] { read_google_benchmark_json(testing::TempDir()); }),
@@ -159,11 +165,14 @@ TEST(GoogleBenchmark, MarkdownRowPerBenchmarkWithItsMedian) {
   const auto text = md.str();
   EXPECT_NE(text.find("### Google Benchmark"), std::string::npos);
   EXPECT_NE(text.find("2 benchmarks (14 entries) from `" + kFixture + "`"), std::string::npos);
-  EXPECT_NE(text.find("| benchmark | real / manual time | cpu time | statistic |"), std::string::npos);
-  EXPECT_NE(text.find("| `softmax_cpu/f32/B:4096/N:1024/manual_time` | 2122 us (manual) | 2121 us | median of 3 |"),
+  EXPECT_NE(text.find("| benchmark | real / manual time | cpu time | statistic |"),
+            std::string::npos);
+  EXPECT_NE(text.find("| `softmax_cpu/f32/B:4096/N:1024/manual_time` | 2122 us (manual) | 2121 us "
+                      "| median of 3 |"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("| `softmax_cpu/f32/B:1024/N:4096/manual_time` | 2032 us (manual) | 2031 us | median of 3 |"),
+  EXPECT_NE(text.find("| `softmax_cpu/f32/B:1024/N:4096/manual_time` | 2032 us (manual) | 2031 us "
+                      "| median of 3 |"),
             std::string::npos)
       << text;
   // Repetitions and the other aggregates stay in report.json only.
@@ -186,7 +195,8 @@ TEST(GoogleBenchmark, MarkdownWithoutAggregatesErrorsAndTooManyRows) {
   EXPECT_NE(text.find("1 more benchmarks in report.json."), std::string::npos) << text;
   std::ostringstream all;
   write_google_benchmark_markdown(all, outputs);
-  EXPECT_NE(all.str().find("| `c\\|d` | - | - | error: SKIPPED: no GPU |"), std::string::npos) << all.str();
+  EXPECT_NE(all.str().find("| `c\\|d` | - | - | error: SKIPPED: no GPU |"), std::string::npos)
+      << all.str();
   std::ostringstream none;
   write_google_benchmark_markdown(none, {});
   EXPECT_EQ(none.str(), "");

@@ -1,6 +1,6 @@
-// report.html on fixed, synthetic results: a complete, self-contained document (no script, no URL), every
-// report string escaped, sample plots where there are samples, "-" for non-finite numbers. Checks are on
-// content, not on layout.
+// report.html on fixed, synthetic results: a complete, self-contained document (no script, no URL),
+// every report string escaped, sample plots where there are samples, "-" for non-finite numbers.
+// Checks are on content, not on layout.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,11 +15,14 @@ namespace {
 
 size_t count(const std::string& text, const std::string& what) {
   size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size()))
+    ++n;
   return n;
 }
 
-bool contains(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
+bool contains(const std::string& text, const std::string& what) {
+  return text.find(what) != std::string::npos;
+}
 
 SpeedComparison comparison(const std::string& baseline, Outcome decision, size_t samples) {
   SpeedComparison s;
@@ -74,7 +77,9 @@ RunReport sample_report() {
   f.rule = "memory";
   f.margin = INFINITY;
   f.message = "1 of 33 output elements were never written";
-  f.repro = "kgate replay --kernel softmax_tail 'softmax:f32:B=1,N=33:contiguous:normal:0000000000000002'";
+  f.repro =
+      "kgate replay --kernel softmax_tail "
+      "'softmax:f32:B=1,N=33:contiguous:normal:0000000000000002'";
   bad.correctness.failures.push_back(f);
   bad.correctness.minimal = f;
   bad.correctness.warnings.push_back("FRAGILE: passes with a worst margin of 0.93");
@@ -115,22 +120,29 @@ TEST(HtmlReport, ShowsMetaSummaryAndEveryKernel) {
     EXPECT_TRUE(contains(html, std::string("<code>") + name + "</code>")) << name;
     EXPECT_GE(count(html, name), 2u) << name << ": in the summary table and in its own section";
   }
-  EXPECT_EQ(count(html, "<tr class=\"kernel"), 8u);  // one summary row per kernel in each of 4 orders
+  EXPECT_EQ(count(html, "<tr class=\"kernel"),
+            8u);  // one summary row per kernel in each of 4 orders
   EXPECT_EQ(count(html, "<section class=\"kernel"), 2u);
   EXPECT_TRUE(contains(html, "<th>device</th><td>NVIDIA H200</td>"));
   EXPECT_TRUE(contains(html, "<th>driver</th><td>550.54.15</td>"));
   EXPECT_TRUE(contains(html, "<th>seed</th><td>7</td>"));
   EXPECT_TRUE(contains(html, "<code>0123456789abcdef0123</code>"));
   EXPECT_TRUE(contains(html, "<th>torch</th><td>-</td>"));  // empty fields print "-"
-  // Summary row of the passing kernel: counts, margin, the speed ratio against eager and its decision.
-  EXPECT_TRUE(std::regex_search(
-      html, std::regex("softmax_block</code></a></td><td>softmax</td><td>cuda</td><td><span class=\"badge passed\">"
-                       "passed</span></td><td class=\"num\">64/64</td><td class=\"num\">0</td><td class=\"num\">0\\.31"
-                       "</td><td class=\"num ratio\">1\\.099x faster</td>")));
-  // The failing kernel: minimal case, message and repro (escaped quotes), the warning, the margin bar.
-  EXPECT_TRUE(contains(html, "Minimal failing case</b> <code>softmax:f32:B=1,N=33:contiguous:normal:"));
+  // Summary row of the passing kernel: counts, margin, the speed ratio against eager and its
+  // decision.
+  EXPECT_TRUE(
+      std::regex_search(html, std::regex("softmax_block</code></a></td><td>softmax</td><td>cuda</"
+                                         "td><td><span class=\"badge passed\">"
+                                         "passed</span></td><td class=\"num\">64/64</td><td "
+                                         "class=\"num\">0</td><td class=\"num\">0\\.31"
+                                         "</td><td class=\"num ratio\">1\\.099x faster</td>")));
+  // The failing kernel: minimal case, message and repro (escaped quotes), the warning, the margin
+  // bar.
+  EXPECT_TRUE(
+      contains(html, "Minimal failing case</b> <code>softmax:f32:B=1,N=33:contiguous:normal:"));
   EXPECT_TRUE(contains(html, "1 of 33 output elements were never written"));
-  EXPECT_TRUE(contains(html, "repro: <code>kgate replay --kernel softmax_tail &#39;softmax:f32:B=1,N=33"));
+  EXPECT_TRUE(
+      contains(html, "repro: <code>kgate replay --kernel softmax_tail &#39;softmax:f32:B=1,N=33"));
   EXPECT_TRUE(contains(html, "<li>warning: FRAGILE: passes with a worst margin of 0.93</li>"));
   EXPECT_EQ(count(html, "<svg class=\"margin\""), 2u);
   EXPECT_EQ(count(html, "1.0 tol</text>"), 2u);
@@ -168,20 +180,26 @@ TEST(HtmlReport, EscapesEveryReportString) {
   EXPECT_FALSE(contains(html, "tail<b>"));
   EXPECT_FALSE(contains(html, "'single'"));
   EXPECT_FALSE(contains(html, "\"quotes\""));
-  const std::string escaped = "&lt;script&gt;alert(1)&lt;/script&gt; &amp; &quot;quotes&quot; &#39;single&#39;";
-  // message, warning, repro, note, baseline column, meta command, meta device, page subtitle at least.
+  const std::string escaped =
+      "&lt;script&gt;alert(1)&lt;/script&gt; &amp; &quot;quotes&quot; &#39;single&#39;";
+  // message, warning, repro, note, baseline column, meta command, meta device, page subtitle at
+  // least.
   EXPECT_GE(count(html, escaped), 8u);
   EXPECT_TRUE(contains(html, "<code>tail&lt;b&gt;</code>"));
 }
 
 TEST(HtmlReport, SortsAndFiltersTheSummaryWithoutAScript) {
-  const auto html = render_html(sample_report());  // softmax_block (passed), then softmax_tail (failed)
+  const auto html =
+      render_html(sample_report());  // softmax_block (passed), then softmax_tail (failed)
   const auto table = [&](const std::string& order) {
     const size_t at = html.find("<table class=\"summary " + order + "\">");
     EXPECT_NE(at, std::string::npos) << order;
-    return at == std::string::npos ? std::string() : html.substr(at, html.find("</table>", at) - at);
+    return at == std::string::npos ? std::string()
+                                   : html.substr(at, html.find("</table>", at) - at);
   };
-  const auto first = [](const std::string& t) { return t.find("softmax_block") < t.find("softmax_tail"); };
+  const auto first = [](const std::string& t) {
+    return t.find("softmax_block") < t.find("softmax_tail");
+  };
   EXPECT_TRUE(first(table("order-run")));       // as run
   EXPECT_FALSE(first(table("order-outcome")));  // failures first
   EXPECT_FALSE(first(table("order-margin")));   // the failure's margin is Inf
@@ -192,7 +210,8 @@ TEST(HtmlReport, SortsAndFiltersTheSummaryWithoutAScript) {
   EXPECT_EQ(count(html, "<tr class=\"kernel ok\">"), 4u);
   EXPECT_EQ(count(html, "<section class=\"kernel ok\""), 1u);
   EXPECT_EQ(count(html, "<section class=\"kernel\""), 1u);
-  EXPECT_TRUE(contains(html, "table.summary:not(.order-run){display:none}"));  // without :has, the run order
+  EXPECT_TRUE(contains(
+      html, "table.summary:not(.order-run){display:none}"));  // without :has, the run order
   EXPECT_FALSE(contains(html, "<script"));
 }
 
@@ -213,7 +232,8 @@ TEST(HtmlReport, PlotsSamplesOrSaysThereAreNone) {
   auto r = sample_report();
   r.kernels[1].speed.push_back(comparison("eager", Outcome::skipped, 0));
   const auto html = render_html(r);
-  EXPECT_EQ(count(html, "<svg class=\"samples\""), 1u);  // only the comparison with samples is plotted
+  EXPECT_EQ(count(html, "<svg class=\"samples\""),
+            1u);  // only the comparison with samples is plotted
   EXPECT_EQ(count(html, "<p class=\"note\">no samples</p>"), 1u);
   EXPECT_TRUE(contains(html, "time per launch (&micro;s)"));
   // Both arms drawn as box-and-whisker strips: a box and a median line each, 100 dots each.
@@ -249,7 +269,8 @@ TEST(HtmlReport, NonFiniteNumbersPrintAsDash) {
   s.candidate_ns[5] = INFINITY;
   r.kernels[0].correctness.worst_margin = std::nan("");
   const auto html = render_html(r);
-  EXPECT_TRUE(contains(html, "<td class=\"num ratio\">-</td><td class=\"num\">[-, -]</td><td class=\"num\">-</td>"));
+  EXPECT_TRUE(contains(
+      html, "<td class=\"num ratio\">-</td><td class=\"num\">[-, -]</td><td class=\"num\">-</td>"));
   EXPECT_TRUE(contains(html, "worst margin -</span>"));
   EXPECT_FALSE(std::regex_search(html, std::regex("\\b(nan|inf)\\b", std::regex::icase)));
   // The finite samples are still plotted; the two non-finite ones are counted, not drawn.

@@ -86,7 +86,11 @@ TEST(OpFile, ValidFileBecomesASignature) {
   json more = valid();
   more["outputs"][0]["dtype"] = "i8";
   more["outputs"][1]["dtype"] = "float8_e4m3fn";
-  more["outputs"][2] = {{"name", "top"}, {"shape", {"T", 2}}, {"dtype", "i64"}, {"index_into", "x"}, {"index_order", "any"}};
+  more["outputs"][2] = {{"name", "top"},
+                        {"shape", {"T", 2}},
+                        {"dtype", "i64"},
+                        {"index_into", "x"},
+                        {"index_order", "any"}};
   more["inputs"][3]["dtype"] = "bool";
   more["inputs"][3]["values"] = {{"kind", "mask"}, {"p", 0.25}};
   more["tolerance_scale"] = {{"symbol", "H"}, {"power", 0.5}};
@@ -111,32 +115,56 @@ TEST(OpFile, EachMistakeNamesFileFieldAndFix) {
     std::string expected;
   };
   const std::vector<Mistake> mistakes = {
-      {[](json& d) { d["format"] = "kgate-op/2"; }, "ops/my_op.json: format: \"kgate-op/2\" is not an op file format"},
-      {[](json& d) { d.erase("reference"); }, "ops/my_op.json: reference: missing; expected TorchScript source of `def reference"},
+      {[](json& d) { d["format"] = "kgate-op/2"; },
+       "ops/my_op.json: format: \"kgate-op/2\" is not an op file format"},
+      {[](json& d) { d.erase("reference"); },
+       "ops/my_op.json: reference: missing; expected TorchScript source of `def reference"},
       {[](json& d) { d["refrence"] = "x"; }, "ops/my_op.json: refrence: unknown key"},
       {[](json& d) { d["inputs"][0]["shape"][1] = "K"; }, "inputs[0].shape[1]: in \"K\""},
-      {[](json& d) { d["inputs"][3].erase("values"); }, "inputs[3].values: an integer tensor needs values"},
-      {[](json& d) { d["inputs"][0]["values"]["kind"] = "gaussian"; }, "inputs[0].values.kind: expected one of case, norm, normal, uniform, positive, integers, sorted, simplex, "
-                                                                "permutation, mask, found \"gaussian\""},
-      {[](json& d) { d["inputs"][2]["values"]["sigma"] = 1; }, "inputs[2].values.sigma: unknown key"},
+      {[](json& d) { d["inputs"][3].erase("values"); },
+       "inputs[3].values: an integer tensor needs values"},
+      {[](json& d) { d["inputs"][0]["values"]["kind"] = "gaussian"; },
+       "inputs[0].values.kind: expected one of case, norm, normal, uniform, positive, integers, "
+       "sorted, simplex, "
+       "permutation, mask, found \"gaussian\""},
+      {[](json& d) { d["inputs"][2]["values"]["sigma"] = 1; },
+       "inputs[2].values.sigma: unknown key"},
       {[](json& d) { d["dtypes"][0] = "i32"; }, "dtypes[0]: a case dtype must be floating"},
       {[](json& d) { d["dtypes"][0] = "f8e4m3"; }, "dtypes[0]: f8e4m3 is not a case dtype"},
-      {[](json& d) { d["outputs"][2]["index_into"] = "w"; }, "outputs[2].index_into: 'w' is not an input of the op"},
-      {[](json& d) { d["outputs"][0]["index_into"] = "x"; }, "outputs[0].index_into: an output holding indices needs an integer \"dtype\""},
-      {[](json& d) { d["outputs"][2]["index_into"] = "x"; }, "outputs[2].index_into: indices select along the last dim of 'x'"},
-      {[](json& d) { d["outputs"][2]["index_order"] = "sorted"; }, "outputs[2].index_order: expected \"reference\""},
-      {[](json& d) { d["tolerance_scale"] = {{"symbol", "K"}}; }, "tolerance_scale.symbol: 'K' is not a declared symbol"},
-      {[](json& d) { d["tolerance_scale"] = {{"symbol", "H"}, {"power", 3}}; }, "tolerance_scale.power: expected a number > 0 and <= 2, found 3"},
+      {[](json& d) { d["outputs"][2]["index_into"] = "w"; },
+       "outputs[2].index_into: 'w' is not an input of the op"},
+      {[](json& d) { d["outputs"][0]["index_into"] = "x"; },
+       "outputs[0].index_into: an output holding indices needs an integer \"dtype\""},
+      {[](json& d) { d["outputs"][2]["index_into"] = "x"; },
+       "outputs[2].index_into: indices select along the last dim of 'x'"},
+      {[](json& d) { d["outputs"][2]["index_order"] = "sorted"; },
+       "outputs[2].index_order: expected \"reference\""},
+      {[](json& d) {
+         d["tolerance_scale"] = {{"symbol", "K"}};
+       },
+       "tolerance_scale.symbol: 'K' is not a declared symbol"},
+      {[](json& d) {
+         d["tolerance_scale"] = {{"symbol", "H"}, {"power", 3}};
+       },
+       "tolerance_scale.power: expected a number > 0 and <= 2, found 3"},
       {[](json& d) { d["symbols"][1]["max"] = 0; }, "symbols[1].max: is below min"},
       {[](json& d) { d["reduced"] = "N"; }, "reduced: 'N' is not a declared symbol"},
-      {[](json& d) { d["outputs"][0]["name"] = "x"; }, "outputs[0].name: 'x' is also an input's name"},
+      {[](json& d) { d["outputs"][0]["name"] = "x"; },
+       "outputs[0].name: 'x' is also an input's name"},
       {[](json& d) { d["relations"][0] = "H %% 8"; }, "relations[0]:"},
-      {[](json& d) { d["speed_shapes"][0].erase("T"); }, "speed_shapes[0]: gives no value for symbol 'T'"},
-      {[](json& d) { d["tolerance"]["bf16"]["rtol"] = -1; }, "tolerance.bf16.rtol: expected a number >= 0, found -1"},
-      {[](json& d) { d["reference"] = "def ref(x: Tensor):\n    return x\n"; }, "reference: the source defines no function `reference`"},
-      {[](json& d) { d["name"] = "rms norm"; }, "name: expected an identifier (letters, digits and _, not starting with a digit, at most 64), found \"rms norm\""},
-      {[](json& d) { d["outputs"][1]["alias"] = "resid"; }, "outputs[1].alias: 'resid' is not an input"},
-      {[](json& d) { d["outputs"][2]["alias"] = "residual"; }, "outputs[2].alias: input 'residual' has another shape or dtype"},
+      {[](json& d) { d["speed_shapes"][0].erase("T"); },
+       "speed_shapes[0]: gives no value for symbol 'T'"},
+      {[](json& d) { d["tolerance"]["bf16"]["rtol"] = -1; },
+       "tolerance.bf16.rtol: expected a number >= 0, found -1"},
+      {[](json& d) { d["reference"] = "def ref(x: Tensor):\n    return x\n"; },
+       "reference: the source defines no function `reference`"},
+      {[](json& d) { d["name"] = "rms norm"; },
+       "name: expected an identifier (letters, digits and _, not starting with a digit, at most "
+       "64), found \"rms norm\""},
+      {[](json& d) { d["outputs"][1]["alias"] = "resid"; },
+       "outputs[1].alias: 'resid' is not an input"},
+      {[](json& d) { d["outputs"][2]["alias"] = "residual"; },
+       "outputs[2].alias: input 'residual' has another shape or dtype"},
       {[](json& d) {
          d["outputs"][1]["alias"] = "residual";
          d["outputs"][0]["alias"] = "residual";
@@ -147,25 +175,30 @@ TEST(OpFile, EachMistakeNamesFileFieldAndFix) {
     json d = valid();
     m.edit(d);
     const std::string what = problems_of(d);
-    EXPECT_NE(what.find(m.expected), std::string::npos) << "expected: " << m.expected << "\ngot: " << what;
+    EXPECT_NE(what.find(m.expected), std::string::npos)
+        << "expected: " << m.expected << "\ngot: " << what;
   }
 }
 
 TEST(OpFile, MinBytesDeclaresTheSpeedOfLightFloor) {
   json d = valid();
-  d["min_bytes"] = {{"read", "bytes_x + bytes_residual + bytes_weight"}, {"written", "bytes_y + T * dtype_size"}};
+  d["min_bytes"] = {{"read", "bytes_x + bytes_residual + bytes_weight"},
+                    {"written", "bytes_y + T * dtype_size"}};
   const OpSignature op = parse_op_file(d.dump(), "ops/my_op.json").signature;
   EXPECT_EQ(op.min_bytes_read, "bytes_x + bytes_residual + bytes_weight");
   EXPECT_EQ(op.min_bytes_written, "bytes_y + T * dtype_size");
-  EXPECT_TRUE(parse_op_file(valid().dump(), "ops/my_op.json").signature.min_bytes_read.empty());  // optional
+  EXPECT_TRUE(parse_op_file(valid().dump(), "ops/my_op.json")
+                  .signature.min_bytes_read.empty());  // optional
 
   json typo = valid();
   typo["min_bytes"] = {{"read", "bytes_z"}};
-  EXPECT_NE(problems_of(typo).find("ops/my_op.json: min_bytes.read: "), std::string::npos) << problems_of(typo);
+  EXPECT_NE(problems_of(typo).find("ops/my_op.json: min_bytes.read: "), std::string::npos)
+      << problems_of(typo);
   EXPECT_NE(problems_of(typo).find("bytes_z"), std::string::npos) << problems_of(typo);
   json key = valid();
   key["min_bytes"] = {{"reads", "bytes_x"}};
-  EXPECT_NE(problems_of(key).find("min_bytes.reads: unknown key"), std::string::npos) << problems_of(key);
+  EXPECT_NE(problems_of(key).find("min_bytes.reads: unknown key"), std::string::npos)
+      << problems_of(key);
 }
 
 TEST(OpFile, ConditioningMakesConditionedTheDefaultRule) {
@@ -180,10 +213,14 @@ TEST(OpFile, ConditioningMakesConditionedTheDefaultRule) {
   d["rule"] = "ulp";  // a rule the file names wins
   EXPECT_EQ(parse_op_file(d.dump(), "ops/my_op.json").signature.default_rule, "ulp");
   d.erase("rule");
-  d["conditioning"]["magnitude"] = json::array({"def magnitude(x: Tensor) -> Tensor:", "    return x.abs()"});
-  EXPECT_NE(parse_op_file(d.dump(), "ops/my_op.json").magnitude.find("def magnitude"), std::string::npos);
-  d["conditioning"] = {{"magnitude", "def magnitude(x: Tensor) -> Tensor:\n    return x"}};  // no terms
-  EXPECT_NE(problems_of(d).find("conditioning.terms: missing"), std::string::npos) << problems_of(d);
+  d["conditioning"]["magnitude"] =
+      json::array({"def magnitude(x: Tensor) -> Tensor:", "    return x.abs()"});
+  EXPECT_NE(parse_op_file(d.dump(), "ops/my_op.json").magnitude.find("def magnitude"),
+            std::string::npos);
+  d["conditioning"] = {
+      {"magnitude", "def magnitude(x: Tensor) -> Tensor:\n    return x"}};  // no terms
+  EXPECT_NE(problems_of(d).find("conditioning.terms: missing"), std::string::npos)
+      << problems_of(d);
 }
 
 // The structure comes from the schema (core/kgate-op.schema.json): each kind of structural mistake
@@ -192,31 +229,42 @@ TEST(OpFile, StructuralMistakesNameFileAndField) {
   const std::vector<std::pair<std::function<void(json&)>, std::string>> mistakes = {
       {[](json& d) { d["symbols"][0]["max"] = "big"; },
        "ops/my_op.json: symbols[0].max: expected an integer from 0 to 2147483648, found \"big\""},
-      {[](json& d) { d["outputs"][0].erase("shape"); }, "ops/my_op.json: outputs[0].shape: missing; expected an array"},
+      {[](json& d) { d["outputs"][0].erase("shape"); },
+       "ops/my_op.json: outputs[0].shape: missing; expected an array"},
       {[](json& d) { d["tolerance_scle"] = json::object(); },
-       "ops/my_op.json: tolerance_scle: unknown key \"tolerance_scle\"; did you mean \"tolerance_scale\"? expected one "
+       "ops/my_op.json: tolerance_scle: unknown key \"tolerance_scle\"; did you mean "
+       "\"tolerance_scale\"? expected one "
        "of: $schema, format, name,"},
       {[](json& d) { d["rule"] = "allclos"; },
-       "ops/my_op.json: rule: expected allclose, ulp, ref_ratio, eager_relative or conditioned (default: "
-       "conditioned with a \"conditioning\", else allclose; f16 and bf16 outputs take eager_relative unless "
+       "ops/my_op.json: rule: expected allclose, ulp, ref_ratio, eager_relative or conditioned "
+       "(default: "
+       "conditioned with a \"conditioning\", else allclose; f16 and bf16 outputs take "
+       "eager_relative unless "
        "this says ulp), found \"allclos\""},
-      {[](json& d) { d["conditioning"] = {{"terms", "Q"}}; },
+      {[](json& d) {
+         d["conditioning"] = {{"terms", "Q"}};
+       },
        "ops/my_op.json: conditioning.terms: "},
-      {[](json& d) { d["conditioning"] = {{"terms", "H"}, {"magnitude", "def size(x: Tensor) -> Tensor:\n    return x"}}; },
+      {[](json& d) {
+         d["conditioning"] = {{"terms", "H"},
+                              {"magnitude", "def size(x: Tensor) -> Tensor:\n    return x"}};
+       },
        "ops/my_op.json: conditioning.magnitude: the source defines no function `magnitude`"},
       {[](json& d) { d["symbols"][1]["multiple_of"] = 0; },
        "ops/my_op.json: symbols[1].multiple_of: expected an integer from 1 to 1048576, found 0"},
       {[](json& d) { d["inputs"][0]["shape"][0] = 1.5; },
        "ops/my_op.json: inputs[0].shape[0]: expected an integer >= 0 or a string, found 1.5"},
       {[](json& d) { d["attributes"]["2x"] = 1; },
-       "ops/my_op.json: attributes.2x: expected an identifier (letters, digits and _, not starting with a digit, at "
+       "ops/my_op.json: attributes.2x: expected an identifier (letters, digits and _, not starting "
+       "with a digit, at "
        "most 64) as a name, found \"2x\""},
   };
   for (const auto& [edit, expected] : mistakes) {
     json d = valid();
     edit(d);
     const std::string what = problems_of(d);
-    EXPECT_NE(what.find(expected), std::string::npos) << "expected: " << expected << "\ngot: " << what;
+    EXPECT_NE(what.find(expected), std::string::npos)
+        << "expected: " << expected << "\ngot: " << what;
     EXPECT_NE(what.find("(1 problem)"), std::string::npos) << what;
   }
 }
@@ -235,7 +283,8 @@ TEST(OpFile, BrokenJsonAndDuplicateKeys) {
     parse_op_file("{\"format\": \"kgate-op/1\",", "a.json");
     FAIL() << "no error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("a.json: (document): not valid JSON"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("a.json: (document): not valid JSON"), std::string::npos)
+        << e.what();
   }
   try {
     parse_op_file(R"({"format": "kgate-op/1", "name": "a", "name": "b"})", "a.json");
@@ -263,7 +312,8 @@ TEST(OpFile, APackageDirectoryGivesTheOpFileItsManifestNames) {
     op_file_paths(std::string(KGATE_SOURCE_DIR) + "/tests/packages/softmax_v1");
     ADD_FAILURE() << "no error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("op 'softmax' kgate builds in"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("op 'softmax' kgate builds in"), std::string::npos)
+        << e.what();
     EXPECT_NE(std::string(e.what()).find("--package"), std::string::npos) << e.what();
   }
 }
@@ -286,7 +336,8 @@ TEST(OpFile, AnotherOpListsTheFieldsThatDiffer) {
   b["inputs"][2]["values"]["std"] = 0.25;
   b.erase("deterministic");
   EXPECT_EQ(op_file_differences(a.dump(), b.dump()),
-            (std::vector<std::string>{"deterministic", "inputs[2].values.std", "nan", "tolerance.bf16.rtol"}));
+            (std::vector<std::string>{"deterministic", "inputs[2].values.std", "nan",
+                                      "tolerance.bf16.rtol"}));
   json c = valid();
   c["dtypes"].push_back("f32");
   EXPECT_EQ(op_file_differences(a.dump(), c.dump()), std::vector<std::string>{"dtypes"});

@@ -11,15 +11,16 @@
 #include <string>
 #include <vector>
 
-#include "report/writers.hpp"
 #include "core/report.hpp"
+#include "report/writers.hpp"
 
 namespace kgate {
 namespace {
 
 namespace fs = std::filesystem;
 
-SpeedComparison comparison(const std::string& baseline, Outcome decision, double ratio, int samples) {
+SpeedComparison comparison(const std::string& baseline, Outcome decision, double ratio,
+                           int samples) {
   SpeedComparison s;
   s.baseline = baseline;
   s.kcase = Case::from_id("softmax:f32:B=4096,N=1024:contiguous:normal:0000000000000001");
@@ -51,7 +52,8 @@ SpeedComparison comparison(const std::string& baseline, Outcome decision, double
   return s;
 }
 
-CaseResult failure(const std::string& id, const std::string& rule, double margin, const std::string& message) {
+CaseResult failure(const std::string& id, const std::string& rule, double margin,
+                   const std::string& message) {
   CaseResult f;
   f.kcase = Case::from_id(id);
   f.outcome = Outcome::failed;
@@ -102,10 +104,12 @@ RunReport fixed_report() {
   failed.correctness.passed = 40;
   failed.correctness.failed = 24;
   failed.correctness.worst_margin = INFINITY;
-  failed.correctness.failures.push_back(failure("softmax:f32:B=1,N=33:contiguous:normal:0000000000000002", "memory",
-                                                INFINITY, "1 of 33 output elements were never written\nsecond line"));
-  failed.correctness.failures.push_back(failure("softmax:bf16:B=3,N=257:padded:normal:0000000000000003",
-                                                "eager_relative", 2.0, "3 of 771 elements <off> & \"quoted\""));
+  failed.correctness.failures.push_back(
+      failure("softmax:f32:B=1,N=33:contiguous:normal:0000000000000002", "memory", INFINITY,
+              "1 of 33 output elements were never written\nsecond line"));
+  failed.correctness.failures.push_back(
+      failure("softmax:bf16:B=3,N=257:padded:normal:0000000000000003", "eager_relative", 2.0,
+              "3 of 771 elements <off> & \"quoted\""));
   failed.correctness.minimal = failed.correctness.failures.front();
   failed.correctness.faulted = {"softmax:f32:B=9,N=5:contiguous:normal:0000000000000004"};
 
@@ -134,8 +138,10 @@ RunReport fixed_report() {
   invalid.correctness.passed = 60;
   invalid.correctness.reference_errors = 4;
   invalid.correctness.fallback = 6;
-  invalid.correctness.reference_faulted = {"attention:f32:B=1,H=1,S=13,L=13,D=8:padded:normal:0000000000000005"};
-  invalid.correctness.warnings.push_back("4 of 64 cases could not be judged: the op's reference failed on them");
+  invalid.correctness.reference_faulted = {
+      "attention:f32:B=1,H=1,S=13,L=13,D=8:padded:normal:0000000000000005"};
+  invalid.correctness.warnings.push_back(
+      "4 of 64 cases could not be judged: the op's reference failed on them");
 
   KernelReport skipped;
   skipped.name = "softmax_cpu";
@@ -159,13 +165,15 @@ std::string read(const fs::path& p) {
 
 void expect_golden(const std::string& name, const std::string& text) {
   const fs::path path = fs::path(KGATE_SOURCE_DIR) / "tests/core/golden" / name;
-  if (const char* update = std::getenv("KGATE_UPDATE_GOLDEN"); update && std::string(update) == "1") {
+  if (const char* update = std::getenv("KGATE_UPDATE_GOLDEN");
+      update && std::string(update) == "1") {
     fs::create_directories(path.parent_path());
     std::ofstream(path, std::ios::binary) << text;
   }
   ASSERT_TRUE(fs::exists(path)) << path << " is missing (KGATE_UPDATE_GOLDEN=1 writes it)";
   const std::string want = read(path);
-  EXPECT_EQ(text, want) << name << " differs from " << path << " (KGATE_UPDATE_GOLDEN=1 rewrites it)";
+  EXPECT_EQ(text, want) << name << " differs from " << path
+                        << " (KGATE_UPDATE_GOLDEN=1 rewrites it)";
 }
 
 TEST(ReportGolden, Json) { expect_golden("report.json", to_json(fixed_report()).dump(2) + "\n"); }
@@ -213,7 +221,8 @@ TEST(ReportGolden, TheFileWritersAreTheFormatsWriters) {
     const std::string golden = w->file_name() == "summary.md" ? "summary.md" : w->file_name();
     expect_golden(golden, os.str());
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"report.json", "junit.xml", "summary.md", "report.html"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"report.json", "junit.xml", "summary.md", "report.html"}));
 }
 
 TEST(ReportGolden, Html) { expect_golden("report.html", render_html(fixed_report())); }

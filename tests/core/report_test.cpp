@@ -3,9 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <regex>
 #include <set>
-#include <map>
 #include <sstream>
 
 #include "core/report.hpp"
@@ -55,7 +55,9 @@ RunReport sample_report() {
   f.rule = "memory";
   f.margin = INFINITY;
   f.message = "1 of 33 output elements were never written\nsecond line";
-  f.repro = "kgate replay --kernel softmax_tail 'softmax:f32:B=1,N=33:contiguous:normal:0000000000000002'";
+  f.repro =
+      "kgate replay --kernel softmax_tail "
+      "'softmax:f32:B=1,N=33:contiguous:normal:0000000000000002'";
   bad.correctness.failures.push_back(f);
   bad.correctness.minimal = f;
   r.kernels = {good, bad};
@@ -118,7 +120,8 @@ TEST(Report, InformationalComparisonsDoNotGate) {
   std::ostringstream md;
   write_markdown(md, back);
   EXPECT_NE(md.str().find("### Against the base (`abc`)"), std::string::npos) << md.str();
-  EXPECT_NE(md.str().find("removed (informational)**: `old_kernel`"), std::string::npos) << md.str();
+  EXPECT_NE(md.str().find("removed (informational)**: `old_kernel`"), std::string::npos)
+      << md.str();
   r.kernels[0].speed[0].gates = true;
   EXPECT_EQ(r.exit_code(false), ExitCode::regression);
 }
@@ -127,10 +130,15 @@ TEST(Report, JunitHasOneTestcasePerKernelAndGate) {
   std::ostringstream os;
   write_junit(os, sample_report());
   const auto xml = os.str();
-  EXPECT_NE(xml.find("<testsuites name=\"kgate\" tests=\"3\" failures=\"1\" errors=\"0\" time=\""), std::string::npos);
-  EXPECT_TRUE(std::regex_search(xml, std::regex("classname=\"kgate.cuda.softmax_tail\" name=\"correctness\"")));
-  EXPECT_NE(xml.find("<failure message=\"1 of 33 output elements were never written\nsecond line\">"), std::string::npos);
-  EXPECT_NE(xml.find("repro: kgate replay --kernel softmax_tail &#39;softmax:f32"), std::string::npos);
+  EXPECT_NE(xml.find("<testsuites name=\"kgate\" tests=\"3\" failures=\"1\" errors=\"0\" time=\""),
+            std::string::npos);
+  EXPECT_TRUE(std::regex_search(
+      xml, std::regex("classname=\"kgate.cuda.softmax_tail\" name=\"correctness\"")));
+  EXPECT_NE(
+      xml.find("<failure message=\"1 of 33 output elements were never written\nsecond line\">"),
+      std::string::npos);
+  EXPECT_NE(xml.find("repro: kgate replay --kernel softmax_tail &#39;softmax:f32"),
+            std::string::npos);
 }
 
 // The attributes the Jenkins xunit schema (junit-10.xsd) allows and requires on each element, and
@@ -144,27 +152,33 @@ TEST(Report, JunitAttributesFitTheXunitSchema) {
   const std::map<std::string, std::pair<std::set<std::string>, std::set<std::string>>> rules = {
       {"testsuites", {{"name", "time", "tests", "failures", "disabled", "errors"}, {}}},
       {"testsuite",
-       {{"name", "tests", "disabled", "errors", "failures", "hostname", "id", "package", "skipped", "time", "timestamp"},
+       {{"name", "tests", "disabled", "errors", "failures", "hostname", "id", "package", "skipped",
+         "time", "timestamp"},
         {"name", "tests"}}},
       {"testcase", {{"name", "assertions", "time", "classname", "status"}, {"name"}}},
       {"failure", {{"message", "type"}, {}}},
       {"skipped", {{"message"}, {}}},
   };
-  const std::regex tag(R"re(<([a-z-]+)((?:\s+[a-z]+="[^"]*")*)\s*/?>)re"), attr(R"re(([a-z]+)="([^"]*)")re");
+  const std::regex tag(R"re(<([a-z-]+)((?:\s+[a-z]+="[^"]*")*)\s*/?>)re"),
+      attr(R"re(([a-z]+)="([^"]*)")re");
   int checked = 0;
-  for (auto it = std::sregex_iterator(xml.begin(), xml.end(), tag); it != std::sregex_iterator(); ++it) {
+  for (auto it = std::sregex_iterator(xml.begin(), xml.end(), tag); it != std::sregex_iterator();
+       ++it) {
     const std::string name = (*it)[1];
     const auto rule = rules.find(name);
     if (rule == rules.end()) continue;
     ++checked;
     std::set<std::string> seen;
     const std::string attrs = (*it)[2];
-    for (auto a = std::sregex_iterator(attrs.begin(), attrs.end(), attr); a != std::sregex_iterator(); ++a) {
+    for (auto a = std::sregex_iterator(attrs.begin(), attrs.end(), attr);
+         a != std::sregex_iterator(); ++a) {
       const std::string key = (*a)[1], value = (*a)[2];
       seen.insert(key);
       EXPECT_TRUE(rule->second.first.count(key)) << "<" << name << "> may not carry " << key;
-      if (key == "time" || key == "tests" || key == "failures" || key == "errors" || key == "skipped")
-        EXPECT_TRUE(std::regex_match(value, std::regex(R"([0-9]+(\.[0-9]+)?)"))) << name << " " << key << "=" << value;
+      if (key == "time" || key == "tests" || key == "failures" || key == "errors" ||
+          key == "skipped")
+        EXPECT_TRUE(std::regex_match(value, std::regex(R"([0-9]+(\.[0-9]+)?)")))
+            << name << " " << key << "=" << value;
     }
     for (const auto& required : rule->second.second)
       EXPECT_TRUE(seen.count(required)) << "<" << name << "> lacks " << required;
@@ -172,7 +186,8 @@ TEST(Report, JunitAttributesFitTheXunitSchema) {
   EXPECT_GE(checked, 6);
   // Every testcase says how long it took: speed testcases too (a reader shows NaN otherwise).
   const std::regex testcase("<testcase [^>]*>");
-  for (auto it = std::sregex_iterator(xml.begin(), xml.end(), testcase); it != std::sregex_iterator(); ++it)
+  for (auto it = std::sregex_iterator(xml.begin(), xml.end(), testcase);
+       it != std::sregex_iterator(); ++it)
     EXPECT_NE(it->str().find(" time=\""), std::string::npos) << it->str();
 }
 
@@ -184,7 +199,8 @@ TEST(Report, WritersAndExitCodeAgreeOnInvalid) {
     RunReport r = sample_report();
     r.kernels.pop_back();
     r.kernels[0].speed[0].decision = Outcome::invalid;
-    r.kernels[0].speed[0].note = "12 of 30 blocks dropped (limit 20%); first reason: thermal throttle";
+    r.kernels[0].speed[0].note =
+        "12 of 30 blocks dropped (limit 20%); first reason: thermal throttle";
     r.meta.config = {{"inconclusive_fails", policy}};
     const auto code = r.exit_code(policy);
     EXPECT_EQ(code, policy ? ExitCode::inconclusive : ExitCode::ok);
@@ -195,11 +211,15 @@ TEST(Report, WritersAndExitCodeAgreeOnInvalid) {
     const std::string xml = junit.str();
     EXPECT_EQ(xml.find("failures=\"1\"") != std::string::npos, policy) << xml;
     EXPECT_NE(xml.find("thermal throttle"), std::string::npos) << xml;
-    EXPECT_EQ(xml.find("<skipped message=\"INVALID (does not fail the gate") != std::string::npos, !policy) << xml;
+    EXPECT_EQ(xml.find("<skipped message=\"INVALID (does not fail the gate") != std::string::npos,
+              !policy)
+        << xml;
     EXPECT_EQ(md.str().find("all gates passed") != std::string::npos, !policy) << md.str();
     EXPECT_EQ(md.str().find("gate failed (exit 3)") != std::string::npos, policy) << md.str();
-    EXPECT_EQ(gh.str().find("::error title=kgate speed::") != std::string::npos, policy) << gh.str();
-    EXPECT_EQ(gh.str().find("::warning title=kgate speed::") != std::string::npos, !policy) << gh.str();
+    EXPECT_EQ(gh.str().find("::error title=kgate speed::") != std::string::npos, policy)
+        << gh.str();
+    EXPECT_EQ(gh.str().find("::warning title=kgate speed::") != std::string::npos, !policy)
+        << gh.str();
   }
 }
 
@@ -213,7 +233,9 @@ TEST(Report, CheckedTimingSurvivesTheRoundTripAndFailsTheJunitCase) {
   w.kcase = s.kcase;
   w.outcome = Outcome::failed;
   w.rule = "wrong_while_timed";
-  w.message = "wrong while timed: 'softmax_block' passed its checks, but its output in a timed launch fails";
+  w.message =
+      "wrong while timed: 'softmax_block' passed its checks, but its output in a timed launch "
+      "fails";
   s.wrong_while_timed = w;
   s.decision = Outcome::failed;
   const RunReport back = report_from_json(nlohmann::json::parse(to_json(r).dump()));
@@ -305,7 +327,9 @@ TEST(Report, MarkdownNamesTheFailureAndRepro) {
   write_markdown(os, sample_report());
   const auto md = os.str();
   EXPECT_NE(md.find("gate failed (exit 1)"), std::string::npos);
-  EXPECT_TRUE(std::regex_search(md, std::regex(R"(\| `softmax_block` \| softmax \| passed 64/64 \| 0\.31 \| 1\.099x faster)")));
+  EXPECT_TRUE(std::regex_search(
+      md,
+      std::regex(R"(\| `softmax_block` \| softmax \| passed 64/64 \| 0\.31 \| 1\.099x faster)")));
   EXPECT_NE(md.find("- repro: `kgate replay --kernel softmax_tail"), std::string::npos);
 }
 
@@ -333,7 +357,8 @@ RunReport shard_of(const RunReport& whole, size_t kernel, double seconds) {
 
 TEST(Merge, JoinsTheShardsKernelsInOrder) {
   const RunReport whole = sample_report();
-  const auto merged = merge_reports({shard_of(whole, 0, 12.5), shard_of(whole, 1, 30.0)}, {"s1.json", "s2.json"});
+  const auto merged =
+      merge_reports({shard_of(whole, 0, 12.5), shard_of(whole, 1, 30.0)}, {"s1.json", "s2.json"});
   ASSERT_EQ(merged.kernels.size(), 2u);
   EXPECT_EQ(merged.kernels[0].name, "softmax_block");
   EXPECT_EQ(merged.kernels[1].name, "softmax_tail");
@@ -347,12 +372,15 @@ TEST(Merge, JoinsTheShardsKernelsInOrder) {
 TEST(Merge, AKernelInTwoShardsIsAUsageErrorNamingBoth) {
   const RunReport whole = sample_report();
   try {
-    merge_reports({shard_of(whole, 0, 1), shard_of(whole, 0, 1)}, {"a/report.json", "b/report.json"});
+    merge_reports({shard_of(whole, 0, 1), shard_of(whole, 0, 1)},
+                  {"a/report.json", "b/report.json"});
     FAIL() << "a duplicated kernel was merged";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::usage);
     const std::string what = e.what();
-    EXPECT_NE(what.find("'softmax_block' is in both a/report.json and b/report.json"), std::string::npos) << what;
+    EXPECT_NE(what.find("'softmax_block' is in both a/report.json and b/report.json"),
+              std::string::npos)
+        << what;
   }
 }
 

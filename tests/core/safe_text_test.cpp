@@ -18,9 +18,9 @@ TEST(SafeText, EscapesControlsAndBadBytes) {
   EXPECT_EQ(quote_untrusted(std::string("a\0b", 3)), "\"a\\u0000b\"");
   EXPECT_EQ(quote_untrusted("\x1b[31mred\n"), "\"\\u001b[31mred\\n\"");
   EXPECT_EQ(quote_untrusted("x\xff\xfey"), "\"x\\xff\\xfey\"");
-  EXPECT_EQ(quote_untrusted("\xc0\xaf"), "\"\\xc0\\xaf\"");  // overlong '/'
+  EXPECT_EQ(quote_untrusted("\xc0\xaf"), "\"\\xc0\\xaf\"");           // overlong '/'
   EXPECT_EQ(quote_untrusted("\xed\xa0\x80"), "\"\\xed\\xa0\\x80\"");  // a surrogate
-  EXPECT_EQ(quote_untrusted("\xc2\x9b"), "\"\\u009b\"");  // C1 CSI
+  EXPECT_EQ(quote_untrusted("\xc2\x9b"), "\"\\u009b\"");              // C1 CSI
   EXPECT_EQ(valid_utf8("ok\xffok"), "ok\\xffok");
   EXPECT_EQ(inline_untrusted("a\nb"), "a\\nb");
 }
@@ -31,7 +31,8 @@ TEST(SafeText, CutsLongValues) {
 }
 
 TEST(SafeText, LogTextCannotRunWorkflowCommands) {
-  const std::string out = safe_log_text("fine\n::add-mask::secret\n  ::error::x\nok ::not-at-start\n");
+  const std::string out =
+      safe_log_text("fine\n::add-mask::secret\n  ::error::x\nok ::not-at-start\n");
   EXPECT_EQ(out, "fine\n| ::add-mask::secret\n|   ::error::x\nok ::not-at-start\n");
   EXPECT_EQ(safe_log_text("::stop-commands::tok"), "| ::stop-commands::tok");
   EXPECT_EQ(safe_log_text("tab\there\x1b[2J"), "tab\there\\u001b[2J");

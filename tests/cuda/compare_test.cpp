@@ -17,7 +17,8 @@
 namespace kgate::cuda {
 namespace {
 
-// A bytes_differ job of `count` bytes at a and b on `flag` (copying a to copy_to on the way, if set).
+// A bytes_differ job of `count` bytes at a and b on `flag` (copying a to copy_to on the way, if
+// set).
 CheckJob differ(const void* a, const void* b, int64_t count, int* flag, void* copy_to = nullptr) {
   CheckJob j;
   j.kind = CheckJob::Kind::bytes_differ;
@@ -69,10 +70,12 @@ class Flags : public ::testing::Test {
 };
 
 TEST_F(Flags, BytesDifferFindsOneChangedByteAnywhere) {
-  for (const auto [oa, ob] : {std::pair{0, 0}, std::pair{1, 1}, std::pair{0, 3}, std::pair{16, 0}}) {
+  for (const auto [oa, ob] :
+       {std::pair{0, 0}, std::pair{1, 1}, std::pair{0, 3}, std::pair{16, 0}}) {
     SCOPED_TRACE("offsets " + std::to_string(oa) + ", " + std::to_string(ob));
     EXPECT_EQ(bytes_differ(oa, ob, kBytes, -1), 0);
-    for (const int64_t at : {int64_t{0}, int64_t{15}, int64_t{16 * 20000 + 5}, kBytes - 8, kBytes - 7, kBytes - 1})
+    for (const int64_t at :
+         {int64_t{0}, int64_t{15}, int64_t{16 * 20000 + 5}, kBytes - 8, kBytes - 7, kBytes - 1})
       EXPECT_EQ(bytes_differ(oa, ob, kBytes, at), 1) << "byte " << at;
   }
   // Fewer bytes than one word.
@@ -188,8 +191,10 @@ TEST(CuptiTimer, APlainFlushDeliversEveryLaunchsKernels) {
     const auto ns = timer->time(
         [&] {
           ASSERT_EQ(launch_check_jobs({copy(a, b)}, nullptr), cudaSuccess);
-          ASSERT_EQ(launch_check_jobs({copy(static_cast<char*>(a) + kBytes, static_cast<char*>(b) + kBytes)}, side),
-                    cudaSuccess);
+          ASSERT_EQ(
+              launch_check_jobs(
+                  {copy(static_cast<char*>(a) + kBytes, static_cast<char*>(b) + kBytes)}, side),
+              cudaSuccess);
         },
         5, nullptr);
     ASSERT_EQ(ns.size(), 5u);

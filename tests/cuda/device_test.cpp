@@ -31,10 +31,12 @@ TEST(Device, OrdinalsCountWithinCudaVisibleDevices) {
   EXPECT_EQ(visible_devices_for(1, "GPU-aaaa,GPU-bbbb"), "GPU-bbbb");
   EXPECT_EQ(visible_devices_for(0, "MIG-1234"), "MIG-1234");
   EXPECT_EQ(usage_error(2, "2,3"),
-            "--device 2: this process sees 2 device(s) (CUDA_VISIBLE_DEVICES=2,3); devices are numbered from 0 within "
+            "--device 2: this process sees 2 device(s) (CUDA_VISIBLE_DEVICES=2,3); devices are "
+            "numbered from 0 within "
             "that list");
-  EXPECT_EQ(usage_error(0, ""), "--device 0: this process sees 0 device(s) (CUDA_VISIBLE_DEVICES=); devices are "
-                                "numbered from 0 within that list");
+  EXPECT_EQ(usage_error(0, ""),
+            "--device 0: this process sees 0 device(s) (CUDA_VISIBLE_DEVICES=); devices are "
+            "numbered from 0 within that list");
   EXPECT_EQ(usage_error(-1, nullptr), "--device -1: expected a device ordinal >= 0");
 }
 

@@ -37,8 +37,9 @@ TEST(Dispatch, AnotherDtypeIsAUsageErrorNamingTheKernelAndTheDtype) {
     FAIL() << "i32 was dispatched";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::usage);
-    EXPECT_NE(std::string(e.what()).find("my_kernel: dtype i32 is not one it takes (f32, f16, bf16)"),
-              std::string::npos)
+    EXPECT_NE(
+        std::string(e.what()).find("my_kernel: dtype i32 is not one it takes (f32, f16, bf16)"),
+        std::string::npos)
         << e.what();
   }
   EXPECT_FALSE(called);
@@ -46,7 +47,8 @@ TEST(Dispatch, AnotherDtypeIsAUsageErrorNamingTheKernelAndTheDtype) {
 
 TEST(Dispatch, CudaKernelFillsWhatEveryCudaKernelSets) {
   int launches = 0;
-  const KernelInfo k = cuda_kernel("k1", "softmax", "kernels/k1.cu", [&](const KernelCall&) { ++launches; });
+  const KernelInfo k =
+      cuda_kernel("k1", "softmax", "kernels/k1.cu", [&](const KernelCall&) { ++launches; });
   EXPECT_EQ(k.name, "k1");
   EXPECT_EQ(k.op, "softmax");
   EXPECT_EQ(k.backend, Backend::cuda);

@@ -43,7 +43,9 @@ TEST(KernelRegistry, AFailedCompletionNamesTheKernel) {
   KernelInfo k;
   k.name = "rows_broken";
   k.source = "kernels/rows/package";
-  k.complete = [](KernelInfo&) { throw Error(ErrorKind::package, "its manifest, as built:\nkgate.json: op: unknown"); };
+  k.complete = [](KernelInfo&) {
+    throw Error(ErrorKind::package, "its manifest, as built:\nkgate.json: op: unknown");
+  };
   begin_module_capture();
   register_kernel(k);
   try {
@@ -52,7 +54,8 @@ TEST(KernelRegistry, AFailedCompletionNamesTheKernel) {
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::package);
     EXPECT_EQ(std::string(e.what()),
-              "kernel 'rows_broken' (kernels/rows/package): its manifest, as built:\nkgate.json: op: unknown");
+              "kernel 'rows_broken' (kernels/rows/package): its manifest, as built:\nkgate.json: "
+              "op: unknown");
   }
   // The process's own kernels are untouched (and complete).
   for (const auto& r : registered_kernels()) EXPECT_NE(r.name, "rows_broken");

@@ -1,6 +1,7 @@
 // LaunchRecorder on the GPU (SKIPPED without one): what a launch records through each way of
 // launching (<<<>>>, cudaLaunchKernel, cuLaunchKernel), and which differences make two records
-// differ: grid, block, a scalar argument, where a pointer points into its buffer (not which buffer).
+// differ: grid, block, a scalar argument, where a pointer points into its buffer (not which
+// buffer).
 #include "runtime/cuda/launch_record.hpp"
 
 #include <cuda.h>
@@ -74,11 +75,15 @@ TEST_F(LaunchRecorderGpu, TheSameLaunchOnOtherBuffersRecordsTheSame) {
 TEST_F(LaunchRecorderGpu, GridBlockArgumentsAndOffsetsMakeADifference) {
   const auto base = record([&] { scale_rows<<<4, 256>>>(out_, in_, kN, 2.f); });
   std::string difference;
-  EXPECT_FALSE(same_launches(base, record([&] { scale_rows<<<8, 128>>>(out_, in_, kN, 2.f); }), &difference));
+  EXPECT_FALSE(same_launches(base, record([&] { scale_rows<<<8, 128>>>(out_, in_, kN, 2.f); }),
+                             &difference));
   EXPECT_NE(difference.find("block=128,1,1"), std::string::npos) << difference;
-  EXPECT_FALSE(same_launches(base, record([&] { scale_rows<<<4, 256>>>(out_, in_, kN, 3.f); }), &difference));
-  EXPECT_FALSE(same_launches(base, record([&] { scale_rows<<<4, 256>>>(out_ + 1, in_, kN - 1, 2.f); }), &difference));
-  EXPECT_FALSE(same_launches(base, record([&] { scale_rows<<<4, 256, 64>>>(out_, in_, kN, 2.f); }), &difference));
+  EXPECT_FALSE(same_launches(base, record([&] { scale_rows<<<4, 256>>>(out_, in_, kN, 3.f); }),
+                             &difference));
+  EXPECT_FALSE(same_launches(
+      base, record([&] { scale_rows<<<4, 256>>>(out_ + 1, in_, kN - 1, 2.f); }), &difference));
+  EXPECT_FALSE(same_launches(base, record([&] { scale_rows<<<4, 256, 64>>>(out_, in_, kN, 2.f); }),
+                             &difference));
 }
 
 TEST_F(LaunchRecorderGpu, TheRuntimeAndTheDriverApiRecordTheSameConfiguration) {
@@ -86,7 +91,8 @@ TEST_F(LaunchRecorderGpu, TheRuntimeAndTheDriverApiRecordTheSameConfiguration) {
   float factor = 2.f;
   void* args[] = {&out_, &in_, &n, &factor};
   const std::string runtime = only_line(record([&] {
-    ASSERT_EQ(cudaLaunchKernel(reinterpret_cast<const void*>(&scale_rows), dim3(4), dim3(256), args, 0, nullptr),
+    ASSERT_EQ(cudaLaunchKernel(reinterpret_cast<const void*>(&scale_rows), dim3(4), dim3(256), args,
+                               0, nullptr),
               cudaSuccess);
   }));
   EXPECT_NE(runtime.find(" grid=4,1,1 block=256,1,1 smem=0"), std::string::npos) << runtime;
@@ -94,11 +100,14 @@ TEST_F(LaunchRecorderGpu, TheRuntimeAndTheDriverApiRecordTheSameConfiguration) {
   ASSERT_EQ(cudaGetFuncBySymbol(&f, reinterpret_cast<const void*>(&scale_rows)), cudaSuccess);
   void* entry = nullptr;
   cudaDriverEntryPointQueryResult status{};
-  ASSERT_EQ(cudaGetDriverEntryPointByVersion("cuLaunchKernel", &entry, CUDA_VERSION, cudaEnableDefault, &status),
+  ASSERT_EQ(cudaGetDriverEntryPointByVersion("cuLaunchKernel", &entry, CUDA_VERSION,
+                                             cudaEnableDefault, &status),
             cudaSuccess);
   const auto launch = reinterpret_cast<decltype(&::cuLaunchKernel)>(entry);
   const std::string driver = only_line(record([&] {
-    ASSERT_EQ(launch(reinterpret_cast<CUfunction>(f), 4, 1, 1, 256, 1, 1, 0, nullptr, args, nullptr), CUDA_SUCCESS);
+    ASSERT_EQ(
+        launch(reinterpret_cast<CUfunction>(f), 4, 1, 1, 256, 1, 1, 0, nullptr, args, nullptr),
+        CUDA_SUCCESS);
   }));
   EXPECT_EQ(driver, runtime);
 }

@@ -1,7 +1,7 @@
-// Module code digests (runtime/cuda/module_digest.hpp) of one source built as a module object in two
-// directories, with an anonymous namespace, a static and an external kernel: the same code has one
-// digest, with line information (-lineinfo, -g -G) too, and a change of code has another. No GPU
-// needed.
+// Module code digests (runtime/cuda/module_digest.hpp) of one source built as a module object in
+// two directories, with an anonymous namespace, a static and an external kernel: the same code has
+// one digest, with line information (-lineinfo, -g -G) too, and a change of code has another. No
+// GPU needed.
 #include "runtime/cuda/module_digest.hpp"
 
 #include <gtest/gtest.h>
@@ -12,7 +12,8 @@ namespace kgate::cuda {
 namespace {
 
 std::string digest(const std::string& variant, const std::string& where) {
-  const std::string d = module_code_digest(std::string(KGATE_TEST_CUBINS) + "/anon_" + variant + "_" + where + ".o");
+  const std::string d =
+      module_code_digest(std::string(KGATE_TEST_CUBINS) + "/anon_" + variant + "_" + where + ".o");
   EXPECT_EQ(d.size(), 64u) << variant << " " << where << ": not built, or no ELF";
   return d;
 }

@@ -25,9 +25,10 @@ void run_block(const KernelCall& call, int bug) {
   const auto& y = call.outputs.at(0);
   const int64_t rows = x.sizes[0], n = x.sizes[1];
   if (rows == 0 || n == 0) return;
-  kgate_edges::rms_norm_block_tiles<T, VPT><<<static_cast<unsigned>(rows), 256, 0, static_cast<cudaStream_t>(call.stream)>>>(
-      x.as<const T>(), w.as<const T>(), y.as<T>(), n, static_cast<float>(call.attributes.at("eps")), x.strides[0],
-      y.strides[0], bug);
+  kgate_edges::rms_norm_block_tiles<T, VPT>
+      <<<static_cast<unsigned>(rows), 256, 0, static_cast<cudaStream_t>(call.stream)>>>(
+          x.as<const T>(), w.as<const T>(), y.as<T>(), n,
+          static_cast<float>(call.attributes.at("eps")), x.strides[0], y.strides[0], bug);
   KGATE_CUDA_CALL(cudaGetLastError());
 }
 
@@ -39,22 +40,28 @@ void run_warp(const KernelCall& call, int bug) {
   const int64_t rows = x.sizes[0], n = x.sizes[1];
   if (rows == 0 || n == 0) return;
   const auto blocks = static_cast<unsigned>((rows + 7) / 8);  // 8 warps, 8 rows a block
-  kgate_edges::rms_norm_warp_tiles<T, 4><<<blocks, 256, 0, static_cast<cudaStream_t>(call.stream)>>>(
-      x.as<const T>(), w.as<const T>(), y.as<T>(), rows, n, static_cast<float>(call.attributes.at("eps")),
-      x.strides[0], y.strides[0], bug);
+  kgate_edges::rms_norm_warp_tiles<T, 4>
+      <<<blocks, 256, 0, static_cast<cudaStream_t>(call.stream)>>>(
+          x.as<const T>(), w.as<const T>(), y.as<T>(), rows, n,
+          static_cast<float>(call.attributes.at("eps")), x.strides[0], y.strides[0], bug);
   KGATE_CUDA_CALL(cudaGetLastError());
 }
 
 const char* bug_name(int bug) {
   switch (bug) {
-    case kgate_edges::kTailOne: return "tail1";
-    case kgate_edges::kTailShort: return "tailshort";
-    case kgate_edges::kWholeTile: return "whole";
-    default: return "correct";
+    case kgate_edges::kTailOne:
+      return "tail1";
+    case kgate_edges::kTailShort:
+      return "tailshort";
+    case kgate_edges::kWholeTile:
+      return "whole";
+    default:
+      return "correct";
   }
 }
 
-KernelInfo edge_kernel(const std::string& name, std::function<void(const KernelCall&)> launch, bool control) {
+KernelInfo edge_kernel(const std::string& name, std::function<void(const KernelCall&)> launch,
+                       bool control) {
   KernelInfo k = cuda_kernel(name, "rms_norm", "tests/edges/rms_norm_edges.cu", std::move(launch));
   k.accepts_strided = false;  // contiguous rows (the row stride is any)
   k.mutant = true;  // (controls too: registered beside the mutants, left out of a plain check)
@@ -67,11 +74,13 @@ KernelInfo edge_kernel(const std::string& name, std::function<void(const KernelC
 bool register_all() {
   for (bool declared : {true, false})
     for (int tile : {256, 1024})
-      for (int bug : {kgate_edges::kTailOne, kgate_edges::kTailShort, kgate_edges::kWholeTile, kgate_edges::kCorrect}) {
-        const std::string name = std::string("edge_") + (bug == kgate_edges::kCorrect ? "correct_" : "") +
-                                 (declared ? "declared" : "found") +
-                                 (bug == kgate_edges::kCorrect ? "" : std::string("_") + bug_name(bug)) + "_" +
-                                 std::to_string(tile);
+      for (int bug : {kgate_edges::kTailOne, kgate_edges::kTailShort, kgate_edges::kWholeTile,
+                      kgate_edges::kCorrect}) {
+        const std::string name =
+            std::string("edge_") + (bug == kgate_edges::kCorrect ? "correct_" : "") +
+            (declared ? "declared" : "found") +
+            (bug == kgate_edges::kCorrect ? "" : std::string("_") + bug_name(bug)) + "_" +
+            std::to_string(tile);
         KernelInfo k = edge_kernel(
             name,
             [tile, bug, name](const KernelCall& call) {
@@ -85,7 +94,8 @@ bool register_all() {
         register_kernel(std::move(k));
       }
   for (int bug : {kgate_edges::kTailOne, kgate_edges::kCorrect}) {
-    const std::string name = bug == kgate_edges::kCorrect ? "edge_warp_correct_128" : "edge_warp_tail1_128";
+    const std::string name =
+        bug == kgate_edges::kCorrect ? "edge_warp_correct_128" : "edge_warp_tail1_128";
     register_kernel(edge_kernel(
         name,
         [bug, name](const KernelCall& call) {

@@ -43,7 +43,8 @@ TEST(Generators, AreDeterministicFromTheSeed) {
 TEST(Generators, LongFamilyReachesTheDomainsAndTheGuardsMax) {
   KernelTraits t;
   t.tile_sizes = {32, 16384};  // 16384: above typical_max (a guard's max, say); 32: below it
-  EXPECT_EQ(long_sizes(*rows_op().symbol("N"), t.tile_sizes), (std::vector<int64_t>{100000, 99999, 16384, 16383}));
+  EXPECT_EQ(long_sizes(*rows_op().symbol("N"), t.tile_sizes),
+            (std::vector<int64_t>{100000, 99999, 16384, 16383}));
   // Every length, large-mean, constant and normal rows, in each dtype: 4 x 3 x 2.
   EXPECT_EQ(long_case_count(rows_op(), t), 24);
   const auto f = applicable_families(rows_op(), t);
@@ -55,7 +56,8 @@ TEST(Generators, LongFamilyReachesTheDomainsAndTheGuardsMax) {
                 c.values == Values::normal)
         << c.id();
     EXPECT_LE(c.dim("B"), 5);
-    seen.insert(std::to_string(c.dim("N")) + "/" + values_name(c.values) + "/" + dtype_name(c.dtype));
+    seen.insert(std::to_string(c.dim("N")) + "/" + values_name(c.values) + "/" +
+                dtype_name(c.dtype));
   }
   EXPECT_EQ(seen.size(), 24u);
   // The default budget holds the whole list, taken off the top; a small one a quarter of it.
@@ -99,7 +101,8 @@ TEST(Generators, RaggedCoversTileEdges) {
   const auto cases = generate_family(rows_op(), t, "ragged", 200, 1);
   std::set<int64_t> n;
   for (const auto& c : cases) n.insert(c.dim("N"));
-  for (int64_t v : {1, 2, 31, 33, 1023, 1025, 2047, 2049}) EXPECT_TRUE(n.count(v)) << "missing N=" << v;
+  for (int64_t v : {1, 2, 31, 33, 1023, 1025, 2047, 2049})
+    EXPECT_TRUE(n.count(v)) << "missing N=" << v;
 }
 
 TEST(Generators, DefaultBudgetReachesEveryDeclaredTileEdge) {
@@ -113,7 +116,8 @@ TEST(Generators, DefaultBudgetReachesEveryDeclaredTileEdge) {
     const auto cases = generate_cases(rows_op(), t, o);
     std::set<int64_t> n;
     for (const auto& c : cases) n.insert(c.dim("N"));
-    for (int64_t v : {255, 257, 1023, 1025, 256, 1024, 1, 2, 3}) EXPECT_TRUE(n.count(v)) << "seed " << seed << ": no N=" << v;
+    for (int64_t v : {255, 257, 1023, 1025, 256, 1024, 1, 2, 3})
+      EXPECT_TRUE(n.count(v)) << "seed " << seed << ": no N=" << v;
     const auto cov = edge_coverage(rows_op(), t, seed, cases);
     EXPECT_EQ(cov.symbol, "N");
     EXPECT_TRUE(cov.left_out.empty()) << cov.left_out.front().detail;
@@ -197,7 +201,8 @@ TEST(Generators, FamiliesFollowKernelTraits) {
   // Every kernel gets contiguous tensors that are 16-byte but not 256-byte aligned.
   auto f = applicable_families(rows_op(), t);
   EXPECT_EQ(std::count(f.begin(), f.end(), "layout"), 1);
-  for (const auto& c : generate_family(rows_op(), t, "layout", 6, 3)) EXPECT_EQ(c.layout, Layout::offset16);
+  for (const auto& c : generate_family(rows_op(), t, "layout", 6, 3))
+    EXPECT_EQ(c.layout, Layout::offset16);
   // A kernel that takes strided views also gets row-padded ones, and never a misaligned base.
   t.accepts_strided = true;
   f = applicable_families(rows_op(), t);
@@ -208,7 +213,8 @@ TEST(Generators, FamiliesFollowKernelTraits) {
   t.accepts_unaligned = true;
   seen.clear();
   for (const auto& c : generate_family(rows_op(), t, "layout", 12, 3)) seen.insert(c.layout);
-  EXPECT_EQ(seen, (std::set<Layout>{Layout::strided, Layout::offset, Layout::padded, Layout::offset16}));
+  EXPECT_EQ(seen,
+            (std::set<Layout>{Layout::strided, Layout::offset, Layout::padded, Layout::offset16}));
   auto op = rows_op();
   op.nan_contract = NanContract::ignore;
   f = applicable_families(op, t);
@@ -218,7 +224,8 @@ TEST(Generators, FamiliesFollowKernelTraits) {
 TEST(Generators, DtypesFollowTheKernel) {
   KernelTraits t;
   t.dtypes = {DType::bf16};
-  for (const auto& c : generate_family(rows_op(), t, "random", 20, 5)) EXPECT_EQ(c.dtype, DType::bf16);
+  for (const auto& c : generate_family(rows_op(), t, "random", 20, 5))
+    EXPECT_EQ(c.dtype, DType::bf16);
   t.dtypes = {DType::f64};  // the op has no f64: nothing to generate
   EXPECT_TRUE(generate_family(rows_op(), t, "random", 20, 5).empty());
 }
@@ -246,9 +253,8 @@ TEST(Shrink, FindsTheSmallestTailBug) {
 TEST(Shrink, StopsAtTheTileBoundaryThatMatters) {
   // Wrong only for rows longer than one 1024-wide tile with a remainder.
   Case start = Case::from_id("rows:f32:B=7,N=70001:contiguous:normal:1");
-  const auto r = shrink(start, rows_op(), {1024}, [](const Case& c) {
-    return c.dim("N") > 1024 && c.dim("N") % 1024 != 0;
-  });
+  const auto r = shrink(start, rows_op(), {1024},
+                        [](const Case& c) { return c.dim("N") > 1024 && c.dim("N") % 1024 != 0; });
   EXPECT_EQ(r.minimal.dim("N"), 1025);
   EXPECT_EQ(r.minimal.dim("B"), 1);
 }
@@ -256,7 +262,8 @@ TEST(Shrink, StopsAtTheTileBoundaryThatMatters) {
 TEST(Shrink, RespectsTheAttemptBudget) {
   Case start = Case::from_id("rows:f32:B=7,N=70001:contiguous:normal:1");
   // B shrinks to 1 (attempt 1); N=1 and N=2 pass (attempts 2, 3); the budget stops it there.
-  const auto r = shrink(start, rows_op(), {1024}, [](const Case& c) { return c.dim("N") > 1000; }, 3);
+  const auto r = shrink(
+      start, rows_op(), {1024}, [](const Case& c) { return c.dim("N") > 1000; }, 3);
   EXPECT_EQ(r.attempts, 3);
   EXPECT_EQ(r.minimal.dim("B"), 1);
   EXPECT_EQ(r.minimal.dim("N"), 70001);
@@ -319,14 +326,17 @@ TEST(HugeFamily, OnlyOnADeviceAndOneCaseLast) {
   o.cases = 20;
   auto f = applicable_families(big_rows_op(), t);
   EXPECT_EQ(std::count(f.begin(), f.end(), "huge"), 0);  // the cpu backend skips it
-  for (const auto& c : generate_cases(big_rows_op(), t, o)) EXPECT_FALSE(is_huge(big_rows_op(), c)) << c.id();
+  for (const auto& c : generate_cases(big_rows_op(), t, o))
+    EXPECT_FALSE(is_huge(big_rows_op(), c)) << c.id();
   t.huge = true;
   f = applicable_families(big_rows_op(), t);
   EXPECT_EQ(std::count(f.begin(), f.end(), "huge"), 1);
   const auto cases = generate_cases(big_rows_op(), t, o);
   ASSERT_EQ(cases.size(), 20u);
   EXPECT_EQ(cases.back().family, "huge");
-  EXPECT_EQ(std::count_if(cases.begin(), cases.end(), [](const Case& c) { return c.family == "huge"; }), 1);
+  EXPECT_EQ(
+      std::count_if(cases.begin(), cases.end(), [](const Case& c) { return c.family == "huge"; }),
+      1);
   o.families = {"random"};
   for (const auto& c : generate_cases(big_rows_op(), t, o)) EXPECT_NE(c.family, "huge");
 }
@@ -356,7 +366,8 @@ TEST(HugeFamily, SlicesHoldEveryRowPastTheThresholdAndASampleBefore) {
   ASSERT_TRUE(std::is_sorted(rows.begin(), rows.end()));
   EXPECT_EQ(rows.front(), 0);
   EXPECT_EQ(rows.back(), b - 1);
-  for (int64_t r = first; r < b; ++r) EXPECT_NE(std::find(rows.begin(), rows.end(), r), rows.end()) << r;
+  for (int64_t r = first; r < b; ++r)
+    EXPECT_NE(std::find(rows.begin(), rows.end(), r), rows.end()) << r;
   EXPECT_NE(std::find(rows.begin(), rows.end(), b / 2), rows.end());
   EXPECT_LT(rows.size(), 80u);
 }

@@ -49,7 +49,10 @@ TEST(Rules, AStartValueHeldIsNamedOnlyWhenTheCaseFails) {
   v = evaluate(rule, m, DType::f32);
   EXPECT_EQ(v.outcome, Outcome::failed);
   EXPECT_EQ(v.rule, "allclose");
-  EXPECT_EQ(v.message.rfind("7 of 100 output elements still hold their start value 0 where the reference holds another", 0), 0u)
+  EXPECT_EQ(v.message.rfind("7 of 100 output elements still hold their start value 0 where the "
+                            "reference holds another",
+                            0),
+            0u)
       << v.message;
   EXPECT_NE(v.message.find("7 of 100 elements outside"), std::string::npos);
   m.start_value = -INFINITY;
@@ -77,7 +80,8 @@ TEST(Rules, ACaseIsJudgedByItsFirstFailingOutputElseItsNearestToTolerance) {
   // The second fails: it is the verdict, named.
   v = judge_case({output("y", 0.25), output("z", 4, 3)});
   EXPECT_EQ(v.verdict.outcome, Outcome::failed);
-  EXPECT_EQ(v.verdict.message.rfind("output 'z': 3 of 100 elements outside", 0), 0u) << v.verdict.message;
+  EXPECT_EQ(v.verdict.message.rfind("output 'z': 3 of 100 elements outside", 0), 0u)
+      << v.verdict.message;
   EXPECT_EQ(v.measurement.vs_reference.mismatches, 3);
   // Both fail: the first, however much worse the second is.
   v = judge_case({output("y", 2, 1), output("z", 50, 90)});
@@ -173,8 +177,10 @@ TEST(Rules, EagerRelativeIsElementwise) {
   v = evaluate(rule, m, DType::f16);
   EXPECT_EQ(v.outcome, Outcome::failed);
   EXPECT_EQ(v.rule, "eager_relative");
-  EXPECT_NE(v.message.find("3 of 100 elements are further from the fp64 oracle than 4 x max(eager's own error"),
-            std::string::npos)
+  EXPECT_NE(
+      v.message.find(
+          "3 of 100 elements are further from the fp64 oracle than 4 x max(eager's own error"),
+      std::string::npos)
       << v.message;
   m.relative_worst = NAN;  // never a pass
   EXPECT_EQ(evaluate(rule, m, DType::f16).outcome, Outcome::failed);
@@ -198,7 +204,8 @@ TEST(Rules, ConditionedLengthIsLinearOnEqualValues) {
   m.relative_mismatches = 1;
   const auto v = evaluate(equal, m, DType::f32);
   EXPECT_EQ(v.outcome, Outcome::failed);
-  EXPECT_NE(v.message.find("max(sqrt(N=4096), N=4096 / 8) x |oracle|"), std::string::npos) << v.message;
+  EXPECT_NE(v.message.find("max(sqrt(N=4096), N=4096 / 8) x |oracle|"), std::string::npos)
+      << v.message;
   EXPECT_NE(v.message.find("values are all equal"), std::string::npos) << v.message;
   const auto r = evaluate(random, m, DType::f32).message;
   EXPECT_NE(r.find("sqrt(N=4096) x |oracle|"), std::string::npos) << r;
@@ -227,9 +234,11 @@ TEST(Rules, ConditionedCountsTheTermsOfEachCase) {
   EXPECT_EQ(v.outcome, Outcome::failed);
   EXPECT_EQ(v.rule, "conditioned");
   EXPECT_DOUBLE_EQ(v.margin, 6);
-  EXPECT_NE(v.message.find("7 of 100 elements are further from the fp64 oracle than 4 x max(eager's own error, "
-                           "eps x |oracle|, eps_f32 x (sum |terms| + sqrt(2*K=1024) x |oracle|))"),
-            std::string::npos)
+  EXPECT_NE(
+      v.message.find(
+          "7 of 100 elements are further from the fp64 oracle than 4 x max(eager's own error, "
+          "eps x |oracle|, eps_f32 x (sum |terms| + sqrt(2*K=1024) x |oracle|))"),
+      std::string::npos)
       << v.message;
   m.relative_worst = NAN;
   m.relative_mismatches = 0;
@@ -252,7 +261,8 @@ TEST(Rules, IndexRuleNamesEachProblem) {
   EXPECT_EQ(v.rule, "index");
   EXPECT_NE(v.message.find("1 of 100 indices outside [0, 50)"), std::string::npos) << v.message;
   EXPECT_NE(v.message.find("2 rows hold an index twice"), std::string::npos) << v.message;
-  EXPECT_NE(v.message.find("3 of 100 indices select a value other than the reference's"), std::string::npos);
+  EXPECT_NE(v.message.find("3 of 100 indices select a value other than the reference's"),
+            std::string::npos);
   m = clean();
   m.vs_reference.unwritten = 4;  // the memory checks come first
   EXPECT_EQ(evaluate(rule, m, DType::i64).rule, "memory");

@@ -46,7 +46,8 @@ TEST(Sweep, QuantilesAreNearestRank) {
 
 TEST(Sweep, PassRateGridAndFrontier) {
   // Case A needs atol 0 at rtol 1e-1 and 5e-3 at rtol 1e-3; case B 2e-5 and 2e-3.
-  const auto s = summarize(DType::f32, {passing(0.1, {0, 5e-3}), passing(0.2, {2e-5, 2e-3})}, small_grid(), 0.8);
+  const auto s = summarize(DType::f32, {passing(0.1, {0, 5e-3}), passing(0.2, {2e-5, 2e-3})},
+                           small_grid(), 0.8);
   ASSERT_EQ(s.pass_rate.size(), 2u);
   EXPECT_DOUBLE_EQ(s.pass_rate[0][0], 1.0);  // rtol 1e-1, atol 1e-2
   EXPECT_DOUBLE_EQ(s.pass_rate[0][1], 1.0);  // rtol 1e-1, atol 1e-4: 0 and 2e-5 <= 1e-4
@@ -59,7 +60,8 @@ TEST(Sweep, PassRateGridAndFrontier) {
 }
 
 TEST(Sweep, ScalesPassWhenTheMarginFits) {
-  const auto s = summarize(DType::f16, {passing(0.1), passing(0.2), passing(0.5), passing(0.9)}, small_grid(), 0.95);
+  const auto s = summarize(DType::f16, {passing(0.1), passing(0.2), passing(0.5), passing(0.9)},
+                           small_grid(), 0.95);
   ASSERT_EQ(s.scale_pass_rate.size(), 4u);
   EXPECT_DOUBLE_EQ(s.scale_pass_rate[0], 0.5);   // 0.25x: margins 0.1, 0.2
   EXPECT_DOUBLE_EQ(s.scale_pass_rate[1], 0.75);  // 0.5x
@@ -79,7 +81,8 @@ TEST(Sweep, FragileAboveTheThresholdOnly) {
   const std::vector<CaseErrors> cases = {passing(0.3), passing(0.81)};
   EXPECT_EQ(summarize(DType::f32, cases, small_grid(), 0.8).verdict, "FRAGILE");
   EXPECT_TRUE(summarize(DType::f32, cases, small_grid(), 0.8).fragile);
-  EXPECT_EQ(summarize(DType::f32, cases, small_grid(), 0.81).verdict, "ok");  // at the threshold: not above
+  EXPECT_EQ(summarize(DType::f32, cases, small_grid(), 0.81).verdict,
+            "ok");  // at the threshold: not above
   EXPECT_EQ(summarize(DType::f32, {passing(1.0)}, small_grid(), 1.0).verdict, "ok");
 }
 

@@ -1,6 +1,6 @@
-// Tile sizes inferred from launch configurations (gates/props/tile_inference), on synthetic launches
-// of the shapes kernels take: a block per row, a 2-D grid over rows, a flattened grid, a warp per row,
-// a persistent grid.
+// Tile sizes inferred from launch configurations (gates/props/tile_inference), on synthetic
+// launches of the shapes kernels take: a block per row, a 2-D grid over rows, a flattened grid, a
+// warp per row, a persistent grid.
 #include <gtest/gtest.h>
 
 #include "gates/props/tile_inference.hpp"
@@ -27,8 +27,9 @@ LaunchShape shape(int64_t gx, int64_t gy, int64_t bx, int64_t by = 1) {
 }
 
 TEST(TileInference, ReadsLaunchLines) {
-  const auto shapes = launch_shapes({"launch k<float> code=0123 grid=3,1,1 block=256,1,1 smem=0 args=",
-                                     "memset 4096 bytes", "launch g code=? grid=17,3,1 block=128,2,1 smem=64 args="});
+  const auto shapes = launch_shapes(
+      {"launch k<float> code=0123 grid=3,1,1 block=256,1,1 smem=0 args=", "memset 4096 bytes",
+       "launch g code=? grid=17,3,1 block=128,2,1 smem=64 args="});
   ASSERT_EQ(shapes.size(), 2u);
   EXPECT_EQ(shapes[0].grid[0], 3);
   EXPECT_EQ(shapes[0].block[0], 256);
@@ -42,7 +43,8 @@ TEST(TileInference, ABlockPerRowLoopsInBlockStrides) {
 }
 
 TEST(TileInference, AGridOverTheRowFindsTheElementsAThreadTakes) {
-  // 2-D: x covers a row in blocks of 256 threads x 4 elements (ceil(16381 / 1024) = 16), y the rows.
+  // 2-D: x covers a row in blocks of 256 threads x 4 elements (ceil(16381 / 1024) = 16), y the
+  // rows.
   EXPECT_EQ(sizes(infer_tiles({shape(16, 3, 256)}, 3, 16381)), (std::vector<int64_t>{1024}));
   // One element a thread: 64 blocks of 256.
   EXPECT_EQ(sizes(infer_tiles({shape(64, 3, 256)}, 3, 16381)), (std::vector<int64_t>{256}));

@@ -83,16 +83,20 @@ const std::vector<MutantSpec>& mutant_specs() {
       // Rotary embedding and cross-entropy, ops declared by op files (kernels/rotary_embedding,
       // kernels/cross_entropy).
       {"mutant_rotary_positions_int32", "rotary_block", "int64 positions read as int32"},
-      {"mutant_rotary_last_position", "rotary_block", "the cache's last row never used (positions clamped to P-2)"},
+      {"mutant_rotary_last_position", "rotary_block",
+       "the cache's last row never used (positions clamped to P-2)"},
       {"mutant_rotary_interleaved_as_half_split", "rotary_interleaved_block",
        "interleaved pairs rotated as half-split pairs"},
-      {"mutant_cross_entropy_ignored_counted", "cross_entropy_rows", "rows with target == ignore_index counted in the mean"},
-      {"mutant_cross_entropy_no_max_sub", "cross_entropy_rows", "exp(x) without subtracting the row max"},
+      {"mutant_cross_entropy_ignored_counted", "cross_entropy_rows",
+       "rows with target == ignore_index counted in the mean"},
+      {"mutant_cross_entropy_no_max_sub", "cross_entropy_rows",
+       "exp(x) without subtracting the row max"},
       // int8 quantization, top-k and a GEMM, ops declared by op files (kernels/quantize_int8,
       // kernels/topk, kernels/gemm).
       {"mutant_quantize_int8_truncates", "quantize_int8_rows", "x / scale rounded toward zero"},
       {"mutant_quantize_int8_signed_max", "quantize_int8_rows", "scale from max(x), not max(|x|)"},
-      {"mutant_topk_tie_index_repeated", "topk_rows", "right values, a tied value's index repeated"},
+      {"mutant_topk_tie_index_repeated", "topk_rows",
+       "right values, a tied value's index repeated"},
       {"mutant_topk_ties_skipped", "topk_rows", "values equal to the previous one skipped"},
       {"mutant_topk_nan_low", "topk_rows", "NaN taken as the smallest value"},
       {"mutant_matmul_k_tail_dropped", "matmul_tiled", "the last K % 16 products never added"},
@@ -117,7 +121,8 @@ std::vector<std::string> twin_names() {
   // end this process's CUDA context: it is checked in worker processes (kgate check) instead.
   for (const auto& k : registered_kernels())
     if ((!k.mutant || k.control) && k.backend == Backend::cuda &&
-        k.expected_catch != "reference_error" && std::find(out.begin(), out.end(), k.name) == out.end())
+        k.expected_catch != "reference_error" &&
+        std::find(out.begin(), out.end(), k.name) == out.end())
       others.push_back(k.name);
   std::sort(others.begin(), others.end());
   out.insert(out.end(), others.begin(), others.end());
@@ -309,14 +314,14 @@ class TableEnvironment : public ::testing::Environment {
 // ---- tests -----------------------------------------------------------------------------------
 
 // Host-only: the table of this file, the registry and the families agree (runs without a GPU).
-/// The negative-control corpus (tests/mutants/gelu_games.cu, rms_norm_games.cu): kernels that game the gate, each
-/// with the verdict kgate must give it through `kgate check`'s whole pipeline (checks, behaviour
-/// checks, checked timing), and a correct control that must pass it.
+/// The negative-control corpus (tests/mutants/gelu_games.cu, rms_norm_games.cu): kernels that game
+/// the gate, each with the verdict kgate must give it through `kgate check`'s whole pipeline
+/// (checks, behaviour checks, checked timing), and a correct control that must pass it.
 struct CorpusEntry {
   const char* kernel;
   const char* game;
-  bool passes;                      ///< the expected verdict: passes, or fails under one of `rules`
-  std::vector<std::string> rules;   ///< the rules of the failure that may catch it
+  bool passes;                     ///< the expected verdict: passes, or fails under one of `rules`
+  std::vector<std::string> rules;  ///< the rules of the failure that may catch it
   /// Passing entries: a kernel its timed launches must be seen to start (its work is timed, on
   /// whatever stream or thread it ran), e.g. "gelu_modes". Or "INVALID": its comparison must be
   /// INVALID (exit 3), for the reason this substring of the note names.
@@ -332,22 +337,56 @@ const std::vector<CorpusEntry>& corpus() {
       {"mutant_gelu_zeros", "writes zeros", false, {"allclose", "eager_relative"}},
       {"mutant_gelu_returns_input", "returns its input", false, {"allclose", "eager_relative"}},
       {"mutant_gelu_bf16_inside", "computes in bf16 inside an f32 kernel", false, {"allclose"}},
-      {"mutant_gelu_approx_1pct", "1% of the elements get a cheap approximation", false, {"allclose", "eager_relative"}},
-      {"mutant_gelu_spots_poison", "writes only where the output holds the poison", false, {"written_before"}},
-      {"mutant_gelu_timed_shapes", "half the work on the timed shapes", false, {"wrong_while_timed"}},
-      {"mutant_gelu_first_calls", "right only on its first 64 calls per shape", false, {"wrong_while_timed"}},
-      {"mutant_gelu_caches_by_pointer", "caches its output by pointer", false, {"wrong_while_timed", "stale", "allclose", "eager_relative"}},
-      {"mutant_gelu_content_hash", "caches its output by a hash of 64 input samples", false, {"wrong_while_timed"}},
+      {"mutant_gelu_approx_1pct",
+       "1% of the elements get a cheap approximation",
+       false,
+       {"allclose", "eager_relative"}},
+      {"mutant_gelu_spots_poison",
+       "writes only where the output holds the poison",
+       false,
+       {"written_before"}},
+      {"mutant_gelu_timed_shapes",
+       "half the work on the timed shapes",
+       false,
+       {"wrong_while_timed"}},
+      {"mutant_gelu_first_calls",
+       "right only on its first 64 calls per shape",
+       false,
+       {"wrong_while_timed"}},
+      {"mutant_gelu_caches_by_pointer",
+       "caches its output by pointer",
+       false,
+       {"wrong_while_timed", "stale", "allclose", "eager_relative"}},
+      {"mutant_gelu_content_hash",
+       "caches its output by a hash of 64 input samples",
+       false,
+       {"wrong_while_timed"}},
       // Its latency probe also fires on check cases whose inputs miss the L2: caught either way.
-      {"mutant_gelu_wrong_after_flush", "wrong only right after an L2 flush (timed launches)", false,
+      {"mutant_gelu_wrong_after_flush",
+       "wrong only right after an L2 flush (timed launches)",
+       false,
        {"wrong_while_timed", "eager_relative", "allclose"}},
       {"mutant_gelu_side_stream", "does its work on a side stream", true, {}, "gelu_modes"},
-      {"mutant_gelu_side_thread", "does its work from a thread of its own", true, {}, "(launched by another thread)"},
-      {"mutant_gelu_switches_kernels", "timed launches start other kernels than warm-up's", true, {}, "",
+      {"mutant_gelu_side_thread",
+       "does its work from a thread of its own",
+       true,
+       {},
+       "(launched by another thread)"},
+      {"mutant_gelu_switches_kernels",
+       "timed launches start other kernels than warm-up's",
+       true,
+       {},
+       "",
        "the kernels of a timed launch changed"},
       // The game only a reduction can play (tests/mutants/rms_norm_games.cu), and its correct twin.
-      {"control_rms_norm_correct", "none (the correct twin of the rms_norm entry)", true, {}, "rms_norm_every"},
-      {"mutant_rms_norm_samples_99pct", "touches 99% of the elements (the sum of squares) and rescales", false,
+      {"control_rms_norm_correct",
+       "none (the correct twin of the rms_norm entry)",
+       true,
+       {},
+       "rms_norm_every"},
+      {"mutant_rms_norm_samples_99pct",
+       "touches 99% of the elements (the sum of squares) and rescales",
+       false,
        {"allclose", "eager_relative", "conditioned"}},
   };
   return entries;
@@ -372,28 +411,34 @@ TEST_P(Corpus, GetsItsVerdict) {
   o.shrink = false;
   const KernelReport report = check_kernel(runner(), find_kernel(e.kernel), o);
   const CaseResult* failure = report.correctness.minimal ? &*report.correctness.minimal
-                              : report.correctness.failures.empty() ? nullptr
-                                                                     : &report.correctness.failures.front();
+                              : report.correctness.failures.empty()
+                                  ? nullptr
+                                  : &report.correctness.failures.front();
   std::string evidence;
   if (failure) evidence = failure->kcase.id() + ": " + failure->message.substr(0, 160);
   for (const auto& s : report.speed)
     if (evidence.empty() || s.wrong_while_timed)
-      evidence = (s.wrong_while_timed ? evidence + " | " : std::string()) + "timed " + s.kcase.id() + ": x" +
-                 std::to_string(s.ratio) + " vs eager, " + std::to_string(s.blocks) + " blocks, " +
-                 std::to_string(s.checked_launches.size()) + " checked launches, " + outcome_name(s.decision) +
-                 (s.candidate_kernels.empty() ? std::string() : ", kernels [" + s.candidate_kernels.front() + (s.candidate_kernels.size() > 1 ? ", ..." : "") + "]") +
+      evidence = (s.wrong_while_timed ? evidence + " | " : std::string()) + "timed " +
+                 s.kcase.id() + ": x" + std::to_string(s.ratio) + " vs eager, " +
+                 std::to_string(s.blocks) + " blocks, " +
+                 std::to_string(s.checked_launches.size()) + " checked launches, " +
+                 outcome_name(s.decision) +
+                 (s.candidate_kernels.empty()
+                      ? std::string()
+                      : ", kernels [" + s.candidate_kernels.front() +
+                            (s.candidate_kernels.size() > 1 ? ", ..." : "") + "]") +
                  (s.decision == Outcome::invalid ? ": " + s.note.substr(0, 200) : std::string());
   const std::string rule = failure ? failure->rule : "";
   const char* expected = !e.invalid_because.empty() ? "invalid" : e.passes ? "passed" : "failed";
   const char* verdict = !report.speed.empty() && report.speed[0].decision == Outcome::invalid
                             ? "invalid"
                             : outcome_name(report.outcome);
-  std::printf("[ corpus ] %-30s expected %-7s got %-9s rule %-18s %s\n", e.kernel, expected, verdict, rule.c_str(),
-              evidence.c_str());
+  std::printf("[ corpus ] %-30s expected %-7s got %-9s rule %-18s %s\n", e.kernel, expected,
+              verdict, rule.c_str(), evidence.c_str());
   if (const char* path = std::getenv("KGATE_CORPUS_TABLE"); path && *path) {
     std::ofstream table(path, std::ios::app);
     table << nlohmann::json{{"kernel", e.kernel}, {"game", e.game}, {"expected", expected},
-                            {"verdict", verdict}, {"rule", rule}, {"evidence", evidence}}
+                            {"verdict", verdict}, {"rule", rule},   {"evidence", evidence}}
                  .dump()
           << "\n";
   }
@@ -412,17 +457,21 @@ TEST_P(Corpus, GetsItsVerdict) {
     // Its work is timed: the kernels its timed launches started include the one that does it.
     std::string started;
     for (const auto& k : s.candidate_kernels) started += k + "; ";
-    if (!e.timed.empty()) EXPECT_NE(started.find(e.timed), std::string::npos) << "timed launches started: " << started;
+    if (!e.timed.empty())
+      EXPECT_NE(started.find(e.timed), std::string::npos) << "timed launches started: " << started;
     EXPECT_FALSE(s.candidate_kernels.empty()) << "no kernel set recorded";
     return;
   }
   EXPECT_EQ(report.outcome, Outcome::failed) << evidence;
   EXPECT_NE(std::find(e.rules.begin(), e.rules.end(), rule), e.rules.end())
-      << e.kernel << " was caught by rule '" << rule << "', expected one of the table's: " << evidence;
+      << e.kernel << " was caught by rule '" << rule
+      << "', expected one of the table's: " << evidence;
 }
 
 INSTANTIATE_TEST_SUITE_P(Gpu, Corpus, ::testing::ValuesIn(corpus()),
-                         [](const ::testing::TestParamInfo<CorpusEntry>& info) { return std::string(info.param.kernel); });
+                         [](const ::testing::TestParamInfo<CorpusEntry>& info) {
+                           return std::string(info.param.kernel);
+                         });
 
 TEST(MutantRegistry, EveryCudaMutantHasATwinAndAFamily) {
   std::set<std::string> listed;
@@ -444,10 +493,10 @@ TEST(MutantRegistry, EveryCudaMutantHasATwinAndAFamily) {
   }
   for (const auto& k : registered_kernels())
     // "isolation" mutants kill their CUDA context: tests/cli/isolation_gpu.sh runs them in workers.
-    // "tile_edges" mutants are checked through kgate check at the defaults: tests/edges/edges_gpu.sh.
+    // "tile_edges" mutants are checked through kgate check at the defaults:
+    // tests/edges/edges_gpu.sh.
     if (k.mutant && !k.control && k.backend == Backend::cuda && k.expected_catch != "isolation" &&
-        k.expected_catch != "tile_edges" &&
-        !in_corpus(k.name)) {
+        k.expected_catch != "tile_edges" && !in_corpus(k.name)) {
       EXPECT_TRUE(listed.count(k.name))
           << "mutant " << k.name << " is not in tests/gpu/mutant_suite_test.cpp's table";
     }
@@ -466,8 +515,10 @@ TEST_P(TwinPasses, EveryFamilyAndTheStaleCheck) {
   row.op = twin.op;
   auto judge = [&](const Case& c, bool stale) {
     const auto r = run_case(twin, c, stale);
-    if (r.outcome == Outcome::skipped) {  // a huge case without the memory for it: said, not counted
-      std::printf("[  SKIPPED ] %s on %s: %s\n", twin.name.c_str(), c.id().c_str(), r.message.c_str());
+    if (r.outcome ==
+        Outcome::skipped) {  // a huge case without the memory for it: said, not counted
+      std::printf("[  SKIPPED ] %s on %s: %s\n", twin.name.c_str(), c.id().c_str(),
+                  r.message.c_str());
       return;
     }
     ++row.cases;

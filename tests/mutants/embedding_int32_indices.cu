@@ -48,9 +48,12 @@ void run(const KernelCall& call) {
 
 void launch(const KernelCall& call) {
   switch (dtype_size(call.inputs.at(0).dtype)) {
-    case 4: return run<uint32_t>(call);
-    case 2: return run<uint16_t>(call);
-    default: throw Error(ErrorKind::usage, "mutant_embedding_int32_indices: unsupported dtype");
+    case 4:
+      return run<uint32_t>(call);
+    case 2:
+      return run<uint16_t>(call);
+    default:
+      throw Error(ErrorKind::usage, "mutant_embedding_int32_indices: unsupported dtype");
   }
 }
 

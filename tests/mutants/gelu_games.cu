@@ -1,5 +1,5 @@
-// The negative-control corpus (CUDA): gelu kernels that game the gate the ways generated kernels are
-// known to, each with the verdict kgate must give it (tests/gpu/mutant_suite_test.cpp's corpus
+// The negative-control corpus (CUDA): gelu kernels that game the gate the ways generated kernels
+// are known to, each with the verdict kgate must give it (tests/gpu/mutant_suite_test.cpp's corpus
 // table states them and checks them on a GPU), and one correct control that must pass the same
 // gate. One library for the whole corpus: no test or benchmark executable per entry.
 //
@@ -22,12 +22,15 @@
 //                                  L2 (as after kgate's flush, which only timed launches get)
 //                                  writes zeros
 //   mutant_gelu_side_stream        its work is timed: computes on a stream of its own, which
-//                                  kgate's stream then waits for (CUPTI counts kernels on any stream)
+//                                  kgate's stream then waits for (CUPTI counts kernels on any
+//                                  stream)
 //   mutant_gelu_side_thread        its work is timed: a thread of its own launches the kernel,
-//                                  outside the call's correlation (counted for the launch it ran in)
+//                                  outside the call's correlation (counted for the launch it ran
+//                                  in)
 //   mutant_gelu_switches_kernels   INVALID (kernel-set check): right every time, but from its 33rd
-//                                  call per shape every other call runs another launch configuration,
-//                                  so timed launches start other kernels than warm-up saw
+//                                  call per shape every other call runs another launch
+//                                  configuration, so timed launches start other kernels than
+//                                  warm-up saw
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -60,16 +63,29 @@ using kernels::gelu_erf;
 using kernels::kElementwiseThreads;
 using kernels::to_float;
 
-enum class Mode : int { correct, zeros, copy, bf16_inside, approx_1pct, spots_poison, half_only, after_flush };
+enum class Mode : int {
+  correct,
+  zeros,
+  copy,
+  bf16_inside,
+  approx_1pct,
+  spots_poison,
+  half_only,
+  after_flush
+};
 
-__device__ __forceinline__ float round_bf16(float v) { return __bfloat162float(__float2bfloat16(v)); }
+__device__ __forceinline__ float round_bf16(float v) {
+  return __bfloat162float(__float2bfloat16(v));
+}
 
 // Element i of a [rows, n] view with strides (s0, s1).
-__device__ __forceinline__ int64_t at(int64_t i, int64_t n, int64_t s0, int64_t s1) { return (i / n) * s0 + (i % n) * s1; }
+__device__ __forceinline__ int64_t at(int64_t i, int64_t n, int64_t s0, int64_t s1) {
+  return (i / n) * s0 + (i % n) * s1;
+}
 
 template <typename T>
-__global__ void gelu_modes(const T* x, T* y, int64_t rows, int64_t n, int64_t xs0, int64_t xs1, int64_t ys0, int64_t ys1,
-                           Mode mode, int64_t limit) {
+__global__ void gelu_modes(const T* x, T* y, int64_t rows, int64_t n, int64_t xs0, int64_t xs1,
+                           int64_t ys0, int64_t ys1, Mode mode, int64_t limit) {
   __shared__ int cold;
   const int64_t total = rows * n;
   if (mode == Mode::after_flush) {
@@ -89,11 +105,21 @@ __global__ void gelu_modes(const T* x, T* y, int64_t rows, int64_t n, int64_t xs
     const float v = to_float(x[at(i, n, xs0, xs1)]);
     T& out = y[at(i, n, ys0, ys1)];
     switch (mode) {
-      case Mode::correct: out = from_float<T>(gelu_erf(v)); break;
-      case Mode::zeros: out = from_float<T>(0.0f); break;
-      case Mode::copy: out = from_float<T>(v); break;
-      case Mode::bf16_inside: out = from_float<T>(round_bf16(gelu_erf(round_bf16(v)))); break;
-      case Mode::approx_1pct: out = from_float<T>(i % 100 == 99 ? 0.5f * v : gelu_erf(v)); break;
+      case Mode::correct:
+        out = from_float<T>(gelu_erf(v));
+        break;
+      case Mode::zeros:
+        out = from_float<T>(0.0f);
+        break;
+      case Mode::copy:
+        out = from_float<T>(v);
+        break;
+      case Mode::bf16_inside:
+        out = from_float<T>(round_bf16(gelu_erf(round_bf16(v))));
+        break;
+      case Mode::approx_1pct:
+        out = from_float<T>(i % 100 == 99 ? 0.5f * v : gelu_erf(v));
+        break;
       case Mode::spots_poison: {
         const float held = to_float(out);
         if (held != held) out = from_float<T>(gelu_erf(v));  // BUG: skips outputs that look written
@@ -102,7 +128,9 @@ __global__ void gelu_modes(const T* x, T* y, int64_t rows, int64_t n, int64_t xs
       case Mode::half_only:
         if (i < limit) out = from_float<T>(gelu_erf(v));  // BUG: the rest is left as it was
         break;
-      case Mode::after_flush: out = from_float<T>(cold ? 0.0f : gelu_erf(v)); break;
+      case Mode::after_flush:
+        out = from_float<T>(cold ? 0.0f : gelu_erf(v));
+        break;
     }
   }
 }
@@ -113,8 +141,10 @@ void run_mode(const KernelCall& call, Mode mode, int64_t limit = 0) {
   const auto& y = call.outputs.at(0);
   const int64_t rows = x.sizes.at(0), n = x.sizes.at(1);
   if (rows == 0 || n == 0) return;
-  gelu_modes<T><<<elementwise_blocks(rows * n), kElementwiseThreads, 0, static_cast<cudaStream_t>(call.stream)>>>(
-      x.as<const T>(), y.as<T>(), rows, n, x.strides[0], x.strides[1], y.strides[0], y.strides[1], mode, limit);
+  gelu_modes<T><<<elementwise_blocks(rows * n), kElementwiseThreads, 0,
+                  static_cast<cudaStream_t>(call.stream)>>>(
+      x.as<const T>(), y.as<T>(), rows, n, x.strides[0], x.strides[1], y.strides[0], y.strides[1],
+      mode, limit);
   KGATE_CUDA_CALL(cudaGetLastError());
 }
 
@@ -127,14 +157,22 @@ void launch_correct_on(const KernelCall& call, cudaStream_t stream, int blocks =
   const int grid = blocks > 0 ? blocks : elementwise_blocks(rows * n);
   const auto run = [&](auto t) {
     using T = decltype(t);
-    gelu_modes<T><<<grid, kElementwiseThreads, 0, stream>>>(x.as<const T>(), y.as<T>(), rows, n, x.strides[0],
-                                                            x.strides[1], y.strides[0], y.strides[1], Mode::correct, 0);
+    gelu_modes<T><<<grid, kElementwiseThreads, 0, stream>>>(
+        x.as<const T>(), y.as<T>(), rows, n, x.strides[0], x.strides[1], y.strides[0], y.strides[1],
+        Mode::correct, 0);
   };
   switch (x.dtype) {
-    case DType::f32: run(float{}); break;
-    case DType::f16: run(__half{}); break;
-    case DType::bf16: run(__nv_bfloat16{}); break;
-    default: throw Error(ErrorKind::usage, "gelu corpus: unsupported dtype");
+    case DType::f32:
+      run(float{});
+      break;
+    case DType::f16:
+      run(__half{});
+      break;
+    case DType::bf16:
+      run(__nv_bfloat16{});
+      break;
+    default:
+      throw Error(ErrorKind::usage, "gelu corpus: unsupported dtype");
   }
   KGATE_CUDA_CALL(cudaGetLastError());
 }
@@ -142,10 +180,14 @@ void launch_correct_on(const KernelCall& call, cudaStream_t stream, int blocks =
 template <typename F>
 void by_dtype(const KernelCall& call, const char* name, F&& f) {
   switch (call.inputs.at(0).dtype) {
-    case DType::f32: return f(float{});
-    case DType::f16: return f(__half{});
-    case DType::bf16: return f(__nv_bfloat16{});
-    default: throw Error(ErrorKind::usage, std::string(name) + ": unsupported dtype");
+    case DType::f32:
+      return f(float{});
+    case DType::f16:
+      return f(__half{});
+    case DType::bf16:
+      return f(__nv_bfloat16{});
+    default:
+      throw Error(ErrorKind::usage, std::string(name) + ": unsupported dtype");
   }
 }
 
@@ -158,7 +200,8 @@ std::mutex mutex;
 void launch_timed_shapes(const KernelCall& call) {
   const int64_t total = call.inputs.at(0).sizes.at(0) * call.inputs.at(0).sizes.at(1);
   // BUG: "the benchmark's shapes are 4M elements": half the work there.
-  launch_mode(call, total == (int64_t{1} << 22) ? Mode::half_only : Mode::correct, "mutant_gelu_timed_shapes", total / 2);
+  launch_mode(call, total == (int64_t{1} << 22) ? Mode::half_only : Mode::correct,
+              "mutant_gelu_timed_shapes", total / 2);
 }
 
 void launch_first_calls(const KernelCall& call) {
@@ -186,7 +229,8 @@ void launch_caches_by_pointer(const KernelCall& call) {
   const size_t bytes = static_cast<size_t>(rows * n) * dtype_size(x.dtype);
   auto stream = static_cast<cudaStream_t>(call.stream);
   std::lock_guard<std::mutex> lock(mutex);
-  if (!y.is_contiguous() || bytes == 0 || bytes > kMaxKeptBytes) return launch_mode(call, Mode::correct, "mutant_gelu_caches_by_pointer");
+  if (!y.is_contiguous() || bytes == 0 || bytes > kMaxKeptBytes)
+    return launch_mode(call, Mode::correct, "mutant_gelu_caches_by_pointer");
   Kept& k = kept[{x.data, y.data, rows, n, static_cast<int>(x.dtype)}];
   if (k.data && k.bytes == bytes) {
     // BUG: "same buffers, same result".
@@ -205,7 +249,8 @@ constexpr int kEntries = 4;
 
 struct ContentCache {
   float* samples = nullptr;  // [kEntries][kSamples]
-  int* state = nullptr;      // [0]: the entry that matched (or -1 - victim), [1]: next victim, [2 + e]: entry e valid
+  int* state = nullptr;  // [0]: the entry that matched (or -1 - victim), [1]: next victim, [2 + e]:
+                         // entry e valid
   void* outputs[kEntries] = {};
   size_t bytes = 0;
 };
@@ -229,7 +274,8 @@ __global__ void content_probe(const T* x, int64_t total, const float* samples, i
 }
 
 template <typename T>
-__global__ void content_apply(const T* x, T* y, int64_t total, void* const* outputs, const int* state) {
+__global__ void content_apply(const T* x, T* y, int64_t total, void* const* outputs,
+                              const int* state) {
   const int s = state[0];
   T* kept = static_cast<T*>(outputs[s >= 0 ? s : -1 - s]);
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
@@ -268,11 +314,15 @@ void launch_content_hash(const KernelCall& call) {
   if (!x.is_contiguous() || !y.is_contiguous() || total < kSamples || bytes > kMaxKeptBytes)
     return launch_mode(call, Mode::correct, "mutant_gelu_content_hash");
   if (!cache.samples) {
-    KGATE_CUDA_CALL(cudaMalloc(reinterpret_cast<void**>(&cache.samples), sizeof(float) * kEntries * kSamples));
-    KGATE_CUDA_CALL(cudaMalloc(reinterpret_cast<void**>(&cache.state), sizeof(int) * (2 + kEntries)));
-    KGATE_CUDA_CALL(cudaMalloc(reinterpret_cast<void**>(&device_outputs), sizeof(void*) * kEntries));
+    KGATE_CUDA_CALL(
+        cudaMalloc(reinterpret_cast<void**>(&cache.samples), sizeof(float) * kEntries * kSamples));
+    KGATE_CUDA_CALL(
+        cudaMalloc(reinterpret_cast<void**>(&cache.state), sizeof(int) * (2 + kEntries)));
+    KGATE_CUDA_CALL(
+        cudaMalloc(reinterpret_cast<void**>(&device_outputs), sizeof(void*) * kEntries));
     for (auto& o : cache.outputs) KGATE_CUDA_CALL(cudaMalloc(&o, kMaxKeptBytes));
-    KGATE_CUDA_CALL(cudaMemcpy(device_outputs, cache.outputs, sizeof(void*) * kEntries, cudaMemcpyHostToDevice));
+    KGATE_CUDA_CALL(cudaMemcpy(device_outputs, cache.outputs, sizeof(void*) * kEntries,
+                               cudaMemcpyHostToDevice));
     KGATE_CUDA_CALL(cudaMemset(cache.state, 0, sizeof(int) * (2 + kEntries)));
   }
   if (cache.bytes != bytes) {  // another shape: forget every entry
@@ -281,10 +331,12 @@ void launch_content_hash(const KernelCall& call) {
   }
   by_dtype(call, "mutant_gelu_content_hash", [&](auto t) {
     using T = decltype(t);
-    content_probe<T><<<1, kSamples, 0, stream>>>(x.as<const T>(), total, cache.samples, cache.state);
-    content_apply<T><<<elementwise_blocks(total), kElementwiseThreads, 0, stream>>>(x.as<const T>(), y.as<T>(), total,
-                                                                                    device_outputs, cache.state);
-    content_update<T><<<1, kSamples, 0, stream>>>(x.as<const T>(), total, cache.samples, cache.state);
+    content_probe<T>
+        <<<1, kSamples, 0, stream>>>(x.as<const T>(), total, cache.samples, cache.state);
+    content_apply<T><<<elementwise_blocks(total), kElementwiseThreads, 0, stream>>>(
+        x.as<const T>(), y.as<T>(), total, device_outputs, cache.state);
+    content_update<T>
+        <<<1, kSamples, 0, stream>>>(x.as<const T>(), total, cache.samples, cache.state);
   });
   KGATE_CUDA_CALL(cudaGetLastError());
 }
@@ -373,7 +425,8 @@ void launch_switches_kernels(const KernelCall& call) {
   // Right every time; from the 33rd call on, every other call runs at half the grid.
   const int64_t total = call.inputs.at(0).sizes.at(0) * call.inputs.at(0).sizes.at(1);
   const int usual = total > 0 ? elementwise_blocks(total) : 0;
-  launch_correct_on(call, static_cast<cudaStream_t>(call.stream), count > 32 && count % 2 == 0 ? std::max(1, usual / 2) : 0);
+  launch_correct_on(call, static_cast<cudaStream_t>(call.stream),
+                    count > 32 && count % 2 == 0 ? std::max(1, usual / 2) : 0);
 }
 
 KernelInfo entry(const char* name, const char* expected_catch, void (*launch)(const KernelCall&),
@@ -403,9 +456,11 @@ KGATE_REGISTER_KERNEL(entry("mutant_gelu_zeros", "corpus", [](const KernelCall& 
 KGATE_REGISTER_KERNEL(entry("mutant_gelu_returns_input", "corpus", [](const KernelCall& c) {
   launch_mode(c, Mode::copy, "mutant_gelu_returns_input");
 }));
-KGATE_REGISTER_KERNEL(entry("mutant_gelu_bf16_inside", "corpus", [](const KernelCall& c) {
-  launch_mode(c, Mode::bf16_inside, "mutant_gelu_bf16_inside");
-}, {DType::f32}));
+KGATE_REGISTER_KERNEL(entry("mutant_gelu_bf16_inside", "corpus",
+                            [](const KernelCall& c) {
+                              launch_mode(c, Mode::bf16_inside, "mutant_gelu_bf16_inside");
+                            },
+                            {DType::f32}));
 KGATE_REGISTER_KERNEL(entry("mutant_gelu_approx_1pct", "corpus", [](const KernelCall& c) {
   launch_mode(c, Mode::approx_1pct, "mutant_gelu_approx_1pct");
 }));

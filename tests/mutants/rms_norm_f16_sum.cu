@@ -18,9 +18,9 @@ namespace {
 
 constexpr int kRowsPerBlock = 4;
 
-__global__ void rms_norm_f16_sum(const float* x, const float* w, float* y, int64_t rows,
-                                 int64_t n, float eps, int64_t xs0, int64_t xs1, int64_t ws,
-                                 int64_t ys0, int64_t ys1) {
+__global__ void rms_norm_f16_sum(const float* x, const float* w, float* y, int64_t rows, int64_t n,
+                                 float eps, int64_t xs0, int64_t xs1, int64_t ws, int64_t ys0,
+                                 int64_t ys1) {
   const int lane = threadIdx.x & 31;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + (threadIdx.x >> 5);
   if (row >= rows) return;  // whole warps leave: the shuffles below stay full-warp

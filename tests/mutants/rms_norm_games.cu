@@ -22,16 +22,19 @@ void launch(const KernelCall& call, bool every) {
   const auto& x = call.inputs.at(0);
   const auto& w = call.inputs.at(1);
   const auto& y = call.outputs.at(0);
-  if (x.dtype != DType::f32) throw Error(ErrorKind::usage, "the rms_norm corpus entries take f32 only");
+  if (x.dtype != DType::f32)
+    throw Error(ErrorKind::usage, "the rms_norm corpus entries take f32 only");
   const int64_t rows = x.sizes[0], n = x.sizes[1];
   if (rows == 0 || n == 0) return;
   const auto blocks = static_cast<unsigned>((rows + kThreads / 32 - 1) / (kThreads / 32));
   const auto eps = static_cast<float>(call.attributes.at("eps"));
   const auto stream = static_cast<cudaStream_t>(call.stream);
   if (every)
-    rms_norm_every<<<blocks, kThreads, 0, stream>>>(x.as<const float>(), w.as<const float>(), y.as<float>(), rows, n, eps);
+    rms_norm_every<<<blocks, kThreads, 0, stream>>>(x.as<const float>(), w.as<const float>(),
+                                                    y.as<float>(), rows, n, eps);
   else
-    rms_norm_99pct<<<blocks, kThreads, 0, stream>>>(x.as<const float>(), w.as<const float>(), y.as<float>(), rows, n, eps);
+    rms_norm_99pct<<<blocks, kThreads, 0, stream>>>(x.as<const float>(), w.as<const float>(),
+                                                    y.as<float>(), rows, n, eps);
   KGATE_CUDA_CALL(cudaGetLastError());
 }
 
@@ -50,8 +53,10 @@ KernelInfo entry(const char* name, const char* expected_catch, void (*fn)(const 
   return k;
 }
 
-KGATE_REGISTER_KERNEL(entry("control_rms_norm_correct", "control", [](const KernelCall& c) { launch(c, true); }));
-KGATE_REGISTER_KERNEL(entry("mutant_rms_norm_samples_99pct", "corpus", [](const KernelCall& c) { launch(c, false); }));
+KGATE_REGISTER_KERNEL(entry("control_rms_norm_correct", "control",
+                            [](const KernelCall& c) { launch(c, true); }));
+KGATE_REGISTER_KERNEL(entry("mutant_rms_norm_samples_99pct", "corpus",
+                            [](const KernelCall& c) { launch(c, false); }));
 
 }  // namespace
 }  // namespace kgate::mutants

@@ -56,9 +56,12 @@ void run(const KernelCall& call) {
 
 void launch(const KernelCall& call) {
   switch (call.inputs.at(0).dtype) {
-    case DType::f16: return run<__half>(call);
-    case DType::bf16: return run<__nv_bfloat16>(call);
-    default: throw Error(ErrorKind::usage, "mutant_rms_norm_half_accum: only f16 and bf16");
+    case DType::f16:
+      return run<__half>(call);
+    case DType::bf16:
+      return run<__nv_bfloat16>(call);
+    default:
+      throw Error(ErrorKind::usage, "mutant_rms_norm_half_accum: only f16 and bf16");
   }
 }
 

@@ -83,10 +83,14 @@ void run(const KernelCall& call) {
 
 void launch(const KernelCall& call) {
   switch (call.inputs.at(0).dtype) {
-    case DType::f32: return run<float>(call);
-    case DType::f16: return run<__half>(call);
-    case DType::bf16: return run<__nv_bfloat16>(call);
-    default: throw Error(ErrorKind::usage, "mutant_silu_and_mul_aligned: unsupported dtype");
+    case DType::f32:
+      return run<float>(call);
+    case DType::f16:
+      return run<__half>(call);
+    case DType::bf16:
+      return run<__nv_bfloat16>(call);
+    default:
+      throw Error(ErrorKind::usage, "mutant_silu_and_mul_aligned: unsupported dtype");
   }
 }
 

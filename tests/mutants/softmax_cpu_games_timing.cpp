@@ -56,13 +56,16 @@ void launch_caches_by_pointer(const KernelCall& call) {
   if (++e.calls > 3 && static_cast<int64_t>(e.output.size()) == rows * n) {
     // BUG: "same buffers, same result": a copy instead of the softmax.
     for (int64_t r = 0; r < rows; ++r)
-      for (int64_t c = 0; c < n; ++c) y.as<float>()[r * y.strides[0] + c * y.strides[1]] = e.output[static_cast<size_t>(r * n + c)];
+      for (int64_t c = 0; c < n; ++c)
+        y.as<float>()[r * y.strides[0] + c * y.strides[1]] =
+            e.output[static_cast<size_t>(r * n + c)];
     return;
   }
   softmax_into(call, false);
   e.output.resize(static_cast<size_t>(rows * n));
   for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < n; ++c) e.output[static_cast<size_t>(r * n + c)] = y.as<float>()[r * y.strides[0] + c * y.strides[1]];
+    for (int64_t c = 0; c < n; ++c)
+      e.output[static_cast<size_t>(r * n + c)] = y.as<float>()[r * y.strides[0] + c * y.strides[1]];
 }
 
 KernelInfo games_timing(const char* name, void (*launch)(const KernelCall&)) {
@@ -79,8 +82,10 @@ KernelInfo games_timing(const char* name, void (*launch)(const KernelCall&)) {
   return k;
 }
 
-KGATE_REGISTER_KERNEL(games_timing("mutant_softmax_cpu_right_first_calls", launch_right_first_calls));
-KGATE_REGISTER_KERNEL(games_timing("mutant_softmax_cpu_caches_by_pointer", launch_caches_by_pointer));
+KGATE_REGISTER_KERNEL(games_timing("mutant_softmax_cpu_right_first_calls",
+                                   launch_right_first_calls));
+KGATE_REGISTER_KERNEL(games_timing("mutant_softmax_cpu_caches_by_pointer",
+                                   launch_caches_by_pointer));
 
 }  // namespace
 }  // namespace kgate::mutants

@@ -2,9 +2,9 @@
 // still holds a NaN, that is, only when it runs into kgate's poisoned buffers: every case passes,
 // and real buffers (which hold earlier values) keep their old contents. kgate's "written before"
 // behaviour check runs a case into outputs that hold earlier values and must catch it.
-// mutant_softmax_cpu_knows_the_poison: computes only when its output holds the one NaN pattern kgate
-// once always used (0x7FC0DEAD), and writes zeros otherwise: kgate now draws the poison's payload
-// per run and case, so the ordinary cases catch it.
+// mutant_softmax_cpu_knows_the_poison: computes only when its output holds the one NaN pattern
+// kgate once always used (0x7FC0DEAD), and writes zeros otherwise: kgate now draws the poison's
+// payload per run and case, so the ordinary cases catch it.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -21,10 +21,11 @@ void launch(const KernelCall& call) {
   const int64_t rows = x.sizes.at(0), n = x.sizes.at(1);
   for (int64_t r = 0; r < rows; ++r) {
     float* yr = y.as<float>() + r * y.strides[0];
-    softmax_cpu_row(x.as<const float>() + r * x.strides[0], x.strides[1], n, [&](int64_t c, float v) {
-      float& out = yr[c * y.strides[1]];
-      if (std::isnan(out)) out = v;  // BUG: "already written" elements are skipped
-    });
+    softmax_cpu_row(x.as<const float>() + r * x.strides[0], x.strides[1], n,
+                    [&](int64_t c, float v) {
+                      float& out = yr[c * y.strides[1]];
+                      if (std::isnan(out)) out = v;  // BUG: "already written" elements are skipped
+                    });
   }
 }
 

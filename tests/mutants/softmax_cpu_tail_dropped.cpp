@@ -19,7 +19,8 @@ void launch(const KernelCall& call) {
     for (int64_t c = 0; c < full; ++c) m = std::fmax(m, xr[c * x.strides[1]]);
     double s = 0;
     for (int64_t c = 0; c < full; ++c) s += std::exp(static_cast<double>(xr[c * x.strides[1]]) - m);
-    for (int64_t c = 0; c < full; ++c) yr[c * y.strides[1]] = static_cast<float>(std::exp(xr[c * x.strides[1]] - m) / s);
+    for (int64_t c = 0; c < full; ++c)
+      yr[c * y.strides[1]] = static_cast<float>(std::exp(xr[c * x.strides[1]] - m) / s);
   }
 }
 

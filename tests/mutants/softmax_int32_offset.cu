@@ -29,7 +29,8 @@ __global__ void softmax_int32_offset(const T* x, T* y, int64_t rows, int64_t n) 
   float s = 0.f;
   for (int64_t c = lane; c < n; c += 32) s += expf(to_float(x[base + c]) - m);
   s = warp_sum(s);
-  for (int64_t c = lane; c < n; c += 32) y[base + c] = from_float<T>(expf(to_float(x[base + c]) - m) / s);
+  for (int64_t c = lane; c < n; c += 32)
+    y[base + c] = from_float<T>(expf(to_float(x[base + c]) - m) / s);
 }
 
 template <typename T>
@@ -38,17 +39,22 @@ void run(const KernelCall& call) {
   const auto& y = call.outputs.at(0);
   const int64_t rows = x.sizes[0], n = x.sizes[1];
   if (rows == 0 || n == 0) return;
-  softmax_int32_offset<T><<<static_cast<unsigned>((rows + 3) / 4), 128, 0, static_cast<cudaStream_t>(call.stream)>>>(
-      x.as<const T>(), y.as<T>(), rows, n);
+  softmax_int32_offset<T>
+      <<<static_cast<unsigned>((rows + 3) / 4), 128, 0, static_cast<cudaStream_t>(call.stream)>>>(
+          x.as<const T>(), y.as<T>(), rows, n);
   KGATE_CUDA_CALL(cudaGetLastError());
 }
 
 void launch(const KernelCall& call) {
   switch (call.inputs.at(0).dtype) {
-    case DType::f32: return run<float>(call);
-    case DType::f16: return run<__half>(call);
-    case DType::bf16: return run<__nv_bfloat16>(call);
-    default: throw Error(ErrorKind::usage, "mutant_softmax_int32_offset: unsupported dtype");
+    case DType::f32:
+      return run<float>(call);
+    case DType::f16:
+      return run<__half>(call);
+    case DType::bf16:
+      return run<__nv_bfloat16>(call);
+    default:
+      throw Error(ErrorKind::usage, "mutant_softmax_int32_offset: unsupported dtype");
   }
 }
 

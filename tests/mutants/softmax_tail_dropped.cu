@@ -16,7 +16,8 @@ using kgate::kernels::warp_max;
 using kgate::kernels::warp_sum;
 
 template <typename T>
-__global__ void softmax_full_tiles_only(const T* x, T* y, int64_t rows, int64_t n, int64_t xs, int64_t ys) {
+__global__ void softmax_full_tiles_only(const T* x, T* y, int64_t rows, int64_t n, int64_t xs,
+                                        int64_t ys) {
   const int lane = threadIdx.x & 31;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * 4 + (threadIdx.x >> 5);
   if (row >= rows) return;
@@ -27,7 +28,8 @@ __global__ void softmax_full_tiles_only(const T* x, T* y, int64_t rows, int64_t 
   float s = 0.f;
   for (int64_t c = lane; c < full; c += 32) s += expf(to_float(x[row * xs + c]) - m);
   s = warp_sum(s);
-  for (int64_t c = lane; c < full; c += 32) y[row * ys + c] = from_float<T>(expf(to_float(x[row * xs + c]) - m) / s);
+  for (int64_t c = lane; c < full; c += 32)
+    y[row * ys + c] = from_float<T>(expf(to_float(x[row * xs + c]) - m) / s);
 }
 
 template <typename T>
@@ -36,17 +38,22 @@ void run(const KernelCall& call) {
   const auto& y = call.outputs.at(0);
   const int64_t rows = x.sizes[0], n = x.sizes[1];
   if (rows == 0 || n == 0) return;
-  softmax_full_tiles_only<T><<<static_cast<unsigned>((rows + 3) / 4), 128, 0, static_cast<cudaStream_t>(call.stream)>>>(
-      x.as<const T>(), y.as<T>(), rows, n, x.strides[0], y.strides[0]);
+  softmax_full_tiles_only<T>
+      <<<static_cast<unsigned>((rows + 3) / 4), 128, 0, static_cast<cudaStream_t>(call.stream)>>>(
+          x.as<const T>(), y.as<T>(), rows, n, x.strides[0], y.strides[0]);
   KGATE_CUDA_CALL(cudaGetLastError());
 }
 
 void launch(const KernelCall& call) {
   switch (call.inputs.at(0).dtype) {
-    case DType::f32: return run<float>(call);
-    case DType::f16: return run<__half>(call);
-    case DType::bf16: return run<__nv_bfloat16>(call);
-    default: throw Error(ErrorKind::usage, "mutant_softmax_tail_dropped: unsupported dtype");
+    case DType::f32:
+      return run<float>(call);
+    case DType::f16:
+      return run<__half>(call);
+    case DType::bf16:
+      return run<__nv_bfloat16>(call);
+    default:
+      throw Error(ErrorKind::usage, "mutant_softmax_tail_dropped: unsupported dtype");
   }
 }
 

@@ -43,20 +43,27 @@ Case as_op(Case c, const std::string& op) {
 }
 
 // Bitwise equality of two tensors: dtype, sizes, strides and every element's bits (NaNs too).
-::testing::AssertionResult same_bits(const at::Tensor& a, const at::Tensor& b, const std::string& what) {
+::testing::AssertionResult same_bits(const at::Tensor& a, const at::Tensor& b,
+                                     const std::string& what) {
   if (a.scalar_type() != b.scalar_type() || a.sizes() != b.sizes() || a.strides() != b.strides())
-    return ::testing::AssertionFailure() << what << ": dtype/sizes/strides differ: " << a.scalar_type() << a.sizes()
-                                         << a.strides() << " vs " << b.scalar_type() << b.sizes() << b.strides();
+    return ::testing::AssertionFailure()
+           << what << ": dtype/sizes/strides differ: " << a.scalar_type() << a.sizes()
+           << a.strides() << " vs " << b.scalar_type() << b.sizes() << b.strides();
   const auto bits = [](const at::Tensor& t) {
     const auto c = t.contiguous();
     switch (c.element_size()) {
-      case 1: return c.view(at::kByte);
-      case 2: return c.view(at::kShort);
-      case 4: return c.view(at::kInt);
-      default: return c.view(at::kLong);
+      case 1:
+        return c.view(at::kByte);
+      case 2:
+        return c.view(at::kShort);
+      case 4:
+        return c.view(at::kInt);
+      default:
+        return c.view(at::kLong);
     }
   };
-  if (!at::equal(bits(a), bits(b))) return ::testing::AssertionFailure() << what << ": the bits differ";
+  if (!at::equal(bits(a), bits(b)))
+    return ::testing::AssertionFailure() << what << ": the bits differ";
   return ::testing::AssertionSuccess();
 }
 
@@ -84,7 +91,8 @@ TEST_F(OpFileEquivalence, OpFilesLoadWithTheirOrigin) {
     EXPECT_NE(s.origin.find("tests/ops/"), std::string::npos) << p.file_op << ": " << s.origin;
     EXPECT_EQ(find_op(p.builtin).origin, "built-in");
     ASSERT_EQ(s.symbols.size(), find_op(p.builtin).symbols.size()) << p.file_op;
-    for (size_t i = 0; i < s.symbols.size(); ++i) EXPECT_EQ(s.symbols[i].name, find_op(p.builtin).symbols[i].name);
+    for (size_t i = 0; i < s.symbols.size(); ++i)
+      EXPECT_EQ(s.symbols[i].name, find_op(p.builtin).symbols[i].name);
   }
 }
 
@@ -102,21 +110,24 @@ TEST_F(OpFileEquivalence, InputsReferencesAndOraclesAreBitwiseEqual) {
         const Tensors in_b = rb.make_inputs(c, b, device);
         const Tensors in_s = rs.make_inputs(cs, s, device);
         ASSERT_EQ(in_b.size(), in_s.size());
-        for (size_t i = 0; i < in_b.size(); ++i) ASSERT_TRUE(same_bits(in_b[i], in_s[i], "input " + b.inputs[i].name));
+        for (size_t i = 0; i < in_b.size(); ++i)
+          ASSERT_TRUE(same_bits(in_b[i], in_s[i], "input " + b.inputs[i].name));
         const Tensors eager_b = rb.eager(in_b, call_attributes(b, c));
         const Tensors eager_s = rs.eager(in_s, call_attributes(s, cs));
         ASSERT_EQ(eager_b.size(), eager_s.size());
-        for (size_t i = 0; i < eager_b.size(); ++i) EXPECT_TRUE(same_bits(eager_b[i], eager_s[i], "eager output"));
+        for (size_t i = 0; i < eager_b.size(); ++i)
+          EXPECT_TRUE(same_bits(eager_b[i], eager_s[i], "eager output"));
         Tensors up;
         for (const auto& t : in_b) up.push_back(t.is_floating_point() ? t.to(at::kDouble) : t);
         const Tensors oracle_b = rb.oracle(up, call_attributes(b, c));
         const Tensors oracle_s = rs.oracle(up, call_attributes(s, cs));
-        for (size_t i = 0; i < oracle_b.size(); ++i) EXPECT_TRUE(same_bits(oracle_b[i], oracle_s[i], "oracle output"));
+        for (size_t i = 0; i < oracle_b.size(); ++i)
+          EXPECT_TRUE(same_bits(oracle_b[i], oracle_s[i], "oracle output"));
         ++compared;
       }
       EXPECT_GE(compared, 40) << p.builtin;
-      std::printf("[ inputs   ] %-11s %-5s %lld cases: inputs, eager and oracle bitwise equal\n", p.builtin,
-                  device.str().c_str(), static_cast<long long>(compared));
+      std::printf("[ inputs   ] %-11s %-5s %lld cases: inputs, eager and oracle bitwise equal\n",
+                  p.builtin, device.str().c_str(), static_cast<long long>(compared));
     }
   }
 }
@@ -133,13 +144,14 @@ TEST_F(OpFileEquivalence, EveryKernelAndMutantGetsTheSameVerdicts) {
       for (const auto& p : kPairs)
         if (k.op == p.builtin) pair = &p;
       if (!pair) continue;
-      // Mutants that kill their process run in workers (tests/cli/isolation_gpu.sh); those caught by
-      // a behaviour check (stale, determinism) give run-to-run different outputs by design; those
-      // caught by checked timing ("timed") are right on every case by design.
+      // Mutants that kill their process run in workers (tests/cli/isolation_gpu.sh); those caught
+      // by a behaviour check (stale, determinism) give run-to-run different outputs by design;
+      // those caught by checked timing ("timed") are right on every case by design.
       if (k.mutant && (k.expected_catch == "isolation" || k.expected_catch == "determinism" ||
                        k.expected_catch == "stale" || k.expected_catch == "written_before" ||
                        k.expected_catch == "timed")) {
-        std::printf("[ verdicts ] %-36s not compared here (%s mutant)\n", k.name.c_str(), k.expected_catch.c_str());
+        std::printf("[ verdicts ] %-36s not compared here (%s mutant)\n", k.name.c_str(),
+                    k.expected_catch.c_str());
         continue;
       }
       const OpSignature& b = find_op(pair->builtin);
@@ -148,8 +160,8 @@ TEST_F(OpFileEquivalence, EveryKernelAndMutantGetsTheSameVerdicts) {
       // The ops are compared, not the rules: allclose, whose tolerance is one f16 ulp, fails every
       // mutant on these cases (eager_relative, the f16/bf16 default, lets a few ulp pass, so
       // mutant_rms_norm_half_accum fails only on long rows, which the mutant suite reaches).
-      // Controls (correct kernels summing in other orders) are judged under the op's own rule, which
-      // they must pass: allclose rejects a correct left-to-right sum over a long row.
+      // Controls (correct kernels summing in other orders) are judged under the op's own rule,
+      // which they must pass: allclose rejects a correct left-to-right sum over a long row.
       options.rule = k.control ? "" : "allclose";
       props::GeneratorOptions gen;
       gen.seed = 7;
@@ -169,9 +181,11 @@ TEST_F(OpFileEquivalence, EveryKernelAndMutantGetsTheSameVerdicts) {
           if (rb.outcome == Outcome::failed || rs.outcome == Outcome::failed) ++failed;
           continue;
         }
-        EXPECT_EQ(outcome_name(rb.outcome), std::string(outcome_name(rs.outcome))) << rb.message << " | " << rs.message;
+        EXPECT_EQ(outcome_name(rb.outcome), std::string(outcome_name(rs.outcome)))
+            << rb.message << " | " << rs.message;
         EXPECT_EQ(rb.rule, rs.rule);
-        if (std::isfinite(rb.margin) || std::isfinite(rs.margin)) EXPECT_NEAR(rb.margin, rs.margin, 1e-6);
+        if (std::isfinite(rb.margin) || std::isfinite(rs.margin))
+          EXPECT_NEAR(rb.margin, rs.margin, 1e-6);
         if (rb.outcome == Outcome::failed) ++failed;
         else if (std::isfinite(rb.margin)) {
           worst_b = std::max(worst_b, rb.margin);
@@ -180,14 +194,18 @@ TEST_F(OpFileEquivalence, EveryKernelAndMutantGetsTheSameVerdicts) {
         if (runner.context_lost()) break;  // a faulting mutant: the rest is "not run" on both
       }
       if (irreproducible == 0) EXPECT_NEAR(worst_b, worst_s, 1e-6) << k.name;
-      if (!k.mutant || k.control) EXPECT_EQ(irreproducible, 0) << k.name << " (a correct kernel) is not reproducible run to run";
-      if (k.mutant && !k.control) EXPECT_GT(failed, 0) << "mutant " << k.name << " passed every case under both ops";
+      if (!k.mutant || k.control)
+        EXPECT_EQ(irreproducible, 0)
+            << k.name << " (a correct kernel) is not reproducible run to run";
+      if (k.mutant && !k.control)
+        EXPECT_GT(failed, 0) << "mutant " << k.name << " passed every case under both ops";
       if (k.control) EXPECT_EQ(failed, 0) << "control " << k.name << " (a correct kernel) failed";
-      std::printf("[ verdicts ] %-36s %-5s %s: %lld failed, worst margin %.6f vs %.6f%s\n", k.name.c_str(),
-                  backend_name(backend), k.mutant ? "mutant" : "kernel", static_cast<long long>(failed), worst_b,
-                  worst_s,
+      std::printf("[ verdicts ] %-36s %-5s %s: %lld failed, worst margin %.6f vs %.6f%s\n",
+                  k.name.c_str(), backend_name(backend), k.mutant ? "mutant" : "kernel",
+                  static_cast<long long>(failed), worst_b, worst_s,
                   irreproducible ? (" (" + std::to_string(irreproducible) +
-                                    " cases not reproducible run to run: a race; not compared)").c_str()
+                                    " cases not reproducible run to run: a race; not compared)")
+                                       .c_str()
                                  : "");
       ++kernels;
       if (runner.context_lost()) break;

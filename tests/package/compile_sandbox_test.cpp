@@ -1,6 +1,6 @@
 // A package's source is hostile input. Each probe of the red-team list is a test here: an #include
-// (or __has_include) of the runner's files must reveal nothing, a FIFO or a macro bomb must not hang
-// the compile, hard links are refused, and --require-sandbox refuses to compile unconfined.
+// (or __has_include) of the runner's files must reveal nothing, a FIFO or a macro bomb must not
+// hang the compile, hard links are refused, and --require-sandbox refuses to compile unconfined.
 // NVRTC runs without a GPU, so these run on CI machines.
 #include <sys/stat.h>
 #include <unistd.h>
@@ -76,10 +76,10 @@ SandboxKind machine_sandbox() {
 }
 
 /// Probes that only a sandbox can stop are skipped, visibly, where none can be entered.
-#define KGATE_SKIP_WITHOUT_SANDBOX()                                                         \
-  do {                                                                                       \
-    if (machine_sandbox() == SandboxKind::none)                                              \
-      GTEST_SKIP() << "no compile sandbox can be entered here: this probe would succeed";    \
+#define KGATE_SKIP_WITHOUT_SANDBOX()                                                      \
+  do {                                                                                    \
+    if (machine_sandbox() == SandboxKind::none)                                           \
+      GTEST_SKIP() << "no compile sandbox can be entered here: this probe would succeed"; \
   } while (0)
 
 /// Sets an environment variable for the test's duration.
@@ -140,7 +140,8 @@ TEST(CompileSandbox, FilesOutsideAreNotReachedThroughTheToolkitIncludePath) {
 
 TEST(CompileSandbox, MacroBuiltPathsAreNotReadable) {
   ScopedEnv secret("KGATE_TEST_SECRET", kSecret);
-  Probe p("#define KG_STR(x) #x\n#define KG_PATH(x) KG_STR(/proc/self/x)\n#include KG_PATH(environ)\n");
+  Probe p(
+      "#define KG_STR(x) #x\n#define KG_PATH(x) KG_STR(/proc/self/x)\n#include KG_PATH(environ)\n");
   const std::string err = p.compile();
   EXPECT_NE(err.find("cannot open source file"), std::string::npos) << err;
   EXPECT_EQ(err.find(kSecret), std::string::npos) << err;
@@ -150,7 +151,8 @@ TEST(CompileSandbox, MacroValuesCompileButCannotOpenFiles) {
   ScopedEnv secret("KGATE_TEST_SECRET", kSecret);
   Probe ok("__device__ float kgate_pi() { return (float)M_PI + INFINITY; }\n");
   json m = probe_manifest();
-  m["nvrtc_options"] = {"-DM_PI=(3.14159265358979323846)", "-DINFINITY=(__int_as_float(0x7f800000))"};
+  m["nvrtc_options"] = {"-DM_PI=(3.14159265358979323846)",
+                        "-DINFINITY=(__int_as_float(0x7f800000))"};
   ok.pkg.write_json("kgate.json", m);
   EXPECT_EQ(ok.compile(), "");
   // A path built by a -D value: the sandbox stops it like any other.
@@ -181,22 +183,25 @@ TEST(CompileSandbox, HasIncludeCannotProbeOutside) {
   TempDir outside;
   outside.write("exists.h", "\n");
   // Each probe of a file that exists would stop the compile with its #error.
-  Probe p("#if __has_include(\"/etc/passwd\")\n#error probe: /etc/passwd\n#endif\n"
-          "#if __has_include(\"/proc/self/environ\")\n#error probe: environ\n#endif\n"
-          "#if __has_include(\"" + (outside.path() / "exists.h").string() +
-          "\")\n#error probe: a file outside\n#endif\n"
-          "#if !__has_include(<cuda_fp16.h>)\n#error the toolkit headers must stay visible\n#endif\n");
+  Probe p(
+      "#if __has_include(\"/etc/passwd\")\n#error probe: /etc/passwd\n#endif\n"
+      "#if __has_include(\"/proc/self/environ\")\n#error probe: environ\n#endif\n"
+      "#if __has_include(\"" +
+      (outside.path() / "exists.h").string() +
+      "\")\n#error probe: a file outside\n#endif\n"
+      "#if !__has_include(<cuda_fp16.h>)\n#error the toolkit headers must stay visible\n#endif\n");
   EXPECT_EQ(p.compile(), "");
 }
 
 TEST(CompileSandbox, ToolkitHeadersCooperativeGroupsAndCubCompile) {
   // CUDA 13 keeps cuda/std, CUB and Thrust in include/cccl; kgate hands NVRTC that directory too.
-  Probe p("#include <cooperative_groups.h>\n#include <cub/warp/warp_reduce.cuh>\n"
-          "#include <cuda/std/type_traits>\n"
-          "extern \"C\" __global__ void cg(float* x) {\n"
-          "  namespace cgr = cooperative_groups;\n"
-          "  auto warp = cgr::tiled_partition<32>(cgr::this_thread_block());\n"
-          "  x[threadIdx.x] = (float)warp.thread_rank();\n}\n");
+  Probe p(
+      "#include <cooperative_groups.h>\n#include <cub/warp/warp_reduce.cuh>\n"
+      "#include <cuda/std/type_traits>\n"
+      "extern \"C\" __global__ void cg(float* x) {\n"
+      "  namespace cgr = cooperative_groups;\n"
+      "  auto warp = cgr::tiled_partition<32>(cgr::this_thread_block());\n"
+      "  x[threadIdx.x] = (float)warp.thread_rank();\n}\n");
   EXPECT_EQ(p.compile(), "");
 }
 
@@ -333,7 +338,10 @@ TEST(CompileSandbox, WireFormatRoundTripsAndRejectsGarbage) {
 
   NvrtcResponse r;
   r.status = NvrtcResponse::Status::ok;
-  r.cubin = std::string("\x7f" "ELF\0\1", 6);
+  r.cubin = std::string(
+      "\x7f"
+      "ELF\0\1",
+      6);
   r.lowered_names = {{"k<1>", "_Z1kILi1EEvv"}};
   r.sandbox = SandboxKind::landlock;
   r.compile_seconds = 1.5;

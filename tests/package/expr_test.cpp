@@ -145,8 +145,11 @@ TEST(Expr, ConditionalOperator) {
   EXPECT_EQ(eval("N == 0 ? 0 : 64 / N", {{"N", 0}}), 0);
   EXPECT_EQ(eval("1 ? 7 : unknown"), 7);
   EXPECT_EQ((std::vector<std::string>{"c", "a", "b"}), Expr::parse("c ? a : b").symbols());
-  EXPECT_EQ((std::vector<int64_t>{16, 1024}), Expr::parse("N > 1024 ? 1 : N < 16").comparison_bounds("N"));
-  EXPECT_EQ(parse_error("N ? 1"), "in \"N ? 1\" at column 6: expected ':' of the '?' at column 3, found end of expression");
+  EXPECT_EQ((std::vector<int64_t>{16, 1024}),
+            Expr::parse("N > 1024 ? 1 : N < 16").comparison_bounds("N"));
+  EXPECT_EQ(
+      parse_error("N ? 1"),
+      "in \"N ? 1\" at column 6: expected ':' of the '?' at column 3, found end of expression");
   EXPECT_EQ(parse_error("N : 1"), "in \"N : 1\" at column 3: expected an operator, found ':'");
 }
 

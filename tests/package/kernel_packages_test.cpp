@@ -159,16 +159,17 @@ TEST(KernelPackages, SoftmaxSwitchesOnTheRowLength) {
   EXPECT_EQ(l.manifest.launches[3].field, "launches[0]{LO=128,VPT=8}");
   const std::string warp = " grid 2x1x1 block 128x1x1", block = " grid 5x1x1 block 1024x1x1";
   const std::vector<std::pair<int64_t, std::string>> expected = {
-      {1, "warp_rows<float, 1>" + warp},      {32, "warp_rows<float, 1>" + warp},
-      {33, "warp_rows<float, 2>" + warp},     {512, "warp_rows<float, 16>" + warp},
-      {513, "warp_rows<float, 32>" + warp},   {1024, "warp_rows<float, 32>" + warp},
-      {1025, "block_rows<float, 2>" + block}, {2048, "block_rows<float, 2>" + block},
-      {2049, "block_rows<float, 4>" + block}, {16384, "block_rows<float, 16>" + block},
+      {1, "warp_rows<float, 1>" + warp},         {32, "warp_rows<float, 1>" + warp},
+      {33, "warp_rows<float, 2>" + warp},        {512, "warp_rows<float, 16>" + warp},
+      {513, "warp_rows<float, 32>" + warp},      {1024, "warp_rows<float, 32>" + warp},
+      {1025, "block_rows<float, 2>" + block},    {2048, "block_rows<float, 2>" + block},
+      {2049, "block_rows<float, 4>" + block},    {16384, "block_rows<float, 16>" + block},
       {16388, "smem_rows<float, true>" + block}, {16385, "smem_rows<float, false>" + block},
       {49152, "smem_rows<float, true>" + block}, {49153, "long_rows<float>" + block}};
   for (const auto& [n, kernel] : expected) {
     const auto x = view(DType::f32, {5, n});
-    EXPECT_EQ(launched(l, call_of(l, {x}, {x})), Names{"kgate_device::softmax_" + kernel}) << "N=" << n;
+    EXPECT_EQ(launched(l, call_of(l, {x}, {x})), Names{"kgate_device::softmax_" + kernel})
+        << "N=" << n;
   }
   // The warp launches take B first; the others do not, and the long rows take N as i64.
   const auto x = view(DType::f32, {5, 100});
@@ -181,7 +182,8 @@ TEST(KernelPackages, SoftmaxSwitchesOnTheRowLength) {
   ASSERT_EQ(b.size(), 1u);
   EXPECT_EQ(b[0].value<int64_t>(2), 60000);
   EXPECT_EQ(b[0].shared_mem, 0u);
-  const auto s = running(l, call_of(l, {view(DType::f32, {2, 20000})}, {view(DType::f32, {2, 20000})}));
+  const auto s =
+      running(l, call_of(l, {view(DType::f32, {2, 20000})}, {view(DType::f32, {2, 20000})}));
   ASSERT_EQ(s.size(), 1u);
   EXPECT_EQ(s[0].shared_mem, 80000u);
 }

@@ -9,8 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/package/validate.hpp"
 #include "package_test_util.hpp"
+#include "runtime/package/validate.hpp"
 
 namespace kgate::package {
 namespace {
@@ -26,8 +26,7 @@ std::string kinds(const std::vector<ParamType>& types) {
       out += std::string("ptr ") + (t.pointee ? dtype_name(*t.pointee) : "?");
     else if (t.kind == ParamType::Kind::scalar)
       out += t.scalar ? scalar_type_name(*t.scalar) : "other";
-    else
-      out += "unknown";
+    else out += "unknown";
   }
   return out;
 }
@@ -75,7 +74,8 @@ __global__ void k(const T* x, T* y, unsigned n) {
     o.check = testing::catalogue_options();
     o.compile_options.cache_dir = cache.path();
     std::vector<std::string> out;
-    for (const auto& p : validate_package(pkg.path(), o).problems) out.push_back(p.field + ": " + p.message);
+    for (const auto& p : validate_package(pkg.path(), o).problems)
+      out.push_back(p.field + ": " + p.message);
     return out;
   }
 
@@ -100,17 +100,22 @@ TEST_F(KernelTypesTest, MatchingTypesAreValid) {
 TEST_F(KernelTypesTest, AValueOfTheRightSizeAndTheWrongTypeIsRefused) {
   json m = manifest();
   m["launches"][0]["args"][2]["type"] = "i32";
-  EXPECT_EQ(problems(m), (std::vector<std::string>{
-                             "launches[0].args[2]: is i32, but the kernel takes unsigned int (u32); set \"type\": "
-                             "\"u32\" (parameter 2 of kernel \"k<float>\" for f32)"}));
+  EXPECT_EQ(
+      problems(m),
+      (std::vector<std::string>{
+          "launches[0].args[2]: is i32, but the kernel takes unsigned int (u32); set \"type\": "
+          "\"u32\" (parameter 2 of kernel \"k<float>\" for f32)"}));
 }
 
 TEST_F(KernelTypesTest, ATensorOfAnotherElementTypeIsRefused) {
   json m = manifest();
-  m["launches"][0]["kernel"]["f16"] = "k<float>";  // the f16 call would hand __half data to a float*
-  EXPECT_EQ(problems(m), (std::vector<std::string>{
-                             "launches[0].args[0]: is tensor x of f16 elements, but the kernel takes float const* "
-                             "(parameter 0 of kernel \"k<float>\" for f16)"}));
+  m["launches"][0]["kernel"]["f16"] =
+      "k<float>";  // the f16 call would hand __half data to a float*
+  EXPECT_EQ(
+      problems(m),
+      (std::vector<std::string>{
+          "launches[0].args[0]: is tensor x of f16 elements, but the kernel takes float const* "
+          "(parameter 0 of kernel \"k<float>\" for f16)"}));
 }
 
 TEST_F(KernelTypesTest, AnExternCKernelIsTypedByTheCompiler) {
@@ -121,15 +126,19 @@ extern "C" __global__ void k(const float* x, float* y, unsigned n) {}
   json m = manifest();
   m["launches"][0]["kernel"] = "k";
   // A float kernel declared for f16 tensors: its sizes match, its types do not.
-  EXPECT_EQ(problems(m), (std::vector<std::string>{
-                             "launches[0].args[0]: is tensor x of f16 elements, but the kernel takes float const* "
-                             "(parameter 0 of kernel \"k\" for f16)"}));
+  EXPECT_EQ(
+      problems(m),
+      (std::vector<std::string>{
+          "launches[0].args[0]: is tensor x of f16 elements, but the kernel takes float const* "
+          "(parameter 0 of kernel \"k\" for f16)"}));
   m["guard"]["dtypes"] = {"f32"};
   EXPECT_TRUE(problems(m).empty()) << ::testing::PrintToString(problems(m));
   m["launches"][0]["args"][2]["type"] = "i32";
-  EXPECT_EQ(problems(m), (std::vector<std::string>{
-                             "launches[0].args[2]: is i32, but the kernel takes unsigned int (u32); set \"type\": "
-                             "\"u32\" (parameter 2 of kernel \"k\" for f32)"}));
+  EXPECT_EQ(
+      problems(m),
+      (std::vector<std::string>{
+          "launches[0].args[2]: is i32, but the kernel takes unsigned int (u32); set \"type\": "
+          "\"u32\" (parameter 2 of kernel \"k\" for f32)"}));
   // The probe's name, read back.
   const auto t = probe_param_types("_Z17kgate_param_probeIPFvPKfPfjEEvv");
   ASSERT_TRUE(t.has_value());
@@ -146,10 +155,12 @@ __global__ void k(const T* x, long long n, T* y) {}
   m["launches"][0]["kernel"] = {{"f32", "k<float>"}, {"f16", "k<float>"}};
   m["guard"]["dtypes"] = {"f32"};
   m["launches"][0]["kernel"] = "k<float>";
-  m["launches"][0]["args"] = {{{"tensor", "x"}}, {{"tensor", "y"}}, {{"shape", "N"}, {"type", "i64"}}};
-  EXPECT_EQ(problems(m), (std::vector<std::string>{
-                             "launches[0].args[1]: is a pointer (tensor y), but the kernel takes long long "
-                             "(parameter 1 of kernel \"k<float>\" for f32)"}));
+  m["launches"][0]["args"] = {
+      {{"tensor", "x"}}, {{"tensor", "y"}}, {{"shape", "N"}, {"type", "i64"}}};
+  EXPECT_EQ(problems(m),
+            (std::vector<std::string>{
+                "launches[0].args[1]: is a pointer (tensor y), but the kernel takes long long "
+                "(parameter 1 of kernel \"k<float>\" for f32)"}));
 }
 
 }  // namespace

@@ -30,8 +30,10 @@ __global__ void k(const T* x, T* y, long long n) {
 )J";
 
 const char* const kTopKeyList =
-    "format, name, version, op, op_file, description, attributes, sources, include_dirs, nvrtc_options, "
-    "outputs, symbols, workspace, cubin, fatbin, ptx, captured_inputs, nvrtc_options_for_dtype, launch_defaults, launches, "
+    "format, name, version, op, op_file, description, attributes, sources, include_dirs, "
+    "nvrtc_options, "
+    "outputs, symbols, workspace, cubin, fatbin, ptx, captured_inputs, nvrtc_options_for_dtype, "
+    "launch_defaults, launches, "
     "guard";
 
 /// A minimal valid manifest for softmax; each test breaks one thing.
@@ -114,13 +116,15 @@ TEST_F(ManifestTest, AScalarMayBeAFloatExpression) {
   ASSERT_TRUE(out.launches[0].args.at(3).float_expr);
   EXPECT_EQ(out.launches[0].args[3].float_expr->text(), "1 / sqrt(N) * dim");
   m["launches"][0]["args"][3] = {{"scalar", "1 / sqrt(D)"}, {"type", "f32"}};
-  EXPECT_EQ(only_problem(m), line("launches[0].args[3].scalar",
-                                  "in \"1 / sqrt(D)\" at column 10: unknown name 'D'; expected a shape symbol or an "
-                                  "attribute (B, N, dim, dtype_size, device_* (the device's properties))"));
+  EXPECT_EQ(only_problem(m),
+            line("launches[0].args[3].scalar",
+                 "in \"1 / sqrt(D)\" at column 10: unknown name 'D'; expected a shape symbol or an "
+                 "attribute (B, N, dim, dtype_size, device_* (the device's properties))"));
   m["launches"][0]["args"][3] = {{"scalar", "1 / sqrt(N)"}, {"type", "i32"}};
-  EXPECT_EQ(only_problem(m), line("launches[0].args[3].type",
-                                  "a float expression is passed as f32 or f64; an integer value is {\"shape\": "
-                                  "\"1 / sqrt(N)\", \"type\": \"i32\"}"));
+  EXPECT_EQ(only_problem(m),
+            line("launches[0].args[3].type",
+                 "a float expression is passed as f32 or f64; an integer value is {\"shape\": "
+                 "\"1 / sqrt(N)\", \"type\": \"i32\"}"));
   m["launches"][0]["args"][3] = {{"scalar", "N % 2"}, {"type", "f64"}};
   EXPECT_NE(only_problem(m).find("'%' is not a float operation"), std::string::npos);
 }
@@ -147,18 +151,25 @@ TEST_F(ManifestTest, OutputsAndWorkspacesTakeAStartValue) {
   // An output the op lacks; a start that is no number; zero and start that disagree; an integer
   // workspace that cannot hold its start.
   m["outputs"] = json::parse(R"J({"z": {"start": 0}})J");
-  EXPECT_EQ(only_problem(m), line("outputs.z", "op \"softmax\" has no output \"z\"; its outputs: y"));
+  EXPECT_EQ(only_problem(m),
+            line("outputs.z", "op \"softmax\" has no output \"z\"; its outputs: y"));
   m["outputs"] = json::parse(R"J({"y": {"start": "nan"}})J");
   EXPECT_NE(only_problem(m).find("outputs.y.start"), std::string::npos);
   m["outputs"] = json::parse(R"J({"y": {"begin": 0}})J");
-  EXPECT_EQ(problems(m).at(0), line("outputs.y.begin", "unknown key \"begin\"; expected one of: start"));
+  EXPECT_EQ(problems(m).at(0),
+            line("outputs.y.begin", "unknown key \"begin\"; expected one of: start"));
   m.erase("outputs");
-  m["workspace"] = json::parse(R"J([{"name": "w", "dtype": "f32", "shape": ["B"], "zero": true, "start": 1}])J");
-  EXPECT_EQ(only_problem(m), line("workspace[0].start", "\"zero\": true and \"start\": 1 disagree; give one of them"));
-  m["workspace"] = json::parse(R"J([{"name": "w", "dtype": "i32", "shape": ["B"], "start": "-inf"}])J");
+  m["workspace"] =
+      json::parse(R"J([{"name": "w", "dtype": "f32", "shape": ["B"], "zero": true, "start": 1}])J");
   EXPECT_EQ(only_problem(m), line("workspace[0].start",
-                                  "workspace \"w\" is i32: its start value is a whole number it holds; found -inf"));
-  m["workspace"] = json::parse(R"J([{"name": "w", "dtype": "i32", "shape": ["B"], "start": 3000000000}])J");
+                                  "\"zero\": true and \"start\": 1 disagree; give one of them"));
+  m["workspace"] =
+      json::parse(R"J([{"name": "w", "dtype": "i32", "shape": ["B"], "start": "-inf"}])J");
+  EXPECT_EQ(only_problem(m),
+            line("workspace[0].start",
+                 "workspace \"w\" is i32: its start value is a whole number it holds; found -inf"));
+  m["workspace"] =
+      json::parse(R"J([{"name": "w", "dtype": "i32", "shape": ["B"], "start": 3000000000}])J");
   EXPECT_NE(only_problem(m).find("found 3000000000"), std::string::npos);
 }
 
@@ -173,15 +184,18 @@ TEST_F(ManifestTest, AnOutputWrittenInPlaceHasNoStartValue) {
     return o;
   }();
   ManifestCheckOptions options = testing::catalogue_options();
-  options.find_op = [](const std::string& name) -> const OpSignature* { return name == "softmax" ? &op : nullptr; };
+  options.find_op = [](const std::string& name) -> const OpSignature* {
+    return name == "softmax" ? &op : nullptr;
+  };
   json m = base_manifest();
   m["launches"][0]["args"].push_back({{"tensor", "x_out"}});
   m["outputs"] = json::parse(R"J({"x_out": {"start": 0}})J");
   pkg.write_json("kgate.json", m);
   const auto ps = lines(check_manifest(pkg.path(), options, nullptr));
   ASSERT_EQ(ps.size(), 1u) << ::testing::PrintToString(ps);
-  EXPECT_EQ(ps[0], line("outputs.x_out", "output \"x_out\" is written in place into input \"x\": it holds that "
-                                         "input's values, not a start value; remove it from \"outputs\""));
+  EXPECT_EQ(ps[0], line("outputs.x_out",
+                        "output \"x_out\" is written in place into input \"x\": it holds that "
+                        "input's values, not a start value; remove it from \"outputs\""));
 }
 
 TEST_F(ManifestTest, FullFeaturedManifestIsValid) {
@@ -266,13 +280,17 @@ TEST_F(ManifestTest, NestingDeeperThan128LevelsIsRefusedBeforeParsing) {
   pkg.write("kgate.json", "{\"format\": \"kgate-package/1\", \"guard\": " + deep + "}");
   const auto ps = lines(check_manifest(pkg.path()));
   ASSERT_EQ(ps.size(), 1u);
-  EXPECT_NE(ps[0].find("not valid JSON: parse error at byte 167: arrays and objects are nested more than 128 levels deep"),
+  EXPECT_NE(ps[0].find("not valid JSON: parse error at byte 167: arrays and objects are nested "
+                       "more than 128 levels deep"),
             std::string::npos)
       << ps[0];
-  // 128 levels are read as JSON (and refused for what they are); brackets inside strings do not count.
-  pkg.write("kgate.json", "{\"format\": \"kgate-package/1\", \"description\": \"" + std::string(1000, '[') +
-                               "\", \"guard\": " + std::string(127, '[') + std::string(127, ']') + "}");
-  for (const auto& p : lines(check_manifest(pkg.path()))) EXPECT_EQ(p.find("nested more than"), std::string::npos) << p;
+  // 128 levels are read as JSON (and refused for what they are); brackets inside strings do not
+  // count.
+  pkg.write("kgate.json", "{\"format\": \"kgate-package/1\", \"description\": \"" +
+                              std::string(1000, '[') + "\", \"guard\": " + std::string(127, '[') +
+                              std::string(127, ']') + "}");
+  for (const auto& p : lines(check_manifest(pkg.path())))
+    EXPECT_EQ(p.find("nested more than"), std::string::npos) << p;
 }
 
 TEST_F(ManifestTest, DimensionIndicesAboveTwoToThe63AreRefused) {
@@ -280,12 +298,16 @@ TEST_F(ManifestTest, DimensionIndicesAboveTwoToThe63AreRefused) {
   json m = base_manifest();
   m["symbols"]["N"] = json::parse(R"J(["x", 18446744073709551615])J");
   bool named = false;
-  for (const auto& p : problems(m)) named |= p.find("symbols.N[1]: dimension 18446744073709551615 is out of range") != std::string::npos;
+  for (const auto& p : problems(m))
+    named |=
+        p.find("symbols.N[1]: dimension 18446744073709551615 is out of range") != std::string::npos;
   EXPECT_TRUE(named) << ::testing::PrintToString(problems(m));
   m = base_manifest();
-  m["launches"][0]["args"].push_back(json::parse(R"J({"stride": ["x", 18446744073709551614], "type": "i64"})J"));
+  m["launches"][0]["args"].push_back(
+      json::parse(R"J({"stride": ["x", 18446744073709551614], "type": "i64"})J"));
   named = false;
-  for (const auto& p : problems(m)) named |= p.find("dimension 18446744073709551614 is out of range") != std::string::npos;
+  for (const auto& p : problems(m))
+    named |= p.find("dimension 18446744073709551614 is out of range") != std::string::npos;
   EXPECT_TRUE(named) << ::testing::PrintToString(problems(m));
 }
 
@@ -300,24 +322,34 @@ TEST_F(ManifestTest, TopLevelMustBeAnObject) {
 TEST_F(ManifestTest, StructuralMistakesNameFileAndField) {
   json m = base_manifest();
   m["workspace"] = json::parse(R"J([{"name": "partial", "shape": ["B"]}])J");  // missing key
-  EXPECT_EQ(only_problem(m), line("workspace[0].dtype", "missing; expected one of f16, bf16, f32, f64, i32, i64"));
+  EXPECT_EQ(only_problem(m),
+            line("workspace[0].dtype", "missing; expected one of f16, bf16, f32, f64, i32, i64"));
   m = base_manifest();
   m["guard"]["unmatched"] = "fallbak";  // not one of the values
-  EXPECT_EQ(only_problem(m), line("guard.unmatched", "expected one of error, fallback, found \"fallbak\""));
+  EXPECT_EQ(only_problem(m),
+            line("guard.unmatched", "expected one of error, fallback, found \"fallbak\""));
   m = base_manifest();
-  m["guard"]["shapes"] = json::parse(R"J({"N": {"min": 1, "max": 64, "multiple_of": 0}})J");  // out of range
-  EXPECT_EQ(only_problem(m), line("guard.shapes.N.multiple_of", "expected an integer >= 1, found 0"));
+  m["guard"]["shapes"] =
+      json::parse(R"J({"N": {"min": 1, "max": 64, "multiple_of": 0}})J");  // out of range
+  EXPECT_EQ(only_problem(m),
+            line("guard.shapes.N.multiple_of", "expected an integer >= 1, found 0"));
   m = base_manifest();
   m["launches"][0]["block"] = 256;  // wrong type
-  EXPECT_EQ(only_problem(m), line("launches[0].block",
-                                  "expected an array of 1 to 3 integer expressions such as [\"B\", 1, 1], found 256"));
+  EXPECT_EQ(
+      only_problem(m),
+      line("launches[0].block",
+           "expected an array of 1 to 3 integer expressions such as [\"B\", 1, 1], found 256"));
   m = base_manifest();
   m["guard"]["layout"] = json::array({"contiguous"});  // unknown key
-  EXPECT_EQ(only_problem(m), line("guard.layout", "unknown key \"layout\"; did you mean \"layouts\"? expected one of: "
-                                                  "dtypes, ranks, shapes, layouts, require, unmatched, variants"));
+  EXPECT_EQ(only_problem(m),
+            line("guard.layout",
+                 "unknown key \"layout\"; did you mean \"layouts\"? expected one of: "
+                 "dtypes, ranks, shapes, layouts, require, unmatched, variants"));
   m = base_manifest();
-  m["launches"][0]["args"][2] = json::parse(R"J({"shape": "N", "type": "f32"})J");  // the branch of a choice
-  EXPECT_EQ(only_problem(m), line("launches[0].args[2].type", "expected one of i32, i64, u32, u64, found \"f32\""));
+  m["launches"][0]["args"][2] =
+      json::parse(R"J({"shape": "N", "type": "f32"})J");  // the branch of a choice
+  EXPECT_EQ(only_problem(m),
+            line("launches[0].args[2].type", "expected one of i32, i64, u32, u64, found \"f32\""));
 }
 
 // --- identity ----------------------------------------------------------------------------------
@@ -333,7 +365,8 @@ TEST_F(ManifestTest, WrongFormat) {
 TEST_F(ManifestTest, MissingFormat) {
   json m = base_manifest();
   m.erase("format");
-  EXPECT_EQ(only_problem(m), line("format", "missing; expected \"kgate-package/1\" (the format this kgate reads)"));
+  EXPECT_EQ(only_problem(m),
+            line("format", "missing; expected \"kgate-package/1\" (the format this kgate reads)"));
 }
 
 TEST_F(ManifestTest, EmptyName) {
@@ -387,10 +420,13 @@ TEST_F(ManifestTest, CapturedInputsMustBeAnArrayOfFilesInsideThePackage) {
   json m = base_manifest();
   m["captured_inputs"] = json::object({{"a", 1}});
   EXPECT_EQ(only_problem(m), line("captured_inputs",
-                                  "expected an array of safetensors files relative to the package (at most 256), found an object"));
+                                  "expected an array of safetensors files relative to the package "
+                                  "(at most 256), found an object"));
   m["captured_inputs"] = json::array({"../x.safetensors"});
-  EXPECT_EQ(only_problem(m), line("captured_inputs[0]",
-                                  "\"../x.safetensors\" contains \"..\"; expected a path inside the package directory"));
+  EXPECT_EQ(
+      only_problem(m),
+      line("captured_inputs[0]",
+           "\"../x.safetensors\" contains \"..\"; expected a path inside the package directory"));
 }
 
 TEST_F(ManifestTest, UnknownTopLevelKeySuggestsClosest) {
@@ -419,15 +455,17 @@ TEST_F(ManifestTest, KernelTypoInLaunch) {
   json m = base_manifest();
   m["launches"][0]["kernal"] = "k<float>";
   m["launches"][0].erase("kernel");
-  EXPECT_EQ(problems(m), (std::vector<std::string>{
-                             line("launches[0].kernal",
-                                  "unknown key \"kernal\"; did you mean \"kernel\"? "
-                                  "expected one of: for_each, kernel, grid, block, "
-                                  "nvrtc_options, shared_mem, max_dynamic_shared_mem, carveout, cluster, args, when"),
-                             line("launches[0].kernel",
-                                  "missing; expected a kernel name expression such as "
-                                  "\"softmax_rows<float>\", or an object of them per dtype such as "
-                                  "{\"f32\": \"k<float>\"}")}));
+  EXPECT_EQ(
+      problems(m),
+      (std::vector<std::string>{
+          line("launches[0].kernal",
+               "unknown key \"kernal\"; did you mean \"kernel\"? "
+               "expected one of: for_each, kernel, grid, block, "
+               "nvrtc_options, shared_mem, max_dynamic_shared_mem, carveout, cluster, args, when"),
+          line("launches[0].kernel",
+               "missing; expected a kernel name expression such as "
+               "\"softmax_rows<float>\", or an object of them per dtype such as "
+               "{\"f32\": \"k<float>\"}")}));
 }
 
 // --- paths -------------------------------------------------------------------------------------
@@ -457,7 +495,8 @@ TEST_F(ManifestTest, OpFileIsLoadedFromInsideThePackage) {
   ManifestCheckOptions options = testing::catalogue_options();
   options.load_op_file = [&](const std::string& path) {
     loaded.push_back(path);
-    if (path.find("bad") != std::string::npos) throw Error(ErrorKind::usage, "op file " + path + " is invalid");
+    if (path.find("bad") != std::string::npos)
+      throw Error(ErrorKind::usage, "op file " + path + " is invalid");
   };
   m["op_file"] = "op.json";
   pkg.write_json("kgate.json", m);
@@ -468,9 +507,13 @@ TEST_F(ManifestTest, OpFileIsLoadedFromInsideThePackage) {
   EXPECT_EQ(out.op_file, loaded[0]);
 
   m["op_file"] = "../op.json";
-  EXPECT_EQ(only_problem(m), line("op_file", "\"../op.json\" contains \"..\"; expected a path inside the package directory"));
+  EXPECT_EQ(only_problem(m),
+            line("op_file",
+                 "\"../op.json\" contains \"..\"; expected a path inside the package directory"));
   m["op_file"] = 3;
-  EXPECT_EQ(only_problem(m), line("op_file", "expected the path of the op file (kgate-op/1) inside the package, found 3"));
+  EXPECT_EQ(
+      only_problem(m),
+      line("op_file", "expected the path of the op file (kgate-op/1) inside the package, found 3"));
   pkg.write("bad.json", "{}");
   m["op_file"] = "bad.json";
   pkg.write_json("kgate.json", m);
@@ -586,8 +629,10 @@ TEST_F(ManifestTest, AProblemNamesItsEntryAfterARefusedOne) {
   m["include_dirs"] = {"missing", "include"};
   const auto found = problems(m);
   ASSERT_EQ(found.size(), 2u) << ::testing::PrintToString(found);
-  EXPECT_EQ(found[0], line("include_dirs[0]", "\"missing\" does not exist in the package directory"));
-  EXPECT_NE(found[1].find("include_dirs[1]: \"include/link.h\" resolves to"), std::string::npos) << found[1];
+  EXPECT_EQ(found[0],
+            line("include_dirs[0]", "\"missing\" does not exist in the package directory"));
+  EXPECT_NE(found[1].find("include_dirs[1]: \"include/link.h\" resolves to"), std::string::npos)
+      << found[1];
   m = base_manifest();
   m["workspace"] = json::parse(R"J([{"name": "a", "dtype": "f8", "shape": [1]},
                                     {"name": "w", "dtype": "f32", "shape": ["N * N * N"]}])J");
@@ -595,7 +640,8 @@ TEST_F(ManifestTest, AProblemNamesItsEntryAfterARefusedOne) {
   std::string all;
   for (const auto& p : problems(m)) all += p + "\n";
   EXPECT_NE(all.find("workspace[0].dtype: unknown dtype \"f8\""), std::string::npos) << all;
-  EXPECT_NE(all.find("workspace[1].shape: the workspace would take more than 2^48 bytes (256 TiB) at the largest call"),
+  EXPECT_NE(all.find("workspace[1].shape: the workspace would take more than 2^48 bytes (256 TiB) "
+                     "at the largest call"),
             std::string::npos)
       << all;
 }
@@ -647,8 +693,8 @@ TEST_F(ManifestTest, MacroValuesAreAnyPrintableText) {
   // NVRTC has no M_PI or INFINITY: packages define them. Each option is one argument to NVRTC,
   // never a shell, so $(id) is just text.
   json m = base_manifest();
-  m["nvrtc_options"] = {"-DM_PI=(3.14159265358979323846)", "-DINFINITY=(__int_as_float(0x7f800000))",
-                        "-DX=$(id)", "-DPAIR=(a, b)"};
+  m["nvrtc_options"] = {"-DM_PI=(3.14159265358979323846)",
+                        "-DINFINITY=(__int_as_float(0x7f800000))", "-DX=$(id)", "-DPAIR=(a, b)"};
   EXPECT_TRUE(problems(m).empty()) << ::testing::PrintToString(problems(m));
   m["nvrtc_options"] = {"-DX=a\nb"};
   EXPECT_EQ(only_problem(m), line("nvrtc_options[0]",
@@ -681,9 +727,11 @@ TEST_F(ManifestTest, BadGridExpressionNamesTheColumn) {
 TEST_F(ManifestTest, UnknownSymbolInBlock) {
   json m = base_manifest();
   m["launches"][0]["block"] = {"M * 2"};
-  EXPECT_EQ(only_problem(m), line("launches[0].block[0]",
-                                  "in \"M * 2\" at column 1: unknown "
-                                  "symbol 'M'; known symbols: B, N, dim, dtype_size, device_* (the device's properties)"));
+  EXPECT_EQ(
+      only_problem(m),
+      line("launches[0].block[0]",
+           "in \"M * 2\" at column 1: unknown "
+           "symbol 'M'; known symbols: B, N, dim, dtype_size, device_* (the device's properties)"));
 }
 
 TEST_F(ManifestTest, GridNeedsOneToThreeExpressions) {
@@ -706,7 +754,8 @@ TEST_F(ManifestTest, BlockTooLarge) {
             line("launches[0].block", "a block has 1 to 1024 threads; found 2048"));
   // One axis over its limit is one problem, not also a second one for the product.
   m["launches"][0]["block"] = {2048};
-  EXPECT_EQ(only_problem(m), line("launches[0].block[0]", "a block's x size is 1 to 1024; found 2048"));
+  EXPECT_EQ(only_problem(m),
+            line("launches[0].block[0]", "a block's x size is 1 to 1024; found 2048"));
 }
 
 TEST_F(ManifestTest, SymbolDimensionOutsideTheRank) {
@@ -754,8 +803,8 @@ TEST_F(ManifestTest, BadScalarType) {
                                   "expected one of i32, i64, u32, u64, "
                                   "found \"i16\""));
   m["launches"][0]["args"][2].erase("type");
-  EXPECT_EQ(only_problem(m), line("launches[0].args[2].type",
-                                  "missing; expected one of i32, i64, u32, u64"));
+  EXPECT_EQ(only_problem(m),
+            line("launches[0].args[2].type", "missing; expected one of i32, i64, u32, u64"));
 }
 
 TEST_F(ManifestTest, ArgumentWithTwoKinds) {
@@ -935,11 +984,11 @@ TEST_F(ManifestTest, HugeCallCountsAreRefused) {
   std::string all;
   for (const auto& p : problems(m)) all += p + "\n";
   EXPECT_NE(all.find("guard.variants[0].calls: expected an integer from 1 to "
-                          "1099511627776, found 9223372036854775807"),
+                     "1099511627776, found 9223372036854775807"),
             std::string::npos)
       << all;
   EXPECT_NE(all.find("guard.variants[1].calls: expected an integer from 1 to "
-                          "1099511627776, found 18446744073709551615"),
+                     "1099511627776, found 18446744073709551615"),
             std::string::npos)
       << all;
 }
@@ -1039,10 +1088,12 @@ TEST_F(ManifestTest, BadLaunchConditions) {
                                   "in \"N => 1024\" at column 3: '=' is not an operator; expected "
                                   "== to compare"));
   m["launches"][1]["when"] = {{"if", "M > 1024"}};
-  EXPECT_EQ(only_problem(m), line("launches[1].when.if",
-                                  "in \"M > 1024\" at column 1: unknown symbol 'M'; known "
-                                  "symbols: B, N, align_x, align_y, dim, dtype_size, numel_x, numel_y, "
-                                  "stride_x_0, stride_x_1, stride_y_0, stride_y_1, device_* (the device's properties)"));
+  EXPECT_EQ(
+      only_problem(m),
+      line("launches[1].when.if",
+           "in \"M > 1024\" at column 1: unknown symbol 'M'; known "
+           "symbols: B, N, align_x, align_y, dim, dtype_size, numel_x, numel_y, "
+           "stride_x_0, stride_x_1, stride_y_0, stride_y_1, device_* (the device's properties)"));
   m["launches"][1]["when"] = {{"layouts", {"rowmajor"}}};
   EXPECT_EQ(only_problem(m), line("launches[1].when.layouts[0]",
                                   "expected one of contiguous, strided, offset, found "
@@ -1063,7 +1114,8 @@ TEST_F(ManifestTest, LaunchLayoutOutsideTheGuard) {
                  "guard.layouts or remove it here"));
 }
 
-// --- launch_defaults and for_each ------------------------------------------------------------------
+// --- launch_defaults and for_each
+// ------------------------------------------------------------------
 
 TEST_F(ManifestTest, ForEachExpandsOneLaunchPerBindingWithDefaults) {
   json m = base_manifest();
@@ -1083,13 +1135,13 @@ TEST_F(ManifestTest, ForEachExpandsOneLaunchPerBindingWithDefaults) {
   EXPECT_EQ(out.launches[3].field, "launches[1]{LO=128,V=8}");
   EXPECT_EQ(out.launches[5].field, "launches[2]");
   const SymbolValues n100 = {{"B", 3}, {"N", 100}};
-  EXPECT_EQ(out.launches[2].block[0].evaluate(n100), 128);   // 32 * 4
+  EXPECT_EQ(out.launches[2].block[0].evaluate(n100), 128);     // 32 * 4
   EXPECT_EQ(out.launches[2].when.if_expr->evaluate(n100), 1);  // 64 < 100 <= 128
   EXPECT_EQ(out.launches[1].when.if_expr->evaluate(n100), 0);
   EXPECT_EQ(out.launches[4].when.if_expr->evaluate(n100), 0);  // N > 256
   EXPECT_EQ(out.launches[3].grid[0].evaluate(n100), 3);        // from launch_defaults
   EXPECT_EQ(out.launches[3].args.size(), 3u);
-  EXPECT_EQ(out.launches[5].args[2].type, ScalarType::i32);    // its own args win
+  EXPECT_EQ(out.launches[5].args[2].type, ScalarType::i32);  // its own args win
   EXPECT_EQ(out.launches[5].block[0].evaluate(n100), 256);
 }
 
@@ -1104,16 +1156,20 @@ TEST_F(ManifestTest, ForEachProblemsNameTheBinding) {
 
   m = base_manifest();
   m["launches"][0]["for_each"] = {{"VPT", json::array()}};
-  EXPECT_EQ(only_problem(m), line("launches[0].for_each.VPT",
-                                  "expected a non-empty array of at most 64 integers, found an array"));
+  EXPECT_EQ(only_problem(m),
+            line("launches[0].for_each.VPT",
+                 "expected a non-empty array of at most 64 integers, found an array"));
   m["launches"][0]["for_each"] = {{"VPT", {1, "two"}}};
-  EXPECT_EQ(only_problem(m), line("launches[0].for_each.VPT[1]", "expected an integer, found \"two\""));
+  EXPECT_EQ(only_problem(m),
+            line("launches[0].for_each.VPT[1]", "expected an integer, found \"two\""));
   m["launches"][0]["for_each"] = {{"2x", {1}}};
   EXPECT_EQ(only_problem(m), line("launches[0].for_each.2x",
-                                  "expected an identifier (letters, digits and _, not starting with a digit, at most 64) as a name, "
+                                  "expected an identifier (letters, digits and _, not starting "
+                                  "with a digit, at most 64) as a name, "
                                   "found \"2x\""));
   m["launches"][0]["for_each"] = 3;
-  EXPECT_NE(only_problem(m).find("launches[0].for_each: expected an object of integer lists"), std::string::npos);
+  EXPECT_NE(only_problem(m).find("launches[0].for_each: expected an object of integer lists"),
+            std::string::npos);
   m["launches"][0]["for_each"] = {{"A", std::vector<int>(9, 1)}, {"B", std::vector<int>(9, 1)}};
   EXPECT_EQ(only_problem(m), line("launches[0].for_each", "expands to 81 launches, more than 64"));
   m["launches"][0]["for_each"] = {{"A", std::vector<int>(8, 1)}};
@@ -1149,8 +1205,9 @@ TEST_F(ManifestTest, OptionsPerDtypeAndPerLaunchAreChecked) {
   EXPECT_EQ(units[1].name_expressions, std::vector<std::string>{"k"});
 
   m["nvrtc_options_for_dtype"] = {{"bf16", {"-DB"}}};
-  EXPECT_EQ(only_problem(m), line("nvrtc_options_for_dtype.bf16",
-                                  "\"bf16\" is not in guard.dtypes: its options would never be used"));
+  EXPECT_EQ(only_problem(m),
+            line("nvrtc_options_for_dtype.bf16",
+                 "\"bf16\" is not in guard.dtypes: its options would never be used"));
   m["nvrtc_options_for_dtype"] = {{"f16", {"-I/etc"}}};
   EXPECT_NE(only_problem(m).find("nvrtc_options_for_dtype.f16[0]: "), std::string::npos);
   m.erase("nvrtc_options_for_dtype");
@@ -1168,11 +1225,15 @@ TEST_F(ManifestTest, OptionsPerDtypeAndPerLaunchAreChecked) {
 TEST_F(ManifestTest, LaunchDefaultsAreChecked) {
   json m = base_manifest();
   m["launch_defaults"] = {{"grdi", {"B"}}};
-  EXPECT_NE(only_problem(m).find("launch_defaults.grdi: unknown key \"grdi\"; did you mean \"grid\"?"), std::string::npos);
+  EXPECT_NE(
+      only_problem(m).find("launch_defaults.grdi: unknown key \"grdi\"; did you mean \"grid\"?"),
+      std::string::npos);
   m["launch_defaults"] = {{"for_each", {{"V", {1}}}}};
-  EXPECT_NE(only_problem(m).find("launch_defaults.for_each: unknown key \"for_each\""), std::string::npos);
+  EXPECT_NE(only_problem(m).find("launch_defaults.for_each: unknown key \"for_each\""),
+            std::string::npos);
   m["launch_defaults"] = 7;
-  EXPECT_NE(only_problem(m).find("launch_defaults: expected an object with launch keys"), std::string::npos);
+  EXPECT_NE(only_problem(m).find("launch_defaults: expected an object with launch keys"),
+            std::string::npos);
   // A launch that omits a key with no default still misses it.
   m = base_manifest();
   const json args = m["launches"][0]["args"];
@@ -1202,11 +1263,11 @@ TEST_F(ManifestTest, BadStrideArguments) {
   EXPECT_EQ(only_problem(m), line("launches[0].args[3].stride",
                                   "expected [TENSOR, DIM] such as [\"x\", 0], found \"x\""));
   m["launches"][0]["args"][3] = {{"stride", {"x", 0}}, {"type", "f32"}};
-  EXPECT_EQ(only_problem(m), line("launches[0].args[3].type",
-                                  "expected one of i32, i64, u32, u64, found \"f32\""));
+  EXPECT_EQ(only_problem(m),
+            line("launches[0].args[3].type", "expected one of i32, i64, u32, u64, found \"f32\""));
   m["launches"][0]["args"][3] = {{"stride", {"x", 0}}};
-  EXPECT_EQ(only_problem(m), line("launches[0].args[3].type",
-                                  "missing; expected one of i32, i64, u32, u64"));
+  EXPECT_EQ(only_problem(m),
+            line("launches[0].args[3].type", "missing; expected one of i32, i64, u32, u64"));
 }
 
 TEST_F(ManifestTest, BuiltInSymbolNamesAreReserved) {
@@ -1226,9 +1287,11 @@ TEST_F(ManifestTest, GuardRanksTheOpsTensorsCannotHaveAreRefused) {
   json m = base_manifest();
   m["guard"]["ranks"] = {3};
   m["symbols"] = {{"B", {"x", 0}}, {"N", {"x", -1}}};
-  EXPECT_EQ(only_problem(m), line("guard.ranks", "[3] leaves out rank 2, the rank of op \"softmax\"'s tensor \"x\" "
-                                                 "(bound by symbol B): every call would fall outside the guard and "
-                                                 "the package's kernels would never run; list 2, or leave guard.ranks out"));
+  EXPECT_EQ(only_problem(m),
+            line("guard.ranks",
+                 "[3] leaves out rank 2, the rank of op \"softmax\"'s tensor \"x\" "
+                 "(bound by symbol B): every call would fall outside the guard and "
+                 "the package's kernels would never run; list 2, or leave guard.ranks out"));
   m["guard"]["ranks"] = {2, 3};
   EXPECT_TRUE(problems(m).empty()) << ::testing::PrintToString(problems(m));
 }
@@ -1243,15 +1306,23 @@ TEST_F(ManifestTest, GuardRequirePredicates) {
   EXPECT_EQ(out.guard.require[1].text(), "stride_x_1 == 1 ? align_x >= 16 : numel_y < 65536");
 
   m["guard"]["require"] = {"stride_x_2 == 1"};  // x has rank 2
-  EXPECT_NE(only_problem(m).find("guard.require[0]: in \"stride_x_2 == 1\" at column 1: unknown symbol 'stride_x_2'"),
-            std::string::npos)
+  EXPECT_NE(
+      only_problem(m).find(
+          "guard.require[0]: in \"stride_x_2 == 1\" at column 1: unknown symbol 'stride_x_2'"),
+      std::string::npos)
       << only_problem(m);
   m["guard"]["require"] = {"16 % 8 == 0"};
-  EXPECT_EQ(only_problem(m), line("guard.require[0]", "\"16 % 8 == 0\" names no symbol, so it is always true: remove it"));
+  EXPECT_EQ(
+      only_problem(m),
+      line("guard.require[0]", "\"16 % 8 == 0\" names no symbol, so it is always true: remove it"));
   m["guard"]["require"] = json::array();
-  EXPECT_NE(only_problem(m).find("guard.require: expected an array of 1 to 32 predicates"), std::string::npos);
+  EXPECT_NE(only_problem(m).find("guard.require: expected an array of 1 to 32 predicates"),
+            std::string::npos);
   m["guard"]["require"] = {7};
-  EXPECT_EQ(only_problem(m), line("guard.require[0]", "expected a predicate such as \"align_x >= 16\" (at most 1024 characters), found 7"));
+  EXPECT_EQ(
+      only_problem(m),
+      line("guard.require[0]",
+           "expected a predicate such as \"align_x >= 16\" (at most 1024 characters), found 7"));
 
   // when.if sees the tensor symbols too; other expressions do not.
   m = base_manifest();
@@ -1263,8 +1334,9 @@ TEST_F(ManifestTest, GuardRequirePredicates) {
   // Names of that form are reserved.
   m = base_manifest();
   m["symbols"]["numel_rows"] = {"x", 0};
-  EXPECT_NE(only_problem(m).find("symbols.numel_rows: \"numel_rows\" has the form of a tensor symbol"),
-            std::string::npos);
+  EXPECT_NE(
+      only_problem(m).find("symbols.numel_rows: \"numel_rows\" has the form of a tensor symbol"),
+      std::string::npos);
   EXPECT_TRUE(is_tensor_symbol_form("stride_x_1"));
   EXPECT_TRUE(is_tensor_symbol_form("stride_cu_seqlens_0"));
   EXPECT_FALSE(is_tensor_symbol_form("stride_x"));
@@ -1387,20 +1459,38 @@ TEST(ManifestSchema, DescribesTheSameTopLevelKeys) {
   std::vector<std::string> keys;
   for (const auto& item : schema.at("properties").items()) keys.push_back(item.key());
   std::sort(keys.begin(), keys.end());
-  EXPECT_EQ(keys, (std::vector<std::string>{"attributes", "captured_inputs", "cubin", "description", "fatbin", "format", "guard",
-                                            "include_dirs", "launch_defaults", "launches", "name",
-                                            "nvrtc_options", "nvrtc_options_for_dtype", "op", "op_file", "outputs", "ptx",
-                                            "sources", "symbols", "version", "workspace"}));
-  EXPECT_EQ(schema.at("required"), json::parse(R"J(["format", "name", "version", "op", "launches", "guard"])J"));
+  EXPECT_EQ(keys, (std::vector<std::string>{"attributes",
+                                            "captured_inputs",
+                                            "cubin",
+                                            "description",
+                                            "fatbin",
+                                            "format",
+                                            "guard",
+                                            "include_dirs",
+                                            "launch_defaults",
+                                            "launches",
+                                            "name",
+                                            "nvrtc_options",
+                                            "nvrtc_options_for_dtype",
+                                            "op",
+                                            "op_file",
+                                            "outputs",
+                                            "ptx",
+                                            "sources",
+                                            "symbols",
+                                            "version",
+                                            "workspace"}));
+  EXPECT_EQ(schema.at("required"),
+            json::parse(R"J(["format", "name", "version", "op", "launches", "guard"])J"));
   EXPECT_EQ(schema.at("anyOf").size(), 4u);  // sources, or a precompiled cubin, fatbin or ptx
   // Launch keys and argument kinds as the checker knows them.
   std::vector<std::string> launch_keys;
   for (const auto& item : schema.at("$defs").at("launch").at("properties").items())
     launch_keys.push_back(item.key());
   std::sort(launch_keys.begin(), launch_keys.end());
-  EXPECT_EQ(launch_keys, (std::vector<std::string>{"args", "block", "carveout", "cluster", "for_each", "grid",
-                                                   "kernel", "max_dynamic_shared_mem", "nvrtc_options", "shared_mem",
-                                                   "when"}));
+  EXPECT_EQ(launch_keys, (std::vector<std::string>{
+                             "args", "block", "carveout", "cluster", "for_each", "grid", "kernel",
+                             "max_dynamic_shared_mem", "nvrtc_options", "shared_mem", "when"}));
   std::vector<std::string> arg_kinds;
   for (const auto& variant : schema.at("$defs").at("arg").at("oneOf"))
     arg_kinds.push_back(variant.at("required").at(0).get<std::string>());
@@ -1408,7 +1498,8 @@ TEST(ManifestSchema, DescribesTheSameTopLevelKeys) {
                                                  "scalar", "stride"}));
 }
 
-// ---- hostile manifests: no crash, no flood, nothing harmful printed ----------------------------------
+// ---- hostile manifests: no crash, no flood, nothing harmful printed
+// ----------------------------------
 
 /// Every problem of the raw manifest text `text`, formatted.
 std::string raw_problems(TempDir& pkg, const std::string& text) {
@@ -1499,13 +1590,18 @@ TEST_F(ManifestTest, LaunchSettingsThatCanNeverRunAreRefused) {
   const std::vector<Bad> cases = {
       {"grid", json::array({"1/0"}), "launches[0].grid[0]", "can never be evaluated: "},
       {"grid", json::array({"B % 0"}), "launches[0].grid[0]", "fails for every value tried"},
-      {"grid", json::array({-1}), "launches[0].grid[0]", "a grid's x size is 1 to 2147483647; found -1"},
+      {"grid", json::array({-1}), "launches[0].grid[0]",
+       "a grid's x size is 1 to 2147483647; found -1"},
       {"grid", json::array({2147483648LL}), "launches[0].grid[0]", "found 2147483648"},
-      {"grid", json::array({"B", 65536}), "launches[0].grid[1]", "a grid's y size is 1 to 65535; found 65536"},
-      {"block", json::array({1, 1, 65}), "launches[0].block[2]", "a block's z size is 1 to 64; found 65"},
-      {"shared_mem", "1099511627776", "launches[0].shared_mem", "dynamic shared memory is 0 to 232448"},
+      {"grid", json::array({"B", 65536}), "launches[0].grid[1]",
+       "a grid's y size is 1 to 65535; found 65536"},
+      {"block", json::array({1, 1, 65}), "launches[0].block[2]",
+       "a block's z size is 1 to 64; found 65"},
+      {"shared_mem", "1099511627776", "launches[0].shared_mem",
+       "dynamic shared memory is 0 to 232448"},
       {"shared_mem", -1, "launches[0].shared_mem", "found -1"},
-      {"grid", json::array({"9223372036854775807 * 2"}), "launches[0].grid[0]", "can never be evaluated"},
+      {"grid", json::array({"9223372036854775807 * 2"}), "launches[0].grid[0]",
+       "can never be evaluated"},
       {"when", json::object({{"if", "1/0"}}), "launches[0].when.if", "can never be evaluated"},
   };
   for (const auto& c : cases) {
@@ -1513,7 +1609,7 @@ TEST_F(ManifestTest, LaunchSettingsThatCanNeverRunAreRefused) {
     m["launches"][0][c.key] = c.value;
     std::string all;
     for (const auto& p : problems(m)) all += p + "\n";
-    EXPECT_NE(all.find(std::string(c.field) + ": " ), std::string::npos) << c.value << "\n" << all;
+    EXPECT_NE(all.find(std::string(c.field) + ": "), std::string::npos) << c.value << "\n" << all;
     EXPECT_NE(all.find(c.message), std::string::npos) << c.value << "\n" << all;
   }
   // A divisor that is zero only for some calls is the kernel's business, not an error.
@@ -1528,7 +1624,8 @@ TEST_F(ManifestTest, LaunchSettingsAreJudgedAtTheLargestCallTheGuardAdmits) {
   m["launches"][0]["grid"] = {1, "B"};
   std::string all;
   for (const auto& p : problems(m)) all += p + "\n";
-  EXPECT_NE(all.find("launches[0].grid[1]: \"B\" is 65536 at the largest call the guard admits (B=65536, N=262144), "
+  EXPECT_NE(all.find("launches[0].grid[1]: \"B\" is 65536 at the largest call the guard admits "
+                     "(B=65536, N=262144), "
                      "past CUDA's y-grid limit of 65535"),
             std::string::npos)
       << all;
@@ -1543,23 +1640,29 @@ TEST_F(ManifestTest, LaunchSettingsAreJudgedAtTheLargestCallTheGuardAdmits) {
   m["launches"][0]["grid"] = {"N * N * N * N / 1024"};
   all.clear();
   for (const auto& p : problems(m)) all += p + "\n";
-  EXPECT_NE(all.find("launches[0].grid[0]: \"N * N * N * N / 1024\" cannot be evaluated at the largest call"),
-            std::string::npos)
+  EXPECT_NE(
+      all.find(
+          "launches[0].grid[0]: \"N * N * N * N / 1024\" cannot be evaluated at the largest call"),
+      std::string::npos)
       << all;
   m["guard"]["shapes"] = {{"N", {{"min", 1}, {"max", 64}}}};
   EXPECT_TRUE(problems(m).empty()) << ::testing::PrintToString(problems(m));
   m = base_manifest();
-  m["workspace"] = json::array({{{"name", "w"}, {"dtype", "f32"}, {"shape", {"N * N * N"}}}});  // 2^54 x 4 bytes
+  m["workspace"] =
+      json::array({{{"name", "w"}, {"dtype", "f32"}, {"shape", {"N * N * N"}}}});  // 2^54 x 4 bytes
   all.clear();
   for (const auto& p : problems(m)) all += p + "\n";
-  EXPECT_NE(all.find("workspace[0].shape: the workspace would take more than 2^48 bytes (256 TiB) at the largest call"),
+  EXPECT_NE(all.find("workspace[0].shape: the workspace would take more than 2^48 bytes (256 TiB) "
+                     "at the largest call"),
             std::string::npos)
       << all;
   m = base_manifest();
   m["launches"][0]["shared_mem"] = "N * 4";  // 1 MiB at N=262144
   all.clear();
   for (const auto& p : problems(m)) all += p + "\n";
-  EXPECT_NE(all.find("launches[0].shared_mem: \"N * 4\" is 1048576 bytes at the largest call"), std::string::npos) << all;
+  EXPECT_NE(all.find("launches[0].shared_mem: \"N * 4\" is 1048576 bytes at the largest call"),
+            std::string::npos)
+      << all;
 }
 
 TEST_F(ManifestTest, TooManyArgumentsForTheParameterSpace) {
@@ -1584,8 +1687,9 @@ TEST_F(ManifestTest, OneSourceThroughManyLinksIsRefused) {
   }
   const auto ps = problems(m);
   ASSERT_EQ(ps.size(), 3u) << ::testing::PrintToString(ps);
-  EXPECT_EQ(ps[0], line("sources[1]", "\"link0.cu\" is the same file as \"k.cu\" (through a link); "
-                                       "list each file once"));
+  EXPECT_EQ(ps[0], line("sources[1]",
+                        "\"link0.cu\" is the same file as \"k.cu\" (through a link); "
+                        "list each file once"));
 }
 
 TEST_F(ManifestTest, IntegersThatWouldWrapAreRefused) {
@@ -1603,14 +1707,15 @@ TEST_F(ManifestTest, IntegersThatWouldWrapAreRefused) {
 
 TEST_F(ManifestTest, WorkspacesNoMemoryHoldsAreRefused) {
   json m = base_manifest();
-  m["workspace"] = json::parse(
-      R"J([{"name": "w", "dtype": "f32", "shape": [4294967296, 4294967296]}])J");
+  m["workspace"] =
+      json::parse(R"J([{"name": "w", "dtype": "f32", "shape": [4294967296, 4294967296]}])J");
   m["launches"][0]["args"].push_back({{"workspace", "w"}});
   EXPECT_EQ(only_problem(m), line("workspace[0].shape",
                                   "the workspace would take more than 2^48 bytes (256 TiB), more "
                                   "than any GPU holds"));
   m["workspace"][0]["shape"] = {"B", "1/0"};
-  EXPECT_NE(only_problem(m).find("workspace[0].shape[1]: can never be evaluated"), std::string::npos);
+  EXPECT_NE(only_problem(m).find("workspace[0].shape[1]: can never be evaluated"),
+            std::string::npos);
   m["workspace"][0]["shape"] = {"B", "ceil_div(N, 256)"};
   EXPECT_TRUE(problems(m).empty()) << ::testing::PrintToString(problems(m));
 }
@@ -1623,7 +1728,8 @@ TEST(ManifestSource, EveryValueCarriesItsFieldPath) {
   m["launches"][0].erase("block");
   m["launches"][0]["for_each"] = {{"V", {1, 2}}};
   m["launches"][0]["grid"] = {"ceil_div(B, {V})", 1};
-  m["workspace"] = json::parse(R"J([{"name": "w", "dtype": "f32", "shape": ["N"], "zero": true}])J");
+  m["workspace"] =
+      json::parse(R"J([{"name": "w", "dtype": "f32", "shape": ["N"], "zero": true}])J");
   const source::ManifestSource s = source::decode_manifest(m);
   ASSERT_EQ(s.launches.size(), 2u);
   EXPECT_EQ(s.launches[1].field, "launches[0]{V=2}");
@@ -1646,10 +1752,11 @@ TEST(ManifestSource, EveryValueCarriesItsFieldPath) {
 
 TEST(ManifestSource, WhatTheSchemaRefusedIsLeftOutAndExpansionProblemsAreKept) {
   json m = base_manifest();
-  m["sources"] = {"k.cu", 7, "k.cu"};           // a number (the schema) and a repeat (uniqueItems)
+  m["sources"] = {"k.cu", 7, "k.cu"};            // a number (the schema) and a repeat (uniqueItems)
   m["symbols"]["not an identifier"] = {"x", 0};  // (the schema: propertyNames)
   m["symbols"]["M"] = {"x", "first"};            // not [TENSOR, DIM]: declared, no binding
-  m["launches"][0]["for_each"] = {{"A", {1, 2, 3, 4, 5, 6, 7, 8}}, {"C", {1, 2, 3, 4, 5, 6, 7, 8, 9}}};
+  m["launches"][0]["for_each"] = {{"A", {1, 2, 3, 4, 5, 6, 7, 8}},
+                                  {"C", {1, 2, 3, 4, 5, 6, 7, 8, 9}}};
   const source::ManifestSource s = source::decode_manifest(m);
   ASSERT_EQ(s.sources.paths.size(), 1u);
   EXPECT_EQ(s.sources.count, 3u);

@@ -16,8 +16,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
-#include "package_test_util.hpp"
 #include "core/sha256.hpp"
+#include "package_test_util.hpp"
 #include "runtime/package/validate.hpp"
 
 namespace kgate::package {
@@ -135,8 +135,9 @@ __global__ void scale(const T* x, T* y, long long n) {
 }
 
 TEST(NvrtcCache, AHeaderOfMacrosAloneAndHostApiHeadersCompile) {
-  // <cfloat> alone declares nothing in cuda::std (its stand-in must not assume it does); cuBLAS's and
-  // the driver's headers, included beside kernels that call nothing of them, are empty under NVRTC.
+  // <cfloat> alone declares nothing in cuda::std (its stand-in must not assume it does); cuBLAS's
+  // and the driver's headers, included beside kernels that call nothing of them, are empty under
+  // NVRTC.
   TempDir pkg, cache;
   pkg.write("tiny.cu", R"J(#include <cfloat>
 #include <cublas_v2.h>
@@ -222,7 +223,8 @@ extern "C" __global__ void scale(const SCALAR* x, SCALAR* y, long long n) {
   ManifestProblem problem;
   CompileResult r;
   EXPECT_FALSE(try_compile_package(load_manifest(pkg.path()), options_in(cache), r, problem));
-  EXPECT_NE(problem.message.find("(compiled with -DFACTOR=2) "), std::string::npos) << problem.message;
+  EXPECT_NE(problem.message.find("(compiled with -DFACTOR=2) "), std::string::npos)
+      << problem.message;
 }
 
 TEST(NvrtcCache, ChangedInputsMiss) {
@@ -335,7 +337,8 @@ TEST(NvrtcCache, MissingKernelNameIsAProblem) {
 TEST(NvrtcCache, MisspelledKernelGetsADidYouMeanOnItsLaunch) {
   TempDir pkg, cache;
   pkg.write("tiny.cu", std::string(kTinySource) +
-                           "template <class T> __global__ void __launch_bounds__(128) scale_rows(T* y) { y[0] = T(1); }\n");
+                           "template <class T> __global__ void __launch_bounds__(128) "
+                           "scale_rows(T* y) { y[0] = T(1); }\n");
   json manifest = tiny_manifest();
   manifest["launches"][0]["kernel"] = "scael<float>";
   pkg.write_json("kgate.json", manifest);
@@ -344,14 +347,16 @@ TEST(NvrtcCache, MisspelledKernelGetsADidYouMeanOnItsLaunch) {
   const ValidationReport report = validate_package(pkg.path(), vo);
   ASSERT_EQ(report.problems.size(), 1u);
   EXPECT_EQ(report.problems[0].field, "launches[0].kernel");
-  EXPECT_EQ(report.problems[0].message,
-            "kernel \"scael<float>\" does not name a kernel of the sources (NVRTC: identifier \"scael\" is "
-            "undefined); did you mean \"scale<float>\"? Their __global__ functions: scale, scale_rows.");
+  EXPECT_EQ(
+      report.problems[0].message,
+      "kernel \"scael<float>\" does not name a kernel of the sources (NVRTC: identifier \"scael\" "
+      "is "
+      "undefined); did you mean \"scale<float>\"? Their __global__ functions: scale, scale_rows.");
 }
 
 TEST(NvrtcCache, APlainKernelTypedByAMacroHasItsOwnNameInEachUnit) {
-  // llm.c's style: one non-template kernel over "floatX", set per dtype. Its mangled name differs per
-  // unit, and each unit's kernel is looked up (and its parameters checked) under its own name.
+  // llm.c's style: one non-template kernel over "floatX", set per dtype. Its mangled name differs
+  // per unit, and each unit's kernel is looked up (and its parameters checked) under its own name.
   TempDir pkg, cache;
   pkg.write("floatx.cu", R"J(
 #include <cuda_fp16.h>
@@ -362,13 +367,16 @@ __global__ void twice(floatX* y, const floatX* x, IDX n) {
 )J");
   json m = tiny_manifest("floatx.cu");
   m["guard"]["dtypes"] = {"f32", "f16"};
-  m["nvrtc_options_for_dtype"] = {{"f32", {"-DfloatX=float", "-DIDX=int"}}, {"f16", {"-DfloatX=__half", "-DIDX=int"}}};
+  m["nvrtc_options_for_dtype"] = {{"f32", {"-DfloatX=float", "-DIDX=int"}},
+                                  {"f16", {"-DfloatX=__half", "-DIDX=int"}}};
   m["launches"][0]["kernel"] = "twice";
-  m["launches"][0]["args"] = {{{"tensor", "y"}}, {{"tensor", "x"}}, {{"shape", "N"}, {"type", "i32"}}};
+  m["launches"][0]["args"] = {
+      {{"tensor", "y"}}, {{"tensor", "x"}}, {{"shape", "N"}, {"type", "i32"}}};
   pkg.write_json("kgate.json", m);
   const CompileResult r = compile_package(load_manifest(pkg.path()), options_in(cache));
   ASSERT_EQ(r.units.size(), 2u);
-  const std::string f32 = r.units[0].lowered_names.at("twice"), f16 = r.units[1].lowered_names.at("twice");
+  const std::string f32 = r.units[0].lowered_names.at("twice"),
+                    f16 = r.units[1].lowered_names.at("twice");
   EXPECT_EQ(f32, "_Z5twicePfPKfi");
   EXPECT_EQ(f16, "_Z5twiceP6__halfPKS_i");
   EXPECT_EQ(r.units[0].params.count(f32), 1u);
@@ -381,14 +389,17 @@ __global__ void twice(floatX* y, const floatX* x, IDX n) {
   CompileResult bad;
   EXPECT_FALSE(try_compile_package(load_manifest(pkg.path()), options_in(cache), bad, problem));
   EXPECT_EQ(problem.field, "launches[0].args[2]");
-  EXPECT_EQ(problem.message, "is 4 bytes (i32), but parameter 2 of kernel \"twice\" (f32) is 8 bytes; fix its \"type\" or "
-                             "the kernel's signature");
+  EXPECT_EQ(
+      problem.message,
+      "is 4 bytes (i32), but parameter 2 of kernel \"twice\" (f32) is 8 bytes; fix its \"type\" or "
+      "the kernel's signature");
 }
 
 TEST(NvrtcCache, ArgsAreCheckedAgainstTheCompiledParameterTable) {
   TempDir pkg, cache;
   pkg.write("tiny.cu", std::string(kTinySource) +
-                           "extern \"C\" __global__ void mixed(float* y, int n, double s, short h, long long m) {}\n");
+                           "extern \"C\" __global__ void mixed(float* y, int n, double s, short h, "
+                           "long long m) {}\n");
   json manifest = tiny_manifest();
   pkg.write_json("kgate.json", manifest);
   const CompileResult r = compile_package(load_manifest(pkg.path()), options_in(cache));
@@ -404,7 +415,8 @@ TEST(NvrtcCache, ArgsAreCheckedAgainstTheCompiledParameterTable) {
   EXPECT_EQ(r.params.count("mixed"), 0u) << "r.params keeps the package's kernels only";
   const auto& m = all->at("mixed");
   ASSERT_EQ(m.size(), 5u);
-  const std::vector<std::pair<uint32_t, uint32_t>> expected = {{0, 8}, {8, 4}, {16, 8}, {24, 2}, {32, 8}};
+  const std::vector<std::pair<uint32_t, uint32_t>> expected = {
+      {0, 8}, {8, 4}, {16, 8}, {24, 2}, {32, 8}};
   for (std::size_t i = 0; i < m.size(); ++i) {
     EXPECT_EQ(m[i].ordinal, i);
     EXPECT_EQ(std::make_pair(m[i].offset, m[i].size), expected[i]) << "parameter " << i;
@@ -419,21 +431,25 @@ TEST(NvrtcCache, ArgsAreCheckedAgainstTheCompiledParameterTable) {
   ASSERT_EQ(report.problems.size(), 1u);
   EXPECT_EQ(report.problems[0].field, "launches[0].args[3]");
   EXPECT_EQ(report.problems[0].message,
-            "is 4 bytes (i32), but parameter 3 of kernel \"mixed\" (f32) is 2 bytes; fix its \"type\" or the kernel's "
+            "is 4 bytes (i32), but parameter 3 of kernel \"mixed\" (f32) is 2 bytes; fix its "
+            "\"type\" or the kernel's "
             "signature");
   manifest["launches"][0]["args"].erase(4);
   pkg.write_json("kgate.json", manifest);
   report = validate_package(pkg.path(), vo);
   ASSERT_EQ(report.problems.size(), 1u);
   EXPECT_EQ(report.problems[0].field, "launches[0].args");
-  EXPECT_NE(report.problems[0].message.find("takes 5 parameter(s) of 8, 4, 8, 2, 8 bytes, but \"args\" lists 4"),
+  EXPECT_NE(report.problems[0].message.find(
+                "takes 5 parameter(s) of 8, 4, 8, 2, 8 bytes, but \"args\" lists 4"),
             std::string::npos)
       << report.problems[0].message;
 }
 
 TEST(NvrtcCache, PtxParametersAreReadFromTheEntry) {
-  const std::string ptx = ".version 8.0\n.target sm_90\n.visible .entry k(\n\t.param .u64 k_param_0,\n"
-                          "\t.param .u32 k_param_1,\n\t.param .f64 k_param_2,\n\t.param .align 4 .b8 k_param_3[12]\n)\n{\n}\n";
+  const std::string ptx =
+      ".version 8.0\n.target sm_90\n.visible .entry k(\n\t.param .u64 k_param_0,\n"
+      "\t.param .u32 k_param_1,\n\t.param .f64 k_param_2,\n\t.param .align 4 .b8 "
+      "k_param_3[12]\n)\n{\n}\n";
   const auto p = ptx_kernel_params(ptx, "k");
   ASSERT_EQ(p.size(), 4u);
   EXPECT_EQ(p[1].offset, 8u);
@@ -456,7 +472,8 @@ TEST(NvrtcCache, ADeviceVariableIsNotAKernel) {
   const ValidationReport report = validate_package(pkg.path(), vo);
   ASSERT_EQ(report.problems.size(), 1u);
   EXPECT_EQ(report.problems[0].field, "launches[0].kernel");
-  EXPECT_NE(report.problems[0].message.find("kernel \"scale_factor\" is not a function in the compiled code"),
+  EXPECT_NE(report.problems[0].message.find(
+                "kernel \"scale_factor\" is not a function in the compiled code"),
             std::string::npos)
       << report.problems[0].message;
 }
@@ -485,18 +502,20 @@ TEST(NvrtcCache, HeadersComeFromIncludeDirsOnly) {
   EXPECT_EQ(report.compiled->lowered_names.at("first"), "first");
   EXPECT_EQ(report.compiled->lowered_names.at("second<4>"), "_Z6secondILi4EEvPf");
 
-  // A header beside a source is found, as nvcc finds it for a quoted #include; one elsewhere, outside
-  // include_dirs, is not.
+  // A header beside a source is found, as nvcc finds it for a quoted #include; one elsewhere,
+  // outside include_dirs, is not.
   pkg.write("src/local.cuh", "#define LOCAL 1\n");
-  pkg.write("src/a.cu", "#include \"local.cuh\"\n#include \"common/defs.cuh\"\n"
-                        "extern \"C\" __global__ void first(float* x) { x[0] = LOCAL * FACTOR; }\n");
+  pkg.write("src/a.cu",
+            "#include \"local.cuh\"\n#include \"common/defs.cuh\"\n"
+            "extern \"C\" __global__ void first(float* x) { x[0] = LOCAL * FACTOR; }\n");
   const ValidationReport beside = validate_package(pkg.path(), vo);
   EXPECT_TRUE(beside.ok()) << format_problems(beside.problems);
   pkg.write("elsewhere/far.cuh", "#define FAR 1\n");
   pkg.write("src/a.cu", "#include \"far.cuh\"\n__global__ void first(float* x) {}\n");
   const ValidationReport hidden = validate_package(pkg.path(), vo);
   ASSERT_EQ(hidden.problems.size(), 1u);
-  EXPECT_NE(hidden.problems[0].message.find("cannot open source file \"far.cuh\""), std::string::npos)
+  EXPECT_NE(hidden.problems[0].message.find("cannot open source file \"far.cuh\""),
+            std::string::npos)
       << hidden.problems[0].message;
 }
 
@@ -528,7 +547,8 @@ TEST(NvrtcCache, DefaultCacheDirFollowsTheEnvironment) {
   if (saved) ::setenv("KGATE_CACHE_DIR", saved_value.c_str(), 1);
 }
 
-// ---- the cache cannot change what runs ------------------------------------------------------------
+// ---- the cache cannot change what runs
+// ------------------------------------------------------------
 
 /// Compiles another kernel, for a CUBIN an attacker could plant.
 CompileResult foreign_cubin(const TempDir& cache) {
@@ -688,7 +708,7 @@ TEST(NvrtcCache, AChangedToolkitHeaderChangesTheKey) {
   const CompileResult first = compile_package(m, o);
   EXPECT_TRUE(compile_package(m, o).cache_hit);
   toolkit.write("kgate_fake_toolkit.h", "#define A 11\n");  // edited in place
-  forget_toolkit_fingerprints();  // as a new process would
+  forget_toolkit_fingerprints();                            // as a new process would
   const CompileResult second = compile_package(m, o);
   EXPECT_NE(first.key, second.key);
   EXPECT_FALSE(second.cache_hit);

@@ -1,7 +1,7 @@
 // The runner side of guards, on the cpu backend (no GPU): a call a kernel does not accept runs the
-// op's eager reference into the outputs and is marked "fallback"; timing such a case is skipped with
-// a note; check_kernel counts fallback cases, runs the same cases on a baseline kernel, times against
-// it, and computes call-weighted workload speedups; the new report fields survive JSON.
+// op's eager reference into the outputs and is marked "fallback"; timing such a case is skipped
+// with a note; check_kernel counts fallback cases, runs the same cases on a baseline kernel, times
+// against it, and computes call-weighted workload speedups; the new report fields survive JSON.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -28,12 +28,14 @@ void cpu_softmax(const KernelCall& call, bool zeros) {
     double m = -INFINITY, s = 0;
     for (int64_t i = 0; i < n; ++i) m = std::max<double>(m, xr[i]);
     for (int64_t i = 0; i < n; ++i) s += std::exp(static_cast<double>(xr[i]) - m);
-    for (int64_t i = 0; i < n; ++i) yr[i] = zeros ? 0.f : static_cast<float>(std::exp(static_cast<double>(xr[i]) - m) / s);
+    for (int64_t i = 0; i < n; ++i)
+      yr[i] = zeros ? 0.f : static_cast<float>(std::exp(static_cast<double>(xr[i]) - m) / s);
   }
 }
 
 /// A cpu kernel with a guard: contiguous f32 rows of at most `max_n` elements.
-KernelInfo guarded_kernel(const std::string& name, int64_t max_n, bool zeros, bool with_reason = true) {
+KernelInfo guarded_kernel(const std::string& name, int64_t max_n, bool zeros,
+                          bool with_reason = true) {
   KernelInfo k;
   k.name = name;
   k.op = "softmax";
@@ -46,13 +48,15 @@ KernelInfo guarded_kernel(const std::string& name, int64_t max_n, bool zeros, bo
   auto why = [max_n](const KernelCall& call) -> std::string {
     const TensorView& x = call.inputs.at(0);
     if (!x.is_contiguous() || !call.outputs.at(0).is_contiguous()) return "not contiguous";
-    if (x.sizes[1] > max_n) return "N=" + std::to_string(x.sizes[1]) + " is above " + std::to_string(max_n);
+    if (x.sizes[1] > max_n)
+      return "N=" + std::to_string(x.sizes[1]) + " is above " + std::to_string(max_n);
     return {};
   };
   k.accepts = [why](const KernelCall& call) { return why(call).empty(); };
   if (with_reason) k.rejection_reason = why;
   k.launch = [zeros, why](const KernelCall& call) {
-    if (!why(call).empty()) throw Error(ErrorKind::usage, "launched outside its guard: " + why(call));
+    if (!why(call).empty())
+      throw Error(ErrorKind::usage, "launched outside its guard: " + why(call));
     cpu_softmax(call, zeros);
   };
   return k;
@@ -88,7 +92,8 @@ TEST(PackageFallback, OutsideTheGuardTheReferenceRuns) {
   EXPECT_TRUE(outside.fallback);
   EXPECT_EQ(outside.rule, "fallback");
   EXPECT_EQ(outside.message,
-            "fallback: outside the guard of 'cpu_zeros_guarded' (N=100 is above 16); the eager reference ran instead");
+            "fallback: outside the guard of 'cpu_zeros_guarded' (N=100 is above 16); the eager "
+            "reference ran instead");
   EXPECT_EQ(outside.vs_reference.max_abs, 0.0);  // the reference's own output
   EXPECT_EQ(outside.vs_reference.unwritten, 0);
   EXPECT_EQ(outside.vs_reference.elements, 300);
@@ -107,8 +112,10 @@ TEST(PackageFallback, OutsideTheGuardTheReferenceRuns) {
   const auto quiet = guarded_kernel("cpu_quiet", 16, true, /*with_reason=*/false);
   const auto r = runner.check_case(quiet, softmax_case(2, 40), rule);
   EXPECT_TRUE(r.fallback);
-  EXPECT_EQ(r.message, "fallback: outside the guard of 'cpu_quiet' (outside the kernel's guard); the eager reference "
-                       "ran instead");
+  EXPECT_EQ(r.message,
+            "fallback: outside the guard of 'cpu_quiet' (outside the kernel's guard); the eager "
+            "reference "
+            "ran instead");
 }
 
 TEST(PackageFallback, TimingOutsideTheGuardIsSkipped) {
@@ -118,7 +125,8 @@ TEST(PackageFallback, TimingOutsideTheGuardIsSkipped) {
   const auto skipped = runner.time_case(k, nullptr, softmax_case(4, 1000), t, 1);
   EXPECT_EQ(skipped.decision, Outcome::skipped);
   EXPECT_EQ(skipped.note,
-            "not timed: the case is outside the guard of 'cpu_guarded' (N=1000 is above 300), where the reference runs "
+            "not timed: the case is outside the guard of 'cpu_guarded' (N=1000 is above 300), "
+            "where the reference runs "
             "instead");
   EXPECT_TRUE(skipped.candidate_ns.empty());
 
@@ -131,7 +139,8 @@ TEST(PackageFallback, TimingOutsideTheGuardIsSkipped) {
   const auto vs_old = runner.time_case(k, &old, softmax_case(4, 256), t, 1);
   EXPECT_EQ(vs_old.baseline, "cpu_old");
   EXPECT_NE(vs_old.decision, Outcome::skipped);
-  EXPECT_NE(vs_old.note.find("outside the guard of baseline 'cpu_old': timed its fallback (eager)"), std::string::npos)
+  EXPECT_NE(vs_old.note.find("outside the guard of baseline 'cpu_old': timed its fallback (eager)"),
+            std::string::npos)
       << vs_old.note;
 }
 
@@ -145,7 +154,9 @@ TEST(PackageFallback, ByteIdenticalCodeIsUnchangedAndNotTimed) {
   EXPECT_EQ(same.decision, Outcome::unchanged);
   EXPECT_TRUE(same.candidate_ns.empty());
   EXPECT_EQ(same.blocks, 0);
-  EXPECT_NE(same.note.find("'cpu_new' and baseline 'cpu_old' run byte-identical code"), std::string::npos) << same.note;
+  EXPECT_NE(same.note.find("'cpu_new' and baseline 'cpu_old' run byte-identical code"),
+            std::string::npos)
+      << same.note;
   // Other code, or no digest on one side: timed.
   old.code_digest = "0000000000000000";
   EXPECT_NE(runner.time_case(k, &old, softmax_case(4, 256), t, 1).decision, Outcome::unchanged);
@@ -183,7 +194,8 @@ TEST(PackageFallback, CheckKernelCoversBothSidesAndTheBaseline) {
   ASSERT_TRUE(report.baseline_correctness.has_value());
   EXPECT_EQ(report.baseline_correctness->cases, 14);
   EXPECT_EQ(report.baseline_correctness->failed, 0);
-  EXPECT_GT(report.baseline_correctness->fallback, report.correctness.fallback);  // its guard is narrower
+  EXPECT_GT(report.baseline_correctness->fallback,
+            report.correctness.fallback);  // its guard is narrower
 
   // Each timed case against eager and against the baseline; the one outside the guard skipped.
   ASSERT_EQ(report.speed.size(), 4u);
@@ -210,11 +222,13 @@ TEST(PackageFallback, OneSidedCaseSetsAreFlagged) {
   auto everything = guarded_kernel("cpu_everything", 1 << 30, false);
   auto r = check_kernel(runner, everything, o);
   ASSERT_EQ(r.correctness.warnings.size(), 1u);
-  EXPECT_EQ(r.correctness.warnings[0], "no case fell outside the guard of 'cpu_everything': the fallback side was not tested");
+  EXPECT_EQ(r.correctness.warnings[0],
+            "no case fell outside the guard of 'cpu_everything': the fallback side was not tested");
   auto nothing = guarded_kernel("cpu_nothing", 0, false);
   r = check_kernel(runner, nothing, o);
   ASSERT_EQ(r.correctness.warnings.size(), 1u);
-  EXPECT_EQ(r.correctness.warnings[0], "every case fell outside the guard of 'cpu_nothing': the kernel itself never ran");
+  EXPECT_EQ(r.correctness.warnings[0],
+            "every case fell outside the guard of 'cpu_nothing': the kernel itself never ran");
   // Nothing was shown: never a pass (exit 3 whatever the policy).
   EXPECT_EQ(r.outcome, Outcome::unchecked);
   RunReport run;
@@ -232,11 +246,13 @@ TEST(PackageFallback, OneSidedCaseSetsAreFlagged) {
   o.extra_cases.push_back(outside);
   r = check_kernel(runner, everything, o);
   ASSERT_EQ(r.correctness.warnings.size(), 1u);
-  EXPECT_EQ(r.correctness.warnings[0], "no case fell outside the guard of 'cpu_everything': the fallback side was not tested");
+  EXPECT_EQ(r.correctness.warnings[0],
+            "no case fell outside the guard of 'cpu_everything': the fallback side was not tested");
 }
 
 TEST(PackageFallback, WorkloadSpeedupIsCallWeighted) {
-  auto cmp = [](const Case& c, const std::string& baseline, double base_ns, double cand_ns, Outcome d) {
+  auto cmp = [](const Case& c, const std::string& baseline, double base_ns, double cand_ns,
+                Outcome d) {
     SpeedComparison s;
     s.kcase = c;
     s.baseline = baseline;
@@ -247,8 +263,10 @@ TEST(PackageFallback, WorkloadSpeedupIsCallWeighted) {
   };
   const Case a = softmax_case(8, 128), b = softmax_case(8, 256), c = softmax_case(8, 512);
   const std::vector<SpeedComparison> speed = {
-      cmp(a, "eager", 100, 50, Outcome::passed),      cmp(b, "eager", 300, 300, Outcome::passed),
-      cmp(c, "eager", 1000, 10, Outcome::invalid),    cmp(a, "old", 80, 50, Outcome::passed),
+      cmp(a, "eager", 100, 50, Outcome::passed),
+      cmp(b, "eager", 300, 300, Outcome::passed),
+      cmp(c, "eager", 1000, 10, Outcome::invalid),
+      cmp(a, "old", 80, 50, Outcome::passed),
   };
   const std::vector<WeightedCase> w = {{a, 3}, {b, 1}, {c, 100}};
   // (3*100 + 1*300) / (3*50 + 1*300): the invalid one is left out.
@@ -312,7 +330,8 @@ TEST(PackageFallback, PackagesReplayWithTheirDirectory) {
   k.source = "/work/pkgs/softmax_v2_fast";
   k.package = true;
   const Case c = softmax_case(1, 7);
-  EXPECT_EQ(repro_command(k, c), "kgate replay --package '/work/pkgs/softmax_v2_fast' '" + c.id() + "'");
+  EXPECT_EQ(repro_command(k, c),
+            "kgate replay --package '/work/pkgs/softmax_v2_fast' '" + c.id() + "'");
   k.package = false;
   EXPECT_EQ(repro_command(k, c), "kgate replay --kernel softmax_v2_fast '" + c.id() + "'");
 }

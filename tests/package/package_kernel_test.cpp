@@ -1,7 +1,8 @@
 // Tests of running packages, host side (no GPU): the LaunchPlan of a call (parameter packing with
-// sizes, alignment, offsets and values; grid / block / shared memory; workspaces), its errors (exact
-// messages), guard checks of cases and calls (exact messages), the cases generated on both sides of
-// every guard boundary, variants, and the KernelInfo of a package (accepts / rejection_reason).
+// sizes, alignment, offsets and values; grid / block / shared memory; workspaces), its errors
+// (exact messages), guard checks of cases and calls (exact messages), the cases generated on both
+// sides of every guard boundary, variants, and the KernelInfo of a package (accepts /
+// rejection_reason).
 #include "runtime/package/package_kernel.hpp"
 
 #include <gtest/gtest.h>
@@ -13,9 +14,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "package_test_util.hpp"
 #include "runtime/cuda/check.hpp"
 #include "runtime/package/compiled_package.hpp"
-#include "package_test_util.hpp"
 
 namespace kgate::package {
 namespace {
@@ -78,7 +79,8 @@ class PackageKernelTest : public ::testing::Test {
   std::string manifest_path() const { return (pkg.path() / "kgate.json").string(); }
 
   /// The message of the Error plan_launches throws (and its kind).
-  std::string plan_error(const json& m, const KernelCall& call, ErrorKind expected = ErrorKind::package) {
+  std::string plan_error(const json& m, const KernelCall& call,
+                         ErrorKind expected = ErrorKind::package) {
     const auto manifest = load(m);
     try {
       plan_launches(manifest, testing::softmax_op(), kLowered, call);
@@ -96,19 +98,22 @@ class PackageKernelTest : public ::testing::Test {
 TEST_F(PackageKernelTest, AFloatExpressionIsEvaluatedPerCallAndRoundedOnce) {
   json m = plan_manifest();
   m.erase("workspace");
-  m["launches"] = json::parse(R"J([{"kernel": "k<float>", "grid": [1], "block": [32], "args": [{"tensor": "x"}, {"tensor": "y"},
+  m["launches"] = json::parse(
+      R"J([{"kernel": "k<float>", "grid": [1], "block": [32], "args": [{"tensor": "x"}, {"tensor": "y"},
     {"scalar": "1 / sqrt(N)", "type": "f32"}, {"scalar": "rsqrt(N) * (1 - dim) + min(B, 2.5)", "type": "f64"}]}])J");
   const auto manifest = load(m);
   const auto plan = plan_launches(manifest, testing::softmax_op(), kLowered, call_of(3, 300));
   const PlannedLaunch& l = plan.launches.at(0);
-  EXPECT_EQ(l.value<float>(2), static_cast<float>(1 / std::sqrt(300.0)));  // float64, then one rounding
-  EXPECT_DOUBLE_EQ(l.value<double>(3), 2 / std::sqrt(300.0) + 2.5);        // dim = -1 (the call's)
+  EXPECT_EQ(l.value<float>(2),
+            static_cast<float>(1 / std::sqrt(300.0)));               // float64, then one rounding
+  EXPECT_DOUBLE_EQ(l.value<double>(3), 2 / std::sqrt(300.0) + 2.5);  // dim = -1 (the call's)
   EXPECT_EQ(l.args[2].description, "scalar \"1 / sqrt(N)\" as f32 (0.0577350259)");
   // What kgate validate --cases prints for a case.
   const Case c = Case::from_id("softmax:f32:B=4,N=64:contiguous:normal:0000000000000001");
   EXPECT_EQ(case_float_scalars(manifest, testing::softmax_op(), c),
-            (std::vector<std::string>{"launches[0].args[2] \"1 / sqrt(N)\" = 0.125 as f32",
-                                      "launches[0].args[3] \"rsqrt(N) * (1 - dim) + min(B, 2.5)\" = 2.75 as f64"}));
+            (std::vector<std::string>{
+                "launches[0].args[2] \"1 / sqrt(N)\" = 0.125 as f32",
+                "launches[0].args[3] \"rsqrt(N) * (1 - dim) + min(B, 2.5)\" = 2.75 as f64"}));
 }
 
 TEST_F(PackageKernelTest, PacksArgumentsWithSizesAlignmentAndValues) {
@@ -177,13 +182,15 @@ TEST_F(PackageKernelTest, PacksArgumentsWithSizesAlignmentAndValues) {
   const auto params = plan.launches[0].kernel_params();
   ASSERT_EQ(params.size(), 9u);
   for (std::size_t i = 0; i < params.size(); ++i)
-    EXPECT_EQ(static_cast<const unsigned char*>(params[i]), plan.launches[0].param_buffer() + offsets[i]);
+    EXPECT_EQ(static_cast<const unsigned char*>(params[i]),
+              plan.launches[0].param_buffer() + offsets[i]);
   EXPECT_EQ(*static_cast<const int32_t*>(params[2]), 300);
 }
 
 TEST_F(PackageKernelTest, PicksTheKernelOfTheCallsDtype) {
   const auto manifest = load(plan_manifest());
-  const auto plan = plan_launches(manifest, testing::softmax_op(), kLowered, call_of(2, 16, DType::f16));
+  const auto plan =
+      plan_launches(manifest, testing::softmax_op(), kLowered, call_of(2, 16, DType::f16));
   EXPECT_EQ(plan.dtype, DType::f16);
   EXPECT_EQ(plan.launches[0].name_expression, "k<__half>");
   EXPECT_EQ(plan.launches[0].lowered_name, "_Z1kI6__halfEvv");
@@ -196,7 +203,8 @@ TEST_F(PackageKernelTest, ZeroGridOrBlockMarksTheLaunchEmpty) {
   EXPECT_TRUE(plan.launches[0].empty);  // grid y = B = 0
   EXPECT_TRUE(plan.launches[1].empty);  // block x = min(1024, B) = 0
   EXPECT_EQ(plan.workspaces[0].bytes, 0);
-  EXPECT_FALSE(plan_launches(manifest, testing::softmax_op(), kLowered, call_of(1, 16)).launches[1].empty);
+  EXPECT_FALSE(
+      plan_launches(manifest, testing::softmax_op(), kLowered, call_of(1, 16)).launches[1].empty);
 }
 
 TEST_F(PackageKernelTest, ValueThatDoesNotFitItsTypeIsAnError) {
@@ -204,13 +212,15 @@ TEST_F(PackageKernelTest, ValueThatDoesNotFitItsTypeIsAnError) {
   m["launches"][0]["args"][2] = {{"shape", "N * 100000"}, {"type", "i32"}};
   EXPECT_EQ(plan_error(m, call_of(3, 30000)),
             "package plan_pkg (" + manifest_path() +
-                "): launches[0].args[2]: shape \"N * 100000\" as i32: the value 3000000000 does not fit in i32 "
+                "): launches[0].args[2]: shape \"N * 100000\" as i32: the value 3000000000 does "
+                "not fit in i32 "
                 "(-2147483648 to 2147483647) [B=3, N=30000, dim=-1]");
   m["launches"][0]["args"][2] = {{"shape", "N - 1000"}, {"type", "u64"}};
-  EXPECT_EQ(plan_error(m, call_of(3, 300)),
-            "package plan_pkg (" + manifest_path() +
-                "): launches[0].args[2]: shape \"N - 1000\" as u64: the value -700 does not fit in u64 "
-                "(0 to 18446744073709551615) [B=3, N=300, dim=-1]");
+  EXPECT_EQ(
+      plan_error(m, call_of(3, 300)),
+      "package plan_pkg (" + manifest_path() +
+          "): launches[0].args[2]: shape \"N - 1000\" as u64: the value -700 does not fit in u64 "
+          "(0 to 18446744073709551615) [B=3, N=300, dim=-1]");
 }
 
 TEST_F(PackageKernelTest, GridAndBlockLimits) {
@@ -220,27 +230,31 @@ TEST_F(PackageKernelTest, GridAndBlockLimits) {
   m["launches"][0]["grid"] = {"1", "B * (N == 4)"};
   EXPECT_EQ(plan_error(m, call_of(70000, 4)),
             "package plan_pkg (" + manifest_path() +
-                "): launches[0].grid[1]: \"B * (N == 4)\" evaluates to 70000; expected 0 (nothing to launch) to 65535 blocks "
+                "): launches[0].grid[1]: \"B * (N == 4)\" evaluates to 70000; expected 0 (nothing "
+                "to launch) to 65535 blocks "
                 "in grid y "
                 "[B=70000, N=4, dim=-1]");
   m = plan_manifest();
-  m["launches"][0]["block"] = {64, "min(32, B)"};  // constant blocks are checked by the manifest checker
-  EXPECT_EQ(plan_error(m, call_of(32, 300)),
-            "package plan_pkg (" + manifest_path() +
-                "): launches[0].block: 64 x 32 x 1 = 2048 threads per block; CUDA allows at most 1024 "
-                "[B=32, N=300, dim=-1]");
+  m["launches"][0]["block"] = {
+      64, "min(32, B)"};  // constant blocks are checked by the manifest checker
+  EXPECT_EQ(
+      plan_error(m, call_of(32, 300)),
+      "package plan_pkg (" + manifest_path() +
+          "): launches[0].block: 64 x 32 x 1 = 2048 threads per block; CUDA allows at most 1024 "
+          "[B=32, N=300, dim=-1]");
   m = plan_manifest();
   m["launches"][1]["block"] = {"B - 4"};
-  EXPECT_EQ(plan_error(m, call_of(3, 300)),
-            "package plan_pkg (" + manifest_path() +
-                "): launches[1].block[0]: \"B - 4\" evaluates to -1; expected 0 (nothing to launch) to 1024 "
-                "threads in block x [B=3, N=300, dim=-1]");
+  EXPECT_EQ(plan_error(m, call_of(3, 300)), "package plan_pkg (" + manifest_path() +
+                                                "): launches[1].block[0]: \"B - 4\" evaluates to "
+                                                "-1; expected 0 (nothing to launch) to 1024 "
+                                                "threads in block x [B=3, N=300, dim=-1]");
   m = plan_manifest();
   m["launches"][0]["shared_mem"] = "0 - N";
-  EXPECT_EQ(plan_error(m, call_of(3, 300)),
-            "package plan_pkg (" + manifest_path() +
-                "): launches[0].shared_mem: \"0 - N\" evaluates to -300 bytes; expected 0 to 4294967295 "
-                "[B=3, N=300, dim=-1]");
+  EXPECT_EQ(
+      plan_error(m, call_of(3, 300)),
+      "package plan_pkg (" + manifest_path() +
+          "): launches[0].shared_mem: \"0 - N\" evaluates to -300 bytes; expected 0 to 4294967295 "
+          "[B=3, N=300, dim=-1]");
 }
 
 TEST_F(PackageKernelTest, ExpressionErrorsNameTheField) {
@@ -257,16 +271,19 @@ TEST_F(PackageKernelTest, MissingLoweredNameIsAnError) {
     plan_launches(manifest, testing::softmax_op(), {{"k<float>", "_Z1kIfEvv"}}, call_of(3, 300));
     FAIL() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()),
-              "package plan_pkg (" + manifest_path() +
-                  "): launches[1].kernel: \"finish\" has no lowered name in the compiled package (was it compiled "
-                  "from this manifest? recompile with an empty KGATE_CACHE_DIR) [B=3, N=300, dim=-1]");
+    EXPECT_EQ(
+        std::string(e.what()),
+        "package plan_pkg (" + manifest_path() +
+            "): launches[1].kernel: \"finish\" has no lowered name in the compiled package (was it "
+            "compiled "
+            "from this manifest? recompile with an empty KGATE_CACHE_DIR) [B=3, N=300, dim=-1]");
   }
 }
 
 TEST_F(PackageKernelTest, PlanningACallOutsideTheGuardIsRefused) {
   EXPECT_EQ(plan_error(plan_manifest(), call_of(3, 70000), ErrorKind::usage),
-            "package plan_pkg: the call is outside the package's guard (N=70000 is above guard.shapes.N.max=65536); "
+            "package plan_pkg: the call is outside the package's guard (N=70000 is above "
+            "guard.shapes.N.max=65536); "
             "such calls run the op's reference (KernelInfo::accepts), never the package's kernels");
 }
 
@@ -286,12 +303,16 @@ TEST_F(PackageKernelTest, GuardViolationMessages) {
   EXPECT_EQ(why(DType::f32, 4, 0), "N=0 is below guard.shapes.N.min=8");
   EXPECT_EQ(why(DType::f32, 4, 257), "N=257 is not a multiple of guard.shapes.N.multiple_of=8");
   EXPECT_EQ(why(DType::bf16, 4, 64), "dtype bf16 is not in guard.dtypes [f32, f16]");
-  EXPECT_EQ(why(DType::f32, 4, 64, Layout::strided), "layout strided is not in guard.layouts [contiguous]");
-  EXPECT_EQ(why(DType::f32, 4, 64, Layout::offset), "layout offset is not in guard.layouts [contiguous]");
+  EXPECT_EQ(why(DType::f32, 4, 64, Layout::strided),
+            "layout strided is not in guard.layouts [contiguous]");
+  EXPECT_EQ(why(DType::f32, 4, 64, Layout::offset),
+            "layout offset is not in guard.layouts [contiguous]");
   EXPECT_EQ(why(DType::f32, 4, 64, Layout::contiguous, 3), "rank 3 is not in guard.ranks [2]");
   // The first violation in the documented order: dtype, rank, layout, shapes.
-  EXPECT_EQ(why(DType::bf16, 4, 7, Layout::strided, 3), "dtype bf16 is not in guard.dtypes [f32, f16]");
-  EXPECT_EQ(guard_violation(manifest, DType::f32, {{"B", 4}}, Layout::contiguous, 2), "symbol N has no value");
+  EXPECT_EQ(why(DType::bf16, 4, 7, Layout::strided, 3),
+            "dtype bf16 is not in guard.dtypes [f32, f16]");
+  EXPECT_EQ(guard_violation(manifest, DType::f32, {{"B", 4}}, Layout::contiguous, 2),
+            "symbol N has no value");
 
   // The example package: the N limit of docs/packages.md.
   const auto example = load_manifest(kExample, testing::catalogue_options());
@@ -308,21 +329,25 @@ TEST_F(PackageKernelTest, CallGuardChecksLayoutsRanksAndAttributes) {
   KernelCall strided = call_of(3, 300);
   strided.inputs[0].strides = {600, 2};
   EXPECT_EQ(call_layout(strided), Layout::strided);
-  EXPECT_EQ(call_guard_violation(manifest, op, strided), "layout strided is not in guard.layouts [contiguous]");
+  EXPECT_EQ(call_guard_violation(manifest, op, strided),
+            "layout strided is not in guard.layouts [contiguous]");
 
   KernelCall offset = call_of(3, 300);
   offset.inputs[0].data = reinterpret_cast<void*>(uintptr_t{0x10004});
   EXPECT_EQ(call_layout(offset), Layout::offset);
-  EXPECT_EQ(call_guard_violation(manifest, op, offset), "layout offset is not in guard.layouts [contiguous]");
+  EXPECT_EQ(call_guard_violation(manifest, op, offset),
+            "layout offset is not in guard.layouts [contiguous]");
 
   KernelCall rank3 = call_of(3, 300);
   rank3.inputs[0].sizes = {2, 3, 300};
   rank3.inputs[0].strides = {900, 300, 1};
-  EXPECT_EQ(call_guard_violation(manifest, op, rank3), "rank 3 is not in guard.ranks [2] (tensor x)");
+  EXPECT_EQ(call_guard_violation(manifest, op, rank3),
+            "rank 3 is not in guard.ranks [2] (tensor x)");
 
   KernelCall dim0 = call_of(3, 300);
   dim0.attributes["dim"] = 0;
-  EXPECT_EQ(call_guard_violation(manifest, op, dim0), "attribute dim=0 differs from the package's attributes.dim=-1");
+  EXPECT_EQ(call_guard_violation(manifest, op, dim0),
+            "attribute dim=0 differs from the package's attributes.dim=-1");
   KernelCall no_dim = call_of(3, 300);
   no_dim.attributes.clear();
   EXPECT_EQ(call_guard_violation(manifest, op, no_dim),
@@ -330,7 +355,8 @@ TEST_F(PackageKernelTest, CallGuardChecksLayoutsRanksAndAttributes) {
 
   EXPECT_EQ(call_guard_violation(manifest, op, call_of(3, 300, DType::bf16)),
             "dtype bf16 is not in guard.dtypes [f32, f16]");
-  EXPECT_EQ(call_guard_violation(manifest, op, call_of(3, 65537)), "N=65537 is above guard.shapes.N.max=65536");
+  EXPECT_EQ(call_guard_violation(manifest, op, call_of(3, 65537)),
+            "N=65537 is above guard.shapes.N.max=65536");
 }
 
 /// plan_manifest() with symbols named the package's own way: rows (y's dim 0) and cols (x's last),
@@ -352,28 +378,34 @@ json own_symbol_names_manifest() {
 TEST_F(PackageKernelTest, CaseGuardUsesTheOpsShapes) {
   const auto manifest = load(own_symbol_names_manifest());
   const auto& op = testing::softmax_op();
-  EXPECT_EQ(op_symbols_of(manifest, op), (std::map<std::string, std::string>{{"cols", "N"}, {"rows", "B"}}));
+  EXPECT_EQ(op_symbols_of(manifest, op),
+            (std::map<std::string, std::string>{{"cols", "N"}, {"rows", "B"}}));
   const Case inside = Case::from_id("softmax:f32:B=4,N=1000:contiguous:normal:0000000000000001");
   const Case above = Case::from_id("softmax:f32:B=4,N=1001:contiguous:normal:0000000000000001");
   const Case strided = Case::from_id("softmax:f16:B=4,N=10:strided:normal:0000000000000001");
-  EXPECT_EQ(case_symbol_values(manifest, op, inside), (std::map<std::string, int64_t>{{"cols", 1000}, {"rows", 4}}));
+  EXPECT_EQ(case_symbol_values(manifest, op, inside),
+            (std::map<std::string, int64_t>{{"cols", 1000}, {"rows", 4}}));
   EXPECT_EQ(case_guard_violation(manifest, op, inside), "");
   EXPECT_TRUE(inside_guard(manifest, op, inside));
-  EXPECT_EQ(case_guard_violation(manifest, op, above), "cols=1001 is above guard.shapes.cols.max=1000");
-  EXPECT_EQ(case_guard_violation(manifest, op, strided), "layout strided is not in guard.layouts [contiguous]");
+  EXPECT_EQ(case_guard_violation(manifest, op, above),
+            "cols=1001 is above guard.shapes.cols.max=1000");
+  EXPECT_EQ(case_guard_violation(manifest, op, strided),
+            "layout strided is not in guard.layouts [contiguous]");
 }
 
 TEST_F(PackageKernelTest, ASymbolBoundToAnOpDimensionWrittenAsAnExpressionHasItsValue) {
-  // x:[B, 2*H] (as a rotary op's [.., 2*D2]): "cols" is 2*H for a case, as it is for a call's tensor.
-  // Left out, every case fell outside a guard that names it, and the kernel never ran.
+  // x:[B, 2*H] (as a rotary op's [.., 2*D2]): "cols" is 2*H for a case, as it is for a call's
+  // tensor. Left out, every case fell outside a guard that names it, and the kernel never ran.
   const auto manifest = load(own_symbol_names_manifest());
   OpSignature op = testing::softmax_op();
   op.inputs[0].shape = {"B", "2*H"};
   const Case c = Case::from_id("softmax:f32:B=4,H=500:contiguous:normal:0000000000000001");
-  EXPECT_EQ(case_symbol_values(manifest, op, c), (std::map<std::string, int64_t>{{"cols", 1000}, {"rows", 4}}));
+  EXPECT_EQ(case_symbol_values(manifest, op, c),
+            (std::map<std::string, int64_t>{{"cols", 1000}, {"rows", 4}}));
   EXPECT_TRUE(inside_guard(manifest, op, c));
   const Case above = Case::from_id("softmax:f32:B=4,H=501:contiguous:normal:0000000000000001");
-  EXPECT_EQ(case_guard_violation(manifest, op, above), "cols=1002 is above guard.shapes.cols.max=1000");
+  EXPECT_EQ(case_guard_violation(manifest, op, above),
+            "cols=1002 is above guard.shapes.cols.max=1000");
 }
 
 /// A guard with every kind of boundary: N in [8, 8192], a multiple of 8; dtypes f32 and bf16.
@@ -406,9 +438,11 @@ TEST_F(PackageKernelTest, BoundaryCasesProbeBothSidesOfEveryBoundary) {
     if (!why.empty()) outside_reasons.insert(why);
     EXPECT_EQ(c.values, Values::normal);
     EXPECT_LE(c.numel_hint(), int64_t{1} << 24);
-    if (c.dtype == DType::f32 && c.layout == kgate::Layout::contiguous && c.dim("B") == 3) by_n[c.dim("N")] = c.family;
+    if (c.dtype == DType::f32 && c.layout == kgate::Layout::contiguous && c.dim("B") == 3)
+      by_n[c.dim("N")] = c.family;
   }
-  // max: 8192 inside, 8193 outside; min: 8 inside, 7 outside; multiple_of: 8 and 264 inside, 9 and 265 outside.
+  // max: 8192 inside, 8193 outside; min: 8 inside, 7 outside; multiple_of: 8 and 264 inside, 9 and
+  // 265 outside.
   EXPECT_EQ(by_n[8192], "guard_inside");
   EXPECT_EQ(by_n[8193], "guard_outside");
   EXPECT_EQ(by_n[8], "guard_inside");
@@ -495,7 +529,8 @@ TEST_F(PackageKernelTest, RequirePredicatesJudgeTheCallsTensors) {
   const auto& op = testing::softmax_op();
   ASSERT_EQ(manifest.guard.require.size(), 4u);
   EXPECT_EQ(call_guard_violation(manifest, op, call_of(4, 300)), "");
-  EXPECT_EQ(call_guard_violation(manifest, op, call_of(3, 300)), "guard.require[0] \"B * N % 8 == 0\" is 0 (B=3, N=300)");
+  EXPECT_EQ(call_guard_violation(manifest, op, call_of(3, 300)),
+            "guard.require[0] \"B * N % 8 == 0\" is 0 (B=3, N=300)");
 
   // Row-padded rows: unit element stride, row stride > N: inside.
   KernelCall padded = call_of(4, 300);
@@ -505,15 +540,17 @@ TEST_F(PackageKernelTest, RequirePredicatesJudgeTheCallsTensors) {
   // Every other element: outside, naming the strides.
   KernelCall strided = call_of(4, 300);
   strided.inputs[0].strides = {600, 2};
-  EXPECT_EQ(call_guard_violation(manifest, op, strided),
-            "guard.require[1] \"stride_x_1 == 1 && stride_y_1 == 1\" is 0 (stride_x_1=2, stride_y_1=1)");
+  EXPECT_EQ(
+      call_guard_violation(manifest, op, strided),
+      "guard.require[1] \"stride_x_1 == 1 && stride_y_1 == 1\" is 0 (stride_x_1=2, stride_y_1=1)");
   // A base 16 bytes past a 256-byte boundary is inside; 4 bytes past is not.
   KernelCall at16 = call_of(4, 300);
   at16.inputs[0].data = reinterpret_cast<void*>(uintptr_t{0x10010});
   EXPECT_EQ(call_guard_violation(manifest, op, at16), "");
   KernelCall at4 = call_of(4, 300);
   at4.inputs[0].data = reinterpret_cast<void*>(uintptr_t{0x10004});
-  EXPECT_EQ(call_guard_violation(manifest, op, at4), "guard.require[2] \"align_x >= 16\" is 0 (align_x=4)");
+  EXPECT_EQ(call_guard_violation(manifest, op, at4),
+            "guard.require[2] \"align_x >= 16\" is 0 (align_x=4)");
 
   const SymbolValues t = call_tensor_values(op, at16);
   EXPECT_EQ(t.at("numel_x"), 1200);
@@ -522,14 +559,15 @@ TEST_F(PackageKernelTest, RequirePredicatesJudgeTheCallsTensors) {
   EXPECT_EQ(t.at("stride_x_0"), 300);
   EXPECT_EQ(t.at("stride_y_1"), 1);
   EXPECT_EQ(tensor_symbol_names(op),
-            (std::vector<std::string>{"numel_x", "align_x", "stride_x_0", "stride_x_1", "numel_y", "align_y",
-                                      "stride_y_0", "stride_y_1"}));
+            (std::vector<std::string>{"numel_x", "align_x", "stride_x_0", "stride_x_1", "numel_y",
+                                      "align_y", "stride_y_0", "stride_y_1"}));
 }
 
 TEST_F(PackageKernelTest, CaseTensorValuesFollowTheLayouts) {
   const auto& op = testing::softmax_op();
   auto values = [&](const char* layout, DType d = DType::f32) {
-    Case c = Case::from_id(std::string("softmax:f32:B=4,N=10:") + layout + ":normal:0000000000000001");
+    Case c =
+        Case::from_id(std::string("softmax:f32:B=4,N=10:") + layout + ":normal:0000000000000001");
     c.dtype = d;
     return case_tensor_values(op, c);
   };
@@ -549,7 +587,8 @@ TEST_F(PackageKernelTest, CaseTensorValuesFollowTheLayouts) {
 TEST_F(PackageKernelTest, BoundaryCasesProbeBothSidesOfEveryRequirePredicate) {
   json m = plan_manifest();
   m["guard"]["layouts"] = {"contiguous", "strided", "offset"};
-  m["guard"]["require"] = {"B * N % 8 == 0", "N < 1000 || B == 1", "stride_x_1 == 1", "align_x >= 16"};
+  m["guard"]["require"] = {"B * N % 8 == 0", "N < 1000 || B == 1", "stride_x_1 == 1",
+                           "align_x >= 16"};
   const auto manifest = load(m);
   const auto& op = testing::softmax_op();
   std::set<std::string> reasons;
@@ -581,7 +620,8 @@ TEST_F(PackageKernelTest, BoundaryCasesProbeBothSidesOfEveryRequirePredicate) {
   // The flip of "N < 1000 || B == 1" is found exactly: N=999 inside and N=1000 outside (B=3).
   std::map<int64_t, std::string> by_n;
   for (const auto& c : guard_boundary_cases(manifest, op, 5))
-    if (c.layout == kgate::Layout::contiguous && c.dtype == DType::f32 && c.dim("B") == 3) by_n[c.dim("N")] = c.family;
+    if (c.layout == kgate::Layout::contiguous && c.dtype == DType::f32 && c.dim("B") == 3)
+      by_n[c.dim("N")] = c.family;
   EXPECT_EQ(by_n.count(999) ? by_n[999] : "missing", "guard_outside");  // 3 * 999 % 8 != 0
   EXPECT_EQ(by_n.count(1000) ? by_n[1000] : "missing", "guard_outside");
 }
@@ -591,7 +631,8 @@ TEST_F(PackageKernelTest, MovingInsideMeetsTheRequirePredicates) {
   m["guard"]["require"] = {"B * N % 8 == 0"};
   const auto manifest = load(m);
   const auto& op = testing::softmax_op();
-  const auto c = move_inside_guard(manifest, op, Case::from_id("softmax:f32:B=3,N=1001:strided:normal:0000000000000001"));
+  const auto c = move_inside_guard(
+      manifest, op, Case::from_id("softmax:f32:B=3,N=1001:strided:normal:0000000000000001"));
   ASSERT_TRUE(c.has_value());
   EXPECT_EQ(c->id(), "softmax:f32:B=8,N=1001:contiguous:normal:0000000000000001");
   EXPECT_TRUE(inside_guard(manifest, op, *c));
@@ -629,7 +670,8 @@ TEST_F(PackageKernelTest, LaunchesRunWhenTheirConditionHolds) {
   auto names = [&](const KernelCall& call) {
     const auto plan = plan_launches(manifest, op, kLowered, call);
     std::vector<std::string> out;
-    for (const auto& l : plan.launches) out.push_back(std::to_string(l.index) + ":" + l.name_expression);
+    for (const auto& l : plan.launches)
+      out.push_back(std::to_string(l.index) + ":" + l.name_expression);
     return out;
   };
   using V = std::vector<std::string>;
@@ -669,7 +711,8 @@ TEST_F(PackageKernelTest, ACallNoLaunchMatchesFailsNamingTheConditions) {
   EXPECT_NE(e.find("[B=3, N=1028"), std::string::npos) << e;
   // Without elements to write there is nothing to miss.
   const auto manifest = load(m);
-  EXPECT_TRUE(plan_launches(manifest, testing::softmax_op(), kLowered, call_of(0, 1028)).launches.empty());
+  EXPECT_TRUE(
+      plan_launches(manifest, testing::softmax_op(), kLowered, call_of(0, 1028)).launches.empty());
   EXPECT_EQ(call_guard_violation(manifest, testing::softmax_op(), call_of(3, 1028)), "");
 }
 
@@ -687,7 +730,8 @@ TEST_F(PackageKernelTest, UnmatchedFallbackPutsTheCallOutsideTheGuard) {
   c.dtype = DType::f32;
   c.layout = kgate::Layout::contiguous;
   c.dims = {{"B", 3}, {"N", 1028}};
-  EXPECT_EQ(case_guard_violation(manifest, op, c), "no launch's \"when\" matches the call (guard.unmatched: fallback)");
+  EXPECT_EQ(case_guard_violation(manifest, op, c),
+            "no launch's \"when\" matches the call (guard.unmatched: fallback)");
   c.dims = {{"B", 3}, {"N", 1016}};
   EXPECT_EQ(case_guard_violation(manifest, op, c), "");
   m["guard"]["unmatched"] = "ignore";
@@ -779,7 +823,8 @@ TEST_F(PackageKernelTest, TileSizesIncludeWhereLaunchConditionsSwitch) {
   m["launches"][1]["when"]["if"] = "N <= 32 || N > 1024";
   m["launches"][2]["when"]["if"] = "B > 100";  // not the reduced symbol
   const auto manifest = load(m);
-  EXPECT_EQ(guard_tile_sizes(manifest, testing::softmax_op()), (std::vector<int64_t>{32, 1024, 65536}));
+  EXPECT_EQ(guard_tile_sizes(manifest, testing::softmax_op()),
+            (std::vector<int64_t>{32, 1024, 65536}));
 }
 
 TEST_F(PackageKernelTest, ManifestSizesStartWithTheGridsDivisors) {
@@ -802,7 +847,9 @@ TEST_F(PackageKernelTest, ManifestSizesStartWithTheGridsDivisors) {
 TEST_F(PackageKernelTest, KernelInfoOfAPackage) {
   const auto manifest = load(boundary_manifest());
   CompileResult compiled;
-  compiled.cubin = "\x7f" "ELF not really";
+  compiled.cubin =
+      "\x7f"
+      "ELF not really";
   compiled.lowered_names = {{"k", "k"}};
   compiled.key = "0123";
   const KernelInfo k = make_package_kernel(manifest, compiled, testing::softmax_op());
@@ -827,12 +874,14 @@ TEST_F(PackageKernelTest, KernelInfoOfAPackage) {
   EXPECT_TRUE(k.accepts(call_of(4, 1024)));
   EXPECT_EQ(k.rejection_reason(call_of(4, 1024)), "");
   EXPECT_FALSE(k.accepts(call_of(4, 1028)));
-  EXPECT_EQ(k.rejection_reason(call_of(4, 1028)), "N=1028 is not a multiple of guard.shapes.N.multiple_of=8");
+  EXPECT_EQ(k.rejection_reason(call_of(4, 1028)),
+            "N=1028 is not a multiple of guard.shapes.N.multiple_of=8");
   EXPECT_FALSE(k.accepts(call_of(4, 1024, DType::f16)));
   // Its guard's boundary cases come with it, as with a package compiled into the build.
   ASSERT_TRUE(k.guard_cases);
   const auto guard = k.guard_cases(3);
-  const auto expected = guard_boundary_cases(manifest, testing::softmax_op(), 3, kMaxGuardCaseElements);
+  const auto expected =
+      guard_boundary_cases(manifest, testing::softmax_op(), 3, kMaxGuardCaseElements);
   ASSERT_EQ(guard.size(), expected.size());
   ASSERT_FALSE(guard.empty());
   for (size_t i = 0; i < guard.size(); ++i) EXPECT_EQ(guard[i].id(), expected[i].id());
@@ -853,8 +902,19 @@ struct Compiled {
   std::vector<int64_t> tiles{256};
   int stub = 0;
   CompiledPackage package(const char* kernel = "rows_kernel") const {
-    return {kernel, "softmax", "kernels/rows/package", text.data(), text.size(), functions.data(),
-            functions.size(), tiles.data(), tiles.size(), false, false, false, &lookup_softmax};
+    return {kernel,
+            "softmax",
+            "kernels/rows/package",
+            text.data(),
+            text.size(),
+            functions.data(),
+            functions.size(),
+            tiles.data(),
+            tiles.size(),
+            false,
+            false,
+            false,
+            &lookup_softmax};
   }
 };
 
@@ -879,12 +939,13 @@ TEST_F(PackageKernelTest, PackageCompiledIntoTheBuildIsCompletedFromItsManifest)
   EXPECT_TRUE(k.code_digest.empty());
   EXPECT_EQ(k.dtypes, (std::vector<DType>{DType::f32, DType::bf16}));
   EXPECT_EQ(k.tile_sizes, (std::vector<int64_t>{256}));  // TILE_SIZES: declared
-  ASSERT_EQ(k.found_sizes.size(), 2u);                     // and the guard's: found
+  ASSERT_EQ(k.found_sizes.size(), 2u);                   // and the guard's: found
   EXPECT_EQ(k.found_sizes[0].size, 8);
   EXPECT_EQ(k.found_sizes[1].size, 8192);
   ASSERT_TRUE(k.accepts);
   EXPECT_TRUE(k.accepts(call_of(4, 1024)));
-  EXPECT_EQ(k.rejection_reason(call_of(4, 1028)), "N=1028 is not a multiple of guard.shapes.N.multiple_of=8");
+  EXPECT_EQ(k.rejection_reason(call_of(4, 1028)),
+            "N=1028 is not a multiple of guard.shapes.N.multiple_of=8");
   ASSERT_TRUE(k.case_launches);
   ASSERT_TRUE(k.launch);
   // Its correctness cases include both sides of the guard, as kgate check --package's do.
@@ -892,8 +953,10 @@ TEST_F(PackageKernelTest, PackageCompiledIntoTheBuildIsCompletedFromItsManifest)
   std::set<std::string> families;
   for (const auto& g : k.guard_cases(1)) families.insert(g.family);
   EXPECT_EQ(families, (std::set<std::string>{"guard_inside", "guard_outside"}));
-  EXPECT_EQ(k.guard_cases(1).size(), guard_boundary_cases(load(boundary_manifest()), testing::softmax_op(), 1,
-                                                          int64_t{1} << 24).size());
+  EXPECT_EQ(
+      k.guard_cases(1).size(),
+      guard_boundary_cases(load(boundary_manifest()), testing::softmax_op(), 1, int64_t{1} << 24)
+          .size());
 }
 
 TEST_F(PackageKernelTest, PackageCompiledIntoTheBuildNamesWhatIsWrong) {
@@ -906,7 +969,9 @@ TEST_F(PackageKernelTest, PackageCompiledIntoTheBuildNamesWhatIsWrong) {
     FAIL() << "no error for a kernel without its function";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::package);
-    EXPECT_NE(std::string(e.what()).find("kernel \"k\" was not compiled into the build"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("kernel \"k\" was not compiled into the build"),
+              std::string::npos)
+        << e.what();
   }
   // A manifest that does not fit the op: the field, as for kgate validate.
   json m = boundary_manifest();
@@ -957,10 +1022,13 @@ TEST_F(PackageKernelTest, ManifestTextIsCheckedWithoutItsFiles) {
 
 TEST_F(PackageKernelTest, CodeDigestNamesTheCodeNotThePackage) {
   CompileResult compiled;
-  compiled.cubin = "\x7f" "ELF not really";
+  compiled.cubin =
+      "\x7f"
+      "ELF not really";
   compiled.lowered_names = {{"k", "k"}};
   json m = boundary_manifest();
-  const std::string first = make_package_kernel(load(m), compiled, testing::softmax_op()).code_digest;
+  const std::string first =
+      make_package_kernel(load(m), compiled, testing::softmax_op()).code_digest;
   EXPECT_EQ(first.size(), 64u);
   // Another name, version and description: the same code.
   m["name"] = "bounded_v2";
@@ -969,7 +1037,9 @@ TEST_F(PackageKernelTest, CodeDigestNamesTheCodeNotThePackage) {
   EXPECT_EQ(make_package_kernel(load(m), compiled, testing::softmax_op()).code_digest, first);
   // Another CUBIN, or another launch configuration: other code.
   CompileResult other = compiled;
-  other.cubin = "\x7f" "ELF other";
+  other.cubin =
+      "\x7f"
+      "ELF other";
   EXPECT_NE(make_package_kernel(load(m), other, testing::softmax_op()).code_digest, first);
   m["launches"][0]["block"] = json::array({"128"});
   EXPECT_NE(make_package_kernel(load(m), compiled, testing::softmax_op()).code_digest, first);
@@ -992,12 +1062,13 @@ TEST(StartValues, ElementBitsRoundAsTheDeviceTypesDo) {
   EXPECT_EQ(element_bits(DType::f16, 1.0), 0x3c00u);
   EXPECT_EQ(element_bits(DType::f16, -INFINITY), 0xfc00u);
   EXPECT_EQ(element_bits(DType::f16, 65504), 0x7bffu);
-  EXPECT_EQ(element_bits(DType::f16, 65520), 0x7c00u);         // rounds past the largest: inf
+  EXPECT_EQ(element_bits(DType::f16, 65520), 0x7c00u);  // rounds past the largest: inf
   EXPECT_EQ(element_bits(DType::f16, 0.1), 0x2e66u);
   EXPECT_EQ(element_bits(DType::f16, std::ldexp(1.0, -24)), 0x0001u);  // the least subnormal
   EXPECT_EQ(element_bits(DType::f16, std::ldexp(1.0, -25)), 0x0000u);  // a tie: to even
   EXPECT_EQ(element_bits(DType::f16, std::ldexp(1.5, -25)), 0x0001u);
-  EXPECT_EQ(element_bits(DType::f16, std::ldexp(1023.5, -24)), 0x0400u);  // carries into the least normal
+  EXPECT_EQ(element_bits(DType::f16, std::ldexp(1023.5, -24)),
+            0x0400u);  // carries into the least normal
   EXPECT_EQ(element_bits(DType::f16, -2.0), 0xc000u);
   EXPECT_EQ(element_bits(DType::bf16, 1.0), 0x3f80u);
   EXPECT_EQ(element_bits(DType::bf16, -INFINITY), 0xff80u);

@@ -93,7 +93,8 @@ int in_sandbox(const RunSandboxPaths& paths, const std::function<int()>& body, s
 
 TEST(RunSandbox, ReadsWhatARunNeedsAndNothingElse) {
   const fs::path outside = outside_dir();
-  if (outside.empty()) GTEST_SKIP() << "SKIPPED (visibly): no directory outside the sandbox's open roots here";
+  if (outside.empty())
+    GTEST_SKIP() << "SKIPPED (visibly): no directory outside the sandbox's open roots here";
   const fs::path secret_dir = outside / ("kgate-run-sandbox-secret-" + std::to_string(::getpid()));
   fs::create_directories(secret_dir);
   std::ofstream(secret_dir / "token") << "kgate-test-secret";
@@ -104,41 +105,50 @@ TEST(RunSandbox, ReadsWhatARunNeedsAndNothingElse) {
   TempDir out;
   std::string why;
   const fs::path ppid_environ = "/proc/" + std::to_string(::getpid()) + "/environ";
-  const int code = in_sandbox({{package}, {out.path()}}, [&] {
-    int broken = 0;
-    if (!can_read(package / "kernel.cu")) broken |= 1;     // the package
-    if (can_read(secret_dir / "token")) broken |= 2;              // anything else of the user's
-    if (can_read("/proc/self/environ")) broken |= 4;              // its own environment
-    if (can_read(ppid_environ)) broken |= 8;                      // kgate's (the runner's secrets)
-    if (!can_write(out.path() / "report.json")) broken |= 16;     // its output
-    if (can_write(package / "planted.cu")) broken |= 32;   // the package is read-only
-    if (!can_read("/etc/ld.so.cache") && fs::exists("/etc/ld.so.cache")) broken |= 64;  // the loader
-    if (can_read("/etc/passwd")) broken |= 128;                    // the rest of /etc
-    if (!can_read("/proc/self/maps")) broken |= 256;              // what libc and CUDA read
-    if (!can_read("/dev/null") || !can_write("/dev/null")) broken |= 512;
-    return broken;
-  }, &why);
+  const int code = in_sandbox(
+      {{package}, {out.path()}},
+      [&] {
+        int broken = 0;
+        if (!can_read(package / "kernel.cu")) broken |= 1;         // the package
+        if (can_read(secret_dir / "token")) broken |= 2;           // anything else of the user's
+        if (can_read("/proc/self/environ")) broken |= 4;           // its own environment
+        if (can_read(ppid_environ)) broken |= 8;                   // kgate's (the runner's secrets)
+        if (!can_write(out.path() / "report.json")) broken |= 16;  // its output
+        if (can_write(package / "planted.cu")) broken |= 32;       // the package is read-only
+        if (!can_read("/etc/ld.so.cache") && fs::exists("/etc/ld.so.cache"))
+          broken |= 64;                                   // the loader
+        if (can_read("/etc/passwd")) broken |= 128;       // the rest of /etc
+        if (!can_read("/proc/self/maps")) broken |= 256;  // what libc and CUDA read
+        if (!can_read("/dev/null") || !can_write("/dev/null")) broken |= 512;
+        return broken;
+      },
+      &why);
   fs::remove_all(secret_dir);
   fs::remove_all(package);
   KGATE_SKIP_WITHOUT_LANDLOCK(code, why);
-  EXPECT_EQ(code, 0) << "bits: 1 package unreadable, 2 secret readable, 4 own environ readable, 8 parent's "
-                        "environ readable, 16 output unwritable, 32 package writable, 64 ld.so.cache unreadable, "
-                        "128 /etc/passwd readable, 256 /proc/self/maps unreadable, 512 /dev/null";
+  EXPECT_EQ(code, 0)
+      << "bits: 1 package unreadable, 2 secret readable, 4 own environ readable, 8 parent's "
+         "environ readable, 16 output unwritable, 32 package writable, 64 ld.so.cache unreadable, "
+         "128 /etc/passwd readable, 256 /proc/self/maps unreadable, 512 /dev/null";
 }
 
 TEST(RunSandbox, ChildProcessesStayInside) {
   const fs::path outside = outside_dir();
-  if (outside.empty()) GTEST_SKIP() << "SKIPPED (visibly): no directory outside the sandbox's open roots here";
+  if (outside.empty())
+    GTEST_SKIP() << "SKIPPED (visibly): no directory outside the sandbox's open roots here";
   const fs::path secret = outside / ("kgate-run-sandbox-child-" + std::to_string(::getpid()));
   std::ofstream(secret) << "kgate-test-secret";
   TempDir out;
   std::string why;
-  const int code = in_sandbox({{}, {out.path()}}, [&] {
-    // /bin/cat started from inside (executing stays allowed) cannot read it either.
-    const std::string cmd = "/bin/cat '" + secret.string() + "' > /dev/null 2>&1";
-    const int rc = std::system(cmd.c_str());
-    return rc == 0 ? 1 : 0;
-  }, &why);
+  const int code = in_sandbox(
+      {{}, {out.path()}},
+      [&] {
+        // /bin/cat started from inside (executing stays allowed) cannot read it either.
+        const std::string cmd = "/bin/cat '" + secret.string() + "' > /dev/null 2>&1";
+        const int rc = std::system(cmd.c_str());
+        return rc == 0 ? 1 : 0;
+      },
+      &why);
   fs::remove(secret);
   KGATE_SKIP_WITHOUT_LANDLOCK(code, why);
   EXPECT_EQ(code, 0) << "a process started inside the sandbox read a file outside it";
@@ -160,10 +170,14 @@ TEST(RunSandbox, WorkerEnvironmentKeepsOnlyWhatARunReads) {
                        "MY_PASSWORD=x",
                        nullptr};
   const auto kept = worker_environment(env);
-  const std::vector<std::string> expected = {"PATH=/usr/bin",     "HOME=/home/runner",
-                                             "CUDA_VISIBLE_DEVICES=1", "KGATE_OPS=/ops",
-                                             "KGATE_CACHE_KEY=k", "LC_ALL=C",
-                                             "TORCH_SHOW_CPP_STACKTRACES=1", "CTEST_RESOURCE_GROUP_0_GPUS=id:1,slots:1"};
+  const std::vector<std::string> expected = {"PATH=/usr/bin",
+                                             "HOME=/home/runner",
+                                             "CUDA_VISIBLE_DEVICES=1",
+                                             "KGATE_OPS=/ops",
+                                             "KGATE_CACHE_KEY=k",
+                                             "LC_ALL=C",
+                                             "TORCH_SHOW_CPP_STACKTRACES=1",
+                                             "CTEST_RESOURCE_GROUP_0_GPUS=id:1,slots:1"};
   EXPECT_EQ(kept, expected);
   EXPECT_TRUE(worker_environment(nullptr).empty());
 }

@@ -58,7 +58,8 @@ class SchemaCheck {
 
 const fs::path kSource = KGATE_SOURCE_DIR;
 
-std::vector<fs::path> files_named(const std::vector<std::string>& dirs, bool (*match)(const fs::path&)) {
+std::vector<fs::path> files_named(const std::vector<std::string>& dirs,
+                                  bool (*match)(const fs::path&)) {
   std::vector<fs::path> out;
   for (const auto& d : dirs)
     for (const auto& e : fs::recursive_directory_iterator(kSource / d))
@@ -79,13 +80,17 @@ TEST(Schema, EveryManifestOfTheTreeIsValid) {
   const SchemaCheck schema(kSource / "runtime/package/kgate-package.schema.json");
   const auto is_manifest = [](const fs::path& p) { return p.filename() == "kgate.json"; };
   auto manifests = files_named({"tests/packages", "examples"}, is_manifest);
-  // The corpus packages are source packages too (their header sits beside them): package.corpus_valid
-  // validates them packed.
+  // The corpus packages are source packages too (their header sits beside them):
+  // package.corpus_valid validates them packed.
   manifests.erase(std::remove_if(manifests.begin(), manifests.end(),
-                                 [](const fs::path& m) { return m.string().find("tests/packages/corpus/") != std::string::npos; }),
+                                 [](const fs::path& m) {
+                                   return m.string().find("tests/packages/corpus/") !=
+                                          std::string::npos;
+                                 }),
                   manifests.end());
   const fs::path packed = KGATE_PACKED_KERNELS_DIR;
-  ASSERT_TRUE(fs::is_directory(packed)) << packed << " is missing: build the kgate_packages target first";
+  ASSERT_TRUE(fs::is_directory(packed))
+      << packed << " is missing: build the kgate_packages target first";
   size_t packed_count = 0;
   for (const auto& e : fs::recursive_directory_iterator(packed))
     if (e.is_regular_file() && is_manifest(e.path())) {
@@ -99,9 +104,11 @@ TEST(Schema, EveryManifestOfTheTreeIsValid) {
 TEST(Schema, EveryOpFileOfTheTreeIsValid) {
   const SchemaCheck schema(kSource / "core/kgate-op.schema.json");
   auto files = files_named({"kernels", "examples"}, [](const fs::path& p) {
-    return p.filename().string().size() > 8 && p.filename().string().rfind(".op.json") == p.filename().string().size() - 8;
+    return p.filename().string().size() > 8 &&
+           p.filename().string().rfind(".op.json") == p.filename().string().size() - 8;
   });
-  const auto ops = files_named({"tests/ops"}, [](const fs::path& p) { return p.extension() == ".json"; });
+  const auto ops =
+      files_named({"tests/ops"}, [](const fs::path& p) { return p.extension() == ".json"; });
   files.insert(files.end(), ops.begin(), ops.end());
   ASSERT_GE(files.size(), 10u);
   for (const auto& f : files) {

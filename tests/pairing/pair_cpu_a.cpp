@@ -53,15 +53,17 @@ void run(const kgate::KernelCall& call) {
     T* yr = y.as<T>() + r * y.strides[0];
     const float sum = sum_squares(xr, n, x.strides[1]);
     for (int pass = 0; pass < kExtraPasses; ++pass) {
-      asm volatile("" ::: "memory");  // (as far as the compiler knows, the row changed: it is read again)
+      asm volatile(
+          "" ::
+              : "memory");  // (as far as the compiler knows, the row changed: it is read again)
       extra_sink = sum_squares(xr, n, x.strides[1]);
     }
     const float root = std::sqrt(sum);
     const float norm = root < eps ? eps : root;  // (a NaN norm stays NaN)
-    if (x.strides[1] == 1 && y.strides[1] == 1)
-      scale_contiguous(xr, yr, n, norm);
+    if (x.strides[1] == 1 && y.strides[1] == 1) scale_contiguous(xr, yr, n, norm);
     else
-      for (int64_t c = 0; c < n; ++c) yr[c * y.strides[1]] = static_cast<T>(static_cast<float>(xr[c * x.strides[1]]) / norm);
+      for (int64_t c = 0; c < n; ++c)
+        yr[c * y.strides[1]] = static_cast<T>(static_cast<float>(xr[c * x.strides[1]]) / norm);
   }
 }
 

@@ -44,10 +44,10 @@ void run(const kgate::KernelCall& call) {
     T* yr = y.as<T>() + r * y.strides[0];
     const float root = static_cast<float>(std::sqrt(sum_squares(xr, n, x.strides[1])));
     const float norm = root < eps ? eps : root;  // (a NaN norm stays NaN)
-    if (x.strides[1] == 1 && y.strides[1] == 1)
-      scale_contiguous(xr, yr, n, norm);
+    if (x.strides[1] == 1 && y.strides[1] == 1) scale_contiguous(xr, yr, n, norm);
     else
-      for (int64_t c = 0; c < n; ++c) yr[c * y.strides[1]] = static_cast<T>(static_cast<float>(xr[c * x.strides[1]]) / norm);
+      for (int64_t c = 0; c < n; ++c)
+        yr[c * y.strides[1]] = static_cast<T>(static_cast<float>(xr[c * x.strides[1]]) / norm);
   }
 }
 

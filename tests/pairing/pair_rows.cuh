@@ -1,16 +1,16 @@
 // The CUDA kernels of the pairing project: l2_normalize over rows (contiguous within a row, any row
 // stride), fp32 accumulation; one block per row (rows_block, any block size up to 1024) or one warp
-// per row (rows_warp). extra_every = M > 0 is the extra work of PAIR_EXTRA_EVERY, reads of a scratch
-// buffer of zeros whose sum is multiplied by `scale`, which the launchers pass as 0: the reads cannot
-// be dropped, and the results do not change. In rows_block, one more block after every M rows reads
-// a whole scratch row (1/M more rows read, about 1/(2M) more DRAM traffic, and the rows keep their
-// latency: the grid grows by rows / M blocks). In rows_warp, every row also reads n / M scratch
-// elements, each thread issuing its share before the row's own loads (ExtraLoads). M is an argument,
-// not a template parameter: all variants run the same device code; only the host launcher's
-// constant (and with it rows_block's grid) differs. (On the H200, extra work on every M-th row cost
-// 3% to 13% at any M, since those rows were the kernel's tail; extra elements read by every row cost a
-// floor of 1.5% to 6% whatever M, one more memory latency per row; rows_block's extra blocks cost
-// 1.7% to 5.5% whatever M while the heads alone divided in 64 bits.)
+// per row (rows_warp). extra_every = M > 0 is the extra work of PAIR_EXTRA_EVERY, reads of a
+// scratch buffer of zeros whose sum is multiplied by `scale`, which the launchers pass as 0: the
+// reads cannot be dropped, and the results do not change. In rows_block, one more block after every
+// M rows reads a whole scratch row (1/M more rows read, about 1/(2M) more DRAM traffic, and the
+// rows keep their latency: the grid grows by rows / M blocks). In rows_warp, every row also reads n
+// / M scratch elements, each thread issuing its share before the row's own loads (ExtraLoads). M is
+// an argument, not a template parameter: all variants run the same device code; only the host
+// launcher's constant (and with it rows_block's grid) differs. (On the H200, extra work on every
+// M-th row cost 3% to 13% at any M, since those rows were the kernel's tail; extra elements read by
+// every row cost a floor of 1.5% to 6% whatever M, one more memory latency per row; rows_block's
+// extra blocks cost 1.7% to 5.5% whatever M while the heads alone divided in 64 bits.)
 #pragma once
 
 #include <cuda_bf16.h>
@@ -76,10 +76,12 @@ struct ExtraLoads {
 
 // y = x / max(sqrt(sum), eps), where a NaN norm stays NaN (fmaxf would return eps).
 template <typename T>
-__device__ void scale_row(const T* xr, T* yr, int64_t n, int64_t first, int64_t step, float sum, float eps) {
+__device__ void scale_row(const T* xr, T* yr, int64_t n, int64_t first, int64_t step, float sum,
+                          float eps) {
   const float root = sqrtf(sum);
   const float norm = root < eps ? eps : root;
-  for (int64_t i = first; i < n; i += step) yr[i] = static_cast<T>(static_cast<float>(xr[i]) / norm);
+  for (int64_t i = first; i < n; i += step)
+    yr[i] = static_cast<T>(static_cast<float>(xr[i]) / norm);
 }
 
 // One block per row; blockDim.x a multiple of 32, up to 1024 (the block size is the launcher's).
@@ -88,17 +90,18 @@ __device__ void scale_row(const T* xr, T* yr, int64_t n, int64_t first, int64_t 
 // passed as 0, were huge): the kernel reads 1/M more rows, as a row's own work, and its rows keep
 // their latency (launch_rows_block sizes the grid).
 template <typename T>
-__global__ void __launch_bounds__(1024) rows_block(const T* x, T* y, int64_t n, int64_t x_row_stride,
-                                                   int64_t y_row_stride, float eps, const T* scratch, float scale,
-                                                   int extra_every, long long spin_cycles) {
+__global__ void __launch_bounds__(1024)
+    rows_block(const T* x, T* y, int64_t n, int64_t x_row_stride, int64_t y_row_stride, float eps,
+               const T* scratch, float scale, int extra_every, long long spin_cycles) {
   // Every block of every variant runs the same instructions (one 32-bit division): with M = 0 the
   // period is 2^31 and no block is extra work. (A 64-bit division, in the heads alone, cost 1.7% to
   // 5.5% whatever M on the H200, as much as the extra blocks were meant to.)
   const unsigned b = blockIdx.x;
   const unsigned period = extra_every > 0 ? static_cast<unsigned>(extra_every) + 1u : 0x80000000u;
-  const unsigned before = b / period;  // blocks of extra work before this one
+  const unsigned before = b / period;        // blocks of extra work before this one
   if (b - before * period == period - 1u) {  // a block of extra work
-    const float s = warp_sum(sum_squares(scratch + static_cast<int64_t>(before) * n, n, threadIdx.x, blockDim.x));
+    const float s = warp_sum(
+        sum_squares(scratch + static_cast<int64_t>(before) * n, n, threadIdx.x, blockDim.x));
     if (s * scale > 3e38f) y[0] = static_cast<T>(s);  // (never: keeps the reads)
     return;
   }
@@ -118,9 +121,10 @@ __global__ void __launch_bounds__(1024) rows_block(const T* x, T* y, int64_t n, 
   }
   __syncthreads();
   scale_row(xr, yr, n, threadIdx.x, blockDim.x, total, eps);
-  // spin_cycles > 0 (PAIR_SPIN_CYCLES): the block's first thread holds the block that many SM cycles
-  // longer, a cost that does not move with where the buffers land (extra memory traffic does: its
-  // slowdown ranged 0.998 to 1.015 between processes on the H200). The base only tests the 0.
+  // spin_cycles > 0 (PAIR_SPIN_CYCLES): the block's first thread holds the block that many SM
+  // cycles longer, a cost that does not move with where the buffers land (extra memory traffic
+  // does: its slowdown ranged 0.998 to 1.015 between processes on the H200). The base only tests
+  // the 0.
   if (spin_cycles > 0 && threadIdx.x == 0) {
     const long long start = clock64();
     while (clock64() - start < spin_cycles) {
@@ -130,8 +134,9 @@ __global__ void __launch_bounds__(1024) rows_block(const T* x, T* y, int64_t n, 
 
 // One warp per row, blockDim.x / 32 rows per block.
 template <typename T>
-__global__ void rows_warp(const T* x, T* y, int64_t rows, int64_t n, int64_t x_row_stride, int64_t y_row_stride,
-                          float eps, const T* scratch, float scale, int extra_every) {
+__global__ void rows_warp(const T* x, T* y, int64_t rows, int64_t n, int64_t x_row_stride,
+                          int64_t y_row_stride, float eps, const T* scratch, float scale,
+                          int extra_every) {
   const int64_t row = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
   if (row >= rows) return;  // (the whole warp)
   const int lane = threadIdx.x % 32;
@@ -158,21 +163,23 @@ const T* scratch_rows(int64_t rows, int64_t n, int every, cudaStream_t stream, c
     if (buffer) cudaFree(buffer);
     buffer = nullptr;
     capacity = 0;
-    if (cudaMalloc(&buffer, bytes) != cudaSuccess || cudaMemsetAsync(buffer, 0, bytes, stream) != cudaSuccess) {
+    if (cudaMalloc(&buffer, bytes) != cudaSuccess ||
+        cudaMemsetAsync(buffer, 0, bytes, stream) != cudaSuccess) {
       cudaGetLastError();
-      throw std::runtime_error(std::string(kernel) + ": cannot allocate " + std::to_string(bytes) + " bytes of scratch rows");
+      throw std::runtime_error(std::string(kernel) + ": cannot allocate " + std::to_string(bytes) +
+                               " bytes of scratch rows");
     }
     capacity = bytes;
   }
   return static_cast<const T*>(buffer);
 }
 
-// rows_block<T> over the call, `block` threads per row, extra work every `extra_every` rows, each block
-// held `spin_cycles` longer (both explicit: the two row kernels' TUs define different knobs, and an
-// inline template reading a macro would be one definition for both).
+// rows_block<T> over the call, `block` threads per row, extra work every `extra_every` rows, each
+// block held `spin_cycles` longer (both explicit: the two row kernels' TUs define different knobs,
+// and an inline template reading a macro would be one definition for both).
 template <typename T>
-void launch_rows_block(const kgate::KernelCall& call, unsigned block, const char* kernel, int extra_every,
-                       long long spin_cycles) {
+void launch_rows_block(const kgate::KernelCall& call, unsigned block, const char* kernel,
+                       int extra_every, long long spin_cycles) {
   const kgate::TensorView& x = call.inputs.at(0);
   const kgate::TensorView& y = call.outputs.at(0);
   const int64_t rows = x.sizes[0], n = x.sizes[1];
@@ -182,14 +189,16 @@ void launch_rows_block(const kgate::KernelCall& call, unsigned block, const char
   const int64_t extra_blocks = extra_every > 0 ? rows / extra_every : 0;
   const T* scratch = scratch_rows<T>(extra_blocks + 1, n, extra_every > 0 ? 1 : 0, stream, kernel);
   rows_block<T><<<static_cast<unsigned>(rows + extra_blocks), block, 0, stream>>>(
-      x.as<const T>(), y.as<T>(), n, x.strides[0], y.strides[0], static_cast<float>(call.attributes.at("eps")), scratch,
-      0.f, extra_every, spin_cycles);
-  if (cudaGetLastError() != cudaSuccess) throw std::runtime_error(std::string(kernel) + ": launch failed");
+      x.as<const T>(), y.as<T>(), n, x.strides[0], y.strides[0],
+      static_cast<float>(call.attributes.at("eps")), scratch, 0.f, extra_every, spin_cycles);
+  if (cudaGetLastError() != cudaSuccess)
+    throw std::runtime_error(std::string(kernel) + ": launch failed");
 }
 
 // rows_warp<T> over the call, `block` threads (block / 32 rows) per block.
 template <typename T>
-void launch_rows_warp(const kgate::KernelCall& call, unsigned block, const char* kernel, int extra_every) {
+void launch_rows_warp(const kgate::KernelCall& call, unsigned block, const char* kernel,
+                      int extra_every) {
   const kgate::TensorView& x = call.inputs.at(0);
   const kgate::TensorView& y = call.outputs.at(0);
   const int64_t rows = x.sizes[0], n = x.sizes[1];
@@ -198,9 +207,10 @@ void launch_rows_warp(const kgate::KernelCall& call, unsigned block, const char*
   const T* scratch = scratch_rows<T>(rows, n, extra_every, stream, kernel);
   const int64_t per_block = block / 32;
   rows_warp<T><<<static_cast<unsigned>((rows + per_block - 1) / per_block), block, 0, stream>>>(
-      x.as<const T>(), y.as<T>(), rows, n, x.strides[0], y.strides[0], static_cast<float>(call.attributes.at("eps")),
-      scratch, 0.f, extra_every);
-  if (cudaGetLastError() != cudaSuccess) throw std::runtime_error(std::string(kernel) + ": launch failed");
+      x.as<const T>(), y.as<T>(), rows, n, x.strides[0], y.strides[0],
+      static_cast<float>(call.attributes.at("eps")), scratch, 0.f, extra_every);
+  if (cudaGetLastError() != cudaSuccess)
+    throw std::runtime_error(std::string(kernel) + ": launch failed");
 }
 
 }  // namespace pair

@@ -21,7 +21,8 @@ int tuned_block() {
     // /proc/self/exe names it then.
     std::error_code ec;
     std::filesystem::path self = info.dli_fname;
-    if (self.empty() || self.is_relative()) self = std::filesystem::read_symlink("/proc/self/exe", ec);
+    if (self.empty() || self.is_relative())
+      self = std::filesystem::read_symlink("/proc/self/exe", ec);
     self = std::filesystem::canonical(self, ec);
     // The module (BUILD/kgate-modules/) or the kgate program (BUILD/bin/): BUILD/pair_tuning/.
     std::ifstream in(self.parent_path().parent_path() / "pair_tuning" / "warp_block.txt");
@@ -33,7 +34,8 @@ int tuned_block() {
 
 void launch(const kgate::KernelCall& call) {
   kgate::dispatch_floating(call.inputs.at(0).dtype, "pair_warp_rows", [&](auto t) {
-    pair::launch_rows_warp<kgate::element_t<decltype(t)>>(call, tuned_block(), "pair_warp_rows", PAIR_EXTRA_EVERY);
+    pair::launch_rows_warp<kgate::element_t<decltype(t)>>(call, tuned_block(), "pair_warp_rows",
+                                                          PAIR_EXTRA_EVERY);
   });
 }
 

@@ -13,7 +13,8 @@ __device__ float block_reduce(float v, float* red, bool take_max) {
   __syncthreads();
   for (int s = kBlock / 2; s > 0; s >>= 1) {
     if (threadIdx.x < s)
-      red[threadIdx.x] = take_max ? fmaxf(red[threadIdx.x], red[threadIdx.x + s]) : red[threadIdx.x] + red[threadIdx.x + s];
+      red[threadIdx.x] = take_max ? fmaxf(red[threadIdx.x], red[threadIdx.x + s])
+                                  : red[threadIdx.x] + red[threadIdx.x + s];
     __syncthreads();
   }
   const float out = red[0];
@@ -22,7 +23,8 @@ __device__ float block_reduce(float v, float* red, bool take_max) {
 }
 
 template <typename T>
-__device__ void softmax_row(const T* x, T* y, long long rows, int n, long long x_row, long long y_row) {
+__device__ void softmax_row(const T* x, T* y, long long rows, int n, long long x_row,
+                            long long y_row) {
   __shared__ float red[kBlock];
   const long long row = blockIdx.x;
   if (row >= rows) return;
@@ -45,13 +47,15 @@ __device__ void softmax_row(const T* x, T* y, long long rows, int n, long long x
 
 }  // namespace
 
-extern "C" __global__ void softmax_pre_f32(const float* x, float* y, long long rows, int n, long long xs, long long ys) {
+extern "C" __global__ void softmax_pre_f32(const float* x, float* y, long long rows, int n,
+                                           long long xs, long long ys) {
   softmax_row(x, y, rows, n, xs, ys);
 }
-extern "C" __global__ void softmax_pre_f16(const __half* x, __half* y, long long rows, int n, long long xs, long long ys) {
+extern "C" __global__ void softmax_pre_f16(const __half* x, __half* y, long long rows, int n,
+                                           long long xs, long long ys) {
   softmax_row(x, y, rows, n, xs, ys);
 }
-extern "C" __global__ void softmax_pre_bf16(const __nv_bfloat16* x, __nv_bfloat16* y, long long rows, int n, long long xs,
-                                            long long ys) {
+extern "C" __global__ void softmax_pre_bf16(const __nv_bfloat16* x, __nv_bfloat16* y,
+                                            long long rows, int n, long long xs, long long ys) {
   softmax_row(x, y, rows, n, xs, ys);
 }

@@ -91,7 +91,8 @@ TEST_P(EveryOp, DeclaresASpeedOfLightFloorNoLargerThanItsTensors) {
   Case c;
   c.op = op.name;
   c.dtype = op.dtypes.front();
-  for (const auto& s : op.symbols) c.dims.emplace_back(s.name, std::max<int64_t>(s.min, std::min<int64_t>(s.max, 8)));
+  for (const auto& s : op.symbols)
+    c.dims.emplace_back(s.name, std::max<int64_t>(s.min, std::min<int64_t>(s.max, 8)));
   package::SymbolValues values(c.dims.begin(), c.dims.end());
   values["dtype_size"] = static_cast<int64_t>(dtype_size(c.dtype));
   int64_t all_in = 0, all_out = 0;
@@ -138,7 +139,8 @@ void check_inputs(const OpSignature& op, const Case& c, const Tensors& in) {
     EXPECT_EQ(in[0].storage_offset() * static_cast<int64_t>(in[0].element_size()),
               std::max<int64_t>(16, static_cast<int64_t>(in[0].element_size())))
         << c.id();
-    EXPECT_EQ(reinterpret_cast<uintptr_t>(in[0].data_ptr()) % 64, 16u) << c.id();  // CPU storage: 64-aligned
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(in[0].data_ptr()) % 64, 16u)
+        << c.id();  // CPU storage: 64-aligned
   }
   if (op.name == "embedding") {
     const auto& idx = in[1];
@@ -290,18 +292,26 @@ TEST(Values, ArePureFunctionsOfSeedAndIndex) {
   const auto shorter = make_values(Values::normal, {10}, DType::f64, 5, 0);
   EXPECT_TRUE(longer.narrow(0, 0, 10).equal(shorter));
   // special holds every special value.
-  EXPECT_GT(at::isnan(make_values(Values::special, {1 << 14}, DType::f32, 3, 0)).sum().item<int64_t>(), 0);
-  EXPECT_GT(at::isinf(make_values(Values::special, {1 << 14}, DType::f32, 3, 0)).sum().item<int64_t>(), 0);
+  EXPECT_GT(
+      at::isnan(make_values(Values::special, {1 << 14}, DType::f32, 3, 0)).sum().item<int64_t>(),
+      0);
+  EXPECT_GT(
+      at::isinf(make_values(Values::special, {1 << 14}, DType::f32, 3, 0)).sum().item<int64_t>(),
+      0);
 }
 
 TEST(Values, GpuDrawsTheCpuValues) {
-  if (!at::hasCUDA()) GTEST_SKIP() << "SKIPPED: no CUDA device (the GPU generator is checked on a GPU runner)";
-  for (Values family : {Values::normal, Values::uniform, Values::extreme, Values::special, Values::clustered_max}) {
+  if (!at::hasCUDA())
+    GTEST_SKIP() << "SKIPPED: no CUDA device (the GPU generator is checked on a GPU runner)";
+  for (Values family :
+       {Values::normal, Values::uniform, Values::extreme, Values::special, Values::clustered_max}) {
     const auto cpu = make_values(family, {64, 1000}, DType::f64, 99, 1e30);
-    const auto gpu = make_values(family, {64, 1000}, DType::f64, 99, 1e30, at::Device(at::kCUDA, 0)).cpu();
+    const auto gpu =
+        make_values(family, {64, 1000}, DType::f64, 99, 1e30, at::Device(at::kCUDA, 0)).cpu();
     // log/cos may differ in the last float64 bit between libm and CUDA: allow 4 ulp, NaNs equal.
     const auto both_nan = at::isnan(cpu) & at::isnan(gpu);
-    const auto close = (cpu - gpu).abs().le(cpu.abs() * 4 * std::numeric_limits<double>::epsilon()) | cpu.eq(gpu);
+    const auto close =
+        (cpu - gpu).abs().le(cpu.abs() * 4 * std::numeric_limits<double>::epsilon()) | cpu.eq(gpu);
     EXPECT_TRUE((both_nan | close).all().item<bool>()) << "family " << values_name(family);
   }
 }

@@ -7,8 +7,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <numeric>
 #include <fstream>
+#include <numeric>
 #include <vector>
 
 #include "gates/props/generators.hpp"
@@ -207,7 +207,9 @@ TEST(OpsThroughTheRunner, AnOutputTheKernelReadsHoldsItsStartValue) {
   const auto& op = find_op("gelu");
   const Case c = Case::from_id("gelu:f32:B=3,N=17:contiguous:normal:0000000000000031");
   const auto rule = rule_for(op, c.dtype, CheckOptions{});
-  KernelInfo k = cpu_kernel("gelu_beta", "gelu", [](const KernelCall& call) { gelu_reading_y(call, 0.f, false, nullptr); });
+  KernelInfo k = cpu_kernel("gelu_beta", "gelu", [](const KernelCall& call) {
+    gelu_reading_y(call, 0.f, false, nullptr);
+  });
   // Without a start value: 0 * NaN is NaN, a correct kernel rejected.
   EXPECT_EQ(cpu_runner().check_case(k, c, rule).outcome, Outcome::failed);
   k.output_start = {{"y", 0.0}};
@@ -219,17 +221,21 @@ TEST(OpsThroughTheRunner, AnOutputTheKernelReadsHoldsItsStartValue) {
   EXPECT_EQ(cpu_runner().check_stale(k, d, rule).outcome, Outcome::passed);
   // Cases of the families whose values this plain formula takes (not the special values).
   for (const char* family : {"random", "ragged", "layout"})
-    for (const auto& g : props::generate_family(op, {k.dtypes, {}, true, true}, family, 4, 5, 1 << 15)) {
+    for (const auto& g :
+         props::generate_family(op, {k.dtypes, {}, true, true}, family, 4, 5, 1 << 15)) {
       const auto result = cpu_runner().check_case(k, g, rule_for(op, g.dtype, CheckOptions{}));
       EXPECT_EQ(result.outcome, Outcome::passed) << g.id() << ": " << result.message;
     }
 
   // An element left at its start value where the reference differs is named.
-  KernelInfo skip = cpu_kernel("gelu_skip", "gelu", [](const KernelCall& call) { gelu_reading_y(call, 0.f, true, nullptr); });
+  KernelInfo skip = cpu_kernel("gelu_skip", "gelu", [](const KernelCall& call) {
+    gelu_reading_y(call, 0.f, true, nullptr);
+  });
   skip.output_start = {{"y", 0.0}};
   const auto s = cpu_runner().check_case(skip, c, rule);
   EXPECT_EQ(s.outcome, Outcome::failed);
-  EXPECT_NE(s.message.find("3 of 51 output elements still hold their start value 0 where the reference holds another"),
+  EXPECT_NE(s.message.find("3 of 51 output elements still hold their start value 0 where the "
+                           "reference holds another"),
             std::string::npos)
       << s.message;
 
@@ -240,7 +246,8 @@ TEST(OpsThroughTheRunner, AnOutputTheKernelReadsHoldsItsStartValue) {
     cpu_runner().check_case(wrong, c, rule);
     ADD_FAILURE() << "a start value for 'z' was accepted";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("gives a start value for 'z', which is not an output of op 'gelu'"),
+    EXPECT_NE(std::string(e.what()).find(
+                  "gives a start value for 'z', which is not an output of op 'gelu'"),
               std::string::npos)
         << e.what();
   }
@@ -251,7 +258,9 @@ TEST(OpsThroughTheRunner, TimedLaunchesFindTheirStartValueEveryTime) {
   const auto& op = find_op("gelu");
   const auto rule = rule_for(op, c.dtype, CheckOptions{});
   static int64_t dirty = 0;
-  KernelInfo k = cpu_kernel("gelu_strict", "gelu", [](const KernelCall& call) { gelu_reading_y(call, 0.f, false, &dirty); });
+  KernelInfo k = cpu_kernel("gelu_strict", "gelu", [](const KernelCall& call) {
+    gelu_reading_y(call, 0.f, false, &dirty);
+  });
   k.output_start = {{"y", 0.0}};
   TimingOptions t;
   t.interleave.blocks_per_stage = 6;
@@ -281,7 +290,8 @@ TEST(OpsThroughTheRunner, TimedLaunchesFindTheirStartValueEveryTime) {
 }
 
 // An op file with an output written in place (kgate-op/1 "alias"): s = x + r is stored into r, and
-// y = 2 * s. A correct in-place kernel passes; one that leaves r alone, or that also writes x, fails.
+// y = 2 * s. A correct in-place kernel passes; one that leaves r alone, or that also writes x,
+// fails.
 const char* const kInPlaceOp = R"({
   "format": "kgate-op/1",
   "name": "add_in_place_test",
@@ -312,7 +322,8 @@ TEST(OpsThroughTheRunner, OutputsWrittenInPlace) {
   load_op_files(path);
   ASSERT_EQ(find_op("add_in_place_test").alias_input(find_op("add_in_place_test").outputs[1]), 1);
   const auto kernel = [](const char* name, bool store, bool touch_x) {
-    KernelInfo k = cpu_kernel(name, "add_in_place_test", [=](const KernelCall& c) { add_in_place(c, store, touch_x); });
+    KernelInfo k = cpu_kernel(name, "add_in_place_test",
+                              [=](const KernelCall& c) { add_in_place(c, store, touch_x); });
     k.dtypes = {DType::f32};
     return k;
   };
@@ -327,7 +338,6 @@ TEST(OpsThroughTheRunner, OutputsWrittenInPlace) {
   ASSERT_FALSE(writes_x.empty());
   EXPECT_NE(writes_x.front().find("modified its input"), std::string::npos) << writes_x.front();
 }
-
 
 // Top-k with values and int64 indices (an `index_into` output): judged by the values the indices
 // select, so ties may come in any order, but each index once and in range.
@@ -357,7 +367,9 @@ void topk_rows(const KernelCall& call, TopkBug bug) {
     // NaN above everything, as torch.topk; of equal values the lower index first (or the higher).
     auto before = [&](int64_t p, int64_t q) {
       const float a = val(p), c = val(q);
-      if (std::isnan(a) || std::isnan(c)) return std::isnan(a) && (!std::isnan(c) || (bug == TopkBug::ties_high_first ? p > q : p < q));
+      if (std::isnan(a) || std::isnan(c))
+        return std::isnan(a) &&
+               (!std::isnan(c) || (bug == TopkBug::ties_high_first ? p > q : p < q));
       if (a != c) return a > c;
       return bug == TopkBug::ties_high_first ? p > q : p < q;
     };
@@ -432,8 +444,9 @@ uint8_t to_e4m3(float f, bool toward_zero) {
   int e = 0;
   std::frexp(a, &e);  // a = m * 2^e, m in [0.5, 1)
   int biased = e + 6;
-  if (a == 0 || biased <= 0) return sign | static_cast<uint8_t>(round(a * 512.f));  // subnormal: steps of 2^-9
-  float q = round(std::ldexp(a, 4 - e));  // 1.xxx * 8, in [8, 16]
+  if (a == 0 || biased <= 0)
+    return sign | static_cast<uint8_t>(round(a * 512.f));  // subnormal: steps of 2^-9
+  float q = round(std::ldexp(a, 4 - e));                   // 1.xxx * 8, in [8, 16]
   if (q == 16) {
     q = 8;
     ++biased;
@@ -460,11 +473,13 @@ void quant_rows(const KernelCall& call, QuantBug bug) {
       const float r = val(j) / scale;
       const float rounded = bug == QuantBug::truncates ? std::trunc(r) : std::nearbyint(r);
       if (!(bug == QuantBug::last_unwritten && j == h - 1))
-        q.as<int8_t>()[t * q.strides[0] + j * q.strides[1]] = static_cast<int8_t>(std::fmin(std::fmax(rounded, -127.f), 127.f));
+        q.as<int8_t>()[t * q.strides[0] + j * q.strides[1]] =
+            static_cast<int8_t>(std::fmin(std::fmax(rounded, -127.f), 127.f));
       if (!(bug == QuantBug::bool_unwritten && j == 0))
         pos.as<bool>()[t * pos.strides[0] + j * pos.strides[1]] = val(j) > 0;
       const float c = std::fmin(std::fmax(val(j), -448.f), 448.f);
-      x8.as<uint8_t>()[t * x8.strides[0] + j * x8.strides[1]] = to_e4m3(c, bug == QuantBug::fp8_truncated);
+      x8.as<uint8_t>()[t * x8.strides[0] + j * x8.strides[1]] =
+          to_e4m3(c, bug == QuantBug::fp8_truncated);
     }
   }
 }
@@ -533,7 +548,8 @@ void gemm(const KernelCall& call, Order order, int input_bits) {
       } else if (order == Order::blocked64) {
         for (int64_t p0 = 0; p0 < k; p0 += 64) {
           float part = 0;
-          for (int64_t p = p0; p < std::min(k, p0 + 64); ++p) part = std::fma(in(a, i, p), in(b, p, j), part);
+          for (int64_t p = p0; p < std::min(k, p0 + 64); ++p)
+            part = std::fma(in(a, i, p), in(b, p, j), part);
           acc += part;
         }
       } else {
@@ -562,11 +578,13 @@ TEST(OpsThroughTheRunner, ConditionedRuleTakesEverySummationOrderAndNoRoundedInp
       c.seed = 11 + static_cast<uint64_t>(k);
       cases.push_back(c);
     }
-  const std::pair<const char*, Order> orders[] = {
-      {"forward_fma", Order::forward}, {"reverse", Order::reverse}, {"blocked64", Order::blocked64},
-      {"pairwise", Order::pairwise}};
+  const std::pair<const char*, Order> orders[] = {{"forward_fma", Order::forward},
+                                                  {"reverse", Order::reverse},
+                                                  {"blocked64", Order::blocked64},
+                                                  {"pairwise", Order::pairwise}};
   for (const auto& [name, order] : orders) {
-    const KernelInfo k = cpu_kernel(name, "matmul", [order = order](const KernelCall& c) { gemm(c, order, 23); });
+    const KernelInfo k =
+        cpu_kernel(name, "matmul", [order = order](const KernelCall& c) { gemm(c, order, 23); });
     for (const auto& c : cases) {
       const auto r = cpu_runner().check_case(k, c, rule);
       EXPECT_EQ(r.outcome, Outcome::passed) << name << " " << c.id() << ": " << r.message;
@@ -575,8 +593,10 @@ TEST(OpsThroughTheRunner, ConditionedRuleTakesEverySummationOrderAndNoRoundedInp
       std::printf("control %-12s %-40s margin %.3f\n", name, c.id().c_str(), r.margin);
     }
   }
-  for (const auto& [name, bits] : {std::pair<const char*, int>{"bf16_inputs", 7}, {"tf32_inputs", 10}}) {
-    const KernelInfo k = cpu_kernel(name, "matmul", [bits = bits](const KernelCall& c) { gemm(c, Order::forward, bits); });
+  for (const auto& [name, bits] :
+       {std::pair<const char*, int>{"bf16_inputs", 7}, {"tf32_inputs", 10}}) {
+    const KernelInfo k = cpu_kernel(
+        name, "matmul", [bits = bits](const KernelCall& c) { gemm(c, Order::forward, bits); });
     for (const auto& c : cases) {
       const auto r = cpu_runner().check_case(k, c, rule);
       std::printf("mutant  %-12s %-40s %s at %.3g x the allowance\n", name, c.id().c_str(),
@@ -607,7 +627,8 @@ void twice(const KernelCall& call) {
   const auto& y = call.outputs.at(0);
   for (int64_t b = 0; b < x.sizes[0]; ++b)
     for (int64_t n = 0; n < x.sizes[1]; ++n)
-      y.as<float>()[b * y.strides[0] + n * y.strides[1]] = 2.0f * at(x, b * x.strides[0] + n * x.strides[1]);
+      y.as<float>()[b * y.strides[0] + n * y.strides[1]] =
+          2.0f * at(x, b * x.strides[0] + n * x.strides[1]);
 }
 
 TEST(OpsThroughTheRunner, ReferenceFailuresAreTheReferences) {
@@ -638,7 +659,8 @@ TEST(OpsThroughTheRunner, ReferenceFailuresAreTheReferences) {
     EXPECT_NE(seven.message.find("not the kernel's"), std::string::npos) << seven.message;
     const auto strided = run(5, Layout::padded);  // rows 8 apart: no view([-1])
     EXPECT_EQ(strided.outcome, Outcome::passed) << k.name << ": " << strided.message;
-    EXPECT_NE(strided.message.find("ran on contiguous copies"), std::string::npos) << k.name << ": " << strided.message;
+    EXPECT_NE(strided.message.find("ran on contiguous copies"), std::string::npos)
+        << k.name << ": " << strided.message;
     const auto after = run(6, Layout::contiguous);  // the run goes on
     EXPECT_EQ(after.outcome, Outcome::passed) << k.name << ": " << after.message;
   }

@@ -79,12 +79,15 @@ TEST(ScriptOp, ComputeIsOpmathForEagerAndFloat64ForTheOracle) {
   const Case c = case_of(f.signature, DType::f16, {{"B", 2}, {"N", 4}});
   const Tensors in = r.make_inputs(c, f.signature, at::kCPU);
   EXPECT_EQ(r.eager(in, call_attributes(f.signature, c))[0].scalar_type(), at::kFloat);
-  EXPECT_EQ(r.oracle({in[0].to(at::kDouble)}, call_attributes(f.signature, c))[0].scalar_type(), at::kDouble);
+  EXPECT_EQ(r.oracle({in[0].to(at::kDouble)}, call_attributes(f.signature, c))[0].scalar_type(),
+            at::kDouble);
 }
 
 TEST(ScriptOp, AnOracleThatDropsToFloat32IsAReferenceError) {
   json d = base_op();
-  d["reference"] = "def reference(x: Tensor, alpha: float) -> Tensor:\n    return (x.float() * alpha).to(x.dtype)\n";
+  d["reference"] =
+      "def reference(x: Tensor, alpha: float) -> Tensor:\n    return (x.float() * "
+      "alpha).to(x.dtype)\n";
   const OpFile f = file_of(d);
   const OpReference r = script_reference(f);
   const Case c = case_of(f.signature, DType::f32, {{"B", 2}, {"N", 4}});
@@ -96,7 +99,8 @@ TEST(ScriptOp, AnOracleThatDropsToFloat32IsAReferenceError) {
   } catch (const ReferenceError&) {
     FAIL() << "a reference that returns x.dtype is float64 in the oracle";
   }
-  d["reference"] = "def reference(x: Tensor, alpha: float) -> Tensor:\n    return x.float() * alpha\n";
+  d["reference"] =
+      "def reference(x: Tensor, alpha: float) -> Tensor:\n    return x.float() * alpha\n";
   const OpFile g = file_of(d);
   const OpReference rg = script_reference(g);
   try {
@@ -117,14 +121,16 @@ TEST(ScriptOp, AReferenceThatThrowsOnACaseIsAReferenceError) {
   const OpFile f = file_of(d);
   const OpReference r = script_reference(f);
   const Case ok = case_of(f.signature, DType::f32, {{"B", 2}, {"N", 4}});
-  EXPECT_NO_THROW(r.eager(r.make_inputs(ok, f.signature, at::kCPU), call_attributes(f.signature, ok)));
+  EXPECT_NO_THROW(
+      r.eager(r.make_inputs(ok, f.signature, at::kCPU), call_attributes(f.signature, ok)));
   const Case bad = case_of(f.signature, DType::f32, {{"B", 2}, {"N", 7}});
   try {
     r.eager(r.make_inputs(bad, f.signature, at::kCPU), call_attributes(f.signature, bad));
     FAIL() << "no error";
   } catch (const ReferenceError& e) {
     EXPECT_NE(std::string(e.what()).find("seven is not supported"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("op 'scaled' (ops/scaled.json): reference() failed"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("op 'scaled' (ops/scaled.json): reference() failed"),
+              std::string::npos)
         << e.what();
   }
 }
@@ -133,21 +139,28 @@ TEST(ScriptOp, CompileErrorsShowTorchScriptsMessageAndLine) {
   json d = base_op();
   d["reference"] = "def reference(x: Tensor, alpha: float) -> Tensor:\n    y = x *\n    return y\n";
   const std::string what = error_of(d);
-  EXPECT_NE(what.find("ops/scaled.json: reference: TorchScript does not compile it"), std::string::npos) << what;
-  EXPECT_NE(what.find("reference source, line 3"), std::string::npos) << what;  // where the statement ends
+  EXPECT_NE(what.find("ops/scaled.json: reference: TorchScript does not compile it"),
+            std::string::npos)
+      << what;
+  EXPECT_NE(what.find("reference source, line 3"), std::string::npos)
+      << what;  // where the statement ends
   EXPECT_NE(what.find("y = x *"), std::string::npos) << what;
 }
 
 TEST(ScriptOp, SignatureMismatchesAreNamed) {
   json d = base_op();
   d["reference"] = "def reference(x: Tensor, beta: float) -> Tensor:\n    return x * beta\n";
-  EXPECT_NE(error_of(d).find("parameter 'beta' is neither an input, an attribute, a shape symbol, 'compute' nor a tensor's 'NAME_dtype'"),
+  EXPECT_NE(error_of(d).find("parameter 'beta' is neither an input, an attribute, a shape symbol, "
+                             "'compute' nor a tensor's 'NAME_dtype'"),
             std::string::npos)
       << error_of(d);
   d["reference"] = "def reference(alpha: float) -> Tensor:\n    return torch.zeros(1)\n";
-  EXPECT_NE(error_of(d).find("input 'x' is not a parameter of reference()"), std::string::npos) << error_of(d);
+  EXPECT_NE(error_of(d).find("input 'x' is not a parameter of reference()"), std::string::npos)
+      << error_of(d);
   d["reference"] = "def reference(x: Tensor) -> Tuple[Tensor, Tensor]:\n    return x, x\n";
-  EXPECT_NE(error_of(d).find("returns 2 tensors; the op file declares 1 outputs"), std::string::npos) << error_of(d);
+  EXPECT_NE(error_of(d).find("returns 2 tensors; the op file declares 1 outputs"),
+            std::string::npos)
+      << error_of(d);
   d["reference"] = "def reference(x: Tensor) -> int:\n    return 1\n";
   EXPECT_NE(error_of(d).find("expected a Tensor"), std::string::npos) << error_of(d);
   d["reference"] = "def reference(x: int) -> Tensor:\n    return torch.zeros(1)\n";
@@ -164,7 +177,8 @@ TEST(ScriptOp, OpsThatReachFilesAreRefused) {
       "        return helper(x)\n"
       "    return x * alpha\n";
   const std::string what = error_of(d);
-  EXPECT_NE(what.find("calls aten::from_file, which a reference may not call"), std::string::npos) << what;
+  EXPECT_NE(what.find("calls aten::from_file, which a reference may not call"), std::string::npos)
+      << what;
   EXPECT_TRUE(script_op_forbidden("aten::from_file"));
   EXPECT_TRUE(script_op_forbidden("aten::save"));
   EXPECT_TRUE(script_op_forbidden("mylib::anything"));
@@ -174,9 +188,12 @@ TEST(ScriptOp, OpsThatReachFilesAreRefused) {
 
 TEST(ScriptOp, MultipleOutputsWithIntegerDtypes) {
   json d = base_op();
-  d["outputs"] = json::parse(R"([{"name": "values", "shape": ["B", 2]}, {"name": "indices", "shape": ["B", 2], "dtype": "i64"}])");
+  d["outputs"] = json::parse(
+      R"([{"name": "values", "shape": ["B", 2]}, {"name": "indices", "shape": ["B", 2], "dtype": "i64"}])");
   d["symbols"][1]["min"] = 2;
-  d["reference"] = "def reference(x: Tensor) -> Tuple[Tensor, Tensor]:\n    v, i = torch.topk(x, 2)\n    return v, i\n";
+  d["reference"] =
+      "def reference(x: Tensor) -> Tuple[Tensor, Tensor]:\n    v, i = torch.topk(x, 2)\n    return "
+      "v, i\n";
   const OpFile f = file_of(d);
   const OpReference r = script_reference(f);
   const Case c = case_of(f.signature, DType::f32, {{"B", 3}, {"N", 9}});
@@ -192,7 +209,8 @@ TEST(ScriptOp, MultipleOutputsWithIntegerDtypes) {
 
 TEST(ScriptOp, DeclarativeValueKinds) {
   json d = base_op();
-  d["symbols"] = json::parse(R"([{"name": "B", "min": 1, "max": 64}, {"name": "V", "min": 1, "max": 1000},
+  d["symbols"] =
+      json::parse(R"([{"name": "B", "min": 1, "max": 64}, {"name": "V", "min": 1, "max": 1000},
                                   {"name": "N", "min": 1, "max": 512}])");
   d["inputs"] = json::parse(R"([
     {"name": "x", "shape": ["B", "N"], "values": {"kind": "uniform", "low": -2, "high": 3}},
@@ -204,7 +222,8 @@ TEST(ScriptOp, DeclarativeValueKinds) {
     {"name": "v", "shape": ["B", "N"], "values": {"kind": "positive", "low": 0.5}}
   ])");
   d["reference"] =
-      "def reference(x: Tensor, idx: Tensor, perm: Tensor, p: Tensor, m: Tensor, s: Tensor, v: Tensor) -> Tensor:\n"
+      "def reference(x: Tensor, idx: Tensor, perm: Tensor, p: Tensor, m: Tensor, s: Tensor, v: "
+      "Tensor) -> Tensor:\n"
       "    return x\n";
   const OpFile f = file_of(d);
   const OpReference r = script_reference(f);
@@ -231,7 +250,8 @@ TEST(ScriptOp, DeclarativeValueKinds) {
 
 TEST(ScriptOp, GeneratedCasesRespectMultiplesAndRelations) {
   json d = base_op();
-  d["symbols"] = json::parse(R"([{"name": "G", "min": 1, "max": 8}, {"name": "H", "min": 1, "max": 64, "multiple_of": 4},
+  d["symbols"] = json::parse(
+      R"([{"name": "G", "min": 1, "max": 8}, {"name": "H", "min": 1, "max": 64, "multiple_of": 4},
                                   {"name": "N", "min": 1, "max": 512}])");
   d["relations"] = {"H % G == 0"};
   d["inputs"][0]["shape"] = {"H", "N"};
@@ -260,11 +280,13 @@ namespace kgate {
 namespace {
 
 // References written with torch.nn.functional (core/functional_names.hpp) compile, and compute what
-// torch.nn.functional does: softmax with dim by keyword, embedding with its arguments the other way.
+// torch.nn.functional does: softmax with dim by keyword, embedding with its arguments the other
+// way.
 TEST(ScriptOp, TorchNnFunctionalNamesCompileToTheirAtenOps) {
   json d = base_op();
-  d["reference"] = "def reference(x: Tensor, alpha: float) -> Tensor:\n"
-                   "    return torch.nn.functional.softmax(x * alpha, dim=-1, dtype=x.dtype)\n";
+  d["reference"] =
+      "def reference(x: Tensor, alpha: float) -> Tensor:\n"
+      "    return torch.nn.functional.softmax(x * alpha, dim=-1, dtype=x.dtype)\n";
   const OpFile f = file_of(d);
   const OpReference r = script_reference(f);
   const Case c = case_of(f.signature, DType::f32, {{"B", 3}, {"N", 7}});
@@ -275,8 +297,9 @@ TEST(ScriptOp, TorchNnFunctionalNamesCompileToTheirAtenOps) {
   d["inputs"] = json::parse(R"([{"name": "x", "shape": ["B", "N"]},
                                 {"name": "ids", "shape": ["B"], "dtype": "i64", "values": {"kind": "integers", "low": 0, "high": "B-1"}}])");
   d["outputs"] = json::parse(R"([{"name": "y", "shape": ["B", "N"]}])");
-  d["reference"] = "def reference(x: Tensor, ids: Tensor, alpha: float) -> Tensor:\n"
-                   "    return torch.nn.functional.embedding(ids, x) * alpha\n";
+  d["reference"] =
+      "def reference(x: Tensor, ids: Tensor, alpha: float) -> Tensor:\n"
+      "    return torch.nn.functional.embedding(ids, x) * alpha\n";
   const OpFile g = file_of(d);
   const OpReference e = script_reference(g);
   const Case ce = case_of(g.signature, DType::f32, {{"B", 4}, {"N", 5}});
@@ -287,10 +310,14 @@ TEST(ScriptOp, TorchNnFunctionalNamesCompileToTheirAtenOps) {
 
 TEST(ScriptOp, ATorchNnFunctionalNameWithoutAnEquivalentIsRefusedByLine) {
   json d = base_op();
-  d["reference"] = "def reference(x: Tensor, alpha: float) -> Tensor:\n"
-                   "    return torch.nn.functional.normalize(x, dim=-1) * alpha\n";
+  d["reference"] =
+      "def reference(x: Tensor, alpha: float) -> Tensor:\n"
+      "    return torch.nn.functional.normalize(x, dim=-1) * alpha\n";
   const std::string e = error_of(d);
-  EXPECT_NE(e.find("ops/scaled.json: reference: line 2: torch.nn.functional.normalize is not accepted"), std::string::npos) << e;
+  EXPECT_NE(
+      e.find("ops/scaled.json: reference: line 2: torch.nn.functional.normalize is not accepted"),
+      std::string::npos)
+      << e;
   EXPECT_NE(e.find("accepted: softmax, log_softmax"), std::string::npos) << e;
 }
 

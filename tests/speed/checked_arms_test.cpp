@@ -18,13 +18,15 @@ namespace {
 /// starts the kernels `kernels[arm]` unless `changed_after` launches have run (then "other").
 class FakeTimer : public LaunchTimer {
  public:
-  std::vector<double> time(const std::function<void()>& launch, int count, const std::function<void()>& between) override {
+  std::vector<double> time(const std::function<void()>& launch, int count,
+                           const std::function<void()>& between) override {
     last_.clear();
     for (int i = 0; i < count; ++i) {
       if (between) between();
       launch();
       ++launches;
-      last_.push_back(changed_after >= 0 && launches > changed_after ? KernelSet{"other<<<1, 1>>>"} : KernelSet{"k<<<1, 32>>>"});
+      last_.push_back(changed_after >= 0 && launches > changed_after ? KernelSet{"other<<<1, 1>>>"}
+                                                                     : KernelSet{"k<<<1, 32>>>"});
     }
     return std::vector<double>(static_cast<size_t>(count), 1000.0);
   }
@@ -47,7 +49,8 @@ class FakeMonitor : public DeviceMonitor {
     return DeviceSample{clock, throttled, throttled ? "thermal slowdown" : ""};
   }
   std::optional<std::vector<DeviceUser>> other_processes() const override {
-    return others ? std::vector<DeviceUser>{{4242, uint64_t{300} << 20}} : std::vector<DeviceUser>{};
+    return others ? std::vector<DeviceUser>{{4242, uint64_t{300} << 20}}
+                  : std::vector<DeviceUser>{};
   }
   unsigned clock = 1980;
   bool throttled = false;
@@ -62,9 +65,15 @@ struct Trace {
 
 CheckedArms::Hooks hooks(Trace& t) {
   CheckedArms::Hooks h;
-  h.launch = [&t](int arm, size_t set) { t.events.push_back("launch " + std::to_string(arm) + "/" + std::to_string(set)); };
-  h.prepare = [&t](int arm, size_t set) { t.events.push_back("prepare " + std::to_string(arm) + "/" + std::to_string(set)); };
-  h.capture = [&t](int arm, size_t set) { t.events.push_back("capture " + std::to_string(arm) + "/" + std::to_string(set)); };
+  h.launch = [&t](int arm, size_t set) {
+    t.events.push_back("launch " + std::to_string(arm) + "/" + std::to_string(set));
+  };
+  h.prepare = [&t](int arm, size_t set) {
+    t.events.push_back("prepare " + std::to_string(arm) + "/" + std::to_string(set));
+  };
+  h.capture = [&t](int arm, size_t set) {
+    t.events.push_back("capture " + std::to_string(arm) + "/" + std::to_string(set));
+  };
   h.block_done = [&t](int64_t, const std::array<int64_t, 2>&, bool) { ++t.blocks_judged; };
   return h;
 }
@@ -80,7 +89,9 @@ TEST(CheckedArms, ChecksTheDrawnLaunchOfEachArmBetweenLaunches) {
   // Two buffer sets, 10 launches per block (5 per half-block), draws of 7: launch 7 of each arm.
   CheckedArms arms(timer, 2, 3, 10, {true, true}, hooks(t), nullptr, {"base", "head"}, fixed(7));
   arms.measure(0, 10);  // warm-up: no checks
-  EXPECT_EQ(std::count_if(t.events.begin(), t.events.end(), [](const std::string& e) { return e[0] == 'p'; }), 0);
+  EXPECT_EQ(std::count_if(t.events.begin(), t.events.end(),
+                          [](const std::string& e) { return e[0] == 'p'; }),
+            0);
   arms.begin_blocks(true);
   t.events.clear();
   arms.measure(0, 5);
@@ -108,7 +119,9 @@ TEST(CheckedArms, OutputsAreRefilledBeforeEveryLaunchButTheCheckedOneWhichIsPrep
   FakeTimer timer;
   Trace t;
   CheckedArms::Hooks h = hooks(t);
-  h.refill = [&t](int arm, size_t set) { t.events.push_back("refill " + std::to_string(arm) + "/" + std::to_string(set)); };
+  h.refill = [&t](int arm, size_t set) {
+    t.events.push_back("refill " + std::to_string(arm) + "/" + std::to_string(set));
+  };
   CheckedArms arms(timer, 2, 3, 10, {true, true}, h, nullptr, {"base", "head"}, fixed(7));
   arms.measure(1, 10);  // warm-up: every launch refilled
   for (size_t i = 0; i < t.events.size(); i += 2) {
@@ -124,7 +137,8 @@ TEST(CheckedArms, OutputsAreRefilledBeforeEveryLaunchButTheCheckedOneWhichIsPrep
   arms.measure(0, 5);
   // 20 launches: 18 refilled, the two checked ones (index 7 of each arm) prepared instead.
   const auto count = [&](char first) {
-    return std::count_if(t.events.begin(), t.events.end(), [&](const std::string& e) { return e[0] == first; });
+    return std::count_if(t.events.begin(), t.events.end(),
+                         [&](const std::string& e) { return e[0] == first; });
   };
   EXPECT_EQ(count('l'), 20);
   EXPECT_EQ(count('r'), 18);
@@ -133,7 +147,8 @@ TEST(CheckedArms, OutputsAreRefilledBeforeEveryLaunchButTheCheckedOneWhichIsPrep
     if (t.events[i][0] == 'l') {
       ASSERT_GT(i, 0u);
       const char before = t.events[i - 1][0];
-      EXPECT_TRUE(before == 'r' || before == 'p') << "launch " << i << " came after " << t.events[i - 1];
+      EXPECT_TRUE(before == 'r' || before == 'p')
+          << "launch " << i << " came after " << t.events[i - 1];
     }
 }
 
@@ -167,7 +182,8 @@ TEST(CheckedArms, KernelsThatChangeWhileTimedMakeItInvalid) {
     arms.measure(1, 5);
     FAIL() << "no TimingInvalid";
   } catch (const TimingInvalid& e) {
-    EXPECT_NE(e.reason.find("the kernels of a timed launch changed"), std::string::npos) << e.reason;
+    EXPECT_NE(e.reason.find("the kernels of a timed launch changed"), std::string::npos)
+        << e.reason;
     EXPECT_NE(e.reason.find("'head'"), std::string::npos) << e.reason;
     EXPECT_NE(e.reason.find("other<<<1, 1>>>"), std::string::npos) << e.reason;
   }

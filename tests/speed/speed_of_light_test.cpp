@@ -39,7 +39,8 @@ TEST(SpeedOfLight, OnlyAMedianBelowTheFloorIsFasterThanTheHardwareAllows) {
   EXPECT_FALSE(faster_than_light(f, 12000, "candidate"));  // a good kernel: 0.7 of the ceiling
   const auto why = faster_than_light(f, least * 0.5, "candidate");
   ASSERT_TRUE(why);
-  EXPECT_NE(why->find("faster than the hardware allows: candidate's median"), std::string::npos) << *why;
+  EXPECT_NE(why->find("faster than the hardware allows: candidate's median"), std::string::npos)
+      << *why;
   EXPECT_NE(why->find("4000 GB/s"), std::string::npos) << *why;
   // No floor declared, or no ceiling measured: nothing to enforce.
   EXPECT_FALSE(faster_than_light(LightFloor{}, 1, "candidate"));

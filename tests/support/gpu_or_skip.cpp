@@ -1,10 +1,10 @@
 // kgate_gpu_or_skip [--skip-exit=N] [--runs-without-gpu=GLOB]... -- COMMAND [ARG...]
 //
 // The launcher of tests that need a CUDA device. With one visible (cudaGetDeviceCount > 0), it
-// becomes COMMAND (execv). Without one, it prints GoogleTest's "[  SKIPPED ]" line, which GPU tests'
-// SKIP_REGULAR_EXPRESSION reads, and exits N (default 0) without starting COMMAND: the test would
-// only find no device and skip itself, after loading LibTorch (about 0.4 s a test; a build has about
-// 250 such tests, all skipped on a machine without a GPU).
+// becomes COMMAND (execv). Without one, it prints GoogleTest's "[  SKIPPED ]" line, which GPU
+// tests' SKIP_REGULAR_EXPRESSION reads, and exits N (default 0) without starting COMMAND: the test
+// would only find no device and skip itself, after loading LibTorch (about 0.4 s a test; a build
+// has about 250 such tests, all skipped on a machine without a GPU).
 //
 // COMMAND still runs without a device when it lists tests (--gtest_list_tests, for test discovery)
 // or when its --gtest_filter names only tests matching a --runs-without-gpu glob (tests of a GPU
@@ -63,8 +63,9 @@ int main(int argc, char** argv) {
     } else if (starts_with(arg, "--runs-without-gpu=")) {
       globs.push_back(arg.substr(19));
     } else {
-      std::fprintf(stderr, "kgate_gpu_or_skip: unknown option '%s' (usage: kgate_gpu_or_skip "
-                           "[--skip-exit=N] [--runs-without-gpu=GLOB]... -- COMMAND [ARG...])\n",
+      std::fprintf(stderr,
+                   "kgate_gpu_or_skip: unknown option '%s' (usage: kgate_gpu_or_skip "
+                   "[--skip-exit=N] [--runs-without-gpu=GLOB]... -- COMMAND [ARG...])\n",
                    arg.c_str());
       return 2;
     }

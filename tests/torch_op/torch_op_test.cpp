@@ -1,7 +1,7 @@
-// Torch custom ops as candidates (runtime/torch_op): loading a TORCH_LIBRARY shared library, finding
-// an op by its schema, mapping the schema onto an op, and gating it on the cpu backend like any
-// kernel. The library is tests/torch_op/test_ops.cpp (KGATE_TEST_OPS_LIBRARY); its twin built with
-// the other C++ ABI is KGATE_TEST_OPS_OLD_ABI_LIBRARY.
+// Torch custom ops as candidates (runtime/torch_op): loading a TORCH_LIBRARY shared library,
+// finding an op by its schema, mapping the schema onto an op, and gating it on the cpu backend like
+// any kernel. The library is tests/torch_op/test_ops.cpp (KGATE_TEST_OPS_LIBRARY); its twin built
+// with the other C++ ABI is KGATE_TEST_OPS_OLD_ABI_LIBRARY.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -29,7 +29,8 @@ std::string usage_error(const std::function<void()>& f) {
 class TorchOp : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    load_op_files(KGATE_SOURCE_DIR "/kernels/fused_add_rms_norm/package/fused_add_rms_norm.op.json");
+    load_op_files(KGATE_SOURCE_DIR
+                  "/kernels/fused_add_rms_norm/package/fused_add_rms_norm.op.json");
     load_torch_library(KGATE_TEST_OPS_LIBRARY);
   }
   static CheckOptions options() {
@@ -51,7 +52,8 @@ TEST_F(TorchOp, SpecsParse) {
   EXPECT_EQ(s.mapping[1].second, "eps");
   EXPECT_EQ(parse_torch_op_spec("mylib::rms=rms_norm").backend, Backend::cuda);
   for (const char* bad : {"mylib::rms", "rms=rms_norm", "mylib::rms=", "mylib::rms=rms_norm,input"})
-    EXPECT_NE(usage_error([&] { parse_torch_op_spec(bad); }).find("NAMESPACE::OP"), std::string::npos)
+    EXPECT_NE(usage_error([&] { parse_torch_op_spec(bad); }).find("NAMESPACE::OP"),
+              std::string::npos)
         << bad;
 }
 
@@ -67,25 +69,35 @@ TEST_F(TorchOp, ALibraryOfAnotherTorchAbiIsNamedAsSuch) {
 }
 
 TEST_F(TorchOp, AnUnknownOpListsTheNamespacesOps) {
-  const auto e = usage_error([] { torch_op_kernel(parse_torch_op_spec("cpu/kgate_test::nope=softmax"), nullptr); });
+  const auto e = usage_error(
+      [] { torch_op_kernel(parse_torch_op_spec("cpu/kgate_test::nope=softmax"), nullptr); });
   EXPECT_NE(e.find("no op kgate_test::nope is registered"), std::string::npos) << e;
   EXPECT_NE(e.find("kgate_test::softmax_out"), std::string::npos) << e;
 }
 
 TEST_F(TorchOp, AnUnmappableSchemaNamesTheArgument) {
-  const auto e = usage_error([] { torch_op_kernel(parse_torch_op_spec("cpu/kgate_test::softmax_renamed=softmax"), nullptr); });
+  const auto e = usage_error([] {
+    torch_op_kernel(parse_torch_op_spec("cpu/kgate_test::softmax_renamed=softmax"), nullptr);
+  });
   EXPECT_NE(e.find("argument 'q' maps onto nothing of op softmax"), std::string::npos) << e;
   EXPECT_NE(e.find(",q=NAME"), std::string::npos) << e;
   // A written argument mapped onto a read-only input, and a mapping naming no argument.
-  const auto w = usage_error([] { torch_op_kernel(parse_torch_op_spec("cpu/kgate_test::softmax_out=softmax,out=x"), nullptr); });
-  EXPECT_NE(w.find("'out' is written (Tensor(a!)) but op softmax's input 'x' is read only"), std::string::npos) << w;
-  const auto m = usage_error([] { torch_op_kernel(parse_torch_op_spec("cpu/kgate_test::softmax_out=softmax,nothing=x"), nullptr); });
+  const auto w = usage_error([] {
+    torch_op_kernel(parse_torch_op_spec("cpu/kgate_test::softmax_out=softmax,out=x"), nullptr);
+  });
+  EXPECT_NE(w.find("'out' is written (Tensor(a!)) but op softmax's input 'x' is read only"),
+            std::string::npos)
+      << w;
+  const auto m = usage_error([] {
+    torch_op_kernel(parse_torch_op_spec("cpu/kgate_test::softmax_out=softmax,nothing=x"), nullptr);
+  });
   EXPECT_NE(m.find("'nothing', which is no argument of the schema"), std::string::npos) << m;
 }
 
 TEST_F(TorchOp, AnExplicitMappingBindsRenamedArguments) {
   std::string note = "unset";
-  const KernelInfo k = torch_op_kernel(parse_torch_op_spec("cpu/kgate_test::softmax_renamed=softmax,q=x"), &note);
+  const KernelInfo k =
+      torch_op_kernel(parse_torch_op_spec("cpu/kgate_test::softmax_renamed=softmax,q=x"), &note);
   EXPECT_EQ(k.name, "kgate_test.softmax_renamed.cpu");
   EXPECT_NE(note.find("returns new tensors"), std::string::npos) << note;
   Runner runner(Backend::cpu);
@@ -96,7 +108,8 @@ TEST_F(TorchOp, AnExplicitMappingBindsRenamedArguments) {
 
 TEST_F(TorchOp, AnOutVariantGetsEveryMemoryCheckAndPasses) {
   std::string note = "unset";
-  const KernelInfo k = torch_op_kernel(parse_torch_op_spec("cpu/kgate_test::softmax_out=softmax"), &note);
+  const KernelInfo k =
+      torch_op_kernel(parse_torch_op_spec("cpu/kgate_test::softmax_out=softmax"), &note);
   EXPECT_EQ(note, "");
   Runner runner(Backend::cpu);
   const auto report = check_kernel(runner, k, options());
@@ -106,7 +119,8 @@ TEST_F(TorchOp, AnOutVariantGetsEveryMemoryCheckAndPasses) {
 }
 
 TEST_F(TorchOp, AnOutVariantThatSkipsAColumnIsCaughtAsUnwritten) {
-  const KernelInfo k = torch_op_kernel(parse_torch_op_spec("cpu/kgate_test::softmax_tail_out=softmax"), nullptr);
+  const KernelInfo k =
+      torch_op_kernel(parse_torch_op_spec("cpu/kgate_test::softmax_tail_out=softmax"), nullptr);
   Runner runner(Backend::cpu);
   const auto report = check_kernel(runner, k, options());
   EXPECT_EQ(report.outcome, Outcome::failed);
@@ -117,8 +131,8 @@ TEST_F(TorchOp, AnOutVariantThatSkipsAColumnIsCaughtAsUnwritten) {
 
 TEST_F(TorchOp, AnInPlaceOpWithAReturnedOutputPassesAndSaysWhatWasChecked) {
   std::string note;
-  const KernelInfo k =
-      torch_op_kernel(parse_torch_op_spec("cpu/kgate_test::fused_add_rms_norm=fused_add_rms_norm"), &note);
+  const KernelInfo k = torch_op_kernel(
+      parse_torch_op_spec("cpu/kgate_test::fused_add_rms_norm=fused_add_rms_norm"), &note);
   EXPECT_NE(note.find("not unwritten elements or guard bands"), std::string::npos) << note;
   Runner runner(Backend::cpu);
   const auto report = check_kernel(runner, k, options());

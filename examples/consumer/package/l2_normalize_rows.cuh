@@ -15,8 +15,8 @@
 namespace l2n {
 
 template <typename T>
-__global__ void normalize_rows(const T* x, T* y, int64_t n, int64_t x_row_stride, int64_t y_row_stride,
-                               float eps) {
+__global__ void normalize_rows(const T* x, T* y, int64_t n, int64_t x_row_stride,
+                               int64_t y_row_stride, float eps) {
   const T* xr = x + blockIdx.x * x_row_stride;
   T* yr = y + blockIdx.x * y_row_stride;
   const int64_t end = L2N_DROP_TAIL ? n - n % 4 : n;
@@ -42,7 +42,8 @@ __global__ void normalize_rows(const T* x, T* y, int64_t n, int64_t x_row_stride
   // caught exactly that in the first version of this kernel.
   const float root = sqrtf(total);
   const float norm = root < eps ? eps : root;
-  for (int64_t i = threadIdx.x; i < end; i += blockDim.x) yr[i] = static_cast<T>(static_cast<float>(xr[i]) / norm);
+  for (int64_t i = threadIdx.x; i < end; i += blockDim.x)
+    yr[i] = static_cast<T>(static_cast<float>(xr[i]) / norm);
 }
 
 }  // namespace l2n

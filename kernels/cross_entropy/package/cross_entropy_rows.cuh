@@ -1,9 +1,10 @@
-// The device code of cross_entropy_rows (compiled into the build from this package; its mutants in kernels/cross_entropy/cross_entropy_rows.cu) and of package
-// cross_entropy_rows_pkg. NVRTC-compatible: no host headers.
-// Two deterministic passes: one 256-thread block per row reads the row once (online logsumexp) and
-// writes the row's loss and whether it counts (its target is not ignore_index) into `rows` (2 floats
-// per row); one block then sums the rows in a fixed order and writes the mean (0/0 = NaN when every
-// row is ignored, as the reference). NaN and Inf follow the reference; logits of any strides.
+// The device code of cross_entropy_rows (compiled into the build from this package; its mutants in
+// kernels/cross_entropy/cross_entropy_rows.cu) and of package cross_entropy_rows_pkg.
+// NVRTC-compatible: no host headers. Two deterministic passes: one 256-thread block per row reads
+// the row once (online logsumexp) and writes the row's loss and whether it counts (its target is
+// not ignore_index) into `rows` (2 floats per row); one block then sums the rows in a fixed order
+// and writes the mean (0/0 = NaN when every row is ignored, as the reference). NaN and Inf follow
+// the reference; logits of any strides.
 #pragma once
 
 #include "kgate_device.cuh"
@@ -13,7 +14,9 @@ namespace kgate_device {
 __device__ __forceinline__ float max_nan(float a, float b) { return (a != a || a > b) ? a : b; }
 
 /// s * exp(from - to), 0 when s is 0 (an empty or all -Inf part: exp(-Inf - -Inf) would be NaN).
-__device__ __forceinline__ float rescaled(float s, float from, float to) { return s == 0.f ? 0.f : s * expf(from - to); }
+__device__ __forceinline__ float rescaled(float s, float from, float to) {
+  return s == 0.f ? 0.f : s * expf(from - to);
+}
 
 /// The row's (max, sum of exp(x - max)) through `scratch` (64 floats), NaN-propagating.
 __device__ __forceinline__ void block_logsumexp(float& m, float& s, float* scratch) {
@@ -40,11 +43,12 @@ __device__ __forceinline__ void block_logsumexp(float& m, float& s, float* scrat
   }
 }
 
-// kVariant 0: correct. 1 (mutant): ignored rows counted in the mean. 2 (mutant): no max-subtraction.
-// One pass over the row (online logsumexp: the running sum is rescaled when the max grows).
+// kVariant 0: correct. 1 (mutant): ignored rows counted in the mean. 2 (mutant): no
+// max-subtraction. One pass over the row (online logsumexp: the running sum is rescaled when the
+// max grows).
 template <typename T, int kVariant>
-__global__ void cross_entropy_row_losses(const T* logits, const i64* target, float* rows, i64 c, i64 s0, i64 s1,
-                                         i64 t0, i64 ignore_index) {
+__global__ void cross_entropy_row_losses(const T* logits, const i64* target, float* rows, i64 c,
+                                         i64 s0, i64 s1, i64 t0, i64 ignore_index) {
   __shared__ float scratch[64];
   const i64 r = blockIdx.x;
   const i64 t = target[r * t0];

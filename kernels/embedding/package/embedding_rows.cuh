@@ -1,9 +1,9 @@
 // The device code of embedding_gather: y[t, :] = weight[indices[t], :] for weight:[V,D], int64
 // indices:[T] and y:[T,D], any strides. Compiled by nvcc into the in-tree kernel
-// (embedding_gather, kgate_add_kernel PACKAGE) and by NVRTC as package embedding_gather_pkg, so checking
-// the package checks this code. NVRTC-compatible: no host headers.
-// One warp per token (grid-stride over tokens), its lanes copying the row's elements as raw bits
-// of their size (NaN payloads included); an index outside [0, V) leaves its output row unwritten.
+// (embedding_gather, kgate_add_kernel PACKAGE) and by NVRTC as package embedding_gather_pkg, so
+// checking the package checks this code. NVRTC-compatible: no host headers. One warp per token
+// (grid-stride over tokens), its lanes copying the row's elements as raw bits of their size (NaN
+// payloads included); an index outside [0, V) leaves its output row unwritten.
 #pragma once
 
 #include "kgate_device.cuh"

@@ -1,7 +1,7 @@
-// The device code of matmul_tiled (compiled into the build from this package; its mutants in kernels/gemm/matmul_tiled.cu) and of package matmul_tiled_pkg.
-// NVRTC-compatible: no host headers. 64 x 64 output tiles (grid: ceil(N/64) x ceil(M/64), 256
-// threads), 16-deep slices of K staged in shared memory as float, 4 x 4 outputs per thread, float32
-// accumulation; a and b of any strides.
+// The device code of matmul_tiled (compiled into the build from this package; its mutants in
+// kernels/gemm/matmul_tiled.cu) and of package matmul_tiled_pkg. NVRTC-compatible: no host headers.
+// 64 x 64 output tiles (grid: ceil(N/64) x ceil(M/64), 256 threads), 16-deep slices of K staged in
+// shared memory as float, 4 x 4 outputs per thread, float32 accumulation; a and b of any strides.
 #pragma once
 
 #include "kgate_device.cuh"
@@ -13,13 +13,15 @@ constexpr int kMatmulTile = 64, kMatmulDepth = 16, kMatmulThreads = 256;
 // kVariant 0: correct. Mutants: 1 never adds the last K % 16 products, 2 rounds the accumulator
 // to the storage dtype after every slice.
 template <typename T, int kVariant>
-__global__ void matmul_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out, i64 m,
-                              i64 n, i64 k, i64 a_row, i64 a_col, i64 b_row, i64 b_col,
+__global__ void matmul_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out,
+                              i64 m, i64 n, i64 k, i64 a_row, i64 a_col, i64 b_row, i64 b_col,
                               i64 o_row, i64 o_col) {
   __shared__ float as[kMatmulDepth][kMatmulTile + 1];
   __shared__ float bs[kMatmulDepth][kMatmulTile + 1];
-  const i64 row0 = static_cast<i64>(blockIdx.y) * kMatmulTile, col0 = static_cast<i64>(blockIdx.x) * kMatmulTile;
-  const int tr = threadIdx.x / 16, tc = threadIdx.x % 16;  // this thread: rows tr + 16 i, cols tc + 16 j
+  const i64 row0 = static_cast<i64>(blockIdx.y) * kMatmulTile,
+            col0 = static_cast<i64>(blockIdx.x) * kMatmulTile;
+  const int tr = threadIdx.x / 16,
+            tc = threadIdx.x % 16;  // this thread: rows tr + 16 i, cols tc + 16 j
   float acc[4][4] = {};
   const i64 k_end = kVariant == 1 ? k / kMatmulDepth * kMatmulDepth : k;
   for (i64 k0 = 0; k0 < k_end; k0 += kMatmulDepth) {
@@ -35,7 +37,8 @@ __global__ void matmul_kernel(const T* __restrict__ a, const T* __restrict__ b, 
 #pragma unroll
       for (int i = 0; i < 4; ++i)
 #pragma unroll
-        for (int j = 0; j < 4; ++j) acc[i][j] = fmaf(as[kk][tr + 16 * i], bs[kk][tc + 16 * j], acc[i][j]);
+        for (int j = 0; j < 4; ++j)
+          acc[i][j] = fmaf(as[kk][tr + 16 * i], bs[kk][tc + 16 * j], acc[i][j]);
     if (kVariant == 2)
 #pragma unroll
       for (int i = 0; i < 4; ++i)

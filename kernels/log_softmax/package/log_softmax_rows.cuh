@@ -1,7 +1,7 @@
 // The device code of log_softmax_block: row log_softmax over x:[B,N], the last dim contiguous.
-// Compiled by nvcc into the in-tree kernel (log_softmax_block, kgate_add_kernel PACKAGE) and by NVRTC
-// as package log_softmax_block_pkg, so checking the package checks this code. NVRTC-compatible: no
-// host headers.
+// Compiled by nvcc into the in-tree kernel (log_softmax_block, kgate_add_kernel PACKAGE) and by
+// NVRTC as package log_softmax_block_pkg, so checking the package checks this code.
+// NVRTC-compatible: no host headers.
 //   log_softmax_warp_rows:  one warp per row, the row held in registers (one read, one write);
 //   log_softmax_block_rows: one block per row, three passes over the row (max, sum, write).
 // Accumulation in float; y = (x - max) - log(sum(exp(x - max))) as ATen computes it, so NaN and

@@ -58,7 +58,8 @@ __global__ void softmax_warp_rows(const T* __restrict__ x, T* __restrict__ y, i6
 /// Row blockIdx.x of at most kElems * kSoftmaxBlock elements.
 template <typename T, int kElems>
 __global__ void __launch_bounds__(kSoftmaxBlock)
-    softmax_block_rows(const T* __restrict__ x, T* __restrict__ y, int n, i64 x_row_stride, i64 y_row_stride) {
+    softmax_block_rows(const T* __restrict__ x, T* __restrict__ y, int n, i64 x_row_stride,
+                       i64 y_row_stride) {
   __shared__ float scratch[32];
   const T* xr = x + static_cast<i64>(blockIdx.x) * x_row_stride;
   T* yr = y + static_cast<i64>(blockIdx.x) * y_row_stride;
@@ -93,7 +94,8 @@ __global__ void __launch_bounds__(kSoftmaxBlock)
 /// accesses hit distinct banks.
 template <typename T, bool kVec>
 __global__ void __launch_bounds__(kSoftmaxBlock)
-    softmax_smem_rows(const T* __restrict__ x, T* __restrict__ y, int n, i64 x_row_stride, i64 y_row_stride) {
+    softmax_smem_rows(const T* __restrict__ x, T* __restrict__ y, int n, i64 x_row_stride,
+                      i64 y_row_stride) {
   extern __shared__ float row[];
   __shared__ float scratch[32];
   constexpr int kV = kVec ? Vec16<T>::kN : 1;
@@ -143,7 +145,8 @@ __global__ void __launch_bounds__(kSoftmaxBlock)
 /// Row blockIdx.x of any length: an online (max, sum) pass, then the write pass (two reads).
 template <typename T>
 __global__ void __launch_bounds__(kSoftmaxBlock)
-    softmax_long_rows(const T* __restrict__ x, T* __restrict__ y, i64 n, i64 x_row_stride, i64 y_row_stride) {
+    softmax_long_rows(const T* __restrict__ x, T* __restrict__ y, i64 n, i64 x_row_stride,
+                      i64 y_row_stride) {
   __shared__ float scratch[32];
   const T* xr = x + static_cast<i64>(blockIdx.x) * x_row_stride;
   T* yr = y + static_cast<i64>(blockIdx.x) * y_row_stride;
@@ -160,10 +163,12 @@ __global__ void __launch_bounds__(kSoftmaxBlock)
   }
   const float row_max = block_reduce<true>(m, scratch);
   if (m != -infinity()) s *= expf(m - row_max);  // else s is 0, or NaN from a NaN element: keep it
-  if (row_max == infinity() || row_max == -infinity()) s = __int_as_float(0x7fc00000);  // inf - inf: NaN
+  if (row_max == infinity() || row_max == -infinity())
+    s = __int_as_float(0x7fc00000);  // inf - inf: NaN
   const float total = block_reduce<false>(s, scratch);
   const float inv = 1.f / total;
-  for (i64 c = threadIdx.x; c < n; c += blockDim.x) yr[c] = from_float<T>(expf(to_float(xr[c]) - row_max) * inv);
+  for (i64 c = threadIdx.x; c < n; c += blockDim.x)
+    yr[c] = from_float<T>(expf(to_float(xr[c]) - row_max) * inv);
 }
 
 }  // namespace kgate_device

@@ -21,7 +21,8 @@ __device__ __forceinline__ unsigned int ordered(float v) {
 // key = ordered value in the high word, (2^32 - 2 - index) in the low word: larger is better, of
 // equal values the lower index wins, and no key is 2^64 - 1 (the reduction adds one).
 __device__ __forceinline__ unsigned long long make_key(unsigned int hi, i64 j) {
-  return (static_cast<unsigned long long>(hi) << 32) | (0xFFFFFFFEull - static_cast<unsigned long long>(j));
+  return (static_cast<unsigned long long>(hi) << 32) |
+         (0xFFFFFFFEull - static_cast<unsigned long long>(j));
 }
 __device__ __forceinline__ i64 key_index(unsigned long long key) {
   return static_cast<i64>(0xFFFFFFFEull - (key & 0xFFFFFFFFull));
@@ -37,7 +38,8 @@ __device__ __forceinline__ unsigned long long warp_max_u64(unsigned long long v)
 }
 
 // Block-wide max through `scratch` (32 words of shared memory); every thread gets the result.
-__device__ __forceinline__ unsigned long long block_max_u64(unsigned long long v, unsigned long long* scratch) {
+__device__ __forceinline__ unsigned long long block_max_u64(unsigned long long v,
+                                                            unsigned long long* scratch) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
   v = warp_max_u64(v);
   __syncthreads();
@@ -49,9 +51,9 @@ __device__ __forceinline__ unsigned long long block_max_u64(unsigned long long v
 // kVariant 0: correct. Mutants: 1 repeats a tied value's first index, 2 skips values equal to
 // the previous one, 3 ranks NaN lowest.
 template <typename T, int kVariant>
-__global__ void topk_rows_kernel(const T* __restrict__ x, T* __restrict__ values, long long* __restrict__ indices,
-                                 i64 n, i64 k, i64 x_row, i64 x_col, i64 v_row, i64 v_col,
-                                 i64 i_row, i64 i_col) {
+__global__ void topk_rows_kernel(const T* __restrict__ x, T* __restrict__ values,
+                                 long long* __restrict__ indices, i64 n, i64 k, i64 x_row,
+                                 i64 x_col, i64 v_row, i64 v_col, i64 i_row, i64 i_col) {
   __shared__ unsigned long long scratch[32];
   const i64 row = blockIdx.x;
   const T* xr = x + row * x_row;
@@ -62,7 +64,8 @@ __global__ void topk_rows_kernel(const T* __restrict__ x, T* __restrict__ values
     for (i64 j = threadIdx.x; j < n; j += blockDim.x) {
       const unsigned int hi = ordered<kVariant>(to_float(xr[j * x_col]));
       const unsigned long long key = make_key(hi, j);
-      const bool below = kVariant == 2 ? (p == 0 || hi < static_cast<unsigned int>(bound >> 32)) : key < bound;
+      const bool below =
+          kVariant == 2 ? (p == 0 || hi < static_cast<unsigned int>(bound >> 32)) : key < bound;
       if (below && (!found || key > best)) {
         best = key;
         found = true;

@@ -1,8 +1,8 @@
-// The device code of the GEMM controls (tests/controls/matmul_orders.cu, nvcc) and of their packages
-// (tests/controls/packages/, NVRTC, FMA contraction on as NVRTC's default): correct GEMMs whose K
-// sums run in orders other than eager's (cuBLAS). bf16, f16 and f32 in, float32 accumulation, out
-// in the input dtype, a:[M,K], b:[K,N], out:[M,N] of any strides (elements). NVRTC-compatible: no
-// host headers.
+// The device code of the GEMM controls (tests/controls/matmul_orders.cu, nvcc) and of their
+// packages (tests/controls/packages/, NVRTC, FMA contraction on as NVRTC's default): correct GEMMs
+// whose K sums run in orders other than eager's (cuBLAS). bf16, f16 and f32 in, float32
+// accumulation, out in the input dtype, a:[M,K], b:[K,N], out:[M,N] of any strides (elements).
+// NVRTC-compatible: no host headers.
 //   matmul_naive          one thread per output (16 x 16 threads), K summed 0..K-1 with fmaf
 //   matmul_smem_tiled     32 x 32 threads, 32 x 32 tiles in shared memory: a partial sum per
 //                         32-deep K slice, the slices' partials added to the total in order
@@ -24,12 +24,10 @@ using kgate_device::i64;
 using kgate_device::to_float;
 
 /// The sizes and strides every kernel below takes, in this order, as kernel parameters.
-#define KGATE_GEMM_PARAMS                                                                        \
+#define KGATE_GEMM_PARAMS \
   i64 m, i64 n, i64 k, i64 a_row, i64 a_col, i64 b_row, i64 b_col, i64 o_row, i64 o_col
-#define KGATE_GEMM_LOAD_A(r, kx) \
-  ((r) < m && (kx) < k ? to_float(a[(r) * a_row + (kx) * a_col]) : 0.f)
-#define KGATE_GEMM_LOAD_B(kx, c) \
-  ((kx) < k && (c) < n ? to_float(b[(kx) * b_row + (c) * b_col]) : 0.f)
+#define KGATE_GEMM_LOAD_A(r, kx) ((r) < m && (kx) < k ? to_float(a[(r)*a_row + (kx)*a_col]) : 0.f)
+#define KGATE_GEMM_LOAD_B(kx, c) ((kx) < k && (c) < n ? to_float(b[(kx)*b_row + (c)*b_col]) : 0.f)
 
 constexpr int kTile32 = 32, kTile16 = 16;
 constexpr int kBlock2d = 64, kDepth2d = 8, kMicro = 8, kThreads2d = 64;
@@ -40,7 +38,8 @@ __global__ void matmul_naive(const T* a, const T* b, T* out, KGATE_GEMM_PARAMS) 
   const i64 c = static_cast<i64>(blockIdx.x) * 16 + threadIdx.x;
   if (r >= m || c >= n) return;
   float acc = 0.f;
-  for (i64 kx = 0; kx < k; ++kx) acc = fmaf(to_float(a[r * a_row + kx * a_col]), to_float(b[kx * b_row + c * b_col]), acc);
+  for (i64 kx = 0; kx < k; ++kx)
+    acc = fmaf(to_float(a[r * a_row + kx * a_col]), to_float(b[kx * b_row + c * b_col]), acc);
   out[r * o_row + c * o_col] = from_float<T>(acc);
 }
 
@@ -69,7 +68,8 @@ template <typename T>
 __global__ void matmul_register_2d(const T* a, const T* b, T* out, KGATE_GEMM_PARAMS) {
   __shared__ float as[kDepth2d][kBlock2d + 4];  // transposed: as[k][row]
   __shared__ float bs[kDepth2d][kBlock2d + 4];
-  const i64 row0 = static_cast<i64>(blockIdx.y) * kBlock2d, col0 = static_cast<i64>(blockIdx.x) * kBlock2d;
+  const i64 row0 = static_cast<i64>(blockIdx.y) * kBlock2d,
+            col0 = static_cast<i64>(blockIdx.x) * kBlock2d;
   const int tr = threadIdx.x / (kBlock2d / kMicro), tc = threadIdx.x % (kBlock2d / kMicro);
   float acc[kMicro][kMicro] = {};
   for (i64 k0 = 0; k0 < k; k0 += kDepth2d) {
@@ -130,7 +130,8 @@ __global__ void matmul_k_interleaved(const T* a, const T* b, T* out, KGATE_GEMM_
 /// Chunk z = blockIdx.z of K, [z * chunk, min(K, (z + 1) * chunk)), summed sequentially (k
 /// ascending, fmaf) into ws[z][r][c]; a chunk past K writes zeros. chunk is a multiple of 16.
 template <typename T>
-__global__ void matmul_split_k_partial(const T* a, const T* b, float* ws, KGATE_GEMM_PARAMS, i64 chunk) {
+__global__ void matmul_split_k_partial(const T* a, const T* b, float* ws, KGATE_GEMM_PARAMS,
+                                       i64 chunk) {
   __shared__ float as[kTile16][kTile16 + 1];
   __shared__ float bs[kTile16][kTile16 + 1];
   const int tx = threadIdx.x, ty = threadIdx.y;
@@ -152,7 +153,8 @@ __global__ void matmul_split_k_partial(const T* a, const T* b, float* ws, KGATE_
 
 /// out[r][c] = ws[0][r][c] + ws[1][r][c] + ... + ws[S-1][r][c], left to right.
 template <typename T>
-__global__ void matmul_split_k_reduce(const float* ws, T* out, i64 m, i64 n, i64 o_row, i64 o_col, int splits) {
+__global__ void matmul_split_k_reduce(const float* ws, T* out, i64 m, i64 n, i64 o_row, i64 o_col,
+                                      int splits) {
   const i64 i = static_cast<i64>(blockIdx.x) * blockDim.x + threadIdx.x, mn = m * n;
   if (i >= mn) return;
   float acc = ws[i];

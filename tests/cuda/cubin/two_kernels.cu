@@ -1,5 +1,6 @@
-// Fixture of tests/cuda/cubin_digest_test.cpp, compiled to CUBINs in variants (tests/CMakeLists.txt):
-// a kernel with a non-inlined callee and a constant table, and a kernel with shared memory.
+// Fixture of tests/cuda/cubin_digest_test.cpp, compiled to CUBINs in variants
+// (tests/CMakeLists.txt): a kernel with a non-inlined callee and a constant table, and a kernel
+// with shared memory.
 #ifndef TABLE3
 #define TABLE3 0.0f
 #endif
@@ -25,6 +26,8 @@ __global__ void with_shared(float* o, int n) {
 
 #ifdef EXTRA_KERNEL
 template <typename T>
-__global__ void extra(T* o) { o[0] = T(1); }
+__global__ void extra(T* o) {
+  o[0] = T(1);
+}
 template __global__ void extra<float>(float*);
 #endif

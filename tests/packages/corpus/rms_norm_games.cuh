@@ -9,8 +9,9 @@
 namespace rms_norm_games {
 
 // skip: 0 sums every element; k > 0 leaves out the elements j with j % k == k - 1 and rescales.
-__device__ inline void rows(const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ y,
-                            long long rows, long long n, float eps, int skip) {
+__device__ inline void rows(const float* __restrict__ x, const float* __restrict__ w,
+                            float* __restrict__ y, long long rows, long long n, float eps,
+                            int skip) {
   const int lane = threadIdx.x & 31;
   const long long row = blockIdx.x * static_cast<long long>(blockDim.x >> 5) + (threadIdx.x >> 5);
   if (row >= rows) return;
@@ -27,12 +28,12 @@ __device__ inline void rows(const float* __restrict__ x, const float* __restrict
 
 }  // namespace rms_norm_games
 
-extern "C" __global__ void rms_norm_every(const float* x, const float* w, float* y, long long rows, long long n,
-                                          float eps) {
+extern "C" __global__ void rms_norm_every(const float* x, const float* w, float* y, long long rows,
+                                          long long n, float eps) {
   rms_norm_games::rows(x, w, y, rows, n, eps, 0);
 }
 
-extern "C" __global__ void rms_norm_99pct(const float* x, const float* w, float* y, long long rows, long long n,
-                                          float eps) {
+extern "C" __global__ void rms_norm_99pct(const float* x, const float* w, float* y, long long rows,
+                                          long long n, float eps) {
   rms_norm_games::rows(x, w, y, rows, n, eps, 100);
 }

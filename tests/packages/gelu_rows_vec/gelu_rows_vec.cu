@@ -14,17 +14,23 @@ __device__ inline float to_float(__nv_bfloat16 v) { return __bfloat162float(v); 
 template <class T>
 __device__ inline T from_float(float v);
 template <>
-__device__ inline float from_float<float>(float v) { return v; }
+__device__ inline float from_float<float>(float v) {
+  return v;
+}
 template <>
-__device__ inline __half from_float<__half>(float v) { return __float2half_rn(v); }
+__device__ inline __half from_float<__half>(float v) {
+  return __float2half_rn(v);
+}
 template <>
-__device__ inline __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+__device__ inline __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
+  return __float2bfloat16_rn(v);
+}
 
 __device__ inline float gelu(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
 
 template <class T>
-__global__ void gelu_rows_vec(const T* __restrict__ x, T* __restrict__ y, long long rows, long long n,
-                              long long x_row_stride, long long y_row_stride) {
+__global__ void gelu_rows_vec(const T* __restrict__ x, T* __restrict__ y, long long rows,
+                              long long n, long long x_row_stride, long long y_row_stride) {
   constexpr int kVec = 16 / sizeof(T);
   const long long per_row = n / kVec;
   const long long total = rows * per_row;

@@ -1,6 +1,6 @@
-// gelu_rows_vec_unstated_pkg: the kernel of tests/packages/gelu_rows_vec, unchanged; only its guard differs.
-// Exact (erf) GELU over the rows of x[B, N], each row read and written in 16-byte vectors. The
-// vectors need what the manifest's guard.require states: unit element stride, rows whose starts
+// gelu_rows_vec_unstated_pkg: the kernel of tests/packages/gelu_rows_vec, unchanged; only its guard
+// differs. Exact (erf) GELU over the rows of x[B, N], each row read and written in 16-byte vectors.
+// The vectors need what the manifest's guard.require states: unit element stride, rows whose starts
 // are 16-byte aligned (the base aligned and the row stride a multiple of the vector), and N a
 // multiple of the vector. Rows may be padded (a column slice of a wider tensor).
 #include <cuda_bf16.h>
@@ -15,17 +15,23 @@ __device__ inline float to_float(__nv_bfloat16 v) { return __bfloat162float(v); 
 template <class T>
 __device__ inline T from_float(float v);
 template <>
-__device__ inline float from_float<float>(float v) { return v; }
+__device__ inline float from_float<float>(float v) {
+  return v;
+}
 template <>
-__device__ inline __half from_float<__half>(float v) { return __float2half_rn(v); }
+__device__ inline __half from_float<__half>(float v) {
+  return __float2half_rn(v);
+}
 template <>
-__device__ inline __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+__device__ inline __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
+  return __float2bfloat16_rn(v);
+}
 
 __device__ inline float gelu(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
 
 template <class T>
-__global__ void gelu_rows_vec(const T* __restrict__ x, T* __restrict__ y, long long rows, long long n,
-                              long long x_row_stride, long long y_row_stride) {
+__global__ void gelu_rows_vec(const T* __restrict__ x, T* __restrict__ y, long long rows,
+                              long long n, long long x_row_stride, long long y_row_stride) {
   constexpr int kVec = 16 / sizeof(T);
   const long long per_row = n / kVec;
   const long long total = rows * per_row;

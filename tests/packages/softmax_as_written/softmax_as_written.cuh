@@ -1,15 +1,15 @@
 // A row softmax written as kernel headers of public repositories are: the C and C++ headers nvcc
-// takes (NVRTC opens none of them by itself), `uint`, assert and printf. kgate compiles it unchanged
-// (runtime/package/nvrtc_standins.hpp).
+// takes (NVRTC opens none of them by itself), `uint`, assert and printf. kgate compiles it
+// unchanged (runtime/package/nvrtc_standins.hpp).
 #pragma once
+#include <cuda_runtime.h>
+#include <algorithm>
+#include <cassert>
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cassert>
-#include <cstdint>
-#include <algorithm>
-#include <cmath>
-#include <cfloat>
-#include <cuda_runtime.h>
 
 template <typename T, int kThreads>
 __global__ void softmax_as_written(const T* x, T* y, int64_t n) {
@@ -29,12 +29,15 @@ __global__ void softmax_as_written(const T* x, T* y, int64_t n) {
   for (uint w = 0; w < kThreads / 32; ++w) m = std::max(m, partial[w]);
   __syncthreads();
   float sum = 0.f;
-  for (int64_t i = threadIdx.x; i < n; i += kThreads) sum += std::exp(static_cast<float>(in[i]) - m);
+  for (int64_t i = threadIdx.x; i < n; i += kThreads)
+    sum += std::exp(static_cast<float>(in[i]) - m);
   for (int o = 16; o > 0; o /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, o);
   if (lane == 0) partial[warp] = sum;
   __syncthreads();
   sum = 0.f;
   for (uint w = 0; w < kThreads / 32; ++w) sum += partial[w];
-  for (int64_t i = threadIdx.x; i < n; i += kThreads) out[i] = static_cast<T>(std::exp(static_cast<float>(in[i]) - m) / sum);
-  if (row == 0 && threadIdx.x == 0 && !(sum > 0.f) && m > -FLT_MAX) printf("softmax_as_written: row 0 sums to %f\n", sum);
+  for (int64_t i = threadIdx.x; i < n; i += kThreads)
+    out[i] = static_cast<T>(std::exp(static_cast<float>(in[i]) - m) / sum);
+  if (row == 0 && threadIdx.x == 0 && !(sum > 0.f) && m > -FLT_MAX)
+    printf("softmax_as_written: row 0 sums to %f\n", sum);
 }

@@ -29,8 +29,8 @@ __device__ float block_reduce(float v, bool max) {
 
 }  // namespace
 
-extern "C" __global__ void softmax_reads_output(const float* x, float* y, float* running_max, long long n,
-                                                float beta, float inv_sqrt_n) {
+extern "C" __global__ void softmax_reads_output(const float* x, float* y, float* running_max,
+                                                long long n, float beta, float inv_sqrt_n) {
   const long long row = blockIdx.x;
   const float* in = x + row * n;
   float* out = y + row * n;

@@ -3,7 +3,8 @@
 #include "demo_reduce.cuh"
 
 template <class T>
-__global__ void __launch_bounds__(256) softmax_v1(const T* __restrict__ x, T* __restrict__ y, long long n) {
+__global__ void __launch_bounds__(256)
+    softmax_v1(const T* __restrict__ x, T* __restrict__ y, long long n) {
   using namespace demo;
   __shared__ float scratch[32];
   const T* xr = x + static_cast<long long>(blockIdx.x) * n;
@@ -15,5 +16,6 @@ __global__ void __launch_bounds__(256) softmax_v1(const T* __restrict__ x, T* __
   for (long long i = threadIdx.x; i < n; i += blockDim.x) s += expf(to_float(xr[i]) - m);
   s = block_reduce<false>(s, scratch);
   const float inv = 1.f / s;
-  for (long long i = threadIdx.x; i < n; i += blockDim.x) yr[i] = from_float<T>(expf(to_float(xr[i]) - m) * inv);
+  for (long long i = threadIdx.x; i < n; i += blockDim.x)
+    yr[i] = from_float<T>(expf(to_float(xr[i]) - m) * inv);
 }

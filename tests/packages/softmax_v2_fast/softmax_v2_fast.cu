@@ -7,7 +7,8 @@
 
 // kVecs 16-byte vectors per thread: <float, 2> and <__half or __nv_bfloat16, 1> hold 8 elements.
 template <class T, int kVecs>
-__global__ void __launch_bounds__(1024) softmax_v2_fast(const T* __restrict__ x, T* __restrict__ y, int n) {
+__global__ void __launch_bounds__(1024)
+    softmax_v2_fast(const T* __restrict__ x, T* __restrict__ y, int n) {
   using namespace demo;
   constexpr int kV = 16 / sizeof(T);  // elements per 16-byte vector
   constexpr int kE = kVecs * kV;      // elements per thread

@@ -4,7 +4,8 @@
 #include "demo_reduce.cuh"
 
 template <class T>
-__global__ void __launch_bounds__(256) softmax_v2_wrong(const T* __restrict__ x, T* __restrict__ y, long long n) {
+__global__ void __launch_bounds__(256)
+    softmax_v2_wrong(const T* __restrict__ x, T* __restrict__ y, long long n) {
   using namespace demo;
   __shared__ float scratch[32];
   const T* xr = x + static_cast<long long>(blockIdx.x) * n;
@@ -17,5 +18,6 @@ __global__ void __launch_bounds__(256) softmax_v2_wrong(const T* __restrict__ x,
   for (long long i = threadIdx.x; i < whole; i += blockDim.x) s += expf(to_float(xr[i]) - m);
   s = block_reduce<false>(s, scratch);
   const float inv = 1.f / s;
-  for (long long i = threadIdx.x; i < n; i += blockDim.x) yr[i] = from_float<T>(expf(to_float(xr[i]) - m) * inv);
+  for (long long i = threadIdx.x; i < n; i += blockDim.x)
+    yr[i] = from_float<T>(expf(to_float(xr[i]) - m) * inv);
 }
