@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs everything kgate's build needs, idempotently and without questions:
-#   Debian packages (cmake, ninja, GoogleTest, Google Benchmark, nlohmann/json, CLI11) and the
+#   Debian packages (cmake, ninja, GoogleTest, Google Benchmark, nlohmann/json, CLI11, clang-format) and the
 #   torch==2.11.0 wheel (LibTorch, CUDA 13.0 build) from the Python package index.
 # Offline runners: KGATE_OFFLINE_BUNDLE=DIR (made by ci/offline-bundle.sh) unpacks the bundled .deb
 # files with `dpkg -x` into $KGATE_DEPS_PREFIX (default .deps/) instead of using apt, and is
@@ -8,7 +8,8 @@
 # The CUDA toolkit (nvcc, NVRTC, CUPTI) is expected at /usr/local/cuda (or $CUDA_HOME).
 set -euo pipefail
 here=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)  # (through symlinks)
-PACKAGES=(cmake ninja-build g++ libgtest-dev googletest libbenchmark-dev libbenchmark1debian nlohmann-json3-dev libcli11-dev libvalijson-dev)
+PACKAGES=(cmake ninja-build g++ libgtest-dev googletest libbenchmark-dev libbenchmark1debian nlohmann-json3-dev libcli11-dev libvalijson-dev
+          clang-format)  # clang-format: the CTest lane lint.clang_format
 TORCH_SPEC=${KGATE_TORCH_SPEC:-torch==2.11.0}
 
 step() { echo "==> ci/setup.sh: $*"; }
