@@ -67,6 +67,11 @@ package::ValidateOptions validate_options(const std::string& arch);
 /// call counts) as the timed cases, or, without variants, the usual speed shapes moved inside.
 CheckOptions package_options(const CheckOptions& base, const LoadedPackage& p);
 
+/// The check options a case listing (kgate list --cases, kgate validate --cases) makes its cases
+/// with: as `kgate check --seed --cases --family [--config]` would ("" : no config file).
+CheckOptions listing_options(uint64_t seed, int64_t cases, const std::vector<std::string>& families,
+                             const std::string& config_path);
+
 /// --devices: "all" (every one of the `count` devices this process sees) or ordinals "0,1,...",
 /// each below `count` when a driver answers (count > 0) and inside CUDA_VISIBLE_DEVICES
 /// (`visible`, may be null), none twice. Throws a usage Error naming the entry that is wrong.

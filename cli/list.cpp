@@ -43,12 +43,7 @@ namespace {
 // The cases kgate check makes for a CMake kernel or torch op (as validate --cases lists a
 // package's), and the edges they reach.
 int list_cases(const ListArgs& args) {
-  CheckOptions options;
-  options.seed = args.seed;
-  options.cases = args.cases;
-  options.cli.cases = args.cases;
-  options.families = args.families;
-  if (!args.families.empty()) options.cli.families = args.families;
+  const CheckOptions options = listing_options(args.seed, args.cases, args.families, "");
   for (const auto& k : registered_kernels()) {
     const bool named =
         std::find(args.kernels.begin(), args.kernels.end(), k.name) != args.kernels.end();

@@ -163,6 +163,18 @@ std::vector<int> parse_devices(const std::string& text, int count, const char* v
   return out;
 }
 
+CheckOptions listing_options(uint64_t seed, int64_t cases, const std::vector<std::string>& families,
+                             const std::string& config_path) {
+  CheckOptions o;
+  o.seed = seed;
+  o.cases = cases;
+  o.cli.cases = cases;
+  o.families = families;
+  if (!families.empty()) o.cli.families = families;
+  if (!config_path.empty()) o.config = load_config(config_path);
+  return o;
+}
+
 CheckOptions package_options(const CheckOptions& base, const LoadedPackage& p) {
   CheckOptions o = base;
   // The guard's boundary cases come with the kernel (KernelInfo::guard_cases); calls drawn as

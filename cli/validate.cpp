@@ -195,14 +195,8 @@ int check_launches(const ValidateArgs& args, const std::string& dir, const Loade
 
 // The cases `kgate check` makes for the package: the same options, the same functions.
 int list_cases(const ValidateArgs& args, const LoadedPackage* p) {
-  CheckOptions base;
-  base.seed = args.seed;
-  base.cases = args.cases;
-  base.cli.cases = args.cases;
-  base.families = args.families;
-  if (!args.families.empty()) base.cli.families = args.families;
-  if (!args.config_path.empty()) base.config = load_config(args.config_path);
-  const CheckOptions options = package_options(base, *p);
+  const CheckOptions options =
+      package_options(listing_options(args.seed, args.cases, args.families, args.config_path), *p);
   const std::vector<Case> cases = correctness_cases(p->kernel, options);
   std::printf("cases of %s (kgate check --seed %llu --cases %lld): %zu correctness, %zu timed\n",
               p->kernel.name.c_str(), static_cast<unsigned long long>(args.seed),

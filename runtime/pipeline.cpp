@@ -486,9 +486,11 @@ class KernelCheck {
       if (report.correctness.fallback == 0 && !admits_everything)
         report.correctness.warnings.push_back("no case fell outside the guard of '" + kernel.name +
                                               "': the fallback side was not tested");
-      else if (report.correctness.fallback == report.correctness.cases)
+      else if (report.correctness.fallback == report.correctness.cases) {
+        never_ran = true;
         report.correctness.warnings.push_back("every case fell outside the guard of '" +
                                               kernel.name + "': the kernel itself never ran");
+      }
     }
   }
 
@@ -708,10 +710,7 @@ class KernelCheck {
                        (huge_on_cpu ? " (the huge family runs on the cuda backend only)" : "") +
                        ": not checked";
       report.correctness.warnings.push_back(report.message);
-    } else if (kernel.accepts && report.correctness.cases > 0 &&
-               report.correctness.fallback == report.correctness.cases &&
-               report.outcome == Outcome::passed && !runner.context_lost() &&
-               options.resume_at == 0) {
+    } else if (never_ran && report.outcome == Outcome::passed) {
       report.outcome = Outcome::unchecked;
       report.message = "every case fell outside the guard of '" + kernel.name +
                        "': the kernel itself never ran (widen its guard, or the op's domain)";
@@ -764,6 +763,7 @@ class KernelCheck {
   std::vector<Case> judged;
   std::vector<WeightedCase> timed;
   bool unchanged = false;
+  bool never_ran = false;  // every case fell outside the kernel's guard (warn_of_margin_and_guard)
   std::string launches_note;
   std::optional<KernelInfo> relaunched;
   bool wrong_while_timed = false;

@@ -68,24 +68,29 @@ bool decompress(std::string_view payload, std::string& out) {
   return !z.is_error(n) && n == size;
 }
 
-// PTX without what names the build: `.file` and `.loc` lines, and `.section .debug_*` blocks.
+}  // namespace
+
 std::string canonical_ptx(std::string text) {
   normalize_anonymous_names(text);
+  const auto braces = [](std::string_view t) {
+    int n = 0;
+    for (char c : t) n += c == '{' ? 1 : c == '}' ? -1 : 0;
+    return n;
+  };
   std::string out;
   std::istringstream in(text);
   std::string line;
-  int debug_depth = 0;
+  bool in_debug = false;  // inside a `.section .debug_*` block (its brace may open on a later line)
+  int depth = 0;
   while (std::getline(in, line)) {
     const size_t first = line.find_first_not_of(" \t");
     const std::string_view t =
         first == std::string::npos ? std::string_view() : std::string_view(line).substr(first);
-    if (debug_depth > 0) {
-      for (char c : t) debug_depth += c == '{' ? 1 : c == '}' ? -1 : 0;
-      continue;
-    }
-    if (t.rfind(".section", 0) == 0 && t.find(".debug_") != std::string_view::npos) {
-      for (char c : t) debug_depth += c == '{' ? 1 : c == '}' ? -1 : 0;
-      if (t.find('{') == std::string_view::npos) debug_depth = 1;  // its brace on the next line
+    const bool opens =
+        !in_debug && t.rfind(".section", 0) == 0 && t.find(".debug_") != std::string_view::npos;
+    if (in_debug || opens) {
+      depth = (opens ? 0 : depth) + braces(t);
+      in_debug = !(depth <= 0 && t.find('}') != std::string_view::npos);
       continue;
     }
     if (t.rfind(".file", 0) == 0 || t.rfind(".loc", 0) == 0) continue;
@@ -94,6 +99,8 @@ std::string canonical_ptx(std::string text) {
   }
   return out;
 }
+
+namespace {
 
 // One entry's payload, canonical: a CUBIN by its functions' digests, PTX by its text.
 std::string canonical_payload(std::string_view payload) {

@@ -16,6 +16,11 @@ namespace kgate::cuda {
 /// cannot read stay as they are (a change, the safe side).
 std::string canonical_fatbin(std::string_view fatbin);
 
+/// PTX text without what names the build: `.file` and `.loc` lines and `.section .debug_*` blocks
+/// (their opening brace on the section's line or a later one), anonymous-namespace names
+/// normalised.
+std::string canonical_ptx(std::string text);
+
 /// SHA-256 of a module's code: its .text, .rodata, .data and .data.rel.ro sections with
 /// anonymous-namespace names normalised, and its .nv_fatbin in canonical form (not its build id,
 /// symbol tables or debug information). "" when the file is no ELF object.

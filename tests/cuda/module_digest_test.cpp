@@ -37,6 +37,20 @@ TEST(ModuleDigest, AFileThatIsNoElfHasNone) {
   EXPECT_EQ(module_code_digest(std::string(KGATE_TEST_CUBINS) + "/missing.o"), "");
 }
 
+TEST(CanonicalPtx, DebugSectionsAndLineInformationGoCodeStays) {
+  const std::string head =
+      ".version 9.0\n.file 1 \"/a/k.cu\"\n.visible .entry k()\n{\n.loc 1 3 1\n  ret;\n}\n";
+  const std::string debug = ".section .debug_str\n{\n  .b8 47,97,0\n}\n";
+  EXPECT_EQ(canonical_ptx(head), ".version 9.0\n.visible .entry k()\n{\n  ret;\n}\n");
+  // A debug section whose brace opens on the next line, then code: the code after it still counts.
+  const std::string after = ".visible .entry m()\n{\n  ret;\n}\n";
+  const std::string changed = ".visible .entry m()\n{\n  exit;\n}\n";
+  EXPECT_EQ(canonical_ptx(head + debug + after), canonical_ptx(head) + after);
+  EXPECT_NE(canonical_ptx(head + debug + after), canonical_ptx(head + debug + changed));
+  EXPECT_EQ(canonical_ptx(head + ".section .debug_abbrev { .b8 1 }\n" + after),
+            canonical_ptx(head) + after);
+}
+
 TEST(CanonicalFatbin, BytesItCannotReadStayAsTheyAre) {
   EXPECT_EQ(canonical_fatbin("not a fatbin at all"), "raw\nnot a fatbin at all");
 }
