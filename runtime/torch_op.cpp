@@ -4,11 +4,6 @@
 
 #include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>
-#include <ATen/ops/empty.h>
-#include <ATen/ops/from_blob.h>
-#include <c10/cuda/CUDAFunctions.h>
-#include <c10/cuda/CUDAGuard.h>
-#include <c10/cuda/CUDAStream.h>
 #include <cxxabi.h>
 #include <dlfcn.h>
 #include <elf.h>
@@ -17,7 +12,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -34,6 +28,7 @@
 #include "core/safe_text.hpp"
 #include "references/catalogue.hpp"
 #include "references/op_reference.hpp"
+#include "runtime/torch_op_plan.hpp"
 
 namespace kgate {
 namespace {
@@ -102,227 +97,6 @@ std::string listed(const std::vector<std::string>& names) {
   return names.empty() ? "(none)" : join(names);
 }
 
-bool is_write(const c10::Argument& a) { return a.alias_info() && a.alias_info()->isWrite(); }
-
-/// How one schema argument is fed.
-struct Binding {
-  enum Kind { input, output, attribute, schema_default } kind = input;
-  size_t index = 0;            ///< input or output index
-  std::string attribute_name;  ///< for an attribute: the op attribute it reads
-  c10::TypeKind type = c10::TypeKind::TensorType;
-};
-
-struct Plan {
-  c10::OperatorHandle handle;
-  std::vector<Binding> arguments;    ///< one per schema argument
-  std::vector<int> returned_output;  ///< per schema return: the op output it fills, or -1
-  bool every_output_in_kgate_buffers = true;
-};
-
-std::string schema_text(const c10::FunctionSchema& s) {
-  std::ostringstream os;
-  os << s;
-  return os.str();
-}
-
-Plan plan_for(const TorchOpSpec& spec, const OpSignature& op) {
-  const auto handle = c10::Dispatcher::singleton().findSchema({spec.schema_name, spec.overload});
-  if (!handle) {
-    std::vector<std::string> known;
-    const std::string ns = spec.schema_name.substr(0, spec.schema_name.find("::") + 2);
-    for (const auto& name : c10::Dispatcher::singleton().getAllOpNames())
-      if (name.name.rfind(ns, 0) == 0)
-        known.push_back(name.name + (name.overload_name.empty() ? "" : "." + name.overload_name));
-    std::sort(known.begin(), known.end());
-    throw_usage("--torch-op " + spec.text + ": no op " + spec.schema_name +
-                (spec.overload.empty() ? "" : "." + spec.overload) + " is registered; ops of " +
-                ns + "*: " + listed(known) + " (is its library given with --torch-library?)");
-  }
-  Plan plan{*handle, {}, {}, true};
-  const c10::FunctionSchema& schema = handle->schema();
-  const std::string where = "--torch-op " + spec.text + " (" + schema_text(schema) + ")";
-  std::map<std::string, std::string> mapping(spec.mapping.begin(), spec.mapping.end());
-  for (const auto& [from, to] : mapping) {
-    bool found = false;
-    for (const auto& a : schema.arguments()) found |= a.name() == from;
-    if (!found)
-      throw_usage(where + ": the mapping names '" + from + "', which is no argument of the schema");
-  }
-  auto find_name = [](const std::vector<TensorSpec>& v, const std::string& n) -> int {
-    for (size_t i = 0; i < v.size(); ++i)
-      if (v[i].name == n) return static_cast<int>(i);
-    return -1;
-  };
-  std::vector<bool> input_bound(op.inputs.size(), false), output_written(op.outputs.size(), false);
-  for (const auto& a : schema.arguments()) {
-    const std::string target = mapping.count(a.name()) ? mapping[a.name()] : a.name();
-    const c10::TypeKind kind = a.type()->kind();
-    Binding b;
-    b.type = kind;
-    if (const int k = find_name(op.inputs, target); k >= 0) {
-      if (kind != c10::TypeKind::TensorType)
-        throw_usage(where + ": argument '" + a.name() + "' maps onto input tensor '" + target +
-                    "' but is not a Tensor");
-      int aliased_output = -1;
-      for (size_t o = 0; o < op.outputs.size(); ++o)
-        if (op.alias_input(op.outputs[o]) == k) aliased_output = static_cast<int>(o);
-      if (is_write(a) && aliased_output < 0)
-        throw_usage(
-            where + ": argument '" + a.name() + "' is written (Tensor(a!)) but op " + op.name +
-            "'s input '" + target +
-            "' is read only; an op that writes an input declares an output with \"alias\": \"" +
-            target + "\"");
-      if (!is_write(a) && aliased_output >= 0)
-        throw_usage(where + ": op " + op.name + " writes input '" + target +
-                    "' in place (output '" + op.outputs[static_cast<size_t>(aliased_output)].name +
-                    "'), but argument '" + a.name() +
-                    "' is not written (declare it Tensor(a!) in the schema)");
-      if (aliased_output >= 0) output_written[static_cast<size_t>(aliased_output)] = true;
-      b.kind = Binding::input;
-      b.index = static_cast<size_t>(k);
-      input_bound[static_cast<size_t>(k)] = true;
-    } else if (const int o = find_name(op.outputs, target); o >= 0) {
-      if (kind != c10::TypeKind::TensorType || !is_write(a))
-        throw_usage(where + ": argument '" + a.name() + "' maps onto output '" + target +
-                    "' but is not a written tensor (Tensor(a!), as out= arguments are)");
-      b.kind = Binding::output;
-      b.index = static_cast<size_t>(o);
-      output_written[static_cast<size_t>(o)] = true;
-    } else if (op.attributes.count(target)) {
-      if (kind != c10::TypeKind::FloatType && kind != c10::TypeKind::IntType &&
-          kind != c10::TypeKind::BoolType && kind != c10::TypeKind::NumberType)
-        throw_usage(where + ": argument '" + a.name() + "' maps onto attribute '" + target +
-                    "' but its type is " + a.type()->str() +
-                    " (float, int, bool or Scalar expected)");
-      b.kind = Binding::attribute;
-      b.attribute_name = target;
-    } else if (kind == c10::TypeKind::TensorType && is_write(a) && !mapping.count(a.name())) {
-      b.kind = Binding::output;  // an out= argument of another name: the next output left (below)
-      b.index = SIZE_MAX;
-    } else if (a.default_value()) {
-      b.kind = Binding::schema_default;
-    } else {
-      std::vector<std::string> in, out, attrs;
-      for (const auto& t : op.inputs) in.push_back(t.name);
-      for (const auto& t : op.outputs) out.push_back(t.name);
-      for (const auto& [n, v] : op.attributes) attrs.push_back(n);
-      throw_usage(where + ": argument '" + a.name() + "' maps onto nothing of op " + op.name +
-                  " (inputs: " + listed(in) + "; outputs: " + listed(out) +
-                  "; attributes: " + listed(attrs) + "); map it with ," + a.name() + "=NAME");
-    }
-    plan.arguments.push_back(b);
-  }
-  // Written arguments that match no name by name ("out") take the outputs no argument wrote, in
-  // order.
-  for (size_t i = 0; i < plan.arguments.size(); ++i) {
-    Binding& b = plan.arguments[i];
-    if (b.kind != Binding::output || b.index != SIZE_MAX) continue;
-    size_t o = 0;
-    while (o < op.outputs.size() && (output_written[o] || op.alias_input(op.outputs[o]) >= 0)) ++o;
-    if (o == op.outputs.size())
-      throw_usage(where + ": written argument '" + schema.arguments()[i].name() +
-                  "' has no output of op " + op.name + " left to write; map it with ," +
-                  schema.arguments()[i].name() + "=NAME");
-    b.index = o;
-    output_written[o] = true;
-  }
-  for (size_t k = 0; k < op.inputs.size(); ++k)
-    if (!input_bound[k])
-      throw_usage(where + ": op " + op.name + "'s input '" + op.inputs[k].name +
-                  "' is passed by no argument; map one onto it with ,ARG=" + op.inputs[k].name);
-  // The outputs not written through arguments come from the returns, in order; a return that
-  // aliases a written argument (-> Tensor(a!)) is that argument.
-  std::vector<size_t> remaining;
-  for (size_t o = 0; o < op.outputs.size(); ++o)
-    if (!output_written[o]) remaining.push_back(o);
-  size_t next = 0;
-  for (const auto& r : schema.returns()) {
-    if (r.alias_info() && r.alias_info()->isWrite()) {
-      plan.returned_output.push_back(-1);
-      continue;
-    }
-    if (r.type()->kind() != c10::TypeKind::TensorType)
-      throw_usage(where + ": return '" + r.name() + "' is a " + r.type()->str() +
-                  "; only tensors can be returned");
-    if (next >= remaining.size())
-      throw_usage(where + ": the op returns more new tensors than op " + op.name +
-                  " has outputs left to fill (" + std::to_string(remaining.size()) + ")");
-    plan.returned_output.push_back(static_cast<int>(remaining[next++]));
-    plan.every_output_in_kgate_buffers = false;
-  }
-  if (next < remaining.size())
-    throw_usage(where + ": op " + op.name + "'s output '" + op.outputs[remaining[next]].name +
-                "' is neither written through an argument (Tensor(a!)) nor returned");
-  return plan;
-}
-
-at::Tensor as_tensor(const TensorView& v, const at::Device& device) {
-  // An empty tensor may have no storage at all (a null pointer), which from_blob cannot place.
-  if (v.numel() == 0 || v.data == nullptr)
-    return at::empty(v.sizes, at::TensorOptions().dtype(to_scalar_type(v.dtype)).device(device));
-  return at::from_blob(v.data, v.sizes, v.strides,
-                       at::TensorOptions().dtype(to_scalar_type(v.dtype)).device(device));
-}
-
-c10::IValue attribute_value(c10::TypeKind kind, double value) {
-  switch (kind) {
-    case c10::TypeKind::IntType:
-      return c10::IValue(static_cast<int64_t>(std::llround(value)));
-    case c10::TypeKind::BoolType:
-      return c10::IValue(value != 0);
-    default:
-      return c10::IValue(value);
-  }
-}
-
-void call_op(const Plan& plan, Backend backend, const KernelCall& kc) {
-  const at::Device device = backend == Backend::cuda
-                                ? at::Device(at::kCUDA, c10::cuda::current_device())
-                                : at::Device(at::kCPU);
-  std::optional<c10::cuda::CUDAStreamGuard> stream_guard;
-  if (backend == Backend::cuda)
-    stream_guard.emplace(
-        c10::cuda::getStreamFromExternal(static_cast<cudaStream_t>(kc.stream), device.index()));
-  const auto& schema = plan.handle.schema();
-  std::vector<at::Tensor> outputs;
-  for (const auto& o : kc.outputs) outputs.push_back(as_tensor(o, device));
-  torch::jit::Stack stack;
-  for (size_t i = 0; i < plan.arguments.size(); ++i) {
-    const Binding& b = plan.arguments[i];
-    switch (b.kind) {
-      case Binding::input:
-        stack.emplace_back(as_tensor(kc.inputs.at(b.index), device));
-        break;
-      case Binding::output:
-        stack.emplace_back(outputs.at(b.index));
-        break;
-      case Binding::attribute:
-        stack.emplace_back(attribute_value(b.type, kc.attributes.at(b.attribute_name)));
-        break;
-      case Binding::schema_default:
-        stack.push_back(*schema.arguments()[i].default_value());
-        break;
-    }
-  }
-  try {
-    plan.handle.callBoxed(&stack);
-  } catch (const c10::Error& e) {
-    // The op's own error (a TORCH_CHECK), without the C++ backtrace torch appends.
-    throw std::runtime_error(schema.name() + " raised: " + e.what_without_backtrace());
-  }
-  for (size_t r = 0; r < plan.returned_output.size() && r < stack.size(); ++r) {
-    const int o = plan.returned_output[r];
-    if (o < 0) continue;
-    const at::Tensor got = stack[r].toTensor();
-    at::Tensor& dst = outputs.at(static_cast<size_t>(o));
-    if (!got.sizes().equals(dst.sizes()))
-      throw Error(ErrorKind::usage, schema.name() + " returned a tensor of shape " +
-                                        c10::str(got.sizes()) + " for output " + std::to_string(o) +
-                                        ", expected " + c10::str(dst.sizes()));
-    dst.copy_(got);
-  }
-}
-
 }  // namespace
 
 void load_torch_library(const std::string& path) {
@@ -384,7 +158,7 @@ TorchOpSpec parse_torch_op_spec(const std::string& text) {
 
 KernelInfo torch_op_kernel(const TorchOpSpec& spec, std::string* memory_note) {
   const OpSignature& op = find_op(spec.op);
-  auto plan = std::make_shared<Plan>(plan_for(spec, op));
+  auto plan = std::make_shared<torch_op::Plan>(torch_op::plan_for(spec, op));
   KernelInfo k;
   k.name = spec.schema_name.substr(0, spec.schema_name.find("::")) + "." +
            spec.schema_name.substr(spec.schema_name.find("::") + 2) +
@@ -395,9 +169,10 @@ KernelInfo torch_op_kernel(const TorchOpSpec& spec, std::string* memory_note) {
   k.dtypes = op.dtypes;
   k.accepts_strided = true;  // ATen ops take any strides; an op that cannot fails its layout cases
   k.accepts_unaligned = true;
-  k.source = "torch op " + schema_text(plan->handle.schema());
+  k.source = "torch op " + torch_op::schema_text(plan->handle.schema());
+  if (!plan->implicit.empty()) k.source += " with " + join(plan->implicit);
   const Backend backend = spec.backend;
-  k.launch = [plan, backend](const KernelCall& call) { call_op(*plan, backend, call); };
+  k.launch = [plan, backend](const KernelCall& call) { torch_op::call_op(*plan, backend, call); };
   const std::string note =
       plan->every_output_in_kgate_buffers
           ? ""

@@ -4,11 +4,13 @@
 //
 //   kgate check --torch-library libmyops.so --torch-op mylib::fused_add_rms_norm=fused_add_rms_norm
 //
-// A spec is  [BACKEND/]NAMESPACE::OP[.OVERLOAD]=KGATE_OP[,SCHEMA_ARG=NAME...]
+// A spec is  [BACKEND/]NAMESPACE::OP[.OVERLOAD]=KGATE_OP[,SCHEMA_ARG=TARGET...]
 //   BACKEND      cuda (default) or cpu: where the op's tensors live;
 //   KGATE_OP     the op (built in, or from an op file) whose cases, references and rules apply;
-//   SCHEMA_ARG=NAME  maps a schema argument onto the op's input, output or attribute NAME (by
+//   SCHEMA_ARG=TARGET  binds a schema argument to the op's input, output or attribute, a shape
+//                symbol or expression, a list, a constant or None (runtime/torch_op_plan.hpp; by
 //                default each argument maps onto the op's tensor or attribute of its own name).
+// Libraries registered with TORCH_LIBRARY and with STABLE_TORCH_LIBRARY load alike.
 // Schema arguments written in place or out= (Tensor(a!)) are bound to the op's outputs (or to an
 // input that an output aliases; a written argument of no op tensor's name, such as `out`, takes the
 // next output no argument writes), so the op writes into kgate's buffers and every memory check
