@@ -17,6 +17,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/output.hpp"
+#include "cli/report_files.hpp"
 #include "cli/worker.hpp"
 #include "core/error.hpp"
 #include "core/format.hpp"
@@ -24,6 +25,8 @@
 #include "core/safe_text.hpp"
 #include "gates/speed/calibration.hpp"
 #include "references/catalogue.hpp"
+#include "report/calibration.hpp"
+#include "report/writers.hpp"
 #include "runtime/cuda/device.hpp"
 #include "runtime/pipeline.hpp"
 
@@ -31,26 +34,6 @@ namespace kgate::cli {
 namespace fs = std::filesystem;
 
 namespace {
-
-/// Launch-to-launch noise and the spread of the block statistic of one comparison, from its raw
-/// samples (kept blocks back to back, 2 x launches_per_arm samples per arm and block).
-struct SampleNoise {
-  double cv = std::numeric_limits<double>::quiet_NaN();        ///< median within-block CV
-  double block_sd = std::numeric_limits<double>::quiet_NaN();  ///< sd of the block log ratios
-};
-
-/// One A/A comparison with what calibrate.json keeps of it.
-struct AaRun {
-  SpeedComparison comparison;
-  SampleNoise noise;
-  double seconds = 0;
-};
-
-/// A timed case and its runs.
-struct CaseRuns {
-  Case kcase;
-  std::vector<AaRun> runs;
-};
 
 SampleNoise sample_noise(const SpeedComparison& cmp, int launches_per_arm) {
   SampleNoise noise;
@@ -78,119 +61,34 @@ SampleNoise sample_noise(const SpeedComparison& cmp, int launches_per_arm) {
   return noise;
 }
 
-speed::AaComparison aa_of(const AaRun& run) {
-  speed::AaComparison c;
-  const SpeedComparison& cmp = run.comparison;
-  switch (cmp.decision) {
-    case Outcome::regressed:
-      c.decision = speed::Decision::regression;
-      break;
-    case Outcome::passed:
-      c.decision = speed::Decision::pass;
-      break;
-    case Outcome::inconclusive:
-      c.decision = speed::Decision::inconclusive;
-      break;
-    default:
-      c.invalid = true;
-      break;
-  }
-  if (!(cmp.ratio > 0) || !(cmp.ratio_upper > 0)) c.invalid = true;
-  if (!c.invalid) {
-    c.log_ratio = std::log(cmp.ratio);
-    c.log_upper = std::log(cmp.ratio_upper);
-  }
-  c.cv = run.noise.cv;
-  return c;
-}
-
-speed::AaSummary summarize(const std::vector<const AaRun*>& runs) {
-  std::vector<speed::AaComparison> aa;
-  for (const AaRun* r : runs) aa.push_back(aa_of(*r));
-  return speed::summarize_aa(aa);
-}
-
-double median_of(const std::vector<const AaRun*>& runs, double (*field)(const AaRun&)) {
-  std::vector<double> x;
-  for (const AaRun* r : runs) {
-    const double v = field(*r);
-    if (std::isfinite(v)) x.push_back(v);
-  }
-  return speed::percentile(x, 0.5);
-}
-
-nlohmann::ordered_json summary_json(const speed::AaSummary& s,
-                                    const std::vector<const AaRun*>& runs) {
-  return {
-      {"comparisons", s.comparisons},
-      {"valid", s.valid},
-      {"regressions", s.regressions},
-      {"passes", s.passes},
-      {"inconclusive", s.inconclusive},
-      {"invalid", s.invalid},
-      {"false_positive_rate", json_number(s.false_positive_rate)},
-      {"false_positive_interval",
-       {{"method", "clopper-pearson"},
-        {"confidence", s.confidence},
-        {"lower", json_number(s.fp_exact.lower)},
-        {"upper", json_number(s.fp_exact.upper)}}},
-      {"false_positive_interval_wilson",
-       {{"lower", json_number(s.fp_wilson.lower)}, {"upper", json_number(s.fp_wilson.upper)}}},
-      {"quantile", s.quantile},
-      {"noise_floor", json_number(s.noise_floor)},
-      {"delta_min", json_number(s.delta_min)},
-      {"median_launch_cv", json_number(s.median_cv)},
-      {"median_block_sd",
-       json_number(median_of(runs, [](const AaRun& r) { return r.noise.block_sd; }))},
-      {"median_blocks",
-       json_number(median_of(
-           runs, [](const AaRun& r) { return static_cast<double>(r.comparison.blocks); }))},
-      {"median_seconds", json_number(median_of(runs, [](const AaRun& r) { return r.seconds; }))}};
-}
-
-nlohmann::ordered_json run_json(const AaRun& run) {
-  const SpeedComparison& c = run.comparison;
-  return {{"decision", outcome_name(c.decision)},
-          {"ratio", json_number(c.ratio)},
-          {"ratio_lower", json_number(c.ratio_lower)},
-          {"ratio_upper", json_number(c.ratio_upper)},
-          {"p_value", json_number(c.p_value)},
-          {"blocks", c.blocks},
-          {"dropped_blocks", c.dropped_blocks},
-          {"baseline_median_ns", json_number(c.baseline_median_ns)},
-          {"candidate_median_ns", json_number(c.candidate_median_ns)},
-          {"launch_cv", json_number(run.noise.cv)},
-          {"block_sd", json_number(run.noise.block_sd)},
-          {"seconds", run.seconds},
-          {"check_seconds", json_number(c.check_seconds)},
-          {"checked_launches", c.checked_launches.size()},
-          {"checks_judged", c.checks_judged},
-          {"timer", c.timer},
-          {"note", c.note}};
-}
-
-/// The inverse of run_exact_json (a worker's runs, read back by its parent): what the summaries and
-/// the table use.
-// run_json with every number exact: Inf and NaN as strings (an unbounded confidence bound is +Inf,
-// which calibrate.json writes as null).
+/// A run with every number exact, Inf and NaN as strings (an unbounded confidence bound is +Inf,
+/// which calibrate.json writes as null): a worker's runs, read back by its parent (run_from_json).
 nlohmann::ordered_json run_exact_json(const AaRun& run) {
   const auto exact = [](double v) -> nlohmann::ordered_json {
     if (std::isfinite(v)) return v;
     return std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf";
   };
   const SpeedComparison& c = run.comparison;
-  auto j = run_json(run);
-  j["ratio"] = exact(c.ratio);
-  j["ratio_lower"] = exact(c.ratio_lower);
-  j["ratio_upper"] = exact(c.ratio_upper);
-  j["p_value"] = exact(c.p_value);
-  j["baseline_median_ns"] = exact(c.baseline_median_ns);
-  j["candidate_median_ns"] = exact(c.candidate_median_ns);
-  j["launch_cv"] = exact(run.noise.cv);
-  j["block_sd"] = exact(run.noise.block_sd);
-  return j;
+  return {{"decision", outcome_name(c.decision)},
+          {"ratio", exact(c.ratio)},
+          {"ratio_lower", exact(c.ratio_lower)},
+          {"ratio_upper", exact(c.ratio_upper)},
+          {"p_value", exact(c.p_value)},
+          {"blocks", c.blocks},
+          {"dropped_blocks", c.dropped_blocks},
+          {"baseline_median_ns", exact(c.baseline_median_ns)},
+          {"candidate_median_ns", exact(c.candidate_median_ns)},
+          {"launch_cv", exact(run.noise.cv)},
+          {"block_sd", exact(run.noise.block_sd)},
+          {"seconds", run.seconds},
+          {"check_seconds", exact(c.check_seconds)},
+          {"checked_launches", run.checked_launches},
+          {"checks_judged", c.checks_judged},
+          {"timer", c.timer},
+          {"note", c.note}};
 }
 
+/// The inverse of run_exact_json: every figure calibrate.json and the table use.
 AaRun run_from_json(const nlohmann::json& j) {
   const auto num = [&](const char* key) {
     const auto it = j.find(key);
@@ -213,10 +111,13 @@ AaRun run_from_json(const nlohmann::json& j) {
   c.dropped_blocks = j.value("dropped_blocks", int64_t{0});
   c.baseline_median_ns = num("baseline_median_ns");
   c.candidate_median_ns = num("candidate_median_ns");
+  c.check_seconds = num("check_seconds");
+  c.checks_judged = j.value("checks_judged", int64_t{0});
   c.timer = j.value("timer", std::string());
   c.note = j.value("note", std::string());
   r.noise.cv = num("launch_cv");
   r.noise.block_sd = num("block_sd");
+  r.checked_launches = j.value("checked_launches", int64_t{0});
   r.seconds = j.value("seconds", 0.0);
   return r;
 }
@@ -334,6 +235,7 @@ CLI::App* add_calibrate_command(CLI::App& app, CalibrateArgs& args) {
   cmd->add_option("--out", args.out_dir, "Directory for calibrate.json")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
       ->capture_default_str();
+  add_format_option(*cmd, args.formats, format_names(report::calibrate_writers()));
   cmd->add_option(
       "--no-device-exit-code", args.no_device_exit_code,
       "Exit with this code (e.g. 77 = SKIPPED for CTest) when --backend cuda finds no GPU");
@@ -398,75 +300,69 @@ int run_calibrate(const CalibrateArgs& args) {
                       {"isolate", isolate || args.in_worker}};
     return meta;
   };
-  nlohmann::ordered_json doc = {{"schema", "kgate-calibrate/1"},
-                                {"meta", make_meta()},
-                                {"kernels", nlohmann::ordered_json::array()}};
+  CalibrationReport calibration;
+  calibration.meta = make_meta();
+  const auto writers = chosen_writers(report::calibrate_writers(), args.formats);
+  const auto write_reports = [&] { write_files(writers, calibration, args.out_dir); };
 
-  // One kernel's A/A runs in this process; `partial` gets its JSON after every case.
-  const auto calibrate_kernel =
-      [&](const KernelInfo& kernel, std::vector<CaseRuns>& runs_out,
-          const std::function<void(const nlohmann::ordered_json&)>& partial) {
-        const auto cases = speed_cases(find_op(kernel.op), kernel, args.seed, args.speed_cases);
-        nlohmann::ordered_json kj = {{"name", kernel.name},
-                                     {"op", kernel.op},
-                                     {"backend", backend_name(kernel.backend)},
-                                     {"cases", nlohmann::ordered_json::array()}};
-        for (const Case& c : cases) {
-          CaseRuns cr{c, {}};
-          for (int i = 0; i < args.comparisons; ++i) {
-            if (runner->context_lost()) {
-              throw Error(ErrorKind::device, "the CUDA context was lost while calibrating '" +
-                                                 kernel.name +
-                                                 "': calibration stopped (see calibrate.json)");
-            }
-            const auto start = std::chrono::steady_clock::now();
-            const uint64_t seed = derive_seed(args.seed, "calibrate/" + kernel.name + "/" + c.id(),
-                                              static_cast<uint64_t>(i));
-            AaRun run;
-            const auto rule = rule_for(find_op(kernel.op), c.dtype, CheckOptions{}, kernel.name);
-            TimingOptions timing = args.timing;
-            if (args.unchecked_timing) timing.pools = 1;
-            run.comparison = runner->time_case(kernel, &kernel, c, timing, seed,
-                                               args.unchecked_timing ? nullptr : &rule);
-            run.seconds =
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-            run.noise = sample_noise(run.comparison, il.launches_per_arm);
-            const auto& cmp = run.comparison;
-            char line[256];
-            std::snprintf(line, sizeof line,
-                          "%s %s: A/A %d/%d %s x%.4f [%.4f, %.4f] %lld blocks %.2f s",
-                          kernel.name.c_str(), short_case(c).c_str(), i + 1, args.comparisons,
-                          outcome_name(cmp.decision), cmp.ratio, cmp.ratio_lower, cmp.ratio_upper,
-                          static_cast<long long>(cmp.blocks), run.seconds);
-            say(line);
-            cr.runs.push_back(std::move(run));
-          }
-          say.end_line();
-          std::vector<const AaRun*> runs;
-          nlohmann::ordered_json rj = nlohmann::ordered_json::array();
-          for (const AaRun& r : cr.runs) {
-            runs.push_back(&r);
-            rj.push_back(run_json(r));
-          }
-          kj["cases"].push_back({{"case", c.id()},
-                                 {"summary", summary_json(summarize(runs), runs)},
-                                 {"comparisons", rj}});
-          runs_out.push_back(std::move(cr));
-          partial(kj);  // an interrupted calibration keeps what it measured
+  // One kernel's A/A runs in this process; `partial` is called after every case.
+  const auto calibrate_kernel = [&](const KernelInfo& kernel, CalibratedKernel& k,
+                                    const std::function<void()>& partial) {
+    const auto cases = speed_cases(find_op(kernel.op), kernel, args.seed, args.speed_cases);
+    for (const Case& c : cases) {
+      CaseRuns cr{c, {}};
+      for (int i = 0; i < args.comparisons; ++i) {
+        if (runner->context_lost()) {
+          throw Error(ErrorKind::device, "the CUDA context was lost while calibrating '" +
+                                             kernel.name +
+                                             "': calibration stopped (see calibrate.json)");
         }
-        return kj;
-      };
+        const auto start = std::chrono::steady_clock::now();
+        const uint64_t seed = derive_seed(args.seed, "calibrate/" + kernel.name + "/" + c.id(),
+                                          static_cast<uint64_t>(i));
+        AaRun run;
+        const auto rule = rule_for(find_op(kernel.op), c.dtype, CheckOptions{}, kernel.name);
+        TimingOptions timing = args.timing;
+        if (args.unchecked_timing) timing.pools = 1;
+        run.comparison = runner->time_case(kernel, &kernel, c, timing, seed,
+                                           args.unchecked_timing ? nullptr : &rule);
+        run.seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        run.noise = sample_noise(run.comparison, il.launches_per_arm);
+        run.checked_launches = static_cast<int64_t>(run.comparison.checked_launches.size());
+        const auto& cmp = run.comparison;
+        char line[256];
+        std::snprintf(line, sizeof line,
+                      "%s %s: A/A %d/%d %s x%.4f [%.4f, %.4f] %lld blocks %.2f s",
+                      kernel.name.c_str(), short_case(c).c_str(), i + 1, args.comparisons,
+                      outcome_name(cmp.decision), cmp.ratio, cmp.ratio_lower, cmp.ratio_upper,
+                      static_cast<long long>(cmp.blocks), run.seconds);
+        say(line);
+        cr.runs.push_back(std::move(run));
+      }
+      say.end_line();
+      k.cases.push_back(std::move(cr));
+      partial();  // an interrupted calibration keeps what it measured
+    }
+  };
+  const auto kernel_of = [&](const KernelInfo& kernel) {
+    CalibratedKernel k;
+    k.name = kernel.name;
+    k.op = kernel.op;
+    k.backend = backend_name(kernel.backend);
+    return k;
+  };
 
   if (args.in_worker) {
-    std::vector<CaseRuns> runs;
-    const auto write = [&](const nlohmann::ordered_json& kj) {
+    CalibratedKernel k = kernel_of(*selected.front());
+    const auto write = [&] {
       nlohmann::ordered_json exact = nlohmann::ordered_json::array();
-      for (const auto& cr : runs) {
+      for (const auto& cr : k.cases) {
         nlohmann::ordered_json rs = nlohmann::ordered_json::array();
         for (const auto& r : cr.runs) rs.push_back(run_exact_json(r));
         exact.push_back({{"case", cr.kcase.id()}, {"runs", rs}});
       }
-      const nlohmann::ordered_json w = {{"kernel", kj},
+      const nlohmann::ordered_json w = {{"kernel", calibrated_kernel_json(k)},
                                         {"runs", exact},
                                         {"environment",
                                          {{"device", env.device},
@@ -475,11 +371,11 @@ int run_calibrate(const CalibrateArgs& args) {
                                           {"torch", env.torch}}}};
       write_file_atomically(fs::path(args.out_dir) / "kernel.json", w.dump(2) + "\n");
     };
-    write(calibrate_kernel(*selected.front(), runs, write));
+    calibrate_kernel(*selected.front(), k, write);
+    write();
     return 0;
   }
 
-  std::vector<std::vector<CaseRuns>> all(selected.size());
   bool some_case_empty = false;
   for (size_t ki = 0; ki < selected.size(); ++ki) {
     const KernelInfo& kernel = *selected[ki];
@@ -487,7 +383,8 @@ int run_calibrate(const CalibrateArgs& args) {
       std::fprintf(stderr, "[%zu/%zu] %s: %lld speed case(s) x %d A/A comparisons%s\n", ki + 1,
                    selected.size(), kernel.name.c_str(), static_cast<long long>(args.speed_cases),
                    args.comparisons, isolate ? ", in a worker process" : "");
-    nlohmann::ordered_json kj;
+    calibration.kernels.push_back(kernel_of(kernel));
+    CalibratedKernel& k = calibration.kernels.back();
     if (isolate) {
       // The kernel in a worker: a fault, crash or hang loses its own rows only (and not the cases
       // it finished: the worker rewrites kernel.json after each).
@@ -519,67 +416,57 @@ int run_calibrate(const CalibrateArgs& args) {
         std::ifstream in(worker_out / "kernel.json");
         if (in) {
           const auto j = nlohmann::json::parse(in);
-          kj = nlohmann::ordered_json::parse(j.at("kernel").dump());
           if (env.device.empty()) {
             const auto& e = j.at("environment");
             env.device = e.value("device", "");
             env.driver = e.value("driver", "");
             env.cuda = e.value("cuda", "");
             env.torch = e.value("torch", "");
-            const auto seconds = doc["meta"].value("seconds", 0.0);
-            doc["meta"] = make_meta();
-            doc["meta"]["seconds"] = seconds;
+            const auto seconds = calibration.meta.value("seconds", 0.0);
+            calibration.meta = make_meta();
+            calibration.meta["seconds"] = seconds;
           }
+          std::vector<CaseRuns> cases;
           for (const auto& cj : j.at("runs")) {
             CaseRuns cr{Case::from_id(cj.at("case").get<std::string>()), {}};
             for (const auto& rj : cj.at("runs")) cr.runs.push_back(run_from_json(rj));
-            all[ki].push_back(std::move(cr));
+            cases.push_back(std::move(cr));
           }
+          k.cases = std::move(cases);
         }
       } catch (const std::exception& e) {
         if (failure.empty())
           failure = std::string("the worker's kernel.json is unreadable: ") + e.what();
       }
-      if (kj.is_null())
-        kj = {{"name", kernel.name},
-              {"op", kernel.op},
-              {"backend", backend_name(kernel.backend)},
-              {"cases", nlohmann::ordered_json::array()}};
       if (!failure.empty()) {
         const std::string message = "kernel '" + kernel.name + "': " + failure + " (" +
-                                    std::to_string(all[ki].size()) +
+                                    std::to_string(k.cases.size()) +
                                     " speed case(s) finished before it are kept)";
         std::fprintf(stderr, "kgate: %s\n", message.c_str());
-        kj["error"] = message;
+        k.error = message;
         some_case_empty = true;
       }
     } else {
-      kj = calibrate_kernel(kernel, all[ki], [&](const nlohmann::ordered_json& partial_kj) {
-        nlohmann::ordered_json partial = doc;
-        partial["kernels"].push_back(partial_kj);
-        write_file_atomically(out, partial.dump(2) + "\n");
-      });
+      calibrate_kernel(kernel, k, write_reports);
     }
-    std::vector<const AaRun*> pooled;
-    for (const auto& cr : all[ki]) {
+    for (const auto& cr : k.cases) {
       std::vector<const AaRun*> runs;
       for (const auto& r : cr.runs) runs.push_back(&r);
-      some_case_empty |= summarize(runs).valid == 0;
-      pooled.insert(pooled.end(), runs.begin(), runs.end());
+      some_case_empty |= summarize_runs(runs).valid == 0;
     }
-    kj["summary"] = summary_json(summarize(pooled), pooled);
-    doc["kernels"].push_back(kj);
-    doc["meta"]["seconds"] =
+    k.summarized = true;
+    calibration.meta["seconds"] =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    write_file_atomically(out, doc.dump(2) + "\n");
+    write_reports();
   }
 
   std::printf(
       "\nA/A calibration on %s (%s timer), delta %s, alpha %s, %s L2, %d comparisons per case\n",
       env.device.c_str(),
-      all.empty() || all[0].empty() || all[0][0].runs.empty()
+      calibration.kernels.empty() || calibration.kernels[0].cases.empty() ||
+              calibration.kernels[0].cases[0].runs.empty()
           ? "-"
-          : all[0][0].runs[0].comparison.timer.c_str(),
+          : calibration.kernels[0].cases[0].runs[0].comparison.timer.c_str(),
       format_percent(il.delta).c_str(), format_exact(il.alpha).c_str(),
       backend != Backend::cuda ? "no"
       : args.timing.flush_l2   ? "cold"
@@ -591,17 +478,18 @@ int run_calibrate(const CalibrateArgs& args) {
   std::vector<const AaRun*> everything;
   for (size_t ki = 0; ki < selected.size(); ++ki) {
     std::vector<const AaRun*> pooled;
-    for (const auto& cr : all[ki]) {
+    for (const auto& cr : calibration.kernels[ki].cases) {
       std::vector<const AaRun*> runs;
       for (const auto& r : cr.runs) runs.push_back(&r);
-      print_row(selected[ki]->name, short_case(cr.kcase), summarize(runs), runs);
+      print_row(selected[ki]->name, short_case(cr.kcase), summarize_runs(runs), runs);
       pooled.insert(pooled.end(), runs.begin(), runs.end());
     }
-    if (all[ki].size() > 1) print_row(selected[ki]->name, "(all cases)", summarize(pooled), pooled);
+    if (calibration.kernels[ki].cases.size() > 1)
+      print_row(selected[ki]->name, "(all cases)", summarize_runs(pooled), pooled);
     everything.insert(everything.end(), pooled.begin(), pooled.end());
   }
 
-  const auto total = summarize(everything);
+  const auto total = summarize_runs(everything);
   std::printf(
       "\nfalse positives: %lld of %lld valid A/A comparisons = %s (95%% CI %s to %s; alpha %s)\n",
       static_cast<long long>(total.regressions), static_cast<long long>(total.valid),

@@ -1,6 +1,6 @@
 // `kgate calibrate`: A/A runs of the speed gate (each kernel timed against itself) that measure the
 // gate's false-positive rate, the timing noise floor and the smallest delta the configured
-// blocks / alpha / budget support on this machine. Writes calibrate.json.
+// blocks / alpha / budget support on this machine. Writes calibrate.json (report/calibration.hpp).
 #pragma once
 
 #include <cstdint>
@@ -25,6 +25,7 @@ struct CalibrateArgs {
   int64_t speed_cases = 3;           ///< speed cases per kernel (pipeline's speed_cases)
   TimingOptions timing;              ///< delta, alpha, budget, cold / warm L2
   std::string out_dir = "reports";   ///< receives calibrate.json
+  std::vector<std::string> formats;  ///< --format: the files to write; empty: all (calibrate.json)
   std::optional<int> no_device_exit_code;  ///< exit code when --backend cuda finds no GPU
   bool quiet = false;
   std::string command_line;       ///< recorded in calibrate.json

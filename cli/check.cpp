@@ -202,6 +202,7 @@ CLI::App* add_check_command(CLI::App& app, CheckArgs& args) {
   cmd->add_option("--out", args.out_dir, "Directory for report.json, junit.xml and summary.md")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
       ->capture_default_str();
+  add_format_option(*cmd, args.formats, format_names(report::file_writers()));
   cmd->add_option(
          "--benchmark-json", args.benchmark_json,
          "Google Benchmark JSON output (--benchmark_out=F --benchmark_out_format=json) to keep in "
@@ -417,10 +418,13 @@ int run_check(const CheckArgs& args) {
   const Progress progress(args.quiet);
   if (!args.quiet) options.progress = progress;
   const fs::path out(args.out_dir);
+  // A worker also writes report.json: its parent reads it.
+  const auto writers =
+      chosen_writers(report::file_writers(), args.formats, args.in_worker ? "json" : "");
   auto write_reports = [&] {
     report.meta.seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    write_report_files(report, out);
+    write_files(writers, report, out);
   };
   if (isolate) run_in_workers({args, plan, t0, run_comparisons, report, write_reports});
   const size_t total = plan.total();
@@ -452,7 +456,7 @@ int run_check(const CheckArgs& args) {
     return static_cast<int>(report.exit_code(args.inconclusive_fails));  // the parent judges
   report.meta.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return conclude(report, args.out_dir, args.inconclusive_fails);
+  return conclude(report, args.out_dir, args.inconclusive_fails, writers);
 }
 
 }  // namespace kgate::cli

@@ -116,6 +116,9 @@ struct CheckArgs {
   std::string arch;     ///< NVRTC target for packages; empty: the device's (sm_90 without one)
   std::string backend;  ///< empty: cuda when a GPU is present, else cpu
   std::string out_dir = "reports";
+  /// --format: the report files to write (report::file_writers' names); empty: all of them. A
+  /// worker also writes report.json, which its parent reads.
+  std::vector<std::string> formats;
   std::optional<int> no_device_exit_code;
   bool inconclusive_fails = false;
   bool quiet = false;
@@ -179,9 +182,11 @@ std::vector<std::string> shard_names(std::vector<std::string> names, const Shard
 struct MergeArgs {
   std::vector<std::string> reports;  ///< the shards' report.json files
   std::string out_dir = "reports";
+  std::vector<std::string> formats;  ///< --format: the files to write; empty: all
   bool inconclusive_fails = false;
 };
-/// Joins the shards' reports into one (report.json, junit.xml, summary.md under out_dir), applies
+/// Joins the shards' reports into one (report.json, junit.xml, summary.md, report.html under
+/// out_dir, as --format chooses), applies
 /// the multiple-comparison correction over all of them, prints the result table and returns the
 /// run's exit code.
 CLI::App* add_merge_command(CLI::App& app, MergeArgs& args);

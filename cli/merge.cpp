@@ -24,6 +24,7 @@ CLI::App* add_merge_command(CLI::App& app, MergeArgs& args) {
   cmd->add_option("--out", args.out_dir,
                   "Directory for the joined report.json, junit.xml and summary.md")
       ->capture_default_str();
+  add_format_option(*cmd, args.formats, format_names(report::file_writers()));
   cmd->add_flag("--inconclusive-fails", args.inconclusive_fails,
                 "Exit 3 when a speed decision is inconclusive");
   return cmd;
@@ -35,7 +36,8 @@ int run_merge(const MergeArgs& args) {
   RunReport report = merge_reports(shards, args.reports);
   fs::create_directories(args.out_dir);
   std::printf("merged %zu report(s): %zu kernel(s)\n", shards.size(), report.kernels.size());
-  return conclude(report, args.out_dir, args.inconclusive_fails);
+  return conclude(report, args.out_dir, args.inconclusive_fails,
+                  chosen_writers(report::file_writers(), args.formats));
 }
 
 }  // namespace kgate::cli

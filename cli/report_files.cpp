@@ -1,7 +1,10 @@
-// The end of a run, shared by check, merge and calibrate's callers: the console table, the report
-// files (report.json, junit.xml, summary.md, report.html) and the exit code; reading a report back.
+// The end of a run, shared by check and merge: the console table, the report files (report.json,
+// junit.xml, summary.md, report.html, as --format chooses) and the exit code; reading a report
+// back; --format for every verb.
 #include "cli/report_files.hpp"
 
+#include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -54,22 +57,55 @@ RunReport load_report(const std::string& path) {
   }
 }
 
-/// report.json, junit.xml, summary.md and report.html under `out`, each written whole.
-void write_report_files(const RunReport& report, const fs::path& out) {
-  for (const report::Writer* w : report::file_writers()) {
-    std::ostringstream text;
-    w->write(text, report);
-    write_file_atomically(out / w->file_name(), text.str());
-  }
+CLI::Option* add_format_option(CLI::App& cmd, std::vector<std::string>& formats,
+                               const std::vector<std::string>& known) {
+  std::string expected;
+  for (size_t i = 0; i < known.size(); ++i)
+    expected += (i == 0 ? "" : i + 1 == known.size() ? " or " : ", ") + known[i];
+  std::string all;
+  for (const auto& k : known) all += (all.empty() ? "" : ",") + k;
+  const auto split = [](const std::string& text) {
+    std::vector<std::string> items;
+    size_t from = 0;
+    for (size_t comma; (comma = text.find(',', from)) != std::string::npos; from = comma + 1)
+      items.push_back(text.substr(from, comma - from));
+    items.push_back(text.substr(from));
+    return items;
+  };
+  const CLI::Validator names(
+      [=](std::string& text) -> std::string {
+        for (const auto& item : split(text)) {
+          if (item.empty())
+            return "an empty format name in '" + text + "'; expected " + expected +
+                   " (a comma list: " + all + ")";
+          if (std::find(known.begin(), known.end(), item) == known.end())
+            return "unknown report format '" + item + "'; expected " + expected;
+        }
+        return "";
+      },
+      "");
+  return cmd
+      .add_option_function<std::vector<std::string>>(
+          "--format",
+          [&formats, split](const std::vector<std::string>& values) {
+            for (const auto& value : values)
+              for (const auto& item : split(value)) formats.push_back(item);
+          },
+          "Files to write under --out: " + expected +
+              "; repeatable, or a comma list (default: all of them)")
+      ->type_name("FORMAT")
+      ->check(names)
+      ->allow_extra_args(false);
 }
 
 /// The end of a run (kgate check, kgate merge): the multiple-comparison correction over every
 /// comparison, the reports, the table, GitHub annotations and step summary; returns the exit code.
-int conclude(RunReport& report, const std::string& out_dir, bool inconclusive_fails) {
+int conclude(RunReport& report, const std::string& out_dir, bool inconclusive_fails,
+             const report::Writers<RunReport>& writers) {
   // The policy every writer follows (JUnit, the summary, the annotations agree with the exit code).
   report.meta.config["inconclusive_fails"] = inconclusive_fails;
   adjust_speed_decisions(report.kernels);
-  write_report_files(report, out_dir);
+  write_files(writers, report, out_dir);
   print_table(report);
   if (!env("GITHUB_ACTIONS").empty()) report::annotations_writer().write(std::cout, report);
   if (!env("GITHUB_STEP_SUMMARY").empty()) {
@@ -84,8 +120,8 @@ int conclude(RunReport& report, const std::string& out_dir, bool inconclusive_fa
         report.google_benchmark.size(), entries);
   }
   const auto code = report.exit_code(inconclusive_fails);
-  std::printf("\nreports: %s/report.json, junit.xml, summary.md, report.html — exit %d\n",
-              out_dir.c_str(), static_cast<int>(code));
+  std::printf("\nreports: %s — exit %d\n", file_list(writers, out_dir).c_str(),
+              static_cast<int>(code));
   return static_cast<int>(code);
 }
 

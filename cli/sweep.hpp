@@ -2,7 +2,8 @@
 // per kernel and dtype, reports the error distribution, the pass rate over a tolerance grid, the
 // frontier (the tightest atol that passes, per rtol) and the margin to the configured tolerance;
 // a kernel that passes with a margin above the fragility threshold is FRAGILE. Writes sweep.json,
-// sweep.md and sweep.html (the pass-rate curves).
+// sweep.md and sweep.html (the pass-rate curves), through report/sweep.hpp's writers, as --format
+// chooses.
 #pragma once
 
 #include <optional>
@@ -30,8 +31,9 @@ struct SweepArgs {
   /// Margin (observed / allowed) above which a passing kernel is FRAGILE; empty: the config's
   /// fragile_margin, else 0.8.
   std::optional<double> fragile_margin;
-  bool fail_on_fragile = false;     ///< exit 1 when a kernel is FRAGILE
-  std::string out_dir = "reports";  ///< receives sweep.json, sweep.md and sweep.html
+  bool fail_on_fragile = false;      ///< exit 1 when a kernel is FRAGILE
+  std::string out_dir = "reports";   ///< receives sweep.json, sweep.md and sweep.html
+  std::vector<std::string> formats;  ///< --format: the files to write; empty: all three
   std::optional<int> no_device_exit_code;
   bool quiet = false;
   std::string command_line;

@@ -1,21 +1,11 @@
+// Every verb's list of file writers (writers.hpp): the one place a format joins a verb.
 #include "report/writers.hpp"
+
+#include "report/calibration.hpp"
+#include "report/sweep.hpp"
 
 namespace kgate::report {
 namespace {
-
-using WriteFunction = void (*)(std::ostream&, const RunReport&);
-
-// A format's writer: the file it goes to ("" for a stream) and the function that writes it.
-class FormatWriter final : public Writer {
- public:
-  FormatWriter(const char* file_name, WriteFunction write) : file_name_(file_name), write_(write) {}
-  std::string file_name() const override { return file_name_; }
-  void write(std::ostream& os, const RunReport& report) const override { write_(os, report); }
-
- private:
-  const char* file_name_;
-  WriteFunction write_;
-};
 
 void write_json(std::ostream& os, const RunReport& report) {
   os << to_json(report).dump(2) << "\n";
@@ -24,22 +14,37 @@ void write_html(std::ostream& os, const RunReport& report) { os << render_html(r
 
 }  // namespace
 
-const std::vector<const Writer*>& file_writers() {
-  static const FormatWriter json("report.json", write_json);
-  static const FormatWriter junit("junit.xml", write_junit);
-  static const FormatWriter markdown("summary.md", write_markdown);
-  static const FormatWriter html("report.html", write_html);
-  static const std::vector<const Writer*> writers = {&json, &junit, &markdown, &html};
+const Writers<RunReport>& file_writers() {
+  static const FunctionWriter<RunReport> json("json", "report.json", write_json);
+  static const FunctionWriter<RunReport> junit("junit", "junit.xml", write_junit);
+  static const FunctionWriter<RunReport> markdown("md", "summary.md", write_markdown);
+  static const FunctionWriter<RunReport> html("html", "report.html", write_html);
+  static const Writers<RunReport> writers = {&json, &junit, &markdown, &html};
   return writers;
 }
 
-const Writer& console_writer() {
-  static const FormatWriter writer("", write_console_table);
+const Writers<SweepReport>& sweep_writers() {
+  static const FunctionWriter<SweepReport> json("json", "sweep.json", write_sweep_json);
+  static const FunctionWriter<SweepReport> markdown("md", "sweep.md", write_sweep_markdown);
+  static const FunctionWriter<SweepReport> html("html", "sweep.html", write_sweep_html);
+  static const Writers<SweepReport> writers = {&json, &markdown, &html};
+  return writers;
+}
+
+const Writers<CalibrationReport>& calibrate_writers() {
+  static const FunctionWriter<CalibrationReport> json("json", "calibrate.json",
+                                                      write_calibration_json);
+  static const Writers<CalibrationReport> writers = {&json};
+  return writers;
+}
+
+const Writer<RunReport>& console_writer() {
+  static const FunctionWriter<RunReport> writer("", "", write_console_table);
   return writer;
 }
 
-const Writer& annotations_writer() {
-  static const FormatWriter writer("", write_github_annotations);
+const Writer<RunReport>& annotations_writer() {
+  static const FunctionWriter<RunReport> writer("", "", write_github_annotations);
   return writer;
 }
 

@@ -214,7 +214,7 @@ TEST(ReportGolden, TheFileWritersAreTheFormatsWriters) {
   // report::file_writers() writes exactly what each format's function writes, to its file name.
   const RunReport r = fixed_report();
   std::vector<std::string> names;
-  for (const report::Writer* w : report::file_writers()) {
+  for (const report::Writer<RunReport>* w : report::file_writers()) {
     std::ostringstream os;
     w->write(os, r);
     names.push_back(w->file_name());
