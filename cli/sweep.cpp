@@ -397,7 +397,7 @@ int run_sweep(SweepArgs& args) {
     write_files(writers, sweep, args.out_dir);
   }
 
-  write_sweep_console(std::cout, sweep);
+  report::sweep_console_writer().write(std::cout, sweep);
   std::cout.flush();
   int failed = 0, fragile = 0;
   for (const auto& k : results)

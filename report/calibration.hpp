@@ -57,6 +57,15 @@ struct CalibrationReport {
 /// with its summary and its comparisons), the error and, once finished, the pooled summary.
 void write_calibration_json(std::ostream& os, const CalibrationReport& calibration);
 
+/// The console's report: the settings, a row per kernel and speed case (and per kernel over its
+/// cases), the false-positive rate over every comparison with its interval, the noise floor, and
+/// whether the configured delta is supported (from meta: device, backend, config's delta, alpha,
+/// flush_l2 and comparisons).
+void write_calibration_console(std::ostream& os, const CalibrationReport& calibration);
+
+/// "f32 B=4096,N=1024": a case's dtype and shape, short enough for a table column.
+std::string short_case(const Case& c);
+
 /// One kernel as calibrate.json writes it.
 nlohmann::ordered_json calibrated_kernel_json(const CalibratedKernel& kernel);
 

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdarg>
 #include <cstdio>
 #include <iomanip>
 #include <sstream>
@@ -28,21 +27,6 @@ std::string exact(double v) { return std::isfinite(v) ? format_exact(v) : g(v); 
 
 /// A JSON number; null for a non-finite value (an unbounded limit, nothing measured).
 ordered_json json_number(double v) { return std::isfinite(v) ? ordered_json(v) : ordered_json(); }
-
-/// printf to a stream.
-__attribute__((format(printf, 2, 3))) void printf_to(std::ostream& os, const char* format, ...) {
-  va_list args;
-  va_start(args, format);
-  va_list again;
-  va_copy(again, args);
-  const int n = std::vsnprintf(nullptr, 0, format, args);
-  va_end(args);
-  std::string text(n > 0 ? static_cast<size_t>(n) + 1 : 1, '\0');
-  std::vsnprintf(text.data(), text.size(), format, again);
-  va_end(again);
-  text.resize(n > 0 ? static_cast<size_t>(n) : 0);
-  os << text;
-}
 
 ordered_json quantiles_json(const sensitivity::Quantiles& q) {
   return {{"p50", json_number(q.p50)},

@@ -3,11 +3,26 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdarg>
 #include <cstdio>
 
 #include "core/format.hpp"
 
 namespace kgate {
+
+void printf_to(std::ostream& os, const char* format, ...) {
+  va_list args;
+  va_start(args, format);
+  va_list again;
+  va_copy(again, args);
+  const int n = std::vsnprintf(nullptr, 0, format, args);
+  va_end(args);
+  std::string text(n > 0 ? static_cast<size_t>(n) + 1 : 1, '\0');
+  std::vsnprintf(text.data(), text.size(), format, again);
+  va_end(again);
+  text.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  os << text;
+}
 
 std::string speed_words(double ratio) {
   if (!std::isfinite(ratio) || ratio <= 0) return "-";

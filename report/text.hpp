@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,9 @@ bool inconclusive_fails(const RunReport& report);
 /// so long kernel and op names never push the next column out of line.
 std::vector<size_t> column_widths(const std::vector<std::vector<std::string>>& rows);
 std::string aligned_row(const std::vector<std::string>& row, const std::vector<size_t>& widths);
+
+/// printf to a stream (the console tables' fixed-width columns).
+__attribute__((format(printf, 2, 3))) void printf_to(std::ostream& os, const char* format, ...);
 
 /// Said wherever an INVALID or inconclusive result does not fail the gate.
 extern const char* const kNotFailing;

@@ -48,4 +48,14 @@ const Writer<RunReport>& annotations_writer() {
   return writer;
 }
 
+const Writer<SweepReport>& sweep_console_writer() {
+  static const FunctionWriter<SweepReport> writer("", "", write_sweep_console);
+  return writer;
+}
+
+const Writer<CalibrationReport>& calibrate_console_writer() {
+  static const FunctionWriter<CalibrationReport> writer("", "", write_calibration_console);
+  return writer;
+}
+
 }  // namespace kgate::report

@@ -13,8 +13,8 @@
 //   report.html    html    one self-contained page with inline SVG plots (no script, no URL)
 //   annotations            GitHub workflow commands (::error::, ::warning::) on stdout
 //   console                the compact result table of kgate check and kgate merge
-// The sweep: sweep.json (json), sweep.md (md), sweep.html (html). The calibration:
-// calibrate.json (json).
+// The sweep: sweep.json (json), sweep.md (md), sweep.html (html), its console table. The
+// calibration: calibrate.json (json), its console report.
 #pragma once
 
 #include <ostream>
@@ -89,6 +89,9 @@ const Writers<CalibrationReport>& calibrate_writers();
 /// The console table (stdout) and the GitHub annotations (stdout, in GitHub Actions).
 const Writer<RunReport>& console_writer();
 const Writer<RunReport>& annotations_writer();
+/// kgate sweep's and kgate calibrate's console reports (stdout).
+const Writer<SweepReport>& sweep_console_writer();
+const Writer<CalibrationReport>& calibrate_console_writer();
 
 }  // namespace report
 }  // namespace kgate

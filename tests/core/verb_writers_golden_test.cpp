@@ -1,8 +1,9 @@
 // kgate sweep's and kgate calibrate's writers on fixed models, byte for byte against
-// tests/core/golden/: sweep.json, sweep.md, sweep.html, the sweep's console table and
-// calibrate.json as the verbs write them (a change of these files is a changed contract or a
-// changed page). KGATE_UPDATE_GOLDEN=1 writes them anew (then review the diff). And every verb's
-// writer list: its formats, its files, each writer the same bytes as its format's function.
+// tests/core/golden/: sweep.json, sweep.md, sweep.html, the sweep's console table, calibrate.json
+// and calibrate's console report as the verbs write them (a change of these files is a changed
+// contract or a changed page). KGATE_UPDATE_GOLDEN=1 writes them anew (then review the diff). And
+// every verb's writer list: its formats, its files, each writer the same bytes as its format's
+// function.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -141,7 +142,7 @@ AaRun aa_run(Outcome decision, double ratio, double spread, double seconds) {
 CalibrationReport fixed_calibration(bool finished) {
   CalibrationReport r;
   r.meta = fixed_meta("kgate calibrate --comparisons 3");
-  r.meta["config"] = {{"comparisons", 3}, {"delta", 0.02}, {"alpha", 0.05}};
+  r.meta["config"] = {{"comparisons", 3}, {"delta", 0.02}, {"alpha", 0.05}, {"flush_l2", true}};
   CalibratedKernel a{"softmax_block", "softmax", "cuda", {}, "", true};
   a.cases.push_back(
       {Case::from_id("softmax:f32:B=4096,N=1024:contiguous:normal:0000000000000001"),
@@ -199,6 +200,18 @@ TEST(VerbWritersGolden, CalibrateJsonWhileAKernelRuns) {
   std::ostringstream os;
   write_calibration_json(os, fixed_calibration(false));
   expect_golden("calibrate_partial.json", os.str());
+}
+
+TEST(VerbWritersGolden, CalibrateConsole) {
+  std::ostringstream os;
+  report::calibrate_console_writer().write(os, fixed_calibration(true));
+  expect_golden("calibrate_console.txt", os.str());
+}
+
+TEST(VerbWritersGolden, SweepConsoleWriterIsTheTable) {
+  std::ostringstream os;
+  report::sweep_console_writer().write(os, fixed_sweep());
+  expect_golden("sweep_console.txt", os.str());
 }
 
 template <class Model>
