@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Public kernel libraries kgate did not write, checked with their own registration code, on a GPU:
+#   ci/gpu-external.sh OUT_DIR [CONFIG...]
+# CONFIGs default to tests/external/*.kgate.json (each names its library's built .so, the op files of
+# tests/external/ops/ and, per op, the contract read from the library's TORCH_CHECKs).
+#
+# The GPU machine has no network: carry what it needs. Here, where the mirrors are:
+#   tests/external/fetch.sh                 # the pinned files, byte for byte, into .thirdparty/external
+# then run with carry [".thirdparty", ".deps-bundle"] (.deps-bundle: ci/offline-bundle.sh's Debian
+# packages, when the machine lacks them). Steps, each logged under OUT_DIR:
+#   1. ci/setup.sh and ci/build.sh (skipped with KGATE_SKIP_BUILD=1 when build/bin/kgate exists)
+#   2. tests/external/fetch.sh --verify: every carried file has its pinned sha256
+#   3. the libraries: the repository keeps no recipe that builds them; .thirdparty/build-glue/build.sh,
+#      when carried, builds them into .thirdparty/build, else (or with KGATE_EXTERNAL_GLUE=none) the
+#      .so files must already be there
+#   4. kgate check --config CONFIG per config (KGATE_EXTERNAL_ARGS adds options, e.g. --no-speed);
+#      a library that does not load as shipped is reported so, then tried again with libpython
+#      preloaded (kernel-builder's and vLLM's extension modules leave PyModule_Create2 undefined)
+#   5. a table: library | op | bound | contract | verdict | speed vs eager
+# Then tests/external/repro/*.py reproduce the findings outside a contract one by one
+# (python3 tests/external/repro/NAME.py; each says what it shows and exits 1 when it shows it).
+set -uo pipefail
+here=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
+out=${1:?usage: ci/gpu-external.sh OUT_DIR [CONFIG...]}
+shift
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+configs=("$@")
+[ ${#configs[@]} -gt 0 ] || configs=("$here"/tests/external/*.kgate.json)
+build=${KGATE_BUILD_DIR:-$here/build}
+kgate=$build/bin/kgate
+timeout_s=${KGATE_EXTERNAL_TIMEOUT:-300}
+read -r -a extra <<< "${KGATE_EXTERNAL_ARGS:-}"
+
+if [ "${KGATE_SKIP_BUILD:-0}" = 1 ] && [ -x "$kgate" ]; then
+  echo "==> kgate: $kgate (build skipped)"
+else
+  "$here/ci/setup.sh" > "$out/setup.log" 2>&1 || { tail -20 "$out/setup.log"; echo "setup failed"; exit 1; }
+  KGATE_BUILD_DIR=$build KGATE_JOBS=${KGATE_JOBS:-12} "$here/ci/build.sh" > "$out/build.log" 2>&1 ||
+    { tail -30 "$out/build.log"; echo "kgate build failed"; exit 1; }
+fi
+"$here/tests/external/fetch.sh" --verify > "$out/verify.log" 2>&1 || { cat "$out/verify.log"; exit 1; }
+tail -1 "$out/verify.log"
+glue=${KGATE_EXTERNAL_GLUE:-$here/.thirdparty/build-glue/build.sh}  # "none": use the .so files as they are
+if [ -x "$glue" ]; then
+  echo "==> building the libraries with $glue"
+  "$glue" "$here/.thirdparty/build" > "$out/libraries.log" 2>&1 || { tail -30 "$out/libraries.log"; echo "library build failed"; exit 1; }
+fi
+libpython=$(python3 -c 'import sysconfig, os; print(os.path.join(sysconfig.get_config_var("LIBDIR"), sysconfig.get_config_var("INSTSONAME")))' 2>/dev/null)
+
+rows=()
+for cfg in "${configs[@]}"; do
+  name=$(basename "$cfg" .kgate.json)
+  log=$out/$name.log
+  echo "==> $name: kgate check --config $cfg ${extra[*]}"
+  timeout --kill-after=10 "$timeout_s" "$kgate" check --config "$cfg" --out "$out/$name" "${extra[@]}" > "$log" 2>&1
+  rc=$?
+  load=shipped
+  if [ "$rc" -ne 0 ] && grep -q "could not be loaded" "$log"; then
+    echo "    does not load as shipped: $(grep -m1 'could not be loaded' "$log" | cut -c1-200)"
+    mv "$log" "$out/$name.as-shipped.log"
+    if [ -f "$libpython" ]; then
+      LD_PRELOAD=$libpython timeout --kill-after=10 "$timeout_s" "$kgate" check --config "$cfg" --out "$out/$name" "${extra[@]}" > "$log" 2>&1
+      rc=$?
+      load="libpython preloaded"
+    fi
+  fi
+  echo "    exit $rc ($load)"
+  rows+=("$name|$rc|$load|$out/$name/report.json|$log")
+done
+
+python3 - "${rows[@]}" <<'PY' | tee "$out/table.txt"
+import json, sys
+print(f"{'library':16s} | {'op':36s} | {'bound':22s} | {'contract':34s} | {'verdict':48s} | speed vs eager")
+for row in sys.argv[1:]:
+    name, rc, load, report, log = row.split("|")
+    try:
+        kernels = json.load(open(report))["kernels"]
+    except Exception:
+        err = [l.strip() for l in open(log, errors="replace") if "error" in l.lower()]
+        print(f"{name:16s} | {'-':36s} | {'no (exit ' + rc + ')':22s} | {'-':34s} | {(err[-1] if err else 'no report')[:120]}")
+        continue
+    for k in kernels:
+        c = k["correctness"]
+        ct = c.get("contract")
+        contract = "none stated" if not ct else "%s outside: %s refused, %s wrong" % (ct.get("outside", 0), ct.get("refused", 0), ct.get("wrong", 0))
+        verdict = f"{k['outcome']} {c.get('passed', 0)}/{c.get('cases', 0)}"
+        m = c.get("minimal") or (c.get("failures") or [None])[0]
+        if m:
+            verdict += f" minimal {m['case']['id']} ({m.get('rule')}): {m.get('message', '')[:80]}"
+        eager = [s for s in k.get("speed", []) if s.get("baseline") == "eager"]
+        speed = ", ".join(f"{s.get('ratio', 0):.2f}x ({s.get('decision')})" for s in eager) or "-"
+        print(f"{name:16s} | {k['name']:36s} | {'yes (' + load + ')':22s} | {contract:34s} | {verdict:48s} | {speed}")
+PY
