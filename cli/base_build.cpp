@@ -11,10 +11,10 @@
 #include <set>
 #include <sstream>
 
+#include "core/embedded_op_files.hpp"
 #include "core/sha256.hpp"
 #include "core/strict_json.hpp"
 #include "runtime/cuda/module_digest.hpp"
-#include "runtime/embedded_op_files.hpp"
 
 namespace fs = std::filesystem;
 

@@ -27,6 +27,7 @@
 #include <set>
 
 #include "core/captured.hpp"
+#include "core/embedded_op_files.hpp"
 #include "core/error.hpp"
 #include "core/expr.hpp"
 #include "core/op_file.hpp"
@@ -34,8 +35,6 @@
 #include "references/counter_rng.hpp"
 #include "references/op_reference.hpp"
 #include "references/script_op.hpp"
-#include "runtime/embedded_op_files.hpp"
-#include "runtime/kernel.hpp"
 
 namespace kgate {
 namespace fs = std::filesystem;
@@ -158,7 +157,8 @@ std::vector<std::string> split_paths(const std::string& s) {
   return out;
 }
 
-// The catalogue with the op files of KGATE_OPS and of the registered kernels, loaded on first use.
+// The catalogue with the op files of KGATE_OPS and of the registered kernels (declared to
+// core/embedded_op_files.hpp by the kernel registry), loaded on first use.
 Catalogue& catalogue() {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -166,8 +166,7 @@ Catalogue& catalogue() {
     if (const char* env = std::getenv("KGATE_OPS"))
       for (const auto& p : split_paths(env))
         for (const auto& f : op_file_paths(p)) add_file(cat, f);
-    for (const auto& k : declared_kernels())  // (completing a kernel reads the catalogue)
-      if (!k.op_file.empty()) add_file(cat, k.op_file);
+    for (const auto& f : kernel_op_files()) add_file(cat, f);
   });
   return catalogue_storage();
 }

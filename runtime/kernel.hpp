@@ -122,9 +122,6 @@ void begin_module_capture();
 std::vector<KernelInfo> end_module_capture();
 /// Every registered kernel, each completed (KernelInfo::complete) on the first call.
 const std::vector<KernelInfo>& registered_kernels();
-/// The kernels as registered, without completing any: names, ops and op files, for the op
-/// catalogue, which a completion reads.
-const std::vector<KernelInfo>& declared_kernels();
 /// Finds a kernel by name; throws a usage Error listing the known names.
 const KernelInfo& find_kernel(const std::string& name);
 

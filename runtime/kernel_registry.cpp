@@ -4,9 +4,9 @@
 #include <memory>
 #include <mutex>
 
+#include "core/embedded_op_files.hpp"
 #include "core/error.hpp"
 #include "core/suggest.hpp"
-#include "runtime/embedded_op_files.hpp"
 #include "runtime/kernel.hpp"
 
 namespace kgate {
@@ -15,19 +15,10 @@ std::vector<KernelInfo>& registry() {
   static std::vector<KernelInfo> kernels;
   return kernels;
 }
-std::map<std::string, std::string>& embedded() {
-  static std::map<std::string, std::string> files;
-  return files;
-}
 // A base module's registrations while it loads (begin_module_capture): null when not capturing.
 std::vector<KernelInfo>*& capture() {
   static std::vector<KernelInfo>* kernels = nullptr;
   return kernels;
-}
-// The op files the last captured module embedded (path -> bytes).
-std::map<std::string, std::string>& captured_files() {
-  static std::map<std::string, std::string> files;
-  return files;
 }
 }  // namespace
 
@@ -35,21 +26,16 @@ void begin_module_capture() {
   if (capture())
     throw Error(ErrorKind::internal, "begin_module_capture: a capture is under way already");
   capture() = new std::vector<KernelInfo>();
-  captured_files().clear();
+  begin_op_file_capture();
 }
 
 namespace {
-/// Runs the pending completions of `kernels` (KernelInfo::complete). A completion reads the op
-/// catalogue, which reads declared_kernels(), never this: no completion runs inside another.
+/// Runs the pending completions of `kernels` (KernelInfo::complete), one thread at a time. A
+/// completion reads the op catalogue, which reads the op files declared here
+/// (core/embedded_op_files.hpp), never the registry: no completion runs inside another.
 void complete_all(std::vector<KernelInfo>& kernels) {
-  static std::recursive_mutex mutex;
-  static bool completing = false;
-  std::lock_guard<std::recursive_mutex> lock(mutex);
-  if (completing) return;
-  completing = true;
-  struct Done {
-    ~Done() { completing = false; }
-  } done;
+  static std::mutex mutex;
+  std::lock_guard<std::mutex> lock(mutex);
   for (auto& k : kernels) {
     if (!k.complete) continue;
     const auto complete = k.complete;
@@ -66,25 +52,10 @@ void complete_all(std::vector<KernelInfo>& kernels) {
 std::vector<KernelInfo> end_module_capture() {
   std::unique_ptr<std::vector<KernelInfo>> kernels(capture());
   capture() = nullptr;
+  end_op_file_capture();
   if (!kernels) return {};
   complete_all(*kernels);
   return std::move(*kernels);
-}
-
-bool embed_op_file(const char* path, const unsigned char* text, std::size_t size) {
-  if (capture()) {  // a base module's op file: the head's definitions judge both sides; kept apart
-    captured_files()[path] = std::string(reinterpret_cast<const char*>(text), size);
-    return true;
-  }
-  embedded()[path] = std::string(reinterpret_cast<const char*>(text), size);
-  return true;
-}
-
-std::map<std::string, std::string> captured_op_files() { return captured_files(); }
-
-const std::string* embedded_op_file(const std::string& path) {
-  const auto it = embedded().find(path);
-  return it == embedded().end() ? nullptr : &it->second;
 }
 
 const char* backend_name(Backend backend) { return backend == Backend::cuda ? "cuda" : "cpu"; }
@@ -106,6 +77,7 @@ bool register_kernel(KernelInfo info) {
       throw Error(ErrorKind::internal, "kernel '" + info.name + "' is registered twice (" +
                                            k.source + " and " + info.source +
                                            "): kernel names must be unique");
+  if (!info.op_file.empty()) declare_kernel_op_file(info.name, info.op_file);
   kernels.push_back(std::move(info));
   std::sort(kernels.begin(), kernels.end(),
             [](const KernelInfo& a, const KernelInfo& b) { return a.name < b.name; });
@@ -116,8 +88,6 @@ const std::vector<KernelInfo>& registered_kernels() {
   complete_all(registry());
   return registry();
 }
-
-const std::vector<KernelInfo>& declared_kernels() { return registry(); }
 
 const KernelInfo& find_kernel(const std::string& name) {
   for (const auto& k : registered_kernels())

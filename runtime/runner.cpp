@@ -41,6 +41,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "core/embedded_op_files.hpp"
 #include "core/error.hpp"
 #include "core/expr.hpp"
 #include "core/format.hpp"
@@ -54,7 +55,6 @@
 #include "runtime/cuda/compare.hpp"
 #include "runtime/cuda/device.hpp"
 #include "runtime/cuda/timer.hpp"
-#include "runtime/embedded_op_files.hpp"
 #include "runtime/torch_op.hpp"
 
 #include "runtime/runner_internal.hpp"

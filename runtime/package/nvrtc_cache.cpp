@@ -1,42 +1,29 @@
-// NVRTC compilation of packages and the content-addressed CUBIN cache.
-//
-// Cache layout: <cache_dir>/nvrtc/<key[0:2]>/<key>.cubin and <key>.json (lowered names, the CUBIN's
-// SHA-256, an HMAC of both under a key kept outside the cache, provenance). Entries are written to
-// a fresh temporary file and renamed, the .json last, so a reader sees a complete entry or none. An
-// entry whose CUBIN does not match its digest, whose MAC does not verify, or that is a link, not a
-// regular file or another user's, is a miss: it is recompiled and replaced. So the cache cannot
-// change what runs: only a compile of the package's own sources can put a CUBIN there.
-//
-// Compiles run in the sandboxed worker process (nvrtc_worker.hpp).
+// The compile driver of packages: gathering what NVRTC sees from a package, compiling it in the
+// sandboxed worker process (nvrtc_worker.hpp), turning NVRTC's failures into problems of the
+// manifest's fields, splitting a package into its translation units, and checking each launch's
+// arguments against the compiled kernels. The cache it reads and writes is nvrtc_cache_store.cpp;
+// a package's precompiled kernel files are read by precompiled_kernels.cpp.
 #include "runtime/package/nvrtc_cache.hpp"
 
-#include <fcntl.h>
 #include <nvrtc.h>
 #include <signal.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cctype>
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <optional>
-#include <random>
 #include <regex>
 #include <system_error>
 
-#include <nlohmann/json.hpp>
-
 #include "core/error.hpp"
 #include "core/safe_text.hpp"
-#include "core/sha256.hpp"
 #include "core/suggest.hpp"
 #include "runtime/cuda/check.hpp"
+#include "runtime/package/nvrtc_cache_internal.hpp"
 #include "runtime/package/nvrtc_standins.hpp"
 #include "runtime/package/nvrtc_worker.hpp"
 #include "runtime/package/package_files.hpp"
@@ -48,15 +35,9 @@
 namespace kgate::package {
 
 namespace fs = std::filesystem;
-using nlohmann::json;
 
 namespace {
 
-// /2: entries carry an HMAC under a key kept outside the cache, and the key covers the toolkit's
-// headers (the only files outside the package a compile can read).
-constexpr const char* kCacheFormat = "kgate-nvrtc-cache/2";
-/// Cache files larger than this are not read.
-constexpr std::uintmax_t kMaxCacheFileBytes = 512ULL << 20;
 /// Name of the generated translation unit that #includes the sources of a multi-source package.
 constexpr const char* kUnityName = "kgate_package_sources.cu";
 // The prelude NVRTC reads before the sources (nvrtc_prelude: uint, ushort, ulong).
@@ -64,16 +45,7 @@ constexpr const char* kPreludeName = "kgate_nvrtc_prelude.h";
 
 std::atomic<uint64_t> g_compile_count{0};
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-/// Everything NVRTC sees, gathered from the package before hashing and compiling.
-struct Inputs : NvrtcRequest {
-  std::vector<fs::path> system_include_dirs;
-};
-
-bool read_inputs(const PackageManifest& m, const CompileOptions& opt, Inputs& in,
+bool read_inputs(const PackageManifest& m, const CompileOptions& opt, compile_internal::Inputs& in,
                  ManifestProblem& problem) {
   const std::string file = m.manifest_path.string();
   std::error_code ec;
@@ -168,180 +140,10 @@ bool read_inputs(const PackageManifest& m, const CompileOptions& opt, Inputs& in
   return true;
 }
 
-/// Names, sizes and modification times of every file below the toolkit include directories: the
-/// only files outside the package that a compile can read (the sandbox hides the rest), so that a
-/// changed toolkit header changes the key. Computed once per process and set of directories.
-std::mutex g_fingerprint_mutex;
-std::map<std::vector<fs::path>, std::string> g_fingerprints;
-
-std::string toolkit_fingerprint(const std::vector<fs::path>& dirs) {
-  std::lock_guard<std::mutex> lock(g_fingerprint_mutex);
-  auto& memo = g_fingerprints;
-  if (auto it = memo.find(dirs); it != memo.end()) return it->second;
-  Sha256 h;
-  for (const auto& d : dirs) {
-    h.field(d.string());
-    std::vector<std::string> rows;
-    std::error_code ec;
-    for (fs::recursive_directory_iterator
-             it(d, fs::directory_options::follow_directory_symlink, ec),
-         end;
-         !ec && it != end; it.increment(ec)) {
-      struct stat st {};
-      if (::stat(it->path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
-      rows.push_back(it->path().lexically_relative(d).generic_string() + "\n" +
-                     std::to_string(st.st_size) + "\n" + std::to_string(st.st_mtim.tv_sec) + "." +
-                     std::to_string(st.st_mtim.tv_nsec));
-      if (rows.size() > 200000) break;  // a runaway tree: the fingerprint stays what it has seen
-    }
-    std::sort(rows.begin(), rows.end());
-    h.field(std::to_string(rows.size()));
-    for (const auto& r : rows) h.field(r);
-  }
-  return memo[dirs] = h.hex();
-}
-
-std::string cache_key(const Inputs& in, const std::string& arch) {
-  Sha256 h;
-  h.field(kCacheFormat).field(nvrtc_version()).field(arch);
-  h.field(std::to_string(in.options.size()));
-  for (const auto& o : in.options) h.field(o);
-  h.field(in.main_name).field(in.main_source);
-  h.field(std::to_string(in.header_names.size()));
-  for (std::size_t i = 0; i < in.header_names.size(); ++i)
-    h.field(in.header_names[i]).field(in.header_sources[i]);
-  h.field(std::to_string(in.name_expressions.size()));
-  for (const auto& n : in.name_expressions) h.field(n);
-  h.field(toolkit_fingerprint(in.system_include_dirs));
-  return h.hex();
-}
-
-/// Reads a cache file: a regular file owned by this user, not reached through a symbolic link.
-bool read_cache_file(const fs::path& p, std::string& out) {
-  const int fd = ::open(p.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return false;
-  struct stat st {};
-  bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid() &&
-            static_cast<std::uintmax_t>(st.st_size) <= kMaxCacheFileBytes;
-  if (ok) {
-    out.resize(static_cast<std::size_t>(st.st_size));
-    std::size_t done = 0;
-    while (ok && done < out.size()) {
-      const ssize_t r = ::read(fd, out.data() + done, out.size() - done);
-      if (r > 0) done += static_cast<std::size_t>(r);
-      else if (r == 0 || errno != EINTR) ok = false;
-    }
-  }
-  ::close(fd);
-  return ok;
-}
-
-/// Writes `bytes` to `p` through a fresh temporary file (O_EXCL, never through a planted link) and
-/// a rename; false on any failure.
-bool write_atomic(const fs::path& p, const std::string& bytes) {
-  static std::atomic<uint64_t> serial{0};
-  std::random_device rd;
-  const fs::path tmp = p.string() + ".tmp." + std::to_string(::getpid()) + "." +
-                       std::to_string(serial.fetch_add(1)) + "." + std::to_string(rd());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) return false;
-  std::size_t done = 0;
-  bool ok = true;
-  while (ok && done < bytes.size()) {
-    const ssize_t w = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (w > 0) done += static_cast<std::size_t>(w);
-    else if (errno != EINTR) ok = false;
-  }
-  ok = (::close(fd) == 0) && ok;
-  std::error_code ec;
-  if (ok) fs::rename(tmp, p, ec);
-  if (!ok || ec) fs::remove(tmp, ec);
-  return ok && !ec;
-}
-
-/// What an entry's MAC covers: its key, the CUBIN's digest and the lowered names.
-std::string entry_mac(const std::string& mac_key, const std::string& key,
-                      const std::string& cubin_sha256,
-                      const std::map<std::string, std::string>& lowered) {
-  Sha256 h;
-  h.field(kCacheFormat).field(key).field(cubin_sha256).field(std::to_string(lowered.size()));
-  for (const auto& [n, l] : lowered) h.field(n).field(l);
-  return hmac_sha256_hex(mac_key, h.digest());
-}
-
-/// Reads a cache entry; false when it is missing, incomplete, corrupt, foreign or forged (its MAC
-/// does not verify under this user's key): then it is recompiled and replaced.
-bool load_entry(const fs::path& cubin_path, const fs::path& meta_path, const std::string& key,
-                const std::string& mac_key, CompileResult& r) {
-  std::string meta_text;
-  if (!read_cache_file(meta_path, meta_text) || !read_cache_file(cubin_path, r.cubin)) return false;
-  try {
-    const json meta = json::parse(meta_text);
-    if (meta.at("format").get<std::string>() != kCacheFormat) return false;
-    if (meta.at("key").get<std::string>() != key) return false;
-    const std::string digest = sha256_hex(r.cubin);
-    if (meta.at("cubin_sha256").get<std::string>() != digest) return false;
-    r.lowered_names = meta.at("lowered_names").get<std::map<std::string, std::string>>();
-    if (meta.at("mac").get<std::string>() != entry_mac(mac_key, key, digest, r.lowered_names))
-      return false;
-  } catch (const json::exception&) {
-    return false;
-  }
-  return true;
-}
-
-/// A cache directory must belong to this user and not be writable by everyone: anyone who can
-/// write it could otherwise plant entries (the MAC stops forged ones, a private directory also
-/// stops deleting and racing). Throws Error(usage) naming the directory and the fix.
-void check_cache_dir(const fs::path& dir) {
-  struct stat st {};
-  if (::stat(dir.c_str(), &st) != 0)
-    throw Error(ErrorKind::usage, "cannot use the NVRTC cache directory " +
-                                      quote_untrusted(dir.string()) + ": " + std::strerror(errno));
-  if (!S_ISDIR(st.st_mode))
-    throw Error(ErrorKind::usage, "the NVRTC cache path " + quote_untrusted(dir.string()) +
-                                      " is not a directory; set KGATE_CACHE_DIR to a directory");
-  if (st.st_uid != ::geteuid())
-    throw Error(ErrorKind::usage,
-                "the NVRTC cache directory " + quote_untrusted(dir.string()) + " belongs to user " +
-                    std::to_string(st.st_uid) + ", not to this user (" +
-                    std::to_string(::geteuid()) +
-                    "); another user could plant compiled code there. Set KGATE_CACHE_DIR to a "
-                    "directory of your own");
-  if (st.st_mode & S_IWOTH)
-    throw Error(ErrorKind::usage,
-                "the NVRTC cache directory " + quote_untrusted(dir.string()) +
-                    " is writable by every user; anyone could plant compiled code there. Run "
-                    "chmod o-w on it, or set KGATE_CACHE_DIR to a private directory");
-}
-
-/// Creates `dir` (0700) and its missing parents, then checks it.
-void make_cache_dir(const fs::path& dir) {
-  std::error_code ec;
-  if (!fs::exists(dir, ec)) {
-    fs::create_directories(dir, ec);
-    if (!ec) fs::permissions(dir, fs::perms::owner_all, fs::perm_options::replace, ec);
-    if (ec)
-      throw Error(ErrorKind::usage, "cannot create the NVRTC cache directory " +
-                                        quote_untrusted(dir.string()) + ": " + ec.message() +
-                                        "; set KGATE_CACHE_DIR to a writable directory");
-  }
-  check_cache_dir(dir);
-}
-
 std::string package_sources(const PackageManifest& m) {
   std::string sources;
   for (const auto& s : m.sources) sources += (sources.empty() ? "" : ", ") + s;
   return sources;
-}
-
-/// Says once per process that the cache is off for want of a place to keep its key.
-void warn_no_cache_key() {
-  static std::atomic<bool> said{false};
-  if (said.exchange(true)) return;
-  std::fprintf(stderr,
-               "kgate: warning: the NVRTC cache is off: there is no place for its key (set HOME, "
-               "KGATE_CACHE_KEY_FILE or KGATE_CACHE_KEY); every package is compiled\n");
 }
 
 /// Says once per process that compiles are not confined, and why.
@@ -356,8 +158,8 @@ void warn_unsandboxed(const std::string& detail) {
 }
 
 /// Compiles in a sandboxed worker process (nvrtc_worker.hpp).
-bool compile(const PackageManifest& m, const CompileOptions& opt, const Inputs& in,
-             CompileResult& r, ManifestProblem& problem) {
+bool compile(const PackageManifest& m, const CompileOptions& opt,
+             const compile_internal::Inputs& in, CompileResult& r, ManifestProblem& problem) {
   NvrtcRequest request = in;
   for (const auto& d : opt.system_include_dirs) request.readable_dirs.push_back(d.string());
   request.require_sandbox = opt.require_sandbox;
@@ -465,92 +267,6 @@ bool CompileOptions::require_sandbox_from_environment() {
   return env && *env && std::string(env) != "0";
 }
 
-fs::path default_cache_dir() {
-  if (const char* env = std::getenv("KGATE_CACHE_DIR"); env && *env) return env;
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return fs::path(xdg) / "kgate";
-  if (const char* home = std::getenv("HOME"); home && *home)
-    return fs::path(home) / ".cache" / "kgate";
-  // Never a directory shared by the machine's users: one of this user's own.
-  return fs::temp_directory_path() / ("kgate-cache-" + std::to_string(::geteuid()));
-}
-
-fs::path default_cache_key_file() {
-  if (const char* env = std::getenv("KGATE_CACHE_KEY_FILE"); env && *env) return env;
-  if (const char* xdg = std::getenv("XDG_CONFIG_HOME"); xdg && *xdg)
-    return fs::path(xdg) / "kgate" / "cache.key";
-  if (const char* home = std::getenv("HOME"); home && *home)
-    return fs::path(home) / ".config" / "kgate" / "cache.key";
-  return {};
-}
-
-std::optional<std::string> cache_mac_key(const fs::path& cache_dir, const fs::path& key_file_opt) {
-  if (const char* env = std::getenv("KGATE_CACHE_KEY"); env && *env) {
-    if (std::strlen(env) < 16)
-      throw Error(ErrorKind::usage,
-                  "KGATE_CACHE_KEY is shorter than 16 characters; give the NVRTC cache a long "
-                  "random secret (e.g. 64 hex digits from a CI secret)");
-    return std::string(env);
-  }
-  const fs::path key_file = key_file_opt.empty() ? default_cache_key_file() : key_file_opt;
-  if (key_file.empty()) return std::nullopt;
-  std::error_code ec;
-  const fs::path cache_canon = fs::weakly_canonical(cache_dir, ec);
-  const fs::path key_canon = fs::weakly_canonical(key_file, ec);
-  if (!ec && is_inside(cache_canon, key_canon))
-    throw Error(ErrorKind::usage, "the NVRTC cache key file " + quote_untrusted(key_file.string()) +
-                                      " lies inside the cache directory " +
-                                      quote_untrusted(cache_dir.string()) +
-                                      "; a restored cache would bring its own key. Keep it outside "
-                                      "(KGATE_CACHE_KEY_FILE) or pass the key as KGATE_CACHE_KEY");
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    const int fd = ::open(key_file.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd >= 0) {
-      struct stat st {};
-      char buf[256];
-      const bool stat_ok = ::fstat(fd, &st) == 0;
-      const ssize_t n = stat_ok ? ::read(fd, buf, sizeof buf) : -1;
-      ::close(fd);
-      if (!stat_ok || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 077))
-        throw Error(ErrorKind::usage,
-                    "the NVRTC cache key file " + quote_untrusted(key_file.string()) +
-                        " must be a regular file of this user with mode 0600 (no access for "
-                        "others); fix it with chmod 600, or delete it to have a new one made");
-      if (n < 16)
-        throw Error(ErrorKind::usage,
-                    "the NVRTC cache key file " + quote_untrusted(key_file.string()) +
-                        " holds fewer than 16 bytes; delete it to have a new one made");
-      return std::string(buf, static_cast<std::size_t>(n));
-    }
-    if (errno != ENOENT)
-      throw Error(ErrorKind::usage, "cannot read the NVRTC cache key file " +
-                                        quote_untrusted(key_file.string()) + ": " +
-                                        std::strerror(errno));
-    // First use: 32 random bytes, in hex, readable by this user only.
-    fs::create_directories(key_file.parent_path(), ec);
-    unsigned char raw[32];
-    std::random_device rd;
-    for (auto& b : raw) b = static_cast<unsigned char>(rd());
-    const std::string key =
-        to_hex(std::string_view(reinterpret_cast<const char*>(raw), sizeof raw));
-    const int out =
-        ::open(key_file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (out < 0) {
-      if (errno == EEXIST) continue;  // made by a concurrent run: read it
-      return std::nullopt;            // nowhere to keep a key: no cache
-    }
-    const bool ok = ::write(out, key.data(), key.size()) == static_cast<ssize_t>(key.size());
-    ::close(out);
-    if (ok) return key;
-    return std::nullopt;
-  }
-  return std::nullopt;
-}
-
-void forget_toolkit_fingerprints() {
-  std::lock_guard<std::mutex> lock(g_fingerprint_mutex);
-  g_fingerprints.clear();
-}
-
 uint64_t nvrtc_compile_count() { return g_compile_count.load(); }
 
 std::string nvrtc_version() {
@@ -562,7 +278,7 @@ std::string nvrtc_version() {
 namespace {
 
 /// The __global__ functions a package's sources and headers define (their names, unqualified).
-std::vector<std::string> global_function_names(const Inputs& in) {
+std::vector<std::string> global_function_names(const compile_internal::Inputs& in) {
   std::vector<std::string> names;
   auto scan = [&](const std::string& text) {
     for (std::size_t at = text.find("__global__"); at != std::string::npos;
@@ -632,7 +348,8 @@ std::string launch_fields_of(const PackageManifest& m, const std::string& expr) 
 /// A compile that failed on a kernel name expression (NVRTC reports it in its generated
 /// __nv_name_map, with its internals) becomes a problem of the launch that names it, with a
 /// did-you-mean over the sources' __global__ functions.
-void name_problem(const PackageManifest& m, const Inputs& in, ManifestProblem& problem) {
+void name_problem(const PackageManifest& m, const compile_internal::Inputs& in,
+                  ManifestProblem& problem) {
   const std::string& log = problem.message;
   const auto map = log.find("__nv_name_map(");
   if (map == std::string::npos) return;
@@ -694,316 +411,31 @@ bool try_compile_unit(const PackageManifest& m, const CompileOptions& opt, Compi
     throw Error(ErrorKind::usage, "GPU architecture " + quote_untrusted(opt.arch) +
                                       " is not valid; expected a real architecture such as "
                                       "\"sm_90\" (a CUBIN is built, so compute_XY is refused)");
-  Inputs in;
+  compile_internal::Inputs in;
   if (!read_inputs(m, opt, in, problem)) return false;
   r.options = in.options;
-  r.key = cache_key(in, opt.arch);
+  r.key = compile_internal::cache_key(in, opt.arch);
 
-  fs::path cubin_path, meta_path;
-  std::optional<std::string> mac_key;
-  const fs::path base = opt.cache_dir.empty() ? default_cache_dir() : opt.cache_dir;
-  if (opt.use_cache) mac_key = cache_mac_key(base, opt.cache_key_file);
-  if (opt.use_cache && !mac_key) warn_no_cache_key();
-  if (mac_key) {
-    make_cache_dir(base);
-    make_cache_dir(base / "nvrtc");
-    const fs::path dir = base / "nvrtc" / r.key.substr(0, 2);
-    make_cache_dir(dir);
-    cubin_path = dir / (r.key + ".cubin");
-    meta_path = dir / (r.key + ".json");
-    if (load_entry(cubin_path, meta_path, r.key, *mac_key, r)) {
-      r.cache_hit = true;
-      r.cache_entry = cubin_path;
-      r.total_seconds = seconds_since(t0);
-      return true;
-    }
-    r.cubin.clear();
-    r.lowered_names.clear();
+  const compile_internal::CacheSlot slot = compile_internal::open_cache_slot(opt, r.key);
+  if (compile_internal::load_cache_entry(slot, r.key, r)) {
+    r.cache_hit = true;
+    r.cache_entry = slot.cubin_path;
+    r.total_seconds = compile_internal::seconds_since(t0);
+    return true;
   }
+  r.cubin.clear();
+  r.lowered_names.clear();
 
   if (!compile(m, opt, in, r, problem)) {
     name_problem(m, in, problem);
     return false;
   }
   if (!names_are_kernels(m, r, problem)) return false;
-
-  if (mac_key) {
-    const std::string digest = sha256_hex(r.cubin);
-    const json meta = {{"format", kCacheFormat},
-                       {"key", r.key},
-                       {"package", m.name},
-                       {"version", m.version},
-                       {"arch", opt.arch},
-                       {"nvrtc", nvrtc_version()},
-                       {"options", in.options},
-                       {"lowered_names", r.lowered_names},
-                       {"cubin_bytes", r.cubin.size()},
-                       {"cubin_sha256", digest},
-                       {"mac", entry_mac(*mac_key, r.key, digest, r.lowered_names)},
-                       {"compile_seconds", r.compile_seconds}};
-    // A cache that cannot be written costs the next run a compile, nothing more.
-    if (write_atomic(cubin_path, r.cubin) && write_atomic(meta_path, meta.dump(2) + "\n"))
-      r.cache_entry = cubin_path;
-  }
-  r.total_seconds = seconds_since(t0);
+  compile_internal::store_cache_entry(slot, m, opt, in, r);
+  r.total_seconds = compile_internal::seconds_since(t0);
   return true;
 }
-
-uint64_t read_le(const std::string& img, std::size_t at, int bytes) {
-  uint64_t v = 0;
-  for (int i = bytes - 1; i >= 0; --i)
-    v = (v << 8) | static_cast<unsigned char>(img[at + static_cast<std::size_t>(i)]);
-  return v;
-}
-
-/// Loads the precompiled kernel file chosen for `opt.arch`: true when one was loaded (or a problem
-/// found; `ok` says which), false when the package has none for it and its sources are compiled.
-bool load_precompiled(const PackageManifest& m, const CompileOptions& opt, CompileResult& r,
-                      ManifestProblem& problem, bool& ok) {
-  const std::string file = m.manifest_path.string();
-  std::string kind, field, rel;
-  if (auto it = m.cubins.find(opt.arch); it != m.cubins.end()) {
-    kind = "cubin", field = "cubin." + opt.arch, rel = it->second;
-  } else if (!m.fatbin.empty()) {
-    kind = "fatbin", field = "fatbin", rel = m.fatbin;
-  } else if (!m.ptx.empty()) {
-    kind = "ptx", field = "ptx", rel = m.ptx;
-  } else if (!m.cubins.empty() && m.sources.empty()) {
-    std::string archs;
-    for (const auto& [a, path] : m.cubins) archs += (archs.empty() ? "" : ", ") + a;
-    problem = {file, "cubin",
-               "the package ships CUBINs for " + archs +
-                   " only, and no fatbin, PTX or sources; this GPU is " + opt.arch +
-                   " (a CUBIN runs only on its own architecture): add \"" + opt.arch +
-                   "\" to \"cubin\", a \"ptx\" file (the driver compiles it for any newer GPU), or "
-                   "\"sources\""};
-    ok = false;
-    return true;
-  } else {
-    return false;  // compile the sources
-  }
-  const auto t0 = std::chrono::steady_clock::now();
-  fs::path path;
-  if (const std::string err = package_path_problem(m.dir, rel, PathKind::binary, &path);
-      !err.empty()) {
-    problem = {file, field, err};
-    ok = false;
-    return true;
-  }
-  std::string image = read_package_file(path);
-  std::vector<std::string> names;
-  bool names_known = true;
-  if (kind == "cubin") {
-    const auto found = elf_function_names(image);
-    if (!found) {
-      problem = {file, field,
-                 quote_untrusted(rel) +
-                     " is not a CUBIN (an ELF64 image, as nvcc -cubin or cuobjdump -xelf "
-                     "writes); a fatbin goes under \"fatbin\", PTX under \"ptx\""};
-      ok = false;
-      return true;
-    }
-    names = *found;
-  } else if (kind == "ptx") {
-    names = ptx_entry_names(image);
-    if (names.empty()) {
-      problem = {
-          file, field,
-          quote_untrusted(rel) + " holds no .entry: expected PTX text with the package's kernels"};
-      ok = false;
-      return true;
-    }
-    image.push_back('\0');  // cuModuleLoadData reads PTX as a C string
-  } else {
-    names_known =
-        false;  // a fatbin's images may be compressed: the names are checked when it is loaded
-  }
-  for (const auto& expr : m.name_expressions()) {
-    if (names_known && std::find(names.begin(), names.end(), expr) == names.end()) {
-      std::string listed;
-      for (std::size_t i = 0; i < names.size() && i < 24; ++i) listed += (i ? ", " : "") + names[i];
-      const std::string guess = closest(expr, names);
-      problem = {file, field,
-                 "kernel " + quote_untrusted(expr) + " is not in " + quote_untrusted(rel) +
-                     (guess.empty() ? "" : "; did you mean " + quote_untrusted(guess) + "?") +
-                     " It holds: " + listed +
-                     ". With a precompiled file, kernel names are its symbols (extern \"C\" "
-                     "names, or mangled ones)"};
-      ok = false;
-      return true;
-    }
-    r.lowered_names[expr] = expr;
-  }
-  r.cubin = std::move(image);
-  r.precompiled = kind;
-  r.precompiled_path = rel;
-  r.key = sha256_hex(kind + "\n" + opt.arch + "\n" + r.cubin);
-  r.options = {"--gpu-architecture=" + opt.arch};
-  r.total_seconds = seconds_since(t0);
-  ok = true;
-  return true;
-}
-
 }  // namespace
-
-std::optional<std::vector<std::string>> elf_function_names(const std::string& img) {
-  if (img.size() < 64 ||
-      img.compare(0, 4,
-                  "\x7f"
-                  "ELF") != 0 ||
-      img[4] != 2 || img[5] != 1)
-    return std::nullopt;
-  const uint64_t shoff = read_le(img, 0x28, 8), shentsize = read_le(img, 0x3A, 2),
-                 shnum = read_le(img, 0x3C, 2);
-  if (shentsize < 64 || shoff > img.size() || shnum > (img.size() - shoff) / shentsize)
-    return std::nullopt;
-  const auto section = [&](uint64_t i, uint64_t field, int bytes) {
-    return read_le(img, shoff + i * shentsize + field, bytes);
-  };
-  std::vector<std::string> names;
-  for (uint64_t i = 0; i < shnum; ++i) {
-    if (section(i, 0x04, 4) != 2) continue;  // SHT_SYMTAB
-    const uint64_t off = section(i, 0x18, 8), size = section(i, 0x20, 8),
-                   link = section(i, 0x28, 4);
-    const uint64_t entsize = section(i, 0x38, 8);
-    if (link >= shnum || entsize < 24 || off > img.size() || size > img.size() - off)
-      return std::nullopt;
-    const uint64_t str_off = section(link, 0x18, 8), str_size = section(link, 0x20, 8);
-    if (str_off > img.size() || str_size > img.size() - str_off) return std::nullopt;
-    for (uint64_t at = off; at + entsize <= off + size; at += entsize) {
-      if ((static_cast<unsigned char>(img[at + 4]) & 0xf) != 2) continue;  // STT_FUNC
-      const uint64_t name = read_le(img, at, 4);
-      if (name >= str_size) continue;
-      const std::size_t start = str_off + name;
-      const std::size_t end = img.find('\0', start);
-      if (end == std::string::npos || end > str_off + str_size) continue;
-      names.push_back(img.substr(start, end - start));
-    }
-  }
-  std::sort(names.begin(), names.end());
-  names.erase(std::unique(names.begin(), names.end()), names.end());
-  return names;
-}
-
-std::optional<std::map<std::string, std::vector<KernelParam>>> cubin_kernel_params(
-    const std::string& img) {
-  if (img.size() < 64 ||
-      img.compare(0, 4,
-                  "\x7f"
-                  "ELF") != 0 ||
-      img[4] != 2 || img[5] != 1)
-    return std::nullopt;
-  const uint64_t shoff = read_le(img, 0x28, 8), shentsize = read_le(img, 0x3A, 2),
-                 shnum = read_le(img, 0x3C, 2);
-  const uint64_t shstrndx = read_le(img, 0x3E, 2);
-  if (shentsize < 64 || shoff > img.size() || shnum > (img.size() - shoff) / shentsize ||
-      shstrndx >= shnum)
-    return std::nullopt;
-  const auto section = [&](uint64_t i, uint64_t field, int bytes) {
-    return read_le(img, shoff + i * shentsize + field, bytes);
-  };
-  const uint64_t names_off = section(shstrndx, 0x18, 8), names_size = section(shstrndx, 0x20, 8);
-  if (names_off > img.size() || names_size > img.size() - names_off) return std::nullopt;
-  std::map<std::string, std::vector<KernelParam>> out;
-  const std::string prefix = ".nv.info.";
-  for (uint64_t i = 0; i < shnum; ++i) {
-    const uint64_t name = section(i, 0x00, 4);
-    if (name >= names_size) continue;
-    const std::size_t end = img.find('\0', names_off + name);
-    if (end == std::string::npos) continue;
-    const std::string section_name = img.substr(names_off + name, end - names_off - name);
-    if (section_name.rfind(prefix, 0) != 0) continue;
-    const uint64_t off = section(i, 0x18, 8), size = section(i, 0x20, 8);
-    if (off > img.size() || size > img.size() - off) return std::nullopt;
-    // Records: format (1: no value, 2: a byte, 3: a half word; 4: a size-prefixed value) and
-    // attribute. EIATTR_KPARAM_INFO (0x17, 12 bytes): index u32, ordinal u16, offset u16, flags u32
-    // whose bits 18 and up hold the parameter's size in bytes.
-    std::vector<KernelParam> params;
-    for (uint64_t at = off; at + 4 <= off + size;) {
-      const unsigned fmt = static_cast<unsigned char>(img[at]),
-                     attr = static_cast<unsigned char>(img[at + 1]);
-      if (fmt == 4) {
-        const uint64_t len = read_le(img, at + 2, 2);
-        if (at + 4 + len > off + size) break;
-        if (attr == 0x17 && len >= 12) {
-          KernelParam p;
-          p.ordinal = static_cast<uint32_t>(read_le(img, at + 8, 2));
-          p.offset = static_cast<uint32_t>(read_le(img, at + 10, 2));
-          p.size = static_cast<uint32_t>(read_le(img, at + 12, 4) >> 18);
-          params.push_back(p);
-        }
-        at += 4 + len;
-      } else if (fmt >= 1 && fmt <= 3) {
-        at += 4;
-      } else {
-        break;  // an unknown record: what was read so far stands
-      }
-    }
-    std::sort(params.begin(), params.end(),
-              [](const KernelParam& a, const KernelParam& b) { return a.ordinal < b.ordinal; });
-    out[section_name.substr(prefix.size())] = std::move(params);
-  }
-  return out;
-}
-
-std::vector<KernelParam> ptx_kernel_params(const std::string& ptx, const std::string& kernel) {
-  std::vector<KernelParam> params;
-  const std::size_t entry = ptx.find(".entry " + kernel + "(");
-  if (entry == std::string::npos) return params;
-  const std::size_t close = ptx.find(')', entry);
-  std::size_t at = ptx.find(".param", entry);
-  uint32_t offset = 0;
-  while (at != std::string::npos && at < close) {
-    const std::size_t line_end = std::min(ptx.find_first_of(",)", at), close);
-    const std::string decl = ptx.substr(at, line_end - at);
-    uint32_t size = 0, align = 0;
-    for (const auto& [type, bytes] : std::vector<std::pair<std::string, uint32_t>>{{".u64", 8},
-                                                                                   {".s64", 8},
-                                                                                   {".b64", 8},
-                                                                                   {".f64", 8},
-                                                                                   {".u32", 4},
-                                                                                   {".s32", 4},
-                                                                                   {".b32", 4},
-                                                                                   {".f32", 4},
-                                                                                   {".u16", 2},
-                                                                                   {".s16", 2},
-                                                                                   {".b16", 2},
-                                                                                   {".f16", 2},
-                                                                                   {".u8", 1},
-                                                                                   {".s8", 1},
-                                                                                   {".b8", 1}})
-      if (decl.find(type + " ") != std::string::npos) {
-        size = bytes;
-        break;
-      }
-    if (const auto a = decl.find(".align "); a != std::string::npos)
-      align = static_cast<uint32_t>(std::atoi(decl.c_str() + a + 7));
-    if (const auto br = decl.find('['); br != std::string::npos)
-      size *= static_cast<uint32_t>(std::atoi(decl.c_str() + br + 1));
-    if (size == 0) return {};  // a declaration this reader does not know: say nothing
-    if (align == 0) align = std::min<uint32_t>(size, 8);
-    offset = (offset + align - 1) / align * align;
-    params.push_back({static_cast<uint32_t>(params.size()), offset, size});
-    offset += size;
-    at = ptx.find(".param", line_end);
-  }
-  return params;
-}
-
-std::vector<std::string> ptx_entry_names(const std::string& ptx) {
-  std::vector<std::string> names;
-  for (std::size_t at = ptx.find(".entry"); at != std::string::npos;
-       at = ptx.find(".entry", at + 6)) {
-    std::size_t p = at + 6;
-    while (p < ptx.size() && std::isspace(static_cast<unsigned char>(ptx[p]))) ++p;
-    std::size_t e = p;
-    while (e < ptx.size() &&
-           (std::isalnum(static_cast<unsigned char>(ptx[e])) || ptx[e] == '_' || ptx[e] == '$'))
-      ++e;
-    if (e > p) names.push_back(ptx.substr(p, e - p));
-  }
-  return names;
-}
 
 const CompileResult& compile_unit_for(const CompileResult& r, DType dtype, std::size_t launch) {
   const auto u = r.unit_of.find({dtype, launch});
@@ -1102,7 +534,7 @@ bool compile_and_check(const PackageManifest& m, const CompileOptions& opt, Comp
                                       "\"sm_90\" (a CUBIN is built, so compute_XY is refused)");
   r = CompileResult{};
   bool ok = false;
-  if (load_precompiled(m, opt, r, problem, ok)) return ok;
+  if (compile_internal::load_precompiled(m, opt, r, problem, ok)) return ok;
   const auto units = compile_units(m);
 
   if (units.size() == 1 && units.front().options.empty())

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "runtime/package/compile_sandbox.hpp"
+#include "runtime/package/kernel_binary.hpp"
 #include "runtime/package/manifest.hpp"
 
 namespace kgate::package {
@@ -49,13 +50,6 @@ struct CompileOptions {
   static bool require_sandbox_from_environment();
   /// $KGATE_COMPILE_TIMEOUT when it is a positive number of seconds, else 300.
   static double compile_timeout_from_environment();
-};
-
-/// One kernel parameter as the compiled code lays it out.
-struct KernelParam {
-  uint32_t ordinal = 0;
-  uint32_t offset = 0;  ///< bytes into the parameter buffer
-  uint32_t size = 0;    ///< bytes
 };
 
 /// A compiled package.
@@ -96,24 +90,6 @@ const CompileResult& compile_unit_for(const CompileResult& r, DType dtype, std::
 /// the system's temporary directory (never one shared by users). The NVRTC entries go below it in
 /// nvrtc/. A cache directory that is writable by everyone or owned by another user is refused.
 std::filesystem::path default_cache_dir();
-
-/// The names of the function symbols of an ELF64 image (a CUBIN's kernels and device functions);
-/// nullopt when the image is not ELF64 or is malformed.
-std::optional<std::vector<std::string>> elf_function_names(const std::string& image);
-
-/// The parameter table of every kernel of a CUBIN (its .nv.info.NAME sections, attribute
-/// EIATTR_KPARAM_INFO: ordinal, offset and size of each parameter), by kernel symbol; nullopt when
-/// the image is not ELF64. The format is not documented: kgate checks it against the driver's
-/// cuFuncGetParamInfo wherever a package runs.
-std::optional<std::map<std::string, std::vector<KernelParam>>> cubin_kernel_params(
-    const std::string& image);
-
-/// The parameters of a PTX kernel's .entry (sizes from their types, offsets aligned); empty when
-/// the kernel is not there or a declaration is not understood.
-std::vector<KernelParam> ptx_kernel_params(const std::string& ptx, const std::string& kernel);
-
-/// The names of a PTX text's kernels (.entry).
-std::vector<std::string> ptx_entry_names(const std::string& ptx);
 
 /// Compiles the package's sources (one translation unit; several sources are #included in manifest
 /// order) for `options.arch`, registering every launch's kernel name expression and returning the

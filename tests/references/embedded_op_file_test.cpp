@@ -3,11 +3,12 @@
 // from its sources).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 
+#include "core/embedded_op_files.hpp"
 #include "references/catalogue.hpp"
-#include "runtime/embedded_op_files.hpp"
 #include "runtime/kernel.hpp"
 
 namespace kgate {
@@ -52,6 +53,27 @@ TEST(EmbeddedOpFile, OnlyEmbeddedPathsAreFound) {
   ASSERT_NE(embedded_op_file(kPath), nullptr);
   EXPECT_EQ(*embedded_op_file(kPath), std::string(kText));
   EXPECT_EQ(embedded_op_file("/nonexistent/other.op.json"), nullptr);
+}
+
+// The registry declares each kernel's op file to core/, where the catalogue reads it: a kernel of a
+// captured module (a base build) declares none, and its embedded op file is kept apart.
+TEST(EmbeddedOpFile, RegisteredKernelsDeclareTheirOpFiles) {
+  const auto declared = kernel_op_files();
+  EXPECT_NE(std::find(declared.begin(), declared.end(), kPath), declared.end());
+  const char* base_path = "/nonexistent/kgate-embedded-test/base_twin.op.json";
+  begin_module_capture();
+  embed_op_file(base_path, reinterpret_cast<const unsigned char*>(kText), sizeof(kText) - 1);
+  KernelInfo k;
+  k.name = "embedded_twin_base";
+  k.op = "embedded_twin";
+  k.op_file = base_path;
+  k.backend = Backend::cpu;
+  register_kernel(k);
+  EXPECT_EQ(end_module_capture().size(), 1u);
+  const auto after = kernel_op_files();
+  EXPECT_EQ(std::find(after.begin(), after.end(), base_path), after.end());
+  EXPECT_EQ(embedded_op_file(base_path), nullptr);
+  EXPECT_EQ(captured_op_files().count(base_path), 1u);
 }
 
 }  // namespace
