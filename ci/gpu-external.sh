@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Public kernel libraries kgate did not write, checked with their own registration code, on a GPU:
-#   ci/gpu-external.sh OUT_DIR [CONFIG...]
+#   ci/gpu-external.sh OUT_DIR [build|check|all] [CONFIG...]
+# build: steps 1-3 only; check: steps 2-5 with the kgate and libraries already built (a second call
+# on the same machine, whose ignored build outputs stay); all (the default): every step. One call is
+# at most 10 minutes: on a fresh machine, `build` first, then `check`.
 # CONFIGs default to tests/external/*.kgate.json (each names its library's built .so, the op files of
 # tests/external/ops/ and, per op, the contract read from the library's TORCH_CHECKs).
 #
@@ -21,18 +24,22 @@
 # (python3 tests/external/repro/NAME.py; each says what it shows and exits 1 when it shows it).
 set -uo pipefail
 here=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
-out=${1:?usage: ci/gpu-external.sh OUT_DIR [CONFIG...]}
+out=${1:?usage: ci/gpu-external.sh OUT_DIR [build|check|all] [CONFIG...]}
 shift
+phase=all
+case "${1:-}" in build|check|all) phase=$1; shift ;; esac
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 configs=("$@")
 [ ${#configs[@]} -gt 0 ] || configs=("$here"/tests/external/*.kgate.json)
 build=${KGATE_BUILD_DIR:-$here/build}
 kgate=$build/bin/kgate
-timeout_s=${KGATE_EXTERNAL_TIMEOUT:-300}
+timeout_s=${KGATE_EXTERNAL_TIMEOUT:-400}
+deadline=${KGATE_DEADLINE:-560}  # a config that would start later than this (seconds) is skipped
 read -r -a extra <<< "${KGATE_EXTERNAL_ARGS:-}"
 
-if [ "${KGATE_SKIP_BUILD:-0}" = 1 ] && [ -x "$kgate" ]; then
+if [ "$phase" = check ] || { [ "${KGATE_SKIP_BUILD:-0}" = 1 ] && [ -x "$kgate" ]; }; then
+  [ -x "$kgate" ] || { echo "no $kgate: run ci/gpu-external.sh OUT build first"; exit 1; }
   echo "==> kgate: $kgate (build skipped)"
 else
   "$here/ci/setup.sh" > "$out/setup.log" 2>&1 || { tail -20 "$out/setup.log"; echo "setup failed"; exit 1; }
@@ -42,16 +49,21 @@ fi
 "$here/tests/external/fetch.sh" --verify > "$out/verify.log" 2>&1 || { cat "$out/verify.log"; exit 1; }
 tail -1 "$out/verify.log"
 glue=${KGATE_EXTERNAL_GLUE:-$here/.thirdparty/build-glue/build.sh}  # "none": use the .so files as they are
-if [ -x "$glue" ]; then
+if [ "$phase" != check ] && [ -x "$glue" ]; then
   echo "==> building the libraries with $glue"
   "$glue" "$here/.thirdparty/build" > "$out/libraries.log" 2>&1 || { tail -30 "$out/libraries.log"; echo "library build failed"; exit 1; }
 fi
+if [ "$phase" = build ]; then ls -l "$here"/.thirdparty/build/*.so 2>/dev/null; echo "built; now: ci/gpu-external.sh OUT check"; exit 0; fi
 libpython=$(python3 -c 'import sysconfig, os; print(os.path.join(sysconfig.get_config_var("LIBDIR"), sysconfig.get_config_var("INSTSONAME")))' 2>/dev/null)
 
 rows=()
 for cfg in "${configs[@]}"; do
   name=$(basename "$cfg" .kgate.json)
   log=$out/$name.log
+  if [ "$SECONDS" -gt "$deadline" ]; then
+    echo "==> $name: skipped (at $SECONDS s, past KGATE_DEADLINE=$deadline s): run ci/gpu-external.sh OUT check $cfg"
+    continue
+  fi
   echo "==> $name: kgate check --config $cfg ${extra[*]}"
   timeout --kill-after=10 "$timeout_s" "$kgate" check --config "$cfg" --out "$out/$name" "${extra[@]}" > "$log" 2>&1
   rc=$?
@@ -92,3 +104,12 @@ for row in sys.argv[1:]:
         speed = ", ".join(f"{s.get('ratio', 0):.2f}x ({s.get('decision')})" for s in eager) or "-"
         print(f"{name:16s} | {k['name']:36s} | {'yes (' + load + ')':22s} | {contract:34s} | {verdict:48s} | {speed}")
 PY
+
+# The standalone reproductions, each against its library as built above.
+for r in "$here"/tests/external/repro/*.py; do
+  [ -f "$r" ] || continue
+  n=$(basename "$r" .py)
+  if [ "$SECONDS" -gt "$deadline" ]; then echo "repro $n: skipped (past KGATE_DEADLINE)"; continue; fi
+  timeout --kill-after=10 120 python3 "$r" > "$out/repro-$n.log" 2>&1
+  echo "repro $n: exit $? (1: it shows what it reproduces; $out/repro-$n.log)"
+done
