@@ -123,27 +123,6 @@ AaRun run_from_json(const nlohmann::json& j) {
   return r;
 }
 
-Backend choose_backend(const CalibrateArgs& args, std::optional<int>* skip) {
-  std::string why;
-  if (args.backend.empty()) {
-    if (cuda::device_available(&why)) return Backend::cuda;
-    std::fprintf(stderr, "kgate: %s — calibrating the cpu backend's kernels instead\n",
-                 why.c_str());
-    return Backend::cpu;
-  }
-  const Backend backend = parse_backend(args.backend);
-  if (backend == Backend::cuda && !cuda::device_available(&why)) {
-    if (args.no_device_exit_code) {
-      std::printf("SKIPPED: %s\n", why.c_str());
-      *skip = args.no_device_exit_code;
-      return backend;
-    }
-    throw Error(ErrorKind::usage,
-                why + " (--backend cuda needs a GPU; use --backend cpu on machines without one)");
-  }
-  return backend;
-}
-
 }  // namespace
 
 CLI::App* add_calibrate_command(CLI::App& app, CalibrateArgs& args) {
@@ -153,9 +132,10 @@ CLI::App* add_calibrate_command(CLI::App& app, CalibrateArgs& args) {
       "and "
       "smallest supported delta; writes calibrate.json (exit 3: a case had no valid comparison)");
   auto& timing = args.timing.interleave;
-  cmd->add_option("--kernel", args.kernels,
+  cmd->add_option("--kernel", args.request.kernels,
                   "Kernel to calibrate (repeatable; default: all but mutants)");
-  cmd->add_option("--backend", args.backend, "cuda or cpu (default: cuda when a GPU is present)")
+  cmd->add_option("--backend", args.request.backend,
+                  "cuda or cpu (default: cuda when a GPU is present)")
       ->check(CLI::IsMember({"cuda", "cpu"}));
   cmd->add_option("--comparisons", args.comparisons, "A/A comparisons per speed case")
       ->capture_default_str()
@@ -189,7 +169,7 @@ CLI::App* add_calibrate_command(CLI::App& app, CalibrateArgs& args) {
       ->capture_default_str();
   add_format_option(*cmd, args.formats, format_names(report::calibrate_writers()));
   cmd->add_option(
-      "--no-device-exit-code", args.no_device_exit_code,
+      "--no-device-exit-code", args.request.no_device_exit_code,
       "Exit with this code (e.g. 77 = SKIPPED for CTest) when --backend cuda finds no GPU");
   cmd->add_flag("-q,--quiet", args.quiet, "No progress lines");
   cmd->add_flag_callback(
@@ -199,28 +179,30 @@ CLI::App* add_calibrate_command(CLI::App& app, CalibrateArgs& args) {
                   "Seconds before a kernel's worker counts as hung and is killed")
       ->capture_default_str()
       ->check(timeout_value());
-  cmd->add_option("--only", args.only, "")->group("");  // internal: the worker's kernel
+  cmd->add_option("--only", args.request.only, "")->group("");  // internal: the worker's kernel
   cmd->add_flag("--in-worker", args.in_worker, "")->group("");
   return cmd;
 }
 
 int run_calibrate(const CalibrateArgs& args) {
   const auto t0 = std::chrono::steady_clock::now();
-  std::optional<int> skip;
-  const Backend backend = choose_backend(args, &skip);
-  if (skip) return *skip;
+  plan::DeviceProbe device([](std::string* why) { return cuda::device_available(why); });
+  const plan::BackendChoice choice = plan::choose_backend(args.request, device);
+  if (const auto exit_code = announce(choice)) return *exit_code;
+  const Backend backend = choice.backend;
 
-  std::vector<const KernelInfo*> selected = select_kernels(args.kernels, backend);
+  std::vector<const KernelInfo*> selected = plan::select_kernels(args.request.kernels, backend);
   if (selected.empty())
     throw_usage(std::string("no kernels to calibrate on the ") + backend_name(backend) +
                 " backend");
 
-  if (!args.only.empty()) {  // a worker: its one kernel
-    selected.erase(std::remove_if(selected.begin(), selected.end(),
-                                  [&](const KernelInfo* k) { return k->name != args.only; }),
-                   selected.end());
+  if (!args.request.only.empty()) {  // a worker: its one kernel
+    selected.erase(
+        std::remove_if(selected.begin(), selected.end(),
+                       [&](const KernelInfo* k) { return k->name != args.request.only; }),
+        selected.end());
     if (selected.size() != 1)
-      throw_usage("--only " + args.only + ": no such kernel in this calibration");
+      throw_usage("--only " + args.request.only + ": no such kernel in this calibration");
   }
 
   fs::create_directories(args.out_dir);
@@ -343,10 +325,8 @@ int run_calibrate(const CalibrateArgs& args) {
       const fs::path worker_out = fs::path(args.out_dir) / "workers" / kernel.name;
       std::error_code ignored;
       fs::remove(worker_out / "kernel.json", ignored);
-      std::vector<std::string> child = args.argv;
-      child.insert(child.end(),
-                   {"--only", kernel.name, "--out", worker_out.string(), "--in-worker"});
-      if (args.backend.empty()) child.insert(child.end(), {"--backend", backend_name(backend)});
+      const auto child = plan::WorkerInvocation::of_target(args.request, backend, args.argv,
+                                                           kernel.name, worker_out.string());
       const auto w = run_worker(child, "", args.kernel_timeout_s);
       const std::string said = w.output.empty() ? std::string() : safe_log_text(w.output.text());
       if (!said.empty()) std::fputs((said + (said.back() == '\n' ? "" : "\n")).c_str(), stderr);

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "plan/request.hpp"
 #include "runtime/runner.hpp"
 
 namespace CLI {
@@ -18,15 +19,15 @@ namespace kgate::cli {
 
 /// Options of `kgate calibrate`.
 struct CalibrateArgs {
-  std::vector<std::string> kernels;  ///< empty: every non-mutant kernel of the backend
-  std::string backend;               ///< empty: cuda when a GPU is present, else cpu
+  /// --kernel (empty: every non-mutant kernel of the backend), --backend,
+  /// --no-device-exit-code and a worker's --only.
+  plan::RunRequest request{plan::Verb::calibrate};
   int comparisons = 50;              ///< A/A comparisons per speed case
   uint64_t seed = 1;                 ///< master seed: speed cases and block orders derive from it
   int64_t speed_cases = 3;           ///< speed cases per kernel (pipeline's speed_cases)
   TimingOptions timing;              ///< delta, alpha, budget, cold / warm L2
   std::string out_dir = "reports";   ///< receives calibrate.json
   std::vector<std::string> formats;  ///< --format: the files to write; empty: all (calibrate.json)
-  std::optional<int> no_device_exit_code;  ///< exit code when --backend cuda finds no GPU
   bool quiet = false;
   std::string command_line;       ///< recorded in calibrate.json
   std::vector<std::string> argv;  ///< the arguments after "kgate", to start workers with
@@ -36,8 +37,7 @@ struct CalibrateArgs {
   double kernel_timeout_s = 1800;
   /// One buffer set and no checked launches (to measure what checked timing costs).
   bool unchecked_timing = false;
-  bool in_worker = false;  ///< this process is a worker: calibrate `only`, write kernel.json
-  std::string only;
+  bool in_worker = false;  ///< this process is a worker: calibrate request.only, write kernel.json
 };
 
 /// Adds the `calibrate` subcommand to `app`, its options bound to `args`; main() dispatches to

@@ -60,7 +60,7 @@ CLI::App* add_check_command(CLI::App& app, CheckArgs& args) {
                          "Check kernels and packages: correctness, then speed against the eager "
                          "reference (and a baseline package)");
   cmd->add_option(
-         "packages", args.packages,
+         "packages", args.request.packages,
          "Exported package directories (kgate.json) to check on the GPU; cases cover both sides of "
          "each guard")
       ->check(CLI::Validator(
@@ -77,7 +77,7 @@ CLI::App* add_check_command(CLI::App& app, CheckArgs& args) {
           "DIR"));
   // One value per --kernel / --family, so that package directories after them stay positional.
   cmd->add_option(
-         "--kernel", args.kernels,
+         "--kernel", args.request.kernels,
          "Kernel to check (repeatable; default: all but mutants, unless packages are given)")
       ->allow_extra_args(false);
   cmd->add_option(
@@ -106,9 +106,10 @@ CLI::App* add_check_command(CLI::App& app, CheckArgs& args) {
       "Exit 4 when the base build cannot be used (default: gate against eager alone, and say why)");
   cmd->add_flag("--time-unchanged", args.time_unchanged,
                 "Time kernels whose code equals their base's too (default: UNCHANGED, not timed)");
-  cmd->add_option("--arch", args.arch,
+  cmd->add_option("--arch", args.request.arch,
                   "NVRTC target for packages (default: the GPU's, e.g. sm_90)");
-  cmd->add_option("--backend", args.backend, "cuda or cpu (default: cuda when a GPU is present)")
+  cmd->add_option("--backend", args.request.backend,
+                  "cuda or cpu (default: cuda when a GPU is present)")
       ->check(CLI::IsMember({"cuda", "cpu"}));
   cmd->add_option("--seed", opt.seed, "Master seed: every case derives from it")
       ->capture_default_str();
@@ -190,14 +191,17 @@ CLI::App* add_check_command(CLI::App& app, CheckArgs& args) {
   cmd->add_option("--sanitize-cases", args.sanitize_cases, "Cases per kernel under --sanitize")
       ->capture_default_str()
       ->check(above_zero());
-  cmd->add_option("--only", args.only, "")->group("");  // internal: the worker's kernel
-  cmd->add_flag("--in-worker", args.in_worker, "")->group("");
-  cmd->add_option("--resume-at", args.resume_at, "")->group("");  // internal: after a fault
-  cmd->add_flag("--resumed-after-failure", args.resumed_after_failure, "")->group("");  // internal
-  cmd->add_option("--reference-copies-at", args.reference_copies_at, "")->group("");    // internal
+  cmd->add_option("--only", args.request.only, "")->group("");  // internal: the worker's kernel
+  cmd->add_flag("--in-worker", opt.worker.in_worker, "")->group("");
+  cmd->add_option("--resume-at", opt.worker.resume_at, "")->group("");  // internal: after a fault
+  cmd->add_flag("--resumed-after-failure", opt.worker.resumed_after_failure, "")
+      ->group("");  // internal
+  cmd->add_option("--reference-copies-at", opt.worker.reference_copies_at, "")
+      ->group("");  // internal
   cmd->add_option("--observed-sizes", args.observed_sizes, "")
       ->group("");  // internal: a fresh worker
-  cmd->add_option("--run-comparisons", args.run_comparisons, "")->group("");  // internal: Holm's m
+  cmd->add_option("--run-comparisons", opt.worker.run_comparisons, "")
+      ->group("");                                           // internal: Holm's m
   cmd->add_option("--case", args.only_case, "")->group("");  // internal: shrinking a fault
   cmd->add_option("--out", args.out_dir, "Directory for report.json, junit.xml and summary.md")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
@@ -210,7 +214,7 @@ CLI::App* add_check_command(CLI::App& app, CheckArgs& args) {
       ->type_name("FILE")
       ->allow_extra_args(false);
   cmd->add_option(
-      "--shard", args.shard,
+      "--shard", args.request.shard,
       "Check only shard i of n (i/n): the kernels and packages, sorted by name, dealt round-robin; "
       "join the shards' reports with kgate merge");
   cmd->add_option(
@@ -221,7 +225,7 @@ CLI::App* add_check_command(CLI::App& app, CheckArgs& args) {
   cmd->add_flag("--inconclusive-fails", args.inconclusive_fails,
                 "Exit 3 when a speed decision is inconclusive");
   cmd->add_option(
-      "--no-device-exit-code", args.no_device_exit_code,
+      "--no-device-exit-code", args.request.no_device_exit_code,
       "Exit with this code (e.g. 77 = SKIPPED for CTest) when --backend cuda finds no GPU");
   cmd->add_flag("-q,--quiet", args.quiet, "No progress lines");
   return cmd;
@@ -268,8 +272,8 @@ RunReport start_report(const CheckArgs& args, const CheckPlan& plan,
                         {"time_budget_s", o.timing.interleave.time_budget_s},
                         {"flush_l2", o.timing.flush_l2},
                         {"inconclusive_fails", args.inconclusive_fails}};
-  if (!args.packages.empty()) report.meta.config["packages"] = args.packages;
-  if (!args.shard.empty()) report.meta.config["shard"] = args.shard;
+  if (!args.request.packages.empty()) report.meta.config["packages"] = args.request.packages;
+  if (!args.request.shard.empty()) report.meta.config["shard"] = args.request.shard;
   if (!args.baseline_package.empty())
     report.meta.config["baseline_package"] = args.baseline_package;
   if (plan.base) {
@@ -299,7 +303,7 @@ int run_check(const CheckArgs& args) {
   const auto t0 = std::chrono::steady_clock::now();
   CheckPlan plan;
   // A worker confines itself before it starts CUDA or runs anything of a package or an op file.
-  std::vector<std::string> readable = args.packages;
+  std::vector<std::string> readable = args.request.packages;
   readable.push_back(args.baseline_package);
   if (!args.baseline_packages.empty()) readable.push_back(args.baseline_packages);
   // The head's own build, when its compiled kernels run: what a kernel reads from its build (an
@@ -309,15 +313,15 @@ int run_check(const CheckArgs& args) {
   plan.torch_ops =
       std::any_of(registered_kernels().begin(), registered_kernels().end(),
                   [](const KernelInfo& k) { return torch_op_memory_note(k.name) != nullptr; });
-  if (!args.kernels.empty() || (args.packages.empty() && !plan.torch_ops))
+  if (!args.request.kernels.empty() || (args.request.packages.empty() && !plan.torch_ops))
     if (const std::string dir = head_build_dir(); !dir.empty()) readable.push_back(dir);
   load_base(args, plan, readable);
   for (const auto& f : args.options.captured) readable.push_back(f.path);  // --captured files
   const std::string sandbox =
-      args.in_worker ? enter_worker_sandbox(readable, args.out_dir)
-      : args.isolate ? std::string()
-                     : "none: --no-isolate runs kernels and references in kgate's own process";
-  if (!args.in_worker && !args.isolate) {
+      args.in_worker() ? enter_worker_sandbox(readable, args.out_dir)
+      : args.isolate   ? std::string()
+                       : "none: --no-isolate runs kernels and references in kgate's own process";
+  if (!args.in_worker() && !args.isolate) {
     const char* require = std::getenv("KGATE_REQUIRE_SANDBOX");
     if (require && std::string(require) == "1")
       throw_usage(
@@ -325,31 +329,29 @@ int run_check(const CheckArgs& args) {
           "--require-sandbox "
           "is set: drop one of them");
   }
-  if (!args.baseline_package.empty() && args.packages.empty())
+  if (!args.baseline_package.empty() && args.request.packages.empty())
     throw_usage(
         "--baseline-package compares packages: name the new package too (kgate check NEW_PKG "
         "--baseline-package " +
         args.baseline_package + ")");
-  if (!args.packages.empty() && args.backend == "cpu")
-    throw_usage(
-        "packages run on the cuda backend: drop --backend cpu (or check in-tree cpu kernels with "
-        "--kernel)");
+  kgate::plan::refuse_packages_on_cpu(args.request);
   // Checked before anything runs, so that a bad file costs no kernel time. Workers leave them to
   // the parent, which writes the final report.
   std::vector<GoogleBenchmarkOutput> google_benchmark;
-  if (!args.in_worker)
+  if (!args.in_worker())
     for (const auto& path : args.benchmark_json)
       google_benchmark.push_back(read_google_benchmark_json(path));
-  if (const auto exit_code = load_run_packages(args, plan)) return *exit_code;
-  if (const auto exit_code = choose_backend(args, plan)) return *exit_code;
+  kgate::plan::DeviceProbe device([](std::string* why) { return cuda::device_available(why); });
+  if (const auto exit_code = load_run_packages(args, plan, device)) return *exit_code;
+  if (const auto exit_code = choose_backend(args, plan, device)) return *exit_code;
   select_run_kernels(args, plan);
   pair_with_base(args, plan);
   check_captured_files(args, plan);
   keep_share(args, plan);
-  const bool isolate = args.isolate && !args.in_worker;
-  if (!args.devices.empty() && !args.in_worker && !isolate)
+  const bool isolate = args.isolate && !args.in_worker();
+  if (!args.devices.empty() && !args.in_worker() && !isolate)
     throw_usage("--devices runs one worker process per GPU: leave out --no-isolate");
-  if (!args.sanitize.empty() && !args.in_worker) {
+  if (!args.sanitize.empty() && !args.in_worker()) {
     if (!isolate)
       throw_usage(
           "--sanitize runs cases in workers under compute-sanitizer: leave out --no-isolate");
@@ -369,19 +371,19 @@ int run_check(const CheckArgs& args) {
   report.google_benchmark = std::move(google_benchmark);
   CheckOptions options = args.options;
   options.baseline_is_base = plan.base.has_value();
-  options.in_worker = args.in_worker;
   // Every speed comparison of the run is Holm-corrected with every other: each must be able to
   // decide at that strictness. A kernel paired with its base is timed against it and against eager;
   // an UNCHANGED one is not timed at all.
   const int64_t run_comparisons =
-      args.run_comparisons > 0 ? args.run_comparisons
-                               : std::max<int64_t>(1, plan.timed_pairs()) * options.speed_cases;
-  options.run_comparisons = run_comparisons;
+      options.worker.run_comparisons > 0
+          ? options.worker.run_comparisons
+          : std::max<int64_t>(1, plan.timed_pairs()) * options.speed_cases;
+  options.worker.run_comparisons = run_comparisons;
   if (options.speed) report.meta.config["run_comparisons"] = run_comparisons;
   // A worker notes each case before it runs it: if the kernel crashes or hangs the process, its
   // parent reads which case did it, and goes on after it in a fresh worker.
   std::shared_ptr<int> progress_fd;
-  if (args.in_worker) {
+  if (args.in_worker()) {
     fs::create_directories(args.out_dir);
     const int fd = ::open((fs::path(args.out_dir) / "progress").c_str(),
                           O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -398,9 +400,6 @@ int run_check(const CheckArgs& args) {
       };
     }
   }
-  options.resume_at = args.resume_at;
-  options.resumed_after_failure = args.resumed_after_failure;
-  options.reference_copies_at = args.reference_copies_at;
   if (!args.observed_sizes.empty()) {
     std::vector<FoundSize> sizes;
     for (const auto& s : nlohmann::json::parse(args.observed_sizes))
@@ -420,7 +419,7 @@ int run_check(const CheckArgs& args) {
   const fs::path out(args.out_dir);
   // A worker also writes report.json: its parent reads it.
   const auto writers =
-      chosen_writers(report::file_writers(), args.formats, args.in_worker ? "json" : "");
+      chosen_writers(report::file_writers(), args.formats, args.in_worker() ? "json" : "");
   auto write_reports = [&] {
     report.meta.seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -452,7 +451,7 @@ int run_check(const CheckArgs& args) {
     progress.end_line();
     write_reports();
   }
-  if (args.in_worker)
+  if (args.in_worker())
     return static_cast<int>(report.exit_code(args.inconclusive_fails));  // the parent judges
   report.meta.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -100,7 +100,7 @@ void load_base(const CheckArgs& args, CheckPlan& plan, std::vector<std::string>&
       plan.base->error = std::string(why) + " (" + plan.base->error + ")";
     if (!plan.base->error.empty() && args.require_base)
       throw_usage("--require-base: the base build cannot be used: " + plan.base->error);
-    if (!plan.base->error.empty() && !args.in_worker)
+    if (!plan.base->error.empty() && !args.in_worker())
       std::fprintf(
           stderr,
           "kgate: the base build cannot be used (%s): every kernel is gated against eager alone\n",
@@ -157,21 +157,23 @@ void load_base(const CheckArgs& args, CheckPlan& plan, std::vector<std::string>&
       const std::string why = e.what();
       if (args.baseline_build.empty()) plan.base->error = why;
       else plan.base->warnings.push_back(why + " (the torch ops are gated against eager alone)");
-      if (!args.in_worker)
+      if (!args.in_worker())
         std::fprintf(stderr, "kgate: %s: the torch ops are gated against eager alone\n",
                      why.c_str());
     }
   }
 }
 
-std::optional<int> load_run_packages(const CheckArgs& args, CheckPlan& plan) {
-  // Packages first: an invalid package is a package error (exit 4), with or without a GPU.
-  std::string why;
-  bool have_device = false;
-  if (!args.packages.empty()) {
-    have_device = cuda::device_available(&why);
-    const std::string arch = !args.arch.empty() ? args.arch : have_device ? device_arch() : "sm_90";
-    auto loaded = load_packages(args.packages, arch, have_device, args.quiet);
+std::optional<int> load_run_packages(const CheckArgs& args, CheckPlan& plan,
+                                     kgate::plan::DeviceProbe& device) {
+  // Packages first: an invalid package is a package error (exit 4), with or without a GPU (which
+  // choose_backend says next).
+  if (!args.request.packages.empty()) {
+    const bool have_device = device.present();
+    const std::string arch = !args.request.arch.empty() ? args.request.arch
+                             : have_device              ? device_arch()
+                                                        : "sm_90";
+    auto loaded = load_packages(args.request.packages, arch, have_device, args.quiet);
     if (!loaded) return static_cast<int>(ExitCode::usage);
     plan.packages = std::move(*loaded);
     if (!args.baseline_package.empty()) {
@@ -212,48 +214,19 @@ std::optional<int> load_run_packages(const CheckArgs& args, CheckPlan& plan) {
         plan.base_packages.emplace(head->kernel.name, std::move(*b));
       }
     }
-    if (!have_device) {
-      if (args.no_device_exit_code) {
-        std::printf("SKIPPED: %s (the packages are valid and compile; running them needs a GPU)\n",
-                    why.c_str());
-        return *args.no_device_exit_code;
-      }
-      throw Error(ErrorKind::usage,
-                  why +
-                      ": checking a package runs it on a GPU; `kgate validate PKG` checks a "
-                      "package (manifest and NVRTC compile) without one");
-    }
   }
   return std::nullopt;
 }
 
-std::optional<int> choose_backend(const CheckArgs& args, CheckPlan& plan) {
-  std::string why;
-  if (!plan.packages.empty()) {
-    plan.backend = Backend::cuda;
-  } else if (args.backend.empty()) {
-    plan.backend = cuda::device_available(&why) ? Backend::cuda : Backend::cpu;
-    if (plan.backend == Backend::cpu)
-      std::fprintf(stderr,
-                   "kgate: %s — checking the cpu backend's kernels instead (pass --backend cuda to "
-                   "require a GPU)\n",
-                   why.c_str());
-  } else {
-    plan.backend = parse_backend(args.backend);
-    if (plan.backend == Backend::cuda && !cuda::device_available(&why)) {
-      if (args.no_device_exit_code) {
-        std::printf("SKIPPED: %s\n", why.c_str());
-        return *args.no_device_exit_code;
-      }
-      throw Error(ErrorKind::usage,
-                  why + " (--backend cuda needs a GPU; use --backend cpu on machines without one)");
-    }
-  }
-  return std::nullopt;
+std::optional<int> choose_backend(const CheckArgs& args, CheckPlan& plan,
+                                  kgate::plan::DeviceProbe& device) {
+  const kgate::plan::BackendChoice choice = kgate::plan::choose_backend(args.request, device);
+  plan.backend = choice.backend;
+  return announce(choice);
 }
 
 void select_run_kernels(const CheckArgs& args, CheckPlan& plan) {
-  if (args.kernels.empty()) {
+  if (args.request.kernels.empty()) {
     // Packages or torch ops named on the command line are what the run checks; otherwise every
     // in-tree kernel of the backend.
     if (plan.torch_ops) {
@@ -263,10 +236,10 @@ void select_run_kernels(const CheckArgs& args, CheckPlan& plan) {
         throw_usage(std::string("no --torch-op runs on the ") + backend_name(plan.backend) +
                     " backend (a cpu op is given as cpu/NS::OP=...)");
     } else if (plan.packages.empty()) {
-      plan.selected = select_kernels({}, plan.backend);
+      plan.selected = kgate::plan::select_kernels({}, plan.backend);
     }
   } else {
-    plan.selected = select_kernels(args.kernels, plan.backend);
+    plan.selected = kgate::plan::select_kernels(args.request.kernels, plan.backend);
   }
   if (plan.selected.empty() && plan.packages.empty())
     throw_usage(std::string("no kernels to check on the ") + backend_name(plan.backend) +
@@ -310,7 +283,7 @@ void pair_with_base(const CheckArgs& args, CheckPlan& plan) {
       paired_bases.insert(old_name);
     }
     // What the head dropped (a full run only: --kernel picks some on purpose).
-    if (args.kernels.empty() && plan.packages.empty())
+    if (args.request.kernels.empty() && plan.packages.empty())
       for (const auto& [name, bk] : plan.base->kernels)
         if (!paired_bases.count(name) && bk.backend == plan.backend && !bk.mutant)
           plan.removed.push_back({{"name", name}, {"source", bk.source}});
@@ -355,23 +328,23 @@ void keep_named(CheckPlan& plan, const std::function<bool(const std::string&)>& 
 }  // namespace
 
 void keep_share(const CheckArgs& args, CheckPlan& plan) {
-  if (!args.shard.empty()) {  // this runner's share of the kernels and packages
-    const Shard shard = parse_shard(args.shard);
+  if (!args.request.shard.empty()) {  // this runner's share of the kernels and packages
+    const kgate::plan::Shard shard = kgate::plan::parse_shard(args.request.shard);
     std::vector<std::string> names;
     for (const KernelInfo* k : plan.selected) names.push_back(k->name);
     for (const auto& p : plan.packages) names.push_back(p.kernel.name);
-    const auto mine = shard_names(names, shard);
+    const auto mine = kgate::plan::shard_names(names, shard);
     const std::set<std::string> kept(mine.begin(), mine.end());
     keep_named(plan, [&](const std::string& name) { return kept.count(name) > 0; });
-    if (!args.quiet && !args.in_worker)
+    if (!args.quiet && !args.in_worker())
       std::fprintf(stderr, "kgate: shard %d/%d: %zu of %zu kernel(s)/package(s)%s\n", shard.index,
                    shard.count, mine.size(), names.size(),
                    mine.empty() ? " (nothing to check: an empty report is written)" : "");
   }
-  if (!args.only.empty()) {  // a worker: keep only its kernel or package
-    keep_named(plan, [&](const std::string& name) { return name == args.only; });
+  if (!args.request.only.empty()) {  // a worker: keep only its kernel or package
+    keep_named(plan, [&](const std::string& name) { return name == args.request.only; });
     if (plan.selected.size() + plan.packages.size() != 1)
-      throw_usage("--only " + args.only + ": no such kernel or package in this run");
+      throw_usage("--only " + args.request.only + ": no such kernel or package in this run");
   }
 }
 

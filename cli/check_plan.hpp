@@ -3,7 +3,7 @@
 // an exit code of its own), then runs it in workers (check_workers.hpp) or in its own process:
 //   load_base           --baseline-build and --baseline-torch-library: the base's kernels
 //   load_run_packages   the packages, --baseline-package, --baseline-packages' namesakes
-//   choose_backend      the packages' cuda, --backend, or what this machine has
+//   choose_backend      the packages' cuda, --backend, or what this machine has (plan/targets.hpp)
 //   select_run_kernels  --kernel, the --torch-op kernels, or every kernel of the backend
 //   pair_with_base      each head kernel with its base (--pair), under the head's code digest
 //   check_captured_files, keep_share (--shard, a worker's --only)
@@ -65,10 +65,14 @@ struct CheckPlan {
 /// Loads the base build and the base torch libraries, when given; adds what the worker sandbox must
 /// let workers read to `readable`.
 void load_base(const CheckArgs& args, CheckPlan& plan, std::vector<std::string>& readable);
-/// The packages of the run and their bases; an exit code when one is invalid or no GPU runs them.
-std::optional<int> load_run_packages(const CheckArgs& args, CheckPlan& plan);
-/// The backend of the run; an exit code (--no-device-exit-code) when it needs a GPU there is not.
-std::optional<int> choose_backend(const CheckArgs& args, CheckPlan& plan);
+/// The packages of the run and their bases (for the device's architecture); an exit code when one
+/// is invalid.
+std::optional<int> load_run_packages(const CheckArgs& args, CheckPlan& plan,
+                                     kgate::plan::DeviceProbe& device);
+/// The backend of the run (plan::choose_backend); an exit code (--no-device-exit-code) when it
+/// needs a GPU there is not.
+std::optional<int> choose_backend(const CheckArgs& args, CheckPlan& plan,
+                                  kgate::plan::DeviceProbe& device);
 void select_run_kernels(const CheckArgs& args, CheckPlan& plan);
 void pair_with_base(const CheckArgs& args, CheckPlan& plan);
 /// --captured: each file must fit every kernel it applies to, and apply to one at least.

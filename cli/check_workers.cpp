@@ -25,6 +25,7 @@
 
 namespace kgate::cli {
 namespace fs = std::filesystem;
+using kgate::plan::WorkerInvocation;
 
 namespace {
 
@@ -83,21 +84,18 @@ void merge_resumed(KernelReport& into, KernelReport part) {
   else if (part.outcome != Outcome::passed) into.outcome = part.outcome;
 }
 
-// A worker's arguments that try one case of the kernel alone, without timing, writing under
-// `out_dir` (shrinking a fault, --sanitize).
-std::vector<std::string> one_case_args(std::vector<std::string> child, const fs::path& out_dir,
-                                       const Case& c) {
-  for (size_t i = 0; i + 1 < child.size(); ++i)
-    if (child[i] == "--out") child[i + 1] = out_dir.string();
-  child.insert(child.end(), {"--case", c.id(), "--no-speed"});
-  return child;
+// A worker of the kernel that tries one case alone, without timing, writing under `out_dir`
+// (shrinking a fault, --sanitize).
+WorkerInvocation one_case_worker(WorkerInvocation worker, const fs::path& out_dir, const Case& c) {
+  worker.out_dir = out_dir.string();
+  worker.one_case = c.id();
+  return worker;
 }
 
 // The faulting case, shrunk by running each candidate in a fresh worker (a fault ends the CUDA
 // context, so candidates cannot share one). The minimal case is one that ran and faulted.
-void shrink_fault_in_workers(KernelReport& kr, const KernelInfo& k,
-                             const std::vector<std::string>& child, const fs::path& worker_out,
-                             const CheckArgs& args) {
+void shrink_fault_in_workers(KernelReport& kr, const KernelInfo& k, const WorkerInvocation& child,
+                             const fs::path& worker_out, const CheckArgs& args) {
   auto& c = kr.correctness;
   if (c.minimal && c.minimal->rule != "fault" && c.minimal->rule != "crash")
     return;  // shrunk in process
@@ -110,7 +108,7 @@ void shrink_fault_in_workers(KernelReport& kr, const KernelInfo& k,
   const OpSignature& op = find_op(k.op);
   std::optional<CaseResult> last_fault;
   const auto faults = [&](const Case& candidate) {
-    const auto attempt = one_case_args(child, worker_out / "shrink", candidate);
+    const auto attempt = one_case_worker(child, worker_out / "shrink", candidate);
     std::error_code ignored;
     fs::remove(worker_out / "shrink" / "progress", ignored);
     auto w =
@@ -153,7 +151,7 @@ void shrink_fault_in_workers(KernelReport& kr, const KernelInfo& k,
 // nothing). Caching is off in those workers, so that every tensor is an allocation of its own and
 // memcheck sees its bounds.
 void sanitize_in_workers(KernelReport& kr, const KernelInfo& k, const LoadedPackage* package,
-                         const std::vector<std::string>& child, const fs::path& worker_out,
+                         const WorkerInvocation& child, const fs::path& worker_out,
                          const CheckArgs& args) {
   auto& c = kr.correctness;
   const std::string& tool = args.sanitize;
@@ -176,18 +174,17 @@ void sanitize_in_workers(KernelReport& kr, const KernelInfo& k, const LoadedPack
     all = props::generate_cases(op, traits, resolve_settings(op, k.name, args.options).cases);
   }
   const auto subset = sanitize_subset(all, args.sanitize_cases);
-  WorkerLaunch launch;
-  launch.wrapper = {*sanitizer, "--tool", tool, "--print-limit", "10", "--error-exitcode", "0"};
-  launch.env = {"PYTORCH_NO_CUDA_MEMORY_CACHING=1", "KGATE_UNDER_SANITIZER=1"};
   std::string said;
   int64_t with_errors = 0;
   for (size_t n = 0; n < subset.size(); ++n) {
     const Case& kc = subset[n];
-    const auto attempt = one_case_args(child, worker_out / "sanitize", kc);
+    auto attempt = one_case_worker(child, worker_out / "sanitize", kc);
+    attempt.wrapper = {*sanitizer, "--tool", tool, "--print-limit", "10", "--error-exitcode", "0"};
+    attempt.env = {"PYTORCH_NO_CUDA_MEMORY_CACHING=1", "KGATE_UNDER_SANITIZER=1"};
     if (!args.quiet)
       std::fprintf(stderr, "kgate: %s: compute-sanitizer %s on case %zu/%zu %s\n", k.name.c_str(),
                    tool.c_str(), n + 1, subset.size(), kc.id().c_str());
-    const auto w = run_worker(attempt, "", std::min(args.kernel_timeout_s, 900.0), {}, launch);
+    const auto w = run_worker(attempt, "", std::min(args.kernel_timeout_s, 900.0));
     const auto f = parse_sanitizer_output(w.output.text());
     if (!f.completed) {
       c.warnings.push_back(
@@ -277,13 +274,10 @@ class WorkerDealer {
       std::fprintf(stderr, "[%zu/%zu] %s (%s, %s) in a worker process\n", i + 1, plan.total(),
                    k.name.c_str(), k.op.c_str(), backend_name(plan.backend));
     const fs::path worker_out = out / "workers" / k.name;
-    std::vector<std::string> child = args.argv;
-    child.insert(child.end(), {"--only", k.name, "--out", worker_out.string(), "--in-worker",
-                               "--run-comparisons", std::to_string(run_comparisons)});
-    if (device) child.insert(child.end(), {"--device", std::to_string(*device)});
-    // The worker runs the backend decided here (and does not say again why it fell back).
-    if (args.backend.empty() && plan.packages.empty())
-      child.insert(child.end(), {"--backend", backend_name(plan.backend)});
+    WorkerInvocation child = WorkerInvocation::of_target(args.request, plan.backend, args.argv,
+                                                         k.name, worker_out.string());
+    child.task.run_comparisons = run_comparisons;
+    child.device = device;
     // A fault kills its worker's CUDA context: the worker stops there, and a fresh one goes on
     // with the remaining cases (at most kMaxFaultRestarts times).
     std::optional<KernelReport> merged;
@@ -292,14 +286,11 @@ class WorkerDealer {
     uint64_t printed = 0, dropped = 0;
     int64_t resume_at = 0, reference_copies_at = -1;
     for (int restarts = 0;; ++restarts) {
-      std::vector<std::string> attempt = child;
-      if (resume_at > 0 || reference_copies_at >= 0)
-        attempt.insert(attempt.end(), {"--resume-at", std::to_string(resume_at)});
-      if (merged && (merged->outcome == Outcome::failed || merged->correctness.failed > 0))
-        attempt.push_back("--resumed-after-failure");
-      if (reference_copies_at >= 0)
-        attempt.insert(attempt.end(),
-                       {"--reference-copies-at", std::to_string(reference_copies_at)});
+      WorkerInvocation attempt = child;
+      attempt.task.resume_at = resume_at;
+      attempt.task.resumed_after_failure =
+          merged && (merged->outcome == Outcome::failed || merged->correctness.failed > 0);
+      attempt.task.reference_copies_at = reference_copies_at;
       // A fresh worker takes the tile sizes the first observed (none: it does not probe again),
       // so that its case list is the first's.
       if (merged) {
@@ -308,7 +299,7 @@ class WorkerDealer {
         if (cov.is_object() && cov.contains("tile_sizes"))
           for (const auto& s : cov.at("tile_sizes"))
             if (s.value("origin", "") == "observed") observed.push_back(s);
-        attempt.insert(attempt.end(), {"--observed-sizes", observed.dump()});
+        attempt.observed_sizes = observed.dump();
       }
       std::error_code ignored;
       fs::remove(worker_out / "progress", ignored);  // the watch must not read the last worker's

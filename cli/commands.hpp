@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "plan/request.hpp"
+#include "plan/targets.hpp"
 #include "runtime/package/manifest.hpp"
 #include "runtime/package/validate.hpp"
 #include "runtime/pipeline.hpp"
@@ -48,11 +50,9 @@ std::optional<std::vector<LoadedPackage>> load_packages(const std::vector<std::s
 /// share a name (naming both).
 std::map<std::string, std::string> package_tree(const std::string& dir);
 
-/// The in-tree kernels a verb runs on `backend`: those `names` names, each of that backend (a
-/// usage error says which backend it needs), or, with no names, every kernel of the backend but
-/// mutants and controls.
-std::vector<const KernelInfo*> select_kernels(const std::vector<std::string>& names,
-                                              Backend backend);
+/// Says what a backend choice (plan::choose_backend) has to say: its notice on stderr; where the
+/// run is skipped, its line on stdout, and returns the exit code (nullopt: the run goes on).
+std::optional<int> announce(const plan::BackendChoice& choice);
 
 /// sm_XY of device 0.
 std::string device_arch();
@@ -91,11 +91,10 @@ CLI::App* add_list_command(CLI::App& app, ListArgs& args);
 int run_list(const ListArgs& args);
 
 struct CheckArgs {
-  std::vector<std::string>
-      kernels;  ///< empty: every non-mutant kernel of the backend (unless packages are given)
-  /// Exported package directories (kgate.json) to check: validated and compiled with NVRTC first
-  /// (exit 4 on any problem), then run on the cuda backend with cases on both sides of the guard.
-  std::vector<std::string> packages;
+  /// --kernel, the package directories (validated and compiled with NVRTC first, exit 4 on any
+  /// problem, then run on the cuda backend with cases on both sides of the guard), --arch,
+  /// --backend, --no-device-exit-code, --shard and a worker's --only.
+  plan::RunRequest request{plan::Verb::check};
   /// The previous version of the packages (e.g. main's copy), loaded side by side: the same
   /// correctness cases run on it and every timed case is timed against it, interleaved.
   std::string baseline_package;
@@ -113,13 +112,10 @@ struct CheckArgs {
   std::vector<std::string> pairs;
   bool require_base = false;
   bool time_unchanged = false;
-  std::string arch;     ///< NVRTC target for packages; empty: the device's (sm_90 without one)
-  std::string backend;  ///< empty: cuda when a GPU is present, else cpu
   std::string out_dir = "reports";
   /// --format: the report files to write (report::file_writers' names); empty: all of them. A
   /// worker also writes report.json, which its parent reads.
   std::vector<std::string> formats;
-  std::optional<int> no_device_exit_code;
   bool inconclusive_fails = false;
   bool quiet = false;
   std::string command_line;
@@ -131,31 +127,28 @@ struct CheckArgs {
   /// A correctness case still running after max(this, 20 x the slowest case of the kernel so far),
   /// at most max(this, 600 s), is hung: its worker is killed and the case fails.
   double case_timeout_s = 60;
-  bool in_worker = false;  ///< this process is a worker: check `only`, write the report
   /// --devices: the GPUs whose workers run at once, one kernel (or package) per GPU at a time, as
   /// CUDA ordinals of this process. Empty: one worker at a time on the selected (or first) GPU.
   std::vector<int> devices;
-  std::string only;                    ///< the one kernel or package (by name) a worker checks
-  int64_t resume_at = 0;               ///< a worker going on after a fault: skip this many cases
-  bool resumed_after_failure = false;  ///< ... and the kernel has failed already (judge them only)
-  int64_t reference_copies_at = -1;    ///< ... and this case's reference faulted on its view
-  /// ... and the tile sizes the first worker observed (JSON: [{"size", "origin", "detail"}])
+  /// A worker (--in-worker): the tile sizes the first worker observed (JSON: [{"size", "origin",
+  /// "detail"}]); where it goes on after a fault and the run's comparisons are options.worker.
   std::string observed_sizes;
-  int64_t run_comparisons = 0;  ///< a worker: speed comparisons in the parent's whole run
-  std::string only_case;        ///< a worker trying one case id (shrinking a fault)
+  std::string only_case;  ///< a worker trying one case id (shrinking a fault)
   /// Google Benchmark JSON outputs (kgate.kernel.NAME.bench --benchmark_out=F
   /// --benchmark_out_format=json) to keep in report.json. Checked before any kernel runs (exit 4 on
   /// a bad file); embedded by the process that writes the final report, never by a worker; they
   /// change no decision.
   std::vector<std::string> benchmark_json;
-  /// "i/n": check only shard i (1-based) of n: the kernels and packages of this run, sorted by
-  /// name, that fall to i in turn. `kgate merge` joins the shards' reports. Empty: everything.
-  std::string shard;
   /// --sanitize TOOL: after each kernel, its largest case of each family (at most sanitize_cases)
   /// runs again, each in a worker under compute-sanitizer (cli/sanitize.hpp). Empty: off.
   std::string sanitize;
   int64_t sanitize_cases = 6;
+  /// The pipeline's options; options.worker: what the parent told this process when it is a
+  /// worker (--in-worker, --resume-at, --resumed-after-failure, --reference-copies-at,
+  /// --run-comparisons).
   CheckOptions options;
+  /// This process is a worker: it checks request.only and writes the report.
+  bool in_worker() const { return options.worker.in_worker; }
   /// As given on the command line, for main() and resolve_check_args to resolve: --config,
   /// --devices,
   /// --warm and --fragile-margin.
@@ -169,15 +162,6 @@ CLI::App* add_check_command(CLI::App& app, CheckArgs& args);
 /// given on the command line, which win over the config's (global < op < kernel < CLI).
 void resolve_check_args(const CLI::App& check, CheckArgs& args);
 int run_check(const CheckArgs& args);
-
-/// Shard i of n ("i/n", 1 <= i <= n); a usage Error names the text otherwise.
-struct Shard {
-  int index = 1;
-  int count = 1;
-};
-Shard parse_shard(const std::string& text);
-/// The names in shard `s`: sorted, then dealt round-robin (the first to shard 1, ...).
-std::vector<std::string> shard_names(std::vector<std::string> names, const Shard& s);
 
 struct MergeArgs {
   std::vector<std::string> reports;  ///< the shards' report.json files

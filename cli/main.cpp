@@ -178,7 +178,7 @@ int kgate::cli::main(int argc, char** argv) {
 
   if (require_sandbox) ::setenv("KGATE_REQUIRE_SANDBOX", "1", 1);
   if (!check_args.devices_text.empty() &&
-      !check_args.in_worker) {  // a worker gets its one --device
+      !check_args.in_worker()) {  // a worker gets its one --device
     try {
       if (device >= 0)
         throw kgate::Error(kgate::ErrorKind::usage, "--device and --devices: give one of them");
@@ -189,8 +189,8 @@ int kgate::cli::main(int argc, char** argv) {
       std::fprintf(stderr, "kgate: error: %s\n", e.what());
       return static_cast<int>(kgate::ExitCode::usage);
     }
-    if (check_args.backend.empty())
-      check_args.backend = "cuda";  // GPUs were asked for: no cpu fallback
+    if (check_args.request.backend.empty())
+      check_args.request.backend = "cuda";  // GPUs were asked for: no cpu fallback
   }
   if (device >= 0) {  // before anything starts CUDA
     try {
@@ -200,7 +200,8 @@ int kgate::cli::main(int argc, char** argv) {
       return static_cast<int>(kgate::ExitCode::usage);
     }
     // A GPU was asked for: no quiet fallback to the cpu backend when it is not there (exit 4).
-    for (std::string* backend : {&check_args.backend, &sweep_args.backend, &calibrate_args.backend})
+    for (std::string* backend : {&check_args.request.backend, &sweep_args.request.backend,
+                                 &calibrate_args.request.backend})
       if (backend->empty()) *backend = "cuda";
   }
   if (compile_timeout > 0)

@@ -1,5 +1,5 @@
 // What check, calibrate and sweep share about what a run covers: packages loaded and named apart,
-// the GPU's architecture, --devices, a package's cases inside and across its guard, and --shard.
+// the GPU's architecture, --devices, and a package's cases inside and across its guard.
 #include "cli/commands.hpp"
 
 #include <algorithm>
@@ -33,6 +33,13 @@ package::ValidateOptions validate_options(const std::string& arch) {
   options.check.load_op_file = [](const std::string& path) { load_op_files(path); };
   for (const auto& op : op_catalogue()) options.check.known_ops.push_back(op.name);
   return options;
+}
+
+std::optional<int> announce(const plan::BackendChoice& choice) {
+  if (!choice.notice.empty()) std::fputs(choice.notice.c_str(), stderr);
+  if (!choice.skip_exit_code) return std::nullopt;
+  std::fputs(choice.skip_line.c_str(), stdout);
+  return choice.skip_exit_code;
 }
 
 std::string device_arch() {
@@ -92,25 +99,6 @@ std::map<std::string, std::string> package_tree(const std::string& dir) {
                   "): each package is paired with its namesake, so names must be unique");
   }
   return out;
-}
-
-std::vector<const KernelInfo*> select_kernels(const std::vector<std::string>& names,
-                                              Backend backend) {
-  std::vector<const KernelInfo*> selected;
-  if (names.empty()) {
-    for (const auto& k : registered_kernels())
-      if (k.backend == backend && !k.mutant) selected.push_back(&k);
-    return selected;
-  }
-  for (const auto& name : names) {
-    const auto& k = find_kernel(name);
-    if (k.backend != backend)
-      throw_usage("kernel '" + name + "' runs on the " + backend_name(k.backend) +
-                  " backend, not " + backend_name(backend) + " (pass --backend " +
-                  backend_name(k.backend) + ")");
-    selected.push_back(&k);
-  }
-  return selected;
 }
 
 void check_unique_package_names(const std::vector<std::string>& dirs,
@@ -208,24 +196,6 @@ CheckOptions package_options(const CheckOptions& base, const LoadedPackage& p) {
   for (const auto& f : p.manifest.captured_inputs)
     o.captured.push_back({f, (p.manifest.dir / f).string()});
   return o;
-}
-
-Shard parse_shard(const std::string& text) {
-  Shard s;
-  char slash = 0, rest = 0;
-  std::istringstream in(text);
-  if (!(in >> s.index >> slash >> s.count) || slash != '/' || (in >> rest) || s.count < 1 ||
-      s.index < 1 || s.index > s.count)
-    throw_usage("--shard '" + text + "': expected i/n with 1 <= i <= n (e.g. --shard 2/4)");
-  return s;
-}
-
-std::vector<std::string> shard_names(std::vector<std::string> names, const Shard& s) {
-  std::sort(names.begin(), names.end());
-  std::vector<std::string> mine;
-  for (size_t i = 0; i < names.size(); ++i)
-    if (static_cast<int>(i % static_cast<size_t>(s.count)) == s.index - 1) mine.push_back(names[i]);
-  return mine;
 }
 
 }  // namespace kgate::cli

@@ -218,13 +218,15 @@ CLI::App* add_sweep_command(CLI::App& app, SweepArgs& args) {
       "kernel fails its "
       "tolerance, or is FRAGILE with --fail-on-fragile)");
   auto& opt = args.options;
-  cmd->add_option("packages", args.packages, "Exported package directories to sweep on the GPU")
+  cmd->add_option("packages", args.request.packages,
+                  "Exported package directories to sweep on the GPU")
       ->check(CLI::ExistingDirectory);
-  cmd->add_option("--kernel", args.kernels,
+  cmd->add_option("--kernel", args.request.kernels,
                   "Kernel to sweep (repeatable; default: all but mutants, unless packages)")
       ->allow_extra_args(false);
-  cmd->add_option("--arch", args.arch, "NVRTC target for packages (default: the GPU's)");
-  cmd->add_option("--backend", args.backend, "cuda or cpu (default: cuda when a GPU is present)")
+  cmd->add_option("--arch", args.request.arch, "NVRTC target for packages (default: the GPU's)");
+  cmd->add_option("--backend", args.request.backend,
+                  "cuda or cpu (default: cuda when a GPU is present)")
       ->check(CLI::IsMember({"cuda", "cpu"}));
   cmd->add_option("--seed", opt.seed, "Master seed")->capture_default_str();
   cmd->add_option("--cases", opt.cases, "Cases per kernel")
@@ -253,7 +255,7 @@ CLI::App* add_sweep_command(CLI::App& app, SweepArgs& args) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // a worker gets its own
   add_format_option(*cmd, args.formats, format_names(report::sweep_writers()));
   cmd->add_option(
-      "--no-device-exit-code", args.no_device_exit_code,
+      "--no-device-exit-code", args.request.no_device_exit_code,
       "Exit with this code (e.g. 77 = SKIPPED for CTest) when --backend cuda finds no GPU");
   cmd->add_flag("-q,--quiet", args.quiet, "No progress lines");
   cmd->add_flag_callback(
@@ -263,7 +265,7 @@ CLI::App* add_sweep_command(CLI::App& app, SweepArgs& args) {
                   "Seconds before a kernel's worker counts as hung")
       ->capture_default_str()
       ->check(timeout_value());
-  cmd->add_option("--only", args.only, "")->group("");  // internal: the worker's kernel
+  cmd->add_option("--only", args.request.only, "")->group("");  // internal: the worker's kernel
   cmd->add_flag("--in-worker", args.in_worker, "")->group("");
   return cmd;
 }
@@ -273,13 +275,10 @@ int run_sweep(SweepArgs& args) {
   auto& opt = args.options;
   if (!args.config_path.empty()) opt.config = load_config(args.config_path);
   for (const auto& p : opt.config.op_files) add_ops_path(p);
-  if (!args.packages.empty() && args.backend == "cpu")
-    throw_usage(
-        "packages run on the cuda backend: drop --backend cpu (or sweep in-tree cpu kernels with "
-        "--kernel)");
+  plan::refuse_packages_on_cpu(args.request);
   // A worker confines itself before it starts CUDA or runs anything of a package or an op file.
   if (args.in_worker) {
-    const std::string sandbox = enter_worker_sandbox(args.packages, args.out_dir);
+    const std::string sandbox = enter_worker_sandbox(args.request.packages, args.out_dir);
     if (sandbox.rfind("none", 0) == 0 && !args.quiet)
       std::fprintf(stderr,
                    "kgate: warning: the worker runs unconfined (%s); --require-sandbox makes this "
@@ -287,46 +286,33 @@ int run_sweep(SweepArgs& args) {
                    sandbox.c_str() + 6);
   }
 
-  std::string why;
-  const bool have_device = cuda::device_available(&why);
+  plan::DeviceProbe device([](std::string* why) { return cuda::device_available(why); });
   std::vector<LoadedPackage> packages;
-  if (!args.packages.empty()) {
-    auto loaded = load_packages(args.packages, args.arch, have_device, args.quiet);
+  if (!args.request.packages.empty()) {
+    auto loaded =
+        load_packages(args.request.packages, args.request.arch, device.present(), args.quiet);
     if (!loaded) return static_cast<int>(ExitCode::usage);
     packages = std::move(*loaded);
   }
-  Backend backend;
-  if (!packages.empty() || args.backend == "cuda") {
-    backend = Backend::cuda;
-  } else if (args.backend.empty()) {
-    backend = have_device ? Backend::cuda : Backend::cpu;
-    if (!have_device)
-      std::fprintf(stderr, "kgate: %s — sweeping the cpu backend's kernels instead\n", why.c_str());
-  } else {
-    backend = Backend::cpu;
-  }
-  if (backend == Backend::cuda && !have_device) {
-    if (args.no_device_exit_code) {
-      std::printf("SKIPPED: %s\n", why.c_str());
-      return *args.no_device_exit_code;
-    }
-    throw Error(ErrorKind::usage,
-                why + " (--backend cuda needs a GPU; use --backend cpu on machines without one)");
-  }
+  const plan::BackendChoice choice = plan::choose_backend(args.request, device);
+  if (const auto exit_code = announce(choice)) return *exit_code;
+  const Backend backend = choice.backend;
 
   std::vector<Target> targets;
-  if (!args.kernels.empty() || packages.empty())
-    for (const KernelInfo* k : select_kernels(args.kernels, backend)) targets.push_back({k, opt});
+  if (!args.request.kernels.empty() || packages.empty())
+    for (const KernelInfo* k : plan::select_kernels(args.request.kernels, backend))
+      targets.push_back({k, opt});
   for (const auto& p : packages) targets.push_back({&p.kernel, package_options(opt, p)});
   if (targets.empty())
     throw_usage(std::string("no kernels to sweep on the ") + backend_name(backend) + " backend");
 
-  if (!args.only.empty()) {
-    targets.erase(std::remove_if(targets.begin(), targets.end(),
-                                 [&](const Target& t) { return t.kernel->name != args.only; }),
-                  targets.end());
+  if (!args.request.only.empty()) {
+    targets.erase(
+        std::remove_if(targets.begin(), targets.end(),
+                       [&](const Target& t) { return t.kernel->name != args.request.only; }),
+        targets.end());
     if (targets.size() != 1)
-      throw_usage("--only " + args.only + ": no such kernel or package in this sweep");
+      throw_usage("--only " + args.request.only + ": no such kernel or package in this sweep");
   }
   fs::create_directories(args.out_dir);
   const sensitivity::SweepGrid grid;
@@ -360,11 +346,8 @@ int run_sweep(SweepArgs& args) {
                    kernel.op.c_str(), isolate ? " in a worker process" : "");
     if (isolate) {
       const fs::path worker_out = fs::path(args.out_dir) / "workers" / kernel.name;
-      std::vector<std::string> child = args.argv;
-      child.insert(child.end(),
-                   {"--only", kernel.name, "--out", worker_out.string(), "--in-worker"});
-      if (args.backend.empty() && packages.empty())
-        child.insert(child.end(), {"--backend", backend_name(backend)});
+      const auto child = plan::WorkerInvocation::of_target(args.request, backend, args.argv,
+                                                           kernel.name, worker_out.string());
       std::error_code ignored;
       fs::remove(worker_out / "raw.json", ignored);
       const auto w = run_worker(child, "", args.kernel_timeout_s);

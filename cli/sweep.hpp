@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "plan/request.hpp"
 #include "runtime/pipeline.hpp"
 
 namespace CLI {
@@ -20,11 +21,9 @@ namespace kgate::cli {
 
 /// Options of `kgate sweep`.
 struct SweepArgs {
-  std::vector<std::string>
-      kernels;  ///< empty: every non-mutant kernel of the backend (unless packages)
-  std::vector<std::string> packages;  ///< exported package directories (run on the cuda backend)
-  std::string arch;                   ///< NVRTC target for packages; empty: the device's
-  std::string backend;                ///< empty: cuda when a GPU is present, else cpu
+  /// --kernel, the package directories (run on the cuda backend), --arch, --backend,
+  /// --no-device-exit-code and a worker's --only.
+  plan::RunRequest request{plan::Verb::sweep};
   /// seed, cases, families, rule, atol / rtol, the config file and the command-line settings.
   CheckOptions options;
   std::string config_path;
@@ -34,7 +33,6 @@ struct SweepArgs {
   bool fail_on_fragile = false;      ///< exit 1 when a kernel is FRAGILE
   std::string out_dir = "reports";   ///< receives sweep.json, sweep.md and sweep.html
   std::vector<std::string> formats;  ///< --format: the files to write; empty: all three
-  std::optional<int> no_device_exit_code;
   bool quiet = false;
   std::string command_line;
   std::vector<std::string> argv;  ///< the arguments after "kgate", to start workers with
@@ -42,8 +40,7 @@ struct SweepArgs {
   /// crashes or hangs fails alone, and every other kernel keeps its rows.
   bool isolate = true;
   double kernel_timeout_s = 1800;
-  bool in_worker = false;  ///< this process sweeps `only` and writes its raw cases
-  std::string only;
+  bool in_worker = false;  ///< this process sweeps request.only and writes its raw cases
 };
 
 /// Adds the `sweep` subcommand to `app`, its options bound to `args`.

@@ -250,9 +250,9 @@ int run_validate(const ValidateArgs& args) {
   // The op's reference on one small case on the CPU, in a sandboxed worker: a reference that
   // throws or returns the wrong shape is found before any GPU run.
   if (args.compile && args.reference) {
-    const WorkerResult w = run_worker({"validate", dir, "--reference-worker", "--arch", args.arch,
-                                       "--seed", std::to_string(args.seed)},
-                                      "", 300);
+    const WorkerResult w = run_worker_process({"validate", dir, "--reference-worker", "--arch",
+                                               args.arch, "--seed", std::to_string(args.seed)},
+                                              "", 300);
     std::string text = w.output.text();
     while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
     if (!w.ok || w.exit_code != 0) {

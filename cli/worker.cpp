@@ -25,24 +25,27 @@ extern char** environ;
 
 namespace kgate::cli {
 
-WorkerResult run_worker(const std::vector<std::string>& args, const std::string& report_path,
-                        double timeout_s,
-                        const std::function<std::optional<std::string>()>& stalled,
-                        const WorkerLaunch& launch) {
+namespace {
+
+WorkerResult spawn_worker(const std::vector<std::string>& args,
+                          const std::vector<std::string>& wrapper,
+                          const std::vector<std::string>& extra_env, const std::string& report_path,
+                          double timeout_s,
+                          const std::function<std::optional<std::string>()>& stalled) {
   WorkerResult r;
   if (!report_path.empty()) std::remove(report_path.c_str());
   std::vector<std::string> argv_storage = {"kgate"};
   std::string program = "/proc/self/exe";
-  if (!launch.wrapper.empty()) {
+  if (!wrapper.empty()) {
     std::error_code ec;
     const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
     if (ec) {
-      r.failure = "could not find the kgate binary to start a worker under " +
-                  launch.wrapper.front() + ": " + ec.message();
+      r.failure = "could not find the kgate binary to start a worker under " + wrapper.front() +
+                  ": " + ec.message();
       return r;
     }
-    program = launch.wrapper.front();
-    argv_storage = launch.wrapper;
+    program = wrapper.front();
+    argv_storage = wrapper;
     argv_storage.push_back(self.string());
   }
   argv_storage.insert(argv_storage.end(), args.begin(), args.end());
@@ -52,7 +55,7 @@ WorkerResult run_worker(const std::vector<std::string>& args, const std::string&
   // No shell: the binary and its arguments go straight to posix_spawn, with the environment that a
   // kernel or a reference may see (the CI job's tokens are not in it).
   std::vector<std::string> env_storage = package::worker_environment(environ);
-  env_storage.insert(env_storage.end(), launch.env.begin(), launch.env.end());
+  env_storage.insert(env_storage.end(), extra_env.begin(), extra_env.end());
   std::vector<char*> envp;
   for (auto& e : env_storage) envp.push_back(e.data());
   envp.push_back(nullptr);
@@ -163,6 +166,19 @@ WorkerResult run_worker(const std::vector<std::string>& args, const std::string&
     r.failure = std::string("the worker's report is unreadable: ") + e.what();
   }
   return r;
+}
+
+}  // namespace
+
+WorkerResult run_worker(const plan::WorkerInvocation& worker, const std::string& report_path,
+                        double timeout_s,
+                        const std::function<std::optional<std::string>()>& stalled) {
+  return spawn_worker(worker.args(), worker.wrapper, worker.env, report_path, timeout_s, stalled);
+}
+
+WorkerResult run_worker_process(const std::vector<std::string>& args,
+                                const std::string& report_path, double timeout_s) {
+  return spawn_worker(args, {}, {}, report_path, timeout_s, {});
 }
 
 std::string enter_worker_sandbox(const std::vector<std::string>& readable,

@@ -10,6 +10,7 @@
 
 #include "core/output_capture.hpp"
 #include "core/report.hpp"
+#include "plan/worker_invocation.hpp"
 
 namespace kgate::cli {
 
@@ -23,23 +24,21 @@ struct WorkerResult {
   OutputCapture output;  ///< what it printed (stdout and stderr, interleaved), bounded
 };
 
-/// Runs `/proc/self/exe args...`, waits at most `timeout_s` seconds (then SIGKILL), and reads the
-/// report the worker wrote to `report_path` (an empty path: nothing is read, and a worker that
-/// exited is ok with its exit code). Its stdout and stderr go to one pipe that is drained
-/// as it runs into `output` (first and last 8 KiB kept): a kernel that prints without end neither
-/// floods the log nor stalls the worker.
+/// Runs `/proc/self/exe` with the worker's arguments (under its wrapper, with its environment
+/// variables added), waits at most `timeout_s` seconds (then SIGKILL), and reads the report the
+/// worker wrote to `report_path` (an empty path: nothing is read, and a worker that exited is ok
+/// with its exit code). Its stdout and stderr go to one pipe that is drained as it runs into
+/// `output` (first and last 8 KiB kept): a kernel that prints without end neither floods the log
+/// nor stalls the worker.
 /// `stalled`, when given, is asked a few times a second; a reason it returns kills the worker as
 /// hung with that reason (a per-case bound, finer than `timeout_s`).
-/// How a worker is started besides its arguments: under a wrapper program (compute-sanitizer and
-/// its options; the kgate binary's path follows them), with more environment variables.
-struct WorkerLaunch {
-  std::vector<std::string> wrapper;
-  std::vector<std::string> env;
-};
-WorkerResult run_worker(const std::vector<std::string>& args, const std::string& report_path,
+WorkerResult run_worker(const plan::WorkerInvocation& worker, const std::string& report_path,
                         double timeout_s,
-                        const std::function<std::optional<std::string>()>& stalled = {},
-                        const WorkerLaunch& launch = {});
+                        const std::function<std::optional<std::string>()>& stalled = {});
+/// A kgate process that is not a run's worker (kgate validate's reference worker), under the same
+/// watchdog: `args` after "kgate".
+WorkerResult run_worker_process(const std::vector<std::string>& args,
+                                const std::string& report_path, double timeout_s);
 
 /// Enters the run sandbox (package::enter_run_sandbox) in a worker, first of all: `readable` (the
 /// packages) and the op files of KGATE_OPS may be read, `out_dir` and the NVRTC cache written.

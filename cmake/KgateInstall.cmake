@@ -15,7 +15,7 @@ include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 set(_kgate_libraries kgate_core kgate_report kgate_kernel_api kgate_speed kgate_gates kgate_cuda
-    kgate_references kgate_package kgate_runner kgate_cli)
+    kgate_references kgate_package kgate_plan kgate_runner kgate_cli)
 foreach(lib IN LISTS _kgate_libraries)
   string(REGEX REPLACE "^kgate_" "" export_name "${lib}")
   set_target_properties(${lib} PROPERTIES EXPORT_NAME ${export_name})
@@ -46,7 +46,7 @@ install(TARGETS ${_kgate_libraries} EXPORT kgateTargets
 
 # Headers keep their layout ("runtime/kernel.hpp"): include/kgate is the include directory.
 foreach(dir core report runtime runtime/cuda runtime/package gates/correctness gates/props gates/sensitivity
-            gates/speed references cli)
+            gates/speed references plan cli)
   file(GLOB _headers "${PROJECT_SOURCE_DIR}/${dir}/*.hpp" "${PROJECT_SOURCE_DIR}/${dir}/*.cuh")
   install(FILES ${_headers} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kgate/${dir})
 endforeach()

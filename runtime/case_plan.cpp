@@ -105,7 +105,8 @@ TileProbe probe_tiles(Runner& runner, const KernelInfo& kernel, const OpSignatur
   // Every CUDA kernel that declares no tile: a CMake kernel, a torch op, a package (whose manifest
   // may say where it switches, but not how a block walks a row).
   if (runner.backend() != Backend::cuda || !kernel.tile_sizes.empty() ||
-      !options.only_cases.empty() || options.resume_at > 0 || std::getenv("KGATE_UNDER_SANITIZER"))
+      !options.only_cases.empty() || options.worker.resume_at > 0 ||
+      std::getenv("KGATE_UNDER_SANITIZER"))
     return p;
   const auto c = props::probe_case(op, traits_of(kernel), seed);
   if (!c) {

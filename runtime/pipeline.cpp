@@ -225,7 +225,7 @@ class KernelCheck {
         traits(with_observed(traits_of(kernel), probe)),
         cases(cases_of(kernel, op, traits, gen, options)),
         step(std::max<int64_t>(1, static_cast<int64_t>(cases.size()) / 8)),
-        resumed(options.resumed_after_failure) {
+        resumed(options.worker.resumed_after_failure) {
     report.name = kernel.name;
     report.op = kernel.op;
     report.backend = backend_name(kernel.backend);
@@ -308,7 +308,7 @@ class KernelCheck {
                                      : static_cast<int64_t>(options.timed_cases.size())) *
         (baseline ? 2 : 1);
     t.interleave.min_blocks = speed::min_blocks_to_decide(
-        t.interleave.alpha, t.interleave.max_stages, std::max(own, options.run_comparisons));
+        t.interleave.alpha, t.interleave.max_stages, std::max(own, options.worker.run_comparisons));
     return t;
   }
 
@@ -354,7 +354,7 @@ class KernelCheck {
   // CUDA context is lost.
   void run_cases() {
     const size_t first_case = static_cast<size_t>(
-        std::clamp<int64_t>(options.resume_at, 0, static_cast<int64_t>(cases.size())));
+        std::clamp<int64_t>(options.worker.resume_at, 0, static_cast<int64_t>(cases.size())));
     for (size_t i = first_case; i < cases.size(); ++i) {
       if (!run_case(i)) break;
       if ((static_cast<int64_t>(i) + 1) % step == 0 || i + 1 == cases.size())
@@ -372,14 +372,14 @@ class KernelCheck {
   bool run_case(size_t i) {
     const auto& c = cases[i];
     if (options.on_case) options.on_case(i, cases.size(), c, nullptr);
-    const bool copies = static_cast<int64_t>(i) == options.reference_copies_at;
+    const bool copies = static_cast<int64_t>(i) == options.worker.reference_copies_at;
     runner.set_references_on_copies(copies);
     auto r = runner.check_case(kernel, c, rule_for(op, c.dtype, settings));
     runner.set_references_on_copies(false);
     // The reference faulted on a view: a fresh worker runs this case again with the reference on
     // contiguous copies (once; a fault there is final), so it is counted there. (Only a worker's
     // parent starts a fresh one: with --no-isolate the fault is final here.)
-    const bool retry_on_copies = options.in_worker && runner.context_lost() &&
+    const bool retry_on_copies = options.worker.in_worker && runner.context_lost() &&
                                  r.rule == "reference_error" && !copies &&
                                  c.layout != Layout::contiguous;
     if (options.on_case) options.on_case(i, cases.size(), c, &r);
@@ -434,7 +434,7 @@ class KernelCheck {
   // What the case loop's counts say: cases not run, references run on copies or failing.
   void warn_of_case_counts() {
     // (Outside a worker no case is retried: the lost case is the one before resume_at.)
-    if (report.correctness.not_run > 0 && !options.in_worker)
+    if (report.correctness.not_run > 0 && !options.worker.in_worker)
       report.correctness.warnings.push_back(
           std::to_string(report.correctness.not_run) + " of " + std::to_string(cases.size()) +
           " cases were not run: the CUDA context was lost when case " +
@@ -475,7 +475,8 @@ class KernelCheck {
           (kernel.package ? "'" + kernel.source + "'" : "--kernel " + kernel.name) +
           "` shows the margin per dtype and the tightest tolerance that passes");
     // A resumed worker sees only the cases after a fault: its counts say nothing of the whole run.
-    if (kernel.accepts && !cases.empty() && !runner.context_lost() && options.resume_at == 0) {
+    if (kernel.accepts && !cases.empty() && !runner.context_lost() &&
+        options.worker.resume_at == 0) {
       // A guard whose boundary cases all fell inside it (guard_inside, no guard_outside) admits
       // every case of the op: it has no fallback side to test.
       const auto has_family = [&](const char* f) {
@@ -701,7 +702,7 @@ class KernelCheck {
     // No case ran the kernel: nothing was shown, so nothing passed. UNCHECKED (exit 3), but for
     // the huge family alone on the cpu backend, which leaves it out by design (skipped, exit 0).
     if (report.correctness.cases == 0 && report.outcome == Outcome::passed &&
-        options.resume_at == 0) {
+        options.worker.resume_at == 0) {
       const bool huge_on_cpu =
           !traits.huge && gen.families.size() == 1 && gen.families[0] == "huge";
       report.outcome = huge_on_cpu ? Outcome::skipped : Outcome::unchecked;

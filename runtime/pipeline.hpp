@@ -11,6 +11,7 @@
 #include "core/config.hpp"
 #include "core/report.hpp"
 #include "gates/props/generators.hpp"
+#include "plan/worker_task.hpp"
 #include "runtime/kernel.hpp"
 #include "runtime/runner.hpp"
 
@@ -69,20 +70,9 @@ struct CheckOptions {
   /// When non-empty: the cases timed instead of speed_cases(). Those with calls > 0 make the
   /// call-weighted workload view (KernelReport::workload_speedup_vs_eager / _vs_baseline).
   std::vector<WeightedCase> timed_cases;
-  /// A fresh worker going on after a fault: the first `resume_at` cases of the kernel's case list
-  /// are skipped (they ran in the workers before).
-  int64_t resume_at = 0;
-  /// The workers before this one failed the kernel (a fault of its own): this one judges its cases
-  /// only. After the reference's faults alone it goes on to the behaviour checks and the timing.
-  bool resumed_after_failure = false;
-  /// Index of a case whose reference faulted on its layout in the worker before: its references
-  /// run on contiguous copies from the start (-1: none).
-  int64_t reference_copies_at = -1;
-  /// Speed comparisons in the whole run (their p-values are Holm-corrected together); sizes the
-  /// fewest blocks a comparison runs (speed::min_blocks_to_decide). 0: this kernel's own.
-  int64_t run_comparisons = 0;
-  /// This process is a worker of `kgate check`: a fault's unrun cases are the parent's to run.
-  bool in_worker = false;
+  /// What kgate check's parent told this worker (--in-worker, --resume-at, ...): where it goes on
+  /// after a fault, and the speed comparisons of the whole run. Defaults: not a worker.
+  plan::WorkerTask worker;
   /// Called before each correctness case runs (result null) and after it (its result), with its
   /// index in the kernel's case list and the list's length, and once with index == total when the
   /// list is done. A worker records them, so that its parent knows which case a crash or hang hit
