@@ -1,6 +1,8 @@
 # `cmake --install`: the kgate command, its package compiler, and what a project of its own needs to
 # make its kernels test targets with find_package(kgate CONFIG REQUIRED):
 #   bin/kgate                          the command (with kgate's own example kernels)
+#   bin/kgate-pr                       a project's change against its base, in one command
+#                                      (ci/kgate-pr.sh)
 #   libexec/kgate/kgate-nvrtc-worker   the sandboxed package compiler it runs
 #   libexec/kgate/kgate_gpu_or_skip    the launcher of GPU tests (SKIPPED unstarted without a GPU)
 #   libexec/kgate/kgate-package-source writes the unit that compiles a package into a build
@@ -38,6 +40,7 @@ foreach(lib IN LISTS _kgate_libraries)
   endif()
 endforeach()
 install(TARGETS kgate EXPORT kgateTargets RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(PROGRAMS ${PROJECT_SOURCE_DIR}/ci/kgate-pr.sh DESTINATION ${CMAKE_INSTALL_BINDIR} RENAME kgate-pr)
 install(TARGETS kgate-nvrtc-worker EXPORT kgateTargets RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/kgate)
 install(TARGETS kgate_gpu_or_skip EXPORT kgateTargets RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/kgate)
 install(TARGETS kgate-package-source EXPORT kgateTargets RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/kgate)
