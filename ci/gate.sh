@@ -9,13 +9,16 @@
 # quick repetitions) and its JSON is kept in report.json; it decides nothing.
 # KGATE_GOOGLE_BENCHMARK=0 leaves that out.
 #
-# --against REF (a pull request's base: a branch, tag or commit): REF is checked out in a worktree
-# (.kgate-base, or KGATE_BASE_DIR), built with the same dependencies and ccache (CCACHE_BASEDIR is
-# the repository and CCACHE_NOHASHDIR is set, so the other directory still hits; the hit rate is
-# printed), and `kgate check`
-# pairs every kernel with its version there (--baseline-build). When REF cannot be fetched or built,
-# every kernel is gated against eager alone, report.json's meta.base.error says why (with the log's
-# tail), and the exit code is the eager-only one; --require-base makes that exit 4.
+# --against REF (a pull request's base: a branch, tag or commit): the check is ci/kgate-pr.sh's, the
+# command any project that uses kgate runs (docs/ci.md): REF is checked out in a worktree that later
+# runs reuse (.kgate-pr/base, or under KGATE_BASE_DIR), configured as this build is, built with the
+# same ccache (CCACHE_BASEDIR is the repository and CCACHE_NOHASHDIR is set, so the other directory
+# still hits; the hits are printed), and `kgate check` pairs every kernel with its version there
+# (--baseline-build). When REF cannot be fetched or built, every kernel is gated against eager
+# alone, report.json's meta.base.error says why, and the exit code is the eager-only one;
+# --require-base makes that exit 4. --against-event: the base of the GitHub event that runs the job
+# (GITHUB_EVENT_NAME, GITHUB_EVENT_PATH; kgate-pr says which: a pull request's base, a push's
+# previous head, a new branch's merge base with the default branch).
 set -euo pipefail
 here=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)  # (through symlinks)
 # Each step's wall time is printed at the end ("==> ci/gate.sh: took ...").
@@ -23,15 +26,20 @@ steps=()
 mark() { steps+=("$1 ${SECONDS}s"); SECONDS=0; }
 SECONDS=0
 against=""
+against_event=0
 pass=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --against) against=${2:?ci/gate.sh: --against needs a ref}; shift 2 ;;
     --against=*) against=${1#--against=}; shift ;;
+    --against-event) against_event=1; shift ;;
     *) pass+=("$1"); shift ;;
   esac
 done
 set -- ${pass[@]+"${pass[@]}"}
+base_opts=()
+[ -n "$against" ] && base_opts=(--base "$against")
+[ "$against_event" = 1 ] && against=event
 "$here/ci/setup.sh"
 mark setup
 if [ -n "$against" ]; then
@@ -58,43 +66,6 @@ if [ "${KGATE_GOOGLE_BENCHMARK:-1}" != 0 ]; then
   done
   mark google-benchmark
 fi
-base_args=()
-if [ -n "$against" ]; then
-  base_src=${KGATE_BASE_DIR:-$here/.kgate-base}
-  base_log=$out/base-build.log
-  mkdir -p "$out"
-  : > "$base_log"
-  export KGATE_BASE_REF=$against
-  base_error=""
-  sha=$(git -C "$here" rev-parse --verify --quiet "$against^{commit}" || true)
-  if [ -z "$sha" ]; then
-    git -C "$here" fetch --quiet --depth=1 origin "$against" >> "$base_log" 2>&1 || true
-    sha=$(git -C "$here" rev-parse --verify --quiet FETCH_HEAD^{commit} || true)
-  fi
-  if [ -z "$sha" ]; then
-    base_error="ref '$against' could not be found or fetched"
-  else
-    export KGATE_BASE_SHA=$sha
-    git -C "$here" worktree remove --force "$base_src" > /dev/null 2>&1 || rm -rf "$base_src"
-    git -C "$here" worktree prune
-    if ! git -C "$here" worktree add --detach "$base_src" "$sha" >> "$base_log" 2>&1; then
-      base_error="could not check out $against ($sha) in $base_src"
-    else
-      [ -f "$here/.deps-prefix" ] && cp "$here/.deps-prefix" "$base_src/"
-      command -v ccache > /dev/null 2>&1 && ccache -z > /dev/null 2>&1
-      echo "==> ci/gate.sh: building the base $against ($sha) in $base_src/build (log: $base_log)"
-      if ! KGATE_BUILD_DIR="$base_src/build" KGATE_BUILD_TARGETS=kgate "$base_src/ci/build.sh" >> "$base_log" 2>&1; then
-        base_error="building $against ($sha) failed: $(tail -5 "$base_log" | tr '\n' ' ' | cut -c1-600)"
-      fi
-      if command -v ccache > /dev/null 2>&1; then
-        echo "==> ci/gate.sh: base build ccache: $(ccache -s 2>/dev/null | grep -iE 'hits|misses' | tr -s ' ' | tr '\n' ';')"
-      fi
-    fi
-  fi
-  mark "base build"
-  [ -n "$base_error" ] && { export KGATE_BASE_ERROR=$base_error; echo "==> ci/gate.sh: no base: $base_error"; }
-  base_args=(--baseline-build "$base_src/build")
-fi
 backend_args=()
 if [ "${KGATE_EXPECT_GPU:-0}" = 1 ] && [[ " $* " != *" --backend "* ]]; then
   backend_args=(--backend cuda)
@@ -110,12 +81,21 @@ if [[ " $* " != *" --device"* ]] && [[ " $* " != *" --backend cpu "* ]]; then
     backend_args+=(--devices all)
   fi
 fi
-echo "==> ci/gate.sh: kgate check --out $out ${backend_args[*]} ${gb_args[*]} ${base_args[*]} $*"
 set +e
-"$build/bin/kgate" check --out "$out" ${backend_args[@]+"${backend_args[@]}"} ${gb_args[@]+"${gb_args[@]}"} \
-  ${base_args[@]+"${base_args[@]}"} "$@"
-rc=$?
+if [ -n "$against" ]; then
+  # The base and the paired check: kgate-pr, as in any project that uses kgate (it reuses this
+  # build's configuration; its log says how long the base took).
+  KGATE_BUILD_DIR=$build "$here/ci/kgate-pr.sh" --source "$here" --build "$build" \
+    --work-dir "${KGATE_BASE_DIR:-$here/.kgate-pr}" ${base_opts[@]+"${base_opts[@]}"} -- --out "$out" \
+    ${backend_args[@]+"${backend_args[@]}"} ${gb_args[@]+"${gb_args[@]}"} "$@"
+  rc=$?
+  mark "base and kgate check"
+else
+  echo "==> ci/gate.sh: kgate check --out $out ${backend_args[*]} ${gb_args[*]} $*"
+  "$build/bin/kgate" check --out "$out" ${backend_args[@]+"${backend_args[@]}"} ${gb_args[@]+"${gb_args[@]}"} "$@"
+  rc=$?
+  mark "kgate check"
+fi
 set -e
-mark "kgate check"
 echo "==> ci/gate.sh: kgate exited $rc (reports in $out); took: $(IFS=,; echo "${steps[*]}" | sed 's/,/, /g')"
 exit $rc

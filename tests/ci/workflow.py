@@ -82,12 +82,12 @@ if "compute_cap" not in gpu_runs or "KGATE_CUDA_ARCHS" not in gpu_runs:
 gate = [s for s in gpu.get("steps", []) if "ci/gate.sh" in s.get("run", "")]
 if not gate or (gate[0].get("env") or {}).get("KGATE_EXPECT_GPU") != "1" or (gate[0].get("env") or {}).get("KGATE_REQUIRE_SANDBOX") != "1":
     problem("gpu: the gate step must set KGATE_EXPECT_GPU=1 and KGATE_REQUIRE_SANDBOX=1")
-# Pairing with the base: a pull request against its merge commit's first parent (fetch-depth 2), a
-# push against github.event.before.
+# Pairing with the base of the event (ci/kgate-pr.sh: a pull request against its merge commit's first
+# parent (fetch-depth 2), a push against github.event.before, a new branch against its merge base).
 if gate:
     run = gate[0].get("run", "")
-    if "--against" not in run or "HEAD^1" not in run or "BEFORE" not in run:
-        problem("gpu: the gate step must pass --against (HEAD^1 for a pull request, github.event.before for a push)")
+    if "--against-event" not in run:
+        problem("gpu: the gate step must pass --against-event (the event's base, found by ci/kgate-pr.sh)")
     checkout = [s for s in gpu.get("steps", []) if str(s.get("uses", "")).startswith("actions/checkout")]
     if not checkout or (checkout[0].get("with") or {}).get("fetch-depth") != 2:
         problem("gpu: the checkout must fetch 2 commits (fetch-depth: 2) for the merge commit's first parent")
@@ -101,6 +101,32 @@ if "ci/package.sh" not in test_sh or "--test" not in test_sh:
     problem("ci/test.sh must build the Debian package (ci/package.sh) and test it (ci/package.sh --test)")
 if "github.event.pull_request.head.repo.full_name == github.repository" not in str(gpu.get("if", "")):
     problem("gpu: self-hosted GPU runners must not run pull requests from forks")
+
+# The kgate-pr action: composite; its inputs reach the scripts as environment variables, never spliced
+# into a run: script; the scripts it runs exist and are valid bash.
+action_dir = os.path.join(src, ".github", "actions", "kgate-pr")
+action = yaml.safe_load(open(os.path.join(action_dir, "action.yml"), encoding="utf-8"))
+if (action.get("runs") or {}).get("using") != "composite":
+    problem("actions/kgate-pr: runs.using must be composite")
+for i, s in enumerate((action.get("runs") or {}).get("steps") or []):
+    if "${{" in s.get("run", ""):
+        problem(f"actions/kgate-pr: step {i}: an expression in run: (pass inputs through env:)")
+    for script in re.findall(r'\$GITHUB_ACTION_PATH/([\w.-]+)', s.get("run", "")):
+        f = os.path.join(action_dir, script)
+        if not os.path.isfile(f):
+            problem(f"actions/kgate-pr: step {i} runs {script}, which does not exist")
+        elif subprocess.run(["bash", "-n", f], capture_output=True).returncode != 0:
+            problem(f"actions/kgate-pr: {script} is not valid bash")
+for name in ("kgate-version", "kgate-prefix", "base", "args", "require-base"):
+    if name not in (action.get("inputs") or {}):
+        problem(f"actions/kgate-pr: no input {name}")
+# The release: the Debian package attached to a v* tag's release, the only place with contents: write.
+rel = yaml.safe_load(open(os.path.join(src, ".github", "workflows", "release.yml"), encoding="utf-8"))
+rel_text = open(os.path.join(src, ".github", "workflows", "release.yml"), encoding="utf-8").read()
+if "ci/package.sh" not in rel_text or "gh release" not in rel_text or "kgate_" not in rel_text:
+    problem("release.yml: must build the Debian package (ci/package.sh) and attach it with gh release")
+if (rel.get("permissions") or {}) != {"contents": "write"}:
+    problem(f"release.yml: permissions must be contents: write alone, found {rel.get('permissions')}")
 
 for p in problems:
     print("FAIL:", p)
