@@ -2,7 +2,7 @@
 # Every GPU measurement in one command, for a GPU runner or a release check:
 #   ci/gpu-report.sh OUT_DIR [stage...]
 # Stages (default: build test gate mutants packages): build, test, gate, mutants, packages,
-# sweep, sandbox, precompiled, allpkgs, lowprec, isolation, throughput, opfiles, newops, moreops, subdir, consumer, torchops, calibrate,
+# sweep, sandbox, precompiled, allpkgs, lowprec, isolation, throughput, opfiles, newops, moreops, subdir, consumer, pr, torchops, calibrate,
 # huge, sanitize, power, ncu. Logs and reports go under OUT_DIR; a short summary is printed last.
 set -uo pipefail
 here=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)  # (through symlinks)
@@ -127,6 +127,13 @@ if has consumer; then
   note "consumer project (ci/consumer.sh): exit $?; $(grep -E 'install tree|consumer configure|tests passed' "$out/consumer.log" | tr '\n' ' ')"
   grep -E '\(Failed\)|\(Timeout\)|Skipped' "$out/consumer.log" | head -20
   cp -r "$build/consumer/Testing" "$out/consumer-Testing" 2>/dev/null
+fi
+if has pr; then
+  # kgate-pr as a consumer's GPU job runs it (ci/pr-gpu.sh): examples/consumer's heads (a README
+  # change, l2_normalize_rows slowed by spin cycles) against their base, and a push of three commits.
+  KGATE_BUILD_DIR=$build bash "$here/ci/pr-gpu.sh" "$out/pr" > "$out/pr.log" 2>&1
+  note "kgate-pr on the GPU (ci/pr-gpu.sh): exit $?"
+  grep -vE '^\[|^==>' "$out/pr.log" | tail -40
 fi
 if has torchops; then
   # PyTorch custom ops as candidates: tests/torch_op's library (a CUDA fused_add_rms_norm that writes

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# kgate-pr on a GPU machine, as a consumer project's GPU job runs it: examples/consumer (its cuda and
+# cpu kernels) as a git repository of its own under OUT_DIR, kgate installed from KGATE_BUILD_DIR
+# (default <repo>/build), one workspace (a depth-2 clone of a local origin) reused by every run.
+#   ci/pr-gpu.sh OUT_DIR
+# Heads, each one commit on the base, checked out and gated with `kgate-pr --base BASE`:
+#   docs     a README change: every kernel UNCHANGED, not timed (exit 0)
+#   spinS    l2_normalize_rows holds each block S more SM cycles before its last loop
+#            (PR_GPU_SPINS, default "400 1000 2500": about 2%, 5%, 12% on the op file's speed
+#            shapes; the measured ratio against the base is printed, so the values can be tuned)
+# and a push of three commits (the docs head's before = the base's parent's parent: fetched).
+# Prints, per run: kgate-pr's exit code, the head and base build times and ccache hits, per
+# kernel the base status, the decision and Hodges-Lehmann ratio against the base and against eager.
+# PR_GPU_ARGS: more kgate check arguments (default "--delta 0.02"); KGATE_CUDA_ARCHS (90).
+set -euo pipefail
+here=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
+out=${1:?usage: ci/pr-gpu.sh OUT_DIR}
+build=${KGATE_BUILD_DIR:-$here/build}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+rm -rf "$out/prefix" "$out/origin.git" "$out/seed" "$out/ws" "$out"/run-*
+cmake --install "$build" --prefix "$out/prefix" > "$out/install.log"
+kpr="$out/prefix/bin/kgate-pr"
+export GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@example.com GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@example.com
+git init -q --bare -b main "$out/origin.git"
+cp -r "$here/examples/consumer" "$out/seed"
+g() { git -C "$out/seed" "$@"; }
+g init -q -b main
+g add -A && g commit -qm "the consumer project"
+echo "A line." >> "$out/seed/README.md" && g commit -qam "docs 1"
+echo "A line." >> "$out/seed/README.md" && g commit -qam "docs 2"
+base=$(g rev-parse HEAD)
+heads=()
+echo "More." >> "$out/seed/README.md" && g commit -qam "docs" && g branch docs && heads+=(docs)
+for s in ${PR_GPU_SPINS:-400 1000 2500}; do
+  g checkout -q -b "spin$s" "$base"
+  sed -i "s|^  const float root = sqrtf(total);|  for (const long long t0 = clock64(); clock64() - t0 < $s;) {}\n&|" \
+    "$out/seed/package/l2_normalize_rows.cuh"
+  grep -q "clock64() - t0 < $s" "$out/seed/package/l2_normalize_rows.cuh" || { echo "ci/pr-gpu.sh: the spin was not inserted" >&2; exit 1; }
+  g commit -qam "spin $s"
+  heads+=("spin$s")
+done
+g checkout -q main
+g push -q "$out/origin.git" main "${heads[@]}"
+git clone -q --depth=2 --branch main "file://$out/origin.git" "$out/ws"
+
+summary() {  # RUN_DIR
+  python3 - "$1/report.json" << 'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+b = r["meta"].get("base", {})
+print(f"    base {b.get('sha', '')[:12]} error '{b.get('error', '')}' warnings {b.get('warnings', [])}")
+for k in r["kernels"]:
+    parts = []
+    for s in k.get("speed", []):
+        ratio = s.get("ratio")
+        parts.append(f"{s.get('baseline', '?')}: {s.get('decision')} x{ratio:.4f}" if ratio else
+                     f"{s.get('baseline', '?')}: {s.get('decision')}")
+    print(f"    {k['name']}: base {k.get('base', {}).get('status')}; " + "; ".join(parts))
+EOF
+}
+run() {  # NAME BRANCH [kgate-pr options]
+  local name=$1 branch=$2 rc
+  shift 2
+  git -C "$out/ws" fetch -q --no-tags --depth=2 origin "+refs/heads/$branch:refs/remotes/origin/$branch"
+  git -C "$out/ws" checkout -q --force --detach "refs/remotes/origin/$branch"
+  set +e
+  (cd "$out/ws" && "$kpr" -DCMAKE_CUDA_ARCHITECTURES="${KGATE_CUDA_ARCHS:-90}" "$@" -- \
+    --backend cuda ${PR_GPU_ARGS:---delta 0.02} --out "$out/run-$name") > "$out/run-$name.log" 2>&1
+  rc=$?
+  set -e
+  echo "$name: exit $rc; $(grep -o 'head built in .*' "$out/run-$name.log" | head -1); $(grep -o 'base built in .*' "$out/run-$name.log" | head -1)"
+  [ -f "$out/run-$name/report.json" ] && summary "$out/run-$name" || tail -20 "$out/run-$name.log"
+}
+for h in "${heads[@]}"; do run "$h" "$h" --base "$base"; done
+# A push of three commits onto the base's grandparent: before is not in the depth-2 clone.
+echo "{\"before\": \"$(g rev-parse "$base~2")\", \"ref\": \"refs/heads/docs\"}" > "$out/push3.json"
+GITHUB_EVENT_NAME=push GITHUB_EVENT_PATH="$out/push3.json" run push3 docs
