@@ -75,7 +75,7 @@ cmake_prefix_path() {
   local torch=""
   torch=$(sed -n 's/^ *set(Torch_DIR "\(.*\)")$/\1/p' "$prefix/lib/cmake/kgate/kgateConfig.cmake" 2>/dev/null | head -1)
   if [ -n "$torch" ] && [ -f "$torch/TorchConfig.cmake" ]; then
-    torch=$(cd "$torch/../.." && pwd)  # <prefix>/share/cmake/Torch -> <prefix>/share/cmake
+    torch=$(cd "$torch/.." && pwd)  # <prefix>/share/cmake/Torch -> <prefix>/share/cmake
   else
     torch=$(python3 -c 'import importlib.util as u, os
 print(os.path.join(os.path.dirname(u.find_spec("torch").origin), "share", "cmake"))' 2>/dev/null) || torch=""

@@ -23,7 +23,8 @@ cmake --install "$build" --prefix "$out/prefix" > "$out/install.log" 2>&1 || { c
 kpr="$out/prefix/bin/kgate-pr"
 [ -x "$kpr" ] || fail "cmake --install put no executable bin/kgate-pr in the prefix"
 prefix_path=$("$kpr" --cmake-prefix-path) || fail "kgate-pr --cmake-prefix-path"
-[[ "$prefix_path" == "$out/prefix;"* ]] || fail "kgate-pr --cmake-prefix-path printed '$prefix_path'"
+[[ "$prefix_path" == "$out/prefix;"* ]] && [ -f "${prefix_path#*;}/Torch/TorchConfig.cmake" ] ||
+  fail "kgate-pr --cmake-prefix-path printed '$prefix_path', not the prefix and torch's CMake directory"
 
 export GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@example.com GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@example.com
 export GIT_CONFIG_GLOBAL=/dev/null GIT_TERMINAL_PROMPT=0 CUDA_VISIBLE_DEVICES= KGATE_JOBS=2
