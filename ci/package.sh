@@ -5,6 +5,7 @@
 #   /opt/kgate/                 cmake --install of the build, stripped: bin/kgate, libexec/kgate/
 #                               (the package compiler), lib/ (libraries, lib/cmake/kgate: the CMake
 #                               package, kgate_add_kernel), include/kgate/, share/kgate/
+#   /usr/bin/kgate-pr           a link to /opt/kgate/bin/kgate-pr (a change against its base; docs/ci.md)
 #   /usr/bin/kgate              a launcher: finds the torch==2.11.0 wheel's LibTorch (and the CUDA 13
 #                               libraries of its nvidia-* wheels, where there is no toolkit) with
 #                               python3, refuses another torch version, and runs /opt/kgate/bin/kgate
@@ -30,6 +31,10 @@ if [ "${1:-}" = "--test" ]; then
   "$kgate" validate "$here/runtime/package/examples/softmax_rows" --no-reference > "$work/validate.log" 2>&1 ||
     { cat "$work/validate.log"; echo "ci/package.sh --test: kgate validate through the launcher failed" >&2; exit 1; }
   tail -1 "$work/validate.log"
+  # kgate-pr (a link in /usr/bin) names the unpacked prefix for a project's CMAKE_PREFIX_PATH.
+  pr_prefix=$("$work/root/usr/bin/kgate-pr" --cmake-prefix-path) && [[ "$pr_prefix" == "$work/root/opt/kgate;"* ]] ||
+    { echo "ci/package.sh --test: kgate-pr --cmake-prefix-path printed '${pr_prefix:-}', not $work/root/opt/kgate;..." >&2; exit 1; }
+  echo "==> ci/package.sh --test: kgate-pr --cmake-prefix-path: $pr_prefix"
   # A project of its own against the unpacked package (its kernels need nvcc, as any consumer's do).
   torch_prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>/dev/null | tail -1)
   deps=""
@@ -104,6 +109,8 @@ for d in \$cuda_libs; do path="\$path:\$d"; done
 LD_LIBRARY_PATH="\$path\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}" exec "\$prefix/bin/kgate" "\$@"
 LAUNCHER
 chmod 755 "$stage/usr/bin/kgate"
+# kgate-pr on PATH: a link, so that it finds its prefix (/opt/kgate) where it lies.
+ln -s ../../opt/kgate/bin/kgate-pr "$stage/usr/bin/kgate-pr"
 
 size=$(du -sk "$stage/opt" "$stage/usr" | awk '{s += $1} END {print s}')
 sha=$(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown)
