@@ -47,7 +47,9 @@ void merge_resumed(KernelReport& into, KernelReport part) {
   a.worst_margin = std::max(a.worst_margin, b.worst_margin);
   a.seconds += b.seconds;
   // Past the cap of 10, the first few faults still: each names its CUDA error.
-  const auto is_fault = [](const CaseResult& r) { return r.rule == "fault" || r.rule == "crash"; };
+  const auto is_fault = [](const CaseResult& r) {
+    return r.rule == Reason::fault || r.rule == Reason::crash;
+  };
   auto faults_kept = std::count_if(a.failures.begin(), a.failures.end(), is_fault);
   for (auto& f : b.failures) {
     if (a.failures.size() < 10) a.failures.push_back(std::move(f));
@@ -67,8 +69,8 @@ void merge_resumed(KernelReport& into, KernelReport part) {
     if (std::find(a.warnings.begin(), a.warnings.end(), w) == a.warnings.end())
       a.warnings.push_back(std::move(w));
   // A minimal case that was shrunk (not a fault) wins; the smallest of them.
-  if (b.minimal && (!a.minimal || a.minimal->rule == "fault" ||
-                    (b.minimal->rule != "fault" &&
+  if (b.minimal && (!a.minimal || a.minimal->rule == Reason::fault ||
+                    (b.minimal->rule != Reason::fault &&
                      b.minimal->kcase.numel_hint() < a.minimal->kcase.numel_hint())))
     a.minimal = std::move(b.minimal);
   if (a.coverage.is_null()) a.coverage = std::move(b.coverage);  // the first worker's: all cases
@@ -97,11 +99,11 @@ WorkerInvocation one_case_worker(WorkerInvocation worker, const fs::path& out_di
 void shrink_fault_in_workers(KernelReport& kr, const KernelInfo& k, const WorkerInvocation& child,
                              const fs::path& worker_out, const CheckArgs& args) {
   auto& c = kr.correctness;
-  if (c.minimal && c.minimal->rule != "fault" && c.minimal->rule != "crash")
+  if (c.minimal && c.minimal->rule != Reason::fault && c.minimal->rule != Reason::crash)
     return;  // shrunk in process
   const CaseResult* fault = nullptr;
   for (const auto& f : c.failures)
-    if ((f.rule == "fault" || f.rule == "crash") &&
+    if ((f.rule == Reason::fault || f.rule == Reason::crash) &&
         (!fault || f.kcase.numel_hint() < fault->kcase.numel_hint()))
       fault = &f;
   if (!fault) return;
@@ -200,7 +202,7 @@ void sanitize_in_workers(KernelReport& kr, const KernelInfo& k, const LoadedPack
     CaseResult cr;
     cr.kcase = kc;
     cr.outcome = Outcome::failed;
-    cr.rule = tool;
+    cr.rule = parse_reason(tool, "--sanitize");
     std::string first;
     for (const auto& l : f.first) first += (first.empty() ? "" : "; ") + l;
     cr.message = "compute-sanitizer " + tool + " found " + std::to_string(f.errors) +
@@ -488,7 +490,7 @@ class WorkerDealer {
         merged->correctness.cases = progress.total;
       }
       auto& c = merged->correctness;
-      const auto result_of = [&](const std::string& id, Outcome outcome, const std::string& rule,
+      const auto result_of = [&](const std::string& id, Outcome outcome, Reason rule,
                                  const std::string& message) {
         CaseResult cr;
         cr.kcase = Case::from_id(id);
@@ -502,7 +504,7 @@ class WorkerDealer {
       std::optional<CaseResult> smallest;
       for (const auto& f : progress.finished) {
         if (f.index < resume_at) return true;
-        if (f.rule == "reference_error") ++c.reference_errors;
+        if (f.rule == Reason::reference_error) ++c.reference_errors;
         else if (f.outcome == "skipped") ++c.skipped;
         else if (f.outcome == "failed") {
           ++c.failed;
@@ -518,14 +520,15 @@ class WorkerDealer {
       merged->seconds += w.seconds;
       if (merged->message.empty()) merged->message = failure;  // the first crash or hang
       c.not_run = 0;
-      if (smallest && (!c.minimal || c.minimal->rule == "crash" || c.minimal->rule == "fault" ||
-                       smallest->kcase.numel_hint() < c.minimal->kcase.numel_hint()))
+      if (smallest &&
+          (!c.minimal || c.minimal->rule == Reason::crash || c.minimal->rule == Reason::fault ||
+           smallest->kcase.numel_hint() < c.minimal->kcase.numel_hint()))
         c.minimal = smallest;  // a wrong value on a smaller case than the crash (not shrunk: its
                                // worker died)
       if (progress.started && *progress.started >= resume_at) {
         ++c.failed;
         const CaseResult hit =
-            result_of(progress.started_id, Outcome::failed, w.hung ? "hang" : "crash",
+            result_of(progress.started_id, Outcome::failed, w.hung ? Reason::hang : Reason::crash,
                       "kernel '" + k.name + "': " + failure);
         if (c.failures.size() < 10) c.failures.push_back(hit);
         c.faulted.push_back(progress.started_id);

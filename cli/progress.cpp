@@ -24,7 +24,8 @@ std::string progress_line(size_t index, size_t total, const Case& c, const CaseR
   if (!result)
     return "start " + std::to_string(index) + " " + std::to_string(total) + " " + c.id() + "\n";
   return "end " + std::to_string(index) + " " + std::to_string(total) + " " + c.id() + " " +
-         outcome_name(result->outcome) + " " + (result->rule.empty() ? "-" : result->rule) + " " +
+         outcome_name(result->outcome) + " " +
+         (result->rule == Reason::none ? "-" : reason_name(result->rule)) + " " +
          one_line(result->message) + "\n";
 }
 
@@ -72,9 +73,11 @@ WorkerProgress read_progress(const fs::path& path) {
       p.started_id = e.id;
       p.started = e.index;
     } else if (e.kind == "end") {
-      if (!e.complete) continue;
+      // A rule the worker could not have written: the line is damaged, as an incomplete one.
+      const std::optional<Reason> rule = e.rule == "-" ? Reason::none : find_reason(e.rule);
+      if (!e.complete || !rule) continue;
       p.total = e.total;
-      p.finished.push_back({e.index, e.id, e.outcome, e.rule, e.message});
+      p.finished.push_back({e.index, e.id, e.outcome, e.message, *rule});
       p.started.reset();
     }
   }

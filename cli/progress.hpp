@@ -33,7 +33,8 @@ std::string progress_line(size_t index, size_t total, const Case& c, const CaseR
 struct WorkerProgress {
   struct Finished {
     int64_t index = 0;
-    std::string id, outcome, rule, message;
+    std::string id, outcome, message;
+    Reason rule = Reason::none;
   };
   std::vector<Finished> finished;
   std::optional<int64_t> started;  // index of a case begun and never finished

@@ -115,7 +115,7 @@ int run_replay(const ReplayArgs& args) {
   std::printf(
       "%s %s on %s\n  rule %s: observed %.6g, allowed %.6g, margin %.4f\n  max abs err vs "
       "reference %.6g, vs fp64 oracle %.6g (reference's own: %.6g)\n",
-      outcome_name(result.outcome), kernel.name.c_str(), c.id().c_str(), result.rule.c_str(),
+      outcome_name(result.outcome), kernel.name.c_str(), c.id().c_str(), reason_name(result.rule),
       result.observed, result.allowed, result.margin, result.vs_reference.max_abs,
       result.vs_oracle.max_abs, result.reference_vs_oracle_max_abs);
   if (!result.message.empty()) std::printf("  %s\n", result.message.c_str());

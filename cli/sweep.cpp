@@ -41,9 +41,9 @@ struct Target {
   CheckOptions options;
 };
 
-bool numeric_rule(const std::string& rule) {
+bool numeric_rule(Reason rule) {
   const auto& names = correctness::rule_names();
-  return std::find(names.begin(), names.end(), rule) != names.end();
+  return std::find(names.begin(), names.end(), reason_name(rule)) != names.end();
 }
 
 SweptKernel sweep_kernel(Runner& runner, const Target& t, const SweepArgs& args,
@@ -84,7 +84,7 @@ SweptKernel sweep_kernel(Runner& runner, const Target& t, const SweepArgs& args,
     sensitivity::CaseErrors e;
     e.case_id = c.id();
     e.hard_failure = r.outcome == Outcome::failed && !numeric_rule(r.rule);
-    e.hard_failure_rule = e.hard_failure ? r.rule : "";
+    e.hard_failure_rule = e.hard_failure ? reason_name(r.rule) : "";
     e.margin = r.margin;
     e.max_abs = r.vs_reference.max_abs;
     e.max_rel = r.vs_reference.max_rel;

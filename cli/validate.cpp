@@ -108,7 +108,7 @@ int reference_worker(const ValidateArgs& args, const std::string& dir) {
       runner.check_case(fallback, c, rule_for(*p->op, c.dtype, base, fallback.name));
   std::error_code ec;
   fs::remove_all(out, ec);
-  if (r.outcome == Outcome::invalid || r.rule == "reference_error" ||
+  if (r.outcome == Outcome::invalid || r.rule == Reason::reference_error ||
       r.outcome == Outcome::failed) {
     std::printf("reference: op '%s' fails on %s on the CPU (sandbox: %s): %s\n",
                 p->kernel.op.c_str(), c.id().c_str(), sandbox.c_str(), r.message.c_str());

@@ -54,7 +54,7 @@ ErrorStats stats_from(const json& j) {
 json case_result_json(const CaseResult& r) {
   return {{"case", r.kcase},
           {"outcome", outcome_name(r.outcome)},
-          {"rule", r.rule},
+          {"rule", reason_name(r.rule)},
           {"observed", number(r.observed)},
           {"allowed", number(r.allowed)},
           {"margin", number(r.margin)},
@@ -70,7 +70,7 @@ CaseResult case_result_from(const json& j) {
   CaseResult r;
   r.kcase = j.at("case").get<Case>();
   r.outcome = parse_outcome(j.at("outcome").get<std::string>());
-  r.rule = j.value("rule", std::string());
+  r.rule = parse_reason(j.value("rule", std::string()), "case " + r.kcase.id());
   r.observed = read_number(j, "observed");
   r.allowed = read_number(j, "allowed");
   r.margin = read_number(j, "margin");

@@ -20,6 +20,7 @@
 #include "core/error.hpp"
 #include "core/google_benchmark.hpp"
 #include "core/outcome.hpp"
+#include "core/reason.hpp"
 
 namespace kgate {
 
@@ -39,11 +40,11 @@ struct ErrorStats {
 struct CaseResult {
   Case kcase;
   Outcome outcome = Outcome::passed;
-  std::string rule;     ///< allclose, ulp, ref_ratio, memory, fault, ...
-  double observed = 0;  ///< the observed error under that rule
-  double allowed = 0;   ///< the allowed error under that rule
-  double margin = 0;    ///< observed / allowed (<= 1 passes)
-  std::string message;  ///< why it failed, in words
+  Reason rule = Reason::none;  ///< allclose, ulp, ref_ratio, memory, fault, ...
+  double observed = 0;         ///< the observed error under that rule
+  double allowed = 0;          ///< the allowed error under that rule
+  double margin = 0;           ///< observed / allowed (<= 1 passes)
+  std::string message;         ///< why it failed, in words
   ErrorStats vs_reference;
   ErrorStats vs_oracle;
   double reference_vs_oracle_max_abs = 0;  ///< the eager reference's own error

@@ -54,7 +54,8 @@ void write_console_table(std::ostream& os, const RunReport& report) {
       os << "  " << k.name << ": captured inputs " << inline_untrusted(r.kcase.captured) << ": "
          << outcome_name(r.outcome)
          << (r.outcome == Outcome::passed ? format_number(r.margin, " (margin %.3f)")
-                                          : " [" + r.rule + "] " + inline_untrusted(r.message, 300))
+                                          : " [" + std::string(reason_name(r.rule)) + "] " +
+                                                inline_untrusted(r.message, 300))
          << "\n";
     if (!k.baseline.empty()) {
       std::string line = "  " + k.name + " vs baseline " + k.baseline + ":";

@@ -272,7 +272,7 @@ void write_margin_bar(std::ostream& os, double margin, bool failed) {
 
 void write_case_result_block(std::ostream& os, const CaseResult& r) {
   os << "<div class=\"failure\">\n<p><b>Minimal failing case</b> <code>" << esc(r.kcase.id())
-     << "</code>, rule <code>" << esc_or_dash(r.rule) << "</code>, margin "
+     << "</code>, rule <code>" << esc_or_dash(reason_name(r.rule)) << "</code>, margin "
      << format_number_or_dash(r.margin, "%.3g") << "</p>\n";
   os << "<p class=\"msg failed\">" << esc_or_dash(r.message) << "</p>\n";
   os << "<p>repro: <code>" << esc_or_dash(r.repro) << "</code></p>\n</div>\n";
@@ -288,9 +288,10 @@ void write_failures_table(std::ostream& os, const CorrectnessReport& c) {
         "th><th>margin</th>"
         "<th>message</th><th>repro</th></tr>\n";
   for (const auto& f : c.failures)
-    os << "<tr><td><code>" << esc(f.kcase.id()) << "</code></td><td>" << esc_or_dash(f.rule)
-       << "</td><td class=\"num\">" << format_number_or_dash(f.observed)
-       << "</td><td class=\"num\">" << format_number_or_dash(f.allowed) << "</td><td class=\"num\">"
+    os << "<tr><td><code>" << esc(f.kcase.id()) << "</code></td><td>"
+       << esc_or_dash(reason_name(f.rule)) << "</td><td class=\"num\">"
+       << format_number_or_dash(f.observed) << "</td><td class=\"num\">"
+       << format_number_or_dash(f.allowed) << "</td><td class=\"num\">"
        << format_number_or_dash(f.margin) << "</td><td class=\"msg\">" << esc_or_dash(f.message)
        << "</td><td><code>" << esc_or_dash(f.repro) << "</code></td></tr>\n";
   os << "</table></div>\n";

@@ -119,7 +119,9 @@ void write_markdown(std::ostream& os, const RunReport& report) {
     for (const auto& r : k.correctness.captured)
       os << "\n**" << k.name << "**: captured inputs `" << inline_untrusted(r.kcase.captured)
          << "`: " << outcome_name(r.outcome)
-         << (r.outcome == Outcome::passed ? "" : " [" + r.rule + "] " + inline_untrusted(r.message))
+         << (r.outcome == Outcome::passed
+                 ? ""
+                 : " [" + std::string(reason_name(r.rule)) + "] " + inline_untrusted(r.message))
          << "\n";
     if (!k.baseline.empty()) {
       const SpeedComparison* worst = nullptr;

@@ -119,7 +119,7 @@ TileProbe probe_tiles(Runner& runner, const KernelInfo& kernel, const OpSignatur
     CaseResult f;
     f.kcase = *c;
     f.outcome = Outcome::failed;
-    f.rule = "fault";
+    f.rule = Reason::fault;
     f.message = "kernel '" + kernel.name + "' faulted on the case that probes its tiles: " + r.why;
     f.repro = repro_command(kernel, *c);
     p.fault = f;

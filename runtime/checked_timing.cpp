@@ -740,7 +740,7 @@ class Runner::Impl::CheckedTiming {
         std::to_string(static_cast<size_t>(last.launch) % sets) + ")";
     CaseResult& w = wrong.result;
     if (wrong.arm == 1) {
-      w.rule = "wrong_while_timed";
+      w.rule = Reason::wrong_while_timed;
       w.message = "wrong while timed: '" + kernel.name +
                   "' passed its checks, but its output in a timed launch (" + where +
                   ", inputs of case " + w.kcase.id() + ") fails: " + w.message;

@@ -284,7 +284,7 @@ bool judge_outputs(const OpSignature& op, const OpReference& ref, const Case& c,
     // A built-in reference's ATen call throws c10::Error, an op file's a ReferenceError: either
     // is the op's. (The kernel's own faults surfaced at the synchronize after its launch.)
     result.outcome = Outcome::invalid;
-    result.rule = "reference_error";
+    result.rule = Reason::reference_error;
     result.message = std::string("reference error (the op's, not the kernel's): ") + e.what();
     if (device.is_cuda() && cudaDeviceSynchronize() != cudaSuccess) {
       cudaGetLastError();

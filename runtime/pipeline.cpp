@@ -115,7 +115,7 @@ namespace {
 std::string fmt_g(double v) { return format_number(v); }
 
 void record(CorrectnessReport& c, CaseResult r, size_t keep) {
-  if (r.rule == "reference_error") {  // the op's, never the kernel's: said, not counted
+  if (r.rule == Reason::reference_error) {  // the op's, never the kernel's: said, not counted
     c.warnings.push_back("a behaviour check of case " + r.kcase.id() +
                          " was not judged: " + r.message);
     return;
@@ -380,7 +380,7 @@ class KernelCheck {
     // contiguous copies (once; a fault there is final), so it is counted there. (Only a worker's
     // parent starts a fresh one: with --no-isolate the fault is final here.)
     const bool retry_on_copies = options.worker.in_worker && runner.context_lost() &&
-                                 r.rule == "reference_error" && !copies &&
+                                 r.rule == Reason::reference_error && !copies &&
                                  c.layout != Layout::contiguous;
     if (options.on_case) options.on_case(i, cases.size(), c, &r);
     if (r.fallback) ++report.correctness.fallback;
@@ -392,21 +392,21 @@ class KernelCheck {
                                         dtype_name(c.dtype) + " " + dims);
     }
     // (Not a case whose reference ran on copies: the behaviour checks would run it on its view.)
-    if (r.rule != "reference_error" && r.outcome != Outcome::skipped && !copies)
+    if (r.rule != Reason::reference_error && r.outcome != Outcome::skipped && !copies)
       judged.push_back(c);
     if (c.values == Values::captured) report.correctness.captured.push_back(r);
     if (r.outcome == Outcome::skipped) {
       // Not run here (a huge case without the device memory for it): never a pass, and said.
       ++report.correctness.skipped;
       report.correctness.warnings.push_back("case " + c.id() + " (" + c.family + ") " + r.message);
-    } else if (r.rule == "reference_error") {
+    } else if (r.rule == Reason::reference_error) {
       // The op's reference failed: the case judges nothing, and the kernel is not blamed.
       if (!retry_on_copies && report.correctness.reference_errors++ == 0)
         first_reference_error = c.id() + ": " + r.message;
     } else if (r.outcome == Outcome::failed) {
       ++report.correctness.failed;
       // A fault is kept past the cap: it ends this worker, and its message names the CUDA error.
-      if (report.correctness.failures.size() < options.max_failures_kept || r.rule == "fault")
+      if (report.correctness.failures.size() < options.max_failures_kept || r.rule == Reason::fault)
         report.correctness.failures.push_back(r);
     } else {
       ++report.correctness.passed;
@@ -418,7 +418,7 @@ class KernelCheck {
     if (!runner.context_lost()) return true;
     // Nothing more runs in this CUDA context: stop, and leave the rest unrun (never failed). A
     // worker's parent goes on at resume_at in a fresh process.
-    const bool reference = r.rule == "reference_error";
+    const bool reference = r.rule == Reason::reference_error;
     (reference ? report.correctness.reference_faulted : report.correctness.faulted)
         .push_back(c.id());
     report.correctness.resume_at = static_cast<int64_t>(i) + (retry_on_copies ? 0 : 1);
@@ -595,9 +595,9 @@ class KernelCheck {
       if (f.kcase.numel_hint() < first->kcase.numel_hint()) first = &f;
     // A stale or determinism failure needs its behaviour check to show: shrinking it with plain
     // check_case runs would end on a passing case (an empty message, a repro that passes).
-    const bool behaviour =
-        first->rule == "stale" || first->rule == "determinism" || first->rule == "written_before";
-    if (!options.shrink || first->rule == "fault" || behaviour || runner.context_lost()) {
+    const bool behaviour = first->rule == Reason::stale || first->rule == Reason::determinism ||
+                           first->rule == Reason::written_before;
+    if (!options.shrink || first->rule == Reason::fault || behaviour || runner.context_lost()) {
       report.correctness.minimal = *first;
       return;
     }

@@ -407,7 +407,7 @@ CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c,
     // Never a failure of its own: the fault that lost the context was recorded where it happened
     // (the kernel's, or the reference's).
     result.outcome = Outcome::invalid;
-    result.rule = "not_run";
+    result.rule = Reason::not_run;
     result.message = "not run: " + impl_->lost_reason;
     return result;
   }
@@ -421,7 +421,7 @@ CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c,
   if (huge) {
     if (std::string why = huge_refusal(op, c, impl_->backend); !why.empty()) {
       result.outcome = Outcome::skipped;
-      result.rule = "huge";
+      result.rule = Reason::huge;
       result.message = why;
       return result;
     }
@@ -464,7 +464,7 @@ CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c,
     } catch (const ReferenceError& e) {
       // The fallback's reference failed: the op's problem, never the kernel's.
       result.outcome = Outcome::invalid;
-      result.rule = "reference_error";
+      result.rule = Reason::reference_error;
       result.fallback = true;
       result.message = std::string("reference error (the op's, not the kernel's): ") + e.what();
       return result;
@@ -476,7 +476,7 @@ CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c,
       impl_->lose_context_if_faulted("the CUDA context was lost after kernel '" + kernel.name +
                                      "' faulted on case " + c.id());
       result.outcome = Outcome::failed;
-      result.rule = "fault";
+      result.rule = Reason::fault;
       // The kernel's error in the user's terms: which kernel, where it comes from, the CUDA error;
       // not the kgate call that noticed it.
       result.message = impl_->backend == Backend::cuda
@@ -522,7 +522,7 @@ CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c,
       const std::string note = "fallback: outside the guard of '" + kernel.name + "' (" + refusal +
                                "); the eager reference ran instead" +
                                (impl_->fallback_note.empty() ? "" : "; " + impl_->fallback_note);
-      if (result.outcome == Outcome::passed) result.rule = "fallback";
+      if (result.outcome == Outcome::passed) result.rule = Reason::fallback;
       result.message = result.message.empty() ? note : note + "; " + result.message;
     }
     return result;
@@ -540,21 +540,21 @@ CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c,
                                "), first seen as: " + cuda::api_error_summary(e.what());
       if (kernel_done) {
         result.outcome = Outcome::invalid;
-        result.rule = "reference_error";
+        result.rule = Reason::reference_error;
         result.message =
             "reference error (the op's, not the kernel's): the reference faulted on the GPU after "
             "kernel '" +
             kernel.name + "' finished: " + what + "; the CUDA context is lost";
       } else {
         result.outcome = Outcome::failed;
-        result.rule = "fault";
+        result.rule = Reason::fault;
         result.message = "kernel '" + kernel.name + "' (" + kernel.source +
                          ") faulted on the GPU: " + what + "; the CUDA context is lost";
       }
       return result;
     }
     result.outcome = Outcome::failed;
-    result.rule = "error";
+    result.rule = Reason::error;
     result.message = dynamic_cast<const Error*>(&e)
                          ? std::string(e.what())
                          : std::string("case could not be run: ") + e.what();
@@ -636,7 +636,7 @@ CaseResult Runner::check_deterministic(const KernelInfo& kernel, const Case& c,
   if (second.outcome == Outcome::failed) return second;
   if (first.output_fingerprint != second.output_fingerprint) {
     second.outcome = Outcome::failed;
-    second.rule = "determinism";
+    second.rule = Reason::determinism;
     second.message =
         "two runs on the same input gave bitwise different outputs (a race, or an "
         "order-dependent reduction such as float atomics?)";
@@ -651,12 +651,12 @@ CaseResult Runner::check_stale(const KernelInfo& kernel, const Case& c,
   Case next = c;
   next.seed = derive_seed(c.seed, "stale", 1);
   CaseResult second = check_case(kernel, next, rule);
-  if (second.outcome != Outcome::failed || second.rule == "fault") return second;
+  if (second.outcome != Outcome::failed || second.rule == Reason::fault) return second;
   second.message = "stale output: case " + c.id() + " passed, then case " + next.id() +
                    " (same shape, other values) failed right after it (a cached or stale "
                    "result?): " +
                    second.message;
-  second.rule = "stale";
+  second.rule = Reason::stale;
   second.kcase = c;  // the pair derives from the first case
   second.repro = repro_command(kernel, c) + "  # then " + next.id();
   return second;
@@ -676,12 +676,12 @@ CaseResult Runner::check_written_before(const KernelInfo& kernel, const Case& c,
     throw;
   }
   impl_->prefill_outputs = false;
-  if (r.outcome != Outcome::failed || r.rule == "fault") return r;
+  if (r.outcome != Outcome::failed || r.rule == Reason::fault) return r;
   r.message = "written before: case " + c.id() +
               " passes into poisoned outputs but fails into outputs that held "
               "earlier values (does the kernel look at its outputs before writing them?): " +
               r.message;
-  r.rule = "written_before";
+  r.rule = Reason::written_before;
   return r;
 }
 

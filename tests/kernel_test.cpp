@@ -47,8 +47,8 @@ Runner& runner_for(Backend backend) {
   } while (0)
 
 std::string describe(const CaseResult& r) {
-  return "  case: " + r.kcase.id() + " (" + r.kcase.family + ")\n  verdict: [" + r.rule + "] " +
-         r.message + "\n  repro: " + r.repro;
+  return "  case: " + r.kcase.id() + " (" + r.kcase.family + ")\n  verdict: [" +
+         std::string(reason_name(r.rule)) + "] " + r.message + "\n  repro: " + r.repro;
 }
 
 class Family : public ::testing::TestWithParam<std::string> {};
@@ -109,7 +109,7 @@ TEST(Kernel, Memory) {
   for (const auto& c : cases) {
     const auto r = runner.check_case(kernel, c, rule_for(op, c.dtype, CheckOptions{}));
     if (!r.fallback) ++ran_kernel;
-    EXPECT_TRUE(r.rule != "fault" && r.rule != "error")
+    EXPECT_TRUE(r.rule != Reason::fault && r.rule != Reason::error)
         << "the memory properties could not be checked\n"
         << describe(r);
     EXPECT_EQ(r.vs_reference.unwritten, 0)
@@ -117,7 +117,8 @@ TEST(Kernel, Memory) {
         << describe(r);
     EXPECT_TRUE(r.guard_bands_intact) << "the kernel wrote outside its output\n" << describe(r);
     EXPECT_FALSE(r.inputs_modified) << "the kernel modified its input\n" << describe(r);
-    if (r.rule == "memory")  // a memory verdict these properties do not explain: fail, never pass
+    if (r.rule ==
+        Reason::memory)  // a memory verdict these properties do not explain: fail, never pass
       EXPECT_TRUE(r.vs_reference.unwritten > 0 || !r.guard_bands_intact || r.inputs_modified)
           << "unrecognized memory verdict\n"
           << describe(r);

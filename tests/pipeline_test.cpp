@@ -124,11 +124,11 @@ TEST(Pipeline, AKernelRightOnlyOnItsFirstCallsFailsWrongWhileTimed) {
   const auto& s = report.speed[0];
   EXPECT_EQ(s.decision, Outcome::failed);
   ASSERT_TRUE(s.wrong_while_timed.has_value()) << s.note;
-  EXPECT_EQ(s.wrong_while_timed->rule, "wrong_while_timed");
+  EXPECT_EQ(s.wrong_while_timed->rule, Reason::wrong_while_timed);
   EXPECT_NE(s.wrong_while_timed->message.find("wrong while timed"), std::string::npos)
       << s.wrong_while_timed->message;
   ASSERT_TRUE(report.correctness.minimal.has_value());
-  EXPECT_EQ(report.correctness.minimal->rule, "wrong_while_timed");
+  EXPECT_EQ(report.correctness.minimal->rule, Reason::wrong_while_timed);
   EXPECT_EQ(report.correctness.failed, 1);
   EXPECT_EQ(report.correctness.cases, o.cases + 1);
   EXPECT_FALSE(s.checked_launches.empty());
@@ -197,9 +197,9 @@ TEST(Pipeline, AKernelThatCachesByPointerFailsWhileTimed) {
   ASSERT_FALSE(report.correctness.failures.empty());
   // The checks may meet a reused address first (the stale-output check); else timing does.
   const auto& rule = report.correctness.failures.front().rule;
-  EXPECT_TRUE(rule == "wrong_while_timed" || rule == "stale")
-      << rule << ": " << report.correctness.failures.front().message;
-  std::printf("caches_by_pointer: caught by rule %s\n", rule.c_str());
+  EXPECT_TRUE(rule == Reason::wrong_while_timed || rule == Reason::stale)
+      << reason_name(rule) << ": " << report.correctness.failures.front().message;
+  std::printf("caches_by_pointer: caught by rule %s\n", reason_name(rule));
 }
 
 TEST(Pipeline, MutantFailsWithAMinimalCase) {
@@ -232,7 +232,7 @@ TEST(Pipeline, AKernelThatWritesOnlyIntoPoisonIsCaughtWrittenBefore) {
   EXPECT_EQ(report.outcome, Outcome::failed);
   ASSERT_FALSE(report.correctness.failures.empty());
   const auto& f = report.correctness.failures.front();
-  EXPECT_EQ(f.rule, "written_before");
+  EXPECT_EQ(f.rule, Reason::written_before);
   EXPECT_NE(f.message.find(
                 "passes into poisoned outputs but fails into outputs that held earlier values"),
             std::string::npos)
@@ -262,7 +262,7 @@ TEST(Pipeline, ReplayingAnIdGivesTheSameVerdict) {
   const auto a = runner.check_case(k, c, rule_for(op, c.dtype, CheckOptions{}));
   const auto b = runner.check_case(k, Case::from_id(c.id()), rule_for(op, c.dtype, CheckOptions{}));
   EXPECT_EQ(a.outcome, Outcome::failed);
-  EXPECT_EQ(a.rule, "memory");
+  EXPECT_EQ(a.rule, Reason::memory);
   EXPECT_EQ(a.vs_reference.unwritten, 3 * 5);  // 13 % 8 = 5 tail elements per row never written
   EXPECT_EQ(a.message, b.message);
 }
@@ -360,11 +360,11 @@ TEST(Pipeline, DeterminismCheckCatchesBitwiseDifferences) {
   const auto report = check_kernel(runner, nondeterministic_softmax(), o);
   EXPECT_EQ(report.outcome, Outcome::failed);
   bool found = false;
-  for (const auto& f : report.correctness.failures) found |= f.rule == "determinism";
+  for (const auto& f : report.correctness.failures) found |= f.rule == Reason::determinism;
   EXPECT_TRUE(found) << "no determinism failure recorded";
   // The minimal case is the failing behaviour check itself, not a plain (passing) rerun of it.
   ASSERT_TRUE(report.correctness.minimal.has_value());
-  EXPECT_EQ(report.correctness.minimal->rule, "determinism");
+  EXPECT_EQ(report.correctness.minimal->rule, Reason::determinism);
   EXPECT_EQ(report.correctness.minimal->outcome, Outcome::failed);
 }
 
@@ -375,7 +375,7 @@ TEST(Pipeline, StaleCheckCatchesCachedOutputs) {
   const Case c = Case::from_id("softmax:f32:B=2,N=5:contiguous:normal:0000000000000001");
   const auto r = runner.check_stale(k, c, rule_for(op, c.dtype, CheckOptions{}));
   EXPECT_EQ(r.outcome, Outcome::failed);
-  EXPECT_EQ(r.rule, "stale");
+  EXPECT_EQ(r.rule, Reason::stale);
 }
 
 }  // namespace

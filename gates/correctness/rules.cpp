@@ -47,6 +47,24 @@ const std::vector<std::string>& rule_names() {
   return names;
 }
 
+Reason rule_reason(RuleKind kind) {
+  switch (kind) {
+    case RuleKind::allclose:
+      return Reason::allclose;
+    case RuleKind::ulp:
+      return Reason::ulp;
+    case RuleKind::ref_ratio:
+      return Reason::ref_ratio;
+    case RuleKind::eager_relative:
+      return Reason::eager_relative;
+    case RuleKind::index:
+      return Reason::index;
+    case RuleKind::conditioned:
+      return Reason::conditioned;
+  }
+  return Reason::none;
+}
+
 RuleKind parse_rule(const std::string& name) {
   for (RuleKind k : {RuleKind::allclose, RuleKind::ulp, RuleKind::ref_ratio,
                      RuleKind::eager_relative, RuleKind::conditioned})
@@ -84,8 +102,8 @@ bool as_accurate_as_eager(double kernel_vs_oracle, double eager_vs_oracle, doubl
          kernel_vs_oracle <= factor * eager_vs_oracle;
 }
 
-bool elementwise_rule(const std::string& rule) {
-  return rule == rule_name(RuleKind::allclose) || rule == rule_name(RuleKind::eager_relative);
+bool elementwise_rule(Reason rule) {
+  return rule == Reason::allclose || rule == Reason::eager_relative;
 }
 
 std::string as_accurate_as_eager_fix() {
@@ -134,13 +152,17 @@ Verdict evaluate_rule(const RuleConfig& rule, const Measurement& m, DType dtype)
   if (!m.guard_bands_intact) add(kGuardBandChanged);
   if (m.inputs_modified) add(kInputModified);
   if (!memory.empty()) {
-    v = {Outcome::failed, "memory", r.unwritten > 0 ? static_cast<double>(r.unwritten) : 1.0, 0,
-         INFINITY,        memory};
+    v = {Outcome::failed,
+         Reason::memory,
+         r.unwritten > 0 ? static_cast<double>(r.unwritten) : 1.0,
+         0,
+         INFINITY,
+         memory};
     return v;
   }
   if (r.nan_mismatches > 0) {
     v = {Outcome::failed,
-         "nan_contract",
+         Reason::nan_contract,
          static_cast<double>(r.nan_mismatches),
          0,
          INFINITY,
@@ -150,7 +172,7 @@ Verdict evaluate_rule(const RuleConfig& rule, const Measurement& m, DType dtype)
   }
   switch (rule.kind) {
     case RuleKind::index: {
-      v.rule = "index";
+      v.rule = Reason::index;
       v.allowed = 0;
       std::string problems;
       auto add_problem = [&problems](const std::string& p) {
@@ -179,7 +201,7 @@ Verdict evaluate_rule(const RuleConfig& rule, const Measurement& m, DType dtype)
       // Element by element against the oracle; the runner measured the worst ratio to the
       // allowance and the elements above it. conditioned's allowance holds one more scale.
       const bool conditioned = rule.kind == RuleKind::conditioned;
-      v.rule = rule_name(rule.kind);
+      v.rule = rule_reason(rule.kind);
       v.observed = m.relative_worst;
       v.allowed = 1;
       v.margin = m.relative_worst;
@@ -205,7 +227,7 @@ Verdict evaluate_rule(const RuleConfig& rule, const Measurement& m, DType dtype)
       break;
     }
     case RuleKind::allclose: {
-      v.rule = "allclose";
+      v.rule = Reason::allclose;
       v.observed = m.allclose_worst;
       v.allowed = 1;
       v.margin = m.allclose_worst;
@@ -220,7 +242,7 @@ Verdict evaluate_rule(const RuleConfig& rule, const Measurement& m, DType dtype)
       break;
     }
     case RuleKind::ulp: {
-      v.rule = "ulp";
+      v.rule = Reason::ulp;
       v.observed = m.max_ulp;
       v.allowed = rule.max_ulp;
       v.margin = rule.max_ulp > 0 ? m.max_ulp / rule.max_ulp : (m.max_ulp > 0 ? INFINITY : 0);
@@ -232,7 +254,7 @@ Verdict evaluate_rule(const RuleConfig& rule, const Measurement& m, DType dtype)
       break;
     }
     case RuleKind::ref_ratio: {
-      v.rule = "ref_ratio";
+      v.rule = Reason::ref_ratio;
       const double floor = rule.ratio_floor > 0 ? rule.ratio_floor : 2 * dtype_eps(dtype);
       v.observed = m.vs_oracle.max_abs;
       v.allowed = rule.ratio_k * m.reference_vs_oracle_max_abs + floor;
@@ -258,7 +280,7 @@ Verdict evaluate(const RuleConfig& rule, const Measurement& m, DType dtype) {
   if (v.outcome == Outcome::failed && elementwise_rule(v.rule) && m.vs_oracle.elements > 0 &&
       as_accurate_as_eager(m.vs_oracle.max_abs, m.reference_vs_oracle_max_abs))
     v.message += as_accurate_as_eager_note(m.vs_oracle.max_abs, m.reference_vs_oracle_max_abs);
-  if (v.outcome == Outcome::failed && m.start_held > 0 && v.rule != "memory")
+  if (v.outcome == Outcome::failed && m.start_held > 0 && v.rule != Reason::memory)
     v.message = std::to_string(m.start_held) + " of " + std::to_string(m.vs_reference.elements) +
                 " output elements still hold their start value " + g(m.start_value) +
                 " where the reference holds another (never written?); " + v.message;

@@ -10,6 +10,7 @@
 
 #include "core/op_signature.hpp"
 #include "core/outcome.hpp"
+#include "core/reason.hpp"
 #include "core/report.hpp"
 
 namespace kgate::correctness {
@@ -33,6 +34,8 @@ namespace kgate::correctness {
 /// in any order passes, a sum accumulated in a narrower type or on inputs rounded to one does not.
 enum class RuleKind { allclose, ulp, ref_ratio, eager_relative, index, conditioned };
 const char* rule_name(RuleKind kind);
+/// The reason a verdict under this rule gives (Reason::allclose for RuleKind::allclose, ...).
+Reason rule_reason(RuleKind kind);
 /// The rules a user can choose (every kind but index).
 const std::vector<std::string>& rule_names();
 /// rule_names() in words: "allclose, ulp, ref_ratio, eager_relative or conditioned".
@@ -99,7 +102,7 @@ struct Measurement {
 
 struct Verdict {
   Outcome outcome = Outcome::passed;
-  std::string rule;
+  Reason rule = Reason::none;
   double observed = 0;
   double allowed = 0;
   double margin = 0;
@@ -130,7 +133,7 @@ bool as_accurate_as_eager(double kernel_vs_oracle, double eager_vs_oracle,
 /// The rules whose failure may be a tolerance too tight for the op rather than a kernel bug:
 /// allclose and eager_relative, which judge each element against eager (or a few times eager's
 /// error) without the op's conditioning.
-bool elementwise_rule(const std::string& rule);
+bool elementwise_rule(Reason rule);
 
 /// The section of docs/gates.md that a failure as accurate as eager points to (declaring an op's
 /// conditioning): "docs/gates.md#sums-of-products-the-conditioned-rule".

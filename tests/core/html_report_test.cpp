@@ -74,7 +74,7 @@ RunReport sample_report() {
   CaseResult f;
   f.kcase = Case::from_id("softmax:f32:B=1,N=33:contiguous:normal:2");
   f.outcome = Outcome::failed;
-  f.rule = "memory";
+  f.rule = Reason::memory;
   f.margin = INFINITY;
   f.message = "1 of 33 output elements were never written";
   f.repro =

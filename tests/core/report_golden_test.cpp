@@ -52,8 +52,7 @@ SpeedComparison comparison(const std::string& baseline, Outcome decision, double
   return s;
 }
 
-CaseResult failure(const std::string& id, const std::string& rule, double margin,
-                   const std::string& message) {
+CaseResult failure(const std::string& id, Reason rule, double margin, const std::string& message) {
   CaseResult f;
   f.kcase = Case::from_id(id);
   f.outcome = Outcome::failed;
@@ -105,10 +104,10 @@ RunReport fixed_report() {
   failed.correctness.failed = 24;
   failed.correctness.worst_margin = INFINITY;
   failed.correctness.failures.push_back(
-      failure("softmax:f32:B=1,N=33:contiguous:normal:0000000000000002", "memory", INFINITY,
+      failure("softmax:f32:B=1,N=33:contiguous:normal:0000000000000002", Reason::memory, INFINITY,
               "1 of 33 output elements were never written\nsecond line"));
   failed.correctness.failures.push_back(
-      failure("softmax:bf16:B=3,N=257:padded:normal:0000000000000003", "eager_relative", 2.0,
+      failure("softmax:bf16:B=3,N=257:padded:normal:0000000000000003", Reason::eager_relative, 2.0,
               "3 of 771 elements <off> & \"quoted\""));
   failed.correctness.minimal = failed.correctness.failures.front();
   failed.correctness.faulted = {"softmax:f32:B=9,N=5:contiguous:normal:0000000000000004"};

@@ -52,7 +52,7 @@ RunReport sample_report() {
   CaseResult f;
   f.kcase = Case::from_id("softmax:f32:B=1,N=33:contiguous:normal:2");
   f.outcome = Outcome::failed;
-  f.rule = "memory";
+  f.rule = Reason::memory;
   f.margin = INFINITY;
   f.message = "1 of 33 output elements were never written\nsecond line";
   f.repro =
@@ -76,6 +76,37 @@ TEST(Report, JsonHasSchemaAndRoundTrips) {
   EXPECT_EQ(back.kernels[1].correctness.minimal->kcase, r.kernels[1].correctness.minimal->kcase);
   EXPECT_TRUE(std::isinf(back.kernels[1].correctness.minimal->margin));
   EXPECT_EQ(to_json(back), j);
+}
+
+// Every reason has one name and reads back as itself; "" is none. The names are the report's
+// `rule` strings: a change to one changes every report (and the goldens say so).
+TEST(Report, EveryReasonRoundTripsThroughItsName) {
+  std::set<std::string> names;
+  for (int i = 0; i <= static_cast<int>(Reason::initcheck); ++i) {
+    const auto reason = static_cast<Reason>(i);
+    const std::string name = reason_name(reason);
+    EXPECT_NE(name, "?") << i;
+    EXPECT_TRUE(names.insert(name).second) << "two reasons named '" << name << "'";
+    ASSERT_TRUE(find_reason(name).has_value()) << name;
+    EXPECT_EQ(*find_reason(name), reason) << name;
+  }
+  EXPECT_EQ(reason_name(Reason::none), std::string());
+  EXPECT_EQ(std::string(reason_name(Reason::reference_error)), "reference_error");
+  EXPECT_FALSE(find_reason("close").has_value());
+}
+
+TEST(Report, AReportWithAnUnknownRuleIsRejectedNamingIt) {
+  auto j = to_json(sample_report());
+  j["kernels"][1]["correctness"]["minimal"]["rule"] = "close";
+  try {
+    report_from_json(j);
+    FAIL() << "an unknown rule was read";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("unknown rule 'close'"), std::string::npos) << what;
+    EXPECT_NE(what.find("allclose, ulp"), std::string::npos) << what;
+    EXPECT_NE(what.find("softmax:f32:B=1,N=33"), std::string::npos) << what;
+  }
 }
 
 TEST(Report, RejectsOtherSchemas) {
@@ -232,7 +263,7 @@ TEST(Report, CheckedTimingSurvivesTheRoundTripAndFailsTheJunitCase) {
   CaseResult w;
   w.kcase = s.kcase;
   w.outcome = Outcome::failed;
-  w.rule = "wrong_while_timed";
+  w.rule = Reason::wrong_while_timed;
   w.message =
       "wrong while timed: 'softmax_block' passed its checks, but its output in a timed launch "
       "fails";
@@ -246,7 +277,7 @@ TEST(Report, CheckedTimingSurvivesTheRoundTripAndFailsTheJunitCase) {
   EXPECT_EQ(b.checked_launches[2].arm, 0);
   EXPECT_EQ(b.checked_launches[2].launch, 9);
   ASSERT_TRUE(b.wrong_while_timed.has_value());
-  EXPECT_EQ(b.wrong_while_timed->rule, "wrong_while_timed");
+  EXPECT_EQ(b.wrong_while_timed->rule, Reason::wrong_while_timed);
   EXPECT_EQ(to_json(back), to_json(r));
   std::ostringstream os;
   write_junit(os, back);

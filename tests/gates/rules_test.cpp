@@ -31,7 +31,7 @@ TEST(Rules, AllcloseUsesTheWorstRatio) {
   m.vs_reference.mismatches = 2;
   v = evaluate(rule, m, DType::f32);
   EXPECT_EQ(v.outcome, Outcome::failed);
-  EXPECT_EQ(v.rule, "allclose");
+  EXPECT_EQ(v.rule, Reason::allclose);
   EXPECT_NE(v.message.find("2 of 100 elements outside atol=1e-05 rtol=1.3e-06"), std::string::npos);
 }
 
@@ -48,7 +48,7 @@ TEST(Rules, AStartValueHeldIsNamedOnlyWhenTheCaseFails) {
   m.vs_reference.mismatches = 7;
   v = evaluate(rule, m, DType::f32);
   EXPECT_EQ(v.outcome, Outcome::failed);
-  EXPECT_EQ(v.rule, "allclose");
+  EXPECT_EQ(v.rule, Reason::allclose);
   EXPECT_EQ(v.message.rfind("7 of 100 output elements still hold their start value 0 where the "
                             "reference holds another",
                             0),
@@ -131,7 +131,7 @@ TEST(Rules, MemoryChecksFailUnderAnyRule) {
     rule.kind = kind;
     auto m = clean();
     m.vs_reference.unwritten = 3;
-    EXPECT_EQ(evaluate(rule, m, DType::f32).rule, "memory");
+    EXPECT_EQ(evaluate(rule, m, DType::f32).rule, Reason::memory);
     m = clean();
     m.guard_bands_intact = false;
     EXPECT_EQ(evaluate(rule, m, DType::f32).outcome, Outcome::failed);
@@ -140,7 +140,7 @@ TEST(Rules, MemoryChecksFailUnderAnyRule) {
     EXPECT_NE(evaluate(rule, m, DType::f32).message.find("modified its input"), std::string::npos);
     m = clean();
     m.vs_reference.nan_mismatches = 1;
-    EXPECT_EQ(evaluate(rule, m, DType::f32).rule, "nan_contract");
+    EXPECT_EQ(evaluate(rule, m, DType::f32).rule, Reason::nan_contract);
   }
 }
 
@@ -151,7 +151,7 @@ TEST(Rules, AMemoryVerdictNamesEveryProblem) {
   m.guard_bands_intact = false;
   m.inputs_modified = true;
   const auto v = evaluate(rule, m, DType::f32);
-  EXPECT_EQ(v.rule, "memory");
+  EXPECT_EQ(v.rule, Reason::memory);
   EXPECT_EQ(v.observed, 2);
   EXPECT_EQ(v.message.find("2 of "), 0u) << v.message;  // unwritten first, as before
   EXPECT_NE(v.message.find(kGuardBandChanged), std::string::npos) << v.message;
@@ -176,7 +176,7 @@ TEST(Rules, EagerRelativeIsElementwise) {
   m.relative_mismatches = 3;
   v = evaluate(rule, m, DType::f16);
   EXPECT_EQ(v.outcome, Outcome::failed);
-  EXPECT_EQ(v.rule, "eager_relative");
+  EXPECT_EQ(v.rule, Reason::eager_relative);
   EXPECT_NE(
       v.message.find(
           "3 of 100 elements are further from the fp64 oracle than 4 x max(eager's own error"),
@@ -232,7 +232,7 @@ TEST(Rules, ConditionedCountsTheTermsOfEachCase) {
   m.relative_mismatches = 7;
   const auto v = evaluate(scaled, m, DType::f32);
   EXPECT_EQ(v.outcome, Outcome::failed);
-  EXPECT_EQ(v.rule, "conditioned");
+  EXPECT_EQ(v.rule, Reason::conditioned);
   EXPECT_DOUBLE_EQ(v.margin, 6);
   EXPECT_NE(
       v.message.find(
@@ -258,14 +258,14 @@ TEST(Rules, IndexRuleNamesEachProblem) {
   m.index_mismatches = 3;
   const auto v = evaluate(rule, m, DType::i64);
   EXPECT_EQ(v.outcome, Outcome::failed);
-  EXPECT_EQ(v.rule, "index");
+  EXPECT_EQ(v.rule, Reason::index);
   EXPECT_NE(v.message.find("1 of 100 indices outside [0, 50)"), std::string::npos) << v.message;
   EXPECT_NE(v.message.find("2 rows hold an index twice"), std::string::npos) << v.message;
   EXPECT_NE(v.message.find("3 of 100 indices select a value other than the reference's"),
             std::string::npos);
   m = clean();
   m.vs_reference.unwritten = 4;  // the memory checks come first
-  EXPECT_EQ(evaluate(rule, m, DType::i64).rule, "memory");
+  EXPECT_EQ(evaluate(rule, m, DType::i64).rule, Reason::memory);
 }
 
 TEST(Rules, ToleranceScalesWithASymbol) {
@@ -313,11 +313,11 @@ TEST(AsAccurateAsEager, NeverWhereEagerIsExactOrAnErrorIsNotFinite) {
 }
 
 TEST(AsAccurateAsEager, OnlyElementwiseRulesAreTolerances) {
-  EXPECT_TRUE(elementwise_rule("allclose"));
-  EXPECT_TRUE(elementwise_rule("eager_relative"));
-  for (const char* r :
-       {"conditioned", "ref_ratio", "ulp", "index", "memory", "nan_contract", "fault", ""})
-    EXPECT_FALSE(elementwise_rule(r)) << r;
+  EXPECT_TRUE(elementwise_rule(Reason::allclose));
+  EXPECT_TRUE(elementwise_rule(Reason::eager_relative));
+  for (Reason r : {Reason::conditioned, Reason::ref_ratio, Reason::ulp, Reason::index,
+                   Reason::memory, Reason::nan_contract, Reason::fault, Reason::none})
+    EXPECT_FALSE(elementwise_rule(r)) << reason_name(r);
 }
 
 // A measurement whose kernel fails `rule` with these errors against the oracle (the runner's).
@@ -343,7 +343,7 @@ TEST(AsAccurateAsEager, TheFailureMessageSaysSoAndNamesTheFix) {
     rule.tolerance = {1e-5, 1.3e-6};
     const auto v = evaluate(rule, failing(kind, 1.15e-4, 1.15e-4), DType::f32);
     EXPECT_EQ(v.outcome, Outcome::failed);  // the verdict stands
-    EXPECT_EQ(v.rule, rule_name(kind));
+    EXPECT_EQ(v.rule, rule_reason(kind));
     EXPECT_NE(v.message.find("5 of 100 elements"), std::string::npos)
         << v.message;  // the rule's own first
     EXPECT_NE(
@@ -411,8 +411,7 @@ TEST(AsAccurateAsEager, ACaseOfSeveralOutputsNotesTheFailingOnesErrors) {
 }
 
 // A report's case (CaseResult) that failed a tolerance while as accurate as eager.
-CaseResult failed_case(const std::string& rule, double kernel_vs_oracle, double eager_vs_oracle,
-                       int64_t n) {
+CaseResult failed_case(Reason rule, double kernel_vs_oracle, double eager_vs_oracle, int64_t n) {
   CaseResult r;
   r.kcase.op = "matmul";
   r.kcase.dtype = DType::f32;
@@ -426,15 +425,15 @@ CaseResult failed_case(const std::string& rule, double kernel_vs_oracle, double 
 }
 
 TEST(AsAccurateAsEager, AReportsFailedCase) {
-  EXPECT_TRUE(failed_as_accurate_as_eager(failed_case("allclose", 1e-4, 1e-4, 4)));
-  EXPECT_TRUE(failed_as_accurate_as_eager(failed_case("eager_relative", 1e-4, 1e-4, 4)));
-  EXPECT_FALSE(failed_as_accurate_as_eager(failed_case("allclose", 1e-3, 1e-4, 4)));
-  EXPECT_FALSE(failed_as_accurate_as_eager(failed_case("conditioned", 1e-4, 1e-4, 4)));
-  EXPECT_FALSE(failed_as_accurate_as_eager(failed_case("memory", 1e-4, 1e-4, 4)));
-  auto r = failed_case("allclose", 1e-4, 1e-4, 4);
+  EXPECT_TRUE(failed_as_accurate_as_eager(failed_case(Reason::allclose, 1e-4, 1e-4, 4)));
+  EXPECT_TRUE(failed_as_accurate_as_eager(failed_case(Reason::eager_relative, 1e-4, 1e-4, 4)));
+  EXPECT_FALSE(failed_as_accurate_as_eager(failed_case(Reason::allclose, 1e-3, 1e-4, 4)));
+  EXPECT_FALSE(failed_as_accurate_as_eager(failed_case(Reason::conditioned, 1e-4, 1e-4, 4)));
+  EXPECT_FALSE(failed_as_accurate_as_eager(failed_case(Reason::memory, 1e-4, 1e-4, 4)));
+  auto r = failed_case(Reason::allclose, 1e-4, 1e-4, 4);
   r.outcome = Outcome::passed;
   EXPECT_FALSE(failed_as_accurate_as_eager(r));
-  r = failed_case("allclose", 1e-4, 1e-4, 4);
+  r = failed_case(Reason::allclose, 1e-4, 1e-4, 4);
   r.vs_oracle.elements = 0;  // not measured
   EXPECT_FALSE(failed_as_accurate_as_eager(r));
 }
@@ -442,8 +441,8 @@ TEST(AsAccurateAsEager, AReportsFailedCase) {
 // Shrinking to one element can leave eager exact by luck: the minimal case then names the case
 // it was shrunk from, where the kernel is as accurate as eager.
 TEST(AsAccurateAsEager, AMinimalCaseNamesTheCaseItWasShrunkFrom) {
-  const CaseResult from = failed_case("eager_relative", 5.5e-3, 9.1e-3, 42);
-  const CaseResult lucky = failed_case("eager_relative", 4e-4, 6.7e-5, 1);  // 6x: eager lucky
+  const CaseResult from = failed_case(Reason::eager_relative, 5.5e-3, 9.1e-3, 42);
+  const CaseResult lucky = failed_case(Reason::eager_relative, 4e-4, 6.7e-5, 1);  // 6x: eager lucky
   const std::string note = shrunk_from_note(from, lucky);
   EXPECT_EQ(
       note.rfind(
@@ -456,9 +455,9 @@ TEST(AsAccurateAsEager, AMinimalCaseNamesTheCaseItWasShrunkFrom) {
   EXPECT_NE(note.find(kConditioningDocs), std::string::npos) << note;
   // The minimal case says so itself, or it was not shrunk from such a case, or it fails otherwise:
   // nothing added.
-  EXPECT_EQ(shrunk_from_note(from, failed_case("eager_relative", 1e-4, 1e-4, 1)), "");
-  EXPECT_EQ(shrunk_from_note(failed_case("eager_relative", 5e-2, 1e-4, 42), lucky), "");
-  EXPECT_EQ(shrunk_from_note(from, failed_case("memory", 4e-4, 6.7e-5, 1)), "");
+  EXPECT_EQ(shrunk_from_note(from, failed_case(Reason::eager_relative, 1e-4, 1e-4, 1)), "");
+  EXPECT_EQ(shrunk_from_note(failed_case(Reason::eager_relative, 5e-2, 1e-4, 42), lucky), "");
+  EXPECT_EQ(shrunk_from_note(from, failed_case(Reason::memory, 4e-4, 6.7e-5, 1)), "");
   CaseResult passed = lucky;
   passed.outcome = Outcome::passed;
   EXPECT_EQ(shrunk_from_note(from, passed), "");

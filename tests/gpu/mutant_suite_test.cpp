@@ -428,7 +428,7 @@ TEST_P(Corpus, GetsItsVerdict) {
                       : ", kernels [" + s.candidate_kernels.front() +
                             (s.candidate_kernels.size() > 1 ? ", ..." : "") + "]") +
                  (s.decision == Outcome::invalid ? ": " + s.note.substr(0, 200) : std::string());
-  const std::string rule = failure ? failure->rule : "";
+  const std::string rule = failure ? reason_name(failure->rule) : "";
   const char* expected = !e.invalid_because.empty() ? "invalid" : e.passes ? "passed" : "failed";
   const char* verdict = !report.speed.empty() && report.speed[0].decision == Outcome::invalid
                             ? "invalid"
@@ -524,9 +524,10 @@ TEST_P(TwinPasses, EveryFamilyAndTheStaleCheck) {
     ++row.cases;
     if (r.outcome != Outcome::failed) return;
     ++row.failed;
-    if (row.first_failure.empty()) row.first_failure = c.id() + ": [" + r.rule + "] " + r.message;
+    if (row.first_failure.empty())
+      row.first_failure = c.id() + ": [" + std::string(reason_name(r.rule)) + "] " + r.message;
     ADD_FAILURE() << twin.name << " failed " << (stale ? "the stale check on " : "") << c.id()
-                  << " [" << r.rule << "]: " << r.message << "\n  repro: " << r.repro;
+                  << " [" << reason_name(r.rule) << "]: " << r.message << "\n  repro: " << r.repro;
   };
   for (const auto& family : props::applicable_families(op, traits)) {
     row.families.push_back(family);
@@ -582,19 +583,19 @@ TEST_P(MutantRejected, ByItsExpectedFamily) {
   if (failure) {
     row.caught = true;
     row.until_caught = row.cases;
-    row.rule = failure->rule;
+    row.rule = reason_name(failure->rule);
     row.message = failure->message;
     row.failing_case = failure->kcase.id();
     row.minimal_case = row.failing_case;
     row.minimal_message = row.message;
-    if (failure->rule != "fault" && !runner().context_lost()) {
+    if (failure->rule != Reason::fault && !runner().context_lost()) {
       const auto shrunk = props::shrink(
           failure->kcase, op, mutant.tile_sizes,
           [&](const Case& c) { return run_case(mutant, c, stale).outcome == Outcome::failed; },
           shrink_attempts());
       const auto minimal = run_case(mutant, shrunk.minimal, stale);
       row.minimal_case = shrunk.minimal.id();
-      row.minimal_message = "[" + minimal.rule + "] " + minimal.message;
+      row.minimal_message = "[" + std::string(reason_name(minimal.rule)) + "] " + minimal.message;
       row.shrink_attempts = shrunk.attempts;
     }
   }

@@ -90,7 +90,7 @@ TEST(PackageFallback, OutsideTheGuardTheReferenceRuns) {
   const auto outside = runner.check_case(k, softmax_case(3, 100), rule);
   EXPECT_EQ(outside.outcome, Outcome::passed) << outside.message;
   EXPECT_TRUE(outside.fallback);
-  EXPECT_EQ(outside.rule, "fallback");
+  EXPECT_EQ(outside.rule, Reason::fallback);
   EXPECT_EQ(outside.message,
             "fallback: outside the guard of 'cpu_zeros_guarded' (N=100 is above 16); the eager "
             "reference ran instead");
@@ -106,7 +106,7 @@ TEST(PackageFallback, OutsideTheGuardTheReferenceRuns) {
   const auto inside = runner.check_case(k, softmax_case(3, 8), rule);
   EXPECT_FALSE(inside.fallback);
   EXPECT_EQ(inside.outcome, Outcome::failed);
-  EXPECT_NE(inside.rule, "fallback");
+  EXPECT_NE(inside.rule, Reason::fallback);
 
   // Without a reason the message still says why the reference ran.
   const auto quiet = guarded_kernel("cpu_quiet", 16, true, /*with_reason=*/false);

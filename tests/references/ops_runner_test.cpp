@@ -132,7 +132,8 @@ std::vector<std::string> failures(const KernelInfo& k, int64_t count, int64_t* r
       ++*run;
       const auto r =
           stale ? cpu_runner().check_stale(k, c, rule) : cpu_runner().check_case(k, c, rule);
-      if (r.outcome == Outcome::failed) out.push_back(c.id() + " [" + r.rule + "] " + r.message);
+      if (r.outcome == Outcome::failed)
+        out.push_back(c.id() + " [" + std::string(reason_name(r.rule)) + "] " + r.message);
     }
   return out;
 }
@@ -160,7 +161,7 @@ TEST(OpsThroughTheRunner, ExactToleranceRejectsAWrongRowAndPassesExactCopies) {
   const Case c = Case::from_id("embedding:f32:T=6,V=4,D=3:contiguous:normal:0000000000000021");
   const auto r = cpu_runner().check_case(k, c, rule_for(op, c.dtype, CheckOptions{}));
   EXPECT_EQ(r.outcome, Outcome::failed);
-  EXPECT_EQ(r.rule, "allclose");
+  EXPECT_EQ(r.rule, Reason::allclose);
   EXPECT_TRUE(std::isinf(r.observed)) << r.observed;
   const auto good =
       cpu_kernel("embedding_exact", "embedding", [](auto& call) { embedding_copy(call, 0); });
@@ -180,7 +181,7 @@ TEST(OpsThroughTheRunner, StaleCheckCatchesAMemoizingKernel) {
   d.set_dim("N", 18);
   const auto r = cpu_runner().check_stale(k, d, rule);
   EXPECT_EQ(r.outcome, Outcome::failed);
-  EXPECT_EQ(r.rule, "stale");
+  EXPECT_EQ(r.rule, Reason::stale);
   EXPECT_EQ(r.kcase, d);
   EXPECT_NE(r.message.find("stale output"), std::string::npos) << r.message;
 }
@@ -588,7 +589,7 @@ TEST(OpsThroughTheRunner, ConditionedRuleTakesEverySummationOrderAndNoRoundedInp
     for (const auto& c : cases) {
       const auto r = cpu_runner().check_case(k, c, rule);
       EXPECT_EQ(r.outcome, Outcome::passed) << name << " " << c.id() << ": " << r.message;
-      EXPECT_EQ(r.rule, "conditioned");
+      EXPECT_EQ(r.rule, Reason::conditioned);
       EXPECT_LT(r.margin, 0.5) << name << " " << c.id();  // well inside: not FRAGILE
       std::printf("control %-12s %-40s margin %.3f\n", name, c.id().c_str(), r.margin);
     }
@@ -654,7 +655,7 @@ TEST(OpsThroughTheRunner, ReferenceFailuresAreTheReferences) {
     EXPECT_EQ(fine.outcome, Outcome::passed) << k.name << ": " << fine.message;
     const auto seven = run(7, Layout::contiguous);
     EXPECT_EQ(seven.outcome, Outcome::invalid) << k.name << ": " << seven.message;
-    EXPECT_EQ(seven.rule, "reference_error") << k.name;
+    EXPECT_EQ(seven.rule, Reason::reference_error) << k.name;
     EXPECT_NE(seven.message.find("rows of 7"), std::string::npos) << seven.message;
     EXPECT_NE(seven.message.find("not the kernel's"), std::string::npos) << seven.message;
     const auto strided = run(5, Layout::padded);  // rows 8 apart: no view([-1])

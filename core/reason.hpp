@@ -1,0 +1,52 @@
+// Why a case has its verdict: the rule that judged it, or the check or event that decided it. An
+// enum everywhere in kgate; its name (reason_name) is written only where a report, a progress line
+// or the console says it, and read back (parse_reason) only where a report or a progress line is
+// read.
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace kgate {
+
+enum class Reason {
+  none,  ///< "": no rule judged the case (a pass with nothing to say, or not yet judged)
+  // The correctness rules (gates/correctness's registry names them and says which a user chooses).
+  allclose,
+  ulp,
+  ref_ratio,
+  eager_relative,
+  index,
+  conditioned,
+  // Checks that fail a case under any rule.
+  memory,        ///< unwritten elements, a changed guard band or a modified input
+  nan_contract,  ///< the NaN/Inf pattern differs from the reference's
+  // Behaviour checks (on the first case of each family).
+  stale,           ///< a second input left the output unchanged
+  determinism,     ///< two runs differ bitwise
+  written_before,  ///< the output held earlier values, not poison, and the verdict changed
+  // What happened to the run of a case.
+  reference_error,    ///< the op's reference failed: the op's problem, never the kernel's
+  fault,              ///< the kernel faulted (the CUDA context is lost)
+  crash,              ///< the worker process died on the case
+  hang,               ///< the worker process hung on the case
+  error,              ///< the case could not be run (an error other than a fault)
+  not_run,            ///< the case was not run (the context was lost before it)
+  huge,               ///< the case was too large for the device
+  fallback,           ///< the case was outside the kernel's guard: the reference ran instead
+  wrong_while_timed,  ///< the kernel's output in a timed launch failed its rule
+  // compute-sanitizer tools (kgate check --sanitize) that found errors in the case.
+  memcheck,
+  racecheck,
+  synccheck,
+  initcheck,
+};
+
+/// The reason's name as reports say it ("allclose", "reference_error"; "" for none).
+const char* reason_name(Reason reason);
+/// The reason with that name (reason_name's inverse), nullopt for an unknown name.
+std::optional<Reason> find_reason(const std::string& name);
+/// find_reason, or a usage error naming `where` (a report file) and the unknown name.
+Reason parse_reason(const std::string& name, const std::string& where);
+
+}  // namespace kgate
