@@ -234,7 +234,8 @@ CLI::App* add_check_command(CLI::App& app, CheckArgs& args) {
 void resolve_check_args(const CLI::App& check, CheckArgs& args) {
   auto& opt = args.options;
   opt.timing.flush_l2 = !args.warm;
-  if (!args.config_path.empty()) opt.config = load_config(args.config_path);
+  if (!args.config_path.empty())
+    opt.config = load_config(args.config_path, correctness::rule_names());
   for (const auto& p : opt.config.op_files) add_ops_path(p);
   if (check.count("--cases")) opt.cli.cases = opt.cases;
   if (check.count("--family")) opt.cli.families = opt.families;

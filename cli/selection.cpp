@@ -16,6 +16,7 @@
 
 #include "core/error.hpp"
 #include "core/rng.hpp"
+#include "gates/correctness/rules.hpp"
 #include "gates/props/generators.hpp"
 #include "references/catalogue.hpp"
 #include "runtime/cuda/device.hpp"
@@ -159,7 +160,7 @@ CheckOptions listing_options(uint64_t seed, int64_t cases, const std::vector<std
   o.cli.cases = cases;
   o.families = families;
   if (!families.empty()) o.cli.families = families;
-  if (!config_path.empty()) o.config = load_config(config_path);
+  if (!config_path.empty()) o.config = load_config(config_path, correctness::rule_names());
   return o;
 }
 

@@ -22,6 +22,7 @@
 #include "core/format.hpp"
 #include "core/report.hpp"
 #include "core/safe_text.hpp"
+#include "gates/correctness/rules.hpp"
 #include "gates/props/generators.hpp"
 #include "gates/sensitivity/sweep.hpp"
 #include "references/catalogue.hpp"
@@ -40,11 +41,6 @@ struct Target {
   const KernelInfo* kernel = nullptr;
   CheckOptions options;
 };
-
-bool numeric_rule(Reason rule) {
-  const auto& names = correctness::rule_names();
-  return std::find(names.begin(), names.end(), reason_name(rule)) != names.end();
-}
 
 SweptKernel sweep_kernel(Runner& runner, const Target& t, const SweepArgs& args,
                          const sensitivity::SweepGrid& grid,
@@ -83,7 +79,7 @@ SweptKernel sweep_kernel(Runner& runner, const Target& t, const SweepArgs& args,
     }
     sensitivity::CaseErrors e;
     e.case_id = c.id();
-    e.hard_failure = r.outcome == Outcome::failed && !numeric_rule(r.rule);
+    e.hard_failure = r.outcome == Outcome::failed && !correctness::chosen_rule(r.rule);
     e.hard_failure_rule = e.hard_failure ? reason_name(r.rule) : "";
     e.margin = r.margin;
     e.max_abs = r.vs_reference.max_abs;
@@ -273,7 +269,8 @@ CLI::App* add_sweep_command(CLI::App& app, SweepArgs& args) {
 int run_sweep(SweepArgs& args) {
   const auto t0 = std::chrono::steady_clock::now();
   auto& opt = args.options;
-  if (!args.config_path.empty()) opt.config = load_config(args.config_path);
+  if (!args.config_path.empty())
+    opt.config = load_config(args.config_path, correctness::rule_names());
   for (const auto& p : opt.config.op_files) add_ops_path(p);
   plan::refuse_packages_on_cpu(args.request);
   // A worker confines itself before it starts CUDA or runs anything of a package or an op file.

@@ -16,6 +16,7 @@ using nlohmann::json;
 
 struct Ctx {
   const std::string& path;
+  const std::vector<std::string>& rules;  ///< the names "rule" may take
   [[noreturn]] void fail(const std::string& field, const std::string& what) const {
     throw_usage(path + ": " + field + ": " + what);
   }
@@ -84,12 +85,16 @@ GateSettings parse_settings(const Ctx& c, const json& j, const std::string& fiel
   }
   if (j.contains("rule")) {
     const auto& r = j["rule"];
-    if (!r.is_string() || (r != "allclose" && r != "ulp" && r != "ref_ratio" &&
-                           r != "eager_relative" && r != "conditioned"))
-      c.fail(f("rule"),
-             "expected \"allclose\", \"ulp\", \"ref_ratio\", \"eager_relative\" or "
-             "\"conditioned\", found " +
-                 r.dump());
+    if (!r.is_string() ||
+        std::find(c.rules.begin(), c.rules.end(), r.get<std::string>()) == c.rules.end()) {
+      std::string expected;
+      for (size_t i = 0; i < c.rules.size(); ++i)
+        expected += (i == 0                    ? ""
+                     : i + 1 == c.rules.size() ? " or "
+                                               : ", ") +
+                    json(c.rules[i]).dump();
+      c.fail(f("rule"), "expected " + expected + ", found " + r.dump());
+    }
     s.rule = r.get<std::string>();
   }
   if (j.contains("atol")) s.atol = number(c, j["atol"], f("atol"), 0, 1e30);
@@ -180,8 +185,8 @@ GateSettings Config::resolve(const std::string& op, const std::string& kernel,
   return s;
 }
 
-Config parse_config(const json& j, const std::string& path) {
-  const Ctx c{path};
+Config parse_config(const json& j, const std::string& path, const std::vector<std::string>& rules) {
+  const Ctx c{path, rules};
   check_keys(c, j, "",
              {"format", "global", "ops", "kernels", "op_files", "torch_libraries", "torch_ops"});
   if (!j.contains("format") || j["format"] != "kgate-config/1")
@@ -230,7 +235,7 @@ Config parse_config(const json& j, const std::string& path) {
   return cfg;
 }
 
-Config load_config(const std::filesystem::path& path) {
+Config load_config(const std::filesystem::path& path, const std::vector<std::string>& rules) {
   std::ifstream f(path);
   if (!f) throw_usage(path.string() + ": cannot open the config file (check --config)");
   json j;
@@ -239,7 +244,7 @@ Config load_config(const std::filesystem::path& path) {
   } catch (const std::exception& e) {
     throw_usage(path.string() + ": not valid JSON: " + e.what());
   }
-  return parse_config(j, path.string());
+  return parse_config(j, path.string(), rules);
 }
 
 }  // namespace kgate

@@ -25,7 +25,7 @@ namespace kgate {
 struct GateSettings {
   std::optional<int64_t> cases;
   std::vector<std::string> families;  ///< empty: inherit
-  std::optional<std::string> rule;    ///< allclose, ulp, ref_ratio
+  std::optional<std::string> rule;    ///< one of the rules parse_config is given
   std::optional<double> atol;         ///< for every dtype (a per-dtype tolerance wins)
   std::optional<double> rtol;
   std::map<DType, std::pair<std::optional<double>, std::optional<double>>>
@@ -65,8 +65,10 @@ struct Config {
 };
 
 /// Parses a config; throws a usage Error naming the file, the field (e.g.
-/// "ops.softmax.tolerance.bf16.rtol") and what was expected. Unknown keys are errors.
-Config parse_config(const nlohmann::json& j, const std::string& path);
-Config load_config(const std::filesystem::path& path);
+/// "ops.softmax.tolerance.bf16.rtol") and what was expected. Unknown keys are errors. `rules`:
+/// the names a "rule" may take, correctness::rule_names() (the rule registry, in gates/).
+Config parse_config(const nlohmann::json& j, const std::string& path,
+                    const std::vector<std::string>& rules);
+Config load_config(const std::filesystem::path& path, const std::vector<std::string>& rules);
 
 }  // namespace kgate

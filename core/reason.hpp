@@ -1,17 +1,19 @@
 // Why a case has its verdict: the rule that judged it, or the check or event that decided it. An
 // enum everywhere in kgate; its name (reason_name) is written only where a report, a progress line
-// or the console says it, and read back (parse_reason) only where a report or a progress line is
-// read.
+// or the console says it, and read back (find_reason, parse_reason) only where a report or a
+// progress line is read. The correctness rules are reasons too (gates/correctness's registry says
+// which reasons are rules, and what each rule is).
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <string>
 
 namespace kgate {
 
 enum class Reason {
-  none,  ///< "": no rule judged the case (a pass with nothing to say, or not yet judged)
-  // The correctness rules (gates/correctness's registry names them and says which a user chooses).
+  none,  ///< no rule judged the case (a pass with nothing to say, or not yet judged)
+  // The correctness rules (gates/correctness/registry.cpp).
   allclose,
   ulp,
   ref_ratio,
@@ -42,11 +44,41 @@ enum class Reason {
   initcheck,
 };
 
+/// Every reason's name as reports say it, in the enum's order ("" for none).
+inline constexpr const char* kReasonNames[] = {"",
+                                               "allclose",
+                                               "ulp",
+                                               "ref_ratio",
+                                               "eager_relative",
+                                               "index",
+                                               "conditioned",
+                                               "memory",
+                                               "nan_contract",
+                                               "stale",
+                                               "determinism",
+                                               "written_before",
+                                               "reference_error",
+                                               "fault",
+                                               "crash",
+                                               "hang",
+                                               "error",
+                                               "not_run",
+                                               "huge",
+                                               "fallback",
+                                               "wrong_while_timed",
+                                               "memcheck",
+                                               "racecheck",
+                                               "synccheck",
+                                               "initcheck"};
+inline constexpr size_t kReasonCount = sizeof(kReasonNames) / sizeof(kReasonNames[0]);
+static_assert(kReasonCount == static_cast<size_t>(Reason::initcheck) + 1,
+              "kReasonNames names every Reason, in order");
+
 /// The reason's name as reports say it ("allclose", "reference_error"; "" for none).
 const char* reason_name(Reason reason);
 /// The reason with that name (reason_name's inverse), nullopt for an unknown name.
 std::optional<Reason> find_reason(const std::string& name);
-/// find_reason, or a usage error naming `where` (a report file) and the unknown name.
+/// find_reason, or a usage error naming `where` (a report's case), the name and the known ones.
 Reason parse_reason(const std::string& name, const std::string& where);
 
 }  // namespace kgate

@@ -62,31 +62,6 @@ cudaError_t launch_swap_elements(void* a, void* b, int size, cudaStream_t stream
 
 namespace {
 
-// A tolerance against the eager reference that implies the rule: an output within it of eager
-// passes `rule` (so a timed launch that it clears needs no oracle). allclose: the rule's own.
-// eager_relative (|out - oracle| <= k max(|eager - oracle|, eps |oracle|) + atol): since
-// |out - oracle| <= |out - eager| + |eager - oracle|, |out - eager| <= (k - 1) eps |eager| / 2 +
-// atol suffices (|eager| <= 2 max(|oracle|, |eager - oracle|)). ulp: max_ulp eps |eager| / 2 (an
-// ulp is at least eps |x| / 2). ref_ratio and index: the floor or exact. Outside it, the rule
-// itself judges.
-Tolerance lean_tolerance(const correctness::RuleConfig& rule, DType dtype) {
-  const double eps = dtype_eps(dtype);
-  switch (rule.kind) {
-    case correctness::RuleKind::allclose:
-      return rule.tolerance;
-    case correctness::RuleKind::eager_relative:
-    case correctness::RuleKind::conditioned:  // (its allowance holds eager_relative's)
-      return Tolerance{rule.tolerance.atol, std::max(0.0, rule.ratio_k - 1) * eps / 2};
-    case correctness::RuleKind::ulp:
-      return Tolerance{0, rule.max_ulp * eps / 2};
-    case correctness::RuleKind::ref_ratio:
-      return Tolerance{rule.ratio_floor, 0};
-    case correctness::RuleKind::index:
-      return Tolerance{0, 0};
-  }
-  return Tolerance{0, 0};
-}
-
 // Appends `text` to a comparison's note, "; " between the parts.
 void add_note(std::string& note, const std::string& text) {
   note += (note.empty() ? "" : "; ") + text;
@@ -306,12 +281,12 @@ class Runner::Impl::CheckedTiming {
                      : correctness::RuleConfig{};
     poison = derive_seed(impl.poison_salt ^ c.seed, "poison/timed", 0);
     // The fp64 oracle only where the verdict reads it (it is the costliest part of a check).
-    needs_oracle = case_rule.kind == correctness::RuleKind::ref_ratio;
-    for (const auto& o : op.outputs) {
-      const auto kind = output_rule(case_rule, op.tensor_dtype(o, c.dtype), o).kind;
-      needs_oracle |= kind == correctness::RuleKind::eager_relative ||
-                      kind == correctness::RuleKind::conditioned;
-    }
+    // (Integer outputs are judged exactly or as indices: neither reads it.)
+    needs_oracle = false;
+    for (const auto& o : op.outputs)
+      needs_oracle |=
+          correctness::rule_needs(output_rule(case_rule, op.tensor_dtype(o, c.dtype), o).kind,
+                                  correctness::Reduction::oracle);
     // What a checked launch's outputs hold before it: values a kernel cannot tell from earlier
     // results (random, finite; integers: the poison), drawn once and copied in.
     for (size_t i = 0; i < op.outputs.size(); ++i) {
@@ -550,13 +525,13 @@ class Runner::Impl::CheckedTiming {
   }
 
   // A first look, cheap: each output against the eager reference under a tolerance that implies
-  // the case's rule (lean_tolerance), the inputs against their copies. Only a launch that this
-  // look does not clear is judged under the rule itself (judge_outputs, the oracle included). It
-  // is queued right after the checked launch, between timed launches, so the host work runs while
-  // the GPU still works through the launches queued before it; on the GPU the comparisons are jobs
-  // of one kernel (with the input checks capture queued) raising the arm's flags, read back once
-  // at the block's end (cleared). `pending[i]`, when defined: output i, not yet copied out, which
-  // its comparison copies on the way (or a copy job, where it has none).
+  // the case's rule (correctness::eager_allowance), the inputs against their copies. Only a launch
+  // that this look does not clear is judged under the rule itself (judge_outputs, the oracle
+  // included). It is queued right after the checked launch, between timed launches, so the host
+  // work runs while the GPU still works through the launches queued before it; on the GPU the
+  // comparisons are jobs of one kernel (with the input checks capture queued) raising the arm's
+  // flags, read back once at the block's end (cleared). `pending[i]`, when defined: output i, not
+  // yet copied out, which its comparison copies on the way (or a copy job, where it has none).
   void first_look(size_t a, std::vector<at::Tensor>& pending) {
     Check& k = check[a];
     const Tensors expected = look_reference(k.inputs_before);
@@ -582,7 +557,8 @@ class Runner::Impl::CheckedTiming {
         j.copy_to = pending[i].defined() ? out.data_ptr() : nullptr;
         j.flag = k.flags.data_ptr<int>();
         if (is_floating(dt)) {
-          const Tolerance tol = lean_tolerance(output_rule(case_rule, dt, op.outputs[i]), dt);
+          const Tolerance tol =
+              correctness::eager_allowance(output_rule(case_rule, dt, op.outputs[i]), dt);
           j.kind = cuda::CheckJob::Kind::not_close;
           j.count = out.numel();
           j.type = dt == DType::f32    ? cuda::CloseType::f32
@@ -604,7 +580,8 @@ class Runner::Impl::CheckedTiming {
         aten_used = true;
         continue;
       }
-      const Tolerance tol = lean_tolerance(output_rule(case_rule, dt, op.outputs[i]), dt);
+      const Tolerance tol =
+          correctness::eager_allowance(output_rule(case_rule, dt, op.outputs[i]), dt);
       raise(at::isclose(out, want, tol.rtol, tol.atol, /*equal_nan=*/true).logical_not().any());
       aten_used = true;
     }

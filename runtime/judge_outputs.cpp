@@ -220,8 +220,8 @@ bool judge_outputs(const OpSignature& op, const OpReference& ref, const Case& c,
   // conditioned: the magnitude (sum |terms| per element), where the op declares its conditioning.
   bool conditioned = false;
   for (const auto& o : op.outputs)
-    conditioned |= output_rule(rule, op.tensor_dtype(o, c.dtype), o).kind ==
-                   correctness::RuleKind::conditioned;
+    conditioned |= correctness::rule_needs(output_rule(rule, op.tensor_dtype(o, c.dtype), o).kind,
+                                           correctness::Reduction::magnitude);
   conditioned = conditioned && !op.conditioning_terms.empty();
   // A reference that fails on the case's layout (a view it cannot take) but runs on contiguous
   // copies judges from the copies, and the verdict says so. A fault is not retried.
@@ -362,8 +362,7 @@ bool judge_outputs(const OpSignature& op, const OpReference& ref, const Case& c,
       p.reference_vs_oracle =
           PendingComparison(q, ref64, oracle[i].to(at::kDouble), tol, Compare::max_abs);
     }
-    const bool relative = out_rule.kind == correctness::RuleKind::eager_relative ||
-                          out_rule.kind == correctness::RuleKind::conditioned;
+    const bool relative = correctness::rule_needs(out_rule.kind, correctness::Reduction::relative);
     if (relative && out64.numel() > 0) {
       // Element by element: |out - oracle| <= k * max(|eager - oracle|, eps * |oracle|) + atol;
       // conditioned adds eps_acc * (sum |terms| + sqrt(terms) * |oracle|) inside the max.
@@ -373,8 +372,8 @@ bool judge_outputs(const OpSignature& op, const OpReference& ref, const Case& c,
       const auto err = at::where(finite, (out64 - o64).abs(), zero);
       const auto own = at::where(finite, (ref64 - o64).abs(), zero);
       auto scale = at::maximum(own, dtype_eps(p.dtype) * o64.abs());
-      if (out_rule.kind == correctness::RuleKind::conditioned && i < magnitude.size() &&
-          magnitude[i].defined()) {
+      if (correctness::rule_needs(out_rule.kind, correctness::Reduction::magnitude) &&
+          i < magnitude.size() && magnitude[i].defined()) {
         // The rounding scale of a float32 accumulation (float64's for f64 outputs), whatever the
         // storage dtype: a sum kept in f16 or bf16 is a bug, not another summation order.
         const double eps_acc = dtype_eps(p.dtype == DType::f64 ? DType::f64 : DType::f32);
@@ -389,7 +388,8 @@ bool judge_outputs(const OpSignature& op, const OpReference& ref, const Case& c,
       p.relative_worst = q.add_double(ratio.max());
       p.relative_mismatches = q.add_int(ratio.gt(1.0).sum());
     }
-    if (out_rule.kind == correctness::RuleKind::index && out64.numel() > 0) {
+    if (correctness::rule_needs(out_rule.kind, correctness::Reduction::index) &&
+        out64.numel() > 0) {
       const int src = [&] {
         for (size_t k = 0; k < op.inputs.size(); ++k)
           if (op.inputs[k].name == op.outputs[i].index_into) return static_cast<int>(k);

@@ -26,16 +26,18 @@
 
 namespace kgate {
 
-std::string default_rule(const OpSignature& op, DType dtype) {
+correctness::RuleKind default_rule(const OpSignature& op, DType dtype) {
+  using correctness::RuleKind;
+  const RuleKind own = correctness::parse_rule(op.default_rule);
   // An op that declares its conditioning is judged by it in every dtype: conditioned holds
   // eager_relative's allowance and adds the sum's own rounding scale.
-  if (op.default_rule == "conditioned") return op.default_rule;
+  if (own == RuleKind::conditioned) return own;
   // f16 and bf16: torch's allclose rtol is about one ulp, so a kernel one or two ulp from eager
   // (and as close to the fp64 oracle) would fail or be FRAGILE. Such outputs are judged relative to
   // eager's own error, element by element, unless the op asks for ulp.
-  if ((dtype == DType::f16 || dtype == DType::bf16) && op.default_rule != "ulp")
-    return "eager_relative";
-  return op.default_rule;
+  if ((dtype == DType::f16 || dtype == DType::bf16) && own != RuleKind::ulp)
+    return RuleKind::eager_relative;
+  return own;
 }
 
 KernelSettings resolve_settings(const OpSignature& op, const std::string& kernel,
@@ -66,7 +68,7 @@ correctness::RuleConfig rule_for(const OpSignature& op, DType dtype,
   const GateSettings& s = settings.gates;
   correctness::RuleConfig rule;
   rule.kind =
-      correctness::parse_rule(!settings.rule.empty() ? settings.rule : default_rule(op, dtype));
+      !settings.rule.empty() ? correctness::parse_rule(settings.rule) : default_rule(op, dtype);
   rule.tolerance = op.tolerance_for(dtype);
   const bool own_tolerance =
       !s.atol && !s.rtol && !s.tolerance.count(dtype) && !settings.atol && !settings.rtol;

@@ -100,8 +100,9 @@ std::vector<Case> captured_cases(const OpSignature& op, const std::vector<Captur
 void resolve_captured(Case& c, const std::vector<CapturedFile>& files);
 
 /// The rule a case of this dtype is judged under when neither the config nor the command line
-/// names one: eager_relative for f16 and bf16 (unless the op asks for ulp), else the op's.
-std::string default_rule(const OpSignature& op, DType dtype);
+/// names one: conditioned where the op asks for it, else eager_relative for f16 and bf16 (unless
+/// the op asks for ulp), else the op's.
+correctness::RuleKind default_rule(const OpSignature& op, DType dtype);
 
 /// One kernel's settings, resolved once: the config and the command line's settings by
 /// Config::resolve's precedence (global < op < kernel < cli), then CheckOptions' own rule,

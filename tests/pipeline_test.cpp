@@ -431,7 +431,7 @@ TEST(Pipeline, AKernelsSettingsAreResolvedInOnePlace) {
     "ops": {"softmax": {"cases": 100, "families": ["random"], "tolerance": {"f32": {"rtol": 0.02}}}},
     "kernels": {"softmax_cpu": {"cases": 12, "alpha": 0.01, "fragile_margin": 0.5}}
   })"),
-                          "kgate.config.json");
+                          "kgate.config.json", correctness::rule_names());
   o.seed = 7;
   o.timing.interleave.time_budget_s = 2.5;
   const OpSignature& op = find_op("softmax");
@@ -461,8 +461,9 @@ TEST(Pipeline, AKernelsSettingsAreResolvedInOnePlace) {
   // Without a config: the op's default rule per dtype and the options' count.
   s = resolve_settings(op, "softmax_cpu", CheckOptions{});
   EXPECT_EQ(s.cases.cases, CheckOptions{}.cases);
-  EXPECT_EQ(rule_for(op, DType::bf16, s).kind,
-            correctness::parse_rule(default_rule(op, DType::bf16)));
+  EXPECT_EQ(rule_for(op, DType::bf16, s).kind, default_rule(op, DType::bf16));
+  EXPECT_EQ(default_rule(op, DType::bf16), correctness::RuleKind::eager_relative);
+  EXPECT_EQ(default_rule(op, DType::f32), correctness::RuleKind::allclose);
 }
 
 }  // namespace

@@ -32,15 +32,9 @@ namespace kgate::correctness {
 /// the allowance is then the worst-case bound terms * u of a recursive sum, u = eps_acc / 2), and
 /// eps_acc the float32 epsilon (float64's for f64 outputs): a correct sum accumulated in float32
 /// in any order passes, a sum accumulated in a narrower type or on inputs rounded to one does not.
-enum class RuleKind { allclose, ulp, ref_ratio, eager_relative, index, conditioned };
-const char* rule_name(RuleKind kind);
-/// The reason a verdict under this rule gives (Reason::allclose for RuleKind::allclose, ...).
-Reason rule_reason(RuleKind kind);
-/// The rules a user can choose (every kind but index).
-const std::vector<std::string>& rule_names();
-/// rule_names() in words: "allclose, ulp, ref_ratio, eager_relative or conditioned".
-std::string rule_list();
-RuleKind parse_rule(const std::string& name);
+/// A rule is the reason its verdicts give (Reason::allclose, ...): each is one entry of the
+/// registry below (gates/correctness/registry.cpp), and a reason without an entry is no rule.
+using RuleKind = Reason;
 
 struct RuleConfig {
   RuleKind kind = RuleKind::allclose;
@@ -109,6 +103,52 @@ struct Verdict {
   std::string message;
 };
 
+/// The device reductions a rule reads (RuleSpec::needs), beyond those every output gets (errors,
+/// the allclose ratio and the ULP distance against eager, the memory checks): the runtime queues
+/// them for an output judged under the rule (runtime/judge_outputs.cpp) and fills Measurement.
+enum class Reduction : unsigned {
+  oracle = 1u << 0,  ///< errors against the float64 oracle: vs_oracle, reference_vs_oracle_max_abs
+  relative = 1u << 1,   ///< relative_worst and relative_mismatches, against the oracle
+  magnitude = 1u << 2,  ///< relative's allowance adds the op's magnitude (conditioned)
+  index = 1u << 3,      ///< index_*: the values the indices select
+};
+
+/// One correctness rule: everything about it but the device arithmetic (which Reduction names).
+struct RuleSpec {
+  RuleKind
+      kind;  ///< its name, reason_name(kind), is what configs, op files, --rule and reports say
+  /// A user may choose it (configs, op files, --rule); index judges index outputs only.
+  bool choosable;
+  /// Its failure may be a tolerance too tight for the op rather than a kernel bug: it judges each
+  /// element against eager (or a few times eager's error) without the op's conditioning.
+  bool elementwise;
+  unsigned needs;  ///< Reduction bits
+  /// A tolerance against eager within which an output passes the rule, so that a timed launch it
+  /// clears needs no oracle (checked timing); outside it, the rule itself judges.
+  Tolerance (*eager_allowance)(const RuleConfig& rule, DType dtype);
+  /// The verdict on a measurement that passed the memory and NaN/Inf checks.
+  Verdict (*judge)(const RuleConfig& rule, const Measurement& m, DType dtype);
+};
+
+/// Every rule, in the order users are told them (rule_list).
+const std::vector<RuleSpec>& rule_registry();
+/// The rule's entry; an internal error for a reason that is no rule.
+const RuleSpec& rule_spec(RuleKind kind);
+const char* rule_name(RuleKind kind);
+/// Whether the rule reads that reduction.
+bool rule_needs(RuleKind kind, Reduction reduction);
+/// rule_spec(rule.kind).eager_allowance(rule, dtype).
+Tolerance eager_allowance(const RuleConfig& rule, DType dtype);
+/// The rules a user can choose (every kind but index), in registry order: what configs, the op
+/// file schema (core/kgate-op.schema.json, checked against it by a test) and --rule accept.
+const std::vector<std::string>& rule_names();
+/// rule_names() in words: "allclose, ulp, ref_ratio, eager_relative or conditioned".
+std::string rule_list();
+/// The choosable rule of that name, else a usage error listing rule_list().
+RuleKind parse_rule(const std::string& name);
+/// A verdict given by a rule a user can choose (not index, memory, fault, ...).
+bool chosen_rule(Reason reason);
+
 /// What a "memory" verdict's message says for a broken guard band and for a modified input. A
 /// memory verdict names every memory problem it found, joined by "; " (unwritten elements first),
 /// so that one problem never hides another.
@@ -130,9 +170,7 @@ inline constexpr double kAsAccurateAsEagerFactor = 2;
 bool as_accurate_as_eager(double kernel_vs_oracle, double eager_vs_oracle,
                           double factor = kAsAccurateAsEagerFactor);
 
-/// The rules whose failure may be a tolerance too tight for the op rather than a kernel bug:
-/// allclose and eager_relative, which judge each element against eager (or a few times eager's
-/// error) without the op's conditioning.
+/// A verdict of an elementwise rule (RuleSpec::elementwise: allclose and eager_relative).
 bool elementwise_rule(Reason rule);
 
 /// The section of docs/gates.md that a failure as accurate as eager points to (declaring an op's

@@ -5,6 +5,7 @@
 
 #include "core/config.hpp"
 #include "core/error.hpp"
+#include "gates/correctness/rules.hpp"
 
 namespace kgate {
 namespace {
@@ -17,7 +18,8 @@ const char* kConfig = R"({
 })";
 
 TEST(Config, PrecedenceGlobalOpKernelCli) {
-  const auto cfg = parse_config(nlohmann::json::parse(kConfig), "kgate.config.json");
+  const auto cfg =
+      parse_config(nlohmann::json::parse(kConfig), "kgate.config.json", correctness::rule_names());
   auto s = cfg.resolve("softmax", "softmax_block", {});
   EXPECT_EQ(*s.cases, 128);                                     // kernel beats op beats global
   EXPECT_EQ(*s.rule, "allclose");                               // global
@@ -39,7 +41,7 @@ TEST(Config, PrecedenceGlobalOpKernelCli) {
 
 std::string error_of(const std::string& text) {
   try {
-    parse_config(nlohmann::json::parse(text), "cfg.json");
+    parse_config(nlohmann::json::parse(text), "cfg.json", correctness::rule_names());
   } catch (const Error& e) {
     return e.what();
   }
@@ -103,7 +105,7 @@ TEST(Config, RefusesSettingsTheGatesCannotUse) {
 TEST(Config, OpFilesResolveAgainstTheConfigsDirectory) {
   const auto cfg = parse_config(nlohmann::json::parse(R"({"format": "kgate-config/1",
                                                          "op_files": ["ops", "/abs/my_op.json", "../shared/x.json"]})"),
-                                "/repo/ci/kgate.json");
+                                "/repo/ci/kgate.json", correctness::rule_names());
   EXPECT_EQ(cfg.op_files,
             (std::vector<std::string>{"/repo/ci/ops", "/abs/my_op.json", "/repo/shared/x.json"}));
 }
@@ -113,7 +115,7 @@ TEST(Config, TorchOpsAndTheirLibraries) {
   const auto cfg = parse_config(nlohmann::json::parse(R"({"format": "kgate-config/1",
                                                          "torch_libraries": ["build/libops.so"],
                                                          "torch_ops": ["mylib::rms=rms_norm,input=x"]})"),
-                                "/repo/ci/kgate.json");
+                                "/repo/ci/kgate.json", correctness::rule_names());
   EXPECT_EQ(cfg.torch_libraries, (std::vector<std::string>{"/repo/ci/build/libops.so"}));
   EXPECT_EQ(cfg.torch_ops, (std::vector<std::string>{"mylib::rms=rms_norm,input=x"}));
   EXPECT_EQ(error_of(R"({"format": "kgate-config/1", "torch_ops": "mylib::rms=rms_norm"})"),
@@ -126,10 +128,11 @@ TEST(Config, TorchOpsAndTheirLibraries) {
 TEST(Config, GateAgainstEagerIsABooleanPerLevel) {
   const auto cfg = parse_config(nlohmann::json::parse(R"({"format": "kgate-config/1",
     "global": {"gate_against_eager": false}, "kernels": {"softmax_block": {"gate_against_eager": true}}})"),
-                                "cfg.json");
+                                "cfg.json", correctness::rule_names());
   EXPECT_EQ(cfg.resolve("softmax", "softmax_cpu", {}).gate_against_eager, false);
   EXPECT_EQ(cfg.resolve("softmax", "softmax_block", {}).gate_against_eager, true);
-  EXPECT_FALSE(parse_config(nlohmann::json::parse(R"({"format": "kgate-config/1"})"), "c.json")
+  EXPECT_FALSE(parse_config(nlohmann::json::parse(R"({"format": "kgate-config/1"})"), "c.json",
+                            correctness::rule_names())
                    .resolve("softmax", "softmax_block", {})
                    .gate_against_eager.has_value());
   EXPECT_EQ(error_of(R"({"format": "kgate-config/1", "global": {"gate_against_eager": "no"}})"),
@@ -138,7 +141,7 @@ TEST(Config, GateAgainstEagerIsABooleanPerLevel) {
 
 TEST(Config, MissingFileIsAUsageError) {
   try {
-    load_config("/nonexistent/kgate.config.json");
+    load_config("/nonexistent/kgate.config.json", correctness::rule_names());
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::usage);

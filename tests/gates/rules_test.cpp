@@ -2,7 +2,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
+#include <set>
 
+#include <nlohmann/json.hpp>
+
+#include "core/config.hpp"
 #include "core/error.hpp"
 #include "core/report.hpp"
 #include "gates/correctness/rules.hpp"
@@ -343,7 +348,7 @@ TEST(AsAccurateAsEager, TheFailureMessageSaysSoAndNamesTheFix) {
     rule.tolerance = {1e-5, 1.3e-6};
     const auto v = evaluate(rule, failing(kind, 1.15e-4, 1.15e-4), DType::f32);
     EXPECT_EQ(v.outcome, Outcome::failed);  // the verdict stands
-    EXPECT_EQ(v.rule, rule_reason(kind));
+    EXPECT_EQ(v.rule, kind);
     EXPECT_NE(v.message.find("5 of 100 elements"), std::string::npos)
         << v.message;  // the rule's own first
     EXPECT_NE(
@@ -461,6 +466,123 @@ TEST(AsAccurateAsEager, AMinimalCaseNamesTheCaseItWasShrunkFrom) {
   CaseResult passed = lucky;
   passed.outcome = Outcome::passed;
   EXPECT_EQ(shrunk_from_note(from, passed), "");
+}
+
+// The rule registry: each rule once, named as its reason, parsed back to itself when a user may
+// choose it; a reason that is no rule has no entry.
+TEST(RuleRegistry, EveryRuleRoundTripsThroughItsName) {
+  const auto& registry = rule_registry();
+  ASSERT_EQ(registry.size(), 6u);
+  std::set<Reason> seen;
+  for (const RuleSpec& spec : registry) {
+    const std::string name = reason_name(spec.kind);
+    EXPECT_TRUE(seen.insert(spec.kind).second) << name << " twice";
+    EXPECT_EQ(&rule_spec(spec.kind), &spec);
+    EXPECT_EQ(rule_name(spec.kind), name);
+    ASSERT_TRUE(find_reason(name).has_value()) << name;
+    EXPECT_EQ(*find_reason(name), spec.kind);
+    ASSERT_TRUE(spec.judge != nullptr && spec.eager_allowance != nullptr) << name;
+    if (spec.choosable) {
+      EXPECT_EQ(parse_rule(name), spec.kind);
+      EXPECT_TRUE(chosen_rule(spec.kind)) << name;
+    } else {
+      EXPECT_THROW(parse_rule(name), Error) << name;
+      EXPECT_FALSE(chosen_rule(spec.kind)) << name;
+    }
+    // A rule's verdict gives the rule as its reason.
+    RuleConfig rule;
+    rule.kind = spec.kind;
+    EXPECT_EQ(evaluate(rule, clean(), DType::f32).rule, spec.kind) << name;
+  }
+  EXPECT_EQ(rule_names(), (std::vector<std::string>{"allclose", "ulp", "ref_ratio",
+                                                    "eager_relative", "conditioned"}));
+  for (Reason r : {Reason::memory, Reason::fault, Reason::none, Reason::wrong_while_timed}) {
+    EXPECT_FALSE(chosen_rule(r)) << reason_name(r);
+    EXPECT_THROW(rule_spec(r), Error) << reason_name(r);
+  }
+}
+
+TEST(RuleRegistry, AnUnknownRuleIsRefusedWithTheRegistrysList) {
+  try {
+    parse_rule("allclos");
+    FAIL() << "an unknown rule was taken";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "unknown correctness rule 'allclos': expected " + rule_list());
+  }
+  // A config's "rule" takes the names it is given (correctness::rule_names() in kgate) and lists
+  // them when it refuses one.
+  const auto config = nlohmann::json::parse(R"({"format": "kgate-config/1",
+                                                "ops": {"softmax": {"rule": "index"}}})");
+  try {
+    parse_config(config, "cfg.json", rule_names());
+    FAIL() << "index was taken as a config's rule";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "cfg.json: ops.softmax.rule: expected \"allclose\", \"ulp\", \"ref_ratio\", "
+              "\"eager_relative\" or \"conditioned\", found \"index\"");
+  }
+  const std::vector<std::string> two = {"allclose", "ulp"};
+  EXPECT_EQ(parse_config(nlohmann::json::parse(R"({"format": "kgate-config/1",
+                                                   "global": {"rule": "ulp"}})"),
+                         "cfg.json", two)
+                .global.rule,
+            "ulp");
+  EXPECT_THROW(parse_config(nlohmann::json::parse(R"({"format": "kgate-config/1",
+                                                      "global": {"rule": "ref_ratio"}})"),
+                            "cfg.json", two),
+               Error);
+}
+
+// The op file schema lists the rules an op file may name: the registry's, in its order, and says
+// them as rule_list() does.
+TEST(RuleRegistry, TheOpFileSchemaListsTheRegistrysRules) {
+  std::ifstream f(std::string(KGATE_SOURCE_DIR) + "/core/kgate-op.schema.json");
+  ASSERT_TRUE(f.good());
+  const auto schema = nlohmann::json::parse(f);
+  const auto& rule = schema.at("properties").at("rule");
+  EXPECT_EQ(rule.at("enum").get<std::vector<std::string>>(), rule_names())
+      << "core/kgate-op.schema.json's properties.rule.enum differs from the rule registry "
+         "(gates/correctness/registry.cpp): list the registry's choosable rules";
+  EXPECT_EQ(rule.at("x-expected").get<std::string>().rfind(rule_list() + " (", 0), 0u)
+      << "properties.rule.x-expected should start with \"" << rule_list() << " (\"";
+}
+
+// The tolerance against eager that implies each rule (checked timing clears a timed launch
+// within it without the oracle), on known numbers.
+TEST(RuleRegistry, EagerAllowancesImplyTheirRule) {
+  RuleConfig rule;
+  rule.tolerance = {1e-5, 1.3e-6};
+  rule.max_ulp = 4;
+  rule.ratio_k = 3;
+  rule.ratio_floor = 1e-7;
+  const double eps = dtype_eps(DType::f32);
+  rule.kind = RuleKind::allclose;
+  EXPECT_EQ(eager_allowance(rule, DType::f32).rtol, 1.3e-6);
+  EXPECT_EQ(eager_allowance(rule, DType::f32).atol, 1e-5);
+  rule.kind = RuleKind::eager_relative;
+  EXPECT_DOUBLE_EQ(eager_allowance(rule, DType::f32).rtol, 2 * eps / 2);
+  EXPECT_EQ(eager_allowance(rule, DType::f32).atol, 1e-5);
+  rule.kind = RuleKind::conditioned;
+  EXPECT_DOUBLE_EQ(eager_allowance(rule, DType::f32).rtol, 2 * eps / 2);
+  rule.kind = RuleKind::ulp;
+  EXPECT_DOUBLE_EQ(eager_allowance(rule, DType::f32).rtol, 4 * eps / 2);
+  EXPECT_EQ(eager_allowance(rule, DType::f32).atol, 0);
+  rule.kind = RuleKind::ref_ratio;
+  EXPECT_EQ(eager_allowance(rule, DType::f32).atol, 1e-7);
+  EXPECT_EQ(eager_allowance(rule, DType::f32).rtol, 0);
+  rule.kind = RuleKind::index;
+  EXPECT_EQ(eager_allowance(rule, DType::i64).atol, 0);
+  EXPECT_EQ(eager_allowance(rule, DType::i64).rtol, 0);
+  // What each rule has the runtime measure on the device.
+  EXPECT_FALSE(rule_needs(RuleKind::allclose, Reduction::oracle));
+  EXPECT_FALSE(rule_needs(RuleKind::ulp, Reduction::oracle));
+  EXPECT_TRUE(rule_needs(RuleKind::ref_ratio, Reduction::oracle));
+  EXPECT_FALSE(rule_needs(RuleKind::ref_ratio, Reduction::relative));
+  EXPECT_TRUE(rule_needs(RuleKind::eager_relative, Reduction::relative));
+  EXPECT_FALSE(rule_needs(RuleKind::eager_relative, Reduction::magnitude));
+  EXPECT_TRUE(rule_needs(RuleKind::conditioned, Reduction::magnitude));
+  EXPECT_TRUE(rule_needs(RuleKind::index, Reduction::index));
+  EXPECT_FALSE(rule_needs(RuleKind::index, Reduction::oracle));
 }
 
 }  // namespace
