@@ -16,6 +16,7 @@
 
 #include "cli/output.hpp"
 #include "core/error.hpp"
+#include "gates/speed/gate.hpp"
 #include "report/writers.hpp"
 #include "runtime/pipeline.hpp"
 
@@ -104,7 +105,7 @@ int conclude(RunReport& report, const std::string& out_dir, bool inconclusive_fa
              const report::Writers<RunReport>& writers) {
   // The policy every writer follows (JUnit, the summary, the annotations agree with the exit code).
   report.meta.config["inconclusive_fails"] = inconclusive_fails;
-  adjust_speed_decisions(report.kernels);
+  speed::apply_holm(report.kernels);
   write_files(writers, report, out_dir);
   print_table(report);
   if (!env("GITHUB_ACTIONS").empty()) report::annotations_writer().write(std::cout, report);

@@ -256,7 +256,7 @@ RunReport report_from_json(const nlohmann::json& j);
 /// seconds = the longest shard (they run side by side) and meta.config.merged_from = `names`.
 /// Throws a usage Error naming both files when two shards hold the same kernel, and when the
 /// shards ran with different seeds or backends (they would not be one run). Multiple-comparison
-/// corrections are the caller's (adjust_speed_decisions over the joined kernels).
+/// corrections are the caller's (speed::apply_holm over the joined kernels).
 RunReport merge_reports(const std::vector<RunReport>& shards,
                         const std::vector<std::string>& names);
 // The writers of junit.xml, summary.md, report.html, the annotations and the console table are

@@ -43,6 +43,7 @@
 #include "core/format.hpp"
 #include "core/rng.hpp"
 #include "core/safe_text.hpp"
+#include "gates/speed/gate.hpp"
 #include "gates/speed/speed_of_light.hpp"
 #include "references/catalogue.hpp"
 #include "references/op_reference.hpp"
@@ -94,8 +95,6 @@ class NvmlMonitor final : public speed::DeviceMonitor {
  private:
   const cuda::Nvml* nvml_;
 };
-
-double median_of(std::vector<double> v) { return speed::median(std::move(v)); }
 
 // The case's speed-of-light floor (OpSignature::min_bytes_*), from the case's shape symbols, its
 // dtype's size and the bytes of each op tensor as drawn; no floor when the op declares none.
@@ -732,73 +731,16 @@ class Runner::Impl::CheckedTiming {
     }
   }
 
-  // The samples, the estimate and the decision of a run that finished.
+  // The samples, the estimate and the decision of a run that finished (the speed gate's).
   void decide(const speed::InterleaveResult& r) {
-    cmp.blocks = static_cast<int64_t>(r.blocks.size());
-    for (const auto& b : r.blocks) {
-      if (b.dropped) {
-        ++cmp.dropped_blocks;
-        continue;
-      }
-      cmp.baseline_ns.insert(cmp.baseline_ns.end(), b.a.begin(), b.a.end());
-      cmp.candidate_ns.insert(cmp.candidate_ns.end(), b.b.begin(), b.b.end());
-    }
-    cmp.baseline_median_ns = median_of(cmp.baseline_ns);
-    cmp.candidate_median_ns = median_of(cmp.candidate_ns);
-    cmp.ratio = std::exp(r.decision.hodges_lehmann);
-    cmp.ratio_lower = std::exp(r.decision.lower);
-    cmp.ratio_upper = std::exp(r.decision.upper);
-    cmp.p_value = r.decision.p_regression;
-    cmp.p_adjusted = cmp.p_value;
-    if (r.budget_needed_s > 0) {
-      char text[200];
-      std::snprintf(
-          text, sizeof text,
-          "no decision was possible: %zu blocks fit %g x the time budget, and a decision needs %d; "
-          "--time-budget %.0f would allow it",
-          r.blocks.size(), options.interleave.max_budget_factor, options.interleave.min_blocks,
-          std::ceil(r.budget_needed_s));
-      add_note(cmp.note, text);
-    }
-    // Speed of light: each arm's fraction of the copy bandwidth; in cold-cache timing a median
-    // below the op's floor is not a speedup but a measurement (or a kernel) to distrust.
-    std::optional<std::string> too_fast;
-    if (light.read_bytes + light.written_bytes > 0 && light.ceiling_bytes_per_s > 0) {
-      cmp.sol_read_bytes = light.read_bytes;
-      cmp.sol_written_bytes = light.written_bytes;
-      cmp.sol_ceiling_bytes_per_s = light.ceiling_bytes_per_s;
-      cmp.sol_candidate_fraction = speed::light_fraction(light, cmp.candidate_median_ns);
-      cmp.sol_baseline_fraction = speed::light_fraction(light, cmp.baseline_median_ns);
-      cmp.sol_enforced = options.flush_l2;
-      if (cmp.sol_enforced) {
-        too_fast =
-            speed::faster_than_light(light, cmp.candidate_median_ns, "'" + kernel.name + "'");
-        if (!too_fast)
-          too_fast = speed::faster_than_light(
-              light, cmp.baseline_median_ns,
-              "baseline '" + (arm[0].kernel ? arm[0].kernel->name : std::string("eager")) +
-                  "' (is the op's min_bytes floor too high?)");
-      }
-    }
-    if (too_fast) {
-      cmp.decision = Outcome::invalid;
-      add_note(cmp.note, *too_fast);
-    } else if (r.invalid) {
-      cmp.decision = Outcome::invalid;
-      add_note(cmp.note, r.invalid_reason);
-    } else {
-      switch (r.decision.decision) {
-        case speed::Decision::pass:
-          cmp.decision = Outcome::passed;
-          break;
-        case speed::Decision::regression:
-          cmp.decision = Outcome::regressed;
-          break;
-        case speed::Decision::inconclusive:
-          cmp.decision = Outcome::inconclusive;
-          break;
-      }
-    }
+    speed::GateInputs in;
+    in.light = light;
+    in.flush_l2 = options.flush_l2;
+    in.max_budget_factor = options.interleave.max_budget_factor;
+    in.min_blocks = options.interleave.min_blocks;
+    in.candidate = kernel.name;
+    in.baseline = arm[0].kernel ? arm[0].kernel->name : std::string("eager");
+    speed::decide_comparison(r, in, cmp);
     if (impl.nvml && !impl.nvml->available() && cmp.note.find("NVML") == std::string::npos)
       add_note(cmp.note, impl.nvml->unavailable_reason());
   }

@@ -779,32 +779,4 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
   return KernelCheck(runner, kernel, options, baseline).run();
 }
 
-void adjust_speed_decisions(std::vector<KernelReport>& kernels) {
-  std::vector<double> p;
-  std::vector<SpeedComparison*> refs;
-  for (auto& k : kernels)
-    for (auto& s : k.speed)
-      // (UNCHANGED entries were never timed: no test, so not one of Holm's m.)
-      if (s.decision != Outcome::skipped && s.decision != Outcome::invalid &&
-          s.decision != Outcome::unchanged) {
-        p.push_back(s.p_value);
-        refs.push_back(&s);
-      }
-  const auto adjusted = speed::holm_adjust(p);
-  for (size_t i = 0; i < refs.size(); ++i) {
-    refs[i]->p_adjusted = adjusted[i];
-    if (refs[i]->decision == Outcome::regressed && adjusted[i] > refs[i]->alpha) {
-      refs[i]->decision = Outcome::inconclusive;
-      refs[i]->note += (refs[i]->note.empty() ? "" : "; ") +
-                       std::string("regression not significant after Holm correction");
-    }
-  }
-  for (auto& k : kernels) {
-    if (k.outcome != Outcome::regressed) continue;
-    bool any = false;
-    for (const auto& s : k.speed) any |= s.decision == Outcome::regressed;
-    if (!any) k.outcome = Outcome::inconclusive;
-  }
-}
-
 }  // namespace kgate

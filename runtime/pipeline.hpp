@@ -156,8 +156,4 @@ std::optional<double> workload_speedup(const std::vector<SpeedComparison>& speed
                                        const std::vector<WeightedCase>& weighted,
                                        const std::string& baseline_name);
 
-/// Holm-adjusts the p-values of every speed comparison of a run; a regression whose adjusted
-/// p-value exceeds its alpha becomes inconclusive.
-void adjust_speed_decisions(std::vector<KernelReport>& kernels);
-
 }  // namespace kgate

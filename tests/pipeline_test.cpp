@@ -28,41 +28,6 @@ CheckOptions quick() {
   return o;
 }
 
-// Holm's m is the number of comparisons that were timed: UNCHANGED entries (not timed) do not make
-// a real regression's correction stricter.
-TEST(Pipeline, HolmLeavesUnchangedEntriesOut) {
-  std::vector<KernelReport> kernels(2);
-  kernels[0].name = "changed";
-  kernels[0].outcome = Outcome::regressed;
-  SpeedComparison regressed;
-  regressed.decision = Outcome::regressed;
-  regressed.p_value = 0.02;
-  regressed.alpha = 0.05;
-  kernels[0].speed.push_back(regressed);
-  kernels[1].name = "same";
-  for (int i = 0; i < 2; ++i) {
-    SpeedComparison unchanged;
-    unchanged.decision = Outcome::unchanged;
-    unchanged.p_value = 1;
-    unchanged.alpha = 0.05;
-    unchanged.gates = false;
-    kernels[1].speed.push_back(unchanged);
-  }
-  adjust_speed_decisions(kernels);
-  EXPECT_EQ(kernels[0].speed[0].decision, Outcome::regressed);  // m = 1: 0.02 <= 0.05
-  EXPECT_DOUBLE_EQ(kernels[0].speed[0].p_adjusted, 0.02);
-  EXPECT_EQ(kernels[0].outcome, Outcome::regressed);
-  // A second timed comparison does count: m = 2, 0.04 still regressed; m = 3 would not be.
-  SpeedComparison passed;
-  passed.decision = Outcome::passed;
-  passed.p_value = 0.9;
-  passed.alpha = 0.05;
-  kernels[1].speed.push_back(passed);
-  adjust_speed_decisions(kernels);
-  EXPECT_DOUBLE_EQ(kernels[0].speed[0].p_adjusted, 0.04);
-  EXPECT_EQ(kernels[0].speed[0].decision, Outcome::regressed);
-}
-
 TEST(Pipeline, CorrectCpuKernelPassesAndIsTimed) {
   Runner runner(Backend::cpu);
   const auto report = check_kernel(runner, find_kernel("softmax_cpu"), quick());
