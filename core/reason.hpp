@@ -44,35 +44,45 @@ enum class Reason {
   initcheck,
 };
 
-/// Every reason's name as reports say it, in the enum's order ("" for none).
-inline constexpr const char* kReasonNames[] = {"",
-                                               "allclose",
-                                               "ulp",
-                                               "ref_ratio",
-                                               "eager_relative",
-                                               "index",
-                                               "conditioned",
-                                               "memory",
-                                               "nan_contract",
-                                               "stale",
-                                               "determinism",
-                                               "written_before",
-                                               "reference_error",
-                                               "fault",
-                                               "crash",
-                                               "hang",
-                                               "error",
-                                               "not_run",
-                                               "huge",
-                                               "fallback",
-                                               "wrong_while_timed",
-                                               "memcheck",
-                                               "racecheck",
-                                               "synccheck",
-                                               "initcheck"};
+/// Every reason with its name as reports say it, in the enum's order (checked below).
+struct ReasonName {
+  Reason reason;
+  const char* name;
+};
+inline constexpr ReasonName kReasonNames[] = {
+    {Reason::none, ""},
+    {Reason::allclose, "allclose"},
+    {Reason::ulp, "ulp"},
+    {Reason::ref_ratio, "ref_ratio"},
+    {Reason::eager_relative, "eager_relative"},
+    {Reason::index, "index"},
+    {Reason::conditioned, "conditioned"},
+    {Reason::memory, "memory"},
+    {Reason::nan_contract, "nan_contract"},
+    {Reason::stale, "stale"},
+    {Reason::determinism, "determinism"},
+    {Reason::written_before, "written_before"},
+    {Reason::reference_error, "reference_error"},
+    {Reason::fault, "fault"},
+    {Reason::crash, "crash"},
+    {Reason::hang, "hang"},
+    {Reason::error, "error"},
+    {Reason::not_run, "not_run"},
+    {Reason::huge, "huge"},
+    {Reason::fallback, "fallback"},
+    {Reason::wrong_while_timed, "wrong_while_timed"},
+    {Reason::memcheck, "memcheck"},
+    {Reason::racecheck, "racecheck"},
+    {Reason::synccheck, "synccheck"},
+    {Reason::initcheck, "initcheck"},
+};
 inline constexpr size_t kReasonCount = sizeof(kReasonNames) / sizeof(kReasonNames[0]);
-static_assert(kReasonCount == static_cast<size_t>(Reason::initcheck) + 1,
-              "kReasonNames names every Reason, in order");
+constexpr bool reason_names_in_order() {
+  for (size_t i = 0; i < kReasonCount; ++i)
+    if (static_cast<size_t>(kReasonNames[i].reason) != i) return false;
+  return kReasonCount == static_cast<size_t>(Reason::initcheck) + 1;
+}
+static_assert(reason_names_in_order(), "kReasonNames names every Reason once, in the enum's order");
 
 /// The reason's name as reports say it ("allclose", "reference_error"; "" for none).
 const char* reason_name(Reason reason);
