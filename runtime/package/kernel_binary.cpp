@@ -1,7 +1,9 @@
 // Reading a compiled image's kernels on the host, without a GPU or driver: the function symbols of
 // an ELF64 CUBIN, the parameter tables (.nv.info.NAME) nvcc and NVRTC leave in it, and the .entry
-// names and parameters of a PTX text.
+// names and parameters of a PTX text, and the images of a fatbin container.
 #include "runtime/package/kernel_binary.hpp"
+
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <cctype>
@@ -177,6 +179,137 @@ std::vector<std::string> ptx_entry_names(const std::string& ptx) {
       ++e;
     if (e > p) names.push_back(ptx.substr(p, e - p));
   }
+  return names;
+}
+
+namespace {
+
+constexpr uint64_t kFatbinMagic = 0xBA55ED50;
+constexpr uint64_t kFatbinLz4 = 0x2000;   // entry flag: payload compressed with LZ4
+constexpr uint64_t kFatbinZstd = 0x8000;  // entry flag: payload compressed with Zstandard
+
+/// LZ4 block format (what nvcc's fatbinary used before Zstandard): sequences of literals and
+/// matches. False on malformed input or when the output would not be exactly `size` bytes.
+bool lz4_decompress(const std::string& in, std::size_t size, std::string& out) {
+  out.clear();
+  out.reserve(size);
+  std::size_t i = 0;
+  while (i < in.size()) {
+    const unsigned token = static_cast<unsigned char>(in[i++]);
+    std::size_t literals = token >> 4;
+    if (literals == 15)
+      for (unsigned char b = 255; b == 255 && i < in.size();)
+        literals += (b = static_cast<unsigned char>(in[i++]));
+    if (literals > in.size() - i || out.size() + literals > size) return false;
+    out.append(in, i, literals);
+    i += literals;
+    if (i >= in.size()) break;  // the last sequence has literals only
+    if (in.size() - i < 2) return false;
+    const std::size_t offset =
+        static_cast<unsigned char>(in[i]) |
+        (static_cast<std::size_t>(static_cast<unsigned char>(in[i + 1])) << 8);
+    i += 2;
+    std::size_t match = (token & 15) + 4;
+    if ((token & 15) == 15)
+      for (unsigned char b = 255; b == 255 && i < in.size();)
+        match += (b = static_cast<unsigned char>(in[i++]));
+    if (offset == 0 || offset > out.size() || out.size() + match > size) return false;
+    for (std::size_t k = 0; k < match; ++k) out.push_back(out[out.size() - offset]);
+  }
+  return out.size() == size;
+}
+
+/// Zstandard through the system's libzstd, loaded at run time (it ships with every distribution;
+/// kgate does not link it). False when it is not there or the input is malformed.
+bool zstd_decompress(const std::string& in, std::size_t size, std::string& out) {
+  using Decompress = std::size_t (*)(void*, std::size_t, const void*, std::size_t);
+  using IsError = unsigned (*)(std::size_t);
+  static void* lib = ::dlopen("libzstd.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) return false;
+  static const auto decompress = reinterpret_cast<Decompress>(::dlsym(lib, "ZSTD_decompress"));
+  static const auto is_error = reinterpret_cast<IsError>(::dlsym(lib, "ZSTD_isError"));
+  if (!decompress || !is_error) return false;
+  out.assign(size, '\0');
+  const std::size_t n = decompress(out.data(), size, in.data(), in.size());
+  return !is_error(n) && n == size;
+}
+
+}  // namespace
+
+std::optional<std::vector<FatbinImage>> fatbin_images(const std::string& img) {
+  std::vector<FatbinImage> out;
+  std::size_t at = 0;
+  while (at + 16 <= img.size() && read_le(img, at, 4) == kFatbinMagic) {
+    const uint64_t header = read_le(img, at + 6, 2), size = read_le(img, at + 8, 8);
+    if (header < 16 || header > img.size() - at || size > img.size() - at - header)
+      return std::nullopt;
+    const std::size_t end = at + header + size;
+    for (std::size_t e = at + header; e + 0x40 <= end;) {
+      const uint64_t kind = read_le(img, e, 2), entry_header = read_le(img, e + 4, 4),
+                     payload = read_le(img, e + 8, 8);
+      if (entry_header < 0x40 || entry_header > end - e || payload > end - e - entry_header)
+        return std::nullopt;
+      if (kind == 1 || kind == 2) {
+        FatbinImage f;
+        f.ptx = kind == 1;
+        f.arch = static_cast<uint32_t>(read_le(img, e + 0x1c, 4));
+        const uint64_t flags = read_le(img, e + 0x28, 8);
+        const std::string data = img.substr(e + entry_header, payload);
+        if (flags & (kFatbinLz4 | kFatbinZstd)) {
+          // Compressed: its stored size at +0x10, its size once decompressed at +0x38.
+          const uint64_t stored = std::min<uint64_t>(read_le(img, e + 0x10, 4), data.size());
+          const uint64_t full = read_le(img, e + 0x38, 8);
+          const std::string packed = data.substr(0, stored);
+          const bool ok = full > 0 && full < (1ULL << 31) &&
+                          ((flags & kFatbinZstd) ? zstd_decompress(packed, full, f.data)
+                                                 : lz4_decompress(packed, full, f.data));
+          if (!ok) {
+            f.data.clear();
+            f.compressed = true;
+          }
+        } else {
+          f.data = data;
+        }
+        out.push_back(std::move(f));
+      }
+      e += entry_header + payload;
+    }
+    at = (end + 7) / 8 * 8;  // fatbins in one section are 8-byte aligned
+  }
+  if (out.empty() && (img.size() < 4 || read_le(img, 0, 4) != kFatbinMagic)) return std::nullopt;
+  return out;
+}
+
+std::optional<std::string> fatbin_cubin(const std::string& fatbin, uint32_t arch) {
+  const auto images = fatbin_images(fatbin);
+  if (!images) return std::nullopt;
+  for (const auto& f : *images)
+    if (!f.ptx && !f.compressed && f.arch == arch) return f.data;
+  return std::nullopt;
+}
+
+std::optional<std::vector<std::string>> fatbin_kernel_names(const std::string& fatbin,
+                                                            uint32_t arch) {
+  const auto images = fatbin_images(fatbin);
+  if (!images) return std::nullopt;
+  if (const auto cubin = fatbin_cubin(fatbin, arch))
+    if (auto names = elf_function_names(*cubin)) return names;
+  std::vector<std::string> names;
+  bool readable = false;
+  for (const auto& f : *images) {
+    if (f.compressed) continue;
+    if (f.ptx) {
+      const auto entries = ptx_entry_names(f.data);
+      names.insert(names.end(), entries.begin(), entries.end());
+      readable = true;
+    } else if (const auto symbols = elf_function_names(f.data)) {
+      names.insert(names.end(), symbols->begin(), symbols->end());
+      readable = true;
+    }
+  }
+  if (!readable) return std::nullopt;
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
   return names;
 }
 

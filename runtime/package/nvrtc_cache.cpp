@@ -453,7 +453,15 @@ void read_params(CompileResult& r) {
         r.params[lowered] = std::move(p);
     return;
   }
-  if (auto all = cubin_kernel_params(r.cubin))
+  // A fatbin: the parameter tables of its CUBIN for the architecture compiled for.
+  std::optional<std::string> fatbin_elf;
+  if (r.precompiled == "fatbin" && !r.options.empty()) {
+    const std::string arch = r.options.front().substr(r.options.front().find("sm_") + 3);
+    fatbin_elf =
+        fatbin_cubin(r.cubin, static_cast<uint32_t>(std::strtoul(arch.c_str(), nullptr, 10)));
+    if (!fatbin_elf) return;
+  }
+  if (auto all = cubin_kernel_params(fatbin_elf ? *fatbin_elf : r.cubin))
     for (const auto& [expr, lowered] : r.lowered_names)
       if (auto it = all->find(lowered); it != all->end()) r.params[lowered] = it->second;
 }

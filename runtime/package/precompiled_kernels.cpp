@@ -1,19 +1,26 @@
 // A package's precompiled kernel files (PackageManifest::cubins, fatbin, ptx): choosing the one for
-// the GPU's architecture, reading it from the package and checking the manifest's kernel names
-// against its symbols, in place of an NVRTC compile.
+// the GPU's architecture, reading it from the package and resolving the manifest's kernel names
+// (C++ names or symbols, kernel_names.hpp) to its symbols, in place of an NVRTC compile.
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 
 #include "core/safe_text.hpp"
 #include "core/sha256.hpp"
-#include "core/suggest.hpp"
 #include "runtime/package/kernel_binary.hpp"
+#include "runtime/package/kernel_names.hpp"
 #include "runtime/package/nvrtc_cache_internal.hpp"
 #include "runtime/package/package_files.hpp"
 
 namespace kgate::package::compile_internal {
 
 namespace fs = std::filesystem;
+
+namespace {
+uint32_t arch_number(const std::string& arch) {
+  return static_cast<uint32_t>(std::strtoul(arch.c_str() + 3, nullptr, 10));  // "sm_90a" -> 90
+}
+}  // namespace
 
 bool load_precompiled(const PackageManifest& m, const CompileOptions& opt, CompileResult& r,
                       ManifestProblem& problem, bool& ok) {
@@ -72,24 +79,41 @@ bool load_precompiled(const PackageManifest& m, const CompileOptions& opt, Compi
     }
     image.push_back('\0');  // cuModuleLoadData reads PTX as a C string
   } else {
-    names_known =
-        false;  // a fatbin's images may be compressed: the names are checked when it is loaded
-  }
-  for (const auto& expr : m.name_expressions()) {
-    if (names_known && std::find(names.begin(), names.end(), expr) == names.end()) {
-      std::string listed;
-      for (std::size_t i = 0; i < names.size() && i < 24; ++i) listed += (i ? ", " : "") + names[i];
-      const std::string guess = closest(expr, names);
+    if (!fatbin_images(image)) {
       problem = {file, field,
-                 "kernel " + quote_untrusted(expr) + " is not in " + quote_untrusted(rel) +
-                     (guess.empty() ? "" : "; did you mean " + quote_untrusted(guess) + "?") +
-                     " It holds: " + listed +
-                     ". With a precompiled file, kernel names are its symbols (extern \"C\" "
-                     "names, or mangled ones)"};
+                 quote_untrusted(rel) +
+                     " is not a fatbin (as nvcc -fatbin writes); a CUBIN goes under \"cubin\", PTX "
+                     "under \"ptx\""};
       ok = false;
       return true;
     }
-    r.lowered_names[expr] = expr;
+    // The CUBIN for this GPU's architecture, else every image kgate can read.
+    if (auto found = fatbin_kernel_names(image, arch_number(opt.arch))) names = std::move(*found);
+    else names_known = false;  // every image compressed past what kgate can read
+  }
+  for (const auto& expr : m.name_expressions()) {
+    if (!names_known) {
+      // Only a symbol can be looked up unread: a C++ name needs the file's symbols.
+      if (expr.find_first_of("<:( ") != std::string::npos) {
+        problem = {file, field,
+                   "kernel " + quote_untrusted(expr) + " is a C++ name, but the images of " +
+                       quote_untrusted(rel) +
+                       " are compressed in a way kgate cannot read (Zstandard needs the "
+                       "system's libzstd.so.1), so its symbols are unknown: rebuild it with nvcc "
+                       "--no-compress, or name the kernel by its symbol"};
+        ok = false;
+        return true;
+      }
+      r.lowered_names[expr] = expr;  // checked when the fatbin is loaded
+      continue;
+    }
+    const std::vector<std::string> matches = match_kernel_name(expr, names);
+    if (matches.size() != 1) {
+      problem = {file, field, kernel_name_problem(expr, matches, names, rel)};
+      ok = false;
+      return true;
+    }
+    r.lowered_names[expr] = matches.front();
   }
   r.cubin = std::move(image);
   r.precompiled = kind;
