@@ -16,6 +16,8 @@
 #             outcomes, case ids, margins, the cleaned report.json)
 #   sweep     kgate sweep --seed 1, head and before: worst margins and FRAGILE rows
 #   suite     the mutant suite and the gaming corpus (tests/packages/corpus)
+#   nvccpkg   a package whose sources only nvcc compiles (tests/precompiled/nvcc_norm): kgate pack
+#             builds its fatbin with nvcc, kgate check runs it (C++ kernel names, f32 and f16)
 #   timing    kgate check with speed on two kernels (checked timing end to end)
 #   base      kgate check --baseline-build with this build as its own base: UNCHANGED, then timed
 #             head against base (--time-unchanged), the CUDA modules loaded beside the head
@@ -33,7 +35,7 @@ here=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
 out=${1:?usage: ci/gpu-verdicts.sh OUT_DIR [phase...]}
 shift
 phases=("$@")
-[ ${#phases[@]} -gt 0 ] || phases=(build edges mutants faults controls time same sweep suite timing base torchpair pkgpair against)
+[ ${#phases[@]} -gt 0 ] || phases=(build edges mutants faults controls time same sweep suite nvccpkg timing base torchpair pkgpair against)
 mkdir -p "$out"
 build=${KGATE_BUILD_DIR:-$here/build}
 kgate=$build/bin/kgate
@@ -235,6 +237,14 @@ if has suite && in_time suite 150; then
     note "gaming corpus: exit $?"
     tail -20 "$out/corpus.log"
   fi
+fi
+
+if has nvccpkg && in_time nvccpkg 90; then
+  t0=$SECONDS
+  bash "$here/tests/precompiled/nvcc_pack.sh" "$kgate" "$here/tests/precompiled/nvcc_norm" "$out/nvccpkg" gpu \
+    > "$out/nvccpkg.log" 2>&1
+  note "nvcc-built package (tests/precompiled/nvcc_norm, packed by nvcc, checked from its fatbin): exit $? in $((SECONDS - t0)) s"
+  tail -5 "$out/nvccpkg.log"
 fi
 
 if has timing && in_time timing 90; then

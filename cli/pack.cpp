@@ -1,4 +1,5 @@
-// kgate pack: a package directory made self-contained (its op file and sources copied in, checked).
+// kgate pack: a package directory made self-contained (its op file and sources copied in, its
+// nvcc build run where it asks for one, checked).
 #include "cli/commands.hpp"
 
 #include <CLI/CLI.hpp>
@@ -14,7 +15,8 @@ CLI::App* add_pack_command(CLI::App& app, PackArgs& args) {
   auto* cmd = app.add_subcommand(
       "pack",
       "Make a source package self-contained: copy it and the include_dirs it "
-      "reaches outside itself into OUT (hashes in kgate-pack.json), then validate OUT");
+      "reaches outside itself into OUT (hashes in kgate-pack.json), compile it with nvcc "
+      "into a fatbin where its manifest asks (\"build\"), then validate OUT");
   cmd->add_option("source", args.source_dir, "Source package directory (holding kgate.json)")
       ->required();
   cmd->add_option("out", args.out_dir,

@@ -219,10 +219,13 @@ struct PackageManifest {
   /// Precompiled kernels, package-relative: a CUBIN per architecture ("cubin": {"sm_90":
   /// "k.cubin"}), a fatbin and a PTX file. For a device of architecture A, kgate loads cubin[A],
   /// else the fatbin, else the PTX (JIT-compiled by the driver), else compiles the sources. Kernel
-  /// names are then the symbols as they appear in the binary (extern "C" names, or mangled ones).
+  /// names are then C++ names or the binary's symbols (kernel_names.hpp).
   std::map<std::string, std::string> cubins;
   std::string fatbin;
   std::string ptx;
+  /// "build": {"compiler": "nvcc", ...}: the sources are compiled by kgate pack with nvcc into
+  /// `fatbin` (nvcc_build.hpp), never at check time; "" when the package has no "build".
+  std::string build_compiler;
   std::vector<std::string> include_dirs;  ///< package-relative paths, as written
   /// Captured-inputs files (safetensors), package-relative: fixed correctness cases.
   std::vector<std::string> captured_inputs;

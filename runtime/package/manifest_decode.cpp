@@ -159,6 +159,9 @@ void decode_binaries(const json& doc, ManifestSource& s) {
   if (auto it = doc.find("fatbin"); it != doc.end() && it->is_string())
     s.fatbin = value(*it, "fatbin");
   if (auto it = doc.find("ptx"); it != doc.end() && it->is_string()) s.ptx = value(*it, "ptx");
+  if (auto it = doc.find("build"); it != doc.end() && it->is_object())
+    if (auto c = it->find("compiler"); c != it->end() && c->is_string())
+      s.build_compiler = value(*c, "build.compiler");
 }
 
 void decode_symbols(const json& doc, ManifestSource& s) {

@@ -83,6 +83,7 @@ void check_sources(const ManifestSource& s, CheckState& st) {
     if (auto path = binary_path(st, b.path); !path.empty()) st.m.cubins[b.arch] = path;
   if (s.fatbin) st.m.fatbin = binary_path(st, *s.fatbin);
   if (s.ptx) st.m.ptx = binary_path(st, *s.ptx);
+  if (s.build_compiler) st.m.build_compiler = s.build_compiler->text;
   st.m.sources = texts(check_paths(st, s.sources, PathKind::source));
 }
 

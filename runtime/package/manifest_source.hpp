@@ -183,6 +183,7 @@ struct ManifestSource {
   PathList sources, include_dirs, captured_inputs;
   std::vector<BinarySource> cubins;
   std::optional<Value> fatbin, ptx;
+  std::optional<Value> build_compiler;  ///< "build.compiler"
   std::vector<Value> nvrtc_options;
   std::vector<NvrtcOptionsForDtype> nvrtc_options_for_dtype;
   std::vector<SymbolSource> symbols;

@@ -1,5 +1,5 @@
 // kgate pack: copies a source package and the include directories it reaches outside itself into a
-// self-contained package (see pack.hpp).
+// self-contained package, and runs its nvcc build where it asks for one (see pack.hpp).
 #include "runtime/package/pack.hpp"
 
 #include <unistd.h>
@@ -16,6 +16,7 @@
 #include "core/sha256.hpp"
 #include "core/strict_json.hpp"
 #include "runtime/package/manifest.hpp"
+#include "runtime/package/nvcc_build.hpp"
 #include "runtime/package/package_files.hpp"
 
 namespace kgate::package {
@@ -76,6 +77,10 @@ class Packer {
         }
       }
     }
+    if (auto it = doc.find("build"); it != doc.end()) {
+      build(doc);
+      rewritten = true;
+    }
     // The manifest: the author's bytes when nothing changed, else the rewritten document.
     const std::string out_text = rewritten ? doc.dump(2) + "\n" : text;
     write(tmp_ / kManifestFileName, out_text);
@@ -94,6 +99,63 @@ class Packer {
   [[noreturn]] void fail(const std::string& field, const std::string& message) {
     throw Error(ErrorKind::package,
                 manifest_ + (field.empty() ? " " : ": " + field + ": ") + message);
+  }
+
+  /// "build": compiles the packed copy with nvcc into _built/NAME.fatbin, names it as the package's
+  /// "fatbin" and records what ran as "build.record" (nvcc_build.hpp).
+  void build(ordered_json& doc) {
+    const ordered_json& b = doc["build"];
+    if (!b.is_object()) fail("build", "expected an object such as {\"compiler\": \"nvcc\"}");
+    if (b.value("compiler", std::string()) != "nvcc")
+      fail("build.compiler", "expected \"nvcc\" (the compiler kgate pack runs)");
+    if (b.contains("record"))
+      fail("build.record",
+           "is written by kgate pack; this package was packed already: pack its source package");
+    if (doc.contains("fatbin"))
+      fail("fatbin",
+           "an nvcc build (\"build\") writes the package's fatbin; remove \"fatbin\" from the "
+           "source package");
+    BuildSpec spec;
+    const auto strings = [&](const char* key, std::vector<std::string>& out) {
+      if (!b.contains(key)) return;
+      const ordered_json& v = b[key];
+      if (!v.is_array()) fail(std::string("build.") + key, "expected an array of strings");
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        if (!v[i].is_string())
+          fail(std::string("build.") + key + "[" + std::to_string(i) + "]", "expected a string");
+        out.push_back(v[i].get<std::string>());
+      }
+    };
+    strings("archs", spec.archs);
+    strings("flags", spec.flags);
+    if (b.contains("instantiate")) {
+      if (!b["instantiate"].is_boolean()) fail("build.instantiate", "expected true or false");
+      spec.instantiate = b["instantiate"].get<bool>();
+    }
+    // The manifest as packed so far, read back for what nvcc needs: the sources, the include
+    // directories (as packed) and every launch's kernel name (for_each expanded).
+    write(tmp_ / kManifestFileName, doc.dump(2) + "\n");
+    PackageManifest m;
+    const auto problems = check_manifest(tmp_, {}, &m);
+    if (!problems.empty())
+      throw Error(ErrorKind::package,
+                  "kgate pack: " + manifest_ + " cannot be built:\n" + format_problems(problems));
+    const BuildRecord record =
+        nvcc_build(tmp_, m.name, m.sources, m.include_dirs, m.name_expressions(), spec, manifest_);
+    for (const auto& made : {record.unit, record.fatbin})
+      result_.files.push_back(
+          {made, "(kgate pack: nvcc)", Sha256().update(read_package_file(tmp_ / made)).hex()});
+    copied_.insert(record.unit);
+    copied_.insert(record.fatbin);
+    doc["fatbin"] = record.fatbin;
+    doc["build"]["record"] = {{"fatbin", record.fatbin},
+                              {"unit", record.unit},
+                              {"command", record.command},
+                              {"nvcc_version", record.nvcc_version},
+                              {"host_compiler", record.host_compiler},
+                              {"host_compiler_version", record.host_compiler_version},
+                              {"kernels", record.kernels}};
+    result_.rewritten.push_back("fatbin: " + record.fatbin + " (built by nvcc: build.record)");
   }
 
   /// A file the manifest names: inside the source package, copied to the same relative path.
@@ -116,6 +178,9 @@ class Packer {
       fail(field, shown(rel) +
                       " is under _packed/, where kgate pack puts the headers it copies from "
                       "outside the package; rename that directory");
+    if (!rel.empty() && fs::path(rel).begin()->string() == kBuildDir)
+      fail(field, shown(rel) + " is under " + kBuildDir +
+                      "/, where kgate pack puts what nvcc builds; rename that directory");
     return rel;
   }
 

@@ -3,7 +3,8 @@
 // package may therefore list include directories outside it ("include_dirs": ["../../common"]);
 // packing copies the package and those headers into a new directory, rewrites those entries to the
 // copies, and records where every file came from and its SHA-256 (kgate-pack.json). The packed
-// package is then an ordinary one: every path stays inside it.
+// package is then an ordinary one: every path stays inside it. A package whose sources only nvcc
+// compiles ("build") is compiled there into a fatbin it ships (nvcc_build.hpp).
 #pragma once
 
 #include <filesystem>

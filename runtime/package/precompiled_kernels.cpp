@@ -25,6 +25,16 @@ uint32_t arch_number(const std::string& arch) {
 bool load_precompiled(const PackageManifest& m, const CompileOptions& opt, CompileResult& r,
                       ManifestProblem& problem, bool& ok) {
   const std::string file = m.manifest_path.string();
+  if (!m.build_compiler.empty() && m.fatbin.empty()) {
+    problem = {file, "build",
+               "the package is compiled by " + m.build_compiler +
+                   " when it is packed, and this copy holds no fatbin yet: run kgate pack " +
+                   quote_untrusted(m.dir.string()) +
+                   " OUT and check or validate OUT (kgate check and validate never run nvcc: it "
+                   "runs the host compiler and reads host headers)"};
+    ok = false;
+    return true;
+  }
   std::string kind, field, rel;
   if (auto it = m.cubins.find(opt.arch); it != m.cubins.end()) {
     kind = "cubin", field = "cubin." + opt.arch, rel = it->second;

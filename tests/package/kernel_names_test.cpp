@@ -1,6 +1,6 @@
 // Kernels of a binary named by their C++ names (runtime/package/kernel_names.hpp), and a fatbin's
 // images read on the host (kernel_binary.hpp). The symbols are nvcc 13's for the fixture
-// tests/packages/nvcc_norm.
+// tests/precompiled/nvcc_norm.
 #include <gtest/gtest.h>
 
 #include <algorithm>

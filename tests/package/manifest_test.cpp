@@ -32,7 +32,8 @@ __global__ void k(const T* x, T* y, long long n) {
 const char* const kTopKeyList =
     "format, name, version, op, op_file, description, attributes, sources, include_dirs, "
     "nvrtc_options, "
-    "outputs, symbols, workspace, cubin, fatbin, ptx, captured_inputs, nvrtc_options_for_dtype, "
+    "outputs, symbols, workspace, cubin, fatbin, ptx, build, captured_inputs, "
+    "nvrtc_options_for_dtype, "
     "launch_defaults, launches, "
     "guard";
 
@@ -1460,6 +1461,7 @@ TEST(ManifestSchema, DescribesTheSameTopLevelKeys) {
   for (const auto& item : schema.at("properties").items()) keys.push_back(item.key());
   std::sort(keys.begin(), keys.end());
   EXPECT_EQ(keys, (std::vector<std::string>{"attributes",
+                                            "build",
                                             "captured_inputs",
                                             "cubin",
                                             "description",
