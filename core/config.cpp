@@ -60,7 +60,9 @@ GateSettings parse_settings(const Ctx& c, const json& j, const std::string& fiel
                                                 "alpha",
                                                 "time_budget_s",
                                                 "fragile_margin",
-                                                "gate_against_eager"};
+                                                "gate_against_eager",
+                                                "contract",
+                                                "outside_contract"};
   check_keys(c, j, field, keys);
   GateSettings s;
   const auto f = [&](const char* k) { return field + "." + k; };
@@ -139,6 +141,18 @@ GateSettings parse_settings(const Ctx& c, const json& j, const std::string& fiel
              "expected true or false, found " + j["gate_against_eager"].dump());
     s.gate_against_eager = j["gate_against_eager"].get<bool>();
   }
+  if (j.contains("contract")) {
+    s.contract = parse_contract(j["contract"], c.path + ": " + f("contract"));
+  }
+  if (j.contains("outside_contract")) {
+    const auto& o = j["outside_contract"];
+    if (!o.is_string() || (o != "fail" && o != "warn"))
+      c.fail(f("outside_contract"),
+             "expected \"fail\" (wrong values outside the contract fail the kernel, the default) "
+             "or \"warn\" (they are a warning), found " +
+                 o.dump());
+    s.outside_contract = o.get<std::string>();
+  }
   return s;
 }
 
@@ -174,6 +188,8 @@ void GateSettings::overlay(const GateSettings& o) {
   take(time_budget_s, o.time_budget_s);
   take(fragile_margin, o.fragile_margin);
   take(gate_against_eager, o.gate_against_eager);
+  take(contract, o.contract);
+  take(outside_contract, o.outside_contract);
 }
 
 GateSettings Config::resolve(const std::string& op, const std::string& kernel,

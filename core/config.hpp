@@ -17,6 +17,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "core/contract.hpp"
 #include "core/dtype.hpp"
 
 namespace kgate {
@@ -41,6 +42,12 @@ struct GateSettings {
   /// alone; its eager comparison is reported, informational. A kernel without a base is always
   /// gated against eager.
   std::optional<bool> gate_against_eager;
+  /// What the kernel states it accepts (core/contract.hpp); a level that sets one replaces the
+  /// contract of the levels below it whole.
+  std::optional<Contract> contract;
+  /// "fail" (default): wrong values or a fault on a case outside the contract fail the kernel;
+  /// "warn": they are a warning.
+  std::optional<std::string> outside_contract;
 
   /// Overlays `over` on this (fields set in `over` win).
   void overlay(const GateSettings& over);
