@@ -46,6 +46,10 @@ void merge_resumed(KernelReport& into, KernelReport part) {
   a.behaviour_checks += b.behaviour_checks;
   a.worst_margin = std::max(a.worst_margin, b.worst_margin);
   a.seconds += b.seconds;
+  if (a.contract.is_object() && b.contract.is_object())
+    for (const char* k : {"outside", "refused", "wrong"})
+      a.contract[k] = a.contract.value(k, int64_t{0}) + b.contract.value(k, int64_t{0});
+  else if (b.contract.is_object()) a.contract = b.contract;
   // Past the cap of 10, the first few faults still: each names its CUDA error.
   const auto is_fault = [](const CaseResult& r) {
     return r.rule == Reason::fault || r.rule == Reason::crash;

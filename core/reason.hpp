@@ -33,6 +33,7 @@ enum class Reason {
   crash,              ///< the worker process died on the case
   hang,               ///< the worker process hung on the case
   error,              ///< the case could not be run (an error other than a fault)
+  refused,            ///< the kernel's host code raised an error, the device sound: it refused
   not_run,            ///< the case was not run (the context was lost before it)
   huge,               ///< the case was too large for the device
   fallback,           ///< the case was outside the kernel's guard: the reference ran instead
@@ -67,6 +68,7 @@ inline constexpr ReasonName kReasonNames[] = {
     {Reason::crash, "crash"},
     {Reason::hang, "hang"},
     {Reason::error, "error"},
+    {Reason::refused, "refused"},
     {Reason::not_run, "not_run"},
     {Reason::huge, "huge"},
     {Reason::fallback, "fallback"},

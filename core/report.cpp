@@ -52,18 +52,20 @@ ErrorStats stats_from(const json& j) {
 }
 
 json case_result_json(const CaseResult& r) {
-  return {{"case", r.kcase},
-          {"outcome", outcome_name(r.outcome)},
-          {"rule", reason_name(r.rule)},
-          {"observed", number(r.observed)},
-          {"allowed", number(r.allowed)},
-          {"margin", number(r.margin)},
-          {"message", r.message},
-          {"vs_reference", stats_json(r.vs_reference)},
-          {"vs_oracle", stats_json(r.vs_oracle)},
-          {"reference_vs_oracle_max_abs", number(r.reference_vs_oracle_max_abs)},
-          {"repro", r.repro},
-          {"fallback", r.fallback}};
+  json j = {{"case", r.kcase},
+            {"outcome", outcome_name(r.outcome)},
+            {"rule", reason_name(r.rule)},
+            {"observed", number(r.observed)},
+            {"allowed", number(r.allowed)},
+            {"margin", number(r.margin)},
+            {"message", r.message},
+            {"vs_reference", stats_json(r.vs_reference)},
+            {"vs_oracle", stats_json(r.vs_oracle)},
+            {"reference_vs_oracle_max_abs", number(r.reference_vs_oracle_max_abs)},
+            {"repro", r.repro},
+            {"fallback", r.fallback}};
+  if (!r.outside_contract.empty()) j["outside_contract"] = r.outside_contract;
+  return j;
 }
 
 CaseResult case_result_from(const json& j) {
@@ -80,6 +82,7 @@ CaseResult case_result_from(const json& j) {
   r.reference_vs_oracle_max_abs = read_number(j, "reference_vs_oracle_max_abs");
   r.repro = j.value("repro", std::string());
   r.fallback = j.value("fallback", false);
+  r.outside_contract = j.value("outside_contract", std::string());
   return r;
 }
 
@@ -118,6 +121,7 @@ json correctness_json(const CorrectnessReport& c) {
     out["null_calibration"] = nc;
   }
   if (!c.coverage.is_null()) out["coverage"] = c.coverage;
+  if (!c.contract.is_null()) out["contract"] = c.contract;
   return out;
 }
 
@@ -139,6 +143,7 @@ CorrectnessReport correctness_from(const json& c) {
   r.skipped = c.value("skipped", int64_t{0});
   r.seconds = read_number(c, "seconds");
   if (c.contains("coverage")) r.coverage = c.at("coverage");
+  if (c.contains("contract")) r.contract = c.at("contract");
   r.faulted = c.value("faulted", std::vector<std::string>{});
   r.not_run = c.value("not_run", int64_t{0});
   r.resume_at = c.value("resume_at", int64_t{0});

@@ -58,6 +58,9 @@ struct CaseResult {
   /// The case was outside the kernel's guard (KernelInfo::accepts): the eager reference ran
   /// instead of the kernel, as deployed code falls back. Its rule is then "fallback".
   bool fallback = false;
+  /// The case is outside the kernel's contract (core/contract.hpp): why, in the contract's terms;
+  /// "" inside it or without one.
+  std::string outside_contract;
   /// kgate sweep only (not serialized): per swept rtol, the smallest atol with which allclose
   /// against the eager reference passes.
   std::vector<double> needed_atol;
@@ -107,6 +110,9 @@ struct CorrectnessReport {
   /// came from, "tried" with their dtypes, "left_out" for budget, "spread"): null when not known
   /// (a replay, an op without symbols).
   nlohmann::json coverage;
+  /// The kernel's contract and what its cases showed against it (gates/correctness/contract.hpp:
+  /// declared, outside, refused, wrong); null without a contract.
+  nlohmann::json contract;
 };
 
 /// One timed comparison of a candidate against a baseline.

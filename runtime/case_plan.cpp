@@ -8,10 +8,14 @@
 #include "core/captured.hpp"
 #include "core/rng.hpp"
 #include "core/safetensors.hpp"
+#include "gates/props/guard_cases.hpp"
 #include "gates/props/tile_inference.hpp"
 #include "references/catalogue.hpp"
 
 namespace kgate {
+
+// A contract's boundary cases stay small: both sides of a relation need no large tensor.
+constexpr int64_t kMaxContractCaseElements = int64_t{1} << 20;
 
 std::vector<Case> captured_cases(const OpSignature& op, const std::vector<CapturedFile>& files,
                                  uint64_t seed, const std::string& kernel) {
@@ -190,6 +194,16 @@ std::vector<Case> cases_of(const KernelInfo& kernel, const OpSignature& op,
 std::vector<Case> guard_and_extra_cases(const KernelInfo& kernel, const CheckOptions& options) {
   std::vector<Case> out;
   if (kernel.guard_cases) out = kernel.guard_cases(options.seed);
+  // Both sides of the kernel's contract: every relation it requires, the dtypes and layouts it
+  // leaves out.
+  const OpSignature& op = find_op(kernel.op);
+  if (const auto& contract = resolve_settings(op, kernel.name, options).gates.contract) {
+    for (Case& c : props::guard_boundary_cases(guard_model_of(*contract, op, kernel.name), op,
+                                               options.seed, kMaxContractCaseElements)) {
+      c.family = c.family == "guard_inside" ? "contract_inside" : "contract_outside";
+      out.push_back(std::move(c));
+    }
+  }
   out.insert(out.end(), options.extra_cases.begin(), options.extra_cases.end());
   return out;
 }

@@ -16,6 +16,7 @@
 #include "core/format.hpp"
 #include "core/rng.hpp"
 #include "core/safetensors.hpp"
+#include "gates/correctness/contract.hpp"
 #include "gates/props/shrink.hpp"
 #include "gates/props/tile_inference.hpp"
 #include "gates/speed/decision.hpp"
@@ -55,6 +56,7 @@ KernelSettings resolve_settings(const OpSignature& op, const std::string& kernel
   if (s.delta) k.timing.interleave.delta = *s.delta;
   if (s.alpha) k.timing.interleave.alpha = *s.alpha;
   if (s.time_budget_s) k.timing.interleave.time_budget_s = *s.time_budget_s;
+  if (s.contract) check_contract(*s.contract, op, "the contract of kernel '" + kernel + "'");
   return k;
 }
 
@@ -253,6 +255,10 @@ class KernelCheck {
       run_cases();
     }
     warn_of_case_counts();
+    if (settings.gates.contract)
+      report.correctness.contract = correctness::to_json(*settings.gates.contract, contract_tally);
+    else if (const std::string hint = contract_hint.hint(kernel.name); !hint.empty())
+      report.correctness.warnings.push_back(hint);
     // A worker that goes on after a kernel's fault judges its cases only: the kernel has failed
     // already. After the reference's faults alone, the behaviour checks and the timing follow here.
     if (options.behaviour_checks && report.correctness.failed == 0 && !runner.context_lost() &&
@@ -378,6 +384,11 @@ class KernelCheck {
     runner.set_references_on_copies(copies);
     auto r = runner.check_case(kernel, c, rule_for(op, c.dtype, settings));
     runner.set_references_on_copies(false);
+    if (settings.gates.contract)
+      correctness::judge_against_contract(r, *settings.gates.contract, op,
+                                          settings.gates.outside_contract.value_or("") == "warn",
+                                          contract_tally, report.correctness.warnings);
+    else if (is_torch_op(kernel)) contract_hint.add(c, r);
     // The reference faulted on a view: a fresh worker runs this case again with the reference on
     // contiguous copies (once; a fault there is final), so it is counted there. (Only a worker's
     // parent starts a fresh one: with --no-isolate the fault is final here.)
@@ -394,7 +405,9 @@ class KernelCheck {
                                         dtype_name(c.dtype) + " " + dims);
     }
     // (Not a case whose reference ran on copies: the behaviour checks would run it on its view.)
-    if (r.rule != Reason::reference_error && r.outcome != Outcome::skipped && !copies)
+    // (Nor one outside the kernel's contract: the behaviour checks ask for an answer there.)
+    if (r.rule != Reason::reference_error && r.outcome != Outcome::skipped && !copies &&
+        r.outside_contract.empty())
       judged.push_back(c);
     if (c.values == Values::captured) report.correctness.captured.push_back(r);
     if (r.outcome == Outcome::skipped) {
@@ -757,7 +770,9 @@ class KernelCheck {
   const int64_t step;  // progress every step cases
   const bool resumed;  // a worker going on after the kernel's fault
   KernelReport report;
-  std::string closest_repro;  // the passing case nearest its tolerance
+  correctness::ContractTally contract_tally;  // the cases against the kernel's contract
+  correctness::ContractHint contract_hint;    // a torch op without one: what it would state
+  std::string closest_repro;                  // the passing case nearest its tolerance
   std::string first_reference_error;
   // Cases whose reference failed on their view and ran on contiguous copies: "layout dtype dims".
   std::vector<std::string> reference_needed_copies;

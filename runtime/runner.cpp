@@ -304,6 +304,18 @@ namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
+// Whether an exception's message names an error of CUDA (ATen's "CUDA error: ...", a cudaError or
+// CUresult name, kgate's own CUDA call checks): a launch that failed, not an input refused.
+bool names_a_cuda_error(const std::string& what) {
+  for (const char* marker : {"CUDA error", "cudaError", "CUDA_ERROR_", "CUDA driver error",
+                             "CUDA kernel errors", "device-side assert"})
+    if (what.find(marker) != std::string::npos) return true;
+  return false;
+}
+
+// An error message's first line (ATen appends advice and a backtrace).
+std::string first_line(const std::string& what) { return what.substr(0, what.find('\n')); }
+
 std::string gib(double bytes) {
   std::ostringstream o;
   o.precision(1);
@@ -473,9 +485,18 @@ CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c,
       // Whatever call noticed it (kgate's synchronize, or an ATen call in the kernel's own host
       // code, as a torch custom op makes: c10::Error), the fault is this case's.
       const std::string what = e.what();
-      impl_->lose_context_if_faulted("the CUDA context was lost after kernel '" + kernel.name +
-                                     "' faulted on case " + c.id());
+      const cudaError_t rc = impl_->lose_context_if_faulted(
+          "the CUDA context was lost after kernel '" + kernel.name + "' faulted on case " + c.id());
       result.outcome = Outcome::failed;
+      if (rc == cudaSuccess && !names_a_cuda_error(what)) {
+        // The kernel's host code threw and the device is sound: it refused the input (a
+        // TORCH_CHECK, a dispatch's unsupported dtype), which is not a fault of the GPU.
+        result.rule = Reason::refused;
+        result.message = "kernel '" + kernel.name + "' (" + kernel.source +
+                         ") refused the case: " + first_line(what) +
+                         " (an error its host code raised; the device did nothing wrong)";
+        return result;
+      }
       result.rule = Reason::fault;
       // The kernel's error in the user's terms: which kernel, where it comes from, the CUDA error;
       // not the kgate call that noticed it.

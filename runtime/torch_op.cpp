@@ -375,6 +375,10 @@ std::string torch_op_repro_options(const std::string& kernel) {
   return it == repro_options().end() ? "" : it->second;
 }
 
+bool is_torch_op(const KernelInfo& kernel) {
+  return kernel.source.rfind("torch op ", 0) == 0 || kernel.source.rfind("base torch op ", 0) == 0;
+}
+
 const std::string* torch_op_memory_note(const std::string& kernel) {
   const auto it = memory_notes().find(kernel);
   return it == memory_notes().end() ? nullptr : &it->second;

@@ -73,6 +73,9 @@ std::vector<std::string> loaded_torch_libraries();
 /// --torch-op ..."); "" when `kernel` is not a torch op.
 std::string torch_op_repro_options(const std::string& kernel);
 
+/// Whether `kernel` calls a torch op (torch_op_kernel made it, registered or not).
+bool is_torch_op(const KernelInfo& kernel);
+
 /// The note of a registered torch-op kernel ("" when every memory check applies); nullptr when
 /// `kernel` is not a torch op.
 const std::string* torch_op_memory_note(const std::string& kernel);

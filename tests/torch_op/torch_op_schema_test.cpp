@@ -8,6 +8,9 @@
 
 #include <string>
 
+#include <nlohmann/json.hpp>
+
+#include "core/config.hpp"
 #include "core/error.hpp"
 #include "references/catalogue.hpp"
 #include "runtime/pipeline.hpp"
@@ -150,6 +153,103 @@ TEST_F(TorchOpSchema, AStableTorchLibraryOpBindsAndPasses) {
   EXPECT_NE(source.find("kgate_stable::rms_norm(Tensor x, Tensor? weight, float eps)"),
             std::string::npos)
       << source;
+}
+
+// Contracts (core/contract.hpp, gates/correctness/contract.hpp) on three ops that meet a strided
+// input differently: one refuses it with TORCH_CHECK, one computes wrong on it, one refuses odd
+// hidden sizes it may or may not declare.
+class TorchOpContract : public TorchOpSchema {
+ protected:
+  static KernelReport check_under(const std::string& spec, const std::string& kernel_settings) {
+    const KernelInfo k = torch_op_kernel(parse_torch_op_spec(spec), nullptr);
+    CheckOptions o;
+    o.cases = 24;
+    o.families = {"random", "layout", "ragged"};
+    o.speed = false;
+    if (!kernel_settings.empty())
+      o.config =
+          parse_config(nlohmann::json::parse(R"({"format": "kgate-config/1", "kernels": {")" +
+                                             k.name + "\": " + kernel_settings + "}}"),
+                       "test.json", {"allclose", "eager_relative", "conditioned"});
+    Runner runner(Backend::cpu);
+    return check_kernel(runner, k, o);
+  }
+  static std::string all_messages(const KernelReport& r) {
+    std::string out = r.message;
+    for (const auto& f : r.correctness.failures) out += "\n" + f.message;
+    for (const auto& w : r.correctness.warnings) out += "\n" + w;
+    return out;
+  }
+};
+
+TEST_F(TorchOpContract, ARefusalIsNeverAGpuFaultAndWithoutAContractTheHintNamesOne) {
+  const auto r = check_under("cpu/kgate_schema::rms_norm_strided_refused=rms_norm", "");
+  EXPECT_EQ(r.outcome, Outcome::failed);
+  const std::string m = all_messages(r);
+  EXPECT_NE(m.find("refused the case: "), std::string::npos) << m;
+  EXPECT_NE(m.find("x must be contiguous"), std::string::npos) << m;
+  EXPECT_EQ(m.find("faulted"), std::string::npos) << m;
+  ASSERT_TRUE(r.correctness.minimal.has_value());
+  EXPECT_EQ(r.correctness.minimal->rule, Reason::refused);
+  // Strided and row-padded inputs failed, contiguous and offset ones passed: the hint says so.
+  EXPECT_NE(m.find("failed only on row_padded inputs, strided inputs"), std::string::npos) << m;
+  EXPECT_NE(m.find(R"("contract": {"layouts":["contiguous","offset"]})"), std::string::npos) << m;
+}
+
+TEST_F(TorchOpContract, ACleanRefusalOutsideTheContractPasses) {
+  const auto r = check_under("cpu/kgate_schema::rms_norm_strided_refused=rms_norm",
+                             R"({"contract": {"layouts": ["contiguous", "offset"]}})");
+  EXPECT_EQ(r.outcome, Outcome::passed) << all_messages(r);
+  ASSERT_TRUE(r.correctness.contract.is_object());
+  EXPECT_GT(r.correctness.contract.at("outside").get<int64_t>(), 0);
+  EXPECT_EQ(r.correctness.contract.at("refused"), r.correctness.contract.at("outside"));
+  EXPECT_EQ(r.correctness.contract.at("wrong").get<int64_t>(), 0);
+}
+
+TEST_F(TorchOpContract, WrongValuesOutsideTheContractAreAFindingOfTheirOwn) {
+  const std::string contract = R"({"contract": {"layouts": ["contiguous", "offset"]})";
+  const auto r = check_under("cpu/kgate_schema::rms_norm_strided_wrong=rms_norm", contract + "}");
+  EXPECT_EQ(r.outcome, Outcome::failed);
+  const std::string m = all_messages(r);
+  EXPECT_NE(m.find("returns wrong values for inputs outside its contract (layout "),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("add a check that refuses them"), std::string::npos) << m;
+  EXPECT_GT(r.correctness.contract.at("wrong").get<int64_t>(), 0);
+  for (const auto& f : r.correctness.failures)
+    EXPECT_FALSE(f.outside_contract.empty()) << f.message;
+  // One config key makes it a warning.
+  const auto w = check_under("cpu/kgate_schema::rms_norm_strided_wrong=rms_norm",
+                             contract + R"(, "outside_contract": "warn"})");
+  EXPECT_EQ(w.outcome, Outcome::passed) << all_messages(w);
+  EXPECT_NE(all_messages(w).find("returns wrong values for inputs outside its contract"),
+            std::string::npos);
+}
+
+TEST_F(TorchOpContract, ARefusalInsideTheContractIsAFailure) {
+  const auto inside = check_under("cpu/kgate_schema::rms_norm_throws_inside=rms_norm",
+                                  R"({"contract": {"layouts": ["contiguous"]}})");
+  EXPECT_EQ(inside.outcome, Outcome::failed);
+  EXPECT_NE(all_messages(inside).find("refused an input it declares it accepts: "),
+            std::string::npos)
+      << all_messages(inside);
+  // The relation stated, the odd sizes are outside: refused cleanly there, and the boundary cases
+  // of the relation (both sides of N % 2 == 0) were run.
+  const auto stated = check_under(
+      "cpu/kgate_schema::rms_norm_throws_inside=rms_norm",
+      R"({"contract": {"layouts": ["contiguous", "row_padded", "offset", "strided"], "require": ["N % 2 == 0"]}})");
+  EXPECT_EQ(stated.outcome, Outcome::passed) << all_messages(stated);
+  EXPECT_GT(stated.correctness.contract.at("refused").get<int64_t>(), 0);
+}
+
+TEST_F(TorchOpContract, AContractNamingAnUnknownSymbolIsAUsageError) {
+  const auto e = usage_error([] {
+    check_under("cpu/kgate_schema::rms_norm_throws_inside=rms_norm",
+                R"({"contract": {"require": ["H % 8 == 0"]}})");
+  });
+  EXPECT_NE(e.find("the contract of kernel 'kgate_schema.rms_norm_throws_inside.cpu'.require[0]"),
+            std::string::npos)
+      << e;
 }
 
 }  // namespace
