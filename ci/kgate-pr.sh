@@ -272,7 +272,10 @@ if [ ! -f "$build/CMakeCache.txt" ] || [ ${#cmake_defs[@]} -gt 0 ]; then
 fi
 say "building the head (${targets[*]}, $jobs jobs)"
 cmake --build "$build" -j "$jobs" "${target_args[@]}" >&2 || die "the head did not build"
-[ -x "$build/bin/kgate" ] || die "$build/bin/kgate was not built: does the project call kgate_add_kernel()?"
+# The project's kgate command: KGATE_BIN_DIR/kgate (default BUILD/bin).
+kgate_bin=$(sed -n 's/^KGATE_BIN_DIR:[A-Z]*=//p' "$build/CMakeCache.txt")
+kgate=${kgate_bin:-$build/bin}/kgate
+[ -x "$kgate" ] || die "$kgate was not built: does the project call kgate_add_kernel()?"
 say "head built in ${SECONDS}s"
 
 # ---- the base's CMake configuration: the head's
@@ -383,5 +386,5 @@ if [ -n "$base_error" ]; then
   rm -rf "$given_build"
   mkdir -p "$given_build/kgate-modules"
 fi
-say "$build/bin/kgate check --baseline-build $given_build ${check_args[*]}"
-"$build/bin/kgate" check --baseline-build "$given_build" ${check_args[@]+"${check_args[@]}"}
+say "$kgate check --baseline-build $given_build ${check_args[*]}"
+"$kgate" check --baseline-build "$given_build" ${check_args[@]+"${check_args[@]}"}
