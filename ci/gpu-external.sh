@@ -20,6 +20,9 @@
 #      a library that does not load as shipped is reported so, then tried again with libpython
 #      preloaded (kernel-builder's and vLLM's extension modules leave PyModule_Create2 undefined)
 #   5. a table: library | op | bound | contract | verdict | speed vs eager
+#   6. header-only kernels: each package under .thirdparty/packages (a kgate.json naming the pinned
+#      headers' kernels by C++ name, with "build": nvcc; kept beside the fetched files, out of the
+#      repository) is packed with kgate pack, which compiles it with nvcc, then checked
 # Then tests/external/repro/*.py reproduce the findings outside a contract one by one
 # (python3 tests/external/repro/NAME.py; each says what it shows and exits 1 when it shows it).
 set -uo pipefail
@@ -104,6 +107,19 @@ for row in sys.argv[1:]:
         speed = ", ".join(f"{s.get('ratio', 0):.2f}x ({s.get('decision')})" for s in eager) or "-"
         print(f"{name:16s} | {k['name']:36s} | {'yes (' + load + ')':22s} | {contract:34s} | {verdict:48s} | {speed}")
 PY
+
+# Header-only kernels through the nvcc route: kgate pack, then kgate check on the packed directory.
+for pkg in "$here"/.thirdparty/packages/*/kgate.json; do
+  [ -f "$pkg" ] || continue
+  n=$(basename "$(dirname "$pkg")")
+  if [ "$SECONDS" -gt "$deadline" ]; then echo "package $n: skipped (past KGATE_DEADLINE)"; continue; fi
+  rm -rf "$out/packed/$n"; mkdir -p "$out/packed"
+  if ! "$kgate" pack "$(dirname "$pkg")" "$out/packed/$n" > "$out/pack-$n.log" 2>&1; then
+    echo "package $n: kgate pack failed: $(grep -m1 -E 'error|cannot' "$out/pack-$n.log" | cut -c1-220)"; continue
+  fi
+  timeout --kill-after=10 "$timeout_s" "$kgate" check "$out/packed/$n" --out "$out/pkg-$n" "${extra[@]}" > "$out/pkg-$n.log" 2>&1
+  echo "package $n: exit $?: $(grep -E "^$n[[:space:]]" "$out/pkg-$n.log" | tail -1 | tr -s ' ')"
+done
 
 # The standalone reproductions, each against its library as built above.
 for r in "$here"/tests/external/repro/*.py; do
