@@ -357,14 +357,17 @@ std::pair<CUfunction, LoadedModule*> module_function(const PackageState& state,
 /// context (cudaGetFuncBySymbol), its parameters checked once. Under module_cache's lock.
 std::pair<CUfunction, LoadedModule*> compiled_function(const PackageState& state,
                                                        const PlannedLaunch& l, CUcontext ctx) {
-  LoadedModule& loaded = module_cache().modules[{"compiled " + state.manifest.name, ctx}];
+  const auto stub = state.host_functions.find(l.name_expression);
+  if (stub == state.host_functions.end() || !stub->second)
+    throw Error(ErrorKind::internal, l.field + ": kernel \"" + l.name_expression +
+                                         "\" was not compiled into the build; please report this");
+  // Keyed by the host stub, not by the package's name: two builds of one package in one process
+  // (a head and its base, a kernel and its mutant) share the name and must not share a function.
+  char key[48];
+  std::snprintf(key, sizeof key, "compiled %p", stub->second);
+  LoadedModule& loaded = module_cache().modules[{key, ctx}];
   CUfunction& f = loaded.functions[l.name_expression];
   if (!f) {
-    const auto stub = state.host_functions.find(l.name_expression);
-    if (stub == state.host_functions.end() || !stub->second)
-      throw Error(ErrorKind::internal,
-                  l.field + ": kernel \"" + l.name_expression +
-                      "\" was not compiled into the build; please report this");
     cudaFunction_t function = nullptr;
     with_context(l.field + " (" + l.name_expression + ")",
                  [&] { KGATE_CUDA_CALL(cudaGetFuncBySymbol(&function, stub->second)); });
