@@ -118,6 +118,38 @@ std::string canonical_payload(std::string_view payload) {
   return "ptx\n" + canonical_ptx(std::string(text));
 }
 
+// An entry's header less what names the build rather than the code: its own size and the
+// payload's sizes (payload, compressed, uncompressed: a PTX whose .file lines name another
+// directory is longer), which the canonical payload stands for, and the identifier nvcc writes
+// after the fixed fields, at the offset and of the length that the words at 32 and 36 give: the
+// path of the source it compiled ("/ws/build/k.package.cu" in one tree,
+// "/ws/.kgate-pr/base/build/k.package.cu" in the other).
+std::string canonical_entry_header(std::string_view raw) {
+  std::string head(raw);
+  const auto zero = [&](size_t at, size_t n) {
+    if (at >= head.size()) return;
+    n = std::min(n, head.size() - at);
+    head.replace(at, n, n, '\0');
+  };
+  zero(4, 4);   // the header's size (the identifier is inside it)
+  zero(8, 12);  // the payload's sizes
+  if (head.size() >= 64) {
+    zero(56, 8);
+    const uint32_t offset = read_at<uint32_t>(head, 32);
+    const uint32_t length = read_at<uint32_t>(head, 36);
+    if (offset >= 64 && length > 0 && uint64_t{offset} + length <= head.size()) {
+      // The identifier, the NUL padding after it, and the offset word of what follows (a PTX
+      // entry's options, " --generate-line-info ", placed after the padded identifier).
+      size_t end = offset + length;
+      while (end < head.size() && head[end] == '\0') ++end;
+      if (end + 8 <= head.size() && read_at<uint32_t>(head, end) == end + 8) zero(end, 4);
+      head.erase(offset, end - offset);
+      zero(36, 4);
+    }
+  }
+  return head;
+}
+
 }  // namespace
 
 std::string canonical_fatbin(std::string_view s) {
@@ -150,10 +182,7 @@ std::string canonical_fatbin(std::string_view s) {
       }
       // The header less its sizes (payload, compressed, uncompressed: a PTX whose .file lines name
       // another directory is longer), which the canonical payload stands for.
-      std::string head(s.substr(e, entry_header));
-      head.replace(8, std::min<size_t>(12, head.size() - 8), std::min<size_t>(12, head.size() - 8),
-                   '\0');
-      if (head.size() >= 64) head.replace(56, 8, 8, '\0');
+      const std::string head = canonical_entry_header(s.substr(e, entry_header));
       const std::string_view payload = s.substr(e + entry_header, payload_size);
       std::string plain;
       const bool compressed = entry_header >= 20 && payload.size() >= 4 &&
