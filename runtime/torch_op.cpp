@@ -67,6 +67,53 @@ std::string load_failure(const std::string& path, const std::string& message) {
   return out;
 }
 
+/// What loading the libraries took that a user would not expect (libpython for an extension
+/// module): said on every torch op's report.
+std::vector<std::string>& library_notes() {
+  static std::vector<std::string> v;
+  return v;
+}
+
+/// Whether the loader failed only on a symbol of the Python C API: the library is a Python
+/// extension module (PyInit_* calls PyModule_Create2), not linked to libpython as such modules
+/// never are; its ops do not need Python.
+bool wants_python(const std::string& message) {
+  const std::string marker = "undefined symbol: ";
+  const auto at = message.find(marker);
+  if (at == std::string::npos) return false;
+  const std::string symbol = message.substr(at + marker.size());
+  return symbol.rfind("Py", 0) == 0 || symbol.rfind("_Py", 0) == 0;
+}
+
+/// Where libpython may be, first to last: KGATE_LIBPYTHON; the libpython of the Python whose
+/// torch kgate runs with (.../lib/pythonX.Y/site-packages/torch/lib/libc10.so: .../lib/
+/// libpythonX.Y.so.1.0); the same name on the loader's path; libpython3.so.
+std::vector<std::string> libpython_candidates() {
+  if (const char* env = std::getenv("KGATE_LIBPYTHON"); env && *env) return {env};
+  std::vector<std::string> out;
+  Dl_info info{};
+  using CheckFail = void (*)(const char*, const char*, uint32_t, const char*);
+  const CheckFail in_c10 = &c10::detail::torchCheckFail;  // any function of libc10
+  if (dladdr(reinterpret_cast<void*>(in_c10), &info) && info.dli_fname) {
+    const std::string torch_lib = fs::weakly_canonical(info.dli_fname).string();
+    const auto at = torch_lib.find("/lib/python");
+    if (at != std::string::npos) {
+      const auto end = torch_lib.find('/', at + 11);
+      const std::string version = torch_lib.substr(at + 11, end == std::string::npos
+                                                                 ? std::string::npos
+                                                                 : end - at - 11);  // "3.12"
+      const std::string prefix = torch_lib.substr(0, at);
+      for (const std::string& name :
+           {"libpython" + version + ".so.1.0", "libpython" + version + ".so"}) {
+        out.push_back(prefix + "/lib/" + name);
+        out.push_back(name);
+      }
+    }
+  }
+  out.push_back("libpython3.so");
+  return out;
+}
+
 std::set<std::string>& loaded_libraries() {
   static std::set<std::string> s;
   return s;
@@ -107,7 +154,32 @@ void load_torch_library(const std::string& path) {
   dlerror();
   if (!dlopen(canonical.c_str(), RTLD_NOW | RTLD_LOCAL)) {
     const char* why = dlerror();
-    throw_usage(load_failure(path, why ? why : "unknown loader error"));
+    const std::string message = why ? why : "unknown loader error";
+    if (!wants_python(message)) throw_usage(load_failure(path, message));
+    // A Python extension module: libpython made global, then the library again.
+    std::vector<std::string> tried;
+    bool loaded = false;
+    for (const auto& candidate : libpython_candidates()) {
+      tried.push_back(candidate);
+      if (!dlopen(candidate.c_str(), RTLD_NOW | RTLD_GLOBAL)) continue;
+      dlerror();
+      if (dlopen(canonical.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+        library_notes().push_back("torch library " + path +
+                                  " is a Python extension module (it leaves the Python C API " +
+                                  "undefined): kgate loaded " + candidate +
+                                  " for it; its ops run without Python");
+        loaded = true;
+        break;
+      }
+      const char* again = dlerror();
+      if (!wants_python(again ? again : "")) throw_usage(load_failure(path, again ? again : ""));
+    }
+    if (!loaded)
+      throw_usage(load_failure(path, message) +
+                  "\n  the library is a Python extension module (it uses the Python C API but is "
+                  "not linked to libpython); kgate found no libpython that provides it (tried " +
+                  join(tried) + "): set KGATE_LIBPYTHON to the libpython3.X.so.1.0 of the " +
+                  "Python it was built for");
   }
   loaded_libraries().insert(canonical);
   library_order().push_back(canonical);
@@ -170,6 +242,7 @@ KernelInfo torch_op_kernel(const TorchOpSpec& spec, std::string* memory_note) {
   k.accepts_strided = true;  // ATen ops take any strides; an op that cannot fails its layout cases
   k.accepts_unaligned = true;
   k.source = "torch op " + torch_op::schema_text(plan->handle.schema());
+  k.notes = [] { return library_notes(); };
   if (!plan->implicit.empty()) k.source += " with " + join(plan->implicit);
   const Backend backend = spec.backend;
   k.launch = [plan, backend](const KernelCall& call) { torch_op::call_op(*plan, backend, call); };
