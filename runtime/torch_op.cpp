@@ -99,9 +99,8 @@ std::vector<std::string> libpython_candidates() {
     const auto at = torch_lib.find("/lib/python");
     if (at != std::string::npos) {
       const auto end = torch_lib.find('/', at + 11);
-      const std::string version = torch_lib.substr(at + 11, end == std::string::npos
-                                                                 ? std::string::npos
-                                                                 : end - at - 11);  // "3.12"
+      const std::string version = torch_lib.substr(
+          at + 11, end == std::string::npos ? std::string::npos : end - at - 11);  // "3.12"
       const std::string prefix = torch_lib.substr(0, at);
       for (const std::string& name :
            {"libpython" + version + ".so.1.0", "libpython" + version + ".so"}) {
@@ -164,10 +163,9 @@ void load_torch_library(const std::string& path) {
       if (!dlopen(candidate.c_str(), RTLD_NOW | RTLD_GLOBAL)) continue;
       dlerror();
       if (dlopen(canonical.c_str(), RTLD_NOW | RTLD_LOCAL)) {
-        library_notes().push_back("torch library " + path +
-                                  " is a Python extension module (it leaves the Python C API " +
-                                  "undefined): kgate loaded " + candidate +
-                                  " for it; its ops run without Python");
+        library_notes().push_back(
+            "torch library " + path + " is a Python extension module (it leaves the Python C API " +
+            "undefined): kgate loaded " + candidate + " for it; its ops run without Python");
         loaded = true;
         break;
       }
