@@ -324,6 +324,10 @@ add_library(kgate_test_ops SHARED test_ops.cpp test_ops_cuda.cu)
 target_include_directories(kgate_test_ops PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 target_link_libraries(kgate_test_ops PRIVATE torch CUDA::cudart)
 set_target_properties(kgate_test_ops PROPERTIES CUDA_RUNTIME_LIBRARY Shared)
+# What docs/ci.md asks of a torch library for UNCHANGED to hold (kgate_reproducible_paths does it
+# in a project that uses kgate's CMake package): the source tree mapped out of __FILE__.
+target_compile_options(kgate_test_ops PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-ffile-prefix-map=${CMAKE_SOURCE_DIR}=.>
+                                              $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-ffile-prefix-map=${CMAKE_SOURCE_DIR}=.>)
 CMK
   done
   torch_prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)' | tail -1)

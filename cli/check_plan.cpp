@@ -3,6 +3,7 @@
 #include "cli/check_plan.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -90,6 +91,33 @@ nlohmann::json CheckPlan::base_record(const KernelInfo& k, const KernelReport& k
   return record;
 }
 
+// Why two builds of a torch library differ where their code may not: they hold the absolute paths
+// of their sources (TORCH_LIBRARY and TORCH_CHECK record __FILE__) and the paths differ, file for
+// file. "" when they do not.
+static std::string source_paths_apart(const std::vector<std::string>& head,
+                                      const std::vector<std::string>& base) {
+  const auto paths = [](const std::vector<std::string>& files) {
+    std::vector<std::string> out;
+    for (const auto& f : files)
+      for (auto& p : cuda::embedded_source_paths(f)) out.push_back(std::move(p));
+    return out;
+  };
+  const auto h = paths(head), b = paths(base);
+  if (h.empty() || b.empty() || h == b) return "";  // (sorted, as embedded_source_paths gives them)
+  std::set<std::string> names_h, names_b;
+  for (const auto& p : h) names_h.insert(fs::path(p).filename().string());
+  for (const auto& p : b) names_b.insert(fs::path(p).filename().string());
+  if (names_h != names_b) return "";
+  std::vector<std::string> only_h, only_b;
+  std::set_difference(h.begin(), h.end(), b.begin(), b.end(), std::back_inserter(only_h));
+  std::set_difference(b.begin(), b.end(), h.begin(), h.end(), std::back_inserter(only_b));
+  return "the head's and the base's torch libraries hold their sources' absolute paths (" +
+         only_h.front() + " and " + only_b.front() +
+         "), so the same code built in two directories differs and is timed: build both with "
+         "-ffile-prefix-map=<source dir>=. (kgate_reproducible_paths(target) in CMake) for "
+         "UNCHANGED to hold";
+}
+
 void load_base(const CheckArgs& args, CheckPlan& plan, std::vector<std::string>& readable) {
   // The base build, loaded before the sandbox (its modules are mapped executable).
   if (!args.baseline_build.empty()) {
@@ -143,6 +171,10 @@ void load_base(const CheckArgs& args, CheckPlan& plan, std::vector<std::string>&
       };
       const std::string base_digest = libraries_digest(old_libraries);
       const std::string head_digest = libraries_digest(loaded_torch_libraries());
+      if (!base_digest.empty() && base_digest != head_digest)
+        if (const std::string why = source_paths_apart(loaded_torch_libraries(), old_libraries);
+            !why.empty())
+          plan.base->warnings.push_back(why);
       std::string listed;
       for (const auto& f : old_libraries) listed += (listed.empty() ? "" : ", ") + f;
       for (auto& k : base_torch_op_kernels(old_libraries)) {

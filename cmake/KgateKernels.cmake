@@ -142,21 +142,13 @@ function(_kgate_kernel_name_source NAME out_var)
   set(${out_var} "${file}" PARENT_SCOPE)
 endfunction()
 
-# The kernel as a loadable module too, so that a later run can load this build as the base version
-# of a pull request (kgate check --baseline-build DIR): kgate.module.NAME (the kernel's objects, the
-# shared CUDA runtime, its references bound within the module) in KGATE_MODULE_DIR (default
-# <build>/kgate-modules), with NAME.kgate-module.json beside it (format kgate-module/1: the module
-# file, op, backend, the kgate version it was built against, compiler and flags). Paths of the
-# source and build trees are mapped out of the objects, so one commit built in two directories
-# gives the same code. KGATE_BUILD_MODULES=OFF leaves the modules out.
-function(_kgate_add_module NAME lib op backend)
-  if(DEFINED KGATE_BUILD_MODULES AND NOT KGATE_BUILD_MODULES)
-    return()
-  endif()
-  if(NOT KGATE_MODULE_DIR)
-    set(KGATE_MODULE_DIR "${CMAKE_BINARY_DIR}/kgate-modules")
-  endif()
-  set_target_properties(${lib} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+# kgate_reproducible_paths(TARGET)
+# Maps the project's source and build trees out of TARGET's objects (-ffile-prefix-map, for C++ and,
+# through -Xcompiler, for CUDA host code), so that one commit built in two directories (a head and
+# its base worktree) gives the same bytes: __FILE__ (TORCH_LIBRARY, TORCH_CHECK, assert) reads
+# "./ops.cpp" in both. Every kgate_add_kernel module gets it; kgate_add_torch_op gives it to a
+# LIBRARY that is a target; call it on a torch-op library built otherwise.
+function(kgate_reproducible_paths TARGET)
   # The trees' paths, and the same paths relative to where the compiler runs (the build directory
   # with Ninja, the target's with Makefiles): ccache with CCACHE_BASEDIR hands the compiler relative
   # paths, and __FILE__ would then name the tree ("../base-src/k.cu") in the module's code.
@@ -173,9 +165,27 @@ function(_kgate_add_module NAME lib op backend)
   endforeach()
   list(REMOVE_DUPLICATES maps)
   foreach(map IN LISTS maps)
-    target_compile_options(${lib} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-ffile-prefix-map=${map}>
+    target_compile_options(${TARGET} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-ffile-prefix-map=${map}>
                                           $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-ffile-prefix-map=${map}>)
   endforeach()
+endfunction()
+
+# The kernel as a loadable module too, so that a later run can load this build as the base version
+# of a pull request (kgate check --baseline-build DIR): kgate.module.NAME (the kernel's objects, the
+# shared CUDA runtime, its references bound within the module) in KGATE_MODULE_DIR (default
+# <build>/kgate-modules), with NAME.kgate-module.json beside it (format kgate-module/1: the module
+# file, op, backend, the kgate version it was built against, compiler and flags). Paths of the
+# source and build trees are mapped out of the objects, so one commit built in two directories
+# gives the same code. KGATE_BUILD_MODULES=OFF leaves the modules out.
+function(_kgate_add_module NAME lib op backend)
+  if(DEFINED KGATE_BUILD_MODULES AND NOT KGATE_BUILD_MODULES)
+    return()
+  endif()
+  if(NOT KGATE_MODULE_DIR)
+    set(KGATE_MODULE_DIR "${CMAKE_BINARY_DIR}/kgate-modules")
+  endif()
+  set_target_properties(${lib} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+  kgate_reproducible_paths(${lib})
   set(mod kgate.module.${NAME})
   add_library(${mod} MODULE $<TARGET_OBJECTS:${lib}>)
   target_link_libraries(${mod} PRIVATE kgate::runner)
@@ -465,6 +475,9 @@ function(kgate_add_torch_op NAME)
   endif()
   if(TARGET ${ARG_LIBRARY})
     set(library $<TARGET_FILE:${ARG_LIBRARY}>)
+    # Built at the base commit in another directory, the same code is the same library (UNCHANGED
+    # under --baseline-torch-library).
+    kgate_reproducible_paths(${ARG_LIBRARY})
   else()
     get_filename_component(library "${ARG_LIBRARY}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
   endif()

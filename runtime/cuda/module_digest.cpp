@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <sstream>
 #include <vector>
@@ -202,38 +203,79 @@ std::string canonical_fatbin(std::string_view s) {
   return out;
 }
 
-std::string module_code_digest(const std::string& path) {
+namespace {
+
+/// Calls `visit(name, contents)` for each section of the ELF file at `path` that has contents, in
+/// file order; false when the file is no 64-bit ELF object (nothing visited).
+bool for_each_section(const std::string& path,
+                      const std::function<void(const std::string&, std::string_view)>& visit) {
   std::ifstream in(path, std::ios::binary);
   std::ostringstream buffer;
   buffer << in.rdbuf();
   const std::string bytes = buffer.str();
   if (bytes.size() < sizeof(Elf64_Ehdr) || std::memcmp(bytes.data(), ELFMAG, SELFMAG) != 0)
-    return "";
+    return false;
   Elf64_Ehdr eh;
   std::memcpy(&eh, bytes.data(), sizeof eh);
   if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_shentsize != sizeof(Elf64_Shdr) ||
       eh.e_shoff + static_cast<uint64_t>(eh.e_shnum) * sizeof(Elf64_Shdr) > bytes.size() ||
       eh.e_shstrndx >= eh.e_shnum)
-    return "";
+    return false;
   std::vector<Elf64_Shdr> sections(eh.e_shnum);
   std::memcpy(sections.data(), bytes.data() + eh.e_shoff, eh.e_shnum * sizeof(Elf64_Shdr));
   const Elf64_Shdr& names = sections[eh.e_shstrndx];
-  if (names.sh_offset + names.sh_size > bytes.size()) return "";
-  static const std::set<std::string> code = {".text", ".rodata", ".data", ".data.rel.ro",
-                                             ".nv_fatbin"};
-  Sha256 h;
-  h.field("kgate-module-code/2");
+  if (names.sh_offset + names.sh_size > bytes.size()) return false;
   for (const auto& s : sections) {
     if (s.sh_name >= names.sh_size || s.sh_type == SHT_NOBITS) continue;
     const char* name = bytes.data() + names.sh_offset + s.sh_name;
     const std::string section(name, strnlen(name, names.sh_size - s.sh_name));
-    if (!code.count(section) || s.sh_offset + s.sh_size > bytes.size()) continue;
-    const std::string_view contents(bytes.data() + s.sh_offset, s.sh_size);
-    h.field(section);
-    h.field(section == ".nv_fatbin" ? canonical_fatbin(contents)
-                                    : normalized_anonymous_names(contents));
+    if (s.sh_offset + s.sh_size > bytes.size()) continue;
+    visit(section, std::string_view(bytes.data() + s.sh_offset, s.sh_size));
   }
-  return h.hex();
+  return true;
+}
+
+}  // namespace
+
+std::vector<std::string> embedded_source_paths(const std::string& path) {
+  std::vector<std::string> out;
+  for_each_section(path, [&](const std::string& section, std::string_view contents) {
+    if (section != ".rodata") return;
+    static const char* const kSuffixes[] = {".cpp", ".cc", ".cxx", ".cu",
+                                            ".c",   ".h",  ".hpp", ".cuh"};
+    size_t at = 0;
+    while (at < contents.size()) {
+      const size_t end = std::min(contents.find('\0', at), contents.size());
+      const std::string_view text = contents.substr(at, end - at);
+      if (text.size() > 3 && text[0] == '/' && text.find('\n') == std::string_view::npos)
+        for (const char* suffix : kSuffixes) {
+          const size_t n = std::strlen(suffix);
+          if (text.size() > n && text.substr(text.size() - n) == suffix) {
+            out.emplace_back(text);
+            break;
+          }
+        }
+      at = end + 1;
+    }
+  });
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::string module_code_digest(const std::string& path) {
+  static const std::set<std::string> code = {".text", ".rodata", ".data", ".data.rel.ro",
+                                             ".nv_fatbin"};
+  Sha256 h;
+  h.field("kgate-module-code/2");
+  const bool elf =
+      for_each_section(path, [&](const std::string& section, std::string_view contents) {
+        if (!code.count(section)) return;
+        h.field(section);
+        h.field(section == ".nv_fatbin" ? canonical_fatbin(contents)
+                                        : normalized_anonymous_names(contents));
+      });
+  return elf ? h.hex() : "";
 }
 
 }  // namespace kgate::cuda

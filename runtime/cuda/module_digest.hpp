@@ -5,6 +5,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace kgate::cuda {
 
@@ -25,5 +26,10 @@ std::string canonical_ptx(std::string text);
 /// anonymous-namespace names normalised, and its .nv_fatbin in canonical form (not its build id,
 /// symbol tables or debug information). "" when the file is no ELF object.
 std::string module_code_digest(const std::string& path);
+
+/// The absolute source paths a module holds in .rodata (__FILE__ of TORCH_LIBRARY, TORCH_CHECK,
+/// assert: "/src/ops.cpp"), sorted: what makes one commit built in two directories differ when
+/// the build does not map its directories out (-ffile-prefix-map). Empty when the file is no ELF.
+std::vector<std::string> embedded_source_paths(const std::string& path);
 
 }  // namespace kgate::cuda

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 namespace kgate::cuda {
 namespace {
@@ -35,6 +36,22 @@ TEST(ModuleDigest, AChangeOfCodeIsAChange) {
 
 TEST(ModuleDigest, AFileThatIsNoElfHasNone) {
   EXPECT_EQ(module_code_digest(std::string(KGATE_TEST_CUBINS) + "/missing.o"), "");
+}
+
+TEST(ModuleDigest, SourcePathsInTheCodeMakeTwoBuildsDifferAndAreNamed) {
+  // __FILE__ by its absolute path: the same code built in two directories is two digests, and
+  // embedded_source_paths names the paths (check_plan's warning); mapped out, one digest.
+  const std::string dir = KGATE_TEST_CUBINS;
+  const auto object = [&](const std::string& name) { return dir + "/file_" + name + ".so"; };
+  EXPECT_NE(module_code_digest(object("plain_one")),
+            module_code_digest(object("plain_two_deeper")));
+  EXPECT_EQ(embedded_source_paths(object("plain_one")),
+            std::vector<std::string>{dir + "/one/file_paths.cpp"});
+  EXPECT_EQ(embedded_source_paths(object("plain_two_deeper")),
+            std::vector<std::string>{dir + "/two/deeper/file_paths.cpp"});
+  EXPECT_EQ(module_code_digest(object("mapped_one")),
+            module_code_digest(object("mapped_two_deeper")));
+  EXPECT_TRUE(embedded_source_paths(object("mapped_one")).empty());
 }
 
 TEST(CanonicalPtx, DebugSectionsAndLineInformationGoCodeStays) {
