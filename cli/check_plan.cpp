@@ -3,11 +3,11 @@
 #include "cli/check_plan.hpp"
 
 #include <algorithm>
-#include <iterator>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
+#include <iterator>
 #include <set>
 
 #include "cli/output.hpp"
