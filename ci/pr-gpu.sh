@@ -6,8 +6,10 @@
 # Heads, each one commit on the base, checked out and gated with `kgate-pr --base BASE`:
 #   docs     a README change: every kernel UNCHANGED, not timed (exit 0)
 #   spinS    l2_normalize_rows holds each block S more SM cycles before its last loop
-#            (PR_GPU_SPINS, default "400 1000 2500": about 2%, 5%, 12% on the op file's speed
-#            shapes; the measured ratio against the base is printed, so the values can be tuned)
+#            (PR_GPU_SPINS, default "40 100 400": on the H200, 400 cycles made the op file's speed
+#            shapes 2.5%, 19% and 4% slower against eager; the measured ratios are printed)
+#   launch   the package's block of 512 threads instead of 256 (same values, timed)
+#   ragged   the tail of rows not a multiple of 4 dropped (FAILED, exit 1)
 # and a push of three commits (the docs head's before = the base's parent's parent: fetched).
 # Prints, per run: kgate-pr's exit code, the head and base build times and ccache hits, per
 # kernel the base status, the decision and Hodges-Lehmann ratio against the base and against eager.
@@ -32,7 +34,7 @@ echo "A line." >> "$out/seed/README.md" && g commit -qam "docs 2"
 base=$(g rev-parse HEAD)
 heads=()
 echo "More." >> "$out/seed/README.md" && g commit -qam "docs" && g branch docs && heads+=(docs)
-for s in ${PR_GPU_SPINS:-400 1000 2500}; do
+for s in ${PR_GPU_SPINS:-40 100 400}; do
   g checkout -q -b "spin$s" "$base"
   sed -i "s|^  const float root = sqrtf(total);|  for (const long long t0 = clock64(); clock64() - t0 < $s;) {}\n&|" \
     "$out/seed/package/l2_normalize_rows.cuh"
@@ -40,6 +42,16 @@ for s in ${PR_GPU_SPINS:-400 1000 2500}; do
   g commit -qam "spin $s"
   heads+=("spin$s")
 done
+# A launch change (512 threads a row instead of 256: the same values, other timing) and a head wrong
+# on ragged rows (the MUTANT's bug switched on: the tail of a row not a multiple of 4 is dropped).
+g checkout -q -b launch "$base"
+sed -i 's|"block": \[256\]|"block": [512]|' "$out/seed/package/kgate.json"
+grep -q '"block": \[512\]' "$out/seed/package/kgate.json" || { echo "ci/pr-gpu.sh: the launch was not changed" >&2; exit 1; }
+g commit -qam "launch 512" && heads+=(launch)
+g checkout -q -b ragged "$base"
+sed -i 's|^#define L2N_DROP_TAIL false|#define L2N_DROP_TAIL true|' "$out/seed/package/l2_normalize_rows.cuh"
+grep -q '^#define L2N_DROP_TAIL true' "$out/seed/package/l2_normalize_rows.cuh" || { echo "ci/pr-gpu.sh: the bug was not switched on" >&2; exit 1; }
+g commit -qam "drop the ragged tail" && heads+=(ragged)
 g checkout -q main
 g push -q "$out/origin.git" main "${heads[@]}"
 git clone -q --depth=2 --branch main "file://$out/origin.git" "$out/ws"
@@ -73,6 +85,8 @@ run() {  # NAME BRANCH [kgate-pr options]
   [ -f "$out/run-$name/report.json" ] && summary "$out/run-$name" || tail -20 "$out/run-$name.log"
 }
 for h in "${heads[@]}"; do run "$h" "$h" --base "$base"; done
-# A push of three commits onto the base's grandparent: before is not in the depth-2 clone.
+# A push of three commits onto the base's grandparent: before is not in the depth-2 clone
+# (PR_GPU_PUSH=0 leaves it out).
+[ "${PR_GPU_PUSH:-1}" = 0 ] && exit 0
 echo "{\"before\": \"$(g rev-parse "$base~2")\", \"ref\": \"refs/heads/docs\"}" > "$out/push3.json"
 GITHUB_EVENT_NAME=push GITHUB_EVENT_PATH="$out/push3.json" run push3 docs
