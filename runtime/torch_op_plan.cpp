@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <map>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -541,7 +542,10 @@ package::SymbolValues symbol_values_of(const Plan& plan, const KernelCall& kc) {
 std::string schema_text(const c10::FunctionSchema& s) {
   std::ostringstream os;
   os << s;
-  return os.str();
+  // A schema's `Tensor! out` has an alias set torch names itself ("$0"), which it prints as
+  // `Tensor($0! -> )`: written as the library wrote it.
+  static const std::regex generated(R"(\(\$[0-9]+(!?)(?: -> [^)]*)?\))");
+  return std::regex_replace(os.str(), generated, "$1");
 }
 
 Plan plan_for(const TorchOpSpec& spec, const OpSignature& op) {

@@ -8,6 +8,7 @@
 //   softmax_typed        ScalarType out_dtype: the dtype of the op's output
 //   softmax_counted      returns (Tensor, int): the int is not judged
 //   topk                 int k (a symbol of the outputs' shapes only), returns Tensor[]
+//   gelu_into            Tensor! out (an unnamed alias set, as kernel-builder's schemas write it)
 //   rms_norm_strided_*   refuse a strided input (TORCH_CHECK) / compute wrong on one / throw on
 //                        an input they accept (contracts)
 #include <ATen/ATen.h>
@@ -92,6 +93,8 @@ at::Tensor rms_norm_throws_inside(const at::Tensor& x, const at::Tensor& weight,
   return rms(x, weight, eps);
 }
 
+void gelu_into(at::Tensor& out, const at::Tensor& input) { out.copy_(at::gelu(input)); }
+
 }  // namespace
 
 TORCH_LIBRARY(kgate_schema, m) {
@@ -105,6 +108,7 @@ TORCH_LIBRARY(kgate_schema, m) {
   m.def("softmax_typed(Tensor x, ScalarType out_dtype) -> Tensor");
   m.def("softmax_counted(Tensor x) -> (Tensor, int)");
   m.def("topk(Tensor x, int k) -> Tensor[]");
+  m.def("gelu_into(Tensor! out, Tensor input) -> ()");
   m.def("rms_norm_strided_refused(Tensor x, Tensor weight, float eps) -> Tensor");
   m.def("rms_norm_strided_wrong(Tensor x, Tensor weight, float eps) -> Tensor");
   m.def("rms_norm_throws_inside(Tensor x, Tensor weight, float eps) -> Tensor");
@@ -119,6 +123,7 @@ TORCH_LIBRARY_IMPL(kgate_schema, CPU, m) {
   m.impl("softmax_typed", &softmax_typed);
   m.impl("softmax_counted", &softmax_counted);
   m.impl("topk", &topk);
+  m.impl("gelu_into", &gelu_into);
   m.impl("rms_norm_strided_refused", &rms_norm_strided_refused);
   m.impl("rms_norm_strided_wrong", &rms_norm_strided_wrong);
   m.impl("rms_norm_throws_inside", &rms_norm_throws_inside);

@@ -79,6 +79,13 @@ TEST_F(TorchOpSchema, AnOptionalTensorMappedToNoneIsPassedNone) {
   EXPECT_NE(r.find("argument 'weight' is a Tensor, not optional"), std::string::npos) << r;
 }
 
+TEST_F(TorchOpSchema, AnUnnamedWrittenTensorIsWrittenAndPrintedAsTheLibraryWroteIt) {
+  std::string source;
+  const auto r = check("cpu/kgate_schema::gelu_into=gelu,out=y,input=x", &source);
+  EXPECT_EQ(r.outcome, Outcome::passed) << r.message;
+  EXPECT_NE(source.find("gelu_into(Tensor! out, Tensor input) -> ()"), std::string::npos) << source;
+}
+
 TEST_F(TorchOpSchema, AnIntBindsToAShapeSymbolOrAnExpressionOfThem) {
   expect_pass("cpu/kgate_schema::rms_norm_sized=rms_norm,hidden_size=N");
   expect_pass("cpu/kgate_schema::rms_norm_sized=rms_norm,hidden_size=2*N-N");
