@@ -393,7 +393,11 @@ void judge_slices(const OpSignature& op, const Case& c, const std::string& symbo
 }  // namespace
 
 std::string repro_command(const std::string& kernel, const Case& c) {
-  return "kgate replay --kernel " + kernel + " '" + c.id() + "'";
+  // A name the shell would read otherwise (a torch op's "[conj=true]") is quoted.
+  const bool plain = kernel.find_first_not_of(
+                         "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                         "0123456789_.-:") == std::string::npos;
+  return "kgate replay --kernel " + (plain ? kernel : "'" + kernel + "'") + " '" + c.id() + "'";
 }
 
 std::string repro_command(const KernelInfo& kernel, const Case& c) {

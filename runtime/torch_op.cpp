@@ -128,6 +128,11 @@ std::vector<TorchOpSpec>& registered_specs() {
   return v;
 }
 
+std::vector<std::string>& registered_names() {  // the kernel of each registered_specs() entry
+  static std::vector<std::string> v;
+  return v;
+}
+
 std::map<std::string, std::string>& memory_notes() {
   static std::map<std::string, std::string> m;
   return m;
@@ -264,13 +269,62 @@ void add_torch_ops(const std::vector<std::string>& libraries,
     std::error_code ec;
     options += " --torch-library '" + fs::absolute(l, ec).string() + "'";
   }
+  // One op given several times (apply_rotary with conj=false and conj=true): each is a kernel of
+  // its own, named by the mapping entries in which it differs from the others of its op
+  // ("_rotary.apply_rotary[conj=true]"); the same spec twice is an error.
+  std::vector<TorchOpSpec> parsed;
+  std::map<std::string, std::vector<std::size_t>> by_op;
   for (const auto& text : specs) {
+    parsed.push_back(parse_torch_op_spec(text));
+    const TorchOpSpec& p = parsed.back();
+    by_op[p.schema_name + "." + p.overload + (p.backend == Backend::cpu ? ".cpu" : "")].push_back(
+        parsed.size() - 1);
+  }
+  std::vector<std::string> suffix(parsed.size());
+  for (const auto& [op, indices] : by_op) {
+    if (indices.size() < 2) continue;
+    // Each spec's entries: its kgate op, then its mapping (SCHEMA_ARG=TARGET).
+    const auto entries = [&](std::size_t i) {
+      std::vector<std::string> out{parsed[i].op};
+      for (const auto& [arg, target] : parsed[i].mapping) out.push_back(arg + "=" + target);
+      return out;
+    };
+    for (const std::size_t i : indices) {
+      std::vector<std::string> own;
+      for (const auto& entry : entries(i)) {
+        bool everywhere = true;
+        for (const std::size_t j : indices) {
+          const auto other = entries(j);
+          everywhere = everywhere && std::find(other.begin(), other.end(), entry) != other.end();
+        }
+        if (!everywhere) own.push_back(entry);
+      }
+      if (own.empty())
+        throw_usage("--torch-op " + parsed[i].text + " is given twice (or another spec of " +
+                    parsed[i].schema_name +
+                    " maps everything it maps): give each spec of one op a mapping of its own");
+      suffix[i] = "[" + join(own, ",") + "]";
+    }
+  }
+  for (std::size_t i = 0; i < parsed.size(); ++i) {
+    const std::string& text = specs[i];
+    const TorchOpSpec& spec = parsed[i];
     std::string note;
-    const TorchOpSpec spec = parse_torch_op_spec(text);
     KernelInfo k = torch_op_kernel(spec, &note);
+    k.name += suffix[i];
     registered_specs().push_back(spec);
+    registered_names().push_back(k.name);
     memory_notes()[k.name] = note;
-    repro_options()[k.name] = options + " --torch-op '" + text + "'";
+    // A named spec replays with the specs of its op, which give it its name.
+    std::string ops = " --torch-op '" + text + "'";
+    if (!suffix[i].empty()) {
+      ops.clear();
+      const TorchOpSpec& p = spec;
+      for (const std::size_t j :
+           by_op[p.schema_name + "." + p.overload + (p.backend == Backend::cpu ? ".cpu" : "")])
+        ops += " --torch-op '" + specs[j] + "'";
+    }
+    repro_options()[k.name] = options + ops;
     register_kernel(std::move(k));
   }
 }
@@ -419,12 +473,12 @@ std::vector<KernelInfo> base_torch_op_kernels(const std::vector<std::string>& ol
     }
   }
   std::vector<KernelInfo> out;
-  for (const auto& spec : registered_specs()) {
+  for (std::size_t i = 0; i < registered_specs().size(); ++i) {
+    const TorchOpSpec& spec = registered_specs()[i];
     const std::string ns = spec.schema_name.substr(0, spec.schema_name.find("::"));
     TorchOpSpec base = spec;
     base.schema_name = renamed.at(ns) + spec.schema_name.substr(ns.size());
     std::string note;
-    KernelInfo head = torch_op_kernel(spec, &note);
     KernelInfo k;
     try {
       k = torch_op_kernel(base, &note);
@@ -432,7 +486,7 @@ std::vector<KernelInfo> base_torch_op_kernels(const std::vector<std::string>& ol
       throw_usage("--baseline-torch-library: the base libraries do not register " +
                   spec.schema_name + " (loaded as " + base.schema_name + "): " + e.what());
     }
-    k.name = head.name;
+    k.name = registered_names()[i];
     std::string libraries;
     for (const auto& p : old) libraries += (libraries.empty() ? "" : ", ") + p;
     k.source = "base " + k.source + " (" + libraries + ")";

@@ -86,6 +86,22 @@ TEST_F(TorchOpSchema, AnUnnamedWrittenTensorIsWrittenAndPrintedAsTheLibraryWrote
   EXPECT_NE(source.find("gelu_into(Tensor! out, Tensor input) -> ()"), std::string::npos) << source;
 }
 
+TEST_F(TorchOpSchema, OneOpGivenWithTwoMappingsIsTwoKernelsNamedByTheirDifference) {
+  const std::string a = "cpu/kgate_schema::rms_norm_sized=rms_norm,hidden_size=N,eps=eps";
+  const std::string b = "cpu/kgate_schema::rms_norm_sized=rms_norm,hidden_size=N,eps=1e-3";
+  add_torch_ops({KGATE_TEST_SCHEMA_OPS_LIBRARY}, {a, b});
+  EXPECT_EQ(find_kernel("kgate_schema.rms_norm_sized.cpu[eps=eps]").op, "rms_norm");
+  EXPECT_EQ(find_kernel("kgate_schema.rms_norm_sized.cpu[eps=1e-3]").op, "rms_norm");
+  // Each replays with both specs, which give it its name.
+  const std::string repro = torch_op_repro_options("kgate_schema.rms_norm_sized.cpu[eps=1e-3]");
+  EXPECT_NE(repro.find("--torch-op '" + a + "'"), std::string::npos) << repro;
+  EXPECT_NE(repro.find("--torch-op '" + b + "'"), std::string::npos) << repro;
+  // The same spec twice is an error, not two kernels.
+  const std::string c = "cpu/kgate_schema::softmax_typed=softmax,out_dtype=dtype(y)";
+  const auto e = usage_error([&] { add_torch_ops({}, {c, c}); });
+  EXPECT_NE(e.find("is given twice"), std::string::npos) << e;
+}
+
 TEST_F(TorchOpSchema, AnIntBindsToAShapeSymbolOrAnExpressionOfThem) {
   expect_pass("cpu/kgate_schema::rms_norm_sized=rms_norm,hidden_size=N");
   expect_pass("cpu/kgate_schema::rms_norm_sized=rms_norm,hidden_size=2*N-N");
