@@ -80,11 +80,16 @@ for cfg in sorted(glob.glob(os.path.join(here, "*.kgate.json"))):
     for lib in c["torch_libraries"]:
         if not os.path.normpath(os.path.join(here, lib)).startswith(os.path.normpath(os.path.join(here, "../../.thirdparty/build"))):
             print(name, "library outside .thirdparty/build:", lib); bad = 1
-    kernels = set()
+    kernels = set(); groups = {}
     for spec in c["torch_ops"]:
         m = re.match(r"^(cpu/)?(\w+)::(\w+)=(\w+)(,.*)?$", spec)
         if not m or m.group(4) not in ops | builtin: print(name, "spec:", spec); bad = 1; continue
-        kernels.add(f"{m.group(2)}.{m.group(3)}" + (".cpu" if m.group(1) else ""))
+        entries = [m.group(4)] + [e for e in (m.group(5) or "").split(",") if e]
+        groups.setdefault(f"{m.group(2)}.{m.group(3)}" + (".cpu" if m.group(1) else ""), []).append(entries)
+    for base, specs in groups.items():  # one op given several times: named by what sets each apart
+        for entries in specs:
+            own = [e for e in entries if len(specs) > 1 and not all(e in other for other in specs)]
+            kernels.add(base + (f"[{','.join(own)}]" if own else ""))
     for k in c.get("kernels", {}):
         if k not in kernels: print(name, "a contract for no bound kernel:", k); bad = 1
 sys.exit(bad)
