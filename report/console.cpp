@@ -37,11 +37,22 @@ std::string speedup_text(const std::optional<double>& v) { return v ? speedup_wo
 }  // namespace
 
 void write_console_table(std::ostream& os, const RunReport& report) {
-  std::vector<std::vector<std::string>> rows = {
-      {"kernel", "op", "backend", "correctness", "margin", "speed vs eager (worst)"}};
-  for (const auto& k : report.kernels)
+  // A run against a base leads with each kernel's verdict against it, then eager.
+  const std::string base = base_name(report);
+  bool paired = false;
+  for (const auto& k : report.kernels) paired = paired || k.base.is_object();
+  std::vector<std::vector<std::string>> rows;
+  if (paired)
+    rows.push_back({"kernel", "op", "backend", "correctness", "margin", "vs base (worst)",
+                    "speed vs eager (worst)"});
+  else
+    rows.push_back({"kernel", "op", "backend", "correctness", "margin", "speed vs eager (worst)"});
+  for (const auto& k : report.kernels) {
     rows.push_back({k.name, k.op, k.backend, correctness_cell(k),
-                    format_number(k.correctness.worst_margin, "%.3f"), speed_cell(k)});
+                    format_number(k.correctness.worst_margin, "%.3f")});
+    if (paired) rows.back().push_back(base_cell(k, base));
+    rows.back().push_back(speed_cell(k));
+  }
   const auto widths = column_widths(rows);
   os << "\n" << aligned_row(rows.front(), widths) << "\n";
   size_t row = 0;
@@ -58,7 +69,8 @@ void write_console_table(std::ostream& os, const RunReport& report) {
                                                 inline_untrusted(r.message, 300))
          << "\n";
     if (!k.baseline.empty()) {
-      std::string line = "  " + k.name + " vs baseline " + k.baseline + ":";
+      std::string line = "  " + k.name + " vs " + (k.base.is_object() ? "base " : "baseline ") +
+                         baseline_label(k, k.baseline, base) + ":";
       if (k.baseline_correctness)
         line += " baseline correctness " + std::to_string(k.baseline_correctness->passed) + "/" +
                 std::to_string(k.baseline_correctness->cases) + ";";
@@ -73,12 +85,20 @@ void write_console_table(std::ostream& os, const RunReport& report) {
                          " variants, " + std::to_string(k.workload_calls) +
                          " calls): " + speedup_text(k.workload_speedup_vs_eager) + " than eager";
       if (!k.baseline.empty())
-        line += ", " + speedup_text(k.workload_speedup_vs_baseline) + " than " + k.baseline;
+        line += ", " + speedup_text(k.workload_speedup_vs_baseline) + " than " +
+                baseline_label(k, k.baseline, base);
       os << line << "\n";
     }
   }
   for (const auto& k : report.kernels) {
-    for (const auto& s : k.speed) {
+    // Against the base first, then eager.
+    std::vector<const SpeedComparison*> ordered;
+    for (const auto& s : k.speed)
+      if (s.baseline != "eager") ordered.push_back(&s);
+    for (const auto& s : k.speed)
+      if (s.baseline == "eager") ordered.push_back(&s);
+    for (const SpeedComparison* c : ordered) {
+      const SpeedComparison& s = *c;
       if (s.decision == Outcome::unchanged || s.decision == Outcome::skipped || s.blocks == 0) {
         // Not timed: no figures, the note says why.
         // (An UNCHANGED kernel's one entry stands for every case: it has none of its own.)
@@ -87,9 +107,10 @@ void write_console_table(std::ostream& os, const RunReport& report) {
         continue;
       }
       os << "  " << k.name << " " << case_words(s) << ": " << speed_words(s.ratio) << " than "
-         << s.baseline << " (time ratio " << format_number(s.ratio, "%.3f") << " ["
-         << format_number(s.ratio_lower, "%.3f") << ", " << format_number(s.ratio_upper, "%.3f")
-         << "]; " << format_number(s.candidate_median_ns / 1e3, "%.1f") << " us vs "
+         << baseline_label(k, s.baseline, base) << " (time ratio " << format_number(s.ratio, "%.3f")
+         << " [" << format_number(s.ratio_lower, "%.3f") << ", "
+         << format_number(s.ratio_upper, "%.3f") << "]; "
+         << format_number(s.candidate_median_ns / 1e3, "%.1f") << " us vs "
          << format_number(s.baseline_median_ns / 1e3, "%.1f") << " us, " << s.blocks << " blocks, "
          << s.timer << ") " << outcome_name(s.decision) << (s.note.empty() ? "" : " — " + s.note)
          << "\n";

@@ -22,11 +22,7 @@ namespace {
 void write_base_section(std::ostream& os, const RunReport& report) {
   if (report.meta.base.is_null()) return;
   const auto& b = report.meta.base;
-  const std::string ref = b.value("ref", std::string()), sha = b.value("sha", std::string());
-  const std::string base_name = !ref.empty()   ? ref
-                                : !sha.empty() ? sha.substr(0, 12)
-                                               : b.value("dir", std::string("base"));
-  os << "### Against the base (`" << inline_untrusted(base_name) << "`)\n\n";
+  os << "### Against the base (`" << inline_untrusted(base_name(report)) << "`)\n\n";
   const std::string error = b.value("error", std::string());
   if (!error.empty()) {
     os << "**No base:** " << inline_untrusted(error)

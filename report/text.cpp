@@ -2,6 +2,7 @@
 #include "report/text.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
@@ -117,6 +118,37 @@ const char* const kNotFailing = "does not fail the gate without --inconclusive-f
 
 std::string case_words(const SpeedComparison& s) {
   return s.kcase.op.empty() ? std::string("(every case)") : s.kcase.id();
+}
+
+std::string base_name(const RunReport& report) {
+  const auto& b = report.meta.base;
+  if (!b.is_object()) return "";
+  const std::string ref = b.value("ref", std::string()), sha = b.value("sha", std::string());
+  return !ref.empty()   ? ref
+         : !sha.empty() ? sha.substr(0, 12)
+                        : b.value("dir", std::string("base"));
+}
+
+std::string baseline_label(const KernelReport& k, const std::string& baseline,
+                           const std::string& base) {
+  const bool the_base = !base.empty() && k.base.is_object() && baseline == k.baseline;
+  return the_base ? baseline + "@" + base : baseline;
+}
+
+std::string base_cell(const KernelReport& k, const std::string& base) {
+  if (!k.base.is_object()) return "-";
+  const std::string status = k.base.value("status", std::string());
+  if (status == "new") return "new (no base)";
+  if (status == "unchanged") return "UNCHANGED";
+  if (status == "base_failed") return "INVALID (the base fails its cases)";
+  const SpeedComparison* worst = nullptr;
+  for (const auto& s : k.speed)
+    if (s.baseline == k.baseline && s.blocks > 0 && (!worst || s.ratio > worst->ratio)) worst = &s;
+  if (!worst) return "not timed";
+  std::string decision = outcome_name(worst->decision);
+  for (auto& c : decision) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return decision + " " + format_number(worst->ratio, "x%.3f") + " vs " +
+         baseline_label(k, k.baseline, base);
 }
 
 std::vector<const SpeedComparison*> eager_comparisons(const KernelReport& k) {

@@ -34,6 +34,20 @@ std::string speed_summary(const SpeedComparison& s);
 /// not timed on any case).
 std::string case_words(const SpeedComparison& s);
 
+/// The base a paired run was against, as a user names it: its ref ("main"), else its commit (12
+/// digits), else its build directory; "" when the run has no base.
+std::string base_name(const RunReport& report);
+
+/// A comparison's baseline as every writer names it: "eager", a baseline package or kernel by its
+/// name, and the base build's copy of a kernel as NAME@BASE ("rms_norm_rows@main").
+std::string baseline_label(const KernelReport& k, const std::string& baseline,
+                           const std::string& base);
+
+/// A kernel's verdict against its base, first on its console row: "REGRESSED x1.074 vs
+/// rms_norm_rows@main" (the worst timed comparison), "UNCHANGED", "INVALID (the base fails its
+/// cases)", "new (no base)"; "-" for a kernel without a base.
+std::string base_cell(const KernelReport& k, const std::string& base);
+
 /// The comparisons against eager (all of them when none is against eager).
 std::vector<const SpeedComparison*> eager_comparisons(const KernelReport& k);
 

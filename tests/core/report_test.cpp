@@ -353,6 +353,42 @@ TEST(Report, SpeedIsStatedOneWayEverywhere) {
   EXPECT_EQ(speedup_words(1.15), speed_words(1 / 1.15));
 }
 
+TEST(Report, APairedKernelLeadsWithItsVerdictAgainstTheBase) {
+  RunReport r = sample_report();
+  r.meta.base = {{"ref", "main"}, {"sha", "b7fc56c531ee7c30a95c"}};
+  KernelReport& k = r.kernels.front();
+  k.baseline = k.name;
+  k.base = {{"status", "paired"}, {"name", k.name}};
+  SpeedComparison vs_base = k.speed.front();
+  vs_base.baseline = k.name;
+  vs_base.decision = Outcome::regressed;
+  vs_base.ratio = 1.074;
+  vs_base.blocks = 30;
+  k.speed.push_back(vs_base);  // after the eager comparison in the report
+  std::ostringstream console, junit;
+  write_console_table(console, r);
+  write_junit(junit, r);
+  const std::string c = console.str(), j = junit.str();
+  // The row: its verdict against the base (named as the base) before eager.
+  const auto row_start = c.find("\nsoftmax_block ");
+  ASSERT_NE(row_start, std::string::npos) << c;
+  const std::string row = c.substr(row_start + 1, c.find('\n', row_start + 1) - row_start - 1);
+  const auto at_base = row.find("REGRESSED x1.074 vs softmax_block@main");
+  ASSERT_NE(at_base, std::string::npos) << row;
+  EXPECT_LT(at_base, row.find("faster, passed")) << row;
+  EXPECT_NE(c.find("vs base (worst)"), std::string::npos) << c;
+  // The comparison lines and JUnit: the base first, named as the base.
+  EXPECT_LT(c.find("than softmax_block@main"), c.find("than eager")) << c;
+  const auto base_case = j.find("name=\"speed vs base softmax_block@main ");
+  ASSERT_NE(base_case, std::string::npos) << j;
+  EXPECT_LT(base_case, j.find("name=\"speed vs eager ")) << j;
+  // An UNCHANGED kernel says so in that column; a kernel without a base in a paired run, "new".
+  k.base["status"] = "unchanged";
+  std::ostringstream unchanged;
+  write_console_table(unchanged, r);
+  EXPECT_NE(unchanged.str().find("UNCHANGED"), std::string::npos) << unchanged.str();
+}
+
 TEST(Report, MarkdownNamesTheFailureAndRepro) {
   std::ostringstream os;
   write_markdown(os, sample_report());
