@@ -30,20 +30,34 @@ CLI::App* add_pack_command(CLI::App& app, PackArgs& args) {
 }
 
 int run_pack(const PackArgs& args) {
+  // Validated where it will stay, before the earlier pack (kept aside) is dropped: a package that
+  // fails its validation leaves OUT as it was.
   package::PackResult packed;
+  int validated = 0;
+  const bool existed =
+      std::filesystem::exists(std::filesystem::path(args.out_dir) / package::kPackRecordFileName);
   try {
-    packed = package::pack_package(args.source_dir, args.out_dir);
+    packed = package::pack_package(
+        args.source_dir, args.out_dir, [&](const package::PackResult& result) {
+          if (!args.quiet) {
+            std::printf("packed: %s -> %s (%zu files, hashes in %s)\n", args.source_dir.c_str(),
+                        args.out_dir.c_str(), result.files.size(), package::kPackRecordFileName);
+            for (const auto& r : result.rewritten) std::printf("  %s\n", r.c_str());
+          }
+          ValidateArgs validate{args.out_dir, args.compile, args.arch};
+          validated = run_validate(validate);
+          return validated == 0;
+        });
   } catch (const Error& e) {
     std::fprintf(stderr, "kgate: %s\n", e.what());
     return static_cast<int>(ExitCode::usage);
   }
-  if (!args.quiet) {
-    std::printf("packed: %s -> %s (%zu files, hashes in %s)\n", args.source_dir.c_str(),
-                args.out_dir.c_str(), packed.files.size(), package::kPackRecordFileName);
-    for (const auto& r : packed.rewritten) std::printf("  %s\n", r.c_str());
+  if (!packed.accepted) {
+    std::fprintf(stderr, "kgate pack: %s did not validate (above): %s\n", args.out_dir.c_str(),
+                 existed ? "the earlier package there is kept" : "nothing was written");
+    return validated;
   }
-  ValidateArgs validate{args.out_dir, args.compile, args.arch};
-  return run_validate(validate);
+  return validated;
 }
 
 }  // namespace kgate::cli

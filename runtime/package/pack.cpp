@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <fstream>
 #include <map>
 #include <set>
@@ -61,6 +62,20 @@ class Packer {
     if (auto it = doc.find("cubin"); it != doc.end()) {
       if (!it->is_object()) fail("cubin", "expected an object of CUBIN files per architecture");
       for (auto e = it->begin(); e != it->end(); ++e) copy_listed(e.value(), "cubin." + e.key());
+    }
+    // The package's license and notice files (LICENSE*, LICENCE*, COPYING*, NOTICE* beside
+    // kgate.json) travel with it: a packed package is what gets redistributed.
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(src_, ec)) {
+      if (!e.is_regular_file(ec)) continue;
+      const std::string name = e.path().filename().string();
+      std::string upper = name;
+      for (auto& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+      for (const char* prefix : {"LICENSE", "LICENCE", "COPYING", "NOTICE"})
+        if (upper.rfind(prefix, 0) == 0) {
+          copy(e.path(), name, name);
+          break;
+        }
     }
     bool rewritten = false;
     if (auto it = doc.find("include_dirs"); it != doc.end()) {
@@ -270,7 +285,8 @@ std::vector<std::string> pack_drift(const fs::path& dir) {
   return out;
 }
 
-PackResult pack_package(const fs::path& src_dir, const fs::path& out_dir) {
+PackResult pack_package(const fs::path& src_dir, const fs::path& out_dir,
+                        const std::function<bool(const PackResult&)>& accept) {
   std::error_code ec;
   const fs::path src = fs::canonical(src_dir, ec);
   if (ec || !fs::is_directory(src))
@@ -306,7 +322,7 @@ PackResult pack_package(const fs::path& src_dir, const fs::path& out_dir) {
                                               std::to_string(::getpid()));
   fs::remove_all(aside, ec);
   PackResult result;
-  bool moved_aside = false;
+  bool moved_aside = false, placed = false;
   try {
     result = Packer(src, tmp).run();
     if (fs::exists(out)) {
@@ -320,9 +336,17 @@ PackResult pack_package(const fs::path& src_dir, const fs::path& out_dir) {
     if (ec)
       throw Error(ErrorKind::package, "kgate pack: cannot move the packed package to " +
                                           shown(out.string()) + ": " + ec.message());
+    placed = true;
+    if (accept && !accept(result)) {
+      fs::remove_all(out, ec);
+      if (moved_aside) fs::rename(aside, out, ec);
+      result.accepted = false;
+      return result;
+    }
   } catch (...) {
     std::error_code ignored;
     fs::remove_all(tmp, ignored);
+    if (placed) fs::remove_all(out, ignored);
     if (moved_aside) fs::rename(aside, out, ignored);
     throw;
   }

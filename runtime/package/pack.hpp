@@ -8,6 +8,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,7 @@ struct PackedFile {
 struct PackResult {
   std::vector<PackedFile> files;
   std::vector<std::string> rewritten;  ///< "include_dirs[1]: ../../common -> _packed/common"
+  bool accepted = true;                ///< false: `accept` refused it, `out` is as it was
 };
 
 /// Packs the source package `src` into `out`. `out` must not exist, be an empty directory, or be an
@@ -33,8 +35,12 @@ struct PackResult {
 /// with the manifest field and the fix for what cannot be packed (a missing file, an include
 /// directory that is absolute or not a directory, a source outside the package: only include
 /// directories may be outside). The packed package is not validated here (the caller does: kgate
-/// pack validates it).
-PackResult pack_package(const std::filesystem::path& src, const std::filesystem::path& out);
+/// pack validates it). `accept`, when given, is asked about the new package once it is at `out`,
+/// the earlier one still kept aside: false puts `out` back as it was (absent, or the earlier
+/// package) and sets PackResult::accepted to false, so a pack that fails its validation loses
+/// nothing either.
+PackResult pack_package(const std::filesystem::path& src, const std::filesystem::path& out,
+                        const std::function<bool(const PackResult&)>& accept = {});
 
 /// For a packed package (one with kgate-pack.json): each recorded file that is missing or whose
 /// SHA-256 differs from the record ("_packed/common/kgate_device.cuh (changed)"), i.e. the package

@@ -8,7 +8,7 @@
 #   a package of a project of its own, outside this tree     -> packed and valid
 #   OUT is a directory of other files / OUT inside SRC       -> exit 4, nothing touched
 #   a source file outside the package, an absolute include dir, a missing include dir -> exit 4 naming
-#       the field; a failed pack leaves the earlier pack as it was
+#       the field; a failed pack, or one that fails its validation, leaves the earlier pack as it was
 # Usage: pack_cli.sh KGATE SOURCE_DIR OUT_DIR
 set -u
 kgate=$1
@@ -127,4 +127,25 @@ expect4 missing 'include_dirs\[1\]: "../../missing" is not a directory' pack --n
 grep -q '"from": "../../shared/kgate_device.cuh"' "$out/project/packed/gone/kgate-pack.json" ||
   fail "a failed pack lost the earlier pack"
 [ -z "$(ls -A "$out/project/packed" | grep packing)" ] || fail "a failed pack left its temporary directory"
+# A license beside the manifest travels with the package.
+echo "Copyright, terms." > "$out/project/pkgs/mine/LICENSE"
+"$kgate" pack --no-compile -q "$out/project/pkgs/mine" "$out/project/packed/licensed" > "$out/licensed.log" 2>&1 ||
+  { cat "$out/licensed.log"; fail "pack with a LICENSE failed"; }
+cmp -s "$out/project/pkgs/mine/LICENSE" "$out/project/packed/licensed/LICENSE" || fail "LICENSE was not packed"
+grep -q '"path": "LICENSE"' "$out/project/packed/licensed/kgate-pack.json" || fail "LICENSE is not in kgate-pack.json"
+rm "$out/project/pkgs/mine/LICENSE"
+# A pack that fails its validation (the source no longer compiles) keeps the earlier pack too.
+mkdir -p "$out/project/pkgs/breaks"
+cp "$out/project/pkgs/mine/"* "$out/project/pkgs/breaks/"
+"$kgate" pack -q "$out/project/pkgs/breaks" "$out/project/packed/breaks" > "$out/breaks-good.log" 2>&1 ||
+  { cat "$out/breaks-good.log"; fail "first pack of 'breaks' failed"; }
+sed -i '1i #error this source no longer compiles' "$out/project/pkgs/breaks/softmax_block_pkg.cu"
+"$kgate" pack "$out/project/pkgs/breaks" "$out/project/packed/breaks" > "$out/breaks-bad.log" 2>&1
+rc=$?
+[ $rc -ne 0 ] || { cat "$out/breaks-bad.log"; fail "a package that does not compile was packed (exit 0)"; }
+grep -q "did not validate (above): the earlier package there is kept" "$out/breaks-bad.log" ||
+  { cat "$out/breaks-bad.log"; fail "a failed validation did not say the earlier pack is kept"; }
+! grep -q "#error" "$out/project/packed/breaks/softmax_block_pkg.cu" ||
+  fail "a pack that failed its validation replaced the earlier pack"
+[ -z "$(ls -A "$out/project/packed" | grep -E 'packing|replaced')" ] || fail "a failed pack left a directory behind"
 echo "pack_cli: all checks passed"
