@@ -84,6 +84,9 @@ struct ListArgs {
   uint64_t seed = 1;  ///< (kgate check's default)
   std::vector<std::string> kernels;
   std::vector<std::string> families;
+  /// --config FILE: its op files, torch libraries and torch ops, bound and listed without a GPU
+  /// (a dry run of kgate check --config's binding).
+  std::string config_path;
 };
 /// Each verb adds its subcommand to the kgate command's parser, its options bound to `args`
 /// (calibrate and sweep: calibrate.hpp, sweep.hpp); main() runs the verb that was given.

@@ -35,6 +35,10 @@ CLI::App* add_list_command(CLI::App& app, ListArgs& args) {
       ->capture_default_str();
   add_family_option(*cmd, args.families, check_families(),
                     "With --cases: case families (as kgate check's)");
+  cmd->add_option("--config", args.config_path,
+                  "A kgate-config/1 file: its op files, torch libraries and torch ops are loaded "
+                  "and bound as kgate check --config does (no GPU needed), and listed")
+      ->check(CLI::ExistingFile);
   return cmd;
 }
 

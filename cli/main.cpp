@@ -13,8 +13,10 @@
 #include "cli/main.hpp"
 #include "cli/output.hpp"
 #include "cli/sweep.hpp"  // kgate sweep (tolerance sensitivity)
+#include "core/config.hpp"
 #include "core/error.hpp"
 #include "core/safe_text.hpp"
+#include "gates/correctness/rules.hpp"
 #include "references/catalogue.hpp"
 #include "runtime/cuda/device.hpp"
 #include "runtime/torch_op.hpp"
@@ -120,10 +122,16 @@ int kgate::cli::main(int argc, char** argv) {
     CLI::App* command;
     std::function<int()> run;
   };
+  CLI::App* list = nullptr;
   const std::vector<Verb> verbs = {
-      {kgate::cli::add_list_command(app, list_args),
+      {list = kgate::cli::add_list_command(app, list_args),
        [&] {
-         register_torch_ops({}, {});  // --torch-op kernels are listed (and their cases) too
+         // --torch-op kernels are listed (and their cases) too, with --config's: a dry binding.
+         kgate::Config config;
+         if (!list_args.config_path.empty())
+           config = kgate::load_config(list_args.config_path, kgate::correctness::rule_names());
+         for (const auto& p : config.op_files) kgate::add_ops_path(p);
+         register_torch_ops(config.torch_libraries, config.torch_ops);
          return kgate::cli::run_list(list_args);
        }},
       {check = kgate::cli::add_check_command(app, check_args),
@@ -209,7 +217,7 @@ int kgate::cli::main(int argc, char** argv) {
 
   try {
     for (const auto& p : ops_paths) kgate::add_ops_path(p);
-    if (!*check) register_torch_ops({}, {});
+    if (!*check && !*list) register_torch_ops({}, {});
     for (const auto& verb : verbs)
       if (*verb.command) return verb.run();
   } catch (const kgate::Error& e) {
