@@ -291,6 +291,7 @@ RunReport start_report(const CheckArgs& args, const CheckPlan& plan,
       std::fprintf(stderr, "kgate: warning: %s\n", w.c_str());
     report.removed = plan.removed;
   }
+  report.not_checked = plan.not_checked;
   if (!sandbox.empty()) report.meta.config["sandbox"] = sandbox;
   if (o.timing.interleave.fill_budget) report.meta.config["fill_budget"] = true;
   if (o.atol) report.meta.config["atol"] = *o.atol;

@@ -257,6 +257,19 @@ std::optional<int> choose_backend(const CheckArgs& args, CheckPlan& plan,
   return announce(choice);
 }
 
+// A kernel of the build that this run's backend leaves out, with the command that checks it.
+static void note_not_checked(const KernelInfo& k, CheckPlan& plan) {
+  const std::string backend = backend_name(k.backend);
+  plan.not_checked.push_back(
+      {{"name", k.name},
+       {"backend", backend},
+       {"why", "a " + backend + " kernel; this run checks the " +
+                   std::string(backend_name(plan.backend)) + " backend"},
+       {"command", torch_op_memory_note(k.name)
+                       ? "kgate check --backend " + backend + torch_op_repro_options(k.name)
+                       : "kgate check --backend " + backend + " --kernel '" + k.name + "'"}});
+}
+
 void select_run_kernels(const CheckArgs& args, CheckPlan& plan) {
   if (args.request.kernels.empty()) {
     // Packages or torch ops named on the command line are what the run checks; otherwise every
@@ -264,11 +277,15 @@ void select_run_kernels(const CheckArgs& args, CheckPlan& plan) {
     if (plan.torch_ops) {
       for (const auto& k : registered_kernels())
         if (torch_op_memory_note(k.name) && k.backend == plan.backend) plan.selected.push_back(&k);
+        else if (torch_op_memory_note(k.name)) note_not_checked(k, plan);
       if (plan.selected.empty())
         throw_usage(std::string("no --torch-op runs on the ") + backend_name(plan.backend) +
                     " backend (a cpu op is given as cpu/NS::OP=...)");
     } else if (plan.packages.empty()) {
       plan.selected = kgate::plan::select_kernels({}, plan.backend);
+      for (const auto& k : registered_kernels())
+        if (k.backend != plan.backend && !k.mutant && !torch_op_memory_note(k.name))
+          note_not_checked(k, plan);
     }
   } else {
     plan.selected = kgate::plan::select_kernels(args.request.kernels, plan.backend);

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <sstream>
 
 namespace kgate {
@@ -342,6 +343,7 @@ nlohmann::json to_json(const RunReport& report) {
               {"exit_code", static_cast<int>(report.exit_code(false))},
               {"kernels", kernels}};
   if (!report.removed.empty()) out["removed"] = report.removed;
+  if (!report.not_checked.empty()) out["not_checked"] = report.not_checked;
   if (!report.google_benchmark.empty()) {
     json outputs = json::array();
     for (const auto& g : report.google_benchmark) outputs.push_back(to_json(g));
@@ -391,6 +393,13 @@ RunReport merge_reports(const std::vector<RunReport>& shards,
     out.meta.seconds = std::max(out.meta.seconds, r.meta.seconds);
     if (out.meta.device.empty()) out.meta.device = r.meta.device;
   }
+  // Not checked: what no shard checked, once.
+  std::set<std::string> listed;
+  for (const auto& r : shards)
+    for (const auto& n : r.not_checked) {
+      const std::string name = n.value("name", std::string());
+      if (!owner.count(name) && listed.insert(name).second) out.not_checked.push_back(n);
+    }
   out.meta.config["merged_from"] = names;
   return out;
 }
@@ -462,6 +471,8 @@ RunReport report_from_json(const nlohmann::json& j) {
     for (const auto& g : j.at("google_benchmark"))
       r.google_benchmark.push_back(google_benchmark_from_json(g));
   if (j.contains("removed") && j.at("removed").is_array()) r.removed = j.at("removed");
+  if (j.contains("not_checked") && j.at("not_checked").is_array())
+    r.not_checked = j.at("not_checked");
   return r;
 }
 

@@ -250,6 +250,10 @@ struct RunReport {
   std::vector<GoogleBenchmarkOutput> google_benchmark;
   /// Kernels of the base build that the head no longer has ({name, source}): informational.
   nlohmann::json removed = nlohmann::json::array();
+  /// Kernels of the build that this run did not check ({name, backend, why, command}): a cpu
+  /// kernel when the run checks the cuda backend, and the reverse. They fail nothing; every writer
+  /// names them, so that a GPU job never passes a kernel it did not run.
+  nlohmann::json not_checked = nlohmann::json::array();
 
   /// Overall outcome and exit code under the policy (inconclusive_fails: exit 3 on inconclusive).
   ExitCode exit_code(bool inconclusive_fails) const;

@@ -2,6 +2,7 @@
 // each failure's minimal case and repro, and the warnings.
 #include "report/writers.hpp"
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -54,6 +55,25 @@ void write_console_table(std::ostream& os, const RunReport& report) {
     rows.back().push_back(speed_cell(k));
   }
   const auto widths = column_widths(rows);
+  // What this run left out, first: one line per backend (its command when it is one kernel).
+  std::map<std::string, std::vector<const nlohmann::json*>> left_out;
+  for (const auto& n : report.not_checked)
+    left_out[n.value("backend", std::string())].push_back(&n);
+  for (const auto& [backend, kernels] : left_out) {
+    if (kernels.size() == 1) {
+      const auto& n = *kernels.front();
+      os << "\nNOT CHECKED " << n.value("name", std::string()) << ": "
+         << n.value("why", std::string())
+         << "; check it with: " << n.value("command", std::string());
+      continue;
+    }
+    std::vector<std::string> names;
+    for (const auto* n : kernels) names.push_back(n->value("name", std::string()));
+    os << "\nNOT CHECKED " << kernels.size() << " " << backend << " kernels (this run checks the "
+       << report.meta.backend << " backend): " << join(names)
+       << "; check them with: kgate check --backend " << backend;
+  }
+  if (!left_out.empty()) os << "\n";
   os << "\n" << aligned_row(rows.front(), widths) << "\n";
   size_t row = 0;
   for (const auto& k : report.kernels) {

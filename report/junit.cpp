@@ -101,6 +101,18 @@ void write_junit(std::ostream& os, const RunReport& report) {
       body << "    </testcase>\n";
     }
   }
+  // Kernels this run did not check: skipped testcases that say why and how to check them.
+  for (const auto& n : report.not_checked) {
+    ++tests;
+    ++skipped;
+    body << "    <testcase classname=\""
+         << markup_escape("kgate." + n.value("backend", std::string()) + "." +
+                          n.value("name", std::string()))
+         << "\" name=\"correctness\" time=\"0.000\">\n      <skipped message=\""
+         << markup_escape("NOT CHECKED: " + n.value("why", std::string()) +
+                          "; check it with: " + n.value("command", std::string()))
+         << "\"/>\n    </testcase>\n";
+  }
   os << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   // The Jenkins xunit schema (junit-10.xsd): testsuites takes no skipped; testsuite has errors.
   const std::string time = format_number(report.meta.seconds, "%.3f");

@@ -83,6 +83,14 @@ void write_markdown(std::ostream& os, const RunReport& report) {
      << report.meta.seed << "`";
   if (!report.meta.git_sha.empty()) os << ", commit `" << report.meta.git_sha.substr(0, 12) << "`";
   os << ".\n\n";
+  if (!report.not_checked.empty()) {
+    os << "**Not checked by this run** (they fail nothing here; check them where they run):\n\n";
+    for (const auto& n : report.not_checked)
+      os << "- `" << inline_untrusted(n.value("name", std::string()))
+         << "`: " << inline_untrusted(n.value("why", std::string())) << "; `"
+         << inline_untrusted(n.value("command", std::string())) << "`\n";
+    os << "\n";
+  }
   write_base_section(os, report);
   os << "| kernel | op | correctness | worst margin | speed vs eager | decision |\n";
   os << "|---|---|---|---|---|---|\n";

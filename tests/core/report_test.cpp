@@ -389,6 +389,36 @@ TEST(Report, APairedKernelLeadsWithItsVerdictAgainstTheBase) {
   EXPECT_NE(unchanged.str().find("UNCHANGED"), std::string::npos) << unchanged.str();
 }
 
+TEST(Report, KernelsNotCheckedAreNamedEverywhereAndSurviveTheRoundTripAndMerge) {
+  RunReport r = sample_report();
+  r.not_checked.push_back({{"name", "l2_normalize_cpu"},
+                           {"backend", "cpu"},
+                           {"why", "a cpu kernel; this run checks the cuda backend"},
+                           {"command", "kgate check --backend cpu --kernel 'l2_normalize_cpu'"}});
+  std::ostringstream console, junit, md;
+  write_console_table(console, r);
+  write_junit(junit, r);
+  write_markdown(md, r);
+  EXPECT_LT(console.str().find("NOT CHECKED l2_normalize_cpu: a cpu kernel"),
+            console.str().find("kernel "))
+      << console.str();
+  EXPECT_NE(junit.str().find("NOT CHECKED: a cpu kernel; this run checks the cuda backend; check "
+                             "it with: kgate check --backend cpu"),
+            std::string::npos)
+      << junit.str();
+  EXPECT_NE(md.str().find("`l2_normalize_cpu`"), std::string::npos) << md.str();
+  EXPECT_EQ(r.exit_code(false), RunReport(sample_report()).exit_code(false));  // fails nothing
+  const RunReport back = report_from_json(to_json(r));
+  EXPECT_EQ(back.not_checked, r.not_checked);
+  // Merged with a report that checked it, it is no longer "not checked".
+  RunReport other = sample_report();
+  other.kernels.resize(1);
+  other.kernels.front().name = "l2_normalize_cpu";
+  EXPECT_EQ(merge_reports({r, other}, {"a.json", "b.json"}).not_checked.size(), 0u);
+  other.kernels.front().name = "something_else";
+  EXPECT_EQ(merge_reports({r, other}, {"a.json", "b.json"}).not_checked.size(), 1u);
+}
+
 TEST(Report, MarkdownNamesTheFailureAndRepro) {
   std::ostringstream os;
   write_markdown(os, sample_report());
