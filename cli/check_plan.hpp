@@ -36,9 +36,9 @@ struct CheckPlan {
   nlohmann::json base_packages_removed = nlohmann::json::array();
   std::map<std::string, const KernelInfo*> base_of;  ///< head kernel -> its base
   std::deque<KernelInfo> with_digest;  ///< paired kernels: copies carrying the head's code digest
-  nlohmann::json removed = nlohmann::json::array();  ///< base kernels the head no longer has
+  nlohmann::json removed = nlohmann::json::array();      ///< base kernels the head no longer has
   nlohmann::json not_checked = nlohmann::json::array();  ///< other backends' kernels (report)
-  std::map<std::string, std::string> head_digests;   ///< the head build's code digests by kernel
+  std::map<std::string, std::string> head_digests;  ///< the head build's code digests by kernel
   nlohmann::json head_build_record = nlohmann::json::object();
 
   size_t total() const { return selected.size() + packages.size(); }
