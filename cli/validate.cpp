@@ -189,6 +189,12 @@ int check_launches(const ValidateArgs& args, const std::string& dir, const Loade
       used += (used.empty() ? "" : ", ") + field + " " + std::to_string(n);
     std::printf("launches%s: every one of %lld cases inside the guard runs a launch (%s)\n",
                 on.c_str(), static_cast<long long>(inside), used.empty() ? "none" : used.c_str());
+    for (const auto& l : p->manifest.launches)
+      if (!counts.count(l.field))
+        std::printf(
+            "  warning: %s runs on none of these cases: kgate check does not check its "
+            "code (give it a case that meets its condition)\n",
+            l.field.c_str());
   }
   return rc;
 }

@@ -86,6 +86,9 @@ struct KernelInfo {
   /// properties themselves as JSON: a case id names a case, and the device picks the launch.
   std::function<std::vector<std::string>(const Case&)> case_launches;
   std::function<std::string()> device_props;
+  /// Optional (packages): every launch of the manifest, as case_launches begins its lines
+  /// ("launches[0]"): one that no correctness case runs is named in the report.
+  std::vector<std::string> launch_fields;
   /// Optional (a kernel compiled from a package, kgate_add_kernel PACKAGE): correctness cases on
   /// both sides of every boundary of its guard, run after the generated ones, as `kgate check
   /// --package` runs them for a package. Deterministic in the seed.

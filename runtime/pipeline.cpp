@@ -739,6 +739,25 @@ class KernelCheck {
         nlohmann::json by_case = nlohmann::json::object();
         for (const auto& c : cases) by_case[c.id()] = kernel.case_launches(c);
         for (const auto& w : timed) by_case[w.kcase.id()] = kernel.case_launches(w.kcase);
+        // A launch no correctness case ran: its code was checked only while timed, or not at all.
+        for (const auto& field : kernel.launch_fields) {
+          const auto runs = [&](const Case& c) {
+            for (const auto& line : by_case[c.id()])
+              if (line.get<std::string>().rfind(field + " ", 0) == 0) return true;
+            return false;
+          };
+          if (std::any_of(cases.begin(), cases.end(), runs)) continue;
+          const auto timed_runs = std::count_if(timed.begin(), timed.end(),
+                                                [&](const auto& w) { return runs(w.kcase); });
+          report.correctness.warnings.push_back(
+              field + " runs on none of the " + std::to_string(cases.size()) +
+              " correctness cases" +
+              (timed_runs > 0 ? ", only on " + std::to_string(timed_runs) +
+                                    " timed case(s): its values are checked only while timed"
+                              : ": its code is not checked") +
+              "; give it a case that meets its condition (more --cases, a guard that makes the "
+              "cases meet it, or captured inputs)");
+        }
         report.launches = {
             {"device",
              kernel.device_props ? nlohmann::json::parse(kernel.device_props()) : nlohmann::json()},

@@ -556,6 +556,7 @@ KernelInfo package_kernel_info(const std::shared_ptr<const PackageState>& shared
     return out;
   };
   k.device_props = [] { return device_props_json(device_props_in_effect()); };
+  for (const auto& l : manifest.launches) k.launch_fields.push_back(l.field);
   k.notes = [notes = shared->notes] { return notes->get(); };
   k.accepts = [shared](const KernelCall& call) {
     return call_guard_violation(shared->manifest, shared->op, call).empty();

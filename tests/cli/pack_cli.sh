@@ -127,6 +127,22 @@ expect4 missing 'include_dirs\[1\]: "../../missing" is not a directory' pack --n
 grep -q '"from": "../../shared/kgate_device.cuh"' "$out/project/packed/gone/kgate-pack.json" ||
   fail "a failed pack lost the earlier pack"
 [ -z "$(ls -A "$out/project/packed" | grep packing)" ] || fail "a failed pack left its temporary directory"
+# A launch that no case runs is named (kgate check would not check its code).
+cp -r "$out/project/pkgs/mine" "$out/project/pkgs/unreached"
+python3 - "$out/project/pkgs/unreached/kgate.json" <<'PY' || fail "the test could not add a launch"
+import json, sys
+m = json.load(open(sys.argv[1]))
+extra = json.loads(json.dumps(m["launches"][5]))  # a copy of the last, for a batch no case has
+extra["when"] = {"if": "N > 49152 && B == 123457"}
+m["launches"].append(extra)
+json.dump(m, open(sys.argv[1], "w"), indent=2)
+PY
+"$kgate" pack "$out/project/pkgs/unreached" "$out/project/packed/unreached" > "$out/unreached.log" 2>&1 ||
+  { cat "$out/unreached.log"; fail "pack of 'unreached' failed"; }
+grep -q "warning: launches\[6\] runs on none of these cases" "$out/unreached.log" ||
+  { cat "$out/unreached.log"; fail "a launch no case runs was not named"; }
+! grep -q "warning: launches\[[0145]\] runs on none" "$out/unreached.log" "$out/project.log" ||
+  fail "a reached launch was named as unreached"
 # A license beside the manifest travels with the package.
 echo "Copyright, terms." > "$out/project/pkgs/mine/LICENSE"
 "$kgate" pack --no-compile -q "$out/project/pkgs/mine" "$out/project/packed/licensed" > "$out/licensed.log" 2>&1 ||
