@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <map>
+#include <set>
 
 #include "core/captured.hpp"
 #include "core/rng.hpp"
@@ -175,6 +177,81 @@ nlohmann::json coverage_json(const props::EdgeCoverage& cov, const props::Kernel
                         : nlohmann::json{{"case", probe.case_id}, {"note", probe.note}}}};
 }
 
+// A package's launches that none of `cases` runs, each given a case that runs it where one is
+// found: the edge symbol at each of its ragged sizes (those the budget left out too), then at the
+// multiples of 8 to 256 next to them, the other symbols as in a generated case (at their smallest
+// where that passes the ragged cap), each dtype of the kernel, contiguous then offset. Family
+// "ragged"; at most one case per launch.
+std::vector<Case> launch_reaching_cases(const KernelInfo& kernel, const OpSignature& op,
+                                        const props::KernelTraits& traits,
+                                        const std::vector<Case>& cases, uint64_t seed) {
+  std::vector<Case> out;
+  if (!kernel.case_launches || kernel.launch_fields.empty() || cases.empty()) return out;
+  const auto runs = [&](const Case& c, const std::string& field) {
+    try {
+      for (const auto& line : kernel.case_launches(c))
+        if (line.rfind(field + " ", 0) == 0) return true;
+    } catch (const std::exception&) {
+    }
+    return false;
+  };
+  std::vector<std::string> missing;
+  for (const auto& field : kernel.launch_fields)
+    if (std::none_of(cases.begin(), cases.end(), [&](const Case& c) { return runs(c, field); }))
+      missing.push_back(field);
+  const std::string symbol = props::edge_symbol(op);
+  const SymbolDomain* domain = symbol.empty() ? nullptr : op.symbol(symbol);
+  if (missing.empty() || !domain) return out;
+  std::vector<int64_t> sizes;
+  std::set<int64_t> seen;
+  const auto add_size = [&](int64_t v) {
+    if (v >= std::max<int64_t>(domain->min, 1) && v <= domain->max && seen.insert(v).second)
+      sizes.push_back(v);
+  };
+  const auto edges = props::ragged_edges(*domain, traits, seed);
+  for (const auto& e : edges) add_size(e.size);
+  for (const auto& e : edges)
+    for (int64_t m : {8, 16, 32, 64, 128, 256}) {
+      add_size(e.size / m * m);
+      add_size((e.size / m + 1) * m);
+    }
+  // The other symbols: as in the first generated case, else at their smallest.
+  std::map<std::string, int64_t> base(cases.front().dims.begin(), cases.front().dims.end());
+  const auto numel_ok = [&](const Case& c) {
+    return props::largest_tensor_numel(op, c) <= (int64_t{1} << 16);  // a ragged case's cap
+  };
+  uint64_t index = 0;
+  for (const auto& field : missing) {
+    bool found = false;
+    for (int64_t v : sizes) {
+      for (DType dtype : kernel.dtypes) {
+        for (Layout layout : {Layout::contiguous, Layout::offset}) {
+          std::map<std::string, int64_t> dims = base;
+          dims[symbol] = v;
+          Case c = props::case_of(op, dtype, dims, layout,
+                                  derive_seed(seed, "launch/" + field, index++));
+          if (!numel_ok(c)) {
+            for (auto& [name, value] : dims)
+              if (name != symbol && op.symbol(name))
+                value = std::max<int64_t>(op.symbol(name)->min, 1);
+            c = props::case_of(op, dtype, dims, layout,
+                               derive_seed(seed, "launch/" + field, index++));
+            if (!numel_ok(c)) continue;
+          }
+          if (!runs(c, field)) continue;
+          c.family = "ragged";
+          out.push_back(std::move(c));
+          found = true;
+          break;
+        }
+        if (found) break;
+      }
+      if (found) break;
+    }
+  }
+  return out;
+}
+
 // The correctness cases of `kernel` (of `op`), generated as `gen` says.
 std::vector<Case> cases_of(const KernelInfo& kernel, const OpSignature& op,
                            const props::KernelTraits& traits, const props::GeneratorOptions& gen,
@@ -182,6 +259,12 @@ std::vector<Case> cases_of(const KernelInfo& kernel, const OpSignature& op,
   auto cases =
       options.only_cases.empty() ? props::generate_cases(op, traits, gen) : options.only_cases;
   if (options.only_cases.empty()) {
+    // A launch of a package that no generated case runs gets a ragged case that does.
+    if (gen.families.empty() ||
+        std::find(gen.families.begin(), gen.families.end(), "ragged") != gen.families.end()) {
+      const auto reaching = launch_reaching_cases(kernel, op, traits, cases, gen.seed);
+      cases.insert(cases.end(), reaching.begin(), reaching.end());
+    }
     const auto added = guard_and_extra_cases(kernel, options);
     cases.insert(cases.end(), added.begin(), added.end());
     const auto captured = captured_cases(op, options.captured, gen.seed, kernel.name);
