@@ -19,6 +19,7 @@
 #include "cli/worker.hpp"
 #include "core/error.hpp"
 #include "core/safe_text.hpp"
+#include "gates/correctness/contract.hpp"
 #include "gates/props/shrink.hpp"
 #include "references/catalogue.hpp"
 #include "runtime/cuda/device.hpp"
@@ -124,8 +125,17 @@ void shrink_fault_in_workers(KernelReport& kr, const KernelInfo& k, const Worker
       // It crashed its worker again: that case still fails the same way.
       CaseResult cr = *fault;
       cr.kcase = candidate;
+      cr.outcome = Outcome::failed;
+      cr.outside_contract.clear();
       cr.message = "kernel '" + k.name + "': " + w.failure;
       cr.repro = repro_command(k, candidate);
+      // As the crash it stands for: outside the kernel's contract, that finding.
+      const KernelSettings settings = resolve_settings(op, k.name, args.options);
+      if (settings.gates.contract) {
+        correctness::ContractTally tally;
+        std::vector<std::string> unused;
+        correctness::judge_against_contract(cr, *settings.gates.contract, op, false, tally, unused);
+      }
       last_fault = cr;
       return true;
     }
@@ -530,13 +540,28 @@ class WorkerDealer {
         c.minimal = smallest;  // a wrong value on a smaller case than the crash (not shrunk: its
                                // worker died)
       if (progress.started && *progress.started >= resume_at) {
-        ++c.failed;
-        const CaseResult hit =
+        CaseResult hit =
             result_of(progress.started_id, Outcome::failed, w.hung ? Reason::hang : Reason::crash,
                       "kernel '" + k.name + "': " + failure);
-        if (c.failures.size() < 10) c.failures.push_back(hit);
-        c.faulted.push_back(progress.started_id);
-        if (!c.minimal) c.minimal = hit;  // it ran and hung or crashed (a crash is shrunk below)
+        // Outside the kernel's contract, a crash is that finding (a warning under
+        // outside_contract: warn), as a fault the worker survives is.
+        const OpSignature& op = find_op(k.op);
+        const KernelSettings settings = resolve_settings(op, k.name, args.options);
+        if (settings.gates.contract) {
+          correctness::ContractTally tally;
+          correctness::judge_against_contract(
+              hit, *settings.gates.contract, op,
+              settings.gates.outside_contract.value_or("") == "warn", tally, c.warnings);
+        }
+        if (hit.outcome == Outcome::passed) {
+          ++c.passed;  // a finding outside the contract, a warning: the case does not fail
+          if (c.failed == 0) merged->outcome = Outcome::passed;
+        } else {
+          ++c.failed;
+          if (c.failures.size() < 10) c.failures.push_back(hit);
+          c.faulted.push_back(progress.started_id);
+          if (!c.minimal) c.minimal = hit;  // it ran and hung or crashed (a crash is shrunk below)
+        }
         c.resume_at = *progress.started + 1;
         c.not_run = progress.total - *progress.started - 1;
       } else if (progress.done) {

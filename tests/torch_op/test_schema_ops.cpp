@@ -8,12 +8,14 @@
 //   softmax_typed        ScalarType out_dtype: the dtype of the op's output
 //   softmax_counted      returns (Tensor, int): the int is not judged
 //   topk                 int k (a symbol of the outputs' shapes only), returns Tensor[]
+//   rms_norm_strided_crashes  dies (abort) on a strided input: a crash outside a contract
 //   gelu_into            Tensor! out (an unnamed alias set, as kernel-builder's schemas write it)
 //   rms_norm_strided_*   refuse a strided input (TORCH_CHECK) / compute wrong on one / throw on
 //                        an input they accept (contracts)
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
+#include <cstdlib>
 #include <optional>
 #include <string>
 #include <vector>
@@ -95,6 +97,12 @@ at::Tensor rms_norm_throws_inside(const at::Tensor& x, const at::Tensor& weight,
 
 void gelu_into(at::Tensor& out, const at::Tensor& input) { out.copy_(at::gelu(input)); }
 
+// Dies on a strided input (as a kernel reading past its buffer would): a crash, not a refusal.
+at::Tensor rms_norm_strided_crashes(const at::Tensor& x, const at::Tensor& weight, double eps) {
+  if (x.dim() > 0 && x.stride(-1) != 1) std::abort();
+  return rms(x, weight, eps);
+}
+
 }  // namespace
 
 TORCH_LIBRARY(kgate_schema, m) {
@@ -109,6 +117,7 @@ TORCH_LIBRARY(kgate_schema, m) {
   m.def("softmax_counted(Tensor x) -> (Tensor, int)");
   m.def("topk(Tensor x, int k) -> Tensor[]");
   m.def("gelu_into(Tensor! out, Tensor input) -> ()");
+  m.def("rms_norm_strided_crashes(Tensor x, Tensor weight, float eps) -> Tensor");
   m.def("rms_norm_strided_refused(Tensor x, Tensor weight, float eps) -> Tensor");
   m.def("rms_norm_strided_wrong(Tensor x, Tensor weight, float eps) -> Tensor");
   m.def("rms_norm_throws_inside(Tensor x, Tensor weight, float eps) -> Tensor");
@@ -124,6 +133,7 @@ TORCH_LIBRARY_IMPL(kgate_schema, CPU, m) {
   m.impl("softmax_counted", &softmax_counted);
   m.impl("topk", &topk);
   m.impl("gelu_into", &gelu_into);
+  m.impl("rms_norm_strided_crashes", &rms_norm_strided_crashes);
   m.impl("rms_norm_strided_refused", &rms_norm_strided_refused);
   m.impl("rms_norm_strided_wrong", &rms_norm_strided_wrong);
   m.impl("rms_norm_throws_inside", &rms_norm_throws_inside);
