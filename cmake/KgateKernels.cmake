@@ -197,6 +197,13 @@ function(_kgate_add_module NAME lib op backend)
     target_link_libraries(${mod} PRIVATE CUDA::cudart)
   endif()
   string(TOUPPER "${CMAKE_BUILD_TYPE}" build_type)
+  # The architectures compiled for: the target's, or where LibTorch's CUDA setup turned them OFF (it
+  # passes -gencode flags of its own), TORCH_CUDA_ARCH_LIST's.
+  set(archs "$<TARGET_PROPERTY:${lib},CUDA_ARCHITECTURES>")
+  if(TORCH_CUDA_ARCH_LIST)
+    string(REPLACE ";" " " torch_archs "${TORCH_CUDA_ARCH_LIST}")
+    set(archs "$<IF:$<STREQUAL:${archs},OFF>,TORCH_CUDA_ARCH_LIST ${torch_archs},${archs}>")
+  endif()
   file(GENERATE OUTPUT "${KGATE_MODULE_DIR}/${NAME}.kgate-module.json" CONTENT "{
   \"format\": \"kgate-module/1\",
   \"name\": \"${NAME}\",
@@ -210,7 +217,7 @@ function(_kgate_add_module NAME lib op backend)
     \"build_type\": \"${CMAKE_BUILD_TYPE}\",
     \"cxx_flags\": \"${CMAKE_CXX_FLAGS} ${CMAKE_CXX_FLAGS_${build_type}}\",
     \"cuda_flags\": \"${CMAKE_CUDA_FLAGS} ${CMAKE_CUDA_FLAGS_${build_type}}\",
-    \"cuda_architectures\": \"$<TARGET_PROPERTY:${lib},CUDA_ARCHITECTURES>\"
+    \"cuda_architectures\": \"${archs}\"
   }
 }
 ")
