@@ -248,6 +248,17 @@ DecisionResult decide(std::vector<double> d, double delta, double alpha) {
   return result;
 }
 
+int64_t blocks_to_decide(const DecisionResult& d, double delta) {
+  if (d.decision != Decision::inconclusive) return 0;
+  if (d.n < 1 || !std::isfinite(d.lower) || !std::isfinite(d.upper)) return -1;
+  const double distance = std::abs(d.median - log_threshold(delta));
+  const double half_width = 0.5 * (d.upper - d.lower);
+  if (!(distance > 0) || !(half_width > 0)) return -1;
+  const double need = static_cast<double>(d.n) * (half_width / distance) * (half_width / distance);
+  if (!(need < 1e9)) return -1;
+  return std::max<int64_t>(d.n + 1, static_cast<int64_t>(std::ceil(need)));
+}
+
 int min_blocks_to_decide(double alpha, int stages, int64_t comparisons) {
   if (!(alpha > 0.0 && alpha < 1.0) || stages < 1)
     throw Error(ErrorKind::internal, "min_blocks_to_decide: bad alpha or stages");

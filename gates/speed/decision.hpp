@@ -53,6 +53,13 @@ double binomial_half_upper_tail(int64_t n, int64_t k);
 /// so the chance of any false decision across all looks stays <= alpha.
 double stage_alpha(double alpha, int stage, int stages);
 
+/// For an inconclusive decision (its bounds straddle ln(1 + delta)): about how many blocks would
+/// decide it, if the blocks to come are like those so far. The bounds' half-width shrinks as
+/// 1/sqrt(n); the decision needs it below the median's distance to the threshold, so about
+/// n x (half-width / distance)^2 blocks (at least n + 1). 0 when `d` is decided already; -1 when no
+/// number of blocks would (the median on the threshold, or unbounded bounds).
+int64_t blocks_to_decide(const DecisionResult& d, double delta);
+
 /// The fewest blocks with which a comparison can reach a decision at all: its sign-test bound needs
 /// 0.5^n <= alpha / stages (the first look's share), and a regression must survive the Holm
 /// correction over `comparisons` in the run, 0.5^n * comparisons <= alpha. Fewer blocks can only

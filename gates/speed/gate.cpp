@@ -76,9 +76,26 @@ void decide_comparison(const InterleaveResult& r, const GateInputs& in, SpeedCom
       case Decision::regression:
         cmp.decision = Outcome::regressed;
         break;
-      case Decision::inconclusive:
+      case Decision::inconclusive: {
         cmp.decision = Outcome::inconclusive;
+        // What would decide it: the estimate in the verdict (the bounds straddle delta).
+        const int64_t need = blocks_to_decide(r.decision, cmp.delta);
+        char text[256];
+        if (need > 0 && !r.blocks.empty() && r.seconds > 0) {
+          const double per_block = r.seconds / static_cast<double>(r.blocks.size());
+          std::snprintf(text, sizeof text,
+                        "undecided after %lld blocks: about %lld blocks (--time-budget %.0f) "
+                        "would decide it, if the next blocks are like these",
+                        static_cast<long long>(r.decision.n), static_cast<long long>(need),
+                        std::ceil(per_block * static_cast<double>(need) * 1.2));
+          add_note(cmp.note, text);
+        } else if (need < 0 && r.decision.n >= in.min_blocks) {
+          add_note(cmp.note,
+                   "undecided: the estimate sits on delta, so no budget would decide it (the "
+                   "kernel is as slow as the threshold)");
+        }
         break;
+      }
     }
   }
 }

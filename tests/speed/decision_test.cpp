@@ -260,3 +260,47 @@ TEST(Multiplicity, BenjaminiHochbergHandComputed) {
 
 }  // namespace
 }  // namespace kgate::speed
+
+namespace kgate::speed {
+namespace {
+
+// n evenly spaced log ratios centred on `centre`, `spread` wide: a sample whose median and
+// order-statistic bounds are known.
+std::vector<double> grid(int64_t n, double centre, double spread) {
+  std::vector<double> d;
+  for (int64_t i = 0; i < n; ++i)
+    d.push_back(centre - spread / 2 + spread * static_cast<double>(i) / static_cast<double>(n - 1));
+  return d;
+}
+
+TEST(BlocksToDecide, EstimatesTheBlocksThatDecideASampleLikeThisOne) {
+  const double delta = 0.02, alpha = 0.01, t = std::log1p(delta);
+  // 30 blocks 0.5% above the threshold, 10% wide: undecided.
+  const DecisionResult first = decide(grid(30, t + 0.005, 0.10), delta, alpha);
+  ASSERT_EQ(first.decision, Decision::inconclusive);
+  const int64_t need = blocks_to_decide(first, delta);
+  ASSERT_GT(need, 30);
+  // The same distribution with that many blocks (and a margin) decides it; with half as many not.
+  EXPECT_EQ(decide(grid(need * 13 / 10, t + 0.005, 0.10), delta, alpha).decision,
+            Decision::regression)
+      << need;
+  EXPECT_EQ(decide(grid(need / 2, t + 0.005, 0.10), delta, alpha).decision, Decision::inconclusive)
+      << need;
+  // Below the threshold, it decides a pass the same way.
+  const DecisionResult below = decide(grid(30, t - 0.005, 0.10), delta, alpha);
+  const int64_t need_pass = blocks_to_decide(below, delta);
+  EXPECT_EQ(decide(grid(need_pass * 13 / 10, t - 0.005, 0.10), delta, alpha).decision,
+            Decision::pass)
+      << need_pass;
+}
+
+TEST(BlocksToDecide, DecidedIsZeroAndAMedianOnTheThresholdIsNone) {
+  const double delta = 0.02, alpha = 0.01, t = std::log1p(delta);
+  EXPECT_EQ(blocks_to_decide(decide(grid(60, t + 0.2, 0.01), delta, alpha), delta), 0);
+  EXPECT_EQ(blocks_to_decide(decide(grid(31, t, 0.10), delta, alpha), delta), -1);
+  EXPECT_EQ(blocks_to_decide(decide(grid(3, t + 0.01, 0.10), delta, alpha), delta),
+            -1);  // no bounds
+}
+
+}  // namespace
+}  // namespace kgate::speed
