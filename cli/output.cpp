@@ -106,8 +106,9 @@ std::vector<std::string> check_families() {
   return families;
 }
 
-CLI::Option* add_family_option(CLI::App& cmd, std::vector<std::string>& families,
-                               const std::vector<std::string>& known, const std::string& help) {
+CLI::Option* add_name_list_option(CLI::App& cmd, const NameList& list,
+                                  std::vector<std::string>& into, const std::string& help) {
+  const std::vector<std::string> known = list.known;
   std::string expected;
   for (size_t i = 0; i < known.size(); ++i)
     expected += (i == 0 ? "" : i + 1 == known.size() ? " or " : ", ") + known[i];
@@ -124,24 +125,29 @@ CLI::Option* add_family_option(CLI::App& cmd, std::vector<std::string>& families
       [=](std::string& text) -> std::string {
         for (const auto& item : split(text)) {
           if (item.empty())
-            return "an empty family name in '" + text + "'; expected " + expected +
-                   " (a comma list: random,ragged)";
+            return "an empty " + list.short_noun + " name in '" + text + "'; expected " + expected +
+                   " (a comma list: " + list.example + ")";
           if (std::find(known.begin(), known.end(), item) == known.end())
-            return "unknown case family '" + item + "'; expected " + expected;
+            return "unknown " + list.noun + " '" + item + "'; expected " + expected;
         }
         return "";
       },
       "");
-  return cmd
-      .add_option_function<std::vector<std::string>>(
-          "--family",
-          [&families, split](const std::vector<std::string>& values) {
-            for (const auto& value : values)
-              for (auto& item : split(value)) families.push_back(std::move(item));
-          },
-          help)
-      ->check(names)
-      ->allow_extra_args(false);
+  CLI::Option* option = cmd.add_option_function<std::vector<std::string>>(
+      list.flag,
+      [&into, split](const std::vector<std::string>& values) {
+        for (const auto& value : values)
+          for (auto& item : split(value)) into.push_back(std::move(item));
+      },
+      help);
+  if (!list.type_name.empty()) option->type_name(list.type_name);
+  return option->check(names)->allow_extra_args(false);
+}
+
+CLI::Option* add_family_option(CLI::App& cmd, std::vector<std::string>& families,
+                               const std::vector<std::string>& known, const std::string& help) {
+  return add_name_list_option(
+      cmd, {"--family", known, "family", "case family", "random,ragged", ""}, families, help);
 }
 
 Progress::Progress(bool quiet) : quiet_(quiet), tty_(isatty(fileno(stderr)) != 0) {}

@@ -65,6 +65,20 @@ CLI::Validator fragile_margin_value();
 /// The case families of kgate check (gates/props' families and huge).
 std::vector<std::string> check_families();
 
+/// An option that takes names of a known list, repeatable or as a comma list ("--family
+/// random,ragged" is "--family random --family ragged"); an unknown name or an empty item is a
+/// usage error naming the list ("unknown case family 'x'; expected random, ragged, ...").
+struct NameList {
+  std::string flag;                ///< "--family"
+  std::vector<std::string> known;  ///< the names it takes
+  std::string short_noun;          ///< "family": "an empty family name in '...'"
+  std::string noun;                ///< "case family": "unknown case family '...'"
+  std::string example;             ///< a comma list, for the empty-item message
+  std::string type_name;           ///< the help's placeholder ("" : CLI11's)
+};
+CLI::Option* add_name_list_option(CLI::App& cmd, const NameList& list,
+                                  std::vector<std::string>& into, const std::string& help);
+
 /// Adds --family to `cmd`, appending to `families`: a family of `known`, repeatable, or a comma
 /// list of them ("--family random,ragged" is "--family random --family ragged"). An unknown name
 /// or an empty item is a usage error that names the known families.

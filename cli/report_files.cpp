@@ -60,43 +60,15 @@ RunReport load_report(const std::string& path) {
 
 CLI::Option* add_format_option(CLI::App& cmd, std::vector<std::string>& formats,
                                const std::vector<std::string>& known) {
-  std::string expected;
-  for (size_t i = 0; i < known.size(); ++i)
+  std::string expected, all;
+  for (size_t i = 0; i < known.size(); ++i) {
     expected += (i == 0 ? "" : i + 1 == known.size() ? " or " : ", ") + known[i];
-  std::string all;
-  for (const auto& k : known) all += (all.empty() ? "" : ",") + k;
-  const auto split = [](const std::string& text) {
-    std::vector<std::string> items;
-    size_t from = 0;
-    for (size_t comma; (comma = text.find(',', from)) != std::string::npos; from = comma + 1)
-      items.push_back(text.substr(from, comma - from));
-    items.push_back(text.substr(from));
-    return items;
-  };
-  const CLI::Validator names(
-      [=](std::string& text) -> std::string {
-        for (const auto& item : split(text)) {
-          if (item.empty())
-            return "an empty format name in '" + text + "'; expected " + expected +
-                   " (a comma list: " + all + ")";
-          if (std::find(known.begin(), known.end(), item) == known.end())
-            return "unknown report format '" + item + "'; expected " + expected;
-        }
-        return "";
-      },
-      "");
-  return cmd
-      .add_option_function<std::vector<std::string>>(
-          "--format",
-          [&formats, split](const std::vector<std::string>& values) {
-            for (const auto& value : values)
-              for (const auto& item : split(value)) formats.push_back(item);
-          },
-          "Files to write under --out: " + expected +
-              "; repeatable, or a comma list (default: all of them)")
-      ->type_name("FORMAT")
-      ->check(names)
-      ->allow_extra_args(false);
+    all += (all.empty() ? "" : ",") + known[i];
+  }
+  return add_name_list_option(cmd, {"--format", known, "format", "report format", all, "FORMAT"},
+                              formats,
+                              "Files to write under --out: " + expected +
+                                  "; repeatable, or a comma list (default: all of them)");
 }
 
 /// The end of a run (kgate check, kgate merge): the multiple-comparison correction over every

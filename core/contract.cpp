@@ -17,7 +17,18 @@ const std::vector<std::string>& layout_names() {
   return v;
 }
 
-// A case layout in the contract's words: offset16 is an offset base pointer (16-byte aligned).
+// The alignment, in bytes, of the base pointers of a case of this layout and dtype (0: kgate's own,
+// 256 or more).
+int64_t base_alignment(Layout l, DType dtype) {
+  if (l == Layout::offset) return static_cast<int64_t>(dtype_size(dtype));
+  if (l == Layout::offset16) return 16;
+  return 0;
+}
+
+package::SymbolValues values_of(const Case& c) { return package::symbol_values(c.dims); }
+
+}  // namespace
+
 std::string contract_layout(Layout l) {
   switch (l) {
     case Layout::contiguous:
@@ -32,18 +43,6 @@ std::string contract_layout(Layout l) {
   }
   return "contiguous";
 }
-
-// The alignment, in bytes, of the base pointers of a case of this layout and dtype (0: kgate's own,
-// 256 or more).
-int64_t base_alignment(Layout l, DType dtype) {
-  if (l == Layout::offset) return static_cast<int64_t>(dtype_size(dtype));
-  if (l == Layout::offset16) return 16;
-  return 0;
-}
-
-package::SymbolValues values_of(const Case& c) { return package::symbol_values(c.dims); }
-
-}  // namespace
 
 std::string contract_layout_list() { return "contiguous, row_padded, offset or strided"; }
 

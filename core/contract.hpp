@@ -41,6 +41,9 @@ struct Contract {
 /// The layout names a contract takes, in words ("contiguous, row_padded, offset or strided").
 std::string contract_layout_list();
 
+/// A case layout in a contract's words: offset16 is an offset base pointer (16-byte aligned).
+std::string contract_layout(Layout l);
+
 /// Parses a contract object; throws a usage Error naming `where` + the field ("kernels.X.contract.
 /// layouts[1]") and what was expected. Unknown keys are errors.
 Contract parse_contract(const nlohmann::json& j, const std::string& where);

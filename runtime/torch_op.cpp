@@ -143,11 +143,6 @@ std::map<std::string, std::string>& repro_options() {
   return m;
 }
 
-// A message's list of names, "(none)" when empty.
-std::string listed(const std::vector<std::string>& names) {
-  return names.empty() ? "(none)" : join(names);
-}
-
 }  // namespace
 
 void load_torch_library(const std::string& path) {
@@ -428,7 +423,7 @@ std::vector<KernelInfo> base_torch_op_kernels(const std::vector<std::string>& ol
     std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     if (rename_namespaces(bytes, renamed, path) == 0)
       throw_usage("--baseline-torch-library " + path + ": none of the namespaces " +
-                  listed(head_namespaces) +
+                  torch_op::listed(head_namespaces) +
                   " is spelled in its read-only data: kgate loads a base library under a renamed "
                   "namespace, "
                   "which needs the namespace as a string literal (TORCH_LIBRARY(ns, m) does that)");

@@ -27,11 +27,6 @@ namespace {
 
 using package::Expr;
 
-// A message's list of names, "(none)" when empty.
-std::string listed(const std::vector<std::string>& names) {
-  return names.empty() ? "(none)" : join(names);
-}
-
 bool is_write(const c10::Argument& a) { return a.alias_info() && a.alias_info()->isWrite(); }
 
 bool is_integer(c10::TypeKind k) {
@@ -538,6 +533,10 @@ package::SymbolValues symbol_values_of(const Plan& plan, const KernelCall& kc) {
 }
 
 }  // namespace
+
+std::string listed(const std::vector<std::string>& names) {
+  return names.empty() ? "(none)" : join(names);
+}
 
 std::string schema_text(const c10::FunctionSchema& s) {
   std::ostringstream os;

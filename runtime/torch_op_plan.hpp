@@ -85,6 +85,9 @@ struct Plan {
 /// The schema as torch prints it.
 std::string schema_text(const c10::FunctionSchema& s);
 
+/// A message's list of names, "a, b, c"; "(none)" when empty.
+std::string listed(const std::vector<std::string>& names);
+
 /// The plan of `spec`'s op against the kgate op `op`. Throws Error(usage) naming the argument.
 Plan plan_for(const TorchOpSpec& spec, const OpSignature& op);
 

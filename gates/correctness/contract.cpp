@@ -9,20 +9,6 @@
 namespace kgate::correctness {
 namespace {
 
-std::string contract_layout_of(Layout l) {
-  switch (l) {
-    case Layout::padded:
-      return "row_padded";
-    case Layout::offset:
-    case Layout::offset16:
-      return "offset";
-    case Layout::strided:
-      return "strided";
-    default:
-      return "contiguous";
-  }
-}
-
 bool is_empty(const Case& c) {
   for (const auto& [name, v] : c.dims)
     if (v == 0) return true;
@@ -71,11 +57,11 @@ void ContractHint::add(const Case& c, const CaseResult& r) {
   if (r.outcome != Outcome::passed && r.outcome != Outcome::failed) return;
   const bool failed = r.outcome == Outcome::failed;
   auto count = [failed](Counts& k) { ++(failed ? k.failed : k.passed); };
-  count(layouts_[contract_layout_of(c.layout)]);
+  count(layouts_[contract_layout(c.layout)]);
   count(dtypes_[c.dtype]);
   const bool empty = is_empty(c);
   count(empty ? empty_ : non_empty_);
-  if (failed) failed_.emplace_back(contract_layout_of(c.layout), c.dtype, empty);
+  if (failed) failed_.emplace_back(contract_layout(c.layout), c.dtype, empty);
 }
 
 std::string ContractHint::hint(const std::string& kernel) const {
