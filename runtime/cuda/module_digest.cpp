@@ -133,7 +133,7 @@ std::string canonical_entry_header(std::string_view raw) {
     head.replace(at, n, n, '\0');
   };
   zero(4, 4);   // the header's size (the identifier is inside it)
-  zero(8, 12);  // the payload's sizes
+  zero(8, 16);  // the payload's sizes, and where a PTX entry's options sit (after the identifier)
   if (head.size() >= 64) {
     zero(56, 8);
     const uint32_t offset = read_at<uint32_t>(head, 32);

@@ -27,6 +27,18 @@ TEST(ModuleDigest, OneSourceBuiltInTwoDirectoriesIsTheSameCode) {
   EXPECT_EQ(digest("debug", "one"), digest("debug", "two_deeper"));
 }
 
+TEST(ModuleDigest, TheSourcePathsLengthIsNoChange) {
+  // Directories of 1 to 8 letters: the path in each fatbinary entry's header pads to 8 bytes, and
+  // a PTX entry's options move with it.
+  const std::string first = module_code_digest(std::string(KGATE_TEST_CUBINS) + "/anon_pad1.o");
+  ASSERT_EQ(first.size(), 64u);
+  for (int len = 2; len <= 8; ++len)
+    EXPECT_EQ(module_code_digest(std::string(KGATE_TEST_CUBINS) + "/anon_pad" +
+                                 std::to_string(len) + ".o"),
+              first)
+        << "directory of " << len << " letters";
+}
+
 TEST(ModuleDigest, AChangeOfCodeIsAChange) {
   EXPECT_NE(digest("change", "one"), digest("plain", "one"));
   EXPECT_EQ(digest("change", "one"), digest("change", "two_deeper"));
