@@ -17,7 +17,14 @@ namespace {
 
 TEST(TorchOpPythonModule, LoadsWithTheLibpythonOfKgatesTorchAndSaysSo) {
   unsetenv("KGATE_LIBPYTHON");
-  ASSERT_NO_THROW(load_torch_library(KGATE_TEST_PYTHON_MODULE_LIBRARY));
+  try {
+    load_torch_library(KGATE_TEST_PYTHON_MODULE_LIBRARY);
+  } catch (const Error& e) {
+    // A Python built without a shared libpython has none to load: said, not passed.
+    if (std::string(e.what()).find("kgate found no libpython") != std::string::npos)
+      GTEST_SKIP() << "this machine's Python has no shared libpython: " << e.what();
+    FAIL() << e.what();
+  }
   const KernelInfo k = torch_op_kernel(parse_torch_op_spec("cpu/kgate_pymod::gelu=gelu"), nullptr);
   CheckOptions o;
   o.cases = 6;
