@@ -2,7 +2,8 @@
 # check_external.sh KGATE OUT_DIR [EXTRA kgate check ARGS...]
 #
 # Checks every package under PACKAGES_DIR (default .thirdparty/packages/, a git-ignored folder for
-# packages wrapped around kernels that are not kgate's, kept out of the repository) with `kgate check`
+# packages wrapped around kernels that are not kgate's, kept out of the repository; one with a
+# "build" is packed with nvcc first, into OUT_DIR/packed/) with `kgate check`
 # (correctness over the default cases, then speed against the op's eager reference), one kgate run
 # per package, each under `timeout` so that no package can stall the sweep. Never stops at the
 # first failure; prints a table at the end: package | exit code | verdict summary | seconds.
@@ -57,10 +58,21 @@ for dir in "$PACKAGES_DIR"/*/; do
   [ -f "$dir/kgate.json" ] || continue
   name=$(basename "$dir")
   log="$OUT/$name.log"
-  echo "=== $name: $KGATE check $dir --out $OUT/$name ${EXTRA[*]}" >&2
   start=$(date +%s.%N)
-  timeout --kill-after=10 "$TIMEOUT" "$KGATE" check "$dir" --out "$OUT/$name" "${EXTRA[@]}" >"$log" 2>&1
-  rc=$?
+  # A package whose sources only nvcc compiles ("build" in its manifest) is packed first: kgate pack
+  # runs nvcc into its fatbin, and the packed copy is what is checked.
+  target=$dir
+  rc=0
+  if grep -q '"build"' "$dir/kgate.json"; then
+    target=$OUT/packed/$name
+    echo "=== $name: $KGATE pack $dir $target" >&2
+    "$KGATE" pack -q "$dir" "$target" >"$log" 2>&1 || rc=$?
+  fi
+  if [ "$rc" -eq 0 ]; then
+    echo "=== $name: $KGATE check $target --out $OUT/$name ${EXTRA[*]}" >&2
+    timeout --kill-after=10 "$TIMEOUT" "$KGATE" check "$target" --out "$OUT/$name" "${EXTRA[@]}" >>"$log" 2>&1
+    rc=$?
+  fi
   end=$(date +%s.%N)
   sec=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
 
