@@ -287,8 +287,9 @@ RunReport start_report(const CheckArgs& args, const CheckPlan& plan,
       report.meta.base["torch_libraries"] = plan.base->torch_libraries;
     if (const char* ref = std::getenv("KGATE_BASE_REF")) report.meta.base["ref"] = ref;
     if (const char* sha = std::getenv("KGATE_BASE_SHA")) report.meta.base["sha"] = sha;
-    for (const auto& w : plan.base->warnings)
-      std::fprintf(stderr, "kgate: warning: %s\n", w.c_str());
+    if (!args.in_worker())  // (a worker's report carries them; its parent says them once)
+      for (const auto& w : plan.base->warnings)
+        std::fprintf(stderr, "kgate: warning: %s\n", w.c_str());
     report.removed = plan.removed;
   }
   report.not_checked = plan.not_checked;
