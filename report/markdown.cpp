@@ -22,7 +22,9 @@ namespace {
 void write_base_section(std::ostream& os, const RunReport& report) {
   if (report.meta.base.is_null()) return;
   const auto& b = report.meta.base;
-  os << "### Against the base (`" << inline_untrusted(base_name(report)) << "`)\n\n";
+  const std::string name = base_name(report);
+  os << "### Against the base (`" << inline_untrusted(name == "base" ? b.value("dir", name) : name)
+     << "`)\n\n";
   const std::string error = b.value("error", std::string());
   if (!error.empty()) {
     os << "**No base:** " << inline_untrusted(error)

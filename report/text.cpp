@@ -124,9 +124,7 @@ std::string base_name(const RunReport& report) {
   const auto& b = report.meta.base;
   if (!b.is_object()) return "";
   const std::string ref = b.value("ref", std::string()), sha = b.value("sha", std::string());
-  return !ref.empty()   ? ref
-         : !sha.empty() ? sha.substr(0, 12)
-                        : b.value("dir", std::string("base"));
+  return !ref.empty() ? ref : !sha.empty() ? sha.substr(0, 12) : std::string("base");
 }
 
 std::string baseline_label(const KernelReport& k, const std::string& baseline,

@@ -35,7 +35,7 @@ std::string speed_summary(const SpeedComparison& s);
 std::string case_words(const SpeedComparison& s);
 
 /// The base a paired run was against, as a user names it: its ref ("main"), else its commit (12
-/// digits), else its build directory; "" when the run has no base.
+/// digits), else "base"; "" when the run has no base.
 std::string base_name(const RunReport& report);
 
 /// A comparison's baseline as every writer names it: "eager", a baseline package or kernel by its
