@@ -154,6 +154,15 @@ inline KernelInfo with_op_file(KernelInfo info, const char* op_file) {
   if (info.op_file.empty() && op_file && *op_file) info.op_file = op_file;
   return info;
 }
+
+/// `info` marked as kgate_add_kernel's MUTANT or CONTROL says (KGATE_KERNEL_MUTANT /
+/// KGATE_KERNEL_CONTROL of the translation unit), whatever the source sets: a project that builds
+/// one source twice, the second time broken, need not mark it in code.
+inline KernelInfo with_role(KernelInfo info, bool mutant, bool control) {
+  if (mutant || control) info.mutant = true;
+  if (control) info.control = true;
+  return info;
+}
 }  // namespace kgate
 
 #ifdef KGATE_OP_FILE
@@ -162,10 +171,22 @@ inline KernelInfo with_op_file(KernelInfo info, const char* op_file) {
 #define KGATE_KERNEL_OP_FILE ""
 #endif
 
+#ifdef KGATE_KERNEL_MUTANT
+#define KGATE_KERNEL_IS_MUTANT true
+#else
+#define KGATE_KERNEL_IS_MUTANT false
+#endif
+#ifdef KGATE_KERNEL_CONTROL
+#define KGATE_KERNEL_IS_CONTROL true
+#else
+#define KGATE_KERNEL_IS_CONTROL false
+#endif
+
 #define KGATE_CONCAT_INNER(a, b) a##b
 #define KGATE_CONCAT(a, b) KGATE_CONCAT_INNER(a, b)
 /// Registers a kernel at static-initialization time:
 ///   KGATE_REGISTER_KERNEL(([] { kgate::KernelInfo k; ...; return k; })());
-#define KGATE_REGISTER_KERNEL(info_expr)                        \
-  static const bool KGATE_CONCAT(kgate_registered_, __LINE__) = \
-      ::kgate::register_kernel(::kgate::with_op_file(info_expr, KGATE_KERNEL_OP_FILE))
+#define KGATE_REGISTER_KERNEL(info_expr)                                                  \
+  static const bool KGATE_CONCAT(kgate_registered_, __LINE__) = ::kgate::register_kernel( \
+      ::kgate::with_role(::kgate::with_op_file(info_expr, KGATE_KERNEL_OP_FILE),          \
+                         KGATE_KERNEL_IS_MUTANT, KGATE_KERNEL_IS_CONTROL))
