@@ -112,12 +112,7 @@ void write_console_table(std::ostream& os, const RunReport& report) {
   }
   for (const auto& k : report.kernels) {
     // Against the base first, then eager.
-    std::vector<const SpeedComparison*> ordered;
-    for (const auto& s : k.speed)
-      if (s.baseline != "eager") ordered.push_back(&s);
-    for (const auto& s : k.speed)
-      if (s.baseline == "eager") ordered.push_back(&s);
-    for (const SpeedComparison* c : ordered) {
+    for (const SpeedComparison* c : base_first(k)) {
       const SpeedComparison& s = *c;
       if (s.decision == Outcome::unchanged || s.decision == Outcome::skipped || s.blocks == 0) {
         // Not timed: no figures, the note says why.

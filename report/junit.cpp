@@ -61,12 +61,7 @@ void write_junit(std::ostream& os, const RunReport& report) {
     }
     body << "    </testcase>\n";
     // Against the base first (named as the base: "speed vs base k@main ..."), then eager.
-    std::vector<const SpeedComparison*> ordered;
-    for (const auto& s : k.speed)
-      if (s.baseline != "eager") ordered.push_back(&s);
-    for (const auto& s : k.speed)
-      if (s.baseline == "eager") ordered.push_back(&s);
-    for (const SpeedComparison* c : ordered) {
+    for (const SpeedComparison* c : base_first(k)) {
       const SpeedComparison& s = *c;
       ++tests;
       const std::string against = baseline_label(k, s.baseline, base);

@@ -149,6 +149,15 @@ std::string base_cell(const KernelReport& k, const std::string& base) {
          baseline_label(k, k.baseline, base);
 }
 
+std::vector<const SpeedComparison*> base_first(const KernelReport& k) {
+  std::vector<const SpeedComparison*> out;
+  for (const auto& s : k.speed)
+    if (s.baseline != "eager") out.push_back(&s);
+  for (const auto& s : k.speed)
+    if (s.baseline == "eager") out.push_back(&s);
+  return out;
+}
+
 std::vector<const SpeedComparison*> eager_comparisons(const KernelReport& k) {
   std::vector<const SpeedComparison*> out;
   for (const auto& s : k.speed)

@@ -48,6 +48,10 @@ std::string baseline_label(const KernelReport& k, const std::string& baseline,
 /// cases)", "new (no base)"; "-" for a kernel without a base.
 std::string base_cell(const KernelReport& k, const std::string& base);
 
+/// A kernel's comparisons, those against its base (or a baseline package) first, then eager's, each
+/// group in report order: the order the console and junit.xml list them in.
+std::vector<const SpeedComparison*> base_first(const KernelReport& k);
+
 /// The comparisons against eager (all of them when none is against eager).
 std::vector<const SpeedComparison*> eager_comparisons(const KernelReport& k);
 
