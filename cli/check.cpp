@@ -169,6 +169,12 @@ CLI::App* add_check_command(CLI::App& app, CheckArgs& args) {
       "--fill-budget", opt.timing.interleave.fill_budget,
       "After the first look, let each stage grow (to 16x) to spend the time budget: a fast "
       "kernel's interval narrows, and smaller slowdowns above --delta are found");
+  opt.timing.interleave.growth_s = speed::kDefaultBudgetGrowth;
+  cmd->add_option("--budget-growth", opt.timing.interleave.growth_s,
+                  "Seconds the whole run may add to time budgets to decide comparisons the budget "
+                  "left undecided, where the estimate says more blocks would (0: never)")
+      ->capture_default_str()
+      ->check(time_budget_value());
   cmd->add_flag("--warm", args.warm, "Time with a warm L2 (default: flushed between launches)");
   cmd->add_flag_callback(
       "--no-isolate", [&args] { args.isolate = false; },
@@ -201,7 +207,9 @@ CLI::App* add_check_command(CLI::App& app, CheckArgs& args) {
   cmd->add_option("--observed-sizes", args.observed_sizes, "")
       ->group("");  // internal: a fresh worker
   cmd->add_option("--run-comparisons", opt.worker.run_comparisons, "")
-      ->group("");                                           // internal: Holm's m
+      ->group("");  // internal: Holm's m
+  cmd->add_option("--growth-left", opt.worker.growth_left_s, "")
+      ->group("");  // internal: the budget growth the kernels before left
   cmd->add_option("--case", args.only_case, "")->group("");  // internal: shrinking a fault
   cmd->add_option("--out", args.out_dir, "Directory for report.json, junit.xml and summary.md")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
@@ -295,6 +303,7 @@ RunReport start_report(const CheckArgs& args, const CheckPlan& plan,
   report.not_checked = plan.not_checked;
   if (!sandbox.empty()) report.meta.config["sandbox"] = sandbox;
   if (o.timing.interleave.fill_budget) report.meta.config["fill_budget"] = true;
+  if (o.speed) report.meta.config["budget_growth_s"] = o.timing.interleave.growth_s;
   if (o.atol) report.meta.config["atol"] = *o.atol;
   if (o.rtol) report.meta.config["rtol"] = *o.rtol;
   return report;
@@ -437,6 +446,7 @@ int run_check(const CheckArgs& args) {
                    backend_name(plan.backend));
     report.kernels.push_back(check_kernel(*runner, k, options, plan.base_of_kernel(k)));
     report.kernels.back().base = plan.base_record(k, report.kernels.back(), args.quiet);
+    options.worker.growth_left_s = growth_left_after(options, report.kernels.back());
     progress.end_line();
     write_reports();  // after every kernel: a crash later loses nothing already measured
   }
@@ -451,6 +461,7 @@ int run_check(const CheckArgs& args) {
     report.kernels.push_back(
         check_kernel(*runner, p.kernel, package_options(options, p), baseline));
     report.kernels.back().base = plan.base_record(p.kernel, report.kernels.back(), args.quiet);
+    options.worker.growth_left_s = growth_left_after(options, report.kernels.back());
     progress.end_line();
     write_reports();
   }

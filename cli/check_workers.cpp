@@ -279,7 +279,8 @@ class WorkerDealer {
         run_comparisons(run.run_comparisons),
         report(run.report),
         write_reports(run.write_reports),
-        out(run.args.out_dir) {}
+        out(run.args.out_dir),
+        growth_left(run.args.options.timing.interleave.growth_s) {}
 
   // One kernel or package, in workers on `device` (nullopt: the GPU selected for this process).
   std::optional<KernelReport> check_isolated(size_t i, std::optional<int> device) {
@@ -293,6 +294,7 @@ class WorkerDealer {
     WorkerInvocation child = WorkerInvocation::of_target(args.request, plan.backend, args.argv,
                                                          k.name, worker_out.string());
     child.task.run_comparisons = run_comparisons;
+    child.task.growth_left_s = growth_share();
     child.device = device;
     // A fault kills its worker's CUDA context: the worker stops there, and a fresh one goes on
     // with the remaining cases (at most kMaxFaultRestarts times).
@@ -389,8 +391,21 @@ class WorkerDealer {
       merged->worker_start_s = started;
       merged->worker_end_s =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      spend_growth(*merged);
     }
     return merged;
+  }
+
+  // The run's budget growth a kernel's worker may take: what is left, shared between the GPUs of
+  // --devices that may each be timing a kernel at once (the run's total stays within the cap).
+  double growth_share() {
+    std::lock_guard<std::mutex> lock(growth_mutex);
+    return growth_left / static_cast<double>(std::max<size_t>(1, args.devices.size()));
+  }
+  void spend_growth(const KernelReport& k) {
+    std::lock_guard<std::mutex> lock(growth_mutex);
+    for (const auto& s : k.speed) growth_left -= s.budget_grown_s;
+    growth_left = std::max(0.0, growth_left);
   }
 
   // The run on one GPU, or on each of --devices.
@@ -637,6 +652,8 @@ class WorkerDealer {
   const std::function<void()>& write_reports;
   const fs::path out;
   std::mutex meta_mutex;  // report.meta, written from each GPU's thread
+  double growth_left;     // the run's --budget-growth not yet taken by a kernel's comparisons
+  std::mutex growth_mutex;
 };
 
 }  // namespace

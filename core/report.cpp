@@ -208,6 +208,7 @@ json speed_json(const SpeedComparison& s) {
                            {"enforced", s.sol_enforced}};
   if (s.wrong_while_timed) j["wrong_while_timed"] = case_result_json(*s.wrong_while_timed);
   j["gates"] = s.gates;
+  if (s.budget_grown_s > 0) j["budget_grown_s"] = number(s.budget_grown_s);
   return j;
 }
 
@@ -257,6 +258,7 @@ SpeedComparison speed_from(const json& j) {
   if (j.contains("wrong_while_timed"))
     s.wrong_while_timed = case_result_from(j.at("wrong_while_timed"));
   s.gates = j.value("gates", true);
+  s.budget_grown_s = read_number(j, "budget_grown_s");
   return s;
 }
 

@@ -171,6 +171,9 @@ struct SpeedComparison {
   std::optional<CaseResult> wrong_while_timed;
   /// Whether the decision decides the exit code (false: informational, said in the report).
   bool gates = true;
+  /// Seconds the comparison took beyond its time budget because the budget grew to decide it
+  /// (speed::InterleaveOptions::growth_s, the run's --budget-growth); 0: it did not grow.
+  double budget_grown_s = 0;
 };
 
 struct KernelReport {

@@ -1,6 +1,7 @@
 // A worker's arguments from its description (worker_invocation.hpp).
 #include "plan/worker_invocation.hpp"
 
+#include <cstdio>
 #include <utility>
 
 namespace kgate::plan {
@@ -21,6 +22,11 @@ std::vector<std::string> WorkerInvocation::args() const {
   a.insert(a.end(), {"--only", only, "--out", out_dir, "--in-worker"});
   if (task.run_comparisons > 0)
     a.insert(a.end(), {"--run-comparisons", std::to_string(task.run_comparisons)});
+  if (task.growth_left_s >= 0) {
+    char left[32];
+    std::snprintf(left, sizeof left, "%.3f", task.growth_left_s);
+    a.insert(a.end(), {"--growth-left", left});
+  }
   if (device) a.insert(a.end(), {"--device", std::to_string(*device)});
   if (!backend.empty()) a.insert(a.end(), {"--backend", backend});
   if (task.resume_at > 0 || task.reference_copies_at >= 0)

@@ -23,6 +23,9 @@ struct WorkerTask {
   /// Speed comparisons in the whole run (their p-values are Holm-corrected together); sizes the
   /// fewest blocks a comparison runs (speed::min_blocks_to_decide). 0: this kernel's own.
   int64_t run_comparisons = 0;
+  /// Seconds of the run's budget growth (--budget-growth) left for this worker's comparisons: what
+  /// the kernels before it did not take. Negative: the whole of --budget-growth (not a worker).
+  double growth_left_s = -1;
 };
 
 }  // namespace kgate::plan

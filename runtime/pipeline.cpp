@@ -637,8 +637,11 @@ class KernelCheck {
   void timed_comparison(const KernelInfo* against, const Case& c) {
     const auto start = std::chrono::steady_clock::now();
     const auto rule = rule_for(op, c.dtype, settings);
-    SpeedComparison s = runner.time_case(kernel, against, c, timing, options.seed, &rule);
+    TimingOptions t = timing;
+    t.interleave.growth_s = std::max(0.0, growth_left);
+    SpeedComparison s = runner.time_case(kernel, against, c, t, options.seed, &rule);
     s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    growth_left -= s.budget_grown_s;
     if (s.wrong_while_timed) {
       wrong_while_timed = true;
       say(kernel.name + ": " + s.wrong_while_timed->message);
@@ -788,6 +791,10 @@ class KernelCheck {
   const std::vector<Case> cases;
   const int64_t step;  // progress every step cases
   const bool resumed;  // a worker going on after the kernel's fault
+  // Seconds of budget growth the run has left for this kernel's comparisons (--budget-growth, less
+  // what the kernels before took; the parent tells a worker).
+  double growth_left = options.worker.growth_left_s >= 0 ? options.worker.growth_left_s
+                                                         : options.timing.interleave.growth_s;
   KernelReport report;
   correctness::ContractTally contract_tally;  // the cases against the kernel's contract
   correctness::ContractHint contract_hint;    // a torch op without one: what it would state
@@ -811,6 +818,13 @@ class KernelCheck {
 KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckOptions& options,
                           const KernelInfo* baseline) {
   return KernelCheck(runner, kernel, options, baseline).run();
+}
+
+double growth_left_after(const CheckOptions& options, const KernelReport& k) {
+  double left = options.worker.growth_left_s >= 0 ? options.worker.growth_left_s
+                                                  : options.timing.interleave.growth_s;
+  for (const auto& s : k.speed) left -= s.budget_grown_s;
+  return std::max(0.0, left);
 }
 
 }  // namespace kgate

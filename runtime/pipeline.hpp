@@ -149,6 +149,10 @@ std::vector<Case> guard_and_extra_cases(const KernelInfo& kernel, const CheckOpt
 KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckOptions& options,
                           const KernelInfo* baseline = nullptr);
 
+/// The run's budget growth left after kernel `k` was checked: options.worker.growth_left_s (the
+/// whole --budget-growth when negative) less the seconds k's comparisons grew by, at least 0.
+double growth_left_after(const CheckOptions& options, const KernelReport& k);
+
 /// The call-weighted speedup of `kernel_name`'s comparisons against `baseline_name` over the
 /// weighted cases: sum(calls * baseline median) / sum(calls * candidate median), over the cases
 /// with calls > 0 whose comparison was measured (not skipped or invalid); nullopt when none was.

@@ -251,7 +251,7 @@ DecisionResult decide(std::vector<double> d, double delta, double alpha) {
 int64_t blocks_to_decide(const DecisionResult& d, double delta) {
   if (d.decision != Decision::inconclusive) return 0;
   if (d.n < 1 || !std::isfinite(d.lower) || !std::isfinite(d.upper)) return -1;
-  const double distance = std::abs(d.median - log_threshold(delta));
+  const double distance = std::abs(d.hodges_lehmann - log_threshold(delta));
   const double half_width = 0.5 * (d.upper - d.lower);
   if (!(distance > 0) || !(half_width > 0)) return -1;
   const double need = static_cast<double>(d.n) * (half_width / distance) * (half_width / distance);

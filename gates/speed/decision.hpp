@@ -55,7 +55,8 @@ double stage_alpha(double alpha, int stage, int stages);
 
 /// For an inconclusive decision (its bounds straddle ln(1 + delta)): about how many blocks would
 /// decide it, if the blocks to come are like those so far. The bounds' half-width shrinks as
-/// 1/sqrt(n); the decision needs it below the median's distance to the threshold, so about
+/// 1/sqrt(n); the decision needs it below the distance from the estimate (Hodges-Lehmann, steadier
+/// than the median on few blocks) to the threshold, so about
 /// n x (half-width / distance)^2 blocks (at least n + 1). 0 when `d` is decided already; -1 when no
 /// number of blocks would (the median on the threshold, or unbounded bounds).
 int64_t blocks_to_decide(const DecisionResult& d, double delta);

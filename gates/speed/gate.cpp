@@ -43,6 +43,15 @@ void decide_comparison(const InterleaveResult& r, const GateInputs& in, SpeedCom
         r.blocks.size(), in.max_budget_factor, in.min_blocks, std::ceil(r.budget_needed_s));
     add_note(cmp.note, text);
   }
+  if (r.grown_s > 0) {
+    cmp.budget_grown_s = r.grown_s;
+    char text[160];
+    std::snprintf(text, sizeof text,
+                  "the time budget grew by %.1f s to decide it (%zu blocks; the run's "
+                  "--budget-growth)",
+                  r.grown_s, r.blocks.size());
+    add_note(cmp.note, text);
+  }
   // Speed of light: each arm's fraction of the copy bandwidth; in cold-cache timing a median
   // below the op's floor is not a speedup but a measurement (or a kernel) to distrust.
   std::optional<std::string> too_fast;
@@ -89,6 +98,7 @@ void decide_comparison(const InterleaveResult& r, const GateInputs& in, SpeedCom
                         static_cast<long long>(r.decision.n), static_cast<long long>(need),
                         std::ceil(per_block * static_cast<double>(need) * 1.2));
           add_note(cmp.note, text);
+          if (!r.growth_refused.empty()) add_note(cmp.note, r.growth_refused);
         } else if (need < 0 && r.decision.n >= in.min_blocks) {
           add_note(cmp.note,
                    "undecided: the estimate sits on delta, so no budget would decide it (the "

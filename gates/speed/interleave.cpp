@@ -20,6 +20,7 @@ void validate(const InterleaveOptions& options) {
   if (!(options.delta > -1) || !std::isfinite(options.delta)) problem << "delta must be > -1; ";
   if (!(options.time_budget_s >= 0)) problem << "time_budget_s must be >= 0; ";
   if (options.max_stage_growth < 1) problem << "max_stage_growth must be >= 1; ";
+  if (!(options.growth_s >= 0)) problem << "growth_s must be >= 0; ";
   if (!(options.max_dropped_fraction >= 0 && options.max_dropped_fraction <= 1)) {
     problem << "max_dropped_fraction must be in [0, 1]; ";
   }
@@ -76,8 +77,11 @@ Block run_block(ArmTimer& timer, int launches, Rng& rng) {
   return block;
 }
 
-// The blocks of look `stage` (0-based), `blocks` blocks having taken `used` seconds so far.
-int blocks_in_stage(const InterleaveOptions& options, int stage, size_t blocks, double used) {
+// The blocks of look `stage` (0-based), `blocks` blocks having taken `used` seconds so far
+// (`grown_stage`: the budget grew, and every stage after it has this many blocks; 0: it did not).
+int blocks_in_stage(const InterleaveOptions& options, int stage, size_t blocks, double used,
+                    int grown_stage) {
+  if (grown_stage > 0) return grown_stage;
   if (!options.fill_budget || stage == 0 || blocks == 0 || !(used > 0))
     return options.blocks_per_stage;
   const double left = options.time_budget_s - used;
@@ -87,6 +91,61 @@ int blocks_in_stage(const InterleaveOptions& options, int stage, size_t blocks, 
   const double most = static_cast<double>(options.blocks_per_stage) * options.max_stage_growth;
   return static_cast<int>(
       std::clamp(std::floor(fit), static_cast<double>(options.blocks_per_stage), most));
+}
+
+// Budget growth at an undecided look whose budget ran out (InterleaveOptions::growth_s): the
+// seconds to add, or 0 with the reason in `refused` (empty when growth does not apply at all).
+// `stage_blocks` is the grown stages' size: set at the first growth, from time alone (the seconds
+// per block and the growth left when the comparison starts to grow, spread over the looks left; at
+// most blocks_per_stage), never from the data, so that no look falls where the data chose.
+double growth_for(const InterleaveOptions& options, const DecisionResult& decision, int stage,
+                  size_t blocks, double used, double grown_so_far, int& stage_blocks,
+                  std::string& refused) {
+  refused.clear();
+  const int looks_left = options.max_stages - stage - 1;
+  if (!(options.growth_s > 0) || looks_left < 1 || blocks == 0 || !(used > 0) ||
+      static_cast<int>(blocks) < options.min_blocks)
+    return 0;
+  const int64_t need = blocks_to_decide(decision, options.delta);
+  if (need <= 0) return 0;  // (the note says why no budget would decide it)
+  // A quarter more than the blocks so far took: blocks vary, and a stage cut short by time looks
+  // early.
+  const double per_block = used / static_cast<double>(blocks) * 1.25;
+  const double left = options.growth_s - grown_so_far;
+  std::ostringstream why;
+  why.precision(3);
+  if (stage_blocks == 0) {
+    const double fit = std::floor(left / per_block / looks_left);
+    if (fit < 1) {
+      why << "the budget did not grow: the run's budget growth has " << std::max(0.0, left)
+          << " s left (--budget-growth), less than a block (" << per_block << " s) for each of the "
+          << looks_left << " look(s) left";
+      refused = why.str();
+      return 0;
+    }
+    stage_blocks = static_cast<int>(std::min<double>(fit, options.blocks_per_stage));
+  }
+  // An estimate from the first look's few blocks is uncertain by about a factor of two: up to twice
+  // what the looks left reach, the run grows to them all.
+  const int64_t reach =
+      static_cast<int64_t>(blocks) + static_cast<int64_t>(looks_left) * stage_blocks;
+  if (need > 2 * reach) {
+    why << "the budget did not grow: about " << need << " blocks would decide it, more than twice "
+        << "what the " << looks_left << " look(s) left reach (" << reach << " blocks)";
+    refused = why.str();
+    return 0;
+  }
+  const int64_t stages =
+      std::clamp<int64_t>((need - decision.n + stage_blocks - 1) / stage_blocks, 1, looks_left);
+  const double extra = static_cast<double>(stages * stage_blocks) * per_block;
+  if (extra > left) {  // (a later growth of the same comparison, its growth spent on other stages)
+    why << "the budget did not grow: deciding it would take about " << extra
+        << " s more, and the run's budget growth has " << std::max(0.0, left)
+        << " s left (--budget-growth)";
+    refused = why.str();
+    return 0;
+  }
+  return extra;
 }
 
 }  // namespace
@@ -112,18 +171,21 @@ InterleaveResult run_interleaved(ArmTimer& timer, const InterleaveOptions& optio
   validate(options);
   InterleaveResult result;
   const double start = timer.seconds_used();
+  double budget = options.time_budget_s;  // grows (growth_for) at an undecided look out of time
+  bool grown = false;
+  int grown_stage = 0;  // the grown stages' blocks (growth_for)
   // The budget stops the run only once a decision is possible at all (min_blocks), or at the hard
   // cap of max_budget_factor x the budget.
   auto budget_spent = [&] {
     const double used = timer.seconds_used() - start;
     if (static_cast<int>(result.blocks.size()) < options.min_blocks)
-      return used >= options.time_budget_s * std::max(1.0, options.max_budget_factor);
-    return used >= options.time_budget_s;
+      return used >= budget * std::max(1.0, options.max_budget_factor);
+    return used >= budget;
   };
 
   for (int stage = 0; stage < options.max_stages; ++stage) {
-    const int stage_blocks =
-        blocks_in_stage(options, stage, result.blocks.size(), timer.seconds_used() - start);
+    const int stage_blocks = blocks_in_stage(options, stage, result.blocks.size(),
+                                             timer.seconds_used() - start, grown_stage);
     bool out_of_time = false;
     for (int i = 0; i < stage_blocks && !out_of_time; ++i) {
       result.blocks.push_back(run_block(timer, options.launches_per_arm, rng));
@@ -156,9 +218,20 @@ InterleaveResult run_interleaved(ArmTimer& timer, const InterleaveOptions& optio
       result.decision.decision = speed::Decision::inconclusive;
       break;
     }
-    if (result.decision.decision != speed::Decision::inconclusive || out_of_time) break;
+    if (result.decision.decision != speed::Decision::inconclusive) break;
+    if (out_of_time) {
+      const double used = timer.seconds_used() - start;
+      const double extra =
+          growth_for(options, result.decision, stage, result.blocks.size(), used,
+                     grown ? std::max(0.0, std::max(budget, used) - options.time_budget_s) : 0.0,
+                     grown_stage, result.growth_refused);
+      if (!(extra > 0)) break;
+      budget = std::max(budget, used) + extra;
+      grown = true;
+    }
   }
   result.seconds = timer.seconds_used() - start;
+  if (grown) result.grown_s = std::max(0.0, result.seconds - options.time_budget_s);
   if (static_cast<int>(result.blocks.size()) < options.min_blocks && !result.blocks.empty())
     result.budget_needed_s =
         result.seconds / static_cast<double>(result.blocks.size()) * options.min_blocks * 1.2;

@@ -28,6 +28,10 @@ class ArmTimer {
   virtual double seconds_used() const = 0;
 };
 
+/// kgate check's --budget-growth default: seconds a whole run may add to its comparisons' time
+/// budgets to decide them (InterleaveOptions::growth_s).
+inline constexpr double kDefaultBudgetGrowth = 30;
+
 struct InterleaveOptions {
   double delta = 0.02;                ///< minimum effect that counts as a regression (2%)
   double alpha = 0.05;                ///< false-positive rate of one comparison, across all stages
@@ -49,6 +53,16 @@ struct InterleaveOptions {
   /// way; the interval of a fast kernel narrows, and smaller effects above delta are found.
   bool fill_budget = false;
   int max_stage_growth = 16;
+  /// Budget growth: seconds this comparison may add to time_budget_s to reach a decision (the
+  /// caller's share of the run's --budget-growth; 0: never). When the budget ends a look undecided,
+  /// with min_blocks blocks and looks left, and blocks_to_decide() estimates a decision within (up
+  /// to twice) what the looks left reach, the budget grows by the estimated seconds of the stages
+  /// that reach it. Grown stages have blocks_per_stage blocks, or fewer where the growth left
+  /// cannot pay for that many at each look left (a slow kernel): a size fixed at the first growth
+  /// from time alone. The looks stay at most max_stages, each at stage_alpha(): the data decides
+  /// only whether the run goes on, never where a look falls, so the false-positive bound holds as
+  /// without growth.
+  double growth_s = 0;
 };
 
 /// One block: the samples of each arm and the block statistic.
@@ -71,6 +85,10 @@ struct InterleaveResult {
   /// The run stopped at max_budget_factor x the budget with fewer than min_blocks blocks: a
   /// decision was out of reach, and this is the budget (seconds) that would allow it.
   double budget_needed_s = 0;
+  /// Seconds the run took beyond time_budget_s after its budget grew (0: it did not grow).
+  double grown_s = 0;
+  /// Why an undecided run did not grow its budget (empty: it grew, was decided, or growth is off).
+  std::string growth_refused;
 };
 
 /// Warm-up before the blocks: batches of `launches` launches of each arm until a batch's medians
@@ -91,6 +109,7 @@ int warm_up(ArmTimer& timer, int max_batches, double max_seconds, int launches =
 /// stage_alpha(alpha, stage, max_stages); the run stops at the first pass / regression, after
 /// `max_stages` looks, or once timer.seconds_used() has grown by `time_budget_s` since the call
 /// (checked after every block: an exhausted budget takes the look early, on the blocks so far).
+/// An undecided look whose budget ran out may grow the budget (options.growth_s) and go on.
 /// More than `max_dropped_fraction` of the blocks dropped at a look makes the result invalid (the
 /// run stops; the reason names the counts) and its decision inconclusive, never pass.
 /// Throws a usage Error for unusable options.

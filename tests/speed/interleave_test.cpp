@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -464,6 +465,8 @@ struct SimulationSummary {
   int passes = 0;
   int invalid = 0;
   double mean_blocks = 0;
+  int grown = 0;           ///< comparisons whose budget grew (InterleaveOptions::growth_s)
+  double max_grown_s = 0;  ///< the most one of them grew by
   double rate(int count) const { return static_cast<double>(count) / comparisons; }
 };
 
@@ -481,6 +484,13 @@ SimulationSummary simulate(const GpuModel& model, const InterleaveOptions& optio
     s.passes += r.decision.decision == Decision::pass;
     s.invalid += r.invalid;
     s.mean_blocks += static_cast<double>(r.blocks.size()) / comparisons;
+    s.grown += r.grown_s > 0;
+    if (std::getenv("KGATE_DEBUG_GROWTH") && r.decision.decision == Decision::inconclusive)
+      std::cout << "  inconclusive: blocks " << r.blocks.size() << " stages " << r.stages
+                << " grown " << r.grown_s << " need " << blocks_to_decide(r.decision, options.delta)
+                << " median " << r.decision.median << " [" << r.decision.lower << ", "
+                << r.decision.upper << "] " << r.growth_refused << "\n";
+    s.max_grown_s = std::max(s.max_grown_s, r.grown_s);
   }
   return s;
 }
@@ -489,7 +499,10 @@ void print_figures(const std::string& what, const SimulationSummary& s) {
   std::cout << "[ figures  ] " << what << ": regression " << s.rate(s.regressions) << ", pass "
             << s.rate(s.passes) << ", inconclusive "
             << s.rate(s.comparisons - s.regressions - s.passes) << " of " << s.comparisons
-            << " comparisons; mean blocks " << s.mean_blocks << "\n";
+            << " comparisons; mean blocks " << s.mean_blocks;
+  if (s.grown > 0)
+    std::cout << "; budget grew in " << s.grown << " (at most " << s.max_grown_s << " s)";
+  std::cout << "\n";
 }
 
 /// Binomial slack for an observed error rate: if the true rate were exactly alpha, the rate seen
@@ -604,6 +617,26 @@ TEST(SpeedGateSimulation, NoiseFreeLinearDriftCancelsInEveryBlock) {
   EXPECT_EQ(r.decision.decision, Decision::pass);
 }
 
+/// Identical arms at the sharpest delta (0: the threshold on the true median, both wrong answers
+/// within alpha across all looks, kFalsePositiveComparisons comparisons) and at delta 2% (no
+/// regression beyond alpha, 1000 comparisons); returns the delta-0 summary.
+SimulationSummary expect_aa_within_alpha(const GpuModel& model, InterleaveOptions options,
+                                         uint64_t master, const std::string& what) {
+  options.delta = 0;
+  const SimulationSummary sharp = simulate(model, options, kFalsePositiveComparisons, master);
+  print_figures(what + ", delta 0", sharp);
+  const double slack = binomial_slack(options.alpha, kFalsePositiveComparisons);
+  EXPECT_LE(sharp.rate(sharp.regressions), options.alpha + slack) << what;
+  EXPECT_LE(sharp.rate(sharp.passes), options.alpha + slack) << what;
+  options.delta = 0.02;
+  const SimulationSummary at_delta = simulate(model, options, 1000, master + 1);
+  print_figures(what + ", delta 2%", at_delta);
+  EXPECT_LE(at_delta.rate(at_delta.regressions),
+            options.alpha + binomial_slack(options.alpha, 1000))
+      << what;
+  return sharp;
+}
+
 TEST(SpeedGateSimulation, SlowDriftDoesNotCreateRegressions) {
   // Both arms slow down by 10% linearly over the longest possible run (4 x 30 blocks x 20
   // launches); counterbalanced A B B A blocks cancel a linear trend inside each block.
@@ -612,19 +645,128 @@ TEST(SpeedGateSimulation, SlowDriftDoesNotCreateRegressions) {
   model.drift_total = 0.10;
   model.drift_launches =
       4.0 * options.launches_per_arm * options.blocks_per_stage * options.max_stages;
-  const double slack = binomial_slack(options.alpha, kFalsePositiveComparisons);
+  expect_aa_within_alpha(model, options, 3000, "drift 10%");  // (any bias would show at delta 0)
+}
 
-  options.delta = 0;  // sharpest: any bias from the drift would show as a regression
-  const SimulationSummary sharp = simulate(model, options, kFalsePositiveComparisons, 3000);
-  print_figures("drift 10%, delta 0", sharp);
-  EXPECT_LE(sharp.rate(sharp.regressions), options.alpha + slack);
-  EXPECT_LE(sharp.rate(sharp.passes), options.alpha + slack);
+// Budget growth (InterleaveOptions::growth_s) on a slow, noisy kernel: 10 ms launches with a 40%
+// coefficient of variation, so that a 3 s budget holds 15 blocks (the first look, cut by time). A
+// 19% slowdown at delta 2% is then mostly undecided; with 30 s of growth the run goes on to the
+// looks its estimate says decide it, and finds the slowdown. Each comparison grows by at most its
+// growth allowance and one block.
+TEST(SpeedGateSimulation, BudgetGrowthDecidesASlowKernelsSlowdown) {
+  GpuModel model;
+  model.base_ns = 1e7;
+  model.cv = 0.4;
+  model.candidate_ratio = 1.19;
+  InterleaveOptions options;
+  options.time_budget_s = 3;
+  options.min_blocks = speed::min_blocks_to_decide(options.alpha, options.max_stages, 4);
+  const SimulationSummary fixed = simulate(model, options, 100, 4000);
+  print_figures("19% slower, 10 ms launches, cv 40%, 3 s budget", fixed);
+  EXPECT_EQ(fixed.grown, 0);
+  EXPECT_LE(fixed.rate(fixed.regressions), 0.8);  // (the budget alone mostly does not decide)
 
-  options.delta = 0.02;
-  const SimulationSummary at_delta = simulate(model, options, 1000, 3001);
-  print_figures("drift 10%, delta 2%", at_delta);
-  EXPECT_LE(at_delta.rate(at_delta.regressions),
-            options.alpha + binomial_slack(options.alpha, 1000));
+  options.growth_s = 30;
+  const SimulationSummary grown = simulate(model, options, 100, 4000);
+  print_figures("the same with 30 s of budget growth", grown);
+  EXPECT_GE(grown.rate(grown.regressions), 0.95);
+  EXPECT_EQ(grown.passes, 0);
+  EXPECT_GT(grown.grown, 0);
+  const double block_s = 20 * model.base_ns * 1.19 * 1e-9 * 2;  // a slow block, with margin
+  EXPECT_LE(grown.max_grown_s, options.growth_s + block_s);
+}
+
+// A kernel so slow that a stage of 30 blocks would cost more than the whole growth (60 ms launches,
+// 1.2 s blocks: 7 blocks, the fewest that decide, in a 3 s budget): the grown stages shrink to what
+// the growth pays for at each look left (30 s / (1.5 s x 3 looks) = 6 blocks), and the run stays
+// within it.
+TEST(SpeedGateSimulation, BudgetGrowthShrinksAVerySlowKernelsStages) {
+  GpuModel model;
+  model.base_ns = 6e7;
+  model.cv = 0.3;
+  model.candidate_ratio = 1.18;
+  InterleaveOptions options;
+  options.time_budget_s = 3;
+  options.delta = 0.08;
+  options.min_blocks = speed::min_blocks_to_decide(options.alpha, options.max_stages, 6);
+  const SimulationSummary fixed = simulate(model, options, 100, 4200);
+  print_figures("18% slower at delta 8%, 60 ms launches, cv 30%, 3 s budget", fixed);
+  options.growth_s = 30;
+  const SimulationSummary grown = simulate(model, options, 100, 4200);
+  print_figures("the same with 30 s of budget growth", grown);
+  EXPECT_GT(grown.grown, 0);
+  EXPECT_GT(grown.regressions, fixed.regressions + 10);
+  EXPECT_EQ(grown.passes, 0);
+  EXPECT_LE(grown.max_grown_s, options.growth_s + 20 * 6e7 * 1.18 * 1e-9 * 2);
+  EXPECT_LT(grown.mean_blocks, 7 + 3 * 6 + 1);
+}
+
+// Growth goes on where the data looks decidable: a data-dependent continuation, never a
+// data-dependent look (stages stay whole, at most max_stages looks at alpha / max_stages each), so
+// the A/A error rates stay within alpha at the sharpest delta, however much growth is allowed.
+TEST(SpeedGateSimulation, BudgetGrowthKeepsAlpha) {
+  GpuModel model;
+  model.base_ns = 1e6;  // 1 ms launches: 0.02 s blocks, 15 in a 0.3 s budget
+  model.cv = 0.1;
+  InterleaveOptions options;
+  options.time_budget_s = 0.3;
+  options.growth_s = 1000;
+  const SimulationSummary sharp =
+      expect_aa_within_alpha(model, options, 4100, "A/A with budget growth");
+  EXPECT_GT(sharp.grown, 0);  // (growth was exercised)
+}
+
+TEST(Interleave, BudgetGrowthRefusedSaysWhy) {
+  // A clear 19% slowdown on launches so noisy that 15 blocks leave it undecided (seeded).
+  GpuModel model;
+  model.base_ns = 1e7;
+  model.cv = 0.4;
+  model.candidate_ratio = 1.19;
+  InterleaveOptions options;
+  options.time_budget_s = 3;
+  options.growth_s = 0.5;  // less than a stage of 30 blocks (6 s) could ever take
+  int refused = 0;
+  for (int seed = 0; seed < 20; ++seed) {
+    SimulatedGpu gpu(model, derive_seed(5000, "noise", seed));
+    Rng order(derive_seed(5000, "order", seed));
+    const InterleaveResult r = run_interleaved(gpu, options, order);
+    EXPECT_EQ(r.grown_s, 0);
+    if (r.decision.decision != Decision::inconclusive ||
+        blocks_to_decide(r.decision, options.delta) <= 0)
+      continue;
+    ++refused;
+    EXPECT_NE(r.growth_refused.find("the run's budget growth has 0.5 s left (--budget-growth)"),
+              std::string::npos)
+        << r.growth_refused;
+  }
+  EXPECT_GT(refused, 0);
+
+  // With one look (max_stages 1) there is no later look to grow into: no growth, no reason.
+  options.max_stages = 1;
+  options.growth_s = 1000;
+  SimulatedGpu gpu(model, 7);
+  Rng order(7);
+  const InterleaveResult one = run_interleaved(gpu, options, order);
+  EXPECT_EQ(one.grown_s, 0);
+  EXPECT_TRUE(one.growth_refused.empty()) << one.growth_refused;
+
+  // A constant 1% slowdown at delta 2% estimated far out of reach of the looks left: said so.
+  options.max_stages = 2;
+  options.time_budget_s = 1.5;  // 7 blocks at the first look, 37 at the second
+  GpuModel close;
+  close.base_ns = 1e7;
+  close.cv = 0.3;
+  close.candidate_ratio = 1.03;
+  int beyond = 0;
+  for (int seed = 0; seed < 20; ++seed) {
+    SimulatedGpu g(close, derive_seed(5100, "noise", seed));
+    Rng o(derive_seed(5100, "order", seed));
+    const InterleaveResult r = run_interleaved(g, options, o);
+    if (r.growth_refused.find("more than twice what the 1 look(s) left reach (37 blocks)") !=
+        std::string::npos)
+      ++beyond;
+  }
+  EXPECT_GT(beyond, 0);
 }
 
 }  // namespace
