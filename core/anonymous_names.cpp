@@ -53,9 +53,20 @@ void normalize_anonymous_names(std::string& bytes) {
         }
       }
     }
-    if (end != std::string::npos && end >= hash + 8 + 9 && bytes[end - 9] == '_' &&
-        hex8_at(bytes, end - 8))
+    if (end == std::string::npos) continue;
+    // A tail of "_<8 hex>_<digits>" (a file with no external symbol to name the namespace after:
+    // the digits change with every compile, in one directory too): both zeroed.
+    size_t tail = end;
+    while (tail > hash + 8 && std::isdigit(static_cast<unsigned char>(bytes[tail - 1])) &&
+           end - tail < 10)
+      --tail;
+    if (tail < end && tail >= hash + 8 + 10 && bytes[tail - 1] == '_' && bytes[tail - 10] == '_' &&
+        hex8_at(bytes, tail - 9)) {
+      zero8(bytes, tail - 9);
+      bytes.replace(tail, end - tail, end - tail, '0');
+    } else if (end >= hash + 8 + 9 && bytes[end - 9] == '_' && hex8_at(bytes, end - 8)) {
       zero8(bytes, end - 8);
+    }
   }
 }
 

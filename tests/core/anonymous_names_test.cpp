@@ -32,6 +32,23 @@ TEST(AnonymousNames, AHashTailIsZeroedWhereTheNameEnds) {
             "_GLOBAL__N__00000000_4_k_cu_launch)");
 }
 
+TEST(AnonymousNames, AHashAndDigitsTailIsZeroed) {
+  // A file whose every symbol is in the anonymous namespace (examples/consumer/l2_normalize_warp.cu):
+  // nvcc ends the name with "_<8 hex>_<digits>", new at every compile. Mangled, its end known from
+  // the length (the next component's length, 19, follows at once)...
+  EXPECT_EQ(normalized_anonymous_names("_ZN59_GLOBAL__N__35a48c4f_20_l2_normalize_warp_cu_0cd0217a_"
+                                       "2351219normalize_rows_warpIfEEvPKT_PS1_llllf"),
+            "_ZN59_GLOBAL__N__00000000_20_l2_normalize_warp_cu_00000000_"
+            "0000019normalize_rows_warpIfEEvPKT_PS1_llllf");
+  // ... or plain, ending where a name cannot go on.
+  EXPECT_EQ(normalized_anonymous_names(
+                "dispatch_floating<_GLOBAL__N__11930e8e_20_l2_normalize_warp_cu_0cb96671_24086::"),
+            "dispatch_floating<_GLOBAL__N__00000000_20_l2_normalize_warp_cu_00000000_00000::");
+  // A symbol's name that ends in digits is kept.
+  EXPECT_EQ(normalized_anonymous_names("_GLOBAL__N__166114a4_4_k_cu_launch_2)"),
+            "_GLOBAL__N__00000000_4_k_cu_launch_2)");
+}
+
 TEST(AnonymousNames, EverythingElseIsKept) {
   const std::string other = std::string("no names here\0_GLOBAL__N__xyz _GLOBAL__N__12", 44);
   EXPECT_EQ(normalized_anonymous_names(other), other);

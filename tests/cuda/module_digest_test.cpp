@@ -27,6 +27,17 @@ TEST(ModuleDigest, OneSourceBuiltInTwoDirectoriesIsTheSameCode) {
   EXPECT_EQ(digest("debug", "one"), digest("debug", "two_deeper"));
 }
 
+TEST(ModuleDigest, AModuleWithNoExternalSymbolIsTheSameCodeToo) {
+  // Its anonymous namespace's name ends "_<8 hex>_<digits>", new at every compile.
+  const auto only = [](const std::string& name) {
+    return module_code_digest(std::string(KGATE_TEST_CUBINS) + "/anon_only_" + name + ".o");
+  };
+  ASSERT_EQ(only("plain_one").size(), 64u);
+  EXPECT_EQ(only("plain_one"), only("plain_two_deeper"));
+  EXPECT_EQ(only("change_one"), only("change_two_deeper"));
+  EXPECT_NE(only("plain_one"), only("change_one"));
+}
+
 TEST(ModuleDigest, TheSourcePathsLengthIsNoChange) {
   // Directories of 1 to 8 letters: the path in each fatbinary entry's header pads to 8 bytes, and
   // a PTX entry's options move with it.
