@@ -33,9 +33,10 @@ TEST(AnonymousNames, AHashTailIsZeroedWhereTheNameEnds) {
 }
 
 TEST(AnonymousNames, AHashAndDigitsTailIsZeroed) {
-  // A file whose every symbol is in the anonymous namespace (examples/consumer/l2_normalize_warp.cu):
-  // nvcc ends the name with "_<8 hex>_<digits>", new at every compile. Mangled, its end known from
-  // the length (the next component's length, 19, follows at once)...
+  // A file whose every symbol is in the anonymous namespace
+  // (examples/consumer/l2_normalize_warp.cu): nvcc ends the name with "_<8 hex>_<digits>", new at
+  // every compile. Mangled, its end known from the length (the next component's length, 19, follows
+  // at once)...
   EXPECT_EQ(normalized_anonymous_names("_ZN59_GLOBAL__N__35a48c4f_20_l2_normalize_warp_cu_0cd0217a_"
                                        "2351219normalize_rows_warpIfEEvPKT_PS1_llllf"),
             "_ZN59_GLOBAL__N__00000000_20_l2_normalize_warp_cu_00000000_"
