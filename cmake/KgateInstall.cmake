@@ -3,6 +3,8 @@
 #   bin/kgate                          the command (with kgate's own example kernels)
 #   bin/kgate-pr                       a project's change against its base, in one command
 #                                      (ci/kgate-pr.sh)
+#   bin/kgate-triton-pack              a Triton kernel's compiled specializations made a package
+#                                      (tools/kgate_triton_pack.py; Python 3, no Triton needed)
 #   libexec/kgate/kgate-nvrtc-worker   the sandboxed package compiler it runs
 #   libexec/kgate/kgate_gpu_or_skip    the launcher of GPU tests (SKIPPED unstarted without a GPU)
 #   libexec/kgate/kgate-package-source writes the unit that compiles a package into a build
@@ -41,6 +43,8 @@ foreach(lib IN LISTS _kgate_libraries)
 endforeach()
 install(TARGETS kgate EXPORT kgateTargets RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(PROGRAMS ${PROJECT_SOURCE_DIR}/ci/kgate-pr.sh DESTINATION ${CMAKE_INSTALL_BINDIR} RENAME kgate-pr)
+install(PROGRAMS ${PROJECT_SOURCE_DIR}/tools/kgate_triton_pack.py DESTINATION ${CMAKE_INSTALL_BINDIR}
+        RENAME kgate-triton-pack)
 install(TARGETS kgate-nvrtc-worker EXPORT kgateTargets RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/kgate)
 install(TARGETS kgate_gpu_or_skip EXPORT kgateTargets RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/kgate)
 install(TARGETS kgate-package-source EXPORT kgateTargets RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/kgate)

@@ -94,15 +94,24 @@ class LaunchPlanner {
     values_[kDtypeSizeSymbol] = static_cast<int64_t>(dtype_size(plan.dtype));
     if (m_.reads_device) put_device_values(values_, device_props_in_effect());
     // For when.if; only a package with conditions reads them.
-    if (std::any_of(m_.launches.begin(), m_.launches.end(),
-                    [](const Launch& l) { return l.when.if_expr.has_value(); }))
+    if (std::any_of(m_.launches.begin(), m_.launches.end(), [](const Launch& l) {
+          return l.when.if_expr.has_value() || !l.assumes.empty();
+        }))
       for (const auto& [k, v] : call_tensor_values(op_, call_)) values_[k] = v;
     layout_ = call_layout(call_);
 
     for (std::size_t w = 0; w < m_.workspace.size(); ++w) plan.workspaces.push_back(workspace(w));
     for (std::size_t i = 0; i < m_.launches.size(); ++i) {
-      if (runs(i)) plan.launches.push_back(launch(i, plan));
-      else plan.skipped.push_back(i);
+      if (!runs(i)) {
+        plan.skipped.push_back(i);
+        continue;
+      }
+      // A binary compiled for a specialization the call breaks would run out of its contract.
+      if (const std::string v = launch_assumption_violation(m_.launches[i], values_); !v.empty())
+        fail(launch_field(i) + ".assumes",
+             v + ": the call is inside the guard but outside the specialization this launch's "
+                 "binary was compiled for (its guard is wider; kgate validate names this)");
+      plan.launches.push_back(launch(i, plan));
     }
     // No launch for a call whose outputs hold elements: the kernel would leave them unwritten.
     bool outputs_empty = true;

@@ -287,6 +287,7 @@ class ManifestCheck {
     check_output_starts(s, st_);
     // The launches and the guard, then what holds across them.
     check_launches(s, st_);
+    check_launch_binaries(s, st_);
     check_guard(s, st_);
     check_captured_inputs(s, st_);
     check_when_layouts(st_);

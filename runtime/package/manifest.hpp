@@ -154,6 +154,14 @@ struct Launch {
   std::optional<Expr> max_dynamic_shared_mem;
   std::optional<int> carveout;
   std::vector<Expr> cluster;
+  /// This launch's own precompiled CUBINs (architecture -> package-relative path), loaded as a
+  /// module of its own: a kernel compiled once per specialization (a Triton kernel). Empty: the
+  /// package's cubin, fatbin, PTX or sources.
+  std::map<std::string, std::string> cubins;
+  /// "assumes": what its binary was compiled to assume of every call that reaches it (a Triton
+  /// specialization: "N % 16 == 0", "align_x >= 16"), over the symbols guard.require reads. A call
+  /// that reaches the launch outside them is a package defect (launch_assumption_violation).
+  std::vector<Expr> assumes;
   /// Where it is written, for messages: "launches[3]", or "launches[3]{VPT=4}" for one binding of
   /// a "for_each".
   std::string field;

@@ -118,6 +118,8 @@ void check_launches_at_largest_call(const ManifestSource& s, CheckState& st);
 // manifest_files.cpp
 /// "sources" and the precompiled binaries.
 void check_sources(const ManifestSource& s, CheckState& st);
+/// After check_launches: each launch's own "cubin" files (Launch::cubins).
+void check_launch_binaries(const ManifestSource& s, CheckState& st);
 void check_include_dirs(const ManifestSource& s, CheckState& st);
 void check_captured_inputs(const ManifestSource& s, CheckState& st);
 

@@ -149,13 +149,20 @@ void decode_attributes(const json& doc, ManifestSource& s) {
       s.attributes.push_back({item.key(), value(item.value(), sub("attributes", item.key()))});
 }
 
-void decode_binaries(const json& doc, ManifestSource& s) {
-  if (auto it = doc.find("cubin"); it != doc.end() && it->is_object()) {
+/// "cubin": {"sm_90": "k.cubin"} of the package or of a launch (`field` its place, "" the top).
+std::vector<BinarySource> binaries(const json& obj, const std::string& field) {
+  std::vector<BinarySource> out;
+  if (auto it = obj.find("cubin"); it != obj.end() && it->is_object()) {
     static const std::regex arch_re("sm_[0-9]{2,3}[af]?");
     for (auto e = it->begin(); e != it->end(); ++e)
       if (e.key().size() <= 8 && std::regex_match(e.key(), arch_re) && e->is_string())
-        s.cubins.push_back({e.key(), value(*e, sub("cubin", e.key()))});
+        out.push_back({e.key(), value(*e, sub(sub(field, "cubin"), e.key()))});
   }
+  return out;
+}
+
+void decode_binaries(const json& doc, ManifestSource& s) {
+  s.cubins = binaries(doc, "");
   if (auto it = doc.find("fatbin"); it != doc.end() && it->is_string())
     s.fatbin = value(*it, "fatbin");
   if (auto it = doc.find("ptx"); it != doc.end() && it->is_string()) s.ptx = value(*it, "ptx");
@@ -349,6 +356,8 @@ LaunchSource launch(const json& l, const std::string& field) {
   }
   if (auto o = l.find("nvrtc_options"); o != l.end())
     out.nvrtc_options = options(*o, sub(field, "nvrtc_options"));
+  out.cubins = binaries(l, field);
+  out.assumes = expr_list(l, field, "assumes");
   return out;
 }
 

@@ -87,6 +87,14 @@ void check_sources(const ManifestSource& s, CheckState& st) {
   st.m.sources = texts(check_paths(st, s.sources, PathKind::source));
 }
 
+void check_launch_binaries(const ManifestSource& s, CheckState& st) {
+  // check_launches made one Launch per LaunchSource, in order.
+  for (std::size_t i = 0; i < s.launches.size() && i < st.m.launches.size(); ++i)
+    for (const auto& b : s.launches[i].cubins)
+      if (auto path = binary_path(st, b.path); !path.empty())
+        st.m.launches[i].cubins[b.arch] = path;
+}
+
 void check_include_dirs(const ManifestSource& s, CheckState& st) {
   const auto dirs = check_paths(st, s.include_dirs, PathKind::directory);
   st.m.include_dirs = texts(dirs);

@@ -305,6 +305,8 @@ void check_launches(const ManifestSource& s, CheckState& st) {
                  "[{\"tensor\": \"x\"}]");
     for (const auto& a : l.args) check_arg(st, a, launch);
     if (l.when) check_when(st, *l.when, launch);
+    for (const auto& a : l.assumes.value_or(std::vector<Value>{}))
+      if (auto e = st.expr_at(a, true)) launch.assumes.push_back(*e);
     if (l.nvrtc_options) launch.nvrtc_options = option_list(st, *l.nvrtc_options);
     check_launch_settings(st, launch, l.field);
     launch.field = l.field;

@@ -102,6 +102,12 @@ struct ArgSource {
   std::optional<SymbolSource::Binding> stride;
 };
 
+/// A cubin entry: {"sm_90": "k.sm_90.cubin"}.
+struct BinarySource {
+  std::string arch;
+  Value path;
+};
+
 struct WhenSource {
   std::optional<Value> if_expr;
   std::optional<std::vector<Layout>> layouts;
@@ -128,6 +134,8 @@ struct LaunchSource {
   std::vector<ArgSource> args;
   std::optional<WhenSource> when;
   std::optional<std::vector<Value>> nvrtc_options;
+  std::vector<BinarySource> cubins;  ///< "cubin": this launch's own CUBINs
+  ExprList assumes;                  ///< "assumes": its binary's specialization
 };
 
 struct ShapeRangeSource {
@@ -163,12 +171,6 @@ struct GuardSource {
   std::vector<VariantSource> variants;
   std::vector<Value> require;  ///< the strings of guard.require
   bool unmatched_fallback = false;
-};
-
-/// A cubin entry: {"sm_90": "k.sm_90.cubin"}.
-struct BinarySource {
-  std::string arch;
-  Value path;
 };
 
 struct NvrtcOptionsForDtype {

@@ -321,9 +321,27 @@ std::vector<CaseLaunch> case_launches(const PackageManifest& manifest, const OpS
     if (l.max_dynamic_shared_mem)
       r.max_dynamic_shared_mem =
           eval(*l.max_dynamic_shared_mem, l.field + ".max_dynamic_shared_mem");
+    r.violated = launch_assumption_violation(l, values);
     out.push_back(std::move(r));
   }
   return out;
+}
+
+std::string launch_assumption_violation(const Launch& l, const SymbolValues& values) {
+  for (std::size_t k = 0; k < l.assumes.size(); ++k) {
+    const Expr& a = l.assumes[k];
+    std::string shown;  // the values of the symbols it names
+    for (const auto& s : a.symbols())
+      if (auto it = values.find(s); it != values.end())
+        shown += (shown.empty() ? "" : ", ") + s + "=" + std::to_string(it->second);
+    const std::string field = l.field + ".assumes[" + std::to_string(k) + "] \"" + a.text() + "\"";
+    try {
+      if (a.evaluate(values) == 0) return field + " is 0 (" + shown + ")";
+    } catch (const Error& e) {
+      return field + " cannot be evaluated (" + e.what() + ")";
+    }
+  }
+  return {};
 }
 
 std::string describe(const CaseLaunch& l) {
@@ -362,6 +380,11 @@ std::vector<std::string> case_launch_problems(const PackageManifest& manifest,
       out.push_back(at + ": " + l.error);
       continue;
     }
+    if (!l.violated.empty())
+      out.push_back(at + ": " + l.violated +
+                    ": the guard is wider than the specialization this launch's binary was "
+                    "compiled for; add the assumption to guard.require (or to this launch's "
+                    "\"when\")");
     const int64_t threads = l.block[0] * l.block[1] * l.block[2];
     if (threads > props.threads_per_block)
       out.push_back(at + ": a block of " + std::to_string(threads) + " threads, more than the " +

@@ -84,12 +84,17 @@ struct CaseLaunch {
   int64_t shared_mem = 0;
   std::optional<int64_t> max_dynamic_shared_mem;
   std::string error;
+  /// An assumption of the launch's binary the case breaks (launch_assumption_violation), or "".
+  std::string violated;
 };
 /// The launches whose "when" holds for the case, under the device properties in effect
 /// (device_props_in_effect(): the GPU's, or kgate validate's --device-props) where the manifest
 /// reads them.
 std::vector<CaseLaunch> case_launches(const PackageManifest& manifest, const OpSignature& op,
                                       const Case& c);
+/// The first of launch `l`'s assumptions (Launch::assumes) that `values` (the call's symbols,
+/// tensor symbols included) break: `launches[0].assumes[1] "N % 16 == 0" is 0 (N=17)`; "" if none.
+std::string launch_assumption_violation(const Launch& l, const SymbolValues& values);
 /// "launches[1] k<float, 128>: grid 64x1x1, block 256x1x1, 0 bytes of dynamic shared memory".
 std::string describe(const CaseLaunch& launch);
 struct DeviceProps;

@@ -456,17 +456,17 @@ TEST_F(ManifestTest, KernelTypoInLaunch) {
   json m = base_manifest();
   m["launches"][0]["kernal"] = "k<float>";
   m["launches"][0].erase("kernel");
-  EXPECT_EQ(
-      problems(m),
-      (std::vector<std::string>{
-          line("launches[0].kernal",
-               "unknown key \"kernal\"; did you mean \"kernel\"? "
-               "expected one of: for_each, kernel, grid, block, "
-               "nvrtc_options, shared_mem, max_dynamic_shared_mem, carveout, cluster, args, when"),
-          line("launches[0].kernel",
-               "missing; expected a kernel name expression such as "
-               "\"softmax_rows<float>\", or an object of them per dtype such as "
-               "{\"f32\": \"k<float>\"}")}));
+  EXPECT_EQ(problems(m),
+            (std::vector<std::string>{
+                line("launches[0].kernal",
+                     "unknown key \"kernal\"; did you mean \"kernel\"? "
+                     "expected one of: for_each, kernel, grid, block, "
+                     "nvrtc_options, shared_mem, max_dynamic_shared_mem, carveout, cluster, cubin, "
+                     "assumes, args, when"),
+                line("launches[0].kernel",
+                     "missing; expected a kernel name expression such as "
+                     "\"softmax_rows<float>\", or an object of them per dtype such as "
+                     "{\"f32\": \"k<float>\"}")}));
 }
 
 // --- paths -------------------------------------------------------------------------------------
@@ -1297,6 +1297,32 @@ TEST_F(ManifestTest, GuardRanksTheOpsTensorsCannotHaveAreRefused) {
   EXPECT_TRUE(problems(m).empty()) << ::testing::PrintToString(problems(m));
 }
 
+TEST_F(ManifestTest, ALaunchsOwnCubinAndAssumptions) {
+  // A kernel compiled once per specialization (a Triton kernel): each launch names its CUBIN and
+  // what it was compiled to assume, over the symbols guard.require reads.
+  pkg.write("k.1.sm_90.cubin", "not read by the manifest check");
+  json m = base_manifest();
+  m["launches"][0]["cubin"] = {{"sm_90", "k.1.sm_90.cubin"}};
+  m["launches"][0]["assumes"] = {"N % 16 == 0", "align_x >= 16", "stride_y_0 % 16 == 0"};
+  PackageManifest out;
+  EXPECT_TRUE(problems(m, &out).empty()) << ::testing::PrintToString(problems(m));
+  ASSERT_EQ(out.launches.size(), 1u);
+  EXPECT_EQ(out.launches[0].cubins.at("sm_90"), "k.1.sm_90.cubin");
+  ASSERT_EQ(out.launches[0].assumes.size(), 3u);
+  EXPECT_EQ(out.launches[0].assumes[1].text(), "align_x >= 16");
+
+  m["launches"][0]["assumes"] = {"stride_x_2 == 1"};  // x has rank 2
+  EXPECT_NE(only_problem(m).find("launches[0].assumes[0]: in \"stride_x_2 == 1\" at column 1: "
+                                 "unknown symbol 'stride_x_2'"),
+            std::string::npos)
+      << only_problem(m);
+  m["launches"][0]["assumes"] = {"N % 16 == 0"};
+  m["launches"][0]["cubin"] = {{"sm_90", "../outside.cubin"}};
+  EXPECT_NE(only_problem(m).find("launches[0].cubin.sm_90:"), std::string::npos) << only_problem(m);
+  m["launches"][0]["cubin"] = {{"sm_90", "missing.cubin"}};
+  EXPECT_NE(only_problem(m).find("launches[0].cubin.sm_90:"), std::string::npos) << only_problem(m);
+}
+
 TEST_F(ManifestTest, GuardRequirePredicates) {
   json m = base_manifest();
   m["guard"]["require"] = {"B * N % 8 == 0", "stride_x_1 == 1 ? align_x >= 16 : numel_y < 65536"};
@@ -1490,9 +1516,10 @@ TEST(ManifestSchema, DescribesTheSameTopLevelKeys) {
   for (const auto& item : schema.at("$defs").at("launch").at("properties").items())
     launch_keys.push_back(item.key());
   std::sort(launch_keys.begin(), launch_keys.end());
-  EXPECT_EQ(launch_keys, (std::vector<std::string>{
-                             "args", "block", "carveout", "cluster", "for_each", "grid", "kernel",
-                             "max_dynamic_shared_mem", "nvrtc_options", "shared_mem", "when"}));
+  EXPECT_EQ(launch_keys,
+            (std::vector<std::string>{"args", "assumes", "block", "carveout", "cluster", "cubin",
+                                      "for_each", "grid", "kernel", "max_dynamic_shared_mem",
+                                      "nvrtc_options", "shared_mem", "when"}));
   std::vector<std::string> arg_kinds;
   for (const auto& variant : schema.at("$defs").at("arg").at("oneOf"))
     arg_kinds.push_back(variant.at("required").at(0).get<std::string>());

@@ -1,18 +1,46 @@
 #!/usr/bin/env bash
-# A Triton kernel's CUBIN as a kgate package (tests/triton/softmax_rows, made by make_fixture.py):
-#   cpu: kgate validate passes (the CUBIN's 7 parameters: 5 visible, 2 scratch pointers Triton
-#        appends); a manifest that leaves the scratch pointers out is refused naming the kernel's
-#        parameter sizes (exit 4)
-#   gpu: kgate check --no-speed of the package passes (exit 77, SKIPPED, without a GPU); then its
-#        speed against eager is printed, exit 0 or 2 (the fixture is a plain Triton softmax: on the
-#        H100 it was 1.3x slower than eager at B=4096, N=1024, faster on smaller batches)
-#   triton_cli.sh KGATE PACKAGE_DIR OUT_DIR cpu|gpu
+# Triton kernels' CUBINs as kgate packages (tests/triton, made by make_fixture.py):
+#   cpu: the hand-written package (softmax_rows/): kgate validate passes (the CUBIN's 7 parameters:
+#        5 visible, 2 scratch pointers Triton appends); a manifest that leaves the scratch pointers
+#        out is refused naming the kernel's parameter sizes (exit 4).
+#        kgate-triton-pack (tools/kgate_triton_pack.py) on the JIT cache entries (jit/): two
+#        specializations of softmax_rows become one package dispatched by "when" (validate passes,
+#        both launches run); one specialization's assumptions become guard.require, and a guard
+#        without "N % 16 == 0" is refused by kgate validate naming that assumption (exit 4); a spec
+#        that leaves a parameter unmapped is refused naming it (exit 4); kgate-pack.json records
+#        the Triton version and each input's SHA-256.
+#   gpu: kgate check --no-speed of each package: the hand-written one and the produced one pass, the
+#        produced one with the tail bug fails (exit 1) on a row whose N is no multiple of 16; then
+#        the hand-written one's speed against eager is printed, exit 0 or 2 (a plain Triton softmax:
+#        on the H100 1.3x slower than eager at B=4096, N=1024, faster on smaller batches).
+#        (exit 77, SKIPPED, without a GPU)
+#   triton_cli.sh KGATE PACKAGE_DIR OUT_DIR cpu|gpu     (PACKAGE_DIR: tests/triton/softmax_rows)
 set -u
 kgate=$1 package=$2 out=$3 mode=$4
 fail() { echo "FAIL: $*"; exit 1; }
 rm -rf "$out" && mkdir -p "$out"
 if [ "$mode" = gpu ]; then
   nvidia-smi -L > /dev/null 2>&1 || { echo "SKIPPED: no GPU"; exit 77; }
+  here=$(cd "$(dirname "$package")" && pwd)
+  pack=$(dirname "$kgate")/kgate-triton-pack
+  [ -x "$pack" ] || pack="python3 $here/../../tools/kgate_triton_pack.py"
+  $pack "$here/softmax_rows.kgate-triton.json" "$out/jit_pkg" --kgate "$kgate" -q || fail "kgate-triton-pack softmax_rows"
+  $pack "$here/softmax_rows_tail.kgate-triton.json" "$out/tail_pkg" --kgate "$kgate" -q || fail "kgate-triton-pack softmax_rows_tail"
+  "$kgate" check "$out/jit_pkg" --no-speed --out "$out/jit" > "$out/jit.log" 2>&1
+  rc=$?
+  [ $rc -eq 0 ] || { cat "$out/jit.log"; fail "kgate check --no-speed of the produced package: exit $rc"; }
+  sed -n '/^kernel /,$p' "$out/jit.log"
+  "$kgate" check "$out/tail_pkg" --no-speed --out "$out/tail" > "$out/tail.log" 2>&1
+  rc=$?
+  [ $rc -eq 1 ] || { cat "$out/tail.log"; fail "the Triton kernel with the tail bug: exit $rc, expected 1"; }
+  python3 - "$out/tail/report.json" <<'PY' || fail "the tail bug's minimal case"
+import json, re, sys
+k = json.load(open(sys.argv[1]))["kernels"][0]
+m = k["correctness"]["minimal"]["case"]
+n = m["dims"]["N"] if isinstance(m, dict) else int(re.search(r"N=(\d+)", m).group(1))
+print(f"tail bug caught: {k['correctness']['failed']} of {k['correctness']['cases']} cases failed; minimal N={n}")
+sys.exit(0 if n % 16 else 1)
+PY
   "$kgate" check "$package" --no-speed --out "$out/check" > "$out/check.log" 2>&1
   rc=$?
   [ $rc -eq 0 ] || { cat "$out/check.log"; fail "kgate check --no-speed of the Triton CUBIN package: exit $rc"; }
@@ -38,4 +66,62 @@ rc=$?
 [ $rc -eq 4 ] || { cat "$out/no_scratch.log"; fail "a launch without Triton's scratch pointers: exit $rc, expected 4"; }
 grep -q 'takes 7 parameter(s) of 8, 8, 4, 4, 4, 8, 8 bytes, but "args" lists 5' "$out/no_scratch.log" ||
   { cat "$out/no_scratch.log"; fail "the refusal does not name the kernel's parameters"; }
+# kgate-triton-pack on the JIT cache entries.
+here=$(cd "$(dirname "$package")" && pwd)
+pack=$(dirname "$kgate")/kgate-triton-pack
+[ -x "$pack" ] || pack="python3 $here/../../tools/kgate_triton_pack.py"
+$pack "$here/softmax_rows.kgate-triton.json" "$out/jit_pkg" --kgate "$kgate" > "$out/jit_pkg.log" 2>&1 ||
+  { cat "$out/jit_pkg.log"; fail "kgate-triton-pack of two specializations"; }
+grep -q "runs a launch (launches\[0\] [1-9][0-9]*, launches\[1\] [1-9][0-9]*)" "$out/jit_pkg.log" ||
+  { cat "$out/jit_pkg.log"; fail "the two specializations' launches do not both run"; }
+python3 - "$out/jit_pkg" <<'PY' || fail "the produced package's record"
+import json, sys
+d = sys.argv[1]
+m = json.load(open(d + "/kgate.json"))
+r = json.load(open(d + "/kgate-pack.json"))
+s = r["producer"]["specializations"]
+assert [l["cubin"]["sm_90"] for l in m["launches"]] == ["softmax_rows.0.sm_90.cubin", "softmax_rows.1.sm_90.cubin"]
+assert m["launches"][0]["assumes"] == ["align_x >= 16", "align_y >= 16", "N % 16 == 0", "stride_x_0 % 16 == 0", "stride_y_0 % 16 == 0"], m["launches"][0]["assumes"]
+assert "assumes" not in m["launches"][1]
+assert all(x["triton_version"] == "3.6.0" and len(x["inputs"]) == 3 for x in s), s
+assert all(len(h) == 64 for x in s for h in x["inputs"].values())
+print("produced: 2 launches, assumptions of the first:", ", ".join(m["launches"][0]["assumes"]))
+PY
+# One specialization: its assumptions are the guard's; without the integer ones validate refuses.
+python3 - "$here/softmax_rows.kgate-triton.json" "$out/d16.kgate-triton.json" "$here" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+m["specializations"] = [{"from": sys.argv[3] + "/jit/softmax_rows_d16"}]
+json.dump(m, open(sys.argv[2], "w"), indent=2)
+PY
+$pack "$out/d16.kgate-triton.json" "$out/d16_pkg" --kgate "$kgate" -q || fail "kgate-triton-pack of one specialization"
+python3 - "$out/d16_pkg/kgate.json" <<'PY' || fail "the guard of one specialization"
+import json, sys
+m = json.load(open(sys.argv[1]))
+req = m["guard"]["require"]
+assert "N % 16 == 0" in req and "align_x >= 16" in req, req
+# The integer ":16" assumptions left out (the row strides' imply N's on contiguous rows).
+for a in ("N % 16 == 0", "stride_x_0 % 16 == 0", "stride_y_0 % 16 == 0"):
+    req.remove(a)
+json.dump(m, open(sys.argv[1], "w"), indent=2)
+PY
+"$kgate" validate "$out/d16_pkg" > "$out/d16_wide.log" 2>&1
+rc=$?
+[ $rc -eq 4 ] || { cat "$out/d16_wide.log"; fail "a guard wider than the specialization: exit $rc, expected 4"; }
+grep -q 'launches\[0\].assumes\[2\] "N % 16 == 0" is 0 (N=[0-9]*): the guard is wider than the specialization' "$out/d16_wide.log" ||
+  { cat "$out/d16_wide.log"; fail "the refusal does not name the assumption"; }
+# A parameter left unmapped: refused, named.
+python3 - "$here/softmax_rows.kgate-triton.json" "$out/unmapped.kgate-triton.json" "$here" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+m["params"] = [p for p in m["params"] if p["name"] != "y_row_stride"]
+m["specializations"] = [{"from": sys.argv[3] + "/jit/softmax_rows_any"}]
+json.dump(m, open(sys.argv[2], "w"), indent=2)
+PY
+$pack "$out/unmapped.kgate-triton.json" "$out/unmapped_pkg" --kgate "$kgate" > "$out/unmapped.log" 2>&1
+rc=$?
+[ $rc -eq 4 ] || { cat "$out/unmapped.log"; fail "an unmapped parameter: exit $rc, expected 4"; }
+grep -q "takes parameter 'y_row_stride', which \"params\" does not map" "$out/unmapped.log" ||
+  { cat "$out/unmapped.log"; fail "the refusal does not name the parameter"; }
+[ ! -e "$out/unmapped_pkg" ] || fail "a refused spec left a package behind"
 echo "triton_cli cpu: PASS"
