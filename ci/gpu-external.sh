@@ -23,6 +23,10 @@
 #   6. header-only kernels: each package under .thirdparty/packages (a kgate.json naming the pinned
 #      headers' kernels by C++ name, with "build": nvcc; kept beside the fetched files, out of the
 #      repository) is packed with kgate pack, which compiles it with nvcc, then checked
+#   7. Triton kernels: tests/external/liger/make_liger.py compiles Liger-Kernel's RMSNorm, SwiGLU
+#      and RoPE forward kernels through the library's own launchers (Triton's JIT on this GPU; it
+#      needs `packaging`: python3 -m pip install --target .thirdparty/pydeps packaging, carried),
+#      kgate-triton-pack makes each a package, kgate check checks it
 # Then tests/external/repro/*.py reproduce the findings outside a contract one by one
 # (python3 tests/external/repro/NAME.py; each says what it shows and exits 1 when it shows it).
 set -uo pipefail
@@ -114,6 +118,20 @@ for pkg in "$here"/.thirdparty/packages/*/kgate.json; do
   timeout --kill-after=10 "$timeout_s" "$kgate" check "$out/packed/$n" --out "$out/pkg-$n" "${extra[@]}" > "$out/pkg-$n.log" 2>&1
   echo "package $n: exit $?: $(grep -E "^$n[[:space:]]" "$out/pkg-$n.log" | tail -1 | tr -s ' ')"
 done
+
+# Triton kernels as they ship (Liger-Kernel's RMSNorm, SwiGLU, RoPE): compiled by the library's own
+# launchers on this GPU (Triton's JIT, a cache of their own), made packages by kgate-triton-pack,
+# checked at the defaults.
+if [ -d "$here/.thirdparty/external/liger" ] && [ "$SECONDS" -le "$deadline" ]; then
+  python3 "$here/tests/external/liger/make_liger.py" "$out/liger" --kgate "$kgate" > "$out/liger-make.log" 2>&1
+  echo "liger: make_liger.py exit $? ($(grep -c '^[a-z_0-9]*: _' "$out/liger-make.log") specializations compiled)"
+  for n in rms_norm swiglu rope; do
+    [ -f "$out/liger/pkg/$n/kgate.json" ] || { echo "liger $n: no package"; continue; }
+    if [ "$SECONDS" -gt "$deadline" ]; then echo "liger $n: skipped (past KGATE_DEADLINE)"; continue; fi
+    timeout --kill-after=10 "$timeout_s" "$kgate" check "$out/liger/pkg/$n" --out "$out/liger-$n" "${extra[@]}" > "$out/liger-$n.log" 2>&1
+    echo "liger $n: exit $?"; sed -n '/^kernel /,/^reports:/p' "$out/liger-$n.log" | head -12
+  done
+fi
 
 # The standalone reproductions, each against its library as built above.
 for r in "$here"/tests/external/repro/*.py; do

@@ -372,6 +372,12 @@ def make_package(spec_path, out_dir):
     if workspaces:
         pkg["workspace"] = workspaces
     pkg["launches"] = launches
+    if n > 1 and all(e != "1" for e in earlier):
+        # Several specializations, each for some calls: a call none is for is outside the guard
+        # (it runs the reference), never a call no launch runs.
+        guard = pkg.setdefault("guard", {})
+        covered = " || ".join(f"({e})" for e in earlier)
+        guard["require"] = list(guard.get("require", [])) + [covered]
     if n == 1 and launches[0].get("assumes"):
         guard = pkg.setdefault("guard", {})
         require = list(guard.get("require", []))
@@ -421,7 +427,8 @@ def main():
         print(f"kgate-triton-pack: {a.out} exists and is no earlier package: give a new directory",
               file=sys.stderr)
         return 4
-    tmp = tempfile.mkdtemp(prefix=".kgate-triton-", dir=os.path.dirname(out) or ".")
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=".kgate-triton-", dir=os.path.dirname(out))
     try:
         pkg = make_package(a.spec, tmp)
         rc = 0
