@@ -11,6 +11,9 @@
 #   controls  every CUDA control (KGATE_CONTROLS: those named) and the GEMM control packages at
 #             KGATE_CONTROL_CASES (1000) cases
 #   time      kgate check --no-speed --seed 1 over the in-tree kernels, twice, head and before
+#   cost      kgate check --cost over the in-tree kernels, with speed (the gate) and without: the
+#             seconds of each phase (startup, compile, probe, generate, kernel, reference, oracle,
+#             judge, behaviour, base, shrink, warmup, timing), summed over the kernels
 #   same      with KGATE_BEFORE_SRC: kgate check --no-speed --seed 1 over the in-tree kernels and over
 #             the in-tree packages (as built), head and before, compared (ci/same-verdicts.py:
 #             outcomes, case ids, margins, the cleaned report.json)
@@ -173,6 +176,18 @@ print(f"  {sys.argv[2]}: exit {sys.argv[3]}, {len(ks)} kernels, {cases} cases, c
 PY
   note "time $1: $((SECONDS - t0)) s wall"
 }
+# The gate's cost per phase (kgate check --cost): the in-tree gate as ci/gate.sh runs it (defaults,
+# speed on), and the same with --no-speed; each table is the sum over the kernels.
+if has cost && in_time cost 150; then
+  for mode in gate no-speed; do
+    args=(); [ "$mode" = no-speed ] && args=(--no-speed)
+    t0=$SECONDS
+    "$kgate" check --cost ${args[@]+"${args[@]}"} --out "$out/cost-$mode" > "$out/cost-$mode.log" 2>&1
+    note "cost ($mode): exit $? in $((SECONDS - t0)) s"
+    sed -n '/^cost per phase/,/^$/p' "$out/cost-$mode.log"
+  done
+fi
+
 if has time; then
   # Alternating, so that a drift of the machine falls on both.
   for round in $(seq 1 "${KGATE_TIME_ROUNDS:-2}"); do

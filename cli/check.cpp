@@ -36,6 +36,7 @@
 #include "cli/sanitize.hpp"
 #include "cli/worker.hpp"
 #include "core/config.hpp"
+#include "core/cost.hpp"
 #include "core/error.hpp"
 #include "core/op_file.hpp"
 #include "core/safe_text.hpp"
@@ -176,6 +177,11 @@ CLI::App* add_check_command(CLI::App& app, CheckArgs& args) {
       ->capture_default_str()
       ->check(time_budget_value());
   cmd->add_flag("--warm", args.warm, "Time with a warm L2 (default: flushed between launches)");
+  cmd->add_flag("--cost", args.cost,
+                "Measure where each kernel's check spends its time (startup, compile, probe, "
+                "generate, kernel, reference, oracle, judge, behaviour, base, shrink, warmup, "
+                "timing): report.json's cost_s, and a table; waits for the GPU at each phase's "
+                "ends, so the run itself is slower");
   cmd->add_flag_callback(
       "--no-isolate", [&args] { args.isolate = false; },
       "Run every kernel in this process (default: one worker process each, under a watchdog)");
@@ -304,9 +310,33 @@ RunReport start_report(const CheckArgs& args, const CheckPlan& plan,
   if (!sandbox.empty()) report.meta.config["sandbox"] = sandbox;
   if (o.timing.interleave.fill_budget) report.meta.config["fill_budget"] = true;
   if (o.speed) report.meta.config["budget_growth_s"] = o.timing.interleave.growth_s;
+  if (args.cost) report.meta.config["cost"] = true;
   if (o.atol) report.meta.config["atol"] = *o.atol;
   if (o.rtol) report.meta.config["rtol"] = *o.rtol;
   return report;
+}
+
+// --cost: each phase's seconds over the run's kernels, the largest first, with its share of their
+// sum and the kernel that spent the most in it.
+void print_cost(const RunReport& report) {
+  std::map<std::string, double> total;
+  std::map<std::string, std::pair<double, std::string>> most;
+  double all = 0;
+  for (const auto& k : report.kernels)
+    for (const auto& [phase, s] : k.cost_s) {
+      total[phase] += s;
+      all += s;
+      if (s > most[phase].first) most[phase] = {s, k.name};
+    }
+  if (total.empty()) return;
+  std::vector<std::pair<std::string, double>> rows(total.begin(), total.end());
+  std::sort(rows.begin(), rows.end(),
+            [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::fprintf(stderr, "\ncost per phase (%zu kernels, %.2f s in phases, run %.2f s):\n",
+               report.kernels.size(), all, report.meta.seconds);
+  for (const auto& [phase, s] : rows)
+    std::fprintf(stderr, "  %-10s %8.2f s %5.1f%%  (most: %s, %.2f s)\n", phase.c_str(), s,
+                 all > 0 ? 100 * s / all : 0.0, most[phase].second.c_str(), most[phase].first);
 }
 
 }  // namespace
@@ -354,8 +384,13 @@ int run_check(const CheckArgs& args) {
     for (const auto& path : args.benchmark_json)
       google_benchmark.push_back(read_google_benchmark_json(path));
   kgate::plan::DeviceProbe device([](std::string* why) { return cuda::device_available(why); });
+  if (args.cost) cost::enable({});  // (compiling the packages counts: no device work yet)
   if (const auto exit_code = load_run_packages(args, plan, device)) return *exit_code;
   if (const auto exit_code = choose_backend(args, plan, device)) return *exit_code;
+  // The phases' ends wait for the GPU where this process runs kernels on it (a worker, or
+  // --no-isolate); a parent of workers starts no CUDA context.
+  if (args.cost && plan.backend == Backend::cuda && (args.in_worker() || !args.isolate))
+    cost::enable([] { cuda::synchronize_quietly(); });
   select_run_kernels(args, plan);
   pair_with_base(args, plan);
   check_captured_files(args, plan);
@@ -469,6 +504,7 @@ int run_check(const CheckArgs& args) {
     return static_cast<int>(report.exit_code(args.inconclusive_fails));  // the parent judges
   report.meta.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (args.cost) print_cost(report);
   return conclude(report, args.out_dir, args.inconclusive_fails, writers);
 }
 

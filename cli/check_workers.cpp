@@ -47,6 +47,7 @@ void merge_resumed(KernelReport& into, KernelReport part) {
   a.behaviour_checks += b.behaviour_checks;
   a.worst_margin = std::max(a.worst_margin, b.worst_margin);
   a.seconds += b.seconds;
+  for (const auto& [phase, s] : part.cost_s) into.cost_s[phase] += s;
   if (a.contract.is_object() && b.contract.is_object())
     for (const char* k : {"outside", "refused", "wrong"})
       a.contract[k] = a.contract.value(k, int64_t{0}) + b.contract.value(k, int64_t{0});

@@ -159,6 +159,8 @@ struct CheckArgs {
   std::string devices_text;
   bool warm = false;
   std::optional<double> fragile_margin;
+  /// --cost: wall seconds per phase of each kernel (core/cost.hpp) in report.json and a table.
+  bool cost = false;
 };
 CLI::App* add_check_command(CLI::App& app, CheckArgs& args);
 /// After parsing: the L2 policy, the config file (and the op files it names), and the settings

@@ -330,6 +330,11 @@ nlohmann::json to_json(const RunReport& report) {
     }
     if (!k.base.is_null()) kernel["base"] = k.base;
     if (!k.launches.is_null()) kernel["launches"] = k.launches;
+    if (!k.cost_s.empty()) {
+      json cost = json::object();
+      for (const auto& [phase, s] : k.cost_s) cost[phase] = number(s);
+      kernel["cost_s"] = cost;
+    }
     if (k.workload_variants > 0) {
       json w = {{"variants", k.workload_variants}, {"calls", k.workload_calls}};
       w["speedup_vs_eager"] =
@@ -458,6 +463,9 @@ RunReport report_from_json(const nlohmann::json& j) {
     }
     if (kj.contains("base")) k.base = kj.at("base");
     if (kj.contains("launches")) k.launches = kj.at("launches");
+    if (const auto c = kj.find("cost_s"); c != kj.end() && c->is_object())
+      for (const auto& [phase, s] : c->items())
+        if (s.is_number()) k.cost_s[phase] = s.get<double>();
     if (kj.contains("workload")) {
       const auto& w = kj.at("workload");
       k.workload_variants = w.value("variants", int64_t{0});

@@ -219,6 +219,10 @@ struct KernelReport {
   nlohmann::json launches;
   int64_t workload_variants = 0;  ///< variants timed for the workload view
   int64_t workload_calls = 0;     ///< their total call count
+  /// kgate check --cost: wall seconds per phase (cost.hpp: startup, compile, probe, generate,
+  /// kernel, reference, oracle, judge, behaviour, base, shrink, warmup, timing, other), summed over
+  /// the kernel's workers. Empty without --cost.
+  std::map<std::string, double> cost_s;
 };
 
 /// The end of the warning a correctness twin gets instead of timing (the console groups them).

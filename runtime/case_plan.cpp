@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/captured.hpp"
+#include "core/cost.hpp"
 #include "core/rng.hpp"
 #include "core/safetensors.hpp"
 #include "gates/props/guard_cases.hpp"
@@ -102,6 +103,7 @@ std::vector<Case> speed_cases(const OpSignature& op, const KernelInfo& kernel, u
 
 TileProbe probe_tiles(Runner& runner, const KernelInfo& kernel, const OpSignature& op,
                       const CheckOptions& options, uint64_t seed) {
+  const cost::Scope probing("probe");
   TileProbe p;
   if (options.observed_sizes) {
     p.sizes = *options.observed_sizes;
@@ -256,6 +258,7 @@ std::vector<Case> launch_reaching_cases(const KernelInfo& kernel, const OpSignat
 std::vector<Case> cases_of(const KernelInfo& kernel, const OpSignature& op,
                            const props::KernelTraits& traits, const props::GeneratorOptions& gen,
                            const CheckOptions& options) {
+  const cost::Scope generating("generate");
   auto cases =
       options.only_cases.empty() ? props::generate_cases(op, traits, gen) : options.only_cases;
   if (options.only_cases.empty()) {

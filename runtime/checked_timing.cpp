@@ -38,6 +38,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "core/cost.hpp"
 #include "core/error.hpp"
 #include "core/expr.hpp"
 #include "core/format.hpp"
@@ -161,8 +162,11 @@ class Runner::Impl::CheckedTiming {
 
     // Warm-up until both arms settle, bounded by a share of the time budget (a 65 ms launch on a
     // busy 2-core host never settled within 2%: 20 batches, 13 s, for a 2 s budget).
-    speed::warm_up(arms, options.max_warmup_batches,
-                   options.warmup_budget_share * options.interleave.time_budget_s);
+    {
+      const cost::Scope warming("warmup");
+      speed::warm_up(arms, options.max_warmup_batches,
+                     options.warmup_budget_share * options.interleave.time_budget_s);
+    }
 
     arms.begin_blocks(checking);
     Rng rng(derive_seed(seed, "interleave/" + kernel.name + "/" + c.id(), 0));

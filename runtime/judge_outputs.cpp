@@ -57,6 +57,7 @@
 #include "runtime/cuda/timer.hpp"
 #include "runtime/torch_op.hpp"
 
+#include "core/cost.hpp"
 #include "runtime/runner_internal.hpp"
 
 namespace kgate {
@@ -242,9 +243,13 @@ bool judge_outputs(const OpSignature& op, const OpReference& ref, const Case& c,
     return upcast;
   };
   try {
-    expected =
-        on_copies_if_it_fails([&](const Tensors& in) { return ref.eager(in, attrs); }, ref_inputs);
+    {
+      const cost::Scope eager("reference");
+      expected = on_copies_if_it_fails([&](const Tensors& in) { return ref.eager(in, attrs); },
+                                       ref_inputs);
+    }
     if (with_oracle || conditioned) {
+      const cost::Scope oracle_scope("oracle");
       const Tensors upcast = upcast_inputs();
       oracle =
           on_copies_if_it_fails([&](const Tensors& in) { return ref.oracle(in, attrs); }, upcast);

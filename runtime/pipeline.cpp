@@ -13,6 +13,7 @@
 #include <set>
 
 #include "core/captured.hpp"
+#include "core/cost.hpp"
 #include "core/format.hpp"
 #include "core/rng.hpp"
 #include "core/safetensors.hpp"
@@ -262,10 +263,14 @@ class KernelCheck {
     // A worker that goes on after a kernel's fault judges its cases only: the kernel has failed
     // already. After the reference's faults alone, the behaviour checks and the timing follow here.
     if (options.behaviour_checks && report.correctness.failed == 0 && !runner.context_lost() &&
-        !resumed)
+        !resumed) {
+      const cost::Scope behaviour("behaviour");
       run_behaviour_checks(runner, kernel, op, judged, settings, options, report);
-    if (options.null_calibration_cases > 0 && !runner.context_lost() && !resumed)
+    }
+    if (options.null_calibration_cases > 0 && !runner.context_lost() && !resumed) {
+      const cost::Scope nulls("behaviour");
       run_null_calibration(runner, kernel, op, judged, settings, options, report);
+    }
     warn_of_margin_and_guard();
 
     // The cases timed (here: the UNCHANGED decision records their launches).
@@ -273,11 +278,15 @@ class KernelCheck {
     if (timed.empty() && options.speed)
       for (auto& c : speed_cases(op, kernel, options.seed, options.speed_cases))
         timed.push_back({std::move(c), 0});
-    decide_unchanged();
-    if (baseline && !unchanged) check_baseline_cases();
+    {
+      const cost::Scope base("base");
+      decide_unchanged();
+      if (baseline && !unchanged) check_baseline_cases();
+    }
 
     if (report.correctness.failed > 0) {
       report.outcome = Outcome::failed;
+      const cost::Scope shrinking("shrink");
       shrink_failure();
     } else if (resumed || runner.context_lost()) {
       // No timing: the faults before this worker failed the kernel, or the reference's fault left
@@ -295,6 +304,7 @@ class KernelCheck {
                (launches_note.empty() ? "" : "; " + launches_note) + ")";
       report.speed.push_back(std::move(s));
     } else if (options.speed) {
+      const cost::Scope timing_scope("timing");
       time_kernel();
     }
     finish();
@@ -817,7 +827,25 @@ class KernelCheck {
 
 KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckOptions& options,
                           const KernelInfo* baseline) {
-  return KernelCheck(runner, kernel, options, baseline).run();
+  if (!cost::enabled()) return KernelCheck(runner, kernel, options, baseline).run();
+  // What the process spent before this kernel's first phase (the first kernel of a process: its
+  // start, LibTorch, the plan), and the phases since the last kernel (compiling its package).
+  static bool first = true;
+  std::map<std::string, double> spent = cost::take();
+  if (first) {
+    double before = 0;
+    for (const auto& [phase, s] : spent) before += s;
+    spent["startup"] += std::max(0.0, cost::process_age_s() - before);
+    first = false;
+  }
+  KernelReport r;
+  {
+    const cost::Scope rest("other");  // what no inner phase claims
+    r = KernelCheck(runner, kernel, options, baseline).run();
+  }
+  for (const auto& [phase, s] : cost::take()) spent[phase] += s;
+  r.cost_s = std::move(spent);
+  return r;
 }
 
 double growth_left_after(const CheckOptions& options, const KernelReport& k) {

@@ -57,6 +57,7 @@
 #include "runtime/cuda/timer.hpp"
 #include "runtime/torch_op.hpp"
 
+#include "core/cost.hpp"
 #include "runtime/runner_internal.hpp"
 
 namespace kgate {
@@ -445,6 +446,7 @@ CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c,
   const Starts starts = output_starts(op, &kernel);
   bool kernel_done = false;  // launched, and finished without a fault
   try {
+    std::optional<cost::Scope> generating(std::in_place, "generate");
     const Tensors inputs = case_inputs(ref, c, op, impl_->device);
     // An input written in place (an output's alias) is the kernel's output buffer; the references
     // see a copy of it as it was, and it is exempt from the input-integrity check.
@@ -469,8 +471,10 @@ CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c,
       outputs.push_back(guarded.back().output);
     }
     impl_->sync();
+    generating.reset();
     std::string refusal;
     try {
+      const cost::Scope launching("kernel");
       refusal = impl_->refusal(kernel, inputs, outputs, attrs);
       result.fallback = impl_->launch(kernel, inputs, outputs, attrs);
       // The whole device, not the stream alone: the kernel's work on any stream is done, and its
@@ -533,6 +537,7 @@ CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c,
 
     MemorySlots memory{std::move(inputs_changed), std::move(guards_ok), std::move(whole_unwritten)};
     const std::optional<uint64_t> poison = derive_seed(impl_->poison_salt ^ c.seed, "poison", 0);
+    const cost::Scope judging("judge");
     if (!judge_outputs(op, ref, c, rule, attrs, ref_inputs, outputs, q, memory, poison,
                        impl_->prefill_outputs, starts, impl_->device, sweep_rtols, result, true,
                        impl_->references_on_copies)) {

@@ -165,6 +165,10 @@ int device_count() {
   return count;
 }
 
+void synchronize_quietly() {
+  if (cudaDeviceSynchronize() != cudaSuccess) cudaGetLastError();
+}
+
 void select_device(int ordinal) {
   const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
   const std::string before = visible ? visible : "";

@@ -31,6 +31,10 @@ void select_device(int ordinal);
 /// context.
 int device_count();
 
+/// Waits for the current device's work (cudaDeviceSynchronize), errors ignored: a fault surfaces
+/// where a check looks for it (kgate check --cost's phase boundaries).
+void synchronize_quietly();
+
 /// The GPU CTest assigned this process (CTEST_RESOURCE_GROUP_0_GPUS = "id:1,slots:1" for a test
 /// that declares RESOURCE_GROUPS gpus:1 under a resource spec whose ids are device ordinals), or
 /// nullopt outside such a test.

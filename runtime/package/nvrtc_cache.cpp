@@ -19,6 +19,7 @@
 #include <regex>
 #include <system_error>
 
+#include "core/cost.hpp"
 #include "core/error.hpp"
 #include "core/safe_text.hpp"
 #include "core/suggest.hpp"
@@ -522,6 +523,7 @@ bool compile_and_check(const PackageManifest& m, const CompileOptions& opt, Comp
 
 bool try_compile_package(const PackageManifest& m, const CompileOptions& opt, CompileResult& r,
                          ManifestProblem& problem) {
+  const cost::Scope compiling("compile");
   if (!compile_and_check(m, opt, r, problem)) return false;
   if (r.units.empty()) {
     read_params(r);

@@ -1,0 +1,134 @@
+// Per-phase wall time (cost.hpp).
+#include "core/cost.hpp"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+namespace kgate::cost {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::atomic<bool> on{false};
+std::function<void()>& sync_fn() {
+  static std::function<void()> fn;
+  return fn;
+}
+
+struct Frame {
+  const char* phase;
+  Clock::time_point start;
+};
+struct State {
+  std::vector<Frame> stack;
+  std::map<std::string, double> totals;
+};
+State& state() {
+  thread_local State s;
+  return s;
+}
+
+double seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+void wait_for_device() {
+  if (sync_fn()) sync_fn()();
+}
+
+}  // namespace
+
+void enable(std::function<void()> sync) {
+  sync_fn() = std::move(sync);
+  on = true;
+}
+
+void disable() {
+  on = false;
+  sync_fn() = {};
+}
+
+bool enabled() { return on.load(std::memory_order_relaxed); }
+
+Scope::Scope(const char* phase) {
+  if (!enabled()) return;
+  active_ = true;
+  wait_for_device();
+  State& s = state();
+  const auto now = Clock::now();
+  if (!s.stack.empty()) s.totals[s.stack.back().phase] += seconds(s.stack.back().start, now);
+  s.stack.push_back({phase, now});
+}
+
+Scope::~Scope() {
+  if (!active_) return;
+  try {
+    wait_for_device();
+  } catch (...) {
+    // A fault surfaces where the check looks for it, not here.
+  }
+  State& s = state();
+  if (s.stack.empty()) return;
+  const auto now = Clock::now();
+  s.totals[s.stack.back().phase] += seconds(s.stack.back().start, now);
+  s.stack.pop_back();
+  if (!s.stack.empty()) s.stack.back().start = now;
+}
+
+std::map<std::string, double> take() {
+  State& s = state();
+  const auto now = Clock::now();
+  for (auto& f : s.stack) {  // an open phase: what it took so far
+    s.totals[f.phase] += seconds(f.start, now);
+    f.start = now;
+  }
+  std::map<std::string, double> out;
+  out.swap(s.totals);
+  return out;
+}
+
+namespace {
+
+// The process's age from /proc (0 where unreadable: a sandboxed worker may not read /proc).
+double age_from_proc() {
+  std::ifstream stat("/proc/self/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const auto close = text.rfind(')');
+  std::ifstream uptime_file("/proc/uptime");
+  double uptime = 0;
+  if (close == std::string::npos || !(uptime_file >> uptime)) return 0;
+  std::istringstream rest(text.substr(close + 2));
+  std::string field;
+  // Fields after the command: state is field 3; starttime is field 22.
+  for (int i = 3; i < 22 && (rest >> field); ++i) {
+  }
+  unsigned long long start_ticks = 0;
+  if (!(rest >> start_ticks)) return 0;
+  const long hz = sysconf(_SC_CLK_TCK);
+  if (hz <= 0) return 0;
+  const double age = uptime - static_cast<double>(start_ticks) / static_cast<double>(hz);
+  return age > 0 ? age : 0;
+}
+
+// Read when this library loads, before any sandbox: the age then, and when.
+struct AgeAtLoad {
+  double age = age_from_proc();
+  Clock::time_point at = Clock::now();
+};
+const AgeAtLoad age_at_load;
+
+}  // namespace
+
+double process_age_s() {
+  if (const double age = age_from_proc(); age > 0) return age;
+  if (age_at_load.age <= 0) return 0;
+  return age_at_load.age + seconds(age_at_load.at, Clock::now());
+}
+
+}  // namespace kgate::cost
