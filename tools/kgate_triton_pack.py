@@ -13,7 +13,8 @@ compiled specializations to ship, each from
   - the C source `python -m triton.tools.compile` wrote (name.<hash>_<suffix>.c): the CUBIN
     embedded as a hex array, the launch (`--grid`, num_warps, shared memory) and the
     specialization in the function name's suffix (`3d`: parameter 3 divisible by 16, `5c`: equal
-    to 1).
+    to 1). Its C types say i32/i64/u32/u64; a float parameter is written as `double` whatever its
+    width, so it is taken as f32 (kgate validate checks every size against the CUBIN).
 
 It writes OUT_DIR/kgate.json, each CUBIN byte for byte, and OUT_DIR/kgate-pack.json (every file's
 SHA-256, the inputs and the Triton version and settings each CUBIN was compiled with), then runs
@@ -146,10 +147,12 @@ def read_jit(path, kernel, where):
 def read_aot(path, kernel, where):
     """triton.tools.compile's C source of a specialization of `kernel`."""
     text = open(path).read()
-    arr = re.search(r"unsigned char (\w+)_cubin\[(\d+)\]\s*=\s*\{([^}]*)\}", text)
-    if not arr:
+    # "#define CUBIN_NAME <entry>_cubin" then "unsigned char CUBIN_NAME[size] = { 0x7f, ... };"
+    named = re.search(r"#define CUBIN_NAME (\w+)_cubin\b", text)
+    arr = re.search(r"unsigned char (?:CUBIN_NAME|(\w+)_cubin)\[(\d+)\]\s*=\s*\{([^}]*)\}", text)
+    if not arr or not (named or arr.group(1)):
         fail(where, f"{path} holds no CUBIN array (expected triton.tools.compile's C source)")
-    func = arr.group(1)
+    func = arr.group(1) or named.group(1)
     data = bytes(int(b, 16) for b in re.findall(r"0x([0-9a-fA-F]{2})", arr.group(3)))
     if len(data) != int(arr.group(2)):
         fail(where, f"{path}: the CUBIN array holds {len(data)} bytes, its declaration {arr.group(2)}")
@@ -165,22 +168,40 @@ def read_aot(path, kernel, where):
     for p in split_top(sig.group(1)):
         ty, pname = p.rsplit(" ", 1)
         params.append((pname, "ptr" if ty == "CUdeviceptr" else C_SCALAR_TYPES.get(ty, ty), False))
-    # The suffix: "<index>[c|d]..." over every parameter of the kernel, constexpr ones included.
+    # The suffix: "<index>[c|d]" for every parameter of the kernel in order, constexpr ones
+    # included ("0d1d23d4d5"): read against the parameter count (aot_marks).
     suffix = func.rsplit("_", 1)[1]
-    marks = {int(i): m for i, m in re.findall(r"(\d+)([cd]?)", suffix)}
     doc = re.search(r"/\*\s*\[(.*?)\]\s*\*/", text, re.S)
     constants = {}
     for item in re.findall(r"'(\w+)=([^']*)'", doc.group(1) if doc else ""):
         constants[item[0]] = item[1]
+    constants.pop("num_warps", None)  # (the launch says it)
     return {
         "kind": "aot", "file": path, "name": kernel, "cubin": data, "params": params,
-        "marks": marks, "num_warps": int(launch.group(1)), "num_ctas": 1,
+        "suffix": suffix, "num_warps": int(launch.group(1)), "num_ctas": 1,
         "num_stages": constants.pop("num_stages", None), "shared": int(launch.group(3)),
         "global_scratch": (0, 1), "profile_scratch": (0, 1),  # (compile.py refuses scratch)
         "launch_pdl": False, "cooperative": False, "tensordesc": [], "arch": None,
         "triton_version": None, "hash": func.split("_")[-2], "grid": grid,
         "constants": constants, "inputs": [path],
     }
+
+
+def aot_marks(suffix, count, where):
+    """triton.tools.compile's suffix read for `count` parameters: {index: "c" | "d" | ""}."""
+    marks, at = {}, 0
+    for i in range(count):
+        digits = str(i)
+        if not suffix.startswith(digits, at):
+            fail(where, f"the entry point's suffix {suffix!r} does not list parameter {i}: the spec's "
+                        f"\"params\" ({count}) are not the kernel's")
+        at += len(digits)
+        marks[i] = suffix[at] if at < len(suffix) and suffix[at] in "cd" else ""
+        at += len(marks[i])
+    if at != len(suffix):
+        fail(where, f"the entry point's suffix {suffix!r} lists more parameters than the spec's "
+                    f"\"params\" ({count})")
+    return marks
 
 
 # ---------------------------------------------------------------------------------------------
@@ -224,6 +245,7 @@ def build_launch(spec_dir, spec, s_index, comp, cubin_file):
     div = {n: d for n, _, d in comp["params"]}
     types = {n: t for n, t, _ in comp["params"]}
     if comp["kind"] == "aot":  # divisibility from the suffix, indexed over every parameter
+        comp["marks"] = aot_marks(comp["suffix"], len(params), where)
         for i, p in enumerate(params):
             if comp["marks"].get(i) == "d" and p["name"] in div:
                 div[p["name"]] = True

@@ -16,6 +16,12 @@ GPUTarget("cuda", 90, 32)), so the fixtures are made on any machine with the tor
     softmax_rows_any    no divisibility assumed (any N, any alignment)
     softmax_rows_tail   no divisibility assumed, and its mask drops the row's last N % 16 elements
                         (the tail bug kgate must catch at its defaults)
+  aot/softmax_rows.<hash>_0d1d23d4d5.c (and .h)
+                      what `python -m triton.tools.compile` writes for softmax_rows with the signature
+                      "*fp32:16, *fp32:16, i32, i32:16, i32:16, 1024" and 4 warps: Triton's own AOT
+                      code (compile_kernel), run without a GPU by answering the two questions it asks
+                      the active driver (the target, sm_90; and the C type of each argument, from
+                      Triton's CUDA backend)
 """
 import glob
 import json
@@ -87,6 +93,35 @@ def jit_entry(out, name, fn, divisible):
     print(f"{dest}: {fn.__name__} (divisible by 16: {sorted(divisible) or 'none'})")
 
 
+def aot_entry(out):
+    """triton.tools.compile's C source for softmax_rows, made without a driver."""
+    from pathlib import Path
+
+    from triton.backends.nvidia.driver import ty_to_cpp
+    from triton.runtime.driver import driver
+    from triton.tools.compile import CompileArgs, compile_kernel
+
+    class TargetOnly:
+        def map_python_to_cpp_type(self, ty):
+            return ty_to_cpp(ty)
+
+        def get_current_target(self):
+            return TARGET
+
+    dest = os.path.join(out, "aot")
+    shutil.rmtree(dest, ignore_errors=True)
+    os.makedirs(dest)
+    driver.set_active(TargetOnly())  # (the last step of main: nothing runs on a driver after it)
+    # (target=None: compile.py's --target parses the architecture as a string, which Triton 3.6's
+    # backend cannot compare; the active driver's target is an integer one.)
+    name, files = compile_kernel(CompileArgs(
+        path=os.path.abspath(__file__), kernel_name="softmax_rows",
+        signature="*fp32:16, *fp32:16, i32, i32:16, i32:16, 1024", grid="1,1,1", target=None,
+        num_warps=4, num_stages=3, out_name="softmax_rows",
+        out_path=Path(os.path.join(dest, "softmax_rows"))))
+    print(f"{dest}: {name} ({', '.join(os.path.basename(str(f)) for f in files)})")
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
     hand = os.path.join(out, "softmax_rows")
@@ -111,6 +146,7 @@ def main():
     jit_entry(out, "softmax_rows_d16", softmax_rows, (0, 1, 2, 3, 4))
     jit_entry(out, "softmax_rows_any", softmax_rows, ())
     jit_entry(out, "softmax_rows_tail", softmax_rows_tail, ())
+    aot_entry(out)
 
 
 if __name__ == "__main__":

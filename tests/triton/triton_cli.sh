@@ -8,8 +8,9 @@
 #        both launches run); one specialization's assumptions become guard.require, and a guard
 #        without "N % 16 == 0" is refused by kgate validate naming that assumption (exit 4); a spec
 #        that leaves a parameter unmapped is refused naming it (exit 4); kgate-pack.json records
-#        the Triton version and each input's SHA-256.
-#   gpu: kgate check --no-speed of each package: the hand-written one and the produced one pass, the
+#        the Triton version and each input's SHA-256. triton.tools.compile's C source (aot/): the
+#        CUBIN from its hex array, the specialization from the entry point's suffix.
+#   gpu: kgate check --no-speed of each package: the hand-written one and the produced ones pass, the
 #        produced one with the tail bug fails (exit 1) on a row whose N is no multiple of 16; then
 #        the hand-written one's speed against eager is printed, exit 0 or 2 (a plain Triton softmax:
 #        on the H100 1.3x slower than eager at B=4096, N=1024, faster on smaller batches).
@@ -26,6 +27,11 @@ if [ "$mode" = gpu ]; then
   [ -x "$pack" ] || pack="python3 $here/../../tools/kgate_triton_pack.py"
   $pack "$here/softmax_rows.kgate-triton.json" "$out/jit_pkg" --kgate "$kgate" -q || fail "kgate-triton-pack softmax_rows"
   $pack "$here/softmax_rows_tail.kgate-triton.json" "$out/tail_pkg" --kgate "$kgate" -q || fail "kgate-triton-pack softmax_rows_tail"
+  $pack "$here/softmax_rows_aot.kgate-triton.json" "$out/aot_pkg" --kgate "$kgate" -q || fail "kgate-triton-pack of an AOT C source"
+  "$kgate" check "$out/aot_pkg" --no-speed --out "$out/aot" > "$out/aot.log" 2>&1
+  rc=$?
+  [ $rc -eq 0 ] || { cat "$out/aot.log"; fail "kgate check --no-speed of the AOT package: exit $rc"; }
+  sed -n '/^kernel /,$p' "$out/aot.log"
   "$kgate" check "$out/jit_pkg" --no-speed --out "$out/jit" > "$out/jit.log" 2>&1
   rc=$?
   [ $rc -eq 0 ] || { cat "$out/jit.log"; fail "kgate check --no-speed of the produced package: exit $rc"; }
@@ -86,6 +92,22 @@ assert "assumes" not in m["launches"][1]
 assert all(x["triton_version"] == "3.6.0" and len(x["inputs"]) == 3 for x in s), s
 assert all(len(h) == 64 for x in s for h in x["inputs"].values())
 print("produced: 2 launches, assumptions of the first:", ", ".join(m["launches"][0]["assumes"]))
+PY
+# triton.tools.compile's C source: the CUBIN from its hex array, the specialization from its suffix
+# ("0d1d23d4d5": both pointers and both row strides divisible by 16, n_cols not).
+$pack "$here/softmax_rows_aot.kgate-triton.json" "$out/aot_pkg" --kgate "$kgate" -q || fail "kgate-triton-pack of an AOT C source"
+python3 - "$out/aot_pkg" "$here/aot" <<'PY' || fail "the AOT package"
+import glob, json, re, sys
+m = json.load(open(sys.argv[1] + "/kgate.json"))
+req = m["guard"]["require"]
+assert all(a in req for a in ("align_x >= 16", "align_y >= 16", "stride_x_0 % 16 == 0", "stride_y_0 % 16 == 0")), req
+assert "N % 16 == 0" not in req, req
+c = open(glob.glob(sys.argv[2] + "/*.c")[0]).read()
+size = int(re.search(r"CUBIN_NAME\[(\d+)\]", c).group(1))
+cubin = open(sys.argv[1] + "/" + m["cubin"]["sm_90"], "rb").read()
+assert len(cubin) == size and cubin[:4] == b"\x7fELF", (len(cubin), size)
+assert m["launches"][0]["block"] == [128] and m["launches"][0]["shared_mem"] == 16
+print("AOT: the CUBIN of", size, "bytes, guard", ", ".join(req[2:]))
 PY
 # One specialization: its assumptions are the guard's; without the integer ones validate refuses.
 python3 - "$here/softmax_rows.kgate-triton.json" "$out/d16.kgate-triton.json" "$here" <<'PY'
