@@ -23,7 +23,8 @@ shared memory (its limit raised where it is above 48 KiB, as Triton's launcher d
 cluster, the two scratch pointers Triton appends (null, or a workspace where the kernel needs
 scratch), and its assumptions (`tt.divisibility`, parameters specialized as 1) as the launch's
 `assumes` and, for one specialization, as `guard.require`; several are dispatched by `when`, each
-its own assumptions and the user's `when`, first match first. Needs only Python 3 (no Triton, no
+its own assumptions and the user's `when`, first match first. A cooperative or PDL launch gets
+`"cooperative"` / `"pdl"`; tensor descriptors (TMA) are refused. Needs only Python 3 (no Triton, no
 GPU): compiling is Triton's, checking is kgate's.
 """
 import argparse
@@ -234,10 +235,6 @@ def build_launch(spec_dir, spec, s_index, comp, cubin_file):
         if n not in by_name:
             fail(where, f"the compiled kernel takes parameter {n!r}, which \"params\" does not map "
                         f"(its parameters: {', '.join(compiled)})")
-    if comp["launch_pdl"] or comp["cooperative"]:
-        fail(where, "the kernel is compiled for a "
-             + ("programmatic dependent launch (launch_pdl)" if comp["launch_pdl"]
-                else "cooperative launch") + ", which kgate packages do not launch yet")
     if comp["tensordesc"]:
         fail(where, "the kernel takes tensor descriptors (TMA: tensordesc), which kgate packages "
                     "do not launch yet")
@@ -327,6 +324,10 @@ def build_launch(spec_dir, spec, s_index, comp, cubin_file):
         launch["max_dynamic_shared_mem"] = comp["shared"]
     if comp["num_ctas"] != 1:
         launch["cluster"] = [comp["num_ctas"]]
+    if comp["cooperative"]:
+        launch["cooperative"] = True
+    if comp["launch_pdl"]:
+        launch["pdl"] = True
     if assumes:
         launch["assumes"] = assumes
     return launch, workspaces

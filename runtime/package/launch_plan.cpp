@@ -261,6 +261,8 @@ class LaunchPlanner {
       p.max_dynamic_shared_mem = static_cast<uint32_t>(limit);
     }
     p.carveout = l.carveout;
+    p.cooperative = l.cooperative;
+    p.pdl = l.pdl;
     for (std::size_t d = 0; d < l.cluster.size() && d < 3; ++d) {
       const std::string f = field + ".cluster[" + std::to_string(d) + "]";
       const int64_t c = eval(f, l.cluster[d]);

@@ -154,6 +154,12 @@ struct Launch {
   std::optional<Expr> max_dynamic_shared_mem;
   std::optional<int> carveout;
   std::vector<Expr> cluster;
+  /// Launched cooperatively (CU_LAUNCH_ATTRIBUTE_COOPERATIVE: the kernel syncs its whole grid, so
+  /// every block must be resident at once) and with programmatic dependent launch
+  /// (CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION, sm_90 and later), as the kernel's
+  /// host code launches it (a Triton kernel's launch_cooperative_grid and launch_pdl).
+  bool cooperative = false;
+  bool pdl = false;
   /// This launch's own precompiled CUBINs (architecture -> package-relative path), loaded as a
   /// module of its own: a kernel compiled once per specialization (a Triton kernel). Empty: the
   /// package's cubin, fatbin, PTX or sources.

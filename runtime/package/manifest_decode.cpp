@@ -336,6 +336,8 @@ LaunchSource launch(const json& l, const std::string& field) {
       c != l.end() && c->is_number_integer())  // (the schema: -1 to 100)
     out.carveout = static_cast<int>(c->get<int64_t>());
   out.cluster = expr_list(l, field, "cluster");
+  out.cooperative = l.value("cooperative", false) == true;
+  out.pdl = l.value("pdl", false) == true;
   if (auto args = l.find("args"); args != l.end()) {
     out.has_args = true;
     for (std::size_t j = 0; args->is_array() && j < args->size(); ++j) {

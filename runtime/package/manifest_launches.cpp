@@ -299,6 +299,8 @@ void check_launches(const ManifestSource& s, CheckState& st) {
       launch.max_dynamic_shared_mem = st.expr_at(*l.max_dynamic_shared_mem);
     launch.carveout = l.carveout;
     if (l.cluster) launch.cluster = expr_list(st, l.cluster, sub(l.field, "cluster"), false);
+    launch.cooperative = l.cooperative;
+    launch.pdl = l.pdl;
     if (!l.has_args)
       st.problem(sub(l.field, "args"),
                  "missing; expected an array of kernel arguments in parameter order, such as "

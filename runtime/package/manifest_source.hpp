@@ -130,6 +130,7 @@ struct LaunchSource {
   std::optional<ExprSource> max_dynamic_shared_mem;
   std::optional<int> carveout;
   ExprList cluster;
+  bool cooperative = false, pdl = false;  ///< "cooperative", "pdl" (booleans: the schema)
   bool has_args = false;
   std::vector<ArgSource> args;
   std::optional<WhenSource> when;

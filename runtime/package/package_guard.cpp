@@ -322,6 +322,7 @@ std::vector<CaseLaunch> case_launches(const PackageManifest& manifest, const OpS
       r.max_dynamic_shared_mem =
           eval(*l.max_dynamic_shared_mem, l.field + ".max_dynamic_shared_mem");
     r.violated = launch_assumption_violation(l, values);
+    r.pdl = l.pdl;
     out.push_back(std::move(r));
   }
   return out;
@@ -395,6 +396,11 @@ std::vector<std::string> case_launch_problems(const PackageManifest& manifest,
                     " bytes of dynamic shared memory, more than the " +
                     std::to_string(props.smem_per_block_optin) +
                     " a block can opt in to on this device");
+    if (l.pdl && props.arch < 90)
+      out.push_back(at +
+                    ": a programmatic dependent launch (\"pdl\"), which needs sm_90 or later; "
+                    "the device is sm_" +
+                    std::to_string(props.arch));
     if (l.cluster[0] > 0 && props.arch < 90)
       out.push_back(at + ": a thread-block cluster, which needs sm_90 or later; the device is sm_" +
                     std::to_string(props.arch));

@@ -476,19 +476,34 @@ void launch_package(const PackageState& state, const KernelCall& call) {
     if (l.empty) continue;
     auto params = l.kernel_params();
     try {
-      if (l.cluster[0] == 0) {
+      if (l.cluster[0] == 0 && !l.cooperative && !l.pdl) {
         KGATE_DRIVER_CALL(api.LaunchKernel(functions[i], l.grid[0], l.grid[1], l.grid[2],
                                            l.block[0], l.block[1], l.block[2], l.shared_mem, stream,
                                            params.data(), nullptr));
-      } else {  // a thread-block cluster ("cluster"): cuLaunchKernelEx with its dimensions
+      } else {  // a cluster, a cooperative or a PDL launch: cuLaunchKernelEx with its attributes
         if (!api.LaunchKernelEx)
           throw Error(ErrorKind::device,
-                      "the driver has no cuLaunchKernelEx, which cluster launches need");
-        CUlaunchAttribute attr{};
-        attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-        attr.value.clusterDim.x = l.cluster[0];
-        attr.value.clusterDim.y = l.cluster[1];
-        attr.value.clusterDim.z = l.cluster[2];
+                      "the driver has no cuLaunchKernelEx, which cluster, cooperative and "
+                      "programmatic dependent launches need");
+        CUlaunchAttribute attrs[3] = {};
+        unsigned n = 0;
+        if (l.cluster[0] != 0) {
+          attrs[n].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+          attrs[n].value.clusterDim.x = l.cluster[0];
+          attrs[n].value.clusterDim.y = l.cluster[1];
+          attrs[n].value.clusterDim.z = l.cluster[2];
+          ++n;
+        }
+        if (l.cooperative) {
+          attrs[n].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+          attrs[n].value.cooperative = 1;
+          ++n;
+        }
+        if (l.pdl) {
+          attrs[n].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+          attrs[n].value.programmaticStreamSerializationAllowed = 1;
+          ++n;
+        }
         CUlaunchConfig config{};
         config.gridDimX = l.grid[0];
         config.gridDimY = l.grid[1];
@@ -498,8 +513,8 @@ void launch_package(const PackageState& state, const KernelCall& call) {
         config.blockDimZ = l.block[2];
         config.sharedMemBytes = l.shared_mem;
         config.hStream = stream;
-        config.attrs = &attr;
-        config.numAttrs = 1;
+        config.attrs = attrs;
+        config.numAttrs = n;
         KGATE_DRIVER_CALL(api.LaunchKernelEx(&config, functions[i], params.data(), nullptr));
       }
     } catch (const Error& e) {  // the context is only built on failure: launches are timed

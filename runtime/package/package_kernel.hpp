@@ -84,6 +84,7 @@ struct CaseLaunch {
   int64_t shared_mem = 0;
   std::optional<int64_t> max_dynamic_shared_mem;
   std::string error;
+  bool pdl = false;  ///< a programmatic dependent launch (sm_90 and later)
   /// An assumption of the launch's binary the case breaks (launch_assumption_violation), or "".
   std::string violated;
 };
@@ -200,7 +201,9 @@ struct PlannedLaunch {
   std::optional<uint32_t> max_dynamic_shared_mem;
   std::optional<int> carveout;
   std::array<uint32_t, 3> cluster{0, 0, 0};
-  bool empty = false;  ///< a grid or block dimension is 0: nothing to launch
+  bool cooperative = false;  ///< "cooperative"
+  bool pdl = false;          ///< "pdl": programmatic dependent launch
+  bool empty = false;        ///< a grid or block dimension is 0: nothing to launch
   std::vector<PlannedArg> args;
 
   /// The parameters laid out as the kernel's parameter struct would be (each value at an offset

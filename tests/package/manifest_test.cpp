@@ -461,8 +461,8 @@ TEST_F(ManifestTest, KernelTypoInLaunch) {
                 line("launches[0].kernal",
                      "unknown key \"kernal\"; did you mean \"kernel\"? "
                      "expected one of: for_each, kernel, grid, block, "
-                     "nvrtc_options, shared_mem, max_dynamic_shared_mem, carveout, cluster, cubin, "
-                     "assumes, args, when"),
+                     "nvrtc_options, shared_mem, max_dynamic_shared_mem, carveout, cluster, "
+                     "cooperative, pdl, cubin, assumes, args, when"),
                 line("launches[0].kernel",
                      "missing; expected a kernel name expression such as "
                      "\"softmax_rows<float>\", or an object of them per dtype such as "
@@ -1516,10 +1516,10 @@ TEST(ManifestSchema, DescribesTheSameTopLevelKeys) {
   for (const auto& item : schema.at("$defs").at("launch").at("properties").items())
     launch_keys.push_back(item.key());
   std::sort(launch_keys.begin(), launch_keys.end());
-  EXPECT_EQ(launch_keys,
-            (std::vector<std::string>{"args", "assumes", "block", "carveout", "cluster", "cubin",
-                                      "for_each", "grid", "kernel", "max_dynamic_shared_mem",
-                                      "nvrtc_options", "shared_mem", "when"}));
+  EXPECT_EQ(launch_keys, (std::vector<std::string>{"args", "assumes", "block", "carveout",
+                                                   "cluster", "cooperative", "cubin", "for_each",
+                                                   "grid", "kernel", "max_dynamic_shared_mem",
+                                                   "nvrtc_options", "pdl", "shared_mem", "when"}));
   std::vector<std::string> arg_kinds;
   for (const auto& variant : schema.at("$defs").at("arg").at("oneOf"))
     arg_kinds.push_back(variant.at("required").at(0).get<std::string>());

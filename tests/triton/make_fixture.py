@@ -16,6 +16,8 @@ GPUTarget("cuda", 90, 32)), so the fixtures are made on any machine with the tor
     softmax_rows_any    no divisibility assumed (any N, any alignment)
     softmax_rows_tail   no divisibility assumed, and its mask drops the row's last N % 16 elements
                         (the tail bug kgate must catch at its defaults)
+    softmax_rows_pdl    as softmax_rows_any, compiled for a cooperative launch with programmatic
+                        dependent launch (launch_cooperative_grid, launch_pdl)
   aot/softmax_rows.<hash>_0d1d23d4d5.c (and .h)
                       what `python -m triton.tools.compile` writes for softmax_rows with the signature
                       "*fp32:16, *fp32:16, i32, i32:16, i32:16, 1024" and 4 warps: Triton's own AOT
@@ -65,17 +67,17 @@ SIGNATURE = {"x_ptr": "*fp32", "y_ptr": "*fp32", "n_cols": "i32", "x_row_stride"
 TARGET = GPUTarget("cuda", 90, 32)
 
 
-def compile_one(fn, divisible):
+def compile_one(fn, divisible, **options):
     attrs = {(i,): [["tt.divisibility", 16]] for i in divisible}
     source = ASTSource(fn=fn, signature=SIGNATURE, constexprs={"BLOCK": 1024}, attrs=attrs)
-    return triton.compile(source, target=TARGET, options={"num_warps": 4})
+    return triton.compile(source, target=TARGET, options={"num_warps": 4, **options})
 
 
-def jit_entry(out, name, fn, divisible):
+def jit_entry(out, name, fn, divisible, **options):
     """Compiles into a cache directory of its own and keeps what kgate-triton-pack reads."""
     with tempfile.TemporaryDirectory() as cache:
         os.environ["TRITON_CACHE_DIR"] = cache
-        compile_one(fn, divisible)
+        compile_one(fn, divisible, **options)
         found = glob.glob(os.path.join(cache, "*", fn.__name__ + ".json"))
         assert len(found) == 1, found
         entry = os.path.dirname(found[0])
@@ -109,8 +111,9 @@ def aot_entry(out):
             return TARGET
 
     dest = os.path.join(out, "aot")
-    shutil.rmtree(dest, ignore_errors=True)
-    os.makedirs(dest)
+    os.makedirs(dest, exist_ok=True)
+    for old in glob.glob(os.path.join(dest, "*.[ch]")):  # (its .clang-format stays)
+        os.remove(old)
     driver.set_active(TargetOnly())  # (the last step of main: nothing runs on a driver after it)
     # (target=None: compile.py's --target parses the architecture as a string, which Triton 3.6's
     # backend cannot compare; the active driver's target is an integer one.)
@@ -146,6 +149,7 @@ def main():
     jit_entry(out, "softmax_rows_d16", softmax_rows, (0, 1, 2, 3, 4))
     jit_entry(out, "softmax_rows_any", softmax_rows, ())
     jit_entry(out, "softmax_rows_tail", softmax_rows_tail, ())
+    jit_entry(out, "softmax_rows_pdl", softmax_rows, (), launch_pdl=True, launch_cooperative_grid=True)
     aot_entry(out)
 
 

@@ -32,6 +32,18 @@ if [ "$mode" = gpu ]; then
   rc=$?
   [ $rc -eq 0 ] || { cat "$out/aot.log"; fail "kgate check --no-speed of the AOT package: exit $rc"; }
   sed -n '/^kernel /,$p' "$out/aot.log"
+  python3 - "$here/softmax_rows.kgate-triton.json" "$out/pdl.kgate-triton.json" "$here" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+m["specializations"] = [{"from": sys.argv[3] + "/jit/softmax_rows_pdl"}]
+m["package"]["guard"]["shapes"]["B"]["max"] = 1024  # (a cooperative grid must be resident at once)
+json.dump(m, open(sys.argv[2], "w"), indent=2)
+PY
+  $pack "$out/pdl.kgate-triton.json" "$out/pdl_pkg" --kgate "$kgate" -q || fail "kgate-triton-pack of a PDL kernel"
+  "$kgate" check "$out/pdl_pkg" --no-speed --out "$out/pdl" > "$out/pdl.log" 2>&1
+  rc=$?
+  [ $rc -eq 0 ] || { cat "$out/pdl.log"; fail "kgate check --no-speed of the cooperative PDL package: exit $rc"; }
+  sed -n '/^kernel /,$p' "$out/pdl.log"
   "$kgate" check "$out/jit_pkg" --no-speed --out "$out/jit" > "$out/jit.log" 2>&1
   rc=$?
   [ $rc -eq 0 ] || { cat "$out/jit.log"; fail "kgate check --no-speed of the produced package: exit $rc"; }
@@ -109,6 +121,22 @@ assert len(cubin) == size and cubin[:4] == b"\x7fELF", (len(cubin), size)
 assert m["launches"][0]["block"] == [128] and m["launches"][0]["shared_mem"] == 16
 print("AOT: the CUBIN of", size, "bytes, guard", ", ".join(req[2:]))
 PY
+# A kernel compiled for a cooperative launch with PDL: its launch says so; a GPU before sm_90 cannot
+# launch it (validate names the attribute).
+python3 - "$here/softmax_rows.kgate-triton.json" "$out/pdl.kgate-triton.json" "$here" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+m["specializations"] = [{"from": sys.argv[3] + "/jit/softmax_rows_pdl"}]
+m["package"]["guard"]["shapes"]["B"]["max"] = 1024  # (a cooperative grid must be resident at once)
+json.dump(m, open(sys.argv[2], "w"), indent=2)
+PY
+$pack "$out/pdl.kgate-triton.json" "$out/pdl_pkg" --kgate "$kgate" -q || fail "kgate-triton-pack of a PDL kernel"
+python3 -c "import json,sys; l=json.load(open(sys.argv[1]))['launches'][0]; sys.exit(0 if l.get('pdl') is True and l.get('cooperative') is True else 1)" \
+  "$out/pdl_pkg/kgate.json" || fail "the PDL kernel's launch has no \"pdl\"/\"cooperative\""
+"$kgate" validate "$out/pdl_pkg" --device-props a100-sxm > "$out/pdl_a100.log" 2>&1
+rc=$?
+[ $rc -eq 4 ] && grep -q 'a programmatic dependent launch ("pdl"), which needs sm_90 or later' "$out/pdl_a100.log" ||
+  { cat "$out/pdl_a100.log"; fail "a PDL launch on an sm_80 device: exit $rc, expected 4 naming \"pdl\""; }
 # One specialization: its assumptions are the guard's; without the integer ones validate refuses.
 python3 - "$here/softmax_rows.kgate-triton.json" "$out/d16.kgate-triton.json" "$here" <<'PY'
 import json, sys
