@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -95,25 +96,25 @@ std::map<std::string, double> take() {
 
 namespace {
 
-// The process's age from /proc (0 where unreadable: a sandboxed worker may not read /proc).
+// The process's age from /proc, in clock ticks' resolution (10 ms); -1 where unreadable (a
+// sandboxed worker may not read /proc).
 double age_from_proc() {
   std::ifstream stat("/proc/self/stat");
   std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
   const auto close = text.rfind(')');
   std::ifstream uptime_file("/proc/uptime");
   double uptime = 0;
-  if (close == std::string::npos || !(uptime_file >> uptime)) return 0;
+  if (close == std::string::npos || !(uptime_file >> uptime)) return -1;
   std::istringstream rest(text.substr(close + 2));
   std::string field;
   // Fields after the command: state is field 3; starttime is field 22.
   for (int i = 3; i < 22 && (rest >> field); ++i) {
   }
   unsigned long long start_ticks = 0;
-  if (!(rest >> start_ticks)) return 0;
+  if (!(rest >> start_ticks)) return -1;
   const long hz = sysconf(_SC_CLK_TCK);
-  if (hz <= 0) return 0;
-  const double age = uptime - static_cast<double>(start_ticks) / static_cast<double>(hz);
-  return age > 0 ? age : 0;
+  if (hz <= 0) return -1;
+  return std::max(0.0, uptime - static_cast<double>(start_ticks) / static_cast<double>(hz));
 }
 
 // Read when this library loads, before any sandbox: the age then, and when.
@@ -126,9 +127,12 @@ const AgeAtLoad age_at_load;
 }  // namespace
 
 double process_age_s() {
-  if (const double age = age_from_proc(); age > 0) return age;
-  if (age_at_load.age <= 0) return 0;
-  return age_at_load.age + seconds(age_at_load.at, Clock::now());
+  // The later of /proc's (coarse) and the age at load plus the time since (fine): positive from
+  // the first moment, right where /proc cannot be read.
+  const double since_load =
+      age_at_load.age >= 0 ? age_at_load.age + seconds(age_at_load.at, Clock::now()) : -1;
+  const double age = std::max(age_from_proc(), since_load);
+  return age > 0 ? age : 0;
 }
 
 }  // namespace kgate::cost
