@@ -45,6 +45,24 @@ TEST(Pipeline, CorrectCpuKernelPassesAndIsTimed) {
   EXPECT_FALSE(s.candidate_ns.empty());
 }
 
+TEST(Pipeline, TheRunsBudgetGrowthLeftAfterAKernel) {
+  // What a kernel's comparisons grew by is taken from what the run had left (a worker is told it;
+  // the first process has all of --budget-growth), never below 0.
+  CheckOptions o;
+  o.timing.interleave.growth_s = 30;
+  KernelReport k;
+  k.speed.resize(3);
+  k.speed[0].budget_grown_s = 3;
+  k.speed[2].budget_grown_s = 4;
+  EXPECT_DOUBLE_EQ(growth_left_after(o, k), 23);
+  o.worker.growth_left_s = 10;
+  EXPECT_DOUBLE_EQ(growth_left_after(o, k), 3);
+  o.worker.growth_left_s = 5;
+  EXPECT_DOUBLE_EQ(growth_left_after(o, k), 0);
+  o.worker.growth_left_s = 0;  // (0 left is 0 left, not the whole of --budget-growth)
+  EXPECT_DOUBLE_EQ(growth_left_after(o, KernelReport{}), 0);
+}
+
 // One small timed case (the speed shapes take ~0.1 s a launch on a cpu).
 CheckOptions quick_small_timing() {
   auto o = quick();

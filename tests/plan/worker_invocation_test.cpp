@@ -56,6 +56,19 @@ TEST(WorkerInvocation, AReferenceOnCopiesFromTheFirstCaseStillSaysWhereToResume)
   EXPECT_EQ(w.args(), (Args{"--only", "k", "--out", "o", "--in-worker"}));
 }
 
+TEST(WorkerInvocation, AWorkerIsToldTheBudgetGrowthTheRunHasLeft) {
+  WorkerInvocation w;
+  w.only = "k";
+  w.out_dir = "o";
+  w.task.growth_left_s = 12.5;
+  EXPECT_EQ(w.args(),
+            (Args{"--only", "k", "--out", "o", "--in-worker", "--growth-left", "12.500"}));
+  w.task.growth_left_s = 0;  // none left: said, so that the worker does not take the whole cap
+  EXPECT_EQ(w.args(), (Args{"--only", "k", "--out", "o", "--in-worker", "--growth-left", "0.000"}));
+  w.task.growth_left_s = -1;  // not told: the worker's own --budget-growth
+  EXPECT_EQ(w.args(), (Args{"--only", "k", "--out", "o", "--in-worker"}));
+}
+
 TEST(WorkerInvocation, OneCaseAloneIsUntimed) {
   WorkerInvocation w;
   w.parent_args = {"check", "--out", "reports"};
