@@ -121,6 +121,17 @@ assert len(cubin) == size and cubin[:4] == b"\x7fELF", (len(cubin), size)
 assert m["launches"][0]["block"] == [128] and m["launches"][0]["shared_mem"] == 16
 print("AOT: the CUBIN of", size, "bytes, guard", ", ".join(req[2:]))
 PY
+# Without the spec's "grid", the AOT source's --grid is the launch's (here "1,1,1").
+python3 - "$here/softmax_rows_aot.kgate-triton.json" "$out/aot_grid.kgate-triton.json" "$here" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+del m["grid"]
+m["specializations"][0]["from"] = sys.argv[3] + "/" + m["specializations"][0]["from"]
+json.dump(m, open(sys.argv[2], "w"), indent=2)
+PY
+$pack "$out/aot_grid.kgate-triton.json" "$out/aot_grid_pkg" --no-validate -q || fail "kgate-triton-pack with the AOT grid"
+python3 -c "import json,sys; g=json.load(open(sys.argv[1]))['launches'][0]['grid']; sys.exit(0 if g == [1, 1, 1] else 1)" \
+  "$out/aot_grid_pkg/kgate.json" || fail "the AOT source's --grid was not the launch's grid"
 # A kernel compiled for a cooperative launch with PDL: its launch says so; a GPU before sm_90 cannot
 # launch it (validate names the attribute).
 python3 - "$here/softmax_rows.kgate-triton.json" "$out/pdl.kgate-triton.json" "$here" <<'PY'
