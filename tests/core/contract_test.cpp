@@ -7,6 +7,7 @@
 #include "core/config.hpp"
 #include "core/contract.hpp"
 #include "core/error.hpp"
+#include "tests/support/usage_error.hpp"
 
 namespace kgate {
 namespace {
@@ -30,16 +31,7 @@ Case rows_case(DType dtype, int64_t b, int64_t n, Layout layout = Layout::contig
   return c;
 }
 
-std::string usage_error(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::usage) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "no error";
-  return "";
-}
+using testing::usage_error;
 
 Contract contract(const char* text) {
   return parse_contract(nlohmann::json::parse(text), "kernels.k.contract");

@@ -10,6 +10,7 @@
 #include "core/google_benchmark.hpp"
 #include "core/report.hpp"
 #include "report/writers.hpp"
+#include "tests/support/usage_error.hpp"
 
 namespace kgate {
 namespace {
@@ -22,25 +23,14 @@ const std::string kHint =
     "--benchmark_out_format=json)";
 
 std::string write_temp(const std::string& name, const std::string& text) {
-  const fs::path dir = fs::path(testing::TempDir()) / "kgate_google_benchmark_test";
+  const fs::path dir = fs::path(::testing::TempDir()) / "kgate_google_benchmark_test";
   fs::create_directories(dir);
   const auto path = (dir / name).string();
   std::ofstream(path) << text;
   return path;
 }
 
-/// The message of the usage Error `f` throws (fails the test when it throws nothing).
-template <class F>
-std::string usage_error(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::usage);
-    return e.what();
-  }
-  ADD_FAILURE() << "no Error thrown";
-  return "";
-}
+using testing::usage_error;
 
 TEST(GoogleBenchmark, ReadsAValidOutputAsWritten) {
   const auto g = read_google_benchmark_json(kFixture);
@@ -58,7 +48,7 @@ TEST(GoogleBenchmark, ReadsAValidOutputAsWritten) {
 }
 
 TEST(GoogleBenchmark, MissingFile) {
-  const auto path = (fs::path(testing::TempDir()) / "no_such_dir" / "missing.json").string();
+  const auto path = (fs::path(::testing::TempDir()) / "no_such_dir" / "missing.json").string();
   EXPECT_EQ(usage_error([&] { read_google_benchmark_json(path); }),
             path + ": no such file" + kHint);
 }
@@ -97,8 +87,8 @@ TEST(GoogleBenchmark, OtherShapesAreRejectedWithTheirReason) {
                   R"({"context": {}, "benchmarks": [{"name": "x"}, {"real_time": 1}]})", "c.json");
             }),
             "c.json: benchmarks[1] has no \"name\" string" + kHint);
-  EXPECT_EQ(usage_error([] { read_google_benchmark_json(testing::TempDir()); }),
-            testing::TempDir() + ": is a directory, not a file" + kHint);
+  EXPECT_EQ(usage_error([] { read_google_benchmark_json(::testing::TempDir()); }),
+            ::testing::TempDir() + ": is a directory, not a file" + kHint);
 }
 
 TEST(GoogleBenchmark, NonFiniteNumbersBecomeTheReportsStrings) {

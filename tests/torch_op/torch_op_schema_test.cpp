@@ -16,20 +16,12 @@
 #include "runtime/pipeline.hpp"
 #include "runtime/runner.hpp"
 #include "runtime/torch_op.hpp"
+#include "tests/support/usage_error.hpp"
 
 namespace kgate {
 namespace {
 
-std::string usage_error(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::usage) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "no error";
-  return "";
-}
+using testing::usage_error;
 
 class TorchOpSchema : public ::testing::Test {
  protected:
