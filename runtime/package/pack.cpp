@@ -63,6 +63,17 @@ class Packer {
       if (!it->is_object()) fail("cubin", "expected an object of CUBIN files per architecture");
       for (auto e = it->begin(); e != it->end(); ++e) copy_listed(e.value(), "cubin." + e.key());
     }
+    // A launch's own CUBINs (a kernel compiled once per specialization).
+    if (auto it = doc.find("launches"); it != doc.end() && it->is_array())
+      for (std::size_t i = 0; i < it->size(); ++i) {
+        const auto& l = (*it)[i];
+        if (!l.is_object() || !l.contains("cubin")) continue;
+        const std::string field = "launches[" + std::to_string(i) + "].cubin";
+        if (!l.at("cubin").is_object())
+          fail(field, "expected an object of CUBIN files per architecture");
+        for (auto e = l.at("cubin").begin(); e != l.at("cubin").end(); ++e)
+          copy_listed(e.value(), field + "." + e.key());
+      }
     // The package's license and notice files (LICENSE*, LICENCE*, COPYING*, NOTICE* beside
     // kgate.json) travel with it: a packed package is what gets redistributed.
     std::error_code ec;

@@ -105,6 +105,12 @@ assert all(x["triton_version"] == "3.6.0" and len(x["inputs"]) == 3 for x in s),
 assert all(len(h) == 64 for x in s for h in x["inputs"].values())
 print("produced: 2 launches, assumptions of the first:", ", ".join(m["launches"][0]["assumes"]))
 PY
+# kgate pack of the produced package copies each launch's own CUBIN.
+"$kgate" pack "$out/jit_pkg" "$out/jit_packed" -q > "$out/jit_packed.log" 2>&1 ||
+  { cat "$out/jit_packed.log"; fail "kgate pack of a package whose launches have CUBINs of their own"; }
+for f in softmax_rows.0.sm_90.cubin softmax_rows.1.sm_90.cubin; do
+  cmp -s "$out/jit_pkg/$f" "$out/jit_packed/$f" || fail "kgate pack did not copy $f"
+done
 # triton.tools.compile's C source: the CUBIN from its hex array, the specialization from its suffix
 # ("0d1d23d4d5": both pointers and both row strides divisible by 16, n_cols not).
 $pack "$here/softmax_rows_aot.kgate-triton.json" "$out/aot_pkg" --kgate "$kgate" -q || fail "kgate-triton-pack of an AOT C source"
