@@ -516,6 +516,24 @@ TEST_F(PackageKernelTest, VariantsTileSizesAndMovingInside) {
 
 /// A guard that states what a kernel assumes beyond ranges: rows may be padded but elements in a
 /// row are contiguous, the element count is a multiple of 8, the base 16-byte aligned.
+TEST_F(PackageKernelTest, ACallOutsideALaunchsAssumptionsIsAPackageDefectNotALaunch) {
+  // A binary compiled for N % 16 == 0 (a Triton specialization) behind a guard that does not say
+  // so: the call inside the guard reaches the launch, and the plan refuses it, naming the
+  // assumption and the values; a call that meets it plans as usual.
+  json m = plan_manifest();
+  m["launches"][1]["assumes"] = {"N % 16 == 0", "align_y >= 16"};
+  EXPECT_NO_THROW(plan_launches(load(m), testing::softmax_op(), kLowered, call_of(4, 64)));
+  const std::string e = plan_error(m, call_of(4, 100));
+  EXPECT_NE(e.find("launches[1].assumes: launches[1].assumes[0] \"N % 16 == 0\" is 0 (N=100): the "
+                   "call is inside the guard but outside the specialization this launch's binary "
+                   "was compiled for"),
+            std::string::npos)
+      << e;
+  // A launch that does not run for the call is not judged by its assumptions.
+  m["launches"][1]["when"] = {{"if", "N > 1000"}};
+  EXPECT_NO_THROW(plan_launches(load(m), testing::softmax_op(), kLowered, call_of(4, 100)));
+}
+
 json require_manifest() {
   json m = plan_manifest();
   m["guard"]["layouts"] = {"contiguous", "strided", "offset"};
