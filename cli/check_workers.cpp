@@ -23,6 +23,7 @@
 #include "gates/props/shrink.hpp"
 #include "references/catalogue.hpp"
 #include "runtime/cuda/device.hpp"
+#include "runtime/pipeline.hpp"
 
 namespace kgate::cli {
 namespace fs = std::filesystem;
@@ -281,7 +282,7 @@ class WorkerDealer {
         report(run.report),
         write_reports(run.write_reports),
         out(run.args.out_dir),
-        growth_left(run.args.options.timing.interleave.growth_s) {}
+        growth_left(growth_left_at_start(run.args.options)) {}
 
   // One kernel or package, in workers on `device` (nullopt: the GPU selected for this process).
   std::optional<KernelReport> check_isolated(size_t i, std::optional<int> device) {
@@ -405,8 +406,7 @@ class WorkerDealer {
   }
   void spend_growth(const KernelReport& k) {
     std::lock_guard<std::mutex> lock(growth_mutex);
-    for (const auto& s : k.speed) growth_left -= s.budget_grown_s;
-    growth_left = std::max(0.0, growth_left);
+    growth_left = std::max(0.0, growth_left - budget_grown_s(k));
   }
 
   // The run on one GPU, or on each of --devices.

@@ -803,8 +803,7 @@ class KernelCheck {
   const bool resumed;  // a worker going on after the kernel's fault
   // Seconds of budget growth the run has left for this kernel's comparisons (--budget-growth, less
   // what the kernels before took; the parent tells a worker).
-  double growth_left = options.worker.growth_left_s >= 0 ? options.worker.growth_left_s
-                                                         : options.timing.interleave.growth_s;
+  double growth_left = growth_left_at_start(options);
   KernelReport report;
   correctness::ContractTally contract_tally;  // the cases against the kernel's contract
   correctness::ContractHint contract_hint;    // a torch op without one: what it would state
@@ -848,11 +847,19 @@ KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckO
   return r;
 }
 
+double growth_left_at_start(const CheckOptions& options) {
+  return options.worker.growth_left_s >= 0 ? options.worker.growth_left_s
+                                           : options.timing.interleave.growth_s;
+}
+
+double budget_grown_s(const KernelReport& k) {
+  double grown = 0;
+  for (const auto& s : k.speed) grown += s.budget_grown_s;
+  return grown;
+}
+
 double growth_left_after(const CheckOptions& options, const KernelReport& k) {
-  double left = options.worker.growth_left_s >= 0 ? options.worker.growth_left_s
-                                                  : options.timing.interleave.growth_s;
-  for (const auto& s : k.speed) left -= s.budget_grown_s;
-  return std::max(0.0, left);
+  return std::max(0.0, growth_left_at_start(options) - budget_grown_s(k));
 }
 
 }  // namespace kgate

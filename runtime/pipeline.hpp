@@ -149,8 +149,14 @@ std::vector<Case> guard_and_extra_cases(const KernelInfo& kernel, const CheckOpt
 KernelReport check_kernel(Runner& runner, const KernelInfo& kernel, const CheckOptions& options,
                           const KernelInfo* baseline = nullptr);
 
-/// The run's budget growth left after kernel `k` was checked: options.worker.growth_left_s (the
-/// whole --budget-growth when negative) less the seconds k's comparisons grew by, at least 0.
+/// The run's budget growth this process may still take: options.worker.growth_left_s (what its
+/// parent or the kernels before left), or the whole --budget-growth when negative (not told).
+double growth_left_at_start(const CheckOptions& options);
+/// The seconds kernel `k`'s comparisons grew their time budgets by
+/// (SpeedComparison::budget_grown_s).
+double budget_grown_s(const KernelReport& k);
+/// The run's budget growth left after kernel `k` was checked: growth_left_at_start less
+/// budget_grown_s(k), at least 0.
 double growth_left_after(const CheckOptions& options, const KernelReport& k);
 
 /// The call-weighted speedup of `kernel_name`'s comparisons against `baseline_name` over the

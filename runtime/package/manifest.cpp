@@ -169,8 +169,16 @@ std::vector<CompileUnit> compile_units(const PackageManifest& m) {
 }
 
 std::vector<std::string> PackageManifest::name_expressions() const {
+  std::vector<std::size_t> all(launches.size());
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
+  return name_expressions(all);
+}
+
+std::vector<std::string> PackageManifest::name_expressions(
+    const std::vector<std::size_t>& of) const {
   std::set<std::string> names;
-  for (const auto& l : launches) {
+  for (std::size_t i : of) {
+    const Launch& l = launches.at(i);
     if (!l.kernel.empty()) names.insert(l.kernel);
     for (const auto& entry : l.kernel_for_dtype) names.insert(entry.second);
   }

@@ -257,8 +257,10 @@ struct PackageManifest {
   /// device_props.hpp).
   bool reads_device = false;
 
-  /// Every distinct kernel name expression of the launches, sorted.
+  /// Every distinct kernel name expression of the launches (every dtype's), sorted.
   std::vector<std::string> name_expressions() const;
+  /// The same of the launches at these indices only (a module of their own).
+  std::vector<std::string> name_expressions(const std::vector<std::size_t>& launches) const;
   /// The declared attribute of that name, or nullptr.
   const Attribute* attribute(const std::string& attribute_name) const;
 };

@@ -36,6 +36,27 @@ namespace kgate::package {
 
 namespace {
 
+/// The first of `predicates` (written at `field`: "guard.require", "launches[0].assumes") that is
+/// 0 for `values`, said with the values of the symbols it names: `guard.require[0] "B * N % 8 ==
+/// 0" is 0 (B=3, N=7)`; or one that cannot be evaluated. "" when every one holds.
+std::string first_false(const std::vector<Expr>& predicates, const std::string& field,
+                        const SymbolValues& values) {
+  for (std::size_t i = 0; i < predicates.size(); ++i) {
+    const Expr& p = predicates[i];
+    const std::string at = field + "[" + std::to_string(i) + "] \"" + p.text() + "\"";
+    std::string shown;  // the values of the symbols it names
+    for (const auto& s : p.symbols())
+      if (auto it = values.find(s); it != values.end())
+        shown += (shown.empty() ? "" : ", ") + s + "=" + std::to_string(it->second);
+    try {
+      if (p.evaluate(values) == 0) return at + " is 0 (" + shown + ")";
+    } catch (const Error& e) {
+      return at + " cannot be evaluated (" + e.what() + ")";
+    }
+  }
+  return {};
+}
+
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 bool in_dtypes(const Guard& guard, DType d) {
@@ -229,19 +250,7 @@ std::string guard_violation(const PackageManifest& manifest, DType dtype,
   }
   if (g.require.empty() && !g.unmatched_fallback) return {};
   const SymbolValues values = predicate_values(manifest, dtype, dims, tensors);
-  for (std::size_t i = 0; i < g.require.size(); ++i) {
-    const Expr& r = g.require[i];
-    const std::string field = "guard.require[" + std::to_string(i) + "] \"" + r.text() + "\"";
-    std::string shown;  // the values of the symbols it names
-    for (const auto& s : r.symbols())
-      if (auto it = values.find(s); it != values.end())
-        shown += (shown.empty() ? "" : ", ") + s + "=" + std::to_string(it->second);
-    try {
-      if (r.evaluate(values) == 0) return field + " is 0 (" + shown + ")";
-    } catch (const Error& e) {
-      return field + " cannot be evaluated (" + e.what() + ")";
-    }
-  }
+  if (std::string why = first_false(g.require, "guard.require", values); !why.empty()) return why;
   if (g.unmatched_fallback &&
       !manifest.launches.empty()) {  // no launch for the call: the reference runs
     bool any = false;
@@ -329,20 +338,7 @@ std::vector<CaseLaunch> case_launches(const PackageManifest& manifest, const OpS
 }
 
 std::string launch_assumption_violation(const Launch& l, const SymbolValues& values) {
-  for (std::size_t k = 0; k < l.assumes.size(); ++k) {
-    const Expr& a = l.assumes[k];
-    std::string shown;  // the values of the symbols it names
-    for (const auto& s : a.symbols())
-      if (auto it = values.find(s); it != values.end())
-        shown += (shown.empty() ? "" : ", ") + s + "=" + std::to_string(it->second);
-    const std::string field = l.field + ".assumes[" + std::to_string(k) + "] \"" + a.text() + "\"";
-    try {
-      if (a.evaluate(values) == 0) return field + " is 0 (" + shown + ")";
-    } catch (const Error& e) {
-      return field + " cannot be evaluated (" + e.what() + ")";
-    }
-  }
-  return {};
+  return first_false(l.assumes, l.field + ".assumes", values);
 }
 
 std::string describe(const CaseLaunch& l) {

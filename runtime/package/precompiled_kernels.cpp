@@ -5,7 +5,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <map>
-#include <set>
 
 #include "core/safe_text.hpp"
 #include "core/sha256.hpp"
@@ -25,18 +24,6 @@ uint32_t arch_number(const std::string& arch) {
 }  // namespace
 
 namespace {
-
-// The name expressions of `launches` (every dtype's).
-std::vector<std::string> names_of(const PackageManifest& m,
-                                  const std::vector<std::size_t>& launches) {
-  std::set<std::string> names;
-  for (std::size_t i : launches) {
-    const Launch& l = m.launches[i];
-    if (!l.kernel.empty()) names.insert(l.kernel);
-    for (const auto& entry : l.kernel_for_dtype) names.insert(entry.second);
-  }
-  return {names.begin(), names.end()};
-}
 
 // Reads one precompiled file of the package (`kind` cubin, fatbin or ptx, at package path `rel`,
 // named `field` in kgate.json) into `r`, and resolves `exprs` to its symbols. False with the
@@ -173,7 +160,7 @@ bool load_precompiled(const PackageManifest& m, const CompileOptions& opt, Compi
   std::vector<std::pair<std::vector<std::size_t>, CompileResult>> units;
   if (!shared.empty()) {
     CompileResult u;
-    if (!read_image(m, opt, kind, field, rel, names_of(m, shared), u, problem)) {
+    if (!read_image(m, opt, kind, field, rel, m.name_expressions(shared), u, problem)) {
       ok = false;
       return true;
     }
@@ -182,7 +169,7 @@ bool load_precompiled(const PackageManifest& m, const CompileOptions& opt, Compi
   for (const auto& [path, launches] : own) {
     CompileResult u;
     const std::string f = m.launches[launches.front()].field + ".cubin." + opt.arch;
-    if (!read_image(m, opt, "cubin", f, path, names_of(m, launches), u, problem)) {
+    if (!read_image(m, opt, "cubin", f, path, m.name_expressions(launches), u, problem)) {
       ok = false;
       return true;
     }
