@@ -28,7 +28,6 @@ its own assumptions and the user's `when`, first match first. A cooperative or P
 GPU): compiling is Triton's, checking is kgate's.
 """
 import argparse
-import binascii
 import hashlib
 import json
 import os
@@ -128,7 +127,7 @@ def read_jit(path, kernel, where):
     if ir_path is None:
         fail(where, f"{path} has no {name}.ttgir or .ttir: the specialization is written only there")
     inputs = [meta_path, cubin_path, ir_path]
-    params = [(n, t, d) for n, t, d in ttgir_params(open(ir_path).read(), name, ir_path)]
+    params = ttgir_params(open(ir_path).read(), name, ir_path)
     return {
         "kind": "jit", "dir": path, "name": name, "cubin": open(cubin_path, "rb").read(),
         "params": [(n, "ptr" if t.startswith("!tt.ptr") else t, d) for n, t, d in params],
@@ -226,7 +225,7 @@ def arg_expression(param, where):
     return None
 
 
-def build_launch(spec_dir, spec, s_index, comp, cubin_file):
+def build_launch(spec, s_index, comp, cubin_file):
     where = f"specializations[{s_index}]"
     params = spec["params"]
     by_name = {p["name"]: p for p in params}
@@ -338,9 +337,21 @@ def make_package(spec_path, out_dir):
     spec = json.load(open(spec_path))
     if spec.get("format") != FORMAT:
         fail(spec_path, f'"format" must be "{FORMAT}"')
+    known = ("format", "package", "kernel", "params", "grid", "arch", "specializations", "files")
+    for key in spec:
+        if key not in known:
+            fail(spec_path, f'unknown key "{key}"; expected one of {", ".join(known)}')
     for key in ("package", "kernel", "params", "specializations"):
         if key not in spec:
             fail(spec_path, f'"{key}" is missing')
+    if not isinstance(spec["specializations"], list) or not spec["specializations"]:
+        fail(spec_path, '"specializations" must list at least one {"from": ...}')
+    for i, sp in enumerate(spec["specializations"]):
+        extra = [k for k in sp if k not in ("from", "when", "arch")] if isinstance(sp, dict) else []
+        if not isinstance(sp, dict) or "from" not in sp or extra:
+            fail(f"{spec_path}: specializations[{i}]",
+                 f'expected {{"from": PATH}} with an optional "when" and "arch"'
+                 + (f'; unknown key "{extra[0]}"' if extra else ""))
     for key in ("launches", "cubin", "sources", "fatbin", "ptx", "launch_defaults"):
         if key in spec["package"]:
             fail(spec_path, f'package.{key}: written by kgate-triton-pack from the specializations')
@@ -363,7 +374,7 @@ def make_package(spec_path, out_dir):
         cubin_file = f"{spec['kernel']}.{i}.{comp['arch']}.cubin"
         with open(os.path.join(out_dir, cubin_file), "wb") as f:
             f.write(comp["cubin"])
-        launch, ws = build_launch(spec_dir, spec, i, comp, cubin_file)
+        launch, ws = build_launch(spec, i, comp, cubin_file)
         workspaces += ws
         conds = []
         if "when" in s:
@@ -454,7 +465,6 @@ def main():
     tmp = tempfile.mkdtemp(prefix=".kgate-triton-", dir=os.path.dirname(out))
     try:
         pkg = make_package(a.spec, tmp)
-        rc = 0
         if not a.no_validate:
             kgate = find_kgate(a.kgate)
             if not kgate:
@@ -477,7 +487,7 @@ def main():
         if not a.quiet:
             print(f"kgate-triton-pack: {a.out}: {pkg['name']} {pkg.get('version', '')}, "
                   f"{len(pkg['launches'])} specialization(s) of {json.load(open(a.spec))['kernel']}")
-        return rc
+        return 0
     except SpecError as e:
         print(f"kgate-triton-pack: {e}", file=sys.stderr)
         return 4

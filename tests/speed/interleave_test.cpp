@@ -648,16 +648,23 @@ TEST(SpeedGateSimulation, SlowDriftDoesNotCreateRegressions) {
   expect_aa_within_alpha(model, options, 3000, "drift 10%");  // (any bias would show at delta 0)
 }
 
+/// A kernel of `launch_ns` launches at a per-launch coefficient of variation `cv`, the candidate
+/// `ratio` times the baseline (the model's other settings as they default).
+GpuModel slow_kernel(double launch_ns, double cv, double ratio) {
+  GpuModel m;
+  m.base_ns = launch_ns;
+  m.cv = cv;
+  m.candidate_ratio = ratio;
+  return m;
+}
+
 // Budget growth (InterleaveOptions::growth_s) on a slow, noisy kernel: 10 ms launches with a 40%
 // coefficient of variation, so that a 3 s budget holds 15 blocks (the first look, cut by time). A
 // 19% slowdown at delta 2% is then mostly undecided; with 30 s of growth the run goes on to the
 // looks its estimate says decide it, and finds the slowdown. Each comparison grows by at most its
 // growth allowance and one block.
 TEST(SpeedGateSimulation, BudgetGrowthDecidesASlowKernelsSlowdown) {
-  GpuModel model;
-  model.base_ns = 1e7;
-  model.cv = 0.4;
-  model.candidate_ratio = 1.19;
+  const GpuModel model = slow_kernel(1e7, 0.4, 1.19);
   InterleaveOptions options;
   options.time_budget_s = 3;
   options.min_blocks = speed::min_blocks_to_decide(options.alpha, options.max_stages, 4);
@@ -681,10 +688,7 @@ TEST(SpeedGateSimulation, BudgetGrowthDecidesASlowKernelsSlowdown) {
 // the growth pays for at each look left (30 s / (1.5 s x 3 looks) = 6 blocks), and the run stays
 // within it.
 TEST(SpeedGateSimulation, BudgetGrowthShrinksAVerySlowKernelsStages) {
-  GpuModel model;
-  model.base_ns = 6e7;
-  model.cv = 0.3;
-  model.candidate_ratio = 1.18;
+  const GpuModel model = slow_kernel(6e7, 0.3, 1.18);
   InterleaveOptions options;
   options.time_budget_s = 3;
   options.delta = 0.08;
@@ -718,10 +722,7 @@ TEST(SpeedGateSimulation, BudgetGrowthKeepsAlpha) {
 
 TEST(Interleave, BudgetGrowthRefusedSaysWhy) {
   // A clear 19% slowdown on launches so noisy that 15 blocks leave it undecided (seeded).
-  GpuModel model;
-  model.base_ns = 1e7;
-  model.cv = 0.4;
-  model.candidate_ratio = 1.19;
+  const GpuModel model = slow_kernel(1e7, 0.4, 1.19);
   InterleaveOptions options;
   options.time_budget_s = 3;
   options.growth_s = 0.5;  // less than a stage of 30 blocks (6 s) could ever take
@@ -753,10 +754,7 @@ TEST(Interleave, BudgetGrowthRefusedSaysWhy) {
   // A constant 1% slowdown at delta 2% estimated far out of reach of the looks left: said so.
   options.max_stages = 2;
   options.time_budget_s = 1.5;  // 7 blocks at the first look, 37 at the second
-  GpuModel close;
-  close.base_ns = 1e7;
-  close.cv = 0.3;
-  close.candidate_ratio = 1.03;
+  const GpuModel close = slow_kernel(1e7, 0.3, 1.03);
   int beyond = 0;
   for (int seed = 0; seed < 20; ++seed) {
     SimulatedGpu g(close, derive_seed(5100, "noise", seed));

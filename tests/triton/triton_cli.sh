@@ -20,34 +20,39 @@ set -u
 kgate=$1 package=$2 out=$3 mode=$4
 fail() { echo "FAIL: $*"; exit 1; }
 rm -rf "$out" && mkdir -p "$out"
+here=$(cd "$(dirname "$package")" && pwd)
+pack=$(dirname "$kgate")/kgate-triton-pack
+[ -x "$pack" ] || pack="python3 $here/../../tools/kgate_triton_pack.py"
+# spec_from ENTRY OUT_SPEC [B_MAX]: softmax_rows.kgate-triton.json with the one specialization
+# jit/ENTRY (and its guard's B at most B_MAX).
+spec_from() {
+  python3 - "$here/softmax_rows.kgate-triton.json" "$2" "$here/jit/$1" "${3:-}" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+m["specializations"] = [{"from": sys.argv[3]}]
+if sys.argv[4]:
+    m["package"]["guard"]["shapes"]["B"]["max"] = int(sys.argv[4])
+json.dump(m, open(sys.argv[2], "w"), indent=2)
+PY
+}
+# passes PKG LABEL: kgate check --no-speed of PKG exits 0; its table is printed.
+passes() {
+  "$kgate" check "$1" --no-speed --out "$out/check-$2" > "$out/check-$2.log" 2>&1
+  local rc=$?
+  [ $rc -eq 0 ] || { cat "$out/check-$2.log"; fail "kgate check --no-speed of the $2 package: exit $rc"; }
+  sed -n '/^kernel /,$p' "$out/check-$2.log"
+}
 if [ "$mode" = gpu ]; then
   nvidia-smi -L > /dev/null 2>&1 || { echo "SKIPPED: no GPU"; exit 77; }
-  here=$(cd "$(dirname "$package")" && pwd)
-  pack=$(dirname "$kgate")/kgate-triton-pack
-  [ -x "$pack" ] || pack="python3 $here/../../tools/kgate_triton_pack.py"
   $pack "$here/softmax_rows.kgate-triton.json" "$out/jit_pkg" --kgate "$kgate" -q || fail "kgate-triton-pack softmax_rows"
   $pack "$here/softmax_rows_tail.kgate-triton.json" "$out/tail_pkg" --kgate "$kgate" -q || fail "kgate-triton-pack softmax_rows_tail"
   $pack "$here/softmax_rows_aot.kgate-triton.json" "$out/aot_pkg" --kgate "$kgate" -q || fail "kgate-triton-pack of an AOT C source"
-  "$kgate" check "$out/aot_pkg" --no-speed --out "$out/aot" > "$out/aot.log" 2>&1
-  rc=$?
-  [ $rc -eq 0 ] || { cat "$out/aot.log"; fail "kgate check --no-speed of the AOT package: exit $rc"; }
-  sed -n '/^kernel /,$p' "$out/aot.log"
-  python3 - "$here/softmax_rows.kgate-triton.json" "$out/pdl.kgate-triton.json" "$here" <<'PY'
-import json, sys
-m = json.load(open(sys.argv[1]))
-m["specializations"] = [{"from": sys.argv[3] + "/jit/softmax_rows_pdl"}]
-m["package"]["guard"]["shapes"]["B"]["max"] = 1024  # (a cooperative grid must be resident at once)
-json.dump(m, open(sys.argv[2], "w"), indent=2)
-PY
+  spec_from softmax_rows_pdl "$out/pdl.kgate-triton.json" 1024  # (a cooperative grid is resident at once)
   $pack "$out/pdl.kgate-triton.json" "$out/pdl_pkg" --kgate "$kgate" -q || fail "kgate-triton-pack of a PDL kernel"
-  "$kgate" check "$out/pdl_pkg" --no-speed --out "$out/pdl" > "$out/pdl.log" 2>&1
-  rc=$?
-  [ $rc -eq 0 ] || { cat "$out/pdl.log"; fail "kgate check --no-speed of the cooperative PDL package: exit $rc"; }
-  sed -n '/^kernel /,$p' "$out/pdl.log"
-  "$kgate" check "$out/jit_pkg" --no-speed --out "$out/jit" > "$out/jit.log" 2>&1
-  rc=$?
-  [ $rc -eq 0 ] || { cat "$out/jit.log"; fail "kgate check --no-speed of the produced package: exit $rc"; }
-  sed -n '/^kernel /,$p' "$out/jit.log"
+  passes "$out/aot_pkg" AOT
+  passes "$out/pdl_pkg" "cooperative PDL"
+  passes "$out/jit_pkg" produced
+  passes "$package" hand-written
   "$kgate" check "$out/tail_pkg" --no-speed --out "$out/tail" > "$out/tail.log" 2>&1
   rc=$?
   [ $rc -eq 1 ] || { cat "$out/tail.log"; fail "the Triton kernel with the tail bug: exit $rc, expected 1"; }
@@ -59,10 +64,6 @@ n = m["dims"]["N"] if isinstance(m, dict) else int(re.search(r"N=(\d+)", m).grou
 print(f"tail bug caught: {k['correctness']['failed']} of {k['correctness']['cases']} cases failed; minimal N={n}")
 sys.exit(0 if n % 16 else 1)
 PY
-  "$kgate" check "$package" --no-speed --out "$out/check" > "$out/check.log" 2>&1
-  rc=$?
-  [ $rc -eq 0 ] || { cat "$out/check.log"; fail "kgate check --no-speed of the Triton CUBIN package: exit $rc"; }
-  sed -n '/^kernel /,$p' "$out/check.log"
   "$kgate" check "$package" --out "$out/speed" > "$out/speed.log" 2>&1
   rc=$?
   [ $rc -eq 0 ] || [ $rc -eq 2 ] || { cat "$out/speed.log"; fail "kgate check of the Triton CUBIN package with its speed: exit $rc"; }
@@ -85,9 +86,6 @@ rc=$?
 grep -q 'takes 7 parameter(s) of 8, 8, 4, 4, 4, 8, 8 bytes, but "args" lists 5' "$out/no_scratch.log" ||
   { cat "$out/no_scratch.log"; fail "the refusal does not name the kernel's parameters"; }
 # kgate-triton-pack on the JIT cache entries.
-here=$(cd "$(dirname "$package")" && pwd)
-pack=$(dirname "$kgate")/kgate-triton-pack
-[ -x "$pack" ] || pack="python3 $here/../../tools/kgate_triton_pack.py"
 $pack "$here/softmax_rows.kgate-triton.json" "$out/jit_pkg" --kgate "$kgate" > "$out/jit_pkg.log" 2>&1 ||
   { cat "$out/jit_pkg.log"; fail "kgate-triton-pack of two specializations"; }
 grep -q "runs a launch (launches\[0\] [1-9][0-9]*, launches\[1\] [1-9][0-9]*)" "$out/jit_pkg.log" ||
@@ -140,13 +138,7 @@ python3 -c "import json,sys; g=json.load(open(sys.argv[1]))['launches'][0]['grid
   "$out/aot_grid_pkg/kgate.json" || fail "the AOT source's --grid was not the launch's grid"
 # A kernel compiled for a cooperative launch with PDL: its launch says so; a GPU before sm_90 cannot
 # launch it (validate names the attribute).
-python3 - "$here/softmax_rows.kgate-triton.json" "$out/pdl.kgate-triton.json" "$here" <<'PY'
-import json, sys
-m = json.load(open(sys.argv[1]))
-m["specializations"] = [{"from": sys.argv[3] + "/jit/softmax_rows_pdl"}]
-m["package"]["guard"]["shapes"]["B"]["max"] = 1024  # (a cooperative grid must be resident at once)
-json.dump(m, open(sys.argv[2], "w"), indent=2)
-PY
+spec_from softmax_rows_pdl "$out/pdl.kgate-triton.json" 1024
 $pack "$out/pdl.kgate-triton.json" "$out/pdl_pkg" --kgate "$kgate" -q || fail "kgate-triton-pack of a PDL kernel"
 python3 -c "import json,sys; l=json.load(open(sys.argv[1]))['launches'][0]; sys.exit(0 if l.get('pdl') is True and l.get('cooperative') is True else 1)" \
   "$out/pdl_pkg/kgate.json" || fail "the PDL kernel's launch has no \"pdl\"/\"cooperative\""
@@ -155,12 +147,7 @@ rc=$?
 [ $rc -eq 4 ] && grep -q 'a programmatic dependent launch ("pdl"), which needs sm_90 or later' "$out/pdl_a100.log" ||
   { cat "$out/pdl_a100.log"; fail "a PDL launch on an sm_80 device: exit $rc, expected 4 naming \"pdl\""; }
 # One specialization: its assumptions are the guard's; without the integer ones validate refuses.
-python3 - "$here/softmax_rows.kgate-triton.json" "$out/d16.kgate-triton.json" "$here" <<'PY'
-import json, sys
-m = json.load(open(sys.argv[1]))
-m["specializations"] = [{"from": sys.argv[3] + "/jit/softmax_rows_d16"}]
-json.dump(m, open(sys.argv[2], "w"), indent=2)
-PY
+spec_from softmax_rows_d16 "$out/d16.kgate-triton.json"
 $pack "$out/d16.kgate-triton.json" "$out/d16_pkg" --kgate "$kgate" -q || fail "kgate-triton-pack of one specialization"
 python3 - "$out/d16_pkg/kgate.json" <<'PY' || fail "the guard of one specialization"
 import json, sys
@@ -191,4 +178,14 @@ rc=$?
 grep -q "takes parameter 'y_row_stride', which \"params\" does not map" "$out/unmapped.log" ||
   { cat "$out/unmapped.log"; fail "the refusal does not name the parameter"; }
 [ ! -e "$out/unmapped_pkg" ] || fail "a refused spec left a package behind"
+# A misspelt key is refused, named (never ignored).
+python3 - "$here/softmax_rows.kgate-triton.json" "$out/typo.kgate-triton.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+m["grids"] = m.pop("grid")
+json.dump(m, open(sys.argv[2], "w"), indent=2)
+PY
+$pack "$out/typo.kgate-triton.json" "$out/typo_pkg" --kgate "$kgate" > "$out/typo.log" 2>&1
+rc=$?
+[ $rc -eq 4 ] && grep -q 'unknown key "grids"' "$out/typo.log" || { cat "$out/typo.log"; fail "a misspelt spec key: exit $rc, expected 4 naming it"; }
 echo "triton_cli cpu: PASS"
