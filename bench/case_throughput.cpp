@@ -8,12 +8,24 @@
 // built-in ops): the op-file reference's cost against the built-in C++ reference. op_file_compile
 // times reading an op file and compiling its TorchScript.
 //   KGATE_THROUGHPUT_CASES=N  cases per iteration (default 500)
+//   KGATE_COUNT_OPS=1         also count the ATen operators the measured cases dispatch (counter
+//                             aten_ops/case; the most frequent printed to stderr): the host work
+//                             per case that a GPU pays in launches whatever the tensors' sizes
 #include <benchmark/benchmark.h>
 
-#include <cstdlib>
-#include <memory>
-#include <string>
+#include <ATen/record_function.h>
 
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/cost.hpp"
 #include "core/op_file.hpp"
 #include "references/catalogue.hpp"
 #include "references/script_op.hpp"
@@ -27,6 +39,58 @@ int64_t case_count() {
   const int64_t n = env ? std::atoll(env) : 500;
   return n > 0 ? n : 500;
 }
+
+// The ATen operators dispatched while a counter is installed, by name (top-level and nested).
+class OpCounter {
+ public:
+  OpCounter() {
+    handle_ = at::addGlobalCallback(
+        at::RecordFunctionCallback([](const at::RecordFunction& fn)
+                                       -> std::unique_ptr<at::ObserverContext> {
+          std::lock_guard<std::mutex> lock(mutex());
+          ++counts()[std::string(kgate::cost::current_phase()) + "  " + fn.name()];
+          return nullptr;
+        }).scopes({at::RecordScope::FUNCTION}));
+  }
+  ~OpCounter() { at::removeCallback(handle_); }
+  static int64_t total() {
+    std::lock_guard<std::mutex> lock(mutex());
+    int64_t n = 0;
+    for (const auto& [name, c] : counts()) n += c;
+    return n;
+  }
+  static void print(double per, size_t top) {
+    std::lock_guard<std::mutex> lock(mutex());
+    std::vector<std::pair<int64_t, std::string>> v;
+    std::map<std::string, int64_t> phases;
+    for (const auto& [name, c] : counts()) {
+      v.emplace_back(c, name);
+      phases[name.substr(0, name.find("  "))] += c;
+    }
+    for (const auto& [phase, c] : phases)
+      std::fprintf(stderr, "  %8.2f /case  in %s\n", static_cast<double>(c) / per,
+                   phase.empty() ? "(no phase)" : phase.c_str());
+    std::sort(v.rbegin(), v.rend());
+    for (size_t i = 0; i < v.size() && i < top; ++i)
+      std::fprintf(stderr, "  %8.2f /case  %s\n", static_cast<double>(v[i].first) / per,
+                   v[i].second.c_str());
+  }
+  static void reset() {
+    std::lock_guard<std::mutex> lock(mutex());
+    counts().clear();
+  }
+
+ private:
+  static std::mutex& mutex() {
+    static std::mutex m;
+    return m;
+  }
+  static std::map<std::string, int64_t>& counts() {
+    static std::map<std::string, int64_t> c;
+    return c;
+  }
+  at::CallbackHandle handle_;
+};
 
 void run_cases(benchmark::State& state, const std::string& kernel_name, const std::string& as_op) {
   const auto& kernel = kgate::find_kernel(kernel_name);
@@ -58,6 +122,13 @@ void run_cases(benchmark::State& state, const std::string& kernel_name, const st
   for (size_t i = 0; i < cases.size() && i < 16; ++i)
     runner->check_case(kernel, cases[i], rules[i]);
 
+  const bool count_ops = std::getenv("KGATE_COUNT_OPS") != nullptr;
+  std::unique_ptr<OpCounter> counter;
+  if (count_ops) {
+    OpCounter::reset();
+    kgate::cost::enable({});  // the phase of each operator (no device wait: nothing is timed)
+    counter = std::make_unique<OpCounter>();
+  }
   int64_t failed = 0;
   for (auto _ : state) {
     for (size_t i = 0; i < cases.size(); ++i)
@@ -69,6 +140,15 @@ void run_cases(benchmark::State& state, const std::string& kernel_name, const st
       benchmark::Counter(n * state.iterations(), benchmark::Counter::kIsRate);
   state.counters["cases"] = n;
   state.counters["mean_elements"] = elements / n;
+  if (counter) {
+    counter.reset();
+    kgate::cost::disable();
+    const double per = n * static_cast<double>(state.iterations());
+    state.counters["aten_ops/case"] = static_cast<double>(OpCounter::total()) / per;
+    std::fprintf(stderr, "%s%s%s: ATen operators per case, most frequent first\n",
+                 kernel_name.c_str(), as_op.empty() ? "" : "@", as_op.c_str());
+    OpCounter::print(per, 40);
+  }
   // A correct kernel fails nothing: a non-zero count here is a false rejection to investigate.
   state.counters["failed"] = static_cast<double>(failed);
 }

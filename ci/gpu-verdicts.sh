@@ -17,6 +17,9 @@
 #   same      with KGATE_BEFORE_SRC: kgate check --no-speed --seed 1 over the in-tree kernels and over
 #             the in-tree packages (as built), head and before, compared (ci/same-verdicts.py:
 #             outcomes, case ids, margins, the cleaned report.json)
+#   engines   the judge's one pass against its ATen chain (KGATE_JUDGE) on this GPU: the test
+#             references.judge_engines, kgate.bench.case_throughput under each, and kgate check
+#             --no-speed --seed 1 over the in-tree kernels and packages under each, compared
 #   sweep     kgate sweep --seed 1, head and before: worst margins and FRAGILE rows
 #   suite     the mutant suite and the gaming corpus (tests/packages/corpus)
 #   nvccpkg   a package whose sources only nvcc compiles (tests/precompiled/nvcc_norm): kgate pack
@@ -38,7 +41,7 @@ here=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
 out=${1:?usage: ci/gpu-verdicts.sh OUT_DIR [phase...]}
 shift
 phases=("$@")
-[ ${#phases[@]} -gt 0 ] || phases=(build edges mutants faults controls time same sweep suite nvccpkg timing base torchpair pkgpair against)
+[ ${#phases[@]} -gt 0 ] || phases=(build edges mutants faults controls time same engines sweep suite nvccpkg timing base torchpair pkgpair against)
 mkdir -p "$out"
 build=${KGATE_BUILD_DIR:-$here/build}
 kgate=$build/bin/kgate
@@ -225,6 +228,31 @@ if has same && [ -n "$before" ] && in_time same 200; then
     python3 "$here/ci/same-verdicts.py" "$out/same-$what-head/report.json" "$out/same-$what-before/report.json" \
       "$out/same-$what" | tee "$out/same-$what.txt"
     note "same $what: $(grep -E '^kernels:' "$out/same-$what.txt"); $(grep -oE '[0-9]+ differing lines' "$out/same-$what.txt")"
+  done
+fi
+
+if has engines && in_time engines 200; then
+  # The judge's one pass against the ATen operators it restates, on this GPU.
+  (cd "$build" && ctest -R 'references.judge_engines' --output-on-failure > "$out/engines-ctest.log" 2>&1)
+  note "engines: references.judge_engines (GPU half included): exit $?; $(grep -E 'compared [0-9]+' "$out/engines-ctest.log" | tr '\n' ' ')"
+  for e in aten fused; do
+    KGATE_JUDGE=$e "$build/bin/kgate.bench.case_throughput" --benchmark_filter='softmax_block/|rms_norm_block/' \
+      > "$out/engines-throughput-$e.log" 2>&1
+    note "engines: case_throughput ($e): $(grep -oE '^case_throughput/[a-z_]+/|cases/s=[0-9.]+' "$out/engines-throughput-$e.log" | paste -sd' ')"
+  done
+  mapfile -t pkgs < <(ls -d "$build"/kernels/*/package*/)
+  for what in kernels packages; do
+    args=(); [ $what = packages ] && args=("${pkgs[@]}")
+    for e in fused aten; do
+      t0=$SECONDS
+      KGATE_JUDGE=$e "$kgate" check --no-speed --seed 1 -q --out "$out/engine-$what-$e" "${args[@]}" \
+        > "$out/engine-$what-$e.log" 2>&1
+      note "engines: $what under $e: kgate check --no-speed --seed 1: exit $? in $((SECONDS - t0)) s"
+    done
+    mkdir -p "$out/engine-$what"
+    python3 "$here/ci/same-verdicts.py" "$out/engine-$what-fused/report.json" "$out/engine-$what-aten/report.json" \
+      "$out/engine-$what" | tee "$out/engine-$what.txt"
+    note "engines $what: $(grep -E '^kernels:' "$out/engine-$what.txt"); $(grep -oE '[0-9]+ differing lines' "$out/engine-$what.txt")"
   done
 fi
 

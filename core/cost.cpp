@@ -82,6 +82,11 @@ Scope::~Scope() {
   if (!s.stack.empty()) s.stack.back().start = now;
 }
 
+const char* current_phase() {
+  const State& s = state();
+  return s.stack.empty() ? "" : s.stack.back().phase;
+}
+
 std::map<std::string, double> take() {
   State& s = state();
   const auto now = Clock::now();

@@ -29,6 +29,9 @@ class Scope {
   bool active_ = false;
 };
 
+/// This thread's innermost open phase ("" when measuring is off or none is open).
+const char* current_phase();
+
 /// This thread's seconds per phase since the last take(), and resets them.
 std::map<std::string, double> take();
 

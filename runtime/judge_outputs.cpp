@@ -4,6 +4,7 @@
 // and checked_timing.cpp (their torch headers parsed once).
 #include "runtime/runner.hpp"
 
+#include <ATen/Parallel.h>
 #include <ATen/TensorOperators.h>  // the tensor arithmetic below (it brings ATen/Functions.h)
 #include <ATen/core/Tensor.h>
 #include <ATen/cuda/CUDAContext.h>
@@ -54,6 +55,7 @@
 #include "runtime/cuda/check.hpp"
 #include "runtime/cuda/compare.hpp"
 #include "runtime/cuda/device.hpp"
+#include "runtime/cuda/judge_stats.hpp"
 #include "runtime/cuda/timer.hpp"
 #include "runtime/torch_op.hpp"
 
@@ -198,6 +200,103 @@ Tensors run_reference_on_copies_if_it_fails(const std::function<Tensors(const Te
   }
 }
 
+namespace {
+
+std::optional<JudgeEngine>& engine_override() {
+  static std::optional<JudgeEngine> engine;
+  return engine;
+}
+
+namespace js = cuda::judge;
+
+std::optional<js::ElemType> elem_type(at::ScalarType t) {
+  switch (t) {
+    case at::kDouble:
+      return js::ElemType::f64;
+    case at::kFloat:
+      return js::ElemType::f32;
+    case at::kHalf:
+      return js::ElemType::f16;
+    case at::kBFloat16:
+      return js::ElemType::bf16;
+    case at::kFloat8_e4m3fn:
+      return js::ElemType::f8e4m3;
+    case at::kChar:
+      return js::ElemType::i8;
+    case at::kByte:
+      return js::ElemType::u8;
+    case at::kInt:
+      return js::ElemType::i32;
+    case at::kLong:
+      return js::ElemType::i64;
+    case at::kBool:
+      return js::ElemType::b8;
+    default:
+      return std::nullopt;
+  }
+}
+
+// Whether the one pass can measure these outputs (every tensor of a type it reads, a sweep it
+// holds); else the ATen operators do.
+bool fused_can_judge(const Tensors& outputs, const Tensors& expected, const Tensors& oracle,
+                     const Tensors& magnitude, size_t sweeps) {
+  if (sweeps > static_cast<size_t>(js::kMaxSweep)) return false;
+  const auto readable = [](const Tensors& ts, size_t n) {
+    for (size_t i = 0; i < n && i < ts.size(); ++i)
+      if (ts[i].defined() && !elem_type(ts[i].scalar_type())) return false;
+    return true;
+  };
+  const size_t n = outputs.size();
+  return readable(outputs, n) && readable(expected, n) && readable(oracle, n) &&
+         readable(magnitude, n);
+}
+
+// A job's operand: `t` made contiguous (kept alive in `keep`).
+js::Operand operand(const at::Tensor& t, std::vector<at::Tensor>& keep) {
+  keep.push_back(t.contiguous());
+  return {keep.back().const_data_ptr(), *elem_type(t.scalar_type())};
+}
+
+// Queues the jobs' figures on `q`: one pass on the device, or a loop here on the cpu backend.
+// Returns the slot of the first job's first word.
+size_t queue_fused(const std::vector<js::OutputJob>& jobs, at::Device device, DeviceScalars& q) {
+  const int64_t words = static_cast<int64_t>(jobs.size()) * js::kStatsWords;
+  auto stats = at::empty({words}, at::TensorOptions().dtype(at::kLong).device(device));
+  auto* to = reinterpret_cast<js::OutputStats*>(stats.data_ptr<int64_t>());
+  if (device.is_cuda()) {
+    const auto scratch = at::empty({static_cast<int64_t>(js::scratch_bytes(jobs))},
+                                   at::TensorOptions().dtype(at::kByte).device(device));
+    KGATE_CUDA_CALL(js::launch_judge_stats(
+        jobs, to, scratch.data_ptr(), at::cuda::getCurrentCUDAStream(device.index()).stream()));
+  } else {
+    js::judge_stats_host(jobs, to, [](int64_t n, const std::function<void(int64_t)>& body) {
+      at::parallel_for(0, n, 1, [&](int64_t b, int64_t e) {
+        for (int64_t c = b; c < e; ++c) body(c);
+      });
+    });
+  }
+  return q.add_words(stats);
+}
+
+}  // namespace
+
+JudgeEngine judge_engine(bool cuda) {
+  if (engine_override()) return *engine_override();
+  static const std::optional<JudgeEngine> from_env = []() -> std::optional<JudgeEngine> {
+    const char* v = std::getenv("KGATE_JUDGE");
+    if (!v || !*v) return std::nullopt;
+    const std::string s = v;
+    if (s == "fused") return JudgeEngine::fused;
+    if (s == "aten") return JudgeEngine::aten;
+    throw Error(ErrorKind::usage,
+                "KGATE_JUDGE='" + s + "' is not an engine: fused or aten (or leave it unset)");
+  }();
+  if (from_env) return *from_env;
+  return cuda ? JudgeEngine::aten : JudgeEngine::fused;
+}
+
+void set_judge_engine(std::optional<JudgeEngine> engine) { engine_override() = engine; }
+
 // Judges `outputs`, written by a kernel from `ref_inputs` (the inputs as they were before the
 // launch), against the eager reference and the fp64 oracle under `rule`, and fills `result`'s
 // verdict fields. `poison`: the salt of the NaN poison the outputs held before the launch, so that
@@ -298,22 +397,26 @@ bool judge_outputs(const OpSignature& op, const OpReference& ref, const Case& c,
     return false;
   }
 
+  // Every output is judged: floating outputs under the rule, integer outputs exactly; every
+  // output gets the memory checks. The figures come from one pass over each output (fused) or
+  // from the ATen operators it restates; the index rule and a start value's check are ATen's.
+  const bool fused = judge_engine(device.is_cuda()) == JudgeEngine::fused &&
+                     fused_can_judge(outputs, expected, oracle, magnitude, sweep_rtols.size());
   // A position-weighted sum of the outputs' bits: two runs that differ in any element differ here.
   std::vector<size_t> fingerprints;
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    if (outputs[i].numel() == 0) continue;
-    const auto bits = outputs[i]
-                          .contiguous()
-                          .view(bits_type(from_scalar_type(outputs[i].scalar_type())))
-                          .reshape({-1})
-                          .to(at::kLong);
-    const auto weights = at::arange(bits.numel(), bits.options())
-                             .mul(2654435761LL)
-                             .add(static_cast<int64_t>(2 * i + 1));
-    fingerprints.push_back(q.add_int(bits.mul(weights).sum()));
-  }
-  // Every output is judged: floating outputs under the rule, integer outputs exactly; every
-  // output gets the memory checks.
+  if (!fused)
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      if (outputs[i].numel() == 0) continue;
+      const auto bits = outputs[i]
+                            .contiguous()
+                            .view(bits_type(from_scalar_type(outputs[i].scalar_type())))
+                            .reshape({-1})
+                            .to(at::kLong);
+      const auto weights = at::arange(bits.numel(), bits.options())
+                               .mul(2654435761LL)
+                               .add(static_cast<int64_t>(2 * i + 1));
+      fingerprints.push_back(q.add_int(bits.mul(weights).sum()));
+    }
   struct PerOutput {
     DType dtype;
     PendingComparison vs_reference, vs_oracle, reference_vs_oracle;
@@ -322,13 +425,18 @@ bool judge_outputs(const OpSignature& op, const OpReference& ref, const Case& c,
     std::optional<size_t> relative_worst, relative_mismatches;
     std::optional<size_t> index_out_of_range, index_duplicate_rows, index_mismatches;
     int64_t index_bound = 0;
+    cuda::judge::OutputJob job;  // fused: what the pass measured
   };
   std::vector<PerOutput> per(outputs.size());
+  std::vector<at::Tensor> operands;  // fused: the contiguous tensors the pass reads
   // What the case's verdict is judged from (correctness::judge_case), filled as each is measured.
   std::vector<correctness::OutputMeasurement> measured(outputs.size());
   for (size_t i = 0; i < outputs.size(); ++i) {
     PerOutput& p = per[i];
     p.dtype = from_scalar_type(outputs[i].scalar_type());
+    const int64_t numel = outputs[i].numel();
+    const bool same_dtype = expected[i].scalar_type() == outputs[i].scalar_type();
+    cuda::judge::OutputJob& job = p.job;
     // An in-place output holds the input's values, not poison: an element left unwritten shows
     // as a wrong value instead.
     if (i < memory.unwritten.size() && memory.unwritten[i]) {
@@ -342,59 +450,101 @@ bool judge_outputs(const OpSignature& op, const OpReference& ref, const Case& c,
       p.start_held = q.add_int(held.sum());
     } else if (poison && op.alias_input(op.outputs[i]) < 0 &&
                !(floating_prefilled && is_floating(p.dtype))) {
-      const auto poison_value = poison_bits(p.dtype, device, *poison);
-      auto unwritten = outputs[i].contiguous().view(bits_type(p.dtype)).eq(poison_value);
       // A one-byte poison is a value kernels write: it marks an element unwritten only where the
       // reference holds another value (where they agree, the element is right either way).
-      if (dtype_size(p.dtype) == 1 && expected[i].scalar_type() == outputs[i].scalar_type())
-        unwritten = unwritten.logical_and(
-            expected[i].contiguous().view(bits_type(p.dtype)).ne(poison_value));
-      p.unwritten = q.add_int(unwritten.sum());
+      const bool where_expected_differs = dtype_size(p.dtype) == 1 && same_dtype;
+      if (fused) {
+        job.unwritten = true;
+        job.poison = poison_pattern(p.dtype, *poison);
+        job.poison_where_expected_differs = where_expected_differs;
+      } else {
+        const auto poison_value = poison_bits(p.dtype, device, *poison);
+        auto unwritten = outputs[i].contiguous().view(bits_type(p.dtype)).eq(poison_value);
+        if (where_expected_differs)
+          unwritten = unwritten.logical_and(
+              expected[i].contiguous().view(bits_type(p.dtype)).ne(poison_value));
+        p.unwritten = q.add_int(unwritten.sum());
+      }
     }
     const bool floating = is_floating(p.dtype);
     const auto& out_rule = measured[i].rule = output_rule(rule, p.dtype, op.outputs[i]);
     measured[i].name = op.outputs[i].name;
     measured[i].dtype = p.dtype;
     const auto tol = out_rule.tolerance;
-    const auto out64 = outputs[i].to(at::kDouble);
-    const auto ref64 = expected[i].to(at::kDouble);
     const double edge =
         floating ? dtype_max(p.dtype) * (1 - out_rule.ratio_k * dtype_eps(p.dtype)) : 0;
-    p.vs_reference = PendingComparison(q, out64, ref64, tol, Compare::allclose,
-                                       i == 0 ? sweep_rtols : std::vector<double>{}, edge);
-    if (with_oracle) {  // else both stay empty: no oracle ran
-      p.vs_oracle = PendingComparison(q, out64, oracle[i].to(at::kDouble), tol, Compare::stats);
-      p.reference_vs_oracle =
-          PendingComparison(q, ref64, oracle[i].to(at::kDouble), tol, Compare::max_abs);
-    }
-    const bool relative = correctness::rule_needs(out_rule.kind, correctness::Reduction::relative);
-    if (relative && out64.numel() > 0) {
-      // Element by element: |out - oracle| <= k * max(|eager - oracle|, eps * |oracle|) + atol;
-      // conditioned adds eps_acc * (sum |terms| + sqrt(terms) * |oracle|) inside the max.
-      const auto o64 = oracle[i].to(at::kDouble);
-      const auto finite = at::isfinite(out64) & at::isfinite(o64) & at::isfinite(ref64);
-      const auto zero = at::zeros_like(out64);
-      const auto err = at::where(finite, (out64 - o64).abs(), zero);
-      const auto own = at::where(finite, (ref64 - o64).abs(), zero);
-      auto scale = at::maximum(own, dtype_eps(p.dtype) * o64.abs());
-      if (correctness::rule_needs(out_rule.kind, correctness::Reduction::magnitude) &&
-          i < magnitude.size() && magnitude[i].defined()) {
-        // The rounding scale of a float32 accumulation (float64's for f64 outputs), whatever the
-        // storage dtype: a sum kept in f16 or bf16 is a bug, not another summation order.
-        const double eps_acc = dtype_eps(p.dtype == DType::f64 ? DType::f64 : DType::f32);
-        const auto m64 = magnitude[i].to(at::kDouble).abs();
-        const auto sum_scale =
-            eps_acc * (at::where(at::isfinite(m64), m64, zero) + out_rule.length * o64.abs());
-        scale = at::maximum(scale, at::where(finite, sum_scale, zero));
+    const bool relative =
+        correctness::rule_needs(out_rule.kind, correctness::Reduction::relative) && numel > 0;
+    const bool conditioned_here =
+        correctness::rule_needs(out_rule.kind, correctness::Reduction::magnitude) &&
+        i < magnitude.size() && magnitude[i].defined();
+    // The rounding scale of a float32 accumulation (float64's for f64 outputs), whatever the
+    // storage dtype: a sum kept in f16 or bf16 is a bug, not another summation order.
+    const double eps_acc = dtype_eps(p.dtype == DType::f64 ? DType::f64 : DType::f32);
+    const bool ulp = floating && numel > 0 && same_dtype;
+    if (fused) {
+      job.count = numel;
+      job.out = operand(outputs[i], operands);
+      job.expected = operand(expected[i], operands);
+      job.oracle = operand(oracle[i], operands);
+      job.atol = tol.atol;
+      job.rtol = tol.rtol;
+      job.edge = edge;
+      if (i == 0) {
+        job.sweeps = static_cast<int>(sweep_rtols.size());
+        std::copy(sweep_rtols.begin(), sweep_rtols.end(), job.sweep_rtol);
       }
-      const auto allowed = out_rule.ratio_k * scale + tol.atol;
-      const auto ratio = at::where(allowed.gt(0), err / allowed,
-                                   at::where(err.gt(0), at::full_like(err, INFINITY), zero));
-      p.relative_worst = q.add_double(ratio.max());
-      p.relative_mismatches = q.add_int(ratio.gt(1.0).sum());
+      job.with_oracle = with_oracle;
+      job.relative = relative;
+      job.conditioned = relative && conditioned_here;
+      if (job.conditioned) job.magnitude = operand(magnitude[i], operands);
+      job.ratio_k = out_rule.ratio_k;
+      job.eps = dtype_eps(p.dtype);
+      job.eps_acc = eps_acc;
+      job.length = out_rule.length;
+      job.ulp = ulp;
+      job.fingerprint = numel > 0;
+      job.fingerprint_offset = static_cast<int64_t>(2 * i + 1);
+    } else {
+      const auto out64 = outputs[i].to(at::kDouble);
+      const auto ref64 = expected[i].to(at::kDouble);
+      p.vs_reference = PendingComparison(q, out64, ref64, tol, Compare::allclose,
+                                         i == 0 ? sweep_rtols : std::vector<double>{}, edge);
+      if (with_oracle) {  // else both stay empty: no oracle ran
+        p.vs_oracle = PendingComparison(q, out64, oracle[i].to(at::kDouble), tol, Compare::stats);
+        p.reference_vs_oracle =
+            PendingComparison(q, ref64, oracle[i].to(at::kDouble), tol, Compare::max_abs);
+      }
+      if (relative) {
+        // Element by element: |out - oracle| <= k * max(|eager - oracle|, eps * |oracle|) + atol;
+        // conditioned adds eps_acc * (sum |terms| + sqrt(terms) * |oracle|) inside the max.
+        const auto o64 = oracle[i].to(at::kDouble);
+        const auto finite = at::isfinite(out64) & at::isfinite(o64) & at::isfinite(ref64);
+        const auto zero = at::zeros_like(out64);
+        const auto err = at::where(finite, (out64 - o64).abs(), zero);
+        const auto own = at::where(finite, (ref64 - o64).abs(), zero);
+        auto scale = at::maximum(own, dtype_eps(p.dtype) * o64.abs());
+        if (conditioned_here) {
+          const auto m64 = magnitude[i].to(at::kDouble).abs();
+          const auto sum_scale =
+              eps_acc * (at::where(at::isfinite(m64), m64, zero) + out_rule.length * o64.abs());
+          scale = at::maximum(scale, at::where(finite, sum_scale, zero));
+        }
+        const auto allowed = out_rule.ratio_k * scale + tol.atol;
+        const auto ratio = at::where(allowed.gt(0), err / allowed,
+                                     at::where(err.gt(0), at::full_like(err, INFINITY), zero));
+        p.relative_worst = q.add_double(ratio.max());
+        p.relative_mismatches = q.add_int(ratio.gt(1.0).sum());
+      }
+      if (ulp) {
+        const auto finite = at::isfinite(out64) & at::isfinite(ref64);
+        const auto distance =
+            (ordered_bits(outputs[i], p.dtype) - ordered_bits(expected[i].contiguous(), p.dtype))
+                .abs();
+        p.max_ulp = q.add_int(at::where(finite, distance, at::zeros_like(distance)).max());
+      }
     }
-    if (correctness::rule_needs(out_rule.kind, correctness::Reduction::index) &&
-        out64.numel() > 0) {
+    if (correctness::rule_needs(out_rule.kind, correctness::Reduction::index) && numel > 0) {
       const int src = [&] {
         for (size_t k = 0; k < op.inputs.size(); ++k)
           if (op.inputs[k].name == op.outputs[i].index_into) return static_cast<int>(k);
@@ -425,17 +575,28 @@ bool judge_outputs(const OpSignature& op, const OpReference& ref, const Case& c,
       const auto same = mine.eq(theirs) | (at::isnan(mine) & at::isnan(theirs));
       p.index_mismatches = q.add_int(((~same) & in_range).sum());
     }
-    if (floating && out64.numel() > 0 && expected[i].scalar_type() == outputs[i].scalar_type()) {
-      const auto finite = at::isfinite(out64) & at::isfinite(ref64);
-      const auto ulp =
-          (ordered_bits(outputs[i], p.dtype) - ordered_bits(expected[i].contiguous(), p.dtype))
-              .abs();
-      p.max_ulp = q.add_int(at::where(finite, ulp, at::zeros_like(ulp)).max());
-    }
+  }
+  std::optional<size_t> fused_words;
+  if (fused) {
+    std::vector<cuda::judge::OutputJob> jobs;
+    for (const auto& p : per) jobs.push_back(p.job);
+    fused_words = queue_fused(jobs, device, q);
   }
   q.fetch();
+  std::vector<cuda::judge::OutputStats> stats(fused ? outputs.size() : 0);
+  for (size_t i = 0; i < stats.size(); ++i)
+    q.words(*fused_words + i * cuda::judge::kStatsWords, cuda::judge::kStatsWords, &stats[i]);
 
-  if (!fingerprints.empty()) {
+  if (fused) {
+    bool any = false;
+    uint64_t fp = 0;
+    for (size_t i = 0; i < outputs.size(); ++i)
+      if (per[i].job.fingerprint) {
+        fp = fp * 1000003u + static_cast<uint64_t>(stats[i].fingerprint);
+        any = true;
+      }
+    if (any) result.output_fingerprint = fp;
+  } else if (!fingerprints.empty()) {
     uint64_t fp = 0;
     for (size_t slot : fingerprints) fp = fp * 1000003u + static_cast<uint64_t>(q.i(slot));
     result.output_fingerprint = fp;
@@ -452,20 +613,50 @@ bool judge_outputs(const OpSignature& op, const OpReference& ref, const Case& c,
     correctness::Measurement& m = measured[i].measurement;
     m.inputs_modified = inputs_modified;
     m.guard_bands_intact = guards_intact_all;
-    m.vs_reference = p.vs_reference.resolve(q, &m.allclose_worst, &m.worst_element);
-    if (i == 0 && !sweep_rtols.empty())
-      result.needed_atol = p.vs_reference.needed_atol(q, sweep_rtols.size());
-    m.vs_oracle = p.vs_oracle.resolve(q, nullptr, nullptr);
-    m.reference_vs_oracle_max_abs = p.reference_vs_oracle.resolve(q, nullptr, nullptr).max_abs;
+    if (fused) {
+      const auto& s = stats[i];
+      const auto& job = p.job;
+      if (job.count > 0) {
+        m.vs_reference.max_abs = s.ref_max_abs;
+        m.vs_reference.max_rel = s.ref_max_rel;
+        m.vs_reference.mismatches = s.ref_mismatches;
+        m.vs_reference.nan_mismatches = s.ref_nan_mismatches;
+        m.vs_reference.elements = job.count;
+        m.allclose_worst = s.worst_ratio;
+        m.worst_element = "element " + std::to_string(s.worst_index) + ": got " + g(s.worst_out) +
+                          ", expected " + g(s.worst_target);
+        if (job.with_oracle) {
+          m.vs_oracle.max_abs = s.oracle_max_abs;
+          m.vs_oracle.max_rel = s.oracle_max_rel;
+          m.vs_oracle.nan_mismatches = s.oracle_nan_mismatches;
+          m.vs_oracle.elements = job.count;
+          m.reference_vs_oracle_max_abs = s.reference_vs_oracle_max_abs;
+        }
+      }
+      if (i == 0 && !sweep_rtols.empty())
+        result.needed_atol.assign(s.needed_atol, s.needed_atol + sweep_rtols.size());
+      if (job.unwritten) m.vs_reference.unwritten += s.unwritten;
+      if (job.ulp) m.max_ulp = static_cast<double>(s.max_ulp);
+      if (job.relative) {
+        m.relative_worst = s.relative_worst;
+        m.relative_mismatches = s.relative_mismatches;
+      }
+    } else {
+      m.vs_reference = p.vs_reference.resolve(q, &m.allclose_worst, &m.worst_element);
+      if (i == 0 && !sweep_rtols.empty())
+        result.needed_atol = p.vs_reference.needed_atol(q, sweep_rtols.size());
+      m.vs_oracle = p.vs_oracle.resolve(q, nullptr, nullptr);
+      m.reference_vs_oracle_max_abs = p.reference_vs_oracle.resolve(q, nullptr, nullptr).max_abs;
+      if (p.max_ulp) m.max_ulp = static_cast<double>(q.i(*p.max_ulp));
+      if (p.relative_worst) {
+        m.relative_worst = q.d(*p.relative_worst);
+        m.relative_mismatches = q.i(*p.relative_mismatches);
+      }
+    }
     if (p.unwritten) m.vs_reference.unwritten += q.i(*p.unwritten);
     if (p.start_held) {
       m.start_held = q.i(*p.start_held);
       m.start_value = *starts[i];
-    }
-    if (p.max_ulp) m.max_ulp = static_cast<double>(q.i(*p.max_ulp));
-    if (p.relative_worst) {
-      m.relative_worst = q.d(*p.relative_worst);
-      m.relative_mismatches = q.i(*p.relative_mismatches);
     }
     if (p.index_out_of_range) {
       m.index_out_of_range = q.i(*p.index_out_of_range);

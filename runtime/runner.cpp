@@ -82,7 +82,7 @@ std::vector<bool> written_in_place(const OpSignature& op, size_t inputs) {
 // The payload is drawn per run and case from `salt` (Runner's, from the system's random source),
 // so a kernel cannot learn one pattern and tell a check from real use: a quiet NaN whose payload
 // is neither 0 (the canonical NaN of IEEE arithmetic) nor all ones (CUDA's), with either sign.
-at::Tensor poison_bits(DType dtype, at::Device device, uint64_t salt) {
+int64_t poison_pattern(DType dtype, uint64_t salt) {
   const uint64_t r = salt * 0x9E3779B97F4A7C15ULL ^ (salt >> 29);
   const auto payload = [&](int bits) {  // in [1, 2^bits - 2]
     const uint64_t span = (uint64_t{1} << bits) - 2;
@@ -91,42 +91,35 @@ at::Tensor poison_bits(DType dtype, at::Device device, uint64_t salt) {
   const uint64_t sign = r & 1;
   switch (dtype) {
     case DType::f16:
-      return at::full({1},
-                      static_cast<int16_t>(static_cast<uint16_t>(sign << 15 | 0x7E00 | payload(9))),
-                      at::TensorOptions().dtype(at::kShort).device(device));
+      return static_cast<int16_t>(static_cast<uint16_t>(sign << 15 | 0x7E00 | payload(9)));
     case DType::bf16:
-      return at::full({1},
-                      static_cast<int16_t>(static_cast<uint16_t>(sign << 15 | 0x7FC0 | payload(6))),
-                      at::TensorOptions().dtype(at::kShort).device(device));
+      return static_cast<int16_t>(static_cast<uint16_t>(sign << 15 | 0x7FC0 | payload(6)));
     case DType::f32:
-      return at::full(
-          {1}, static_cast<int32_t>(static_cast<uint32_t>(sign << 31 | 0x7FC00000u | payload(22))),
-          at::TensorOptions().dtype(at::kInt).device(device));
+      return static_cast<int32_t>(static_cast<uint32_t>(sign << 31 | 0x7FC00000u | payload(22)));
     case DType::f64:
-      return at::full({1}, static_cast<int64_t>(sign << 63 | 0x7FF8000000000000ULL | payload(51)),
-                      at::TensorOptions().dtype(at::kLong).device(device));
+      return static_cast<int64_t>(sign << 63 | 0x7FF8000000000000ULL | payload(51));
     // Integers have no NaN: a value far outside any index or count range an op produces.
     case DType::i32:
-      return at::full({1}, static_cast<int32_t>(0x7FADBEEF),
-                      at::TensorOptions().dtype(at::kInt).device(device));
+      return static_cast<int32_t>(0x7FADBEEF);
     case DType::i64:
-      return at::full({1}, static_cast<int64_t>(0x7FFFDEADBEEF0001LL),
-                      at::TensorOptions().dtype(at::kLong).device(device));
+      return static_cast<int64_t>(0x7FFFDEADBEEF0001LL);
     // One-byte dtypes: every pattern but bool's 0xA5 is a value a kernel may write (fp8's 0x7F is
     // its NaN, int8's -128 lies outside symmetric quantization's range), so an element holding the
     // poison counts as unwritten only where the reference holds something else (unwritten_mask).
     case DType::i8:
-      return at::full({1}, static_cast<int8_t>(-128),
-                      at::TensorOptions().dtype(at::kChar).device(device));
+      return static_cast<int8_t>(-128);
     case DType::u8:
     case DType::b8:
-      return at::full({1}, static_cast<int8_t>(static_cast<uint8_t>(0xA5)),
-                      at::TensorOptions().dtype(at::kChar).device(device));
+      return static_cast<int8_t>(static_cast<uint8_t>(0xA5));
     case DType::f8e4m3:
-      return at::full({1}, static_cast<int8_t>(0x7F),
-                      at::TensorOptions().dtype(at::kChar).device(device));
+      return static_cast<int8_t>(0x7F);
   }
   throw Error(ErrorKind::internal, "no poison pattern for this dtype");
+}
+
+at::Tensor poison_bits(DType dtype, at::Device device, uint64_t salt) {
+  return at::full({1}, poison_pattern(dtype, salt),
+                  at::TensorOptions().dtype(bits_type(dtype)).device(device));
 }
 
 at::ScalarType bits_type(DType dtype) {

@@ -9,9 +9,11 @@
 #include <cuda_runtime.h>
 
 #include <chrono>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -31,7 +33,9 @@ using speed::system_random;
 
 /// Per input of `op`, whether an output is written into it in place (an output's alias).
 std::vector<bool> written_in_place(const OpSignature& op, size_t inputs);
-/// The poison pattern of `dtype` (one element, on `device`), drawn from `salt`.
+/// The poison pattern of `dtype` drawn from `salt`: its bits as the signed integer of the dtype's
+/// size, widened; and as one element of that integer type on `device`.
+int64_t poison_pattern(DType dtype, uint64_t salt);
 at::Tensor poison_bits(DType dtype, at::Device device, uint64_t salt);
 /// The integer type of `dtype`'s size, to view its bits.
 at::ScalarType bits_type(DType dtype);
@@ -55,30 +59,48 @@ class DeviceScalars {
     f64_.push_back(t.reshape({}).to(at::kDouble));
     return f64_.size() - 1;
   }
-  size_t add_int(const at::Tensor& t) {
-    i64_.push_back(t.reshape({}).to(at::kLong));
-    return i64_.size() - 1;
+  size_t add_int(const at::Tensor& t) { return add_words(t.reshape({1}).to(at::kLong)); }
+  /// Queues a 1-d int64 tensor of n words; returns the slot of the first (the others follow).
+  size_t add_words(const at::Tensor& words) {
+    i64_.push_back(words);
+    const size_t first = words_;
+    words_ += static_cast<size_t>(words.numel());
+    return first;
   }
   /// Reads every queued scalar back (one synchronization).
   void fetch() {
     std::vector<at::Tensor> all;
     if (!f64_.empty()) all.push_back(at::stack(f64_).view(at::kLong));  // bit-cast: one transfer
-    if (!i64_.empty()) all.push_back(at::stack(i64_));
+    all.insert(all.end(), i64_.begin(), i64_.end());
     if (all.empty()) return;
-    const auto host = at::cat(all).to(at::kCPU);
+    const auto host = all.size() == 1 ? all.front().to(at::kCPU) : at::cat(all).to(at::kCPU);
     const int64_t* v = host.data_ptr<int64_t>();
     doubles_.resize(f64_.size());
     std::memcpy(doubles_.data(), v, f64_.size() * sizeof(double));
-    ints_.assign(v + f64_.size(), v + f64_.size() + i64_.size());
+    ints_.assign(v + f64_.size(), v + f64_.size() + words_);
   }
   double d(size_t slot) const { return doubles_.at(slot); }
   int64_t i(size_t slot) const { return ints_.at(slot); }
+  /// `count` words from `slot` (add_words), copied into `to`.
+  void words(size_t slot, size_t count, void* to) const {
+    if (slot + count > ints_.size()) throw std::out_of_range("DeviceScalars::words");
+    std::memcpy(to, ints_.data() + slot, count * sizeof(int64_t));
+  }
 
  private:
   std::vector<at::Tensor> f64_, i64_;
+  size_t words_ = 0;
   std::vector<double> doubles_;
   std::vector<int64_t> ints_;
 };
+
+/// How judge_outputs measures: one pass of its own over each output (runtime/cuda/judge_stats.hpp),
+/// or the chain of ATen operators it restates (the reference the pass is tested against).
+enum class JudgeEngine { fused, aten };
+/// The engine of this process: KGATE_JUDGE=fused|aten where set, else fused on the CPU and aten
+/// on a GPU until the pass has been measured there (set_judge_engine overrides both).
+JudgeEngine judge_engine(bool cuda);
+void set_judge_engine(std::optional<JudgeEngine> engine);
 
 // What a caller queued on `q` about memory before judging: per input not written in place, 1 if
 // it changed; per guarded output, 1 if both guard bands hold; per output, the unwritten elements
@@ -130,7 +152,7 @@ struct Runner::Impl {
   at::Device device{at::kCPU};
   bool context_lost = false;
   std::string lost_reason;
-  bool references_on_copies = false;  // Runner::set_references_on_copies
+  bool references_on_copies = false;           // Runner::set_references_on_copies
 
   /// Where the device is broken (a fault's sticky error), marks the context lost for `reason` and
   /// returns the error; cudaSuccess where it is sound, on the cpu backend, or lost already.
