@@ -37,6 +37,7 @@
 #include "cli/worker.hpp"
 #include "core/config.hpp"
 #include "core/cost.hpp"
+#include "core/device_share.hpp"
 #include "core/error.hpp"
 #include "core/op_file.hpp"
 #include "core/safe_text.hpp"
@@ -138,6 +139,11 @@ CLI::App* add_check_command(CLI::App& app, CheckArgs& args) {
          "one "
          "worker per GPU, and a GPU never runs two at once; one report, Holm over the whole run")
       ->type_name("all|N,M,...");
+  cmd->add_option("--jobs", args.jobs,
+                  "Workers at once on each GPU: their correctness cases run side by side, and a "
+                  "kernel's timing (and its huge cases) waits until it has the GPU alone")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
   cmd->add_option_function<std::vector<std::string>>(
          "--captured",
          [&opt](const std::vector<std::string>& files) {
@@ -180,7 +186,8 @@ CLI::App* add_check_command(CLI::App& app, CheckArgs& args) {
   cmd->add_flag("--cost", args.cost,
                 "Measure where each kernel's check spends its time (startup, compile, probe, "
                 "generate, kernel, reference, oracle, judge, behaviour, base, shrink, warmup, "
-                "timing): report.json's cost_s, and a table; waits for the GPU at each phase's "
+                "timing, and wait: for the GPU under --jobs): report.json's cost_s, and a table; "
+                "waits for the GPU at each phase's "
                 "ends, so the run itself is slower");
   cmd->add_flag_callback(
       "--no-isolate", [&args] { args.isolate = false; },
@@ -216,6 +223,8 @@ CLI::App* add_check_command(CLI::App& app, CheckArgs& args) {
       ->group("");  // internal: Holm's m
   cmd->add_option("--growth-left", opt.worker.growth_left_s, "")
       ->group("");  // internal: the budget growth the kernels before left
+  cmd->add_option("--device-share", opt.worker.device_share, "")
+      ->group("");                                           // internal: --jobs, the device's lock
   cmd->add_option("--case", args.only_case, "")->group("");  // internal: shrinking a fault
   cmd->add_option("--out", args.out_dir, "Directory for report.json, junit.xml and summary.md")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
@@ -360,9 +369,14 @@ int run_check(const CheckArgs& args) {
   load_base(args, plan, readable);
   for (const auto& f : args.options.captured) readable.push_back(f.path);  // --captured files
   const std::string sandbox =
-      args.in_worker() ? enter_worker_sandbox(readable, args.out_dir)
-      : args.isolate   ? std::string()
-                       : "none: --no-isolate runs kernels and references in kgate's own process";
+      args.in_worker()
+          ? enter_worker_sandbox(
+                readable, args.out_dir,
+                args.options.worker.device_share.empty()
+                    ? std::string()
+                    : fs::path(args.options.worker.device_share).parent_path().string())
+      : args.isolate ? std::string()
+                     : "none: --no-isolate runs kernels and references in kgate's own process";
   if (!args.in_worker() && !args.isolate) {
     const char* require = std::getenv("KGATE_REQUIRE_SANDBOX");
     if (require && std::string(require) == "1")
@@ -398,6 +412,8 @@ int run_check(const CheckArgs& args) {
   const bool isolate = args.isolate && !args.in_worker();
   if (!args.devices.empty() && !args.in_worker() && !isolate)
     throw_usage("--devices runs one worker process per GPU: leave out --no-isolate");
+  if (args.jobs > 1 && !args.in_worker() && !isolate)
+    throw_usage("--jobs runs several worker processes at once: leave out --no-isolate");
   if (!args.sanitize.empty() && !args.in_worker()) {
     if (!isolate)
       throw_usage(
@@ -410,14 +426,23 @@ int run_check(const CheckArgs& args) {
   // Isolated runs start no CUDA context here: the workers do the work.
   std::optional<Runner> runner;
   RunnerEnvironment environment;
+  // A worker of --jobs shares its device with the others: its CUDA context starts, and its cases
+  // run, beside theirs; its timing waits until it has the device alone.
+  const DeviceShare share(args.in_worker() ? args.options.worker.device_share : std::string());
   if (!isolate) {
+    const auto starting = share.shared();
     runner.emplace(plan.backend);
     environment = runner->environment();
+    if (share.active()) {
+      share.join();  // its context is on the device now
+      runner->set_siblings([&share] { return share.members(); });
+    }
   }
   RunReport report = start_report(args, plan, environment, sandbox);
   report.google_benchmark = std::move(google_benchmark);
   CheckOptions options = args.options;
   options.baseline_is_base = plan.base.has_value();
+  if (share.active()) options.device_share = &share;
   // Every speed comparison of the run is Holm-corrected with every other: each must be able to
   // decide at that strictness. A kernel paired with its base is timed against it and against eager;
   // an UNCHANGED one is not timed at all.

@@ -10,6 +10,7 @@
 #include <exception>
 #include <filesystem>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -17,6 +18,7 @@
 #include "cli/progress.hpp"
 #include "cli/sanitize.hpp"
 #include "cli/worker.hpp"
+#include "core/device_share.hpp"
 #include "core/error.hpp"
 #include "core/safe_text.hpp"
 #include "gates/correctness/contract.hpp"
@@ -297,6 +299,7 @@ class WorkerDealer {
                                                          k.name, worker_out.string());
     child.task.run_comparisons = run_comparisons;
     child.task.growth_left_s = growth_share();
+    child.task.device_share = share_path(device);
     child.device = device;
     // A fault kills its worker's CUDA context: the worker stops there, and a fresh one goes on
     // with the remaining cases (at most kMaxFaultRestarts times).
@@ -409,9 +412,18 @@ class WorkerDealer {
     growth_left = std::max(0.0, growth_left - budget_grown_s(k));
   }
 
-  // The run on one GPU, or on each of --devices.
+  // --jobs: the lock the workers on `device` share, in a directory of its own that they may
+  // write (empty: one worker at a time there).
+  std::string share_path(std::optional<int> device) const {
+    if (args.jobs <= 1) return {};
+    return (out / "workers" / (".device-" + (device ? std::to_string(*device) : std::string("0"))) /
+            "share")
+        .string();
+  }
+
+  // The run on one GPU, or on each of --devices; with --jobs, that many workers at once on each.
   void deal() {
-    if (args.devices.size() <= 1) {
+    if (args.devices.size() <= 1 && args.jobs <= 1) {
       const std::optional<int> device =
           args.devices.empty() ? std::nullopt : std::optional<int>(args.devices.front());
       for (size_t i = 0; i < plan.total(); ++i) {
@@ -419,12 +431,14 @@ class WorkerDealer {
         write_reports();  // after every kernel: a crash later loses nothing already measured
       }
     } else {
-      // One thread per GPU takes the next kernel when its last one is done: a GPU never runs two.
-      // The report keeps the kernels' order, and is written after each one as before.
+      // One thread per worker slot (--jobs per GPU) takes the next kernel when its last one is
+      // done: a GPU never runs more than --jobs at once, and never times two (their timing has it
+      // alone). The report keeps the kernels' order, and is written after each one as before.
       std::vector<std::optional<KernelReport>> done(plan.total());
       std::atomic<size_t> next{0};
       std::mutex done_mutex;
       std::exception_ptr error;  // the first error of any thread: no more kernels are dealt
+      std::set<int> retired;     // GPUs retired by any of their slots: the others stop too
       const auto publish = [&](size_t i, std::optional<KernelReport> kr) {
         std::lock_guard<std::mutex> lock(done_mutex);
         done[i] = std::move(kr);
@@ -434,20 +448,29 @@ class WorkerDealer {
           if (d) report.kernels.push_back(*d);
         write_reports();
       };
-      const auto serve = [&](int device) {
+      const auto serve = [&](std::optional<int> device) {
         try {
           DeviceHealth health;
-          for (size_t i = next++; i < plan.total(); i = next++) {
+          const auto is_retired = [&] {
+            std::lock_guard<std::mutex> lock(done_mutex);
+            return device && retired.count(*device) > 0;
+          };
+          // A GPU another slot retired takes no more kernels.
+          for (size_t i; !is_retired() && (i = next++) < plan.total();) {
             auto kr = check_isolated(i, device);
             // A GPU that became unusable (lost, uncorrected ECC errors, no device) is retired: the
             // kernel it was running loses its results, and the others go to the GPUs left.
-            const std::string why = kr ? health.trouble(device, *kr) : std::string();
+            const std::string why = kr && device ? health.trouble(*device, *kr) : std::string();
             if (why.empty()) {
               publish(i, std::move(kr));
               continue;
             }
             const KernelInfo& k = plan.kernel_at(i);
-            const std::string gpu = "GPU " + std::to_string(device) +
+            {
+              std::lock_guard<std::mutex> lock(done_mutex);
+              retired.insert(*device);
+            }
+            const std::string gpu = "GPU " + std::to_string(*device) +
                                     (health.uuid.empty() ? "" : " (" + health.uuid + ")");
             KernelReport lost = failed_kernel_report(
                 k.name, k.op, backend_name(plan.backend), k.source,
@@ -464,7 +487,7 @@ class WorkerDealer {
             {
               std::lock_guard<std::mutex> meta_lock(meta_mutex);
               report.meta.config["retired_devices"].push_back(
-                  {{"ordinal", device}, {"uuid", health.uuid}, {"why", why}, {"kernel", k.name}});
+                  {{"ordinal", *device}, {"uuid", health.uuid}, {"why", why}, {"kernel", k.name}});
             }
             publish(i, std::move(lost));
             return;
@@ -475,9 +498,19 @@ class WorkerDealer {
           next = plan.total();
         }
       };
-      std::vector<std::thread> gpus;
-      for (int d : args.devices) gpus.emplace_back(serve, d);
-      for (auto& t : gpus) t.join();
+      // Each GPU's lock (--jobs) starts with its share of the run's budget growth.
+      std::vector<std::optional<int>> gpus_used;
+      if (args.devices.empty()) gpus_used.push_back(std::nullopt);
+      for (int d : args.devices) gpus_used.push_back(d);
+      if (args.jobs > 1)
+        for (const auto& d : gpus_used) {
+          fs::create_directories(fs::path(share_path(d)).parent_path());
+          DeviceShare(share_path(d)).set_growth_left(growth_share());
+        }
+      std::vector<std::thread> slots;
+      for (int j = 0; j < std::max(1, args.jobs); ++j)
+        for (const auto& d : gpus_used) slots.emplace_back(serve, d);
+      for (auto& t : slots) t.join();
       if (error) std::rethrow_exception(error);  // what was measured is in the report already
       // Every GPU retired before the work was done: the rest were never run.
       for (size_t i = 0; i < plan.total(); ++i)

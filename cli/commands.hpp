@@ -133,6 +133,9 @@ struct CheckArgs {
   /// --devices: the GPUs whose workers run at once, one kernel (or package) per GPU at a time, as
   /// CUDA ordinals of this process. Empty: one worker at a time on the selected (or first) GPU.
   std::vector<int> devices;
+  /// --jobs: workers at once on each GPU (or on the CPU). Their correctness cases share the
+  /// device; a kernel's timing, huge cases and budget growth have it alone (core/device_share.hpp).
+  int jobs = 1;
   /// A worker (--in-worker): the tile sizes the first worker observed (JSON: [{"size", "origin",
   /// "detail"}]); where it goes on after a fault and the run's comparisons are options.worker.
   std::string observed_sizes;

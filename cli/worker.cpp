@@ -182,7 +182,7 @@ WorkerResult run_worker_process(const std::vector<std::string>& args,
 }
 
 std::string enter_worker_sandbox(const std::vector<std::string>& readable,
-                                 const std::string& out_dir) {
+                                 const std::string& out_dir, const std::string& shared_dir) {
   namespace fs = std::filesystem;
   package::RunSandboxPaths paths;
   for (const auto& p : readable)
@@ -199,6 +199,10 @@ std::string enter_worker_sandbox(const std::vector<std::string>& readable,
   std::error_code ec;
   fs::create_directories(out_dir, ec);
   paths.writable.push_back(fs::absolute(out_dir));
+  if (!shared_dir.empty()) {
+    fs::create_directories(shared_dir, ec);
+    paths.writable.push_back(fs::absolute(shared_dir));
+  }
   try {  // the NVRTC cache (a package compiled again in the worker) and its key
     const fs::path cache = package::default_cache_dir();
     fs::create_directories(cache, ec);

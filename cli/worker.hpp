@@ -41,11 +41,12 @@ WorkerResult run_worker_process(const std::vector<std::string>& args,
                                 const std::string& report_path, double timeout_s);
 
 /// Enters the run sandbox (package::enter_run_sandbox) in a worker, first of all: `readable` (the
-/// packages) and the op files of KGATE_OPS may be read, `out_dir` and the NVRTC cache written.
+/// packages) and the op files of KGATE_OPS may be read, `out_dir`, the NVRTC cache and `shared_dir`
+/// (kgate check --jobs: the device's lock, when not empty) written.
 /// Returns how the worker is confined, for its report: "landlock", or "none: REASON". Throws
 /// Error(usage) when it is not confined and KGATE_REQUIRE_SANDBOX=1 (--require-sandbox).
 std::string enter_worker_sandbox(const std::vector<std::string>& readable,
-                                 const std::string& out_dir);
+                                 const std::string& out_dir, const std::string& shared_dir = {});
 
 /// The KernelReport that stands in for a worker that left no report.
 KernelReport failed_kernel_report(const std::string& name, const std::string& op,

@@ -28,6 +28,7 @@ std::vector<std::string> WorkerInvocation::args() const {
     a.insert(a.end(), {"--growth-left", left});
   }
   if (device) a.insert(a.end(), {"--device", std::to_string(*device)});
+  if (!task.device_share.empty()) a.insert(a.end(), {"--device-share", task.device_share});
   if (!backend.empty()) a.insert(a.end(), {"--backend", backend});
   if (task.resume_at > 0 || task.reference_copies_at >= 0)
     a.insert(a.end(), {"--resume-at", std::to_string(task.resume_at)});

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace kgate::plan {
 
@@ -26,6 +27,10 @@ struct WorkerTask {
   /// Seconds of the run's budget growth (--budget-growth) left for this worker's comparisons: what
   /// the kernels before it did not take. Negative: the whole of --budget-growth (not a worker).
   double growth_left_s = -1;
+  /// kgate check --jobs: the lock of this worker's device (core/device_share.hpp), which its
+  /// correctness work shares with the other workers on the device and its timing has alone.
+  /// Empty: the worker has its device to itself.
+  std::string device_share;
 };
 
 }  // namespace kgate::plan

@@ -76,7 +76,8 @@ using speed::WrongWhileTimed;
 // NVML as checked timing's device monitor.
 class NvmlMonitor final : public speed::DeviceMonitor {
  public:
-  explicit NvmlMonitor(const cuda::Nvml* nvml) : nvml_(nvml) {}
+  NvmlMonitor(const cuda::Nvml* nvml, std::function<std::vector<int>()> siblings)
+      : nvml_(nvml), siblings_(std::move(siblings)) {}
   std::optional<speed::DeviceSample> sample() const override {
     if (!nvml_) return std::nullopt;
     const auto s = nvml_->sample();
@@ -86,7 +87,7 @@ class NvmlMonitor final : public speed::DeviceMonitor {
   }
   std::optional<std::vector<speed::DeviceUser>> other_processes() const override {
     if (!nvml_) return std::nullopt;
-    const auto others = nvml_->other_processes();
+    const auto others = nvml_->other_processes(siblings_ ? siblings_() : std::vector<int>{});
     if (!others) return std::nullopt;
     std::vector<speed::DeviceUser> users;
     for (const auto& p : *others) users.push_back({p.pid, p.used_bytes});
@@ -95,6 +96,7 @@ class NvmlMonitor final : public speed::DeviceMonitor {
 
  private:
   const cuda::Nvml* nvml_;
+  std::function<std::vector<int>()> siblings_;
 };
 
 // The case's speed-of-light floor (OpSignature::min_bytes_*), from the case's shape symbols, its
@@ -154,7 +156,7 @@ class Runner::Impl::CheckedTiming {
     if (!set_up_buffers()) return;
     set_up_checks();
     const std::array<bool, 2> checked{checking && arm[0].kernel != nullptr, checking};
-    const NvmlMonitor monitor(impl.nvml.get());
+    const NvmlMonitor monitor(impl.nvml.get(), impl.siblings);
     CheckedArms arms(impl.launch_timer(), sets, bank_size,
                      2 * static_cast<int64_t>(options.interleave.launches_per_arm), checked,
                      hooks(), impl.nvml ? &monitor : nullptr,

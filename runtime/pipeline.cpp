@@ -226,7 +226,10 @@ class KernelCheck {
         settings(resolve_settings(op, kernel.name, options)),
         timing(timing_for(settings)),
         gen(settings.cases),
-        probe(probe_tiles(runner, kernel, op, options, gen.seed)),
+        probe([&] {
+          const auto sharing = hold(false);
+          return probe_tiles(runner, kernel, op, options, gen.seed);
+        }()),
         traits(with_observed(traits_of(kernel), probe)),
         cases(cases_of(kernel, op, traits, gen, options)),
         step(std::max<int64_t>(1, static_cast<int64_t>(cases.size()) / 8)),
@@ -264,10 +267,12 @@ class KernelCheck {
     // already. After the reference's faults alone, the behaviour checks and the timing follow here.
     if (options.behaviour_checks && report.correctness.failed == 0 && !runner.context_lost() &&
         !resumed) {
+      const auto sharing = hold(false);
       const cost::Scope behaviour("behaviour");
       run_behaviour_checks(runner, kernel, op, judged, settings, options, report);
     }
     if (options.null_calibration_cases > 0 && !runner.context_lost() && !resumed) {
+      const auto sharing = hold(false);
       const cost::Scope nulls("behaviour");
       run_null_calibration(runner, kernel, op, judged, settings, options, report);
     }
@@ -280,12 +285,16 @@ class KernelCheck {
         timed.push_back({std::move(c), 0});
     {
       const cost::Scope base("base");
-      decide_unchanged();
-      if (baseline && !unchanged) check_baseline_cases();
+      {
+        const auto sharing = hold(false);
+        decide_unchanged();
+      }
+      if (baseline && !unchanged) check_baseline_cases();  // each case held as the head's
     }
 
     if (report.correctness.failed > 0) {
       report.outcome = Outcome::failed;
+      const auto sharing = hold(false);
       const cost::Scope shrinking("shrink");
       shrink_failure();
     } else if (resumed || runner.context_lost()) {
@@ -304,8 +313,13 @@ class KernelCheck {
                (launches_note.empty() ? "" : "; " + launches_note) + ")";
       report.speed.push_back(std::move(s));
     } else if (options.speed) {
+      // With --jobs: alone on the device, and the run's growth left on it as the last timing
+      // there left it.
+      const auto alone = hold(true);
+      if (options.device_share) growth_left = options.device_share->growth_left(growth_left);
       const cost::Scope timing_scope("timing");
       time_kernel();
+      if (options.device_share) options.device_share->set_growth_left(std::max(0.0, growth_left));
     }
     finish();
     return std::move(report);
@@ -314,6 +328,14 @@ class KernelCheck {
  private:
   void say(const std::string& line) const {
     if (options.progress) options.progress(line);
+  }
+
+  // kgate check --jobs: the device for one piece of work, shared with the other workers' cases or
+  // alone (the wait is a phase of --cost of its own). Nothing without --jobs.
+  std::optional<DeviceShare::Hold> hold(bool alone) const {
+    if (!options.device_share) return std::nullopt;
+    const cost::Scope waiting("wait");
+    return alone ? options.device_share->alone() : options.device_share->shared();
   }
 
   // The settings' timing (resolve_settings), with the block count the budget cannot cut below.
@@ -389,11 +411,15 @@ class KernelCheck {
   // here).
   bool run_case(size_t i) {
     const auto& c = cases[i];
+    // A huge case has the device alone (its gigabytes), and gives its cached memory back after.
+    const bool huge = props::is_huge(op, c);
+    const auto sharing = hold(huge);
     if (options.on_case) options.on_case(i, cases.size(), c, nullptr);
     const bool copies = static_cast<int64_t>(i) == options.worker.reference_copies_at;
     runner.set_references_on_copies(copies);
     auto r = runner.check_case(kernel, c, rule_for(op, c.dtype, settings));
     runner.set_references_on_copies(false);
+    if (huge && sharing) runner.release_cached_memory();
     if (settings.gates.contract)
       correctness::judge_against_contract(r, *settings.gates.contract, op,
                                           settings.gates.outside_contract.value_or("") == "warn",
@@ -591,7 +617,10 @@ class KernelCheck {
     // The base's settings, resolved once (it is judged as its own kernel name would be).
     const KernelSettings base_settings = resolve_settings(op, baseline->name, options);
     for (size_t i = 0; i < cases.size() && !runner.context_lost(); ++i) {
+      const bool huge = props::is_huge(op, cases[i]);
+      const auto sharing = hold(huge);
       auto r = runner.check_case(*baseline, cases[i], rule_for(op, cases[i].dtype, base_settings));
+      if (huge && sharing) runner.release_cached_memory();
       if (r.fallback) ++b.fallback;
       if (r.outcome == Outcome::failed) {
         ++b.failed;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/config.hpp"
+#include "core/device_share.hpp"
 #include "core/report.hpp"
 #include "gates/props/generators.hpp"
 #include "plan/worker_task.hpp"
@@ -73,6 +74,10 @@ struct CheckOptions {
   /// What kgate check's parent told this worker (--in-worker, --resume-at, ...): where it goes on
   /// after a fault, and the speed comparisons of the whole run. Defaults: not a worker.
   plan::WorkerTask worker;
+  /// kgate check --jobs: this worker's device, shared with the other workers' correctness cases;
+  /// each case holds it shared, a huge case and the timing alone (null: the device is this
+  /// process's alone).
+  const DeviceShare* device_share = nullptr;
   /// Called before each correctness case runs (result null) and after it (its result), with its
   /// index in the kernel's case list and the list's length, and once with index == total when the
   /// list is done. A worker records them, so that its parent knows which case a crash or hang hit

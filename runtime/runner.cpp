@@ -274,6 +274,15 @@ bool Runner::context_lost() const { return impl_->context_lost; }
 
 void Runner::set_references_on_copies(bool on) { impl_->references_on_copies = on; }
 
+void Runner::set_siblings(std::function<std::vector<int>()> siblings) {
+  impl_->siblings = std::move(siblings);
+}
+
+void Runner::release_cached_memory() {
+  if (impl_->backend == Backend::cuda && !impl_->context_lost)
+    c10::cuda::CUDACachingAllocator::emptyCache();
+}
+
 RunnerEnvironment Runner::environment() const {
   RunnerEnvironment env;
   env.torch = std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) +

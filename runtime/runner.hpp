@@ -3,8 +3,10 @@
 // runner.cpp; this header is torch-free.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/report.hpp"
 #include "gates/correctness/rules.hpp"
@@ -102,6 +104,13 @@ class Runner {
   /// the inputs from the start: for a case whose reference faulted on its view in an earlier
   /// worker (a fault cannot be retried in the context it ended).
   void set_references_on_copies(bool on);
+  /// kgate check --jobs: the run's other workers on this device (their pids, asked at each look),
+  /// which wait while this one times; the timing's check for other processes on the GPU leaves
+  /// them out.
+  void set_siblings(std::function<std::vector<int>()> siblings);
+  /// Gives the device memory LibTorch's allocator keeps cached back to the driver (after a huge
+  /// case, so that another process's huge case finds it free). A no-op on the cpu backend.
+  void release_cached_memory();
 
  private:
   struct Impl;

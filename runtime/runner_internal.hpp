@@ -153,6 +153,7 @@ struct Runner::Impl {
   bool context_lost = false;
   std::string lost_reason;
   bool references_on_copies = false;           // Runner::set_references_on_copies
+  std::function<std::vector<int>()> siblings;  // Runner::set_siblings
 
   /// Where the device is broken (a fault's sticky error), marks the context lost for `reason` and
   /// returns the error; cudaSuccess where it is sound, on the cpu backend, or lost already.

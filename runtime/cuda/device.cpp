@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -315,7 +316,8 @@ std::string nvml_device_trouble(const std::string& uuid, unsigned long long* ecc
   return "";
 }
 
-std::optional<std::vector<GpuProcess>> Nvml::other_processes() const {
+std::optional<std::vector<GpuProcess>> Nvml::other_processes(
+    const std::vector<int>& siblings) const {
   if (!device_) return std::nullopt;
   const GetProcessesFn get = nvml_library().processes;
   if (!get) return std::nullopt;
@@ -332,14 +334,17 @@ std::optional<std::vector<GpuProcess>> Nvml::other_processes() const {
   std::vector<GpuProcess> others;
   const unsigned self = static_cast<unsigned>(getpid());
   bool self_listed = false;
+  const auto sibling = [&](unsigned pid) {
+    return std::find(siblings.begin(), siblings.end(), static_cast<int>(pid)) != siblings.end();
+  };
   for (const auto& p : infos) {
     if (p.pid == self) self_listed = true;
-    else others.push_back({p.pid, p.used_gpu_memory});
+    else if (!sibling(p.pid)) others.push_back({p.pid, p.used_gpu_memory});
   }
-  // In a container NVML names processes by the host's pids: this process is then one of the
-  // list under a number it cannot recognize. One entry is this process; more are others, though
-  // which one is this process cannot be told.
-  if (!self_listed && !others.empty()) others.pop_back();
+  // In a container NVML names processes by the host's pids: this process and its siblings are
+  // then in the list under numbers it cannot recognize. That many entries are theirs; more are
+  // others, though which ones cannot be told.
+  if (!self_listed) others.resize(others.size() - std::min(others.size(), siblings.size() + 1));
   return others;
 }
 

@@ -81,8 +81,10 @@ class Nvml {
   bool available() const { return device_ != nullptr; }
   std::string unavailable_reason() const { return reason_; }
   std::optional<ClockSample> sample() const;
-  /// Compute processes on the device other than this one; nullopt when NVML cannot tell.
-  std::optional<std::vector<GpuProcess>> other_processes() const;
+  /// Compute processes on the device other than this one and `siblings` (this run's other
+  /// workers, idle while this one times: kgate check --jobs); nullopt when NVML cannot tell.
+  std::optional<std::vector<GpuProcess>> other_processes(
+      const std::vector<int>& siblings = {}) const;
 
  private:
   void* device_ = nullptr;
