@@ -14,6 +14,9 @@
 #   cost      kgate check --cost over the in-tree kernels, with speed (the gate) and without: the
 #             seconds of each phase (startup, compile, probe, generate, kernel, reference, oracle,
 #             judge, behaviour, base, shrink, warmup, timing), summed over the kernels
+#   jobs      the in-tree gate (kgate check, defaults) with --jobs 1 and --jobs 4 (KGATE_JOBS_N): wall
+#             time, the same correctness verdicts, no comparison made INVALID by the run's own
+#             workers, the waits (--cost)
 #   same      with KGATE_BEFORE_SRC: kgate check --no-speed --seed 1 over the in-tree kernels and over
 #             the in-tree packages (as built), head and before, compared (ci/same-verdicts.py:
 #             outcomes, case ids, margins, the cleaned report.json)
@@ -41,7 +44,7 @@ here=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
 out=${1:?usage: ci/gpu-verdicts.sh OUT_DIR [phase...]}
 shift
 phases=("$@")
-[ ${#phases[@]} -gt 0 ] || phases=(build edges mutants faults controls time same engines sweep suite nvccpkg timing base torchpair pkgpair against)
+[ ${#phases[@]} -gt 0 ] || phases=(build edges mutants faults controls time jobs same engines sweep suite nvccpkg timing base torchpair pkgpair against)
 mkdir -p "$out"
 build=${KGATE_BUILD_DIR:-$here/build}
 kgate=$build/bin/kgate
@@ -189,6 +192,32 @@ if has cost && in_time cost 150; then
     note "cost ($mode): exit $? in $((SECONDS - t0)) s"
     sed -n '/^cost per phase/,/^$/p' "$out/cost-$mode.log"
   done
+fi
+
+if has jobs && in_time jobs 200; then
+  for n in 1 "${KGATE_JOBS_N:-4}"; do
+    t0=$SECONDS
+    "$kgate" check --cost --jobs "$n" --out "$out/jobs-$n" > "$out/jobs-$n.log" 2>&1
+    note "jobs $n: the in-tree gate: exit $? in $((SECONDS - t0)) s"
+  done
+  python3 - "$out/jobs-1/report.json" "$out/jobs-${KGATE_JOBS_N:-4}/report.json" <<'PY' | tee "$out/jobs.txt"
+import json, sys
+one, many = (json.load(open(p)) for p in sys.argv[1:3])
+print(f"run seconds: {one['meta']['seconds']:.1f} (--jobs 1) vs {many['meta']['seconds']:.1f}")
+diff = 0
+for a, b in zip(one["kernels"], many["kernels"]):
+    ca, cb = a["correctness"], b["correctness"]
+    if (a["name"], ca["cases"], ca["passed"], ca["failed"]) != (b["name"], cb["cases"], cb["passed"], cb["failed"]):
+        diff += 1
+        print(f"  correctness differs: {a['name']}: {ca['passed']}/{ca['cases']} vs {cb['passed']}/{cb['cases']}")
+    for s in b.get("speed", []):
+        if s.get("decision") == "invalid":
+            print(f"  INVALID under --jobs: {b['name']}: {s.get('note', '')[:160]}")
+    da = [s.get("decision") for s in a.get("speed", [])]
+    db = [s.get("decision") for s in b.get("speed", [])]
+    print(f"  {a['name']:28s} speed {da} vs {db}; wait {b.get('cost_s', {}).get('wait', 0):.2f} s")
+print(f"kernels whose correctness differs: {diff}")
+PY
 fi
 
 if has time; then
