@@ -236,19 +236,29 @@ std::optional<js::ElemType> elem_type(at::ScalarType t) {
   }
 }
 
-// Whether the one pass can measure these outputs (every tensor of a type it reads, a sweep it
-// holds); else the ATen operators do.
+// Whether the one pass can measure these outputs: every tensor of a type it reads, on the device
+// it runs on, with the output's element count (a reference that returns another shape, or CPU
+// tensors for a GPU case, is judged by the ATen operators, which say what is wrong), and a sweep
+// it holds.
 bool fused_can_judge(const Tensors& outputs, const Tensors& expected, const Tensors& oracle,
-                     const Tensors& magnitude, size_t sweeps) {
+                     const Tensors& magnitude, size_t sweeps, at::Device device) {
   if (sweeps > static_cast<size_t>(js::kMaxSweep)) return false;
-  const auto readable = [](const Tensors& ts, size_t n) {
-    for (size_t i = 0; i < n && i < ts.size(); ++i)
-      if (ts[i].defined() && !elem_type(ts[i].scalar_type())) return false;
+  const auto fits = [&](const Tensors& ts, bool required) {
+    if (required && ts.size() < outputs.size()) return false;
+    for (size_t i = 0; i < outputs.size() && i < ts.size(); ++i) {
+      const at::Tensor& t = ts[i];
+      if (!t.defined()) {
+        if (required) return false;
+        continue;
+      }
+      const bool elsewhere = t.device().type() != device.type() ||
+                             (device.has_index() && t.device().index() != device.index());
+      if (!elem_type(t.scalar_type()) || elsewhere || t.numel() != outputs[i].numel()) return false;
+    }
     return true;
   };
-  const size_t n = outputs.size();
-  return readable(outputs, n) && readable(expected, n) && readable(oracle, n) &&
-         readable(magnitude, n);
+  return fits(outputs, true) && fits(expected, true) && fits(oracle, true) &&
+         fits(magnitude, false);
 }
 
 // A job's operand: `t` made contiguous (kept alive in `keep`).
@@ -400,8 +410,9 @@ bool judge_outputs(const OpSignature& op, const OpReference& ref, const Case& c,
   // Every output is judged: floating outputs under the rule, integer outputs exactly; every
   // output gets the memory checks. The figures come from one pass over each output (fused) or
   // from the ATen operators it restates; the index rule and a start value's check are ATen's.
-  const bool fused = judge_engine(device.is_cuda()) == JudgeEngine::fused &&
-                     fused_can_judge(outputs, expected, oracle, magnitude, sweep_rtols.size());
+  const bool fused =
+      judge_engine(device.is_cuda()) == JudgeEngine::fused &&
+      fused_can_judge(outputs, expected, oracle, magnitude, sweep_rtols.size(), device);
   // A position-weighted sum of the outputs' bits: two runs that differ in any element differ here.
   std::vector<size_t> fingerprints;
   if (!fused)
