@@ -21,8 +21,9 @@
 #             the in-tree packages (as built), head and before, compared (ci/same-verdicts.py:
 #             outcomes, case ids, margins, the cleaned report.json)
 #   engines   the judge's one pass against its ATen chain (KGATE_JUDGE) on this GPU: the test
-#             references.judge_engines, kgate.bench.case_throughput under each, and kgate check
-#             --no-speed --seed 1 over the in-tree kernels and packages under each, compared
+#             references.judge_engines, kgate.bench.case_throughput under each, the memory mutants
+#             under each, and kgate check --no-speed --seed 1 over the in-tree kernels and packages
+#             under each, compared
 #   sweep     kgate sweep --seed 1, head and before: worst margins and FRAGILE rows
 #   suite     the mutant suite and the gaming corpus (tests/packages/corpus)
 #   nvccpkg   a package whose sources only nvcc compiles (tests/precompiled/nvcc_norm): kgate pack
@@ -268,6 +269,12 @@ if has engines && in_time engines 200; then
     KGATE_JUDGE=$e "$build/bin/kgate.bench.case_throughput" --benchmark_filter='softmax_block/|rms_norm_block/' \
       > "$out/engines-throughput-$e.log" 2>&1
     note "engines: case_throughput ($e): $(grep -oE '^case_throughput/[a-z_]+/|cases/s=[0-9.]+' "$out/engines-throughput-$e.log" | paste -sd' ')"
+  done
+  # The memory checks (inputs changed, guard bands) under each: the memory mutants fail both.
+  for e in fused aten; do
+    KGATE_JUDGE=$e "$kgate" check --no-speed --seed 1 -q --kernel mutant_silu_and_mul_write_past_end \
+      --kernel mutant_gelu_writes_input --out "$out/engine-memory-$e" > "$out/engine-memory-$e.log" 2>&1
+    note "engines: memory mutants under $e: exit $? (1 expected); $(grep -cE 'FAILED .*(guard|modified its input)' "$out/engine-memory-$e.log") of 2 named"
   done
   mapfile -t pkgs < <(ls -d "$build"/kernels/*/package*/)
   for what in kernels packages; do

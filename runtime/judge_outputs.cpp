@@ -615,8 +615,8 @@ bool judge_outputs(const OpSignature& op, const OpReference& ref, const Case& c,
   bool inputs_modified = false, guards_intact_all = true;
   for (size_t slot : memory.inputs_changed)
     if (q.i(slot) != 0) inputs_modified = true;
-  for (size_t slot : memory.guards_ok)
-    if (q.i(slot) == 0) guards_intact_all = false;
+  for (size_t slot : memory.guards_broken)
+    if (q.i(slot) != 0) guards_intact_all = false;
   // The case's verdict (correctness::judge_case): the first output that fails, else the one
   // nearest its tolerance.
   for (size_t i = 0; i < outputs.size(); ++i) {

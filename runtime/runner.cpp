@@ -237,13 +237,56 @@ correctness::RuleConfig output_rule(const correctness::RuleConfig& rule, DType d
   return exact;
 }
 
-// 1 when both guard bands still hold the canary bytes.
-at::Tensor guards_intact(const GuardedOutput& g) {
+// 1 when a byte of either guard band differs from the canary (the ATen chain's memory check).
+at::Tensor guard_bands_changed(const GuardedOutput& g) {
   const int64_t elem = static_cast<int64_t>(g.buffer.element_size());
   auto bytes = g.buffer.view(at::kByte);
   auto head = bytes.narrow(0, 0, g.guard_elements * elem);
   auto tail = bytes.narrow(0, (g.guard_elements + g.numel) * elem, g.guard_elements * elem);
-  return head.eq(kGuardByte).all().logical_and(tail.eq(kGuardByte).all());
+  return head.ne(kGuardByte).any().logical_or(tail.ne(kGuardByte).any());
+}
+
+// Byte ranges compared after a launch: an input against its snapshot, a guard band against the
+// canary.
+struct BytesPair {
+  const void* a = nullptr;
+  const void* b = nullptr;
+  int64_t bytes = 0;
+};
+
+// Queues on `q`, per pair, 1 when some byte of `a` differs from `b` (else 0); returns the slots.
+// One jobs launch on a GPU (cuda::launch_check_jobs, the flags read with the case's scalars),
+// memcmp on the cpu backend: where each comparison was a chain of ATen operators.
+std::vector<size_t> queue_bytes_differ(const std::vector<BytesPair>& pairs, at::Device device,
+                                       DeviceScalars& q) {
+  if (pairs.empty()) return {};
+  const auto n = static_cast<int64_t>(pairs.size());
+  at::Tensor flags;
+  if (device.is_cuda()) {
+    flags = at::zeros({n}, at::TensorOptions().dtype(at::kInt).device(device));
+    std::vector<cuda::CheckJob> jobs;
+    for (size_t k = 0; k < pairs.size(); ++k) {
+      cuda::CheckJob j;
+      j.kind = cuda::CheckJob::Kind::bytes_differ;
+      j.a = pairs[k].a;
+      j.b = pairs[k].b;
+      j.count = pairs[k].bytes;
+      j.flag = flags.data_ptr<int>() + k;
+      jobs.push_back(j);
+    }
+    KGATE_CUDA_CALL(cuda::launch_check_jobs(jobs, at::cuda::getCurrentCUDAStream().stream()));
+    flags = flags.to(at::kLong);
+  } else {
+    flags = at::empty({n}, at::kLong);
+    auto* f = flags.data_ptr<int64_t>();
+    for (size_t k = 0; k < pairs.size(); ++k)
+      f[k] = pairs[k].bytes > 0 &&
+             std::memcmp(pairs[k].a, pairs[k].b, static_cast<size_t>(pairs[k].bytes)) != 0;
+  }
+  const size_t first = q.add_words(flags);
+  std::vector<size_t> slots;
+  for (size_t k = 0; k < pairs.size(); ++k) slots.push_back(first + k);
+  return slots;
 }
 
 // Bitwise snapshot of an input (NaN-safe comparison later).
@@ -523,11 +566,32 @@ CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c,
     // Everything below is queued on the device and read back at once (DeviceScalars). The inputs
     // and guard bands are checked whole, before a huge case is cut to its slices.
     DeviceScalars q;
-    std::vector<size_t> inputs_changed, guards_ok;
-    for (size_t i = 0; i < inputs.size(); ++i)
-      if (!in_place[i])
-        inputs_changed.push_back(q.add_int(bits_snapshot(inputs[i]).ne(snapshots[i]).any()));
-    for (const auto& go : guarded) guards_ok.push_back(q.add_int(guards_intact(go)));
+    std::vector<size_t> inputs_changed, guards_broken;
+    if (judge_engine(impl_->backend == Backend::cuda) == JudgeEngine::fused) {
+      // The judge's own pass: every comparison in one jobs launch (or memcmp).
+      std::vector<BytesPair> inputs_now, guard_bands;
+      std::vector<at::Tensor> contiguous;  // an input's bytes in a row, where it is a strided view
+      for (size_t i = 0; i < inputs.size(); ++i)
+        if (!in_place[i]) {
+          contiguous.push_back(inputs[i].contiguous());
+          inputs_now.push_back({contiguous.back().const_data_ptr(), snapshots[i].const_data_ptr(),
+                                static_cast<int64_t>(snapshots[i].nbytes())});
+        }
+      const void* canary = impl_->guard_canary(kGuardBytes, kGuardByte);
+      for (const auto& go : guarded) {
+        const int64_t band = go.guard_elements * static_cast<int64_t>(go.buffer.element_size());
+        const auto* bytes = static_cast<const uint8_t*>(go.buffer.const_data_ptr());
+        guard_bands.push_back({bytes, canary, band});
+        guard_bands.push_back({bytes + band + go.numel * go.buffer.element_size(), canary, band});
+      }
+      inputs_changed = queue_bytes_differ(inputs_now, impl_->device, q);
+      guards_broken = queue_bytes_differ(guard_bands, impl_->device, q);
+    } else {
+      for (size_t i = 0; i < inputs.size(); ++i)
+        if (!in_place[i])
+          inputs_changed.push_back(q.add_int(bits_snapshot(inputs[i]).ne(snapshots[i]).any()));
+      for (const auto& go : guarded) guards_broken.push_back(q.add_int(guard_bands_changed(go)));
+    }
     snapshots.clear();
     std::vector<std::optional<size_t>> whole_unwritten(outputs.size());
     if (huge) {
@@ -537,7 +601,8 @@ CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c,
                      starts);
     }
 
-    MemorySlots memory{std::move(inputs_changed), std::move(guards_ok), std::move(whole_unwritten)};
+    MemorySlots memory{std::move(inputs_changed), std::move(guards_broken),
+                       std::move(whole_unwritten)};
     const std::optional<uint64_t> poison = derive_seed(impl_->poison_salt ^ c.seed, "poison", 0);
     const cost::Scope judging("judge");
     if (!judge_outputs(op, ref, c, rule, attrs, ref_inputs, outputs, q, memory, poison,

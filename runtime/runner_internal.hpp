@@ -103,10 +103,10 @@ JudgeEngine judge_engine(bool cuda);
 void set_judge_engine(std::optional<JudgeEngine> engine);
 
 // What a caller queued on `q` about memory before judging: per input not written in place, 1 if
-// it changed; per guarded output, 1 if both guard bands hold; per output, the unwritten elements
-// counted already (a huge case's slices).
+// it changed; per guard band of a guarded output (two each), 1 if a byte of it changed; per output,
+// the unwritten elements counted already (a huge case's slices).
 struct MemorySlots {
-  std::vector<size_t> inputs_changed, guards_ok;
+  std::vector<size_t> inputs_changed, guards_broken;
   std::vector<std::optional<size_t>> unwritten;
 };
 
@@ -154,6 +154,14 @@ struct Runner::Impl {
   std::string lost_reason;
   bool references_on_copies = false;           // Runner::set_references_on_copies
   std::function<std::vector<int>()> siblings;  // Runner::set_siblings
+  at::Tensor canary;                           // guard_canary's, on a GPU
+
+  /// `bytes` bytes of `value` on the device, to compare a guard band with (made once).
+  const void* guard_canary(int64_t bytes, uint8_t value) {
+    if (!canary.defined() || canary.numel() < bytes)
+      canary = at::full({bytes}, value, at::TensorOptions().dtype(at::kByte).device(device));
+    return canary.const_data_ptr();
+  }
 
   /// Where the device is broken (a fault's sticky error), marks the context lost for `reason` and
   /// returns the error; cudaSuccess where it is sound, on the cpu backend, or lost already.
