@@ -174,8 +174,7 @@ GuardedOutput make_output(const std::vector<int64_t>& shape, DType dtype, at::De
     g.output.copy_(at::randn(shape, at::TensorOptions().dtype(at::kFloat)).to(g.output.options()));
     return g;
   }
-  g.output.view(bits_type(dtype))
-      .copy_(poison_bits(dtype, device, salt).expand({g.numel}).view(shape));
+  g.output.view(bits_type(dtype)).fill_(poison_pattern(dtype, salt));
   return g;
 }
 
