@@ -300,6 +300,7 @@ using namespace runner_internal;
 Runner::Runner(Backend backend) : impl_(std::make_unique<Impl>()) {
   impl_->poison_salt = system_random();
   impl_->backend = backend;
+  judge_engine(backend == Backend::cuda);  // a KGATE_JUDGE it cannot use: said before any case
   if (backend == Backend::cuda) {
     // Before any module loads: the launch records name each kernel's code by its module's CUBIN.
     cuda::watch_modules();
