@@ -263,7 +263,7 @@ fi
 
 if has engines && in_time engines 200; then
   # The judge's one pass against the ATen operators it restates, on this GPU.
-  (cd "$build" && ctest -R 'references.judge_engines' --output-on-failure > "$out/engines-ctest.log" 2>&1)
+  (cd "$build" && ctest -R 'references.judge_engines' -V > "$out/engines-ctest.log" 2>&1)
   note "engines: references.judge_engines (GPU half included): exit $?; $(grep -E 'compared [0-9]+' "$out/engines-ctest.log" | tr '\n' ' ')"
   for e in aten fused; do
     KGATE_JUDGE=$e "$build/bin/kgate.bench.case_throughput" --benchmark_filter='softmax_block/|rms_norm_block/' \
