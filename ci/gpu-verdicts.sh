@@ -23,7 +23,7 @@
 #   engines   the judge's one pass against its ATen chain (KGATE_JUDGE) on this GPU: the test
 #             references.judge_engines, kgate.bench.case_throughput under each, the memory mutants
 #             under each, and kgate check --no-speed --seed 1 over the in-tree kernels and packages
-#             under each, compared
+#             under each, compared (KGATE_ENGINE_PACKAGES=0: the kernels only)
 #   sweep     kgate sweep --seed 1, head and before: worst margins and FRAGILE rows
 #   suite     the mutant suite and the gaming corpus (tests/packages/corpus)
 #   nvccpkg   a package whose sources only nvcc compiles (tests/precompiled/nvcc_norm): kgate pack
@@ -277,7 +277,8 @@ if has engines && in_time engines 200; then
     note "engines: memory mutants under $e: exit $? (1 expected); $(grep -cE 'FAILED .*(guard|modified its input)' "$out/engine-memory-$e.log") of 2 named"
   done
   mapfile -t pkgs < <(ls -d "$build"/kernels/*/package*/)
-  for what in kernels packages; do
+  whats=(kernels packages); [ "${KGATE_ENGINE_PACKAGES:-1}" = 0 ] && whats=(kernels)
+  for what in "${whats[@]}"; do
     args=(); [ $what = packages ] && args=("${pkgs[@]}")
     for e in fused aten; do
       t0=$SECONDS
