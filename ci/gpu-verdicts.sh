@@ -16,7 +16,8 @@
 #             judge, behaviour, base, shrink, warmup, timing), summed over the kernels
 #   jobs      the in-tree gate (kgate check, defaults) with --jobs 1 and --jobs 4 (KGATE_JOBS_N): wall
 #             time, the same correctness verdicts, no comparison made INVALID by the run's own
-#             workers, the waits (--cost)
+#             workers, the waits (--cost); KGATE_JOBS_FUSED=1: a third run, --jobs 4 under
+#             KGATE_JUDGE=fused
 #   same      with KGATE_BEFORE_SRC: kgate check --no-speed --seed 1 over the in-tree kernels and over
 #             the in-tree packages (as built), head and before, compared (ci/same-verdicts.py:
 #             outcomes, case ids, margins, the cleaned report.json)
@@ -201,6 +202,12 @@ if has jobs && in_time jobs 200; then
     "$kgate" check --cost --jobs "$n" --out "$out/jobs-$n" > "$out/jobs-$n.log" 2>&1
     note "jobs $n: the in-tree gate: exit $? in $((SECONDS - t0)) s"
   done
+  if [ "${KGATE_JOBS_FUSED:-0}" = 1 ]; then  # and with the judge's one pass (KGATE_JUDGE=fused)
+    t0=$SECONDS
+    KGATE_JUDGE=fused "$kgate" check --cost --jobs "${KGATE_JOBS_N:-4}" --out "$out/jobs-fused" \
+      > "$out/jobs-fused.log" 2>&1
+    note "jobs ${KGATE_JOBS_N:-4}, KGATE_JUDGE=fused: the in-tree gate: exit $? in $((SECONDS - t0)) s"
+  fi
   python3 - "$out/jobs-1/report.json" "$out/jobs-${KGATE_JOBS_N:-4}/report.json" <<'PY' | tee "$out/jobs.txt"
 import json, sys
 one, many = (json.load(open(p)) for p in sys.argv[1:3])
