@@ -21,7 +21,9 @@
 #include "references/op_reference.hpp"
 #include "runtime/cuda/device.hpp"
 #include "runtime/cuda/judge_stats.hpp"
+#include "runtime/kernel.hpp"
 #include "runtime/pipeline.hpp"
+#include "runtime/runner.hpp"
 #include "runtime/runner_internal.hpp"
 
 namespace kgate {
@@ -241,6 +243,58 @@ TEST(JudgeEngines, TheOnePassGivesTheVerdictsOfTheAtenOperatorsOnTheGpu) {
   const int64_t compared = compare_engines(at::Device(at::kCUDA, 0));
   EXPECT_GT(compared, 500) << "too few verdicts compared to mean anything";
   std::printf("compared %lld verdicts\n", static_cast<long long>(compared));
+}
+
+// Whole cases of real kernels (Runner::check_case: the memory checks after the launch too), correct
+// ones and mutants that leave outputs unwritten, write into their input or past their output's
+// end: each case's verdict under both engines, on one runner (one poison salt).
+int64_t compare_kernels(Backend backend, const std::vector<std::string>& names) {
+  Runner runner(backend);
+  int64_t compared = 0, failing = 0;
+  std::map<std::string, int64_t> outcomes;
+  for (const auto& name : names) {
+    const KernelInfo& kernel = find_kernel(name);
+    const OpSignature& op = find_op(kernel.op);
+    props::GeneratorOptions gen;
+    gen.seed = 5;
+    gen.cases = 24;
+    gen.max_elements = 1 << 16;
+    CheckOptions options;
+    for (const auto& c : props::generate_cases(op, traits_of(kernel), gen)) {
+      if (props::is_huge(op, c)) continue;
+      const auto rule = rule_for(op, c.dtype, options, kernel.name);
+      runner_internal::set_judge_engine(JudgeEngine::aten);
+      const CaseResult a = runner.check_case(kernel, c, rule);
+      runner_internal::set_judge_engine(JudgeEngine::fused);
+      const CaseResult f = runner.check_case(kernel, c, rule);
+      runner_internal::set_judge_engine(std::nullopt);
+      ++compared;
+      ++outcomes[name + ": " + outcome_name(a.outcome) + " " + reason_name(a.rule)];
+      const std::string da = describe(a), df = describe(f);
+      if (da != df && ++failing <= 10)
+        ADD_FAILURE() << name << " case " << c.id() << ": the engines differ\n aten:  " << da
+                      << "\n fused: " << df;
+    }
+  }
+  for (const auto& [what, n] : outcomes)
+    std::printf("  %6lld %s\n", static_cast<long long>(n), what.c_str());
+  return compared;
+}
+
+TEST(JudgeEngines, WholeCasesOfRealKernelsGetTheSameVerdictsOnTheCpu) {
+  const int64_t compared = compare_kernels(
+      Backend::cpu, {"softmax_cpu", "mutant_softmax_cpu_tail_dropped",
+                     "mutant_softmax_cpu_writes_input", "mutant_softmax_cpu_write_past_end"});
+  EXPECT_GE(compared, 80);
+}
+
+TEST(JudgeEngines, WholeCasesOfRealKernelsGetTheSameVerdictsOnTheGpu) {
+  std::string why;
+  if (!cuda::device_available(&why)) GTEST_SKIP() << "no GPU: " << why;
+  const int64_t compared = compare_kernels(
+      Backend::cuda, {"softmax_block", "rms_norm_block", "mutant_softmax_tail_dropped",
+                      "mutant_silu_and_mul_write_past_end", "mutant_gelu_writes_input"});
+  EXPECT_GE(compared, 100);
 }
 
 // A verdict that each engine reaches differently would show above; this one shows that the
