@@ -125,13 +125,16 @@ TEST_F(DeviceShareTest, OneWaitingToBeAloneKeepsNewSharersOut) {
     return wait_marker(go) ? 0 : 3;
   });
   ASSERT_TRUE(wait_marker(in));
+  const auto asking = marker("asking");
   const pid_t loner = child([&](DeviceShare& s) {
+    touch(asking);
     auto hold = s.alone();
     touch(alone_at);
     sleep_ms(200);
     return 0;
   });
-  sleep_ms(200);  // child 2 is now waiting (behind child 1's share)
+  ASSERT_TRUE(wait_marker(asking));
+  sleep_ms(150);  // child 2 is now waiting (behind child 1's share), holding the turnstile
   std::thread release([&] {
     sleep_ms(300);
     touch(go);
