@@ -378,6 +378,24 @@ TEST(JudgeStats, FiguresWorkedOutByHand) {
   EXPECT_EQ(s.unwritten, 3);
 }
 
+// An output's poison is one fill of its bits with the pattern (make_output): for every dtype and
+// many salts, the same bits as the pattern's one-element tensor, a fill that never overflows the
+// bits' integer type, and for a floating dtype a NaN.
+TEST(JudgeStats, ThePoisonFillIsThePatternsBits) {
+  for (DType dtype : all_dtypes()) {
+    for (uint64_t salt = 1; salt < 2000; salt += 37) {
+      const auto bits = runner_internal::bits_type(dtype);
+      const auto filled = at::empty({3}, at::TensorOptions().dtype(bits))
+                              .fill_(runner_internal::poison_pattern(dtype, salt));
+      const auto want = runner_internal::poison_bits(dtype, at::kCPU, salt).expand({3});
+      ASSERT_TRUE(at::equal(filled, want)) << dtype_name(dtype) << " salt " << salt;
+      if (is_floating(dtype))  // a NaN of the dtype, whatever the salt
+        ASSERT_TRUE(filled.view(to_scalar_type(dtype)).to(at::kDouble).isnan().all().item<bool>())
+            << dtype_name(dtype) << " salt " << salt;
+    }
+  }
+}
+
 // The narrow formats read exactly: every f16, bf16 and e4m3 bit pattern against c10's conversion.
 TEST(JudgeStats, NarrowFormatsReadAsTorchReadsThem) {
   for (const auto type : {at::kHalf, at::kBFloat16, at::kFloat8_e4m3fn}) {
