@@ -50,6 +50,7 @@
 #include "runtime/cuda/device.hpp"
 #include "runtime/package/package_kernel.hpp"
 #include "runtime/package/validate.hpp"
+#include "runtime/runner.hpp"
 #include "runtime/torch_op.hpp"
 
 namespace kgate::cli {
@@ -377,6 +378,7 @@ int run_check(const CheckArgs& args) {
                     : fs::path(args.options.worker.device_share).parent_path().string())
       : args.isolate ? std::string()
                      : "none: --no-isolate runs kernels and references in kgate's own process";
+  kgate::check_runner_environment();  // KGATE_JUDGE: said once, before any worker starts
   if (!args.in_worker() && !args.isolate) {
     const char* require = std::getenv("KGATE_REQUIRE_SANDBOX");
     if (require && std::string(require) == "1")

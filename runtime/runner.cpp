@@ -297,6 +297,8 @@ at::Tensor bits_snapshot(const at::Tensor& t) {
 
 using namespace runner_internal;
 
+void check_runner_environment() { judge_engine(false); }
+
 Runner::Runner(Backend backend) : impl_(std::make_unique<Impl>()) {
   impl_->poison_salt = system_random();
   impl_->backend = backend;

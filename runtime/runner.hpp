@@ -35,6 +35,10 @@ struct TimingOptions {
   int pools = 2;
 };
 
+/// Throws Error(usage) when the environment names a setting the runner cannot use (KGATE_JUDGE):
+/// called by the parent before any worker starts, so that the run stops with exit 4.
+void check_runner_environment();
+
 class Runner {
  public:
   /// Throws Error(device) for the cuda backend when no device is usable.

@@ -98,6 +98,8 @@ refused "$out/atol.json: global.atol: expected a number in [0, 1e+30], found -1"
 config budget '"global": {"time_budget_s": -1}'
 refused "$out/budget.json: global.time_budget_s: expected a number in [0, 86400], found -1" "${check[@]}" \
   --config "$out/budget.json"
+# An environment setting the runner cannot use: said by the parent, before any worker starts.
+KGATE_JUDGE=bogus refused "KGATE_JUDGE='bogus' is not an engine: fused or aten" "${check[@]}"
 
 # Accepted: a comma list is the families repeated; 0 tolerances and budget are settings too.
 "$kgate" check --backend cpu --kernel softmax_cpu --cases 6 --no-speed --family random,ragged --family extreme \
