@@ -1,16 +1,12 @@
 // The check pipeline.
 #include "runtime/pipeline.hpp"
 
-#include <cuda_runtime.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <map>
 #include <optional>
-#include <set>
 
 #include "core/captured.hpp"
 #include "core/cost.hpp"
@@ -22,6 +18,7 @@
 #include "gates/props/tile_inference.hpp"
 #include "gates/speed/decision.hpp"
 #include "references/catalogue.hpp"
+#include "runtime/behaviour_checks.hpp"
 #include "runtime/case_plan.hpp"
 #include "runtime/cuda/check.hpp"
 #include "runtime/torch_op.hpp"
@@ -118,98 +115,6 @@ std::optional<double> workload_speedup(const std::vector<SpeedComparison>& speed
 namespace {
 
 std::string fmt_g(double v) { return format_number(v); }
-
-void record(CorrectnessReport& c, CaseResult r, size_t keep) {
-  if (r.rule == Reason::reference_error) {  // the op's, never the kernel's: said, not counted
-    c.warnings.push_back("a behaviour check of case " + r.kcase.id() +
-                         " was not judged: " + r.message);
-    return;
-  }
-  if (r.outcome == Outcome::failed) {
-    ++c.failed;
-    if (c.failures.size() < keep) c.failures.push_back(std::move(r));
-  }
-}
-
-// Stale outputs, outputs written before, and bitwise determinism, on the first case of each family.
-void run_behaviour_checks(Runner& runner, const KernelInfo& kernel, const OpSignature& op,
-                          const std::vector<Case>& cases, const KernelSettings& settings,
-                          const CheckOptions& options, KernelReport& report) {
-  std::set<std::string> families;
-  for (const auto& c : cases) {
-    // The huge case is not run again: it costs seconds and gigabytes each time.
-    if (c.family == "huge" || !families.insert(c.family).second || runner.context_lost()) continue;
-    const auto rule = rule_for(op, c.dtype, settings);
-    ++report.correctness.behaviour_checks;
-    record(report.correctness, runner.check_stale(kernel, c, rule), options.max_failures_kept);
-    ++report.correctness.behaviour_checks;
-    record(report.correctness, runner.check_written_before(kernel, c, rule),
-           options.max_failures_kept);
-    if (op.deterministic) {
-      ++report.correctness.behaviour_checks;
-      record(report.correctness, runner.check_deterministic(kernel, c, rule),
-             options.max_failures_kept);
-    }
-  }
-}
-
-// A null "kernel": writes zeros, or copies its first input's bytes, into the outputs. Device
-// memory (cuda) goes through the runtime; host memory (cpu backend) through memcpy / memset.
-KernelInfo null_kernel(const KernelInfo& kernel, const std::string& which) {
-  KernelInfo k = kernel;
-  k.name = "null_" + which;
-  k.accepts = nullptr;
-  const bool copy = which == "copy";
-  const bool device = kernel.backend == Backend::cuda;
-  k.launch = [copy, device](const KernelCall& call) {
-    const auto stream = static_cast<cudaStream_t>(call.stream);
-    for (const auto& out : call.outputs) {
-      const size_t bytes = static_cast<size_t>(out.numel()) * dtype_size(out.dtype);
-      size_t copied = 0;
-      if (copy && !call.inputs.empty())
-        copied = std::min(
-            bytes, static_cast<size_t>(call.inputs[0].numel()) * dtype_size(call.inputs[0].dtype));
-      auto* dst = static_cast<char*>(out.data);
-      if (device) {
-        if (copied > 0)
-          KGATE_CUDA_CALL(
-              cudaMemcpyAsync(dst, call.inputs[0].data, copied, cudaMemcpyDeviceToDevice, stream));
-        if (bytes > copied)
-          KGATE_CUDA_CALL(cudaMemsetAsync(dst + copied, 0, bytes - copied, stream));
-      } else {
-        if (copied > 0) std::memcpy(dst, call.inputs[0].data, copied);
-        if (bytes > copied) std::memset(dst + copied, 0, bytes - copied);
-      }
-    }
-  };
-  return k;
-}
-
-void run_null_calibration(Runner& runner, const KernelInfo& kernel, const OpSignature& op,
-                          const std::vector<Case>& cases, const KernelSettings& settings,
-                          const CheckOptions& options, KernelReport& report) {
-  for (const std::string which : {"zeros", "copy"}) {
-    const KernelInfo nk = null_kernel(kernel, which);
-    auto& per_family = report.correctness.null_calibration[which];
-    for (const auto& c : cases) {
-      if (c.family == "huge") continue;
-      auto& counts = per_family[c.family.empty() ? "other" : c.family];
-      if (counts.first >= options.null_calibration_cases || runner.context_lost()) continue;
-      ++counts.first;
-      if (runner.check_case(nk, c, rule_for(op, c.dtype, settings)).outcome == Outcome::failed)
-        ++counts.second;
-    }
-    for (const auto& [family, counts] : per_family)
-      if (counts.first > 0 && counts.second == 0)
-        report.correctness.warnings.push_back(
-            "case family '" + family + "' is too weak for op " + op.name + ": the " + which +
-            " null kernel passes all " + std::to_string(counts.first) + " of its cases");
-  }
-}
-
-}  // namespace
-
-namespace {
 
 /// One kernel's check, as steps in the order they run: its settings; the correctness cases; the
 /// behaviour checks and what the counts warn of; whether the base runs the same code (UNCHANGED);
@@ -338,6 +243,19 @@ class KernelCheck {
     return alone ? options.device_share->alone() : options.device_share->shared();
   }
 
+  // Case `c` on `k`, the device held for it: a huge case alone (its gigabytes), giving its cached
+  // memory back after; any other shared. `on_copies`: the references run on contiguous copies.
+  CaseResult check_held(const KernelInfo& k, const Case& c, const KernelSettings& s,
+                        bool on_copies = false) {
+    const bool huge = props::is_huge(op, c);
+    const auto sharing = hold(huge);
+    runner.set_references_on_copies(on_copies);
+    auto r = runner.check_case(k, c, rule_for(op, c.dtype, s));
+    runner.set_references_on_copies(false);
+    if (huge && sharing) runner.release_cached_memory();
+    return r;
+  }
+
   // The settings' timing (resolve_settings), with the block count the budget cannot cut below.
   TimingOptions timing_for(const KernelSettings& s) const {
     TimingOptions t = s.timing;
@@ -411,15 +329,9 @@ class KernelCheck {
   // here).
   bool run_case(size_t i) {
     const auto& c = cases[i];
-    // A huge case has the device alone (its gigabytes), and gives its cached memory back after.
-    const bool huge = props::is_huge(op, c);
-    const auto sharing = hold(huge);
     if (options.on_case) options.on_case(i, cases.size(), c, nullptr);
     const bool copies = static_cast<int64_t>(i) == options.worker.reference_copies_at;
-    runner.set_references_on_copies(copies);
-    auto r = runner.check_case(kernel, c, rule_for(op, c.dtype, settings));
-    runner.set_references_on_copies(false);
-    if (huge && sharing) runner.release_cached_memory();
+    auto r = check_held(kernel, c, settings, copies);
     if (settings.gates.contract)
       correctness::judge_against_contract(r, *settings.gates.contract, op,
                                           settings.gates.outside_contract.value_or("") == "warn",
@@ -617,10 +529,7 @@ class KernelCheck {
     // The base's settings, resolved once (it is judged as its own kernel name would be).
     const KernelSettings base_settings = resolve_settings(op, baseline->name, options);
     for (size_t i = 0; i < cases.size() && !runner.context_lost(); ++i) {
-      const bool huge = props::is_huge(op, cases[i]);
-      const auto sharing = hold(huge);
-      auto r = runner.check_case(*baseline, cases[i], rule_for(op, cases[i].dtype, base_settings));
-      if (huge && sharing) runner.release_cached_memory();
+      auto r = check_held(*baseline, cases[i], base_settings);
       if (r.fallback) ++b.fallback;
       if (r.outcome == Outcome::failed) {
         ++b.failed;
