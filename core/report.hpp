@@ -86,7 +86,9 @@ struct CorrectnessReport {
   /// Cases not run here (a huge case without the device memory for it): neither passed nor failed;
   /// each has a warning that says why.
   int64_t skipped = 0;
-  double seconds = 0;  ///< wall time of the correctness phase (cases, shrinking, behaviour checks)
+  /// Wall time of the correctness phase (cases, shrinking, behaviour checks), less its waits for
+  /// the device under kgate check --jobs.
+  double seconds = 0;
   /// Cases on which the kernel faulted on the GPU (the CUDA context was lost), in the order run.
   /// Each fault ends its worker process; kgate check goes on with the remaining cases in a fresh
   /// one.

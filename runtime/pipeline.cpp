@@ -237,10 +237,14 @@ class KernelCheck {
 
   // kgate check --jobs: the device for one piece of work, shared with the other workers' cases or
   // alone (the wait is a phase of --cost of its own). Nothing without --jobs.
-  std::optional<DeviceShare::Hold> hold(bool alone) const {
+  // The waits are kept (waited_s): the correctness phase's seconds leave them out.
+  std::optional<DeviceShare::Hold> hold(bool alone) {
     if (!options.device_share) return std::nullopt;
     const cost::Scope waiting("wait");
-    return alone ? options.device_share->alone() : options.device_share->shared();
+    const auto start = std::chrono::steady_clock::now();
+    auto h = alone ? options.device_share->alone() : options.device_share->shared();
+    waited_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return h;
   }
 
   // Case `c` on `k`, the device held for it: a huge case alone (its gigabytes), giving its cached
@@ -605,7 +609,7 @@ class KernelCheck {
   // Each timed case against eager and against the baseline; the workload's speedups; the outcome.
   void time_kernel() {
     report.correctness.seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() - waited_s;
     for (size_t i = 0; i < timed.size() && !wrong_while_timed; ++i) {
       const Case& c = timed[i].kcase;
       say(kernel.name + ": timing " + std::to_string(i + 1) + "/" + std::to_string(timed.size()) +
@@ -722,7 +726,7 @@ class KernelCheck {
       for (const auto& n : kernel.notes()) report.correctness.warnings.push_back(n);
     report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (report.correctness.seconds == 0)
-      report.correctness.seconds = report.seconds;  // no speed phase
+      report.correctness.seconds = report.seconds - waited_s;  // no speed phase
   }
 
   const std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
@@ -758,6 +762,7 @@ class KernelCheck {
   std::string launches_note;
   std::optional<KernelInfo> relaunched;
   bool wrong_while_timed = false;
+  double waited_s = 0;  // seconds waiting for the device (hold: kgate check --jobs)
 };
 
 }  // namespace

@@ -2,7 +2,8 @@
 # kgate check --jobs on the cpu backend (no GPU needed): three workers at once on one device, their
 # verdicts those of a run one worker at a time, some of them side by side, and the timed kernel's
 # timing alone (KGATE_TEST_SHARE_LOG, in the share's directory, which the sandboxed workers may
-# write: no hold of another worker overlaps one held alone); a worker that crashes releases its hold; --jobs with --no-isolate, or out of range, is exit 4.
+# write: no hold of another worker overlaps one held alone); a kernel's correctness seconds leave out its
+# waits; a worker that crashes releases its hold; --jobs with --no-isolate, or out of range, is exit 4.
 #   jobs_cli.sh KGATE OUT_DIR
 set -uo pipefail
 kgate=${1:?usage: jobs_cli.sh KGATE OUT_DIR}
@@ -14,7 +15,7 @@ kernels=(--kernel softmax_cpu --kernel mutant_softmax_cpu_tail_dropped --kernel 
 speed=(--speed-cases 1 --time-budget 1 --budget-growth 0)
 
 KGATE_TEST_SHARE_LOG="$out/three/workers/.device-0/holds.log" "$kgate" check --backend cpu --jobs 3 "${kernels[@]}" --cases 8 "${speed[@]}" \
-  --out "$out/three" -q > "$out/three.log" 2>&1
+  --cost --out "$out/three" -q > "$out/three.log" 2>&1
 rc=$?
 [ $rc -eq 1 ] || { cat "$out/three.log"; fail "--jobs 3 exited $rc, expected 1 (four mutants fail)"; }
 "$kgate" check --backend cpu "${kernels[@]}" --cases 8 "${speed[@]}" --out "$out/one" -q > "$out/one.log" 2>&1
@@ -43,6 +44,9 @@ for p, f, t in alone:
     for q, g, u in alone + shared:
         if (q, g, u) != (p, f, t) and g < t and f < u:
             raise AssertionError(f"worker {q} held the device ({g:.3f}-{u:.3f}) while {p} had it alone ({f:.3f}-{t:.3f})")
+for k in three:  # a kernel's correctness seconds leave out its waits for the device (--cost: wait)
+    wait = k.get("cost_s", {}).get("wait", 0)
+    assert k["correctness"]["seconds"] + wait <= k["seconds"] + 0.05, (k["name"], k["correctness"]["seconds"], wait, k["seconds"])
 print(f"holds: {len(shared)} shared by {len({p for p, _, _ in shared})} workers, {len(alone)} alone")
 PY
 [ -f "$out/three/workers/.device-0/share.lock" ] || fail "no device lock under --out's workers/.device-0/"
