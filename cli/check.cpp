@@ -429,8 +429,10 @@ int run_check(const CheckArgs& args) {
   std::optional<Runner> runner;
   RunnerEnvironment environment;
   // A worker of --jobs shares its device with the others: its CUDA context starts, and its cases
-  // run, beside theirs; its timing waits until it has the device alone.
-  const DeviceShare share(args.in_worker() ? args.options.worker.device_share : std::string());
+  // run, beside theirs; its timing waits until it has the device alone. The share lives as long as
+  // the process (left, not destroyed: see the end).
+  const DeviceShare& share =
+      *new DeviceShare(args.in_worker() ? args.options.worker.device_share : std::string());
   if (!isolate) {
     const auto starting = share.shared();
     runner.emplace(plan.backend);
@@ -527,8 +529,13 @@ int run_check(const CheckArgs& args) {
     progress.end_line();
     write_reports();
   }
-  if (args.in_worker())
+  if (args.in_worker()) {
+    // What follows (the runner's memory given back, the CUDA context torn down at exit) is device
+    // work too: it shares the device, so that no other worker's timing runs beside it. The hold is
+    // never released: its locks go with the process, after the context.
+    if (share.active()) static_cast<void>(new DeviceShare::Hold(share.shared()));
     return static_cast<int>(report.exit_code(args.inconclusive_fails));  // the parent judges
+  }
   report.meta.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (args.cost) print_cost(report);

@@ -241,9 +241,8 @@ class KernelCheck {
   std::optional<DeviceShare::Hold> hold(bool alone) {
     if (!options.device_share) return std::nullopt;
     const cost::Scope waiting("wait");
-    const auto start = std::chrono::steady_clock::now();
     auto h = alone ? options.device_share->alone() : options.device_share->shared();
-    waited_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    waited_s += h.waited_s();
     return h;
   }
 
