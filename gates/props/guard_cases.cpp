@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <set>
 #include <string>
 
@@ -23,6 +24,12 @@ std::optional<int64_t> pick_value(int64_t target, int64_t lo, int64_t hi, int64_
   const int64_t down = v / mult * mult;
   if (down >= lo) return down;
   return std::nullopt;
+}
+
+std::vector<int64_t> in_steps(int64_t v, int64_t mult) {
+  if (mult <= 1 || v % mult == 0) return {v};
+  const int64_t down = v >= 0 ? v / mult * mult : -((-v + mult - 1) / mult) * mult;
+  return {down, down + mult};
 }
 
 namespace {
@@ -70,13 +77,15 @@ std::vector<Case> guard_boundary_cases(const GuardModel& guard, const OpSignatur
     SymbolPlan p;
     p.lo = std::max<int64_t>(s.min, 1);
     p.hi = s.max;
+    const int64_t op_mult = std::max<int64_t>(1, s.multiple_of);
+    p.mult = op_mult;
     for (const auto& r : guard.shapes) {
       if (r.op_symbol != s.name) continue;
       p.guarded = true;
       p.range = r;
       p.lo = std::max(p.lo, r.min);
       p.hi = std::min(p.hi, r.max);
-      p.mult = std::max<int64_t>(1, r.multiple_of);
+      p.mult = std::lcm(op_mult, std::max<int64_t>(1, r.multiple_of));
     }
     // Small values inside the guard; the row a little longer and not a multiple of 32.
     const int64_t target = s.name == op.reduced_symbol ? 264 : 3;
@@ -142,12 +151,13 @@ std::vector<Case> guard_boundary_cases(const GuardModel& guard, const OpSignatur
       }
       if (auto a = pick_value(inside[s.name], p.lo, p.hi, p.mult)) values.insert(*a + 1);
     }
-    for (int64_t v : values) {
-      if (v < s.min || v > s.max) continue;  // outside the op's domain: cannot be generated
-      auto dims = inside;
-      dims[s.name] = v;
-      add(dims, s.name, dtype_in, Layout::contiguous);
-    }
+    for (int64_t boundary : values)
+      for (int64_t v : in_steps(boundary, s.multiple_of)) {
+        if (v < s.min || v > s.max) continue;  // outside the op's domain: cannot be generated
+        auto dims = inside;
+        dims[s.name] = v;
+        add(dims, s.name, dtype_in, Layout::contiguous);
+      }
   }
   // Both sides of every require predicate: for each shape symbol it names, the nearest values
   // around the inside point where it flips (the tensor symbols flip with the layouts below).
@@ -191,11 +201,13 @@ std::vector<Case> guard_boundary_cases(const GuardModel& guard, const OpSignatur
         return std::llabs(x.first - at) < std::llabs(y.first - at);
       });
       for (std::size_t i = 0; i < flips.size() && i < 2; ++i)
-        for (int64_t v : {flips[i].first, flips[i].second}) {
-          auto dims = inside;
-          dims[d->name] = v;
-          add(dims, d->name, dtype_in, Layout::contiguous);
-        }
+        for (int64_t flip : {flips[i].first, flips[i].second})
+          for (int64_t v : in_steps(flip, d->multiple_of)) {
+            if (v < lo || v > hi) continue;
+            auto dims = inside;
+            dims[d->name] = v;
+            add(dims, d->name, dtype_in, Layout::contiguous);
+          }
     }
   }
   for (DType d : op.dtypes)

@@ -16,6 +16,10 @@ namespace kgate::props {
 /// The value nearest to `target` within [lo, hi] that is a multiple of `mult` (the next multiple
 /// up, else the one below); nullopt when there is none. lo is taken as at least 0.
 std::optional<int64_t> pick_value(int64_t target, int64_t lo, int64_t hi, int64_t mult);
+/// `v` where it is a multiple of `mult`, else the multiples on either side of it: a boundary value
+/// the op's domain cannot hold (D = 127 of a head size in steps of 2) is tried at its neighbours
+/// (126 and 128), never as a case the op's reference cannot run.
+std::vector<int64_t> in_steps(int64_t v, int64_t mult);
 
 /// A case of `op` with these values of its symbols (every one of them), values "normal".
 Case case_of(const OpSignature& op, DType dtype, const std::map<std::string, int64_t>& dims,

@@ -447,6 +447,32 @@ TEST(GuardCases, StayWithinTheOpsDomainAndTheElementCap) {
   EXPECT_TRUE(values_of(cases, "N").count(100000));
 }
 
+// A package guarding a head size at exactly 128, on an op whose D comes in steps of 2 (rotary):
+// the boundary cases try 126 and 130, never 127 or 129 (the op's reference cannot run them), and
+// the other symbols' inside values are in the op's steps too.
+TEST(GuardCases, KeepTheOpsSteps) {
+  OpSignature op = rows_op();
+  op.symbols = {{"B", 1, 4096, 256}, {"D", 2, 256, 128}, {"N", 1, 100000, 8192}};
+  op.symbols[1].multiple_of = 2;
+  op.symbols[2].multiple_of = 4;
+  op.inputs = {{"x", {"B", "N", "D"}}};
+  op.outputs = {{"y", {"B", "N", "D"}}};
+  GuardModel g = rows_guard();
+  g.shapes = {{"D", 128, 128, 1}};
+  g.require.clear();
+  g.inside = [](const Case& c) { return c.dim("D") == 128 && c.dtype == DType::f32; };
+  const auto cases = guard_boundary_cases(g, op, 3, int64_t{1} << 24);
+  const auto d = values_of(cases, "D");
+  for (int64_t v : {126, 128, 130}) EXPECT_TRUE(d.count(v)) << "D=" << v;
+  for (const auto& c : cases) {
+    EXPECT_EQ(c.dim("D") % 2, 0) << c.id();
+    EXPECT_EQ(c.dim("N") % 4, 0) << c.id();
+  }
+  EXPECT_EQ(in_steps(127, 2), (std::vector<int64_t>{126, 128}));
+  EXPECT_EQ(in_steps(128, 2), (std::vector<int64_t>{128}));
+  EXPECT_EQ(in_steps(-1, 4), (std::vector<int64_t>{-4, 0}));
+}
+
 TEST(GuardCases, PickValueFindsTheNearestMultipleInRange) {
   EXPECT_EQ(pick_value(264, 64, 4096, 64), 320);
   EXPECT_EQ(pick_value(5000, 64, 4096, 64), 4096);
