@@ -335,6 +335,7 @@ class Reader {
       if (!terms.empty() && expression(terms, "conditioning.terms", symbols))
         op.conditioning_terms = terms;
       f.magnitude = source(*cond, "magnitude");
+      op.accumulate_in_case_dtype = str(*cond, "accumulate", "float32") == "case";
       if (cond->contains("magnitude") && f.magnitude.find("def magnitude") == std::string::npos)
         problem("conditioning.magnitude", "the source defines no function `magnitude`");
     }

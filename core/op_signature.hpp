@@ -112,6 +112,10 @@ struct OpSignature {
   /// op's magnitude (sum |terms| per output element: its reference's magnitude function, or the
   /// oracle on |inputs|, which is that sum for ops whose terms are products of inputs).
   std::string conditioning_terms;
+  /// Conditioning: the terms are rounded and summed in the case's dtype (an op whose declared
+  /// arithmetic is in it, as Hugging Face's and Liger's RoPE in bf16), not in float32: the
+  /// conditioned allowance then scales the magnitude by the case dtype's epsilon.
+  bool accumulate_in_case_dtype = false;
   bool deterministic = true;
   /// Relations between symbols that every case satisfies, as integer expressions ("H % G == 0").
   std::vector<std::string> relations;

@@ -77,6 +77,7 @@ correctness::RuleConfig rule_for(const OpSignature& op, DType dtype,
     rule.scale_power = op.tolerance_scale_power;
   }
   rule.terms_expr = op.conditioning_terms;
+  rule.accumulate_in_case_dtype = op.accumulate_in_case_dtype;
   if (s.atol) rule.tolerance.atol = *s.atol;
   if (s.rtol) rule.tolerance.rtol = *s.rtol;
   if (auto it = s.tolerance.find(dtype); it != s.tolerance.end()) {

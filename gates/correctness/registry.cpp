@@ -89,7 +89,7 @@ Verdict judge_ref_ratio(const RuleConfig& rule, const Measurement& m, DType dtyp
 // eager_relative and conditioned: element by element against the oracle; the runner measured the
 // worst ratio to the allowance and the elements above it. conditioned's allowance holds one more
 // scale.
-Verdict judge_relative(const RuleConfig& rule, const Measurement& m, DType) {
+Verdict judge_relative(const RuleConfig& rule, const Measurement& m, DType dtype) {
   const auto& r = m.vs_reference;
   const bool conditioned = rule.kind == RuleKind::conditioned;
   Verdict v;
@@ -102,12 +102,16 @@ Verdict judge_relative(const RuleConfig& rule, const Measurement& m, DType) {
     const std::string length =
         rule.equal_values ? "max(sqrt(" + terms + "), " + terms + " / " + g(2 * rule.ratio_k) + ")"
                           : "sqrt(" + terms + ")";
+    // The accumulation's epsilon: float32's, or the case dtype's where the op computes in it.
+    const bool coarse = rule.accumulate_in_case_dtype && dtype_eps(dtype) > dtype_eps(DType::f32);
+    const std::string eps_acc = coarse ? "eps_" + std::string(dtype_name(dtype)) : "eps_f32";
     v.outcome = Outcome::failed;
     v.message =
         std::to_string(m.relative_mismatches) + " of " + std::to_string(r.elements) +
         " elements are further from the fp64 oracle than " + g(rule.ratio_k) +
         " x max(eager's own error, eps x |oracle|" +
-        (conditioned ? ", eps_f32 x (sum |terms| + " + length + " x |oracle|)" : std::string()) +
+        (conditioned ? ", " + eps_acc + " x (sum |terms| + " + length + " x |oracle|)"
+                     : std::string()) +
         ") + atol=" + g(rule.tolerance.atol) + " (worst at " + g(m.relative_worst) +
         " x the allowance)" +
         (conditioned && rule.equal_values ? "; the case's values are all equal, so a sum's "

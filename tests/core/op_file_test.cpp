@@ -210,6 +210,16 @@ TEST(OpFile, ConditioningMakesConditionedTheDefaultRule) {
   EXPECT_EQ(f.signature.conditioning_terms, "2*H");
   EXPECT_EQ(f.signature.default_rule, "conditioned");
   EXPECT_TRUE(f.magnitude.empty());
+  EXPECT_FALSE(f.signature.accumulate_in_case_dtype);  // float32 unless the file says "case"
+  d["conditioning"]["accumulate"] = "case";
+  EXPECT_TRUE(parse_op_file(d.dump(), "ops/my_op.json").signature.accumulate_in_case_dtype);
+  d["conditioning"]["accumulate"] = "float32";
+  EXPECT_FALSE(parse_op_file(d.dump(), "ops/my_op.json").signature.accumulate_in_case_dtype);
+  d["conditioning"]["accumulate"] = "bf16";
+  EXPECT_NE(problems_of(d).find("conditioning.accumulate: expected \"float32\""),
+            std::string::npos)
+      << problems_of(d);
+  d["conditioning"].erase("accumulate");
   d["rule"] = "ulp";  // a rule the file names wins
   EXPECT_EQ(parse_op_file(d.dump(), "ops/my_op.json").signature.default_rule, "ulp");
   d.erase("rule");

@@ -608,6 +608,121 @@ TEST(OpsThroughTheRunner, ConditionedRuleTakesEverySummationOrderAndNoRoundedInp
   }
 }
 
+// bf16 storage: its bits, and a float rounded to it (to nearest, ties to even).
+float bf16_value(uint16_t b) {
+  uint32_t u = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+uint16_t bf16_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+float bf16_round(float f) { return bf16_value(bf16_bits(f)); }
+
+enum class Rope { hf_bf16, fma_bf16, wrong_sign, second_half_angles };
+// Liger's RoPE (tests/external/ops/liger_rope.op.json) on bf16, in place: each head's halves x1, x2
+// become x1 c - x2 s and x2 c + x1 s with c, s the first D/2 entries of cos and sin at the token's
+// position. hf_bf16 rounds each product and the result to bf16 (Hugging Face's eager in bf16);
+// fma_bf16 contracts the first product into the subtraction (a compiler's FMA). The mutants: the
+// rotation's sign flipped, and the angles of the second half of cos and sin.
+void rope(const KernelCall& call, Rope how) {
+  const auto& cos = call.inputs.at(2);
+  const auto& sin = call.inputs.at(3);
+  for (size_t o = 0; o < 2; ++o) {
+    const auto& x = call.outputs.at(o);  // the input itself (q_out aliases q, k_out k)
+    const int64_t d2 = x.sizes[3] / 2;
+    const int64_t shift = how == Rope::second_half_angles ? d2 : 0;
+    for (int64_t b = 0; b < x.sizes[0]; ++b)
+      for (int64_t t = 0; t < x.sizes[1]; ++t)
+        for (int64_t h = 0; h < x.sizes[2]; ++h) {
+          auto* row = x.as<uint16_t>() + b * x.strides[0] + t * x.strides[1] + h * x.strides[2];
+          for (int64_t j = 0; j < d2; ++j) {
+            const auto angle = [&](const TensorView& v) {
+              return bf16_value(v.as<const uint16_t>()[t * v.strides[1] + (j + shift) * v.strides[2]]);
+            };
+            const float c = angle(cos), s = angle(sin);
+            const float x1 = bf16_value(row[j * x.strides[3]]);
+            const float x2 = bf16_value(row[(j + d2) * x.strides[3]]);
+            float y1, y2;
+            if (how == Rope::fma_bf16) {
+              y1 = std::fma(x1, c, -bf16_round(x2 * s));
+              y2 = std::fma(x2, c, bf16_round(x1 * s));
+            } else if (how == Rope::wrong_sign) {
+              y1 = x1 * c + x2 * s;
+              y2 = x2 * c - x1 * s;
+            } else {
+              y1 = bf16_round(x1 * c) - bf16_round(x2 * s);
+              y2 = bf16_round(x2 * c) + bf16_round(x1 * s);
+            }
+            row[j * x.strides[3]] = bf16_bits(y1);
+            row[(j + d2) * x.strides[3]] = bf16_bits(y2);
+          }
+        }
+  }
+}
+
+// An op whose arithmetic is in the case's dtype (conditioning.accumulate "case": Liger's and
+// Hugging Face's RoPE in bf16): kernels that round their products to bf16 pass it, in either
+// order of rounding, and the same kernels fail when the allowance takes float32's epsilon (as
+// Liger's own package did on 33 of 111 cases on a GPU before the op file said so); a wrong
+// rotation fails under either.
+TEST(OpsThroughTheRunner, AnOpsArithmeticInTheCaseDtype) {
+  load_op_files(std::string(KGATE_SOURCE_DIR) + "/tests/external/ops/liger_rope.op.json");
+  const OpSignature& op = find_op("liger_rope");
+  ASSERT_TRUE(op.accumulate_in_case_dtype);
+  const props::KernelTraits traits{{DType::bf16}, {}, true, true};
+  std::vector<Case> cases;
+  for (const auto& family : {std::string("random"), std::string("ragged")})
+    for (auto& c : props::generate_family(op, traits, family, 12, 5, 1 << 15)) cases.push_back(c);
+  ASSERT_GE(cases.size(), 12u);
+  const auto rule = rule_for(op, DType::bf16, CheckOptions{});
+  ASSERT_EQ(rule.kind, correctness::RuleKind::conditioned);
+  ASSERT_TRUE(rule.accumulate_in_case_dtype);
+  auto as_float32 = rule;
+  as_float32.accumulate_in_case_dtype = false;
+  const auto kernel = [](const char* name, Rope how) {
+    KernelInfo k = cpu_kernel(name, "liger_rope", [how](const KernelCall& c) { rope(c, how); });
+    k.dtypes = {DType::bf16};
+    return k;
+  };
+  for (const auto& [name, how] : {std::pair<const char*, Rope>{"hf_bf16", Rope::hf_bf16},
+                                  {"fma_bf16", Rope::fma_bf16}}) {
+    const KernelInfo k = kernel(name, how);
+    int failed_as_float32 = 0;
+    double worst = 0;
+    for (const auto& c : cases) {
+      const auto r = cpu_runner().check_case(k, c, rule);
+      EXPECT_EQ(r.outcome, Outcome::passed) << name << " " << c.id() << ": " << r.message;
+      worst = std::max(worst, r.margin);
+      const auto f = cpu_runner().check_case(k, c, as_float32);
+      if (f.outcome == Outcome::failed) {
+        ++failed_as_float32;
+        EXPECT_NE(f.message.find("eps_f32 x (sum |terms|"), std::string::npos) << f.message;
+      }
+    }
+    std::printf("control %-9s worst margin %.3f; under float32's epsilon %d of %zu fail\n", name,
+                worst, failed_as_float32, cases.size());
+    EXPECT_LT(worst, 0.5) << name;
+    EXPECT_GT(failed_as_float32, 0) << name << ": the case dtype's epsilon made no difference";
+  }
+  for (const auto& [name, how] : {std::pair<const char*, Rope>{"wrong_sign", Rope::wrong_sign},
+                                  {"second_half", Rope::second_half_angles}}) {
+    const KernelInfo k = kernel(name, how);
+    int failed = 0;
+    for (const auto& c : cases) {
+      const auto r = cpu_runner().check_case(k, c, rule);
+      if (r.outcome != Outcome::failed) continue;
+      ++failed;
+      EXPECT_NE(r.message.find("eps_bf16 x (sum |terms|"), std::string::npos) << r.message;
+    }
+    std::printf("mutant  %-11s fails %d of %zu\n", name, failed, cases.size());
+    EXPECT_GE(failed * 2, static_cast<int>(cases.size())) << name;
+  }
+}
+
 // Reference failures belong to the reference: an op file whose reference throws on rows of 7 and
 // cannot take a strided view (x.view) judges the cases it can, reports the others as reference
 // errors (invalid, never failed), inside the guard and in the fallback outside it, and takes
