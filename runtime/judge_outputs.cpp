@@ -290,7 +290,7 @@ size_t queue_fused(const std::vector<js::OutputJob>& jobs, at::Device device, De
 
 }  // namespace
 
-JudgeEngine judge_engine(bool cuda) {
+JudgeEngine judge_engine() {
   if (engine_override()) return *engine_override();
   static const std::optional<JudgeEngine> from_env = []() -> std::optional<JudgeEngine> {
     const char* v = std::getenv("KGATE_JUDGE");
@@ -301,8 +301,7 @@ JudgeEngine judge_engine(bool cuda) {
     throw Error(ErrorKind::usage,
                 "KGATE_JUDGE='" + s + "' is not an engine: fused or aten (or leave it unset)");
   }();
-  if (from_env) return *from_env;
-  return cuda ? JudgeEngine::aten : JudgeEngine::fused;
+  return from_env ? *from_env : JudgeEngine::fused;
 }
 
 void set_judge_engine(std::optional<JudgeEngine> engine) { engine_override() = engine; }
@@ -411,7 +410,7 @@ bool judge_outputs(const OpSignature& op, const OpReference& ref, const Case& c,
   // output gets the memory checks. The figures come from one pass over each output (fused) or
   // from the ATen operators it restates; the index rule and a start value's check are ATen's.
   const bool fused =
-      judge_engine(device.is_cuda()) == JudgeEngine::fused &&
+      judge_engine() == JudgeEngine::fused &&
       fused_can_judge(outputs, expected, oracle, magnitude, sweep_rtols.size(), device);
   // A position-weighted sum of the outputs' bits: two runs that differ in any element differ here.
   std::vector<size_t> fingerprints;

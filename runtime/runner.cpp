@@ -297,12 +297,12 @@ at::Tensor bits_snapshot(const at::Tensor& t) {
 
 using namespace runner_internal;
 
-void check_runner_environment() { judge_engine(false); }
+void check_runner_environment() { judge_engine(); }
 
 Runner::Runner(Backend backend) : impl_(std::make_unique<Impl>()) {
   impl_->poison_salt = system_random();
   impl_->backend = backend;
-  judge_engine(backend == Backend::cuda);  // a KGATE_JUDGE it cannot use: said before any case
+  judge_engine();  // a KGATE_JUDGE it cannot use: said before any case
   if (backend == Backend::cuda) {
     // Before any module loads: the launch records name each kernel's code by its module's CUBIN.
     cuda::watch_modules();
@@ -569,7 +569,7 @@ CaseResult Runner::check_case(const KernelInfo& kernel, const Case& c,
     // and guard bands are checked whole, before a huge case is cut to its slices.
     DeviceScalars q;
     std::vector<size_t> inputs_changed, guards_broken;
-    if (judge_engine(impl_->backend == Backend::cuda) == JudgeEngine::fused) {
+    if (judge_engine() == JudgeEngine::fused) {
       // The judge's own pass: every comparison in one jobs launch (or memcmp).
       std::vector<BytesPair> inputs_now, guard_bands;
       std::vector<at::Tensor> contiguous;  // an input's bytes in a row, where it is a strided view

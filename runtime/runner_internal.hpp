@@ -97,9 +97,9 @@ class DeviceScalars {
 /// How judge_outputs measures: one pass of its own over each output (runtime/cuda/judge_stats.hpp),
 /// or the chain of ATen operators it restates (the reference the pass is tested against).
 enum class JudgeEngine { fused, aten };
-/// The engine of this process: KGATE_JUDGE=fused|aten where set, else fused on the CPU and aten
-/// on a GPU until the pass has been measured there (set_judge_engine overrides both).
-JudgeEngine judge_engine(bool cuda);
+/// The engine of this process: KGATE_JUDGE=fused|aten where set, else fused (on the CPU and on a
+/// GPU alike; set_judge_engine overrides both).
+JudgeEngine judge_engine();
 void set_judge_engine(std::optional<JudgeEngine> engine);
 
 // What a caller queued on `q` about memory before judging: per input not written in place, 1 if
