@@ -106,17 +106,16 @@ Verdict judge_relative(const RuleConfig& rule, const Measurement& m, DType dtype
     const bool coarse = rule.accumulate_in_case_dtype && dtype_eps(dtype) > dtype_eps(DType::f32);
     const std::string eps_acc = coarse ? "eps_" + std::string(dtype_name(dtype)) : "eps_f32";
     v.outcome = Outcome::failed;
-    v.message =
-        std::to_string(m.relative_mismatches) + " of " + std::to_string(r.elements) +
-        " elements are further from the fp64 oracle than " + g(rule.ratio_k) +
-        " x max(eager's own error, eps x |oracle|" +
-        (conditioned ? ", " + eps_acc + " x (sum |terms| + " + length + " x |oracle|)"
-                     : std::string()) +
-        ") + atol=" + g(rule.tolerance.atol) + " (worst at " + g(m.relative_worst) +
-        " x the allowance)" +
-        (conditioned && rule.equal_values ? "; the case's values are all equal, so a sum's "
-                                            "rounding errors add up (linear in its length)"
-                                          : "");
+    v.message = std::to_string(m.relative_mismatches) + " of " + std::to_string(r.elements) +
+                " elements are further from the fp64 oracle than " + g(rule.ratio_k) +
+                " x max(eager's own error, eps x |oracle|" +
+                (conditioned ? ", " + eps_acc + " x (sum |terms| + " + length + " x |oracle|)"
+                             : std::string()) +
+                ") + atol=" + g(rule.tolerance.atol) + " (worst at " + g(m.relative_worst) +
+                " x the allowance)" +
+                (conditioned && rule.equal_values ? "; the case's values are all equal, so a sum's "
+                                                    "rounding errors add up (linear in its length)"
+                                                  : "");
   }
   return v;
 }

@@ -32,9 +32,10 @@ namespace kgate::correctness {
 /// the allowance is then the worst-case bound terms * u of a recursive sum, u = eps_acc / 2), and
 /// eps_acc the float32 epsilon (float64's for f64 outputs): a correct sum accumulated in float32
 /// in any order passes, a sum accumulated in a narrower type or on inputs rounded to one does not;
-/// the case dtype's epsilon where the op declares its arithmetic in that dtype (accumulate_in_case_dtype).
-/// A rule is the reason its verdicts give (Reason::allclose, ...): each is one entry of the
-/// registry below (gates/correctness/registry.cpp), and a reason without an entry is no rule.
+/// the case dtype's epsilon where the op declares its arithmetic in that dtype
+/// (accumulate_in_case_dtype). A rule is the reason its verdicts give (Reason::allclose, ...): each
+/// is one entry of the registry below (gates/correctness/registry.cpp), and a reason without an
+/// entry is no rule.
 using RuleKind = Reason;
 
 struct RuleConfig {

@@ -216,8 +216,7 @@ TEST(OpFile, ConditioningMakesConditionedTheDefaultRule) {
   d["conditioning"]["accumulate"] = "float32";
   EXPECT_FALSE(parse_op_file(d.dump(), "ops/my_op.json").signature.accumulate_in_case_dtype);
   d["conditioning"]["accumulate"] = "bf16";
-  EXPECT_NE(problems_of(d).find("conditioning.accumulate: expected \"float32\""),
-            std::string::npos)
+  EXPECT_NE(problems_of(d).find("conditioning.accumulate: expected \"float32\""), std::string::npos)
       << problems_of(d);
   d["conditioning"].erase("accumulate");
   d["rule"] = "ulp";  // a rule the file names wins

@@ -641,7 +641,8 @@ void rope(const KernelCall& call, Rope how) {
           auto* row = x.as<uint16_t>() + b * x.strides[0] + t * x.strides[1] + h * x.strides[2];
           for (int64_t j = 0; j < d2; ++j) {
             const auto angle = [&](const TensorView& v) {
-              return bf16_value(v.as<const uint16_t>()[t * v.strides[1] + (j + shift) * v.strides[2]]);
+              return bf16_value(
+                  v.as<const uint16_t>()[t * v.strides[1] + (j + shift) * v.strides[2]]);
             };
             const float c = angle(cos), s = angle(sin);
             const float x1 = bf16_value(row[j * x.strides[3]]);
@@ -688,8 +689,8 @@ TEST(OpsThroughTheRunner, AnOpsArithmeticInTheCaseDtype) {
     k.dtypes = {DType::bf16};
     return k;
   };
-  for (const auto& [name, how] : {std::pair<const char*, Rope>{"hf_bf16", Rope::hf_bf16},
-                                  {"fma_bf16", Rope::fma_bf16}}) {
+  for (const auto& [name, how] :
+       {std::pair<const char*, Rope>{"hf_bf16", Rope::hf_bf16}, {"fma_bf16", Rope::fma_bf16}}) {
     const KernelInfo k = kernel(name, how);
     int failed_as_float32 = 0;
     double worst = 0;
