@@ -11,6 +11,10 @@
 //   KGATE_COUNT_OPS=1         also count the ATen operators the measured cases dispatch (counter
 //                             aten_ops/case; the most frequent printed to stderr): the host work
 //                             per case that a GPU pays in launches whatever the tensors' sizes
+//   KGATE_PHASE_TIMES=1       also the microseconds a case spends per --cost phase (generate,
+//                             reference, oracle, kernel, judge, ...; each phase waits for the
+//                             device at its ends, so the cases/s of such a run is lower): counters
+//                             us/case:PHASE
 #include <benchmark/benchmark.h>
 
 #include <ATen/record_function.h>
@@ -129,6 +133,11 @@ void run_cases(benchmark::State& state, const std::string& kernel_name, const st
     kgate::cost::enable({});  // the phase of each operator (no device wait: nothing is timed)
     counter = std::make_unique<OpCounter>();
   }
+  const bool phase_times = std::getenv("KGATE_PHASE_TIMES") != nullptr;
+  if (phase_times) {
+    if (!count_ops) kgate::cost::enable([] { kgate::cuda::synchronize_quietly(); });
+    kgate::cost::take();  // from here: the measured cases only
+  }
   int64_t failed = 0;
   for (auto _ : state) {
     for (size_t i = 0; i < cases.size(); ++i)
@@ -140,6 +149,12 @@ void run_cases(benchmark::State& state, const std::string& kernel_name, const st
       benchmark::Counter(n * state.iterations(), benchmark::Counter::kIsRate);
   state.counters["cases"] = n;
   state.counters["mean_elements"] = elements / n;
+  if (phase_times) {
+    const double per = n * static_cast<double>(state.iterations());
+    for (const auto& [phase, s] : kgate::cost::take())
+      state.counters["us/case:" + phase] = 1e6 * s / per;
+    if (!count_ops) kgate::cost::disable();
+  }
   if (counter) {
     counter.reset();
     kgate::cost::disable();
