@@ -32,8 +32,8 @@ namespace kgate::correctness {
 /// the allowance is then the worst-case bound terms * u of a recursive sum, u = eps_acc / 2), and
 /// eps_acc the float32 epsilon (float64's for f64 outputs): a correct sum accumulated in float32
 /// in any order passes, a sum accumulated in a narrower type or on inputs rounded to one does not;
-/// the case dtype's epsilon where the op declares its arithmetic in that dtype
-/// (accumulate_in_case_dtype). A rule is the reason its verdicts give (Reason::allclose, ...): each
+/// the output dtype's epsilon, where coarser, when the op declares its arithmetic in the case's
+/// dtype (accumulate_in_case_dtype). A rule is the reason its verdicts give (Reason::allclose, ...): each
 /// is one entry of the registry below (gates/correctness/registry.cpp), and a reason without an
 /// entry is no rule.
 using RuleKind = Reason;
@@ -58,8 +58,9 @@ struct RuleConfig {
   /// terms / (2 ratio_k) on rows of equal values (scaled_for sets it).
   double length = 1;
   bool equal_values = false;  ///< the case's values are all equal (length is linear)
-  /// conditioned: eps_acc is the case dtype's epsilon, not float32's (the op's conditioning says
-  /// its terms are rounded and summed in the case's dtype: accumulate "case").
+  /// conditioned: eps_acc is the output dtype's epsilon where coarser than float32's (the op's
+  /// conditioning says its terms are rounded and summed in the case's dtype: accumulate "case"; an
+  /// output the op stores in float32 keeps float32's, as the failure message says).
   bool accumulate_in_case_dtype = false;
 };
 
