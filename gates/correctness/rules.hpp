@@ -33,9 +33,9 @@ namespace kgate::correctness {
 /// eps_acc the float32 epsilon (float64's for f64 outputs): a correct sum accumulated in float32
 /// in any order passes, a sum accumulated in a narrower type or on inputs rounded to one does not;
 /// the output dtype's epsilon, where coarser, when the op declares its arithmetic in the case's
-/// dtype (accumulate_in_case_dtype). A rule is the reason its verdicts give (Reason::allclose, ...): each
-/// is one entry of the registry below (gates/correctness/registry.cpp), and a reason without an
-/// entry is no rule.
+/// dtype (accumulate_in_case_dtype). A rule is the reason its verdicts give (Reason::allclose,
+/// ...): each is one entry of the registry below (gates/correctness/registry.cpp), and a reason
+/// without an entry is no rule.
 using RuleKind = Reason;
 
 struct RuleConfig {
