@@ -533,7 +533,7 @@ int run_check(const CheckArgs& args) {
     // What follows (the runner's memory given back, the CUDA context torn down at exit) is device
     // work too: it shares the device, so that no other worker's timing runs beside it. The hold is
     // never released: its locks go with the process, after the context.
-    if (share.active()) static_cast<void>(new DeviceShare::Hold(share.shared()));
+    share.share_until_exit();
     return static_cast<int>(report.exit_code(args.inconclusive_fails));  // the parent judges
   }
   report.meta.seconds =

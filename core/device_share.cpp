@@ -40,12 +40,12 @@ double system_seconds() {
 }
 
 // KGATE_TEST_SHARE_LOG: one line per hold, appended in one write.
-void log_hold(bool alone, double from, double to) {
+void log_hold(const char* kind, double from, double to) {
   const char* path = std::getenv("KGATE_TEST_SHARE_LOG");
   if (!path || !*path) return;
   char line[128];
   const int n = std::snprintf(line, sizeof line, "%d %s %.6f %.6f\n", static_cast<int>(::getpid()),
-                              alone ? "alone" : "shared", from, to);
+                              kind, from, to);
   const int fd = ::open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) return;
   if (::write(fd, line, static_cast<size_t>(n)) < 0) {
@@ -108,7 +108,7 @@ DeviceShare::Hold::~Hold() {
   if (!share_) return;
   const double to = system_seconds();
   share_->release(alone_);
-  log_hold(alone_, from_, to);
+  log_hold(alone_ ? "alone" : "shared", from_, to);
 }
 
 DeviceShare::Hold DeviceShare::shared() const {
@@ -122,6 +122,13 @@ DeviceShare::Hold DeviceShare::alone() const {
     throw Error(ErrorKind::internal,
                 "DeviceShare::alone() inside a shared hold of the same process (" + path_ + ")");
   return take(true);
+}
+
+void DeviceShare::share_until_exit() const {
+  if (!active()) return;
+  static_cast<void>(new Hold(shared()));  // never destroyed: its locks go with the process
+  const double at = system_seconds();
+  log_hold("exit", at, at);
 }
 
 // Through the turnstile, then the lock: shared, the turnstile left at once; alone, the turnstile

@@ -5,7 +5,8 @@
 //   DeviceShare share(path);
 //   { auto s = share.shared(); run_case(); }         // alongside the other workers' cases
 //   { auto a = share.alone(); time_kernel(); }       // once every case running has ended
-// KGATE_TEST_SHARE_LOG=FILE (for tests): each hold appends "PID shared|alone FROM TO" to FILE,
+// KGATE_TEST_SHARE_LOG=FILE (for tests): each hold appends "PID shared|alone FROM TO" to FILE
+// (share_until_exit: "PID exit AT AT"),
 // the times in seconds of the system clock, so that a test can see that no hold overlapped one
 // held alone.
 #pragma once
@@ -48,6 +49,11 @@ class DeviceShare {
   /// process's own alone() it is that hold; inside a shared one it is an internal error (two
   /// holders waiting to be alone while sharing would wait for each other).
   Hold alone() const;
+  /// Shares the device from here to the process's end (a worker's last device work: its memory
+  /// given back, its context torn down at exit): the hold is never released, its locks go with
+  /// the process. This DeviceShare must then never be destroyed. KGATE_TEST_SHARE_LOG: a line
+  /// "PID exit AT AT" once it holds.
+  void share_until_exit() const;
   bool active() const { return lock_fd_ >= 0; }
   /// Registers this process as one that holds a context on the device (PATH.members/PID), once it
   /// does; members() lists it to the others for as long as it lives.

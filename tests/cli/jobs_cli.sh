@@ -40,6 +40,8 @@ alone = [(int(p), float(f), float(t)) for p, kind, f, t in holds if kind == "alo
 shared = [(int(p), float(f), float(t)) for p, kind, f, t in holds if kind == "shared"]
 assert alone, "no hold alone: the timing did not ask for the device alone"
 assert len({p for p, _, _ in shared}) >= 3, "fewer than three workers shared the device"
+exits = {int(p) for p, kind, f, t in holds if kind == "exit"}  # a worker's end shares the device
+assert len(exits) >= 4, f"{len(exits)} workers shared the device at their end, expected one per kernel not crashed"
 for p, f, t in alone:
     for q, g, u in alone + shared:
         if (q, g, u) != (p, f, t) and g < t and f < u:

@@ -154,6 +154,29 @@ TEST_F(DeviceShareTest, OneWaitingToBeAloneKeepsNewSharersOut) {
   EXPECT_EQ(wait_for(loner), 0);
 }
 
+// A worker's end: it shares from share_until_exit() to its process's end (its context torn down
+// at exit), so one waiting to be alone starts only once that process has gone.
+TEST_F(DeviceShareTest, SharingUntilExitEndsWithTheProcess) {
+  const auto in = marker("in");
+  std::fflush(nullptr);
+  const pid_t p = ::fork();
+  if (p == 0) {
+    const auto* share = new DeviceShare(path_);  // never destroyed, as the contract asks
+    share->share_until_exit();
+    touch(in);
+    sleep_ms(400);  // the teardown
+    ::_exit(0);
+  }
+  children_.push_back(p);
+  ASSERT_TRUE(wait_marker(in));
+  DeviceShare share(path_);
+  auto hold = share.alone();
+  EXPECT_GT(hold.waited_s(), 0.2);
+  int status = 0;
+  EXPECT_EQ(::waitpid(p, &status, WNOHANG), p) << "alone while the exiting process still shared";
+  children_.erase(std::remove(children_.begin(), children_.end(), p), children_.end());
+}
+
 TEST_F(DeviceShareTest, AKilledHolderReleases) {
   const auto in = marker("in");
   const pid_t p = child([&](DeviceShare& s) {
