@@ -490,10 +490,8 @@ bool judge_outputs(const OpSignature& op, const OpReference& ref, const Case& c,
         i < magnitude.size() && magnitude[i].defined();
     // The rounding scale of a float32 accumulation (float64's for f64 outputs), whatever the
     // storage dtype: a sum kept in f16 or bf16 is a bug, not another summation order; unless the
-    // op declares its arithmetic in the case's dtype (then the output dtype's, where coarser).
-    const double eps_float = dtype_eps(p.dtype == DType::f64 ? DType::f64 : DType::f32);
-    const double eps_acc =
-        out_rule.accumulate_in_case_dtype ? std::max(eps_float, dtype_eps(p.dtype)) : eps_float;
+    // op declares its arithmetic in the case's dtype.
+    const double eps_acc = correctness::accumulation_eps(out_rule, p.dtype);
     const bool ulp = floating && numel > 0 && same_dtype;
     if (fused) {
       job.count = numel;

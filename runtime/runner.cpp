@@ -302,7 +302,7 @@ void check_runner_environment() { judge_engine(); }
 Runner::Runner(Backend backend) : impl_(std::make_unique<Impl>()) {
   impl_->poison_salt = system_random();
   impl_->backend = backend;
-  judge_engine();  // a KGATE_JUDGE it cannot use: said before any case
+  check_runner_environment();  // a KGATE_JUDGE it cannot use: said before any case
   if (backend == Backend::cuda) {
     // Before any module loads: the launch records name each kernel's code by its module's CUBIN.
     cuda::watch_modules();

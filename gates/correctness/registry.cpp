@@ -102,8 +102,8 @@ Verdict judge_relative(const RuleConfig& rule, const Measurement& m, DType dtype
     const std::string length =
         rule.equal_values ? "max(sqrt(" + terms + "), " + terms + " / " + g(2 * rule.ratio_k) + ")"
                           : "sqrt(" + terms + ")";
-    // The accumulation's epsilon: float32's, or the case dtype's where the op computes in it.
-    const bool coarse = rule.accumulate_in_case_dtype && dtype_eps(dtype) > dtype_eps(DType::f32);
+    // The accumulation's epsilon: float32's, or the output dtype's where the op computes in it.
+    const bool coarse = accumulation_eps(rule, dtype) > dtype_eps(DType::f32);
     const std::string eps_acc = coarse ? "eps_" + std::string(dtype_name(dtype)) : "eps_f32";
     v.outcome = Outcome::failed;
     v.message = std::to_string(m.relative_mismatches) + " of " + std::to_string(r.elements) +
@@ -177,6 +177,11 @@ bool rule_needs(RuleKind kind, Reduction reduction) {
 }
 Tolerance eager_allowance(const RuleConfig& rule, DType dtype) {
   return rule_spec(rule.kind).eager_allowance(rule, dtype);
+}
+
+double accumulation_eps(const RuleConfig& rule, DType dtype) {
+  const double eps_float = dtype_eps(dtype == DType::f64 ? DType::f64 : DType::f32);
+  return rule.accumulate_in_case_dtype ? std::max(eps_float, dtype_eps(dtype)) : eps_float;
 }
 
 const std::vector<std::string>& rule_names() {

@@ -145,6 +145,10 @@ const char* rule_name(RuleKind kind);
 bool rule_needs(RuleKind kind, Reduction reduction);
 /// rule_spec(rule.kind).eager_allowance(rule, dtype).
 Tolerance eager_allowance(const RuleConfig& rule, DType dtype);
+/// conditioned: eps_acc, the epsilon its magnitude term scales by, for an output of `dtype`:
+/// float32's (float64's for f64 outputs), or the output dtype's where coarser when the op
+/// computes in its case dtype (accumulate_in_case_dtype).
+double accumulation_eps(const RuleConfig& rule, DType dtype);
 /// The rules a user can choose (every kind but index), in registry order: what configs, the op
 /// file schema (core/kgate-op.schema.json, checked against it by a test) and --rule accept.
 const std::vector<std::string>& rule_names();
