@@ -24,7 +24,9 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
+#include <type_traits>
 
 #include "core/captured.hpp"
 #include "core/embedded_op_files.hpp"
@@ -41,6 +43,8 @@ namespace fs = std::filesystem;
 namespace values {
 cudaError_t fill_device(double* out, int64_t n, uint64_t seed, uint64_t stream, bool gaussian,
                         cudaStream_t cuda_stream);  // counter_rng.cu
+cudaError_t fill_device_affine(void* out, DrawInto into, int64_t n, const Affine& f, uint64_t seed,
+                               uint64_t stream, cudaStream_t cuda_stream);  // counter_rng.cu
 }  // namespace values
 
 OpSignature adaptive_avg_pool2d_signature();
@@ -347,10 +351,106 @@ at::Tensor draw(at::IntArrayRef sizes, uint64_t seed, uint64_t stream, bool gaus
   return x;
 }
 
+// The families that are one affine map of the primary stream (values::Affine), as make_values's
+// chain of operators computes them; none for the others (picks, row maxima, pairs).
+std::optional<values::Affine> affine_family(Values family, DType dtype, double extreme_magnitude) {
+  values::Affine f;
+  switch (family) {
+    case Values::normal:
+      return f;
+    case Values::uniform:  // U * 18 - 9
+      f.gaussian = false;
+      f.scale = 18.0, f.has_scale = true;
+      f.shift = -9.0, f.has_shift = true;
+      return f;
+    case Values::extreme:  // (U * 2 - 1) * magnitude
+      f.gaussian = false;
+      f.scale = 2.0, f.has_scale = true;
+      f.shift = -1.0, f.has_shift = true;
+      f.post = extreme_magnitude, f.has_post = true;
+      return f;
+    case Values::tiny:  // N * the dtype's smallest normal
+      f.scale = smallest_normal(dtype), f.has_scale = true;
+      return f;
+    case Values::large_mean:  // 1000 + N * spread
+      f.scale = std::max(1e-3, 8 * dtype_eps(dtype) * 1000.0), f.has_scale = true;
+      f.shift = 1000.0, f.has_shift = true;
+      return f;
+    default:
+      return std::nullopt;
+  }
+}
+
+std::optional<values::DrawInto> draw_into(DType dtype) {
+  switch (dtype) {
+    case DType::f64:
+      return values::DrawInto::f64;
+    case DType::f32:
+      return values::DrawInto::f32;
+    case DType::f16:
+      return values::DrawInto::f16;
+    case DType::bf16:
+      return values::DrawInto::bf16;
+    default:
+      return std::nullopt;
+  }
+}
+
+template <typename T>
+void fill_host_affine(T* out, int64_t n, const values::Affine& f, uint64_t seed) {
+  at::parallel_for(0, n, 1 << 14, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const double x = values::affine_value(f, seed, values::kPrimary, static_cast<uint64_t>(i));
+      if constexpr (std::is_same_v<T, double>) out[i] = x;
+      else out[i] = static_cast<T>(static_cast<float>(x));  // through float, as ATen converts
+    }
+  });
+}
+
+// An affine family drawn straight into `dtype`: one pass, no float64 tensor.
+at::Tensor draw_affine(const values::Affine& f, values::DrawInto into, at::IntArrayRef sizes,
+                       DType dtype, uint64_t seed, at::Device device) {
+  auto x = at::empty(sizes, at::TensorOptions().dtype(to_scalar_type(dtype)).device(device));
+  const int64_t n = x.numel();
+  if (n == 0) return x;
+  if (device.is_cuda()) {
+    const cudaError_t rc =
+        values::fill_device_affine(x.data_ptr(), into, n, f, seed, values::kPrimary,
+                                   at::cuda::getCurrentCUDAStream(device.index()).stream());
+    if (rc != cudaSuccess)
+      throw Error(ErrorKind::device,
+                  std::string("drawing case values on the GPU failed: ") + cudaGetErrorString(rc));
+    return x;
+  }
+  switch (into) {
+    case values::DrawInto::f64:
+      fill_host_affine(x.data_ptr<double>(), n, f, seed);
+      break;
+    case values::DrawInto::f32:
+      fill_host_affine(x.data_ptr<float>(), n, f, seed);
+      break;
+    case values::DrawInto::f16:
+      fill_host_affine(x.data_ptr<at::Half>(), n, f, seed);
+      break;
+    case values::DrawInto::bf16:
+      fill_host_affine(x.data_ptr<at::BFloat16>(), n, f, seed);
+      break;
+  }
+  return x;
+}
+
 }  // namespace
 
 at::Tensor make_values(Values family, at::IntArrayRef sizes, DType dtype, uint64_t seed,
                        double extreme_magnitude, at::Device device) {
+  if (const auto f = affine_family(family, dtype, extreme_magnitude))
+    if (const auto into = draw_into(dtype))
+      return draw_affine(*f, *into, sizes, dtype, seed, device);
+  return make_values_chained(family, sizes, dtype, seed, extreme_magnitude, device);
+}
+
+at::Tensor make_values_chained(Values family, at::IntArrayRef sizes, DType dtype, uint64_t seed,
+                               double extreme_magnitude, at::Device device) {
   const auto normal = [&](uint64_t stream) { return draw(sizes, seed, stream, true, device); };
   const auto uniform = [&](uint64_t stream) { return draw(sizes, seed, stream, false, device); };
   const double eps = dtype_eps(dtype);

@@ -39,4 +39,37 @@ KGATE_HOST_DEVICE inline double normal(uint64_t seed, uint64_t stream, uint64_t 
   return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
 }
 
+/// A value family that is one stream's draws under an affine map, each step rounded to float64 as
+/// ATen's separate operators round it: y = ((x * scale) + shift) * post, a step left out where its
+/// flag is off (adding 0.0 would turn -0.0 into +0.0). Drawn straight into the case's dtype (one
+/// launch, no float64 tensor): the values equal the chain draw -> operators -> .to(dtype) bit for
+/// bit (references.values, on either device).
+struct Affine {
+  bool gaussian = true;
+  double scale = 1, shift = 0, post = 1;
+  bool has_scale = false, has_shift = false, has_post = false;
+};
+
+/// The float dtypes a family is drawn into directly (a float64 value rounds to float first, then
+/// to 16 bits: ATen's double -> Half/BFloat16 conversion).
+enum class DrawInto : int { f64, f32, f16, bf16 };
+
+#if defined(__CUDA_ARCH__)  // device code: no multiply-add contraction
+#define KGATE_NOCONTRACT_MUL(a, b) __dmul_rn(a, b)
+#define KGATE_NOCONTRACT_ADD(a, b) __dadd_rn(a, b)
+#else
+#define KGATE_NOCONTRACT_MUL(a, b) ((a) * (b))
+#define KGATE_NOCONTRACT_ADD(a, b) ((a) + (b))
+#endif
+
+/// Element i of the family in float64 (before the dtype's rounding).
+KGATE_HOST_DEVICE inline double affine_value(const Affine& f, uint64_t seed, uint64_t stream,
+                                             uint64_t i) {
+  double x = f.gaussian ? normal(seed, stream, i) : uniform(seed, stream, i);
+  if (f.has_scale) x = KGATE_NOCONTRACT_MUL(x, f.scale);
+  if (f.has_shift) x = KGATE_NOCONTRACT_ADD(x, f.shift);
+  if (f.has_post) x = KGATE_NOCONTRACT_MUL(x, f.post);
+  return x;
+}
+
 }  // namespace kgate::values

@@ -55,9 +55,16 @@ Tensors case_inputs(const OpReference& ref, const Case& c, const OpSignature& op
 /// counter-based generator (counter_rng.hpp: element i depends only on seed and i, so a case has
 /// the same values on every run and GPU, and the GPU draws them in one launch), then cast to
 /// `dtype`. `extreme_magnitude` is the op's scale for the extreme family (e.g. half the dtype's
-/// max for softmax logits). The last dim is the "row".
+/// max for softmax logits). The last dim is the "row". The families that are an affine map of
+/// one draw (normal, uniform, extreme, tiny, large_mean) are drawn straight into a float dtype in
+/// one pass, equal bit for bit to make_values_chained's.
 at::Tensor make_values(Values family, at::IntArrayRef sizes, DType dtype, uint64_t seed,
                        double extreme_magnitude, at::Device device = at::kCPU);
+
+/// make_values as a chain of ATen operators on a float64 draw: what the direct draw must equal
+/// (references.values), and the route of the families that are no affine map.
+at::Tensor make_values_chained(Values family, at::IntArrayRef sizes, DType dtype, uint64_t seed,
+                               double extreme_magnitude, at::Device device = at::kCPU);
 
 /// Lays `t` (contiguous, on any device) out per the case's layout on `device`: strided = every
 /// other element of a buffer twice as wide in the last dim; offset = one element into the storage;

@@ -316,5 +316,36 @@ TEST(Values, GpuDrawsTheCpuValues) {
   }
 }
 
+// The affine families are drawn straight into their dtype: the same bits as the chain of ATen
+// operators on a float64 draw (then .to(dtype)) that they replace, on each device.
+void expect_direct_draw_is_the_chain(at::Device device) {
+  for (DType dtype : {DType::f64, DType::f32, DType::f16, DType::bf16})
+    for (Values family :
+         {Values::normal, Values::uniform, Values::extreme, Values::tiny, Values::large_mean})
+      for (double magnitude : {0.5 * dtype_max(dtype), 1e3}) {
+        const auto direct = make_values(family, {129, 1031}, dtype, 41, magnitude, device).cpu();
+        const auto chain =
+            make_values_chained(family, {129, 1031}, dtype, 41, magnitude, device).cpu();
+        ASSERT_EQ(direct.scalar_type(), chain.scalar_type());
+        const auto bits = dtype_size(dtype) == 8   ? at::kLong
+                          : dtype_size(dtype) == 4 ? at::kInt
+                                                   : at::kShort;
+        EXPECT_TRUE(direct.view(bits).equal(chain.view(bits)))
+            << values_name(family) << " " << dtype_name(dtype) << " magnitude " << magnitude
+            << " on " << device << ": "
+            << direct.view(bits).ne(chain.view(bits)).sum().item<int64_t>() << " elements differ";
+      }
+}
+
+TEST(Values, DrawnDirectlyAsTheOperatorChainDrawsThemOnTheCpu) {
+  expect_direct_draw_is_the_chain(at::kCPU);
+}
+
+TEST(Values, DrawnDirectlyAsTheOperatorChainDrawsThemOnTheGpu) {
+  if (!at::hasCUDA())
+    GTEST_SKIP() << "SKIPPED: no CUDA device (the GPU generator is checked on a GPU runner)";
+  expect_direct_draw_is_the_chain(at::Device(at::kCUDA, 0));
+}
+
 }  // namespace
 }  // namespace kgate
