@@ -347,6 +347,30 @@ void print_cost(const RunReport& report) {
   for (const auto& [phase, s] : rows)
     std::fprintf(stderr, "  %-10s %8.2f s %5.1f%%  (most: %s, %.2f s)\n", phase.c_str(), s,
                  all > 0 ? 100 * s / all : 0.0, most[phase].second.c_str(), most[phase].first);
+  // The same correctness cases again, by family: where the long and huge families' time goes.
+  std::map<std::string, std::pair<double, int64_t>> family;
+  std::map<std::string, std::pair<double, std::string>> most_family;
+  for (const auto& k : report.kernels)
+    for (const auto& [f, sc] : k.cost_family_s) {
+      family[f].first += sc.first;
+      family[f].second += sc.second;
+      if (sc.first > most_family[f].first) most_family[f] = {sc.first, k.name};
+    }
+  if (family.empty()) return;
+  std::vector<std::pair<std::string, std::pair<double, int64_t>>> by(family.begin(), family.end());
+  std::sort(by.begin(), by.end(),
+            [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
+  std::fprintf(stderr,
+               "correctness cases by family, and the checks that run cases again (whole; the "
+               "phases above overlap them):\n");
+  for (const auto& [f, sc] : by) {
+    char per[48] = "";
+    if (sc.second > 0)
+      std::snprintf(per, sizeof per, "%6lld cases %8.2f ms/case", static_cast<long long>(sc.second),
+                    1e3 * sc.first / static_cast<double>(sc.second));
+    std::fprintf(stderr, "  %-20s %8.2f s %-28s (most: %s, %.2f s)\n", f.c_str(), sc.first, per,
+                 most_family[f].second.c_str(), most_family[f].first);
+  }
 }
 
 }  // namespace

@@ -51,6 +51,10 @@ void merge_resumed(KernelReport& into, KernelReport part) {
   a.worst_margin = std::max(a.worst_margin, b.worst_margin);
   a.seconds += b.seconds;
   for (const auto& [phase, s] : part.cost_s) into.cost_s[phase] += s;
+  for (const auto& [family, sc] : part.cost_family_s) {
+    into.cost_family_s[family].first += sc.first;
+    into.cost_family_s[family].second += sc.second;
+  }
   if (a.contract.is_object() && b.contract.is_object())
     for (const char* k : {"outside", "refused", "wrong"})
       a.contract[k] = a.contract.value(k, int64_t{0}) + b.contract.value(k, int64_t{0});

@@ -335,6 +335,12 @@ nlohmann::json to_json(const RunReport& report) {
       for (const auto& [phase, s] : k.cost_s) cost[phase] = number(s);
       kernel["cost_s"] = cost;
     }
+    if (!k.cost_family_s.empty()) {
+      json families = json::object();
+      for (const auto& [family, sc] : k.cost_family_s)
+        families[family] = {{"seconds", number(sc.first)}, {"cases", sc.second}};
+      kernel["cost_family_s"] = families;
+    }
     if (k.workload_variants > 0) {
       json w = {{"variants", k.workload_variants}, {"calls", k.workload_calls}};
       w["speedup_vs_eager"] =
@@ -466,6 +472,10 @@ RunReport report_from_json(const nlohmann::json& j) {
     if (const auto c = kj.find("cost_s"); c != kj.end() && c->is_object())
       for (const auto& [phase, s] : c->items())
         if (s.is_number()) k.cost_s[phase] = s.get<double>();
+    if (const auto c = kj.find("cost_family_s"); c != kj.end() && c->is_object())
+      for (const auto& [family, f] : c->items())
+        if (f.is_object())
+          k.cost_family_s[family] = {f.value("seconds", 0.0), f.value("cases", int64_t{0})};
     if (kj.contains("workload")) {
       const auto& w = kj.at("workload");
       k.workload_variants = w.value("variants", int64_t{0});

@@ -225,6 +225,9 @@ struct KernelReport {
   /// kernel, reference, oracle, judge, behaviour, base, shrink, warmup, timing, other), summed over
   /// the kernel's workers. Empty without --cost.
   std::map<std::string, double> cost_s;
+  /// kgate check --cost: wall seconds of the correctness cases by case family (random, long,
+  /// huge, ...), each case whole (its phases above overlap these), and how many ran.
+  std::map<std::string, std::pair<double, int64_t>> cost_family_s;
 };
 
 /// The end of the warning a correctness twin gets instead of timing (the console groups them).

@@ -175,11 +175,13 @@ class KernelCheck {
         !resumed) {
       const auto sharing = hold(false);
       const cost::Scope behaviour("behaviour");
+      const Whole whole(*this, "(behaviour checks)");
       run_behaviour_checks(runner, kernel, op, judged, settings, options, report);
     }
     if (options.null_calibration_cases > 0 && !runner.context_lost() && !resumed) {
       const auto sharing = hold(false);
       const cost::Scope nulls("behaviour");
+      const Whole whole(*this, "(null calibration)");
       run_null_calibration(runner, kernel, op, judged, settings, options, report);
     }
     warn_of_margin_and_guard();
@@ -247,6 +249,29 @@ class KernelCheck {
     return h;
   }
 
+  // --cost: the wall seconds of a part of the check whose cases run through the phases (a case
+  // family's correctness cases, the behaviour checks, the null calibration), counted whole in
+  // report.cost_family_s; nothing when --cost is off. (Each phase waited for the device.)
+  class Whole {
+   public:
+    Whole(KernelCheck& check, std::string part, bool one_case = false)
+        : check_(check), part_(std::move(part)), one_case_(one_case) {}
+    ~Whole() {
+      if (!cost::enabled()) return;
+      auto& [seconds, count] = check_.report.cost_family_s[part_.empty() ? "other" : part_];
+      seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+      if (one_case_) ++count;
+    }
+    Whole(const Whole&) = delete;
+    Whole& operator=(const Whole&) = delete;
+
+   private:
+    KernelCheck& check_;
+    std::string part_;
+    bool one_case_;
+    std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
+  };
+
   // Case `c` on `k`, the device held for it: a huge case alone (its gigabytes), giving its cached
   // memory back after; any other shared. `on_copies`: the references run on contiguous copies.
   CaseResult check_held(const KernelInfo& k, const Case& c, const KernelSettings& s,
@@ -254,6 +279,7 @@ class KernelCheck {
     const bool huge = props::is_huge(op, c);
     const auto sharing = hold(huge);
     runner.set_references_on_copies(on_copies);
+    const Whole whole(*this, c.family, true);
     auto r = runner.check_case(k, c, rule_for(op, c.dtype, s));
     runner.set_references_on_copies(false);
     if (huge && sharing) runner.release_cached_memory();

@@ -3,7 +3,7 @@
 # verdicts those of a run one worker at a time, some of them side by side, and the timed kernel's
 # timing alone (KGATE_TEST_SHARE_LOG, in the share's directory, which the sandboxed workers may
 # write: no hold of another worker overlaps one held alone); a kernel's correctness seconds leave out its
-# waits; a worker that crashes releases its hold; --jobs with --no-isolate, or out of range, is exit 4.
+# waits (--cost: the cases by family too); a worker that crashes releases its hold; --jobs with --no-isolate, or out of range, is exit 4.
 #   jobs_cli.sh KGATE OUT_DIR
 set -uo pipefail
 kgate=${1:?usage: jobs_cli.sh KGATE OUT_DIR}
@@ -49,8 +49,13 @@ for p, f, t in alone:
 for k in three:  # a kernel's correctness seconds leave out its waits for the device (--cost: wait)
     wait = k.get("cost_s", {}).get("wait", 0)
     assert k["correctness"]["seconds"] + wait <= k["seconds"] + 0.05, (k["name"], k["correctness"]["seconds"], wait, k["seconds"])
+fam = three[0].get("cost_family_s", {})  # --cost: the correctness cases by family, each counted once
+assert sum(f["cases"] for f in fam.values()) == three[0]["correctness"]["cases"], (fam, three[0]["correctness"])
+assert "random" in fam and all(f["seconds"] > 0 for f in fam.values()), fam
+assert "(behaviour checks)" in fam and "(null calibration)" in fam, fam  # whole, no case count
 print(f"holds: {len(shared)} shared by {len({p for p, _, _ in shared})} workers, {len(alone)} alone")
 PY
+grep -q "^correctness cases by family, and the checks" "$out/three.log" || { cat "$out/three.log"; fail "--cost printed no table by case family"; }
 [ -f "$out/three/workers/.device-0/share.lock" ] || fail "no device lock under --out's workers/.device-0/"
 
 "$kgate" check --backend cpu --jobs 2 --no-isolate --kernel softmax_cpu --out "$out/bad" > "$out/bad.log" 2>&1
