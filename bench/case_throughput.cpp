@@ -6,7 +6,8 @@
 // visible SKIPPED error. The case set is the one `kgate check --cases N --seed 1` runs.
 // The "@OP" benchmarks run the same kernel and cases under an op file's op (tests/ops restates the
 // built-in ops): the op-file reference's cost against the built-in C++ reference. op_file_compile
-// times reading an op file and compiling its TorchScript.
+// times reading an op file and compiling its TorchScript; case_list the host side of a kernel's
+// case list (generated, launch-reaching, guard and contract cases: no input drawn).
 //   KGATE_THROUGHPUT_CASES=N  cases per iteration (default 500)
 //   KGATE_COUNT_OPS=1         also count the ATen operators the measured cases dispatch (counter
 //                             aten_ops/case; the most frequent printed to stderr): the host work
@@ -168,6 +169,16 @@ void run_cases(benchmark::State& state, const std::string& kernel_name, const st
   state.counters["failed"] = static_cast<double>(failed);
 }
 
+// The host side of a kernel's case list (kgate check's generate phase before any input is drawn):
+// the generated cases, the launch-reaching ragged cases, guard and contract cases, at the defaults.
+void case_list(benchmark::State& state, const std::string& kernel_name) {
+  const auto& kernel = kgate::find_kernel(kernel_name);
+  const kgate::CheckOptions options;
+  size_t n = 0;
+  for (auto _ : state) n = kgate::correctness_cases(kernel, options).size();
+  state.counters["cases"] = static_cast<double>(n);
+}
+
 void compile_op_file(benchmark::State& state, const std::string& path) {
   for (auto _ : state) {
     const auto file = kgate::read_op_file(path);
@@ -194,6 +205,10 @@ int main(int argc, char** argv) {
         ->Unit(benchmark::kMillisecond)
         ->UseRealTime()
         ->Iterations(1);
+  for (const char* kernel : {"softmax_block", "rms_norm_block", "softmax_cpu"})
+    benchmark::RegisterBenchmark((std::string("case_list/") + kernel).c_str(), case_list,
+                                 std::string(kernel))
+        ->Unit(benchmark::kMillisecond);
   for (const auto& path : kgate::op_file_paths(ops))
     benchmark::RegisterBenchmark(("op_file_compile/" + path.substr(path.rfind('/') + 1)).c_str(),
                                  compile_op_file, path)
