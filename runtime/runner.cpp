@@ -413,8 +413,7 @@ std::string huge_refusal(const OpSignature& op, const Case& c, Backend backend) 
   const auto all = static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE);
   const int64_t cached_unused =
       stats.reserved_bytes[all].current - stats.allocated_bytes[all].current;
-  if (static_cast<double>(free) + static_cast<double>(std::max<int64_t>(0, cached_unused)) >=
-      need)
+  if (static_cast<double>(free) + static_cast<double>(std::max<int64_t>(0, cached_unused)) >= need)
     return "";
   c10::cuda::CUDACachingAllocator::emptyCache();  // the cache's fragments, counted whole above
   if (cudaMemGetInfo(&free, &total) != cudaSuccess) {
