@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -27,6 +28,7 @@
 #include <optional>
 #include <set>
 #include <type_traits>
+#include <vector>
 
 #include "core/captured.hpp"
 #include "core/embedded_op_files.hpp"
@@ -43,8 +45,8 @@ namespace fs = std::filesystem;
 namespace values {
 cudaError_t fill_device(double* out, int64_t n, uint64_t seed, uint64_t stream, bool gaussian,
                         cudaStream_t cuda_stream);  // counter_rng.cu
-cudaError_t fill_device_affine(void* out, DrawInto into, int64_t n, const Affine& f, uint64_t seed,
-                               uint64_t stream, cudaStream_t cuda_stream);  // counter_rng.cu
+cudaError_t fill_device_draw(void* out, DrawInto into, int64_t n, const Draw& f, uint64_t seed,
+                             double* row_max, cudaStream_t cuda_stream);  // counter_rng.cu
 }  // namespace values
 
 OpSignature adaptive_avg_pool2d_signature();
@@ -351,10 +353,13 @@ at::Tensor draw(at::IntArrayRef sizes, uint64_t seed, uint64_t stream, bool gaus
   return x;
 }
 
-// The families that are one affine map of the primary stream (values::Affine), as make_values's
-// chain of operators computes them; none for the others (picks, row maxima, pairs).
-std::optional<values::Affine> affine_family(Values family, DType dtype, double extreme_magnitude) {
-  values::Affine f;
+// A family as one direct draw (values::Draw), as make_values's chain of operators computes it on a
+// tensor of `sizes`; none for captured values.
+std::optional<values::Draw> direct_family(Values family, at::IntArrayRef sizes, DType dtype,
+                                          uint64_t seed, double extreme_magnitude) {
+  using Kind = values::Draw::Kind;
+  values::Draw f;
+  const int64_t row = sizes.empty() ? 0 : sizes.back();
   switch (family) {
     case Values::normal:
       return f;
@@ -376,9 +381,23 @@ std::optional<values::Affine> affine_family(Values family, DType dtype, double e
       f.scale = std::max(1e-3, 8 * dtype_eps(dtype) * 1000.0), f.has_scale = true;
       f.shift = 1000.0, f.has_shift = true;
       return f;
-    default:
-      return std::nullopt;
+    case Values::all_equal:
+      f.kind = Kind::constant;
+      f.constant = values::normal(seed, values::kConstant, 0);
+      return f;
+    case Values::clustered_max:  // (a 0-d tensor, or one of empty rows: the plain draw)
+      if (!sizes.empty() && row > 0) f.kind = Kind::clustered_max, f.row = row;
+      return f;
+    case Values::pm_pairs:
+      if (!sizes.empty() && row >= 2) f.kind = Kind::pm_pairs, f.row = row;
+      return f;
+    case Values::special:
+      f.kind = Kind::special;
+      return f;
+    case Values::captured:
+      break;
   }
+  return std::nullopt;
 }
 
 std::optional<values::DrawInto> draw_into(DType dtype) {
@@ -397,26 +416,40 @@ std::optional<values::DrawInto> draw_into(DType dtype) {
 }
 
 template <typename T>
-void fill_host_affine(T* out, int64_t n, const values::Affine& f, uint64_t seed) {
+void fill_host(T* out, int64_t n, const values::Draw& f, uint64_t seed) {
+  std::vector<double> row_max;
+  if (f.kind == values::Draw::Kind::clustered_max) {
+    row_max.assign(static_cast<size_t>(n / f.row), -std::numeric_limits<double>::infinity());
+    at::parallel_for(0, n / f.row, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r)
+        for (int64_t j = 0; j < f.row; ++j)
+          row_max[static_cast<size_t>(r)] = std::fmax(
+              row_max[static_cast<size_t>(r)],
+              values::normal(seed, values::kPrimary, static_cast<uint64_t>(r * f.row + j)));
+    });
+  }
   at::parallel_for(0, n, 1 << 14, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
-      const double x = values::affine_value(f, seed, values::kPrimary, static_cast<uint64_t>(i));
+      const double x = values::draw_value(f, seed, static_cast<uint64_t>(i), row_max.data());
       if constexpr (std::is_same_v<T, double>) out[i] = x;
       else out[i] = static_cast<T>(static_cast<float>(x));  // through float, as ATen converts
     }
   });
 }
 
-// An affine family drawn straight into `dtype`: one pass, no float64 tensor.
-at::Tensor draw_affine(const values::Affine& f, values::DrawInto into, at::IntArrayRef sizes,
+// A family drawn straight into `dtype`: one pass (two for clustered_max), no float64 tensor.
+at::Tensor draw_direct(const values::Draw& f, values::DrawInto into, at::IntArrayRef sizes,
                        DType dtype, uint64_t seed, at::Device device) {
   auto x = at::empty(sizes, at::TensorOptions().dtype(to_scalar_type(dtype)).device(device));
   const int64_t n = x.numel();
   if (n == 0) return x;
   if (device.is_cuda()) {
-    const cudaError_t rc =
-        values::fill_device_affine(x.data_ptr(), into, n, f, seed, values::kPrimary,
-                                   at::cuda::getCurrentCUDAStream(device.index()).stream());
+    at::Tensor row_max;  // (the caching allocator's: freed after the stream's use, as any tensor)
+    if (f.kind == values::Draw::Kind::clustered_max)
+      row_max = at::empty({n / f.row}, at::TensorOptions().dtype(at::kDouble).device(device));
+    const cudaError_t rc = values::fill_device_draw(
+        x.data_ptr(), into, n, f, seed, row_max.defined() ? row_max.data_ptr<double>() : nullptr,
+        at::cuda::getCurrentCUDAStream(device.index()).stream());
     if (rc != cudaSuccess)
       throw Error(ErrorKind::device,
                   std::string("drawing case values on the GPU failed: ") + cudaGetErrorString(rc));
@@ -424,16 +457,16 @@ at::Tensor draw_affine(const values::Affine& f, values::DrawInto into, at::IntAr
   }
   switch (into) {
     case values::DrawInto::f64:
-      fill_host_affine(x.data_ptr<double>(), n, f, seed);
+      fill_host(x.data_ptr<double>(), n, f, seed);
       break;
     case values::DrawInto::f32:
-      fill_host_affine(x.data_ptr<float>(), n, f, seed);
+      fill_host(x.data_ptr<float>(), n, f, seed);
       break;
     case values::DrawInto::f16:
-      fill_host_affine(x.data_ptr<at::Half>(), n, f, seed);
+      fill_host(x.data_ptr<at::Half>(), n, f, seed);
       break;
     case values::DrawInto::bf16:
-      fill_host_affine(x.data_ptr<at::BFloat16>(), n, f, seed);
+      fill_host(x.data_ptr<at::BFloat16>(), n, f, seed);
       break;
   }
   return x;
@@ -443,9 +476,9 @@ at::Tensor draw_affine(const values::Affine& f, values::DrawInto into, at::IntAr
 
 at::Tensor make_values(Values family, at::IntArrayRef sizes, DType dtype, uint64_t seed,
                        double extreme_magnitude, at::Device device) {
-  if (const auto f = affine_family(family, dtype, extreme_magnitude))
-    if (const auto into = draw_into(dtype))
-      return draw_affine(*f, *into, sizes, dtype, seed, device);
+  if (const auto into = draw_into(dtype))
+    if (const auto f = direct_family(family, sizes, dtype, seed, extreme_magnitude))
+      return draw_direct(*f, *into, sizes, dtype, seed, device);
   return make_values_chained(family, sizes, dtype, seed, extreme_magnitude, device);
 }
 

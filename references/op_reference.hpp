@@ -55,14 +55,14 @@ Tensors case_inputs(const OpReference& ref, const Case& c, const OpSignature& op
 /// counter-based generator (counter_rng.hpp: element i depends only on seed and i, so a case has
 /// the same values on every run and GPU, and the GPU draws them in one launch), then cast to
 /// `dtype`. `extreme_magnitude` is the op's scale for the extreme family (e.g. half the dtype's
-/// max for softmax logits). The last dim is the "row". The families that are an affine map of
-/// one draw (normal, uniform, extreme, tiny, large_mean) are drawn straight into a float dtype in
-/// one pass, equal bit for bit to make_values_chained's.
+/// max for softmax logits). The last dim is the "row". Into a float dtype every family is drawn
+/// straight in one pass (two for clustered_max: the rows' maxima first), equal bit for bit to
+/// make_values_chained's (a NaN's payload aside): no float64 tensor, none of ATen's kernels.
 at::Tensor make_values(Values family, at::IntArrayRef sizes, DType dtype, uint64_t seed,
                        double extreme_magnitude, at::Device device = at::kCPU);
 
 /// make_values as a chain of ATen operators on a float64 draw: what the direct draw must equal
-/// (references.values), and the route of the families that are no affine map.
+/// (references.values), and the route of the dtypes that are not floating.
 at::Tensor make_values_chained(Values family, at::IntArrayRef sizes, DType dtype, uint64_t seed,
                                double extreme_magnitude, at::Device device = at::kCPU);
 
