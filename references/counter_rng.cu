@@ -1,4 +1,5 @@
-// The GPU side of counter_rng.hpp: fills a float64 buffer in one launch.
+// The GPU side of counter_rng.hpp: a float64 draw (fill_device), and every value family drawn
+// straight into its float dtype (fill_device_draw), each in one launch (clustered_max: two).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
