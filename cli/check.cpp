@@ -185,11 +185,11 @@ CLI::App* add_check_command(CLI::App& app, CheckArgs& args) {
       ->check(time_budget_value());
   cmd->add_flag("--warm", args.warm, "Time with a warm L2 (default: flushed between launches)");
   cmd->add_flag("--cost", args.cost,
-                "Measure where each kernel's check spends its time (startup, compile, probe, "
-                "generate, kernel, reference, oracle, judge, behaviour, base, shrink, warmup, "
-                "timing, and wait: for the GPU under --jobs): report.json's cost_s, and a table; "
-                "waits for the GPU at each phase's "
-                "ends, so the run itself is slower");
+                "Measure where each kernel's check spends its time (startup, context, compile, "
+                "probe, generate, kernel, reference, oracle, judge, behaviour, base, shrink, "
+                "warmup, timing, and wait: for the GPU under --jobs; and by case family): "
+                "report.json's cost_s and cost_family_s, and tables; waits for the GPU at each "
+                "phase's ends, so the run itself is slower");
   cmd->add_flag_callback(
       "--no-isolate", [&args] { args.isolate = false; },
       "Run every kernel in this process (default: one worker process each, under a watchdog)");
@@ -459,6 +459,7 @@ int run_check(const CheckArgs& args) {
       *new DeviceShare(args.in_worker() ? args.options.worker.device_share : std::string());
   if (!isolate) {
     const auto starting = share.shared();
+    const cost::Scope context("context");  // the CUDA context and the device's description
     runner.emplace(plan.backend);
     environment = runner->environment();
     if (share.active()) {

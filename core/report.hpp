@@ -221,9 +221,10 @@ struct KernelReport {
   nlohmann::json launches;
   int64_t workload_variants = 0;  ///< variants timed for the workload view
   int64_t workload_calls = 0;     ///< their total call count
-  /// kgate check --cost: wall seconds per phase (cost.hpp: startup, compile, probe, generate,
-  /// kernel, reference, oracle, judge, behaviour, base, shrink, warmup, timing, other), summed over
-  /// the kernel's workers. Empty without --cost.
+  /// kgate check --cost: wall seconds per phase (cost.hpp: startup (the process, LibTorch and the
+  /// plan), context (the CUDA context), compile, probe, generate, kernel, reference, oracle, judge,
+  /// behaviour, base, shrink, warmup, timing, wait, other), summed over the kernel's workers. Empty
+  /// without --cost.
   std::map<std::string, double> cost_s;
   /// kgate check --cost: wall seconds of the correctness cases by case family (random, long,
   /// huge, ...), each case whole (its phases above overlap these), and how many ran.

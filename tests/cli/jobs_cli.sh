@@ -53,6 +53,7 @@ fam = three[0].get("cost_family_s", {})  # --cost: the correctness cases by fami
 assert sum(f["cases"] for f in fam.values()) == three[0]["correctness"]["cases"], (fam, three[0]["correctness"])
 assert "random" in fam and all(f["seconds"] > 0 for f in fam.values()), fam
 assert "(behaviour checks)" in fam and "(null calibration)" in fam, fam  # whole, no case count
+assert {"startup", "context", "generate", "judge"} <= set(three[0]["cost_s"]), three[0]["cost_s"]
 print(f"holds: {len(shared)} shared by {len({p for p, _, _ in shared})} workers, {len(alone)} alone")
 PY
 grep -q "^correctness cases by family, and the checks" "$out/three.log" || { cat "$out/three.log"; fail "--cost printed no table by case family"; }
