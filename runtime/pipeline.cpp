@@ -279,7 +279,7 @@ class KernelCheck {
     const bool huge = props::is_huge(op, c);
     const auto sharing = hold(huge);
     runner.set_references_on_copies(on_copies);
-    const Whole whole(*this, c.family, true);
+    const Whole whole(*this, &k == &kernel ? c.family : "(base's cases)", true);
     auto r = runner.check_case(k, c, rule_for(op, c.dtype, s));
     runner.set_references_on_copies(false);
     if (huge && sharing) runner.release_cached_memory();
