@@ -42,7 +42,7 @@ KGATE_HOST_DEVICE inline double normal(uint64_t seed, uint64_t stream, uint64_t 
 /// A value family drawn straight into the case's dtype (one launch, no float64 tensor): element i
 /// in float64 as make_values's chain of ATen operators computes it (draw -> operators ->
 /// .to(dtype)), each step rounded as those operators round it, so that the values equal the
-/// chain's bit for bit (references.values, on either device).
+/// chain's bit for bit (the references test's Values suite, on either device).
 struct Draw {
   enum class Kind : int {
     /// ((x * scale) + shift) * post of the primary stream's normal (or uniform) draws, a step left

@@ -62,7 +62,7 @@ at::Tensor make_values(Values family, at::IntArrayRef sizes, DType dtype, uint64
                        double extreme_magnitude, at::Device device = at::kCPU);
 
 /// make_values as a chain of ATen operators on a float64 draw: what the direct draw must equal
-/// (references.values), and the route of the dtypes that are not floating.
+/// (the references test's Values suite), and the route of the dtypes that are not floating.
 at::Tensor make_values_chained(Values family, at::IntArrayRef sizes, DType dtype, uint64_t seed,
                                double extreme_magnitude, at::Device device = at::kCPU);
 
