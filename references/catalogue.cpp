@@ -474,6 +474,8 @@ at::Tensor draw_direct(const values::Draw& f, values::DrawInto into, at::IntArra
 
 }  // namespace
 
+bool values_drawn_directly(DType dtype) { return draw_into(dtype).has_value(); }
+
 at::Tensor make_values(Values family, at::IntArrayRef sizes, DType dtype, uint64_t seed,
                        double extreme_magnitude, at::Device device) {
   if (const auto into = draw_into(dtype))

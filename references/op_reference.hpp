@@ -61,6 +61,9 @@ Tensors case_inputs(const OpReference& ref, const Case& c, const OpSignature& op
 at::Tensor make_values(Values family, at::IntArrayRef sizes, DType dtype, uint64_t seed,
                        double extreme_magnitude, at::Device device = at::kCPU);
 
+/// Whether make_values draws into `dtype` directly (a float dtype), with no float64 tensor.
+bool values_drawn_directly(DType dtype);
+
 /// make_values as a chain of ATen operators on a float64 draw: what the direct draw must equal
 /// (the references test's Values suite), and the route of the dtypes that are not floating.
 at::Tensor make_values_chained(Values family, at::IntArrayRef sizes, DType dtype, uint64_t seed,

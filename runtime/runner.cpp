@@ -391,11 +391,8 @@ std::string huge_refusal(const OpSignature& op, const Case& c, Backend backend) 
         n * (3 * size + 1) + (sliced ? 0 : n * 8);  // tensor, snapshot, its re-read, a mask; upcast
     largest_input = std::max(largest_input, n);
   }
-  // Values are drawn straight into a float dtype (references/counter_rng.hpp); into any other,
-  // in float64 first, then converted.
-  if (c.dtype != DType::f64 && c.dtype != DType::f32 && c.dtype != DType::f16 &&
-      c.dtype != DType::bf16)
-    need += largest_input * 8;
+  // Values are drawn straight into a float dtype; into any other, in float64 first.
+  if (!values_drawn_directly(c.dtype)) need += largest_input * 8;
   for (const auto& t : op.outputs) {
     const double n = elements(t),
                  size = static_cast<double>(dtype_size(op.tensor_dtype(t, c.dtype)));
