@@ -62,8 +62,9 @@ __global__ void row_max_kernel(double* row_max, int64_t rows, int64_t row, uint6
   }
 }
 
-int grid_for(int64_t n, int threads) {
-  const int64_t wanted = (n + threads - 1) / threads;
+// Blocks for n items at `per_block` a block, at most 4096 (the kernels stride over the rest).
+int grid_for(int64_t n, int per_block) {
+  const int64_t wanted = (n + per_block - 1) / per_block;
   return static_cast<int>(wanted < 4096 ? wanted : 4096);
 }
 
@@ -84,8 +85,7 @@ cudaError_t fill_device_draw(void* out, DrawInto into, int64_t n, const Draw& f,
   if (n <= 0) return cudaSuccess;
   if (f.kind == Draw::Kind::clustered_max) {
     const int64_t rows = n / f.row;
-    row_max_kernel<<<static_cast<int>(rows < 4096 ? rows : 4096), 256, 0, cuda_stream>>>(
-        row_max, rows, f.row, seed);
+    row_max_kernel<<<grid_for(rows, 1), 256, 0, cuda_stream>>>(row_max, rows, f.row, seed);
   }
   switch (into) {
     case DrawInto::f64:

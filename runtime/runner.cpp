@@ -401,10 +401,13 @@ std::string huge_refusal(const OpSignature& op, const Case& c, Backend backend) 
   }
   need = need * 1.25 + 2 * kGiB;
   size_t free = 0, total = 0;
-  if (cudaMemGetInfo(&free, &total) != cudaSuccess) {
+  const auto read_free = [&] {
+    if (cudaMemGetInfo(&free, &total) == cudaSuccess) return true;
     cudaGetLastError();
-    return "skipped: the device's free memory could not be read for a huge case";
-  }
+    return false;
+  };
+  const char* unread = "skipped: the device's free memory could not be read for a huge case";
+  if (!read_free()) return unread;
   // What the caching allocator holds unused is free to the case too (it gives its cached blocks
   // back and retries before an allocation fails), without emptying the cache first: a cudaFree of
   // every cached block, and their cudaMallocs again for the cases after.
@@ -417,10 +420,7 @@ std::string huge_refusal(const OpSignature& op, const Case& c, Backend backend) 
   if (static_cast<double>(free) + static_cast<double>(std::max<int64_t>(0, cached_unused)) >= need)
     return "";
   c10::cuda::CUDACachingAllocator::emptyCache();  // the cache's fragments, counted whole above
-  if (cudaMemGetInfo(&free, &total) != cudaSuccess) {
-    cudaGetLastError();
-    return "skipped: the device's free memory could not be read for a huge case";
-  }
+  if (!read_free()) return unread;
   if (static_cast<double>(free) >= need) return "";
   return "skipped: the huge case needs about " + gib(need) + " of device memory (" +
          (sliced ? "judged on slices of its rows" : "judged whole, with its float64 oracle") +
