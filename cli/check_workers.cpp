@@ -309,6 +309,7 @@ class WorkerDealer {
     // with the remaining cases (at most kMaxFaultRestarts times).
     std::optional<KernelReport> merged;
     std::string worker_device;  // as the worker named it (name, ordinal, UUID)
+    double started_ahead_s = -1;
     std::string said_all;
     uint64_t printed = 0, dropped = 0;
     int64_t resume_at = 0, reference_copies_at = -1;
@@ -345,6 +346,7 @@ class WorkerDealer {
                      k.name.c_str(), static_cast<unsigned long long>(w.output.total_bytes()),
                      static_cast<unsigned long long>(w.output.dropped_bytes()));
       said_all += said;
+      if (restarts == 0) started_ahead_s = w.started_ahead_s;
       printed += w.output.total_bytes();
       dropped += w.output.dropped_bytes();
       if (!w.ok) {
@@ -397,6 +399,7 @@ class WorkerDealer {
       merged->worker_device =
           worker_device.empty() ? std::string(backend_name(plan.backend)) : worker_device;
       merged->worker_ordinal = device.value_or(-1);
+      merged->worker_started_ahead_s = started_ahead_s;
       merged->worker_start_s = started;
       merged->worker_end_s =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -431,6 +434,8 @@ class WorkerDealer {
       const std::optional<int> device =
           args.devices.empty() ? std::nullopt : std::optional<int>(args.devices.front());
       for (size_t i = 0; i < plan.total(); ++i) {
+        // The next kernel's worker loads its libraries while this one runs.
+        keep_workers_ahead(i + 1 < plan.total() ? 1 : 0);
         if (auto kr = check_isolated(i, device)) report.kernels.push_back(std::move(*kr));
         write_reports();  // after every kernel: a crash later loses nothing already measured
       }
@@ -452,6 +457,8 @@ class WorkerDealer {
           if (d) report.kernels.push_back(*d);
         write_reports();
       };
+      const size_t slot_count =
+          static_cast<size_t>(std::max(1, args.jobs)) * std::max<size_t>(1, args.devices.size());
       const auto serve = [&](std::optional<int> device) {
         try {
           DeviceHealth health;
@@ -461,6 +468,9 @@ class WorkerDealer {
           };
           // A GPU another slot retired takes no more kernels.
           for (size_t i; !is_retired() && (i = next++) < plan.total();) {
+            // The kernels not yet started, one worker ahead for each slot at most.
+            keep_workers_ahead(
+                std::min(slot_count, plan.total() - std::min(plan.total(), next.load())));
             auto kr = check_isolated(i, device);
             // A GPU that became unusable (lost, uncorrected ECC errors, no device) is retired: the
             // kernel it was running loses its results, and the others go to the GPUs left.
@@ -696,6 +706,11 @@ class WorkerDealer {
 
 }  // namespace
 
-void run_in_workers(const WorkerRun& run) { WorkerDealer(run).deal(); }
+void run_in_workers(const WorkerRun& run) {
+  struct EndWorkersAhead {  // none is left waiting, however the run ends
+    ~EndWorkersAhead() { end_workers_ahead(); }
+  } end_workers_ahead;
+  WorkerDealer(run).deal();
+}
 
 }  // namespace kgate::cli

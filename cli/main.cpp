@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
@@ -12,7 +13,8 @@
 #include "cli/commands.hpp"   // list, check, merge, replay, validate, pack, compare
 #include "cli/main.hpp"
 #include "cli/output.hpp"
-#include "cli/sweep.hpp"  // kgate sweep (tolerance sensitivity)
+#include "cli/sweep.hpp"   // kgate sweep (tolerance sensitivity)
+#include "cli/worker.hpp"  // a worker started ahead
 #include "core/config.hpp"
 #include "core/error.hpp"
 #include "core/safe_text.hpp"
@@ -45,6 +47,15 @@ std::string joined(int argc, char** argv) {
 }  // namespace
 
 int kgate::cli::main(int argc, char** argv) {
+  // A worker started ahead (cli/worker.hpp): its libraries are loaded; it waits for its work.
+  if (argc == 2 && std::strcmp(argv[1], kgate::cli::kStandbyArgument) == 0) {
+    std::vector<std::string> args = kgate::cli::wait_for_work(argv[0]);
+    if (args.empty()) return 0;  // ended without work
+    std::vector<char*> work;
+    for (auto& a : args) work.push_back(a.data());
+    work.push_back(nullptr);
+    return kgate::cli::main(static_cast<int>(args.size()), work.data());
+  }
   CLI::App app{
       "kgate " KGATE_VERSION
       " - regression tester for optimized GPU kernels.\n"

@@ -3,6 +3,7 @@
 // message, and the parent keeps every other kernel's results.
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <optional>
 #include <string>
@@ -21,6 +22,9 @@ struct WorkerResult {
   std::string failure;  ///< why there is no report: crash, hang, bad output
   bool hung = false;    ///< killed by the watchdog
   double seconds = 0;
+  /// How long the worker had waited, started ahead (keep_workers_ahead), when it was given this
+  /// work; -1: it was started for it.
+  double started_ahead_s = -1;
   OutputCapture output;  ///< what it printed (stdout and stderr, interleaved), bounded
 };
 
@@ -35,6 +39,21 @@ struct WorkerResult {
 WorkerResult run_worker(const plan::WorkerInvocation& worker, const std::string& report_path,
                         double timeout_s,
                         const std::function<std::optional<std::string>()>& stalled = {});
+/// Workers started ahead: from the next worker started on, run_worker keeps `count` kgate
+/// processes waiting that have loaded their libraries (LibTorch's, about half a second), so that
+/// the worker after takes one that is ready instead of starting a process. Only a worker with no
+/// wrapper and no environment of its own takes one (both are set at exec). A worker started ahead
+/// touches no GPU until it is given its work. KGATE_NO_WORKERS_AHEAD=1 turns this off.
+void keep_workers_ahead(size_t count);
+/// Ends the workers waiting ahead (the end of a run).
+void end_workers_ahead();
+
+/// The process's part of a worker started ahead: called first in kgate's main when its one
+/// argument is kStandbyArgument. Reads the worker's arguments from stdin (NUL-separated, to EOF)
+/// and returns them, argv[0] first; empty: the parent ended it without work (exit quietly).
+inline constexpr const char* kStandbyArgument = "--started-ahead";
+std::vector<std::string> wait_for_work(const char* argv0);
+
 /// A kgate process that is not a run's worker (kgate validate's reference worker), under the same
 /// watchdog: `args` after "kgate".
 WorkerResult run_worker_process(const std::vector<std::string>& args,

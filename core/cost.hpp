@@ -6,6 +6,7 @@
 //   { cost::Scope s("reference"); expected = ref.eager(in, attrs); }
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <string>
@@ -36,7 +37,13 @@ const char* current_phase();
 std::map<std::string, double> take();
 
 /// Seconds since this process started (/proc/self/stat), 0 where unknown: what a worker spent
-/// before its first phase (loading LibTorch and kgate's libraries, reading the plan).
+/// before its first phase (loading LibTorch and kgate's libraries, reading the plan). A worker
+/// started ahead of its kernel counts from when it was given it (count_age_from).
 double process_age_s();
+
+/// From now on process_age_s() counts from `given` (steady_clock, the machine's monotonic clock):
+/// a worker started ahead of its kernel (cli/worker.hpp) loaded its libraries while the kernel
+/// before it ran, and was given its kernel then; its startup is what it spent from then.
+void count_age_from(std::chrono::steady_clock::time_point given);
 
 }  // namespace kgate::cost

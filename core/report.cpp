@@ -318,6 +318,8 @@ nlohmann::json to_json(const RunReport& report) {
                           {"start_s", number(k.worker_start_s)},
                           {"end_s", number(k.worker_end_s)}};
       if (k.worker_ordinal >= 0) kernel["worker"]["ordinal"] = k.worker_ordinal;
+      if (k.worker_started_ahead_s >= 0)
+        kernel["worker"]["started_ahead_s"] = number(k.worker_started_ahead_s);
     }
     if (k.worker_output_bytes > 0)
       kernel["worker_output"] = {{"text", k.worker_output},
@@ -452,6 +454,7 @@ RunReport report_from_json(const nlohmann::json& j) {
       k.worker_start_s = read_number(w, "start_s");
       k.worker_end_s = read_number(w, "end_s");
       k.worker_ordinal = w.value("ordinal", -1);
+      k.worker_started_ahead_s = read_number(w, "started_ahead_s", -1);
     }
     if (kj.contains("worker_output")) {
       const auto& w = kj.at("worker_output");

@@ -198,6 +198,9 @@ struct KernelReport {
   int worker_ordinal = -1;  ///< the --devices ordinal its workers were given (-1: none)
   double worker_start_s = 0;
   double worker_end_s = 0;
+  /// Its first worker was started ahead (it loaded its libraries while the kernel before ran) and
+  /// had waited this long when given the kernel; -1: started for it.
+  double worker_started_ahead_s = -1;
   CorrectnessReport correctness;
   std::vector<SpeedComparison> speed;
   double seconds = 0;
