@@ -6,7 +6,7 @@
 VARIES = frozenset({
     "seconds", "started_at", "git_sha", "command", "sandbox", "worker_output", "worker_output_bytes",
     "worker_output_dropped_bytes", "worker_start_s", "worker_end_s", "worker_device", "worker_ordinal",
-    "start_s", "end_s", "device", "driver", "cuda", "torch", "kgate_version"})
+    "start_s", "end_s", "started_ahead_s", "device", "driver", "cuda", "torch", "kgate_version"})
 
 
 def clean(v, replace=(), also_varies=()):
