@@ -347,6 +347,14 @@ void print_cost(const RunReport& report) {
   for (const auto& [phase, s] : rows)
     std::fprintf(stderr, "  %-10s %8.2f s %5.1f%%  (most: %s, %.2f s)\n", phase.c_str(), s,
                  all > 0 ? 100 * s / all : 0.0, most[phase].second.c_str(), most[phase].first);
+  const auto ahead =
+      std::count_if(report.kernels.begin(), report.kernels.end(),
+                    [](const KernelReport& k) { return k.worker_started_ahead_s >= 0; });
+  if (ahead > 0)
+    std::fprintf(stderr,
+                 "  (%lld of %zu workers were started ahead, while the kernel before ran: their "
+                 "startup counts from when they got their kernel)\n",
+                 static_cast<long long>(ahead), report.kernels.size());
   // The same correctness cases again, by family: where the long and huge families' time goes.
   std::map<std::string, std::pair<double, int64_t>> family;
   std::map<std::string, std::pair<double, std::string>> most_family;

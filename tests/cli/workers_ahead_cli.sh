@@ -28,6 +28,7 @@ waiting_in() {
 rc=$?
 [ $rc -eq 1 ] || { cat "$out/ahead.log"; fail "the run with workers ahead exited $rc, expected 1 (two mutants fail)"; }
 [ "$(waiting_in "$out/ahead-cwd")" -eq 0 ] || fail "a worker started ahead outlived its run"
+grep -q "^  (2 of 3 workers were started ahead" "$out/ahead.log" || { cat "$out/ahead.log"; fail "--cost did not say which workers were started ahead"; }
 KGATE_NO_WORKERS_AHEAD=1 "$kgate" check --backend cpu "${kernels[@]}" --cases 8 --no-speed --seed 1 --cost \
   --out "$out/fresh" -q > "$out/fresh.log" 2>&1
 rc=$?
