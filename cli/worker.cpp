@@ -155,9 +155,12 @@ std::optional<Started> take_ahead(const std::vector<std::string>& args,
                                              .count());
     message.push_back('\0');
     for (const auto& arg : args) message.append(arg).push_back('\0');
+    // Never blocking: arguments that do not fit the socket's buffer at once (far more than a
+    // worker's) go to a worker started for them instead of waiting on one that does not read.
     bool sent = true;
     for (size_t at = 0; sent && at < message.size();) {
-      const ssize_t n = send(a.control, message.data() + at, message.size() - at, MSG_NOSIGNAL);
+      const ssize_t n =
+          send(a.control, message.data() + at, message.size() - at, MSG_NOSIGNAL | MSG_DONTWAIT);
       if (n > 0) at += static_cast<size_t>(n);
       else sent = n < 0 && errno == EINTR;
     }
