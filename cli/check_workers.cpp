@@ -408,6 +408,12 @@ class WorkerDealer {
     return merged;
   }
 
+  // The next kernels' workers load their libraries while these run: one waits ahead for each
+  // kernel not yet started (`started` of them are), at most one per slot.
+  void keep_ahead(size_t started, size_t slots) {
+    keep_workers_ahead(std::min(slots, plan.total() - std::min(plan.total(), started)));
+  }
+
   // The run's budget growth a kernel's worker may take: what is left, shared between the GPUs of
   // --devices that may each be timing a kernel at once (the run's total stays within the cap).
   double growth_share() {
@@ -434,8 +440,7 @@ class WorkerDealer {
       const std::optional<int> device =
           args.devices.empty() ? std::nullopt : std::optional<int>(args.devices.front());
       for (size_t i = 0; i < plan.total(); ++i) {
-        // The next kernel's worker loads its libraries while this one runs.
-        keep_workers_ahead(i + 1 < plan.total() ? 1 : 0);
+        keep_ahead(i + 1, 1);
         if (auto kr = check_isolated(i, device)) report.kernels.push_back(std::move(*kr));
         write_reports();  // after every kernel: a crash later loses nothing already measured
       }
@@ -468,9 +473,7 @@ class WorkerDealer {
           };
           // A GPU another slot retired takes no more kernels.
           for (size_t i; !is_retired() && (i = next++) < plan.total();) {
-            // The kernels not yet started, one worker ahead for each slot at most.
-            keep_workers_ahead(
-                std::min(slot_count, plan.total() - std::min(plan.total(), next.load())));
+            keep_ahead(next.load(), slot_count);
             auto kr = check_isolated(i, device);
             // A GPU that became unusable (lost, uncorrected ECC errors, no device) is retired: the
             // kernel it was running loses its results, and the others go to the GPUs left.

@@ -101,11 +101,15 @@ bool workers_ahead_off() {
   return off && std::string(off) == "1";
 }
 
-void end_ahead(Ahead& a) {
+// Ends a worker waiting ahead; `reaped`: it has exited and been waited for already (its pid may
+// be another process's by now: never signalled).
+void end_ahead(Ahead& a, bool reaped = false) {
   close(a.control);
-  kill(a.pid, SIGKILL);
-  int status = 0;
-  while (waitpid(a.pid, &status, 0) < 0 && errno == EINTR) {
+  if (!reaped) {
+    kill(a.pid, SIGKILL);
+    int status = 0;
+    while (waitpid(a.pid, &status, 0) < 0 && errno == EINTR) {
+    }
   }
   close(a.output);
 }
@@ -145,8 +149,9 @@ std::optional<Started> take_ahead(const std::vector<std::string>& args,
     Ahead a = std::move(ahead.front());
     ahead.erase(ahead.begin());
     int status = 0;
-    if (a.env != env || waitpid(a.pid, &status, WNOHANG) != 0) {  // not this work's, or gone
-      end_ahead(a);
+    const pid_t gone = waitpid(a.pid, &status, WNOHANG);
+    if (gone != 0 || a.env != env) {  // exited (or unknown), or not this work's
+      end_ahead(a, gone == a.pid);
       continue;
     }
     // When it was given its work (its startup counts from then), then its arguments.

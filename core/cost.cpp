@@ -129,18 +129,18 @@ struct AgeAtLoad {
 };
 const AgeAtLoad age_at_load;
 
-std::atomic<bool> counted_from_now{false};
-Clock::time_point counted_from;  // written once, before counted_from_now
+std::atomic<bool> age_counted_from_given{false};
+Clock::time_point counted_from;  // written once, before age_counted_from_given is set
 
 }  // namespace
 
 void count_age_from(Clock::time_point given) {
   counted_from = std::min(given, Clock::now());
-  counted_from_now.store(true);
+  age_counted_from_given.store(true);
 }
 
 double process_age_s() {
-  if (counted_from_now.load()) return std::max(0.0, seconds(counted_from, Clock::now()));
+  if (age_counted_from_given.load()) return std::max(0.0, seconds(counted_from, Clock::now()));
   // The later of /proc's (coarse) and the age at load plus the time since (fine): positive from
   // the first moment, right where /proc cannot be read.
   const double since_load =
