@@ -2,6 +2,8 @@
 // errors to exit codes. Each verb adds its own subcommand and options (commands.hpp lists them).
 #include <CLI/CLI.hpp>
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -49,7 +51,20 @@ std::string joined(int argc, char** argv) {
 int kgate::cli::main(int argc, char** argv) {
   // A worker started ahead (cli/worker.hpp): its libraries are loaded; it waits for its work.
   if (argc == 2 && std::strcmp(argv[1], kgate::cli::kStandbyArgument) == 0) {
-    std::vector<std::string> args = kgate::cli::wait_for_work(argv[0]);
+    if (isatty(0)) {  // typed by hand: nothing would ever send it work
+      std::fprintf(stderr,
+                   "kgate: error: %s is kgate check's own (a worker that waits for its arguments "
+                   "from its parent on stdin); run kgate check instead\n",
+                   kgate::cli::kStandbyArgument);
+      return static_cast<int>(kgate::ExitCode::usage);
+    }
+    std::vector<std::string> args;
+    try {
+      args = kgate::cli::wait_for_work(argv[0]);
+    } catch (const kgate::Error& e) {
+      std::fprintf(stderr, "kgate: error: %s\n", e.what());
+      return static_cast<int>(kgate::ExitCode::usage);
+    }
     if (args.empty()) return 0;  // ended without work
     std::vector<char*> work;
     for (auto& a : args) work.push_back(a.data());

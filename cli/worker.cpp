@@ -330,8 +330,12 @@ std::vector<std::string> wait_for_work(const char* argv0) {
     else if (n == 0 || errno != EINTR) break;
   }
   std::vector<std::string> args;
+  if (message.empty()) return args;  // ended without work
   const size_t given_end = message.find('\0');
-  if (given_end == std::string::npos) return args;  // ended without work
+  if (given_end == std::string::npos)
+    throw Error(ErrorKind::usage, std::string(kStandbyArgument) +
+                                      " read something that is not a worker's arguments from "
+                                      "stdin: it is kgate check's own; run kgate check instead");
   args.push_back(argv0);
   for (size_t at = given_end + 1; at < message.size();) {
     const size_t end = std::min(message.find('\0', at), message.size());

@@ -51,6 +51,7 @@ void end_workers_ahead();
 /// The process's part of a worker started ahead: called first in kgate's main when its one
 /// argument is kStandbyArgument. Reads the worker's arguments from stdin (NUL-separated, to EOF)
 /// and returns them, argv[0] first; empty: the parent ended it without work (exit quietly).
+/// Throws Error(usage) when stdin held something else.
 inline constexpr const char* kStandbyArgument = "--started-ahead";
 std::vector<std::string> wait_for_work(const char* argv0);
 

@@ -60,4 +60,18 @@ for _ in $(seq 1 300); do [ "$(waiting_in "$out/killed-cwd")" -gt 0 ] && break; 
 kill -9 $parent; wait $parent 2>/dev/null
 for _ in $(seq 1 300); do [ "$(waiting_in "$out/killed-cwd")" -eq 0 ] && break; sleep 0.1; done
 [ "$(waiting_in "$out/killed-cwd")" -eq 0 ] || fail "a worker started ahead outlived its killed parent by 30 s"
+# Given something that is not a worker's arguments: a usage error; given nothing: ended quietly.
+echo "not arguments" | "$kgate" --started-ahead > "$out/junk.log" 2>&1
+rc=$?
+[ $rc -eq 4 ] || { cat "$out/junk.log"; fail "kgate --started-ahead given junk exited $rc, expected 4"; }
+"$kgate" --started-ahead < /dev/null > "$out/nothing.log" 2>&1 || fail "kgate --started-ahead ended without work exited $?, expected 0"
+# Typed by hand (stdin a terminal): a usage error, not a wait for ever.
+if command -v script > /dev/null; then
+  script -qec "$kgate --started-ahead" /dev/null > "$out/by-hand.log" 2>&1 < /dev/null
+  rc=$?
+  [ $rc -eq 4 ] || { cat "$out/by-hand.log"; fail "kgate --started-ahead on a terminal exited $rc, expected 4"; }
+  grep -q "is kgate check's own" "$out/by-hand.log" || { cat "$out/by-hand.log"; fail "no usage message for --started-ahead on a terminal"; }
+else
+  echo "SKIPPED: the terminal case (no script(1) here)"
+fi
 echo "workers_ahead_cli: passed"
